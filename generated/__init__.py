@@ -1,0 +1,1 @@
+"""Generated ORS adapter packages (one subpackage per environment)."""

@@ -1,0 +1,39 @@
+"""Diagnostics: what the generator or the snapshotter could not do cleanly, as data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Level = Literal["warning", "error"]
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One finding. ``tool`` is the tool's wire name and ``pointer`` a JSON pointer into
+    its input schema (``""`` for the tool as a whole)."""
+
+    level: Level
+    tool: str | None
+    pointer: str
+    message: str
+
+    def format(self) -> str:
+        where = ""
+        if self.tool is not None:
+            where = f" tool {self.tool!r}"
+            if self.pointer:
+                where += f" at {self.pointer}"
+        return f"{self.level}:{where}: {self.message}" if where else f"{self.level}: {self.message}"
+
+
+def warning(tool: str | None, pointer: str, message: str) -> Diagnostic:
+    return Diagnostic("warning", tool, pointer, message)
+
+
+def error(tool: str | None, pointer: str, message: str) -> Diagnostic:
+    return Diagnostic("error", tool, pointer, message)
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.level == "error" for d in diagnostics)

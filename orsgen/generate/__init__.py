@@ -1,0 +1,104 @@
+"""The pure core: snapshot (+ options recorded in it) → files + diagnostics.
+
+It reads no network and writes no disk. The CLI decides what to do with the result.
+"""
+
+from __future__ import annotations
+
+import pprint
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen import __version__ as ORSGEN_VERSION
+from orsgen.diagnostics import Diagnostic, error, has_errors
+from orsgen.generate import docstrings
+from orsgen.generate.render import SelfCheckError, format_python, render, self_check
+from orsgen.generate.tools import ToolView, build_tools, tool_specs
+from orsgen.runtime import RUNTIME_VERSION
+from orsgen.snapshot.model import dump, tools_sha256
+
+PY_FILES = ("__init__.py", "adapter.py", "dataset.py", "rewards.py", "version.py")
+
+
+@dataclass
+class GenerateResult:
+    files: dict[str, str] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+def _label(environment: Mapping[str, Any]) -> str:
+    ident = environment.get("identity", {})
+    name = ident.get("deployment") or ident.get("env_name") or "(unnamed)"
+    return docstrings.literal_body(docstrings.one_line(repr(str(name))))
+
+
+def _wire_names(tools: list[ToolView]) -> str:
+    mapping = {t.method: (t.wire, {p.name: p.wire for p in t.params}) for t in tools}
+    return pprint.pformat(mapping, width=10**6, sort_dicts=True)
+
+
+def _imports(tools: list[ToolView]) -> list[str]:
+    typing_names = ["Any", "ClassVar"]
+    if any("Literal[" in p.hint for t in tools for p in t.params):
+        typing_names.append("Literal")
+    lines = [f"from typing import {', '.join(typing_names)}", ""]
+    if any(p.default == "_UNSET" for t in tools for p in t.params):
+        lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
+    lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")
+    return lines
+
+
+def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
+    """Generate every file of the adapter package described by ``snapshot``."""
+    result = GenerateResult()
+    environment = snapshot["environment"]
+    package = snapshot["package"]
+    specs = tool_specs(environment, package)
+    tools = build_tools(specs, result.diagnostics)
+    if not tools and not has_errors(result.diagnostics):
+        result.diagnostics.append(error(None, "", "the environment exposes no tools to generate"))
+    if has_errors(result.diagnostics):
+        return result
+    ident = environment.get("identity", {})
+    target = environment.get("target", {})
+    class_name = package["class_name"]
+    context: dict[str, Any] = {
+        "package": package["name"],
+        "import_path": package["name"],
+        "class_name": class_name,
+        "class_doc": f"Adapter for {_label(environment)}: {len(tools)} tools.",
+        "env_label": _label(environment),
+        "env_name": repr(ident.get("env_name")),
+        "deployment": repr(ident.get("deployment")),
+        "default_url": repr(target.get("value") if target.get("kind") == "url" else None),
+        "default_split": repr(package.get("split", "train")),
+        "tools_sha256": repr(tools_sha256(environment)),
+        "wire_names": _wire_names(tools),
+        "imports": _imports(tools),
+        "tools": tools,
+        "version": repr(package.get("version", "1.0.0")),
+        "snapshot_sha256": repr(snapshot["sha256"]),
+        "orsgen_version": repr(ORSGEN_VERSION),
+        "runtime_version": repr(RUNTIME_VERSION),
+    }
+    for name in PY_FILES:
+        source = render(f"{name}.jinja", **context)
+        try:
+            self_check(name, source)
+            formatted = format_python(source)
+            self_check(name, formatted)
+        except SelfCheckError as exc:
+            result.diagnostics.append(error(None, "", str(exc)))
+            return result
+        except Exception as exc:  # noqa: BLE001 - black's errors are not one type
+            result.diagnostics.append(error(None, "", f"{name}: formatting failed: {exc}"))
+            return result
+        result.files[name] = formatted
+    result.files["snapshot.json"] = dump(dict(snapshot))
+    result.files["py.typed"] = ""
+    return result

@@ -1,0 +1,144 @@
+"""Every Python name orsgen emits comes from here.
+
+Order of operations: transliterate and sanitize, then fix reserved words, then
+resolve collisions. Case is preserved so the model sees a name as close to the
+wire name as Python allows. Collisions are resolved in sorted wire-name order, so
+the result never depends on the order a server lists its tools in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import re
+import unicodedata
+from collections.abc import Iterable
+
+MAX_NAME_LENGTH = 64
+
+# Names the generated class body itself evaluates in annotations. A method with one
+# of these names would shadow the type for every later signature in the class.
+ANNOTATION_NAMES = frozenset(
+    {"str", "int", "float", "bool", "list", "dict", "tuple", "object", "None", "Any", "Literal"}
+    | {"ClassVar", "True", "False"}
+)
+# TRL treats these specially; the adapter base class owns the rest.
+TRL_NAMES = frozenset({"reset", "get_reward"})
+ADAPTER_ATTRIBUTES = frozenset(
+    {
+        "reward",
+        "rewards",
+        "metadata",
+        "finished",
+        "last_output",
+        "close",
+        "WIRE_NAMES",
+        "ENV_NAME",
+        "DEPLOYMENT",
+        "DEFAULT_URL",
+        "DEFAULT_SPLIT",
+        "TOOLS_SHA256",
+        "SNAPSHOT_TOOLS",
+    }
+)
+RESERVED_METHODS = (
+    frozenset(keyword.kwlist)
+    | frozenset(keyword.softkwlist)
+    | ANNOTATION_NAMES
+    | TRL_NAMES
+    | ADAPTER_ATTRIBUTES
+    | {"self", "cls"}
+)
+RESERVED_PARAMS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {"self", "cls"}
+
+
+def transliterate(text: str) -> str:
+    """Best-effort ASCII: accents are dropped (``é`` → ``e``); other letters are removed."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return decomposed.encode("ascii", "ignore").decode("ascii")
+
+
+def sanitize(wire: str, fallback: str) -> str:
+    """A valid identifier derived from ``wire``: never empty, never a leading digit or
+    underscore (TRL hides ``_``-names from the model), never longer than the limit."""
+    text = re.sub(r"[^0-9A-Za-z_]+", "_", transliterate(wire))
+    text = re.sub(r"_+", "_", text).strip("_")
+    if not text:
+        text = fallback
+    if text[0].isdigit():
+        text = f"{fallback}_{text}"
+    if len(text) > MAX_NAME_LENGTH:
+        digest = hashlib.sha256(wire.encode("utf-8")).hexdigest()[:8]
+        text = f"{text[: MAX_NAME_LENGTH - 9].rstrip('_')}_{digest}"
+    return text
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def assign(wires: Iterable[str], reserved: frozenset[str], fallback: str) -> dict[str, str]:
+    """Map each wire name to a unique, non-reserved Python name.
+
+    A wire name that is already a clean identifier keeps it; the others are
+    sanitized, suffixed with ``_`` when reserved and numbered (``_2``, ``_3``...)
+    when they collide, in sorted wire-name order.
+    """
+    unique = sorted(set(wires))
+    taken: set[str] = set(reserved)
+    result: dict[str, str] = {}
+
+    def base(wire: str) -> str:
+        name = sanitize(wire, fallback)
+        if name in reserved or _dunder(wire):
+            name = f"{name}_"
+        return name
+
+    # Exact, unreserved identifiers claim their names first, so a renamed tool can
+    # never take the name of one that needed no rename.
+    for wire in unique:
+        if base(wire) == wire:
+            result[wire] = wire
+            taken.add(wire)
+    for wire in unique:
+        if wire in result:
+            continue
+        candidate = base(wire)
+        n = 2
+        name = candidate
+        while name in taken:
+            name = f"{candidate}_{n}"
+            n += 1
+        result[wire] = name
+        taken.add(name)
+    return result
+
+
+def method_names(wires: Iterable[str]) -> dict[str, str]:
+    return assign(wires, RESERVED_METHODS, "tool")
+
+
+def param_names(wires: Iterable[str]) -> dict[str, str]:
+    return assign(wires, RESERVED_PARAMS, "arg")
+
+
+def pascal_case(text: str) -> str:
+    parts = re.split(r"[^0-9A-Za-z]+", transliterate(text))
+    words = [p[:1].upper() + p[1:] for p in parts if p]
+    name = "".join(words) or "Ors"
+    return f"Env{name}" if name[0].isdigit() else name
+
+
+def class_name(env_name: str) -> str:
+    """``echoenv`` → ``EchoenvEnv``; ``Eigent/SETA`` → ``SetaEnv``; never ``...EnvEnv``."""
+    name = pascal_case(env_name.rsplit("/", 1)[-1])
+    if name.isupper():
+        name = name.capitalize()
+    return name if name.endswith("Env") else f"{name}Env"
+
+
+def package_name(directory_name: str) -> str:
+    name = re.sub(r"[^0-9a-z_]+", "_", transliterate(directory_name).lower()).strip("_")
+    if not name or name[0].isdigit() or keyword.iskeyword(name):
+        name = f"env_{name}"
+    return name

@@ -1,0 +1,258 @@
+"""From snapshot tool specs to the per-method facts the adapter template needs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.diagnostics import Diagnostic, error, warning
+from orsgen.generate import docstrings, naming
+from orsgen.generate.describe import describe, needs_structure
+from orsgen.generate.typemap import TypeContext, child, deref, hint_for, short_json, with_null
+
+_SCALAR_CHECK: dict[str, type | tuple[type, ...]] = {
+    "str": str,
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+}
+
+
+@dataclass
+class ParamView:
+    name: str
+    wire: str
+    hint: str
+    required: bool
+    default: str  # Python source of the default ("" when required)
+    send_condition: str  # when an optional argument is sent
+    description: str
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}: {self.hint}" + ("" if self.required else f" = {self.default}")
+
+    @property
+    def wire_literal(self) -> str:
+        return repr(self.wire)
+
+
+@dataclass
+class ToolView:
+    method: str
+    wire: str
+    description: str
+    params: list[ParamView] = field(default_factory=list)
+    docstring: str = ""
+
+    @property
+    def wire_literal(self) -> str:
+        return repr(self.wire)
+
+    @property
+    def optional_params(self) -> list[ParamView]:
+        return [p for p in self.params if not p.required]
+
+    @property
+    def required_args(self) -> str:
+        pairs = ", ".join(f"{p.wire_literal}: {p.name}" for p in self.params if p.required)
+        return "{" + pairs + "}"
+
+
+def _default_source(value: Any, hint: str, nullable: bool) -> str | None:
+    """``repr`` of a schema default when it is an immutable literal that fits the hint."""
+    if value is None:
+        return "None" if nullable else None
+    if isinstance(value, bool):
+        ok = hint in ("bool", "Any") or repr(value) in hint
+    elif isinstance(value, (int, float, str)):
+        base = _SCALAR_CHECK.get(hint)
+        if base is not None:
+            ok = isinstance(value, base) and not isinstance(value, bool)
+        else:
+            ok = hint == "Any" or (hint.startswith("Literal[") and repr(value) in hint)
+    else:
+        return None
+    return repr(value) if ok else None
+
+
+def build_tool(
+    spec: Mapping[str, Any], method: str, diagnostics: list[Diagnostic]
+) -> ToolView | None:
+    """The view of one tool, or ``None`` after an error diagnostic that names it."""
+    wire = str(spec["name"])
+    schema = spec.get("input_schema")
+    ctx = TypeContext(root=schema if isinstance(schema, Mapping) else {}, tool=wire)
+    tool = ToolView(method=method, wire=wire, description=str(spec.get("description") or ""))
+    if schema is None:
+        schema = {}
+    if not isinstance(schema, Mapping):
+        diagnostics.append(
+            error(wire, "", "input_schema is not a JSON object; cannot type this tool")
+        )
+        return None
+    schema, _ = deref(ctx, schema, "", frozenset())
+    if not isinstance(schema, Mapping):
+        schema = {}
+    kind = schema.get("type")
+    if kind not in (None, "object") and not (isinstance(kind, list) and "object" in kind):
+        diagnostics.append(
+            error(
+                wire,
+                "/type",
+                f"input_schema has type {kind!r}; a tool's arguments must be an object",
+            )
+        )
+        return None
+    props = schema.get("properties") or {}
+    if not isinstance(props, Mapping):
+        diagnostics.append(error(wire, "/properties", "properties is not a JSON object"))
+        return None
+    required_raw = schema.get("required") or []
+    required = [str(r) for r in required_raw] if isinstance(required_raw, list) else []
+    wires = list(props)
+    for name in required:
+        if name not in props:
+            wires.append(name)
+            diagnostics.append(
+                warning(wire, "/required", f"required parameter {name!r} has no schema; typed Any")
+            )
+    order = spec.get("property_order")
+    if isinstance(order, list) and sorted(map(str, order)) == sorted(map(str, props)):
+        wires = [str(w) for w in order] + [w for w in wires if w not in props]
+    for key in ("patternProperties",):
+        if key in schema:
+            diagnostics.append(
+                warning(wire, f"/{key}", f"{key} cannot be expressed as parameters; ignored")
+            )
+    if schema.get("additionalProperties") not in (None, False, {}):
+        diagnostics.append(
+            warning(
+                wire,
+                "/additionalProperties",
+                "extra undeclared arguments cannot be passed through a typed method",
+            )
+        )
+    names = naming.param_names(wires)
+    for w in wires:
+        if names[w] != w:
+            diagnostics.append(
+                warning(
+                    wire,
+                    child("/properties", w),
+                    f"parameter {w!r} is named {names[w]!r} in Python",
+                )
+            )
+    params: list[ParamView] = []
+    for w in wires:
+        pointer = child("/properties", w)
+        pschema = props.get(w, {})
+        hint, nullable = hint_for(ctx, pschema, pointer)
+        is_required = w in required
+        description = _param_description(ctx, w, pschema, pointer)
+        default = ""
+        condition = ""
+        if not is_required:
+            raw_default = pschema.get("default", ...) if isinstance(pschema, Mapping) else ...
+            source = None if raw_default is ... else _default_source(raw_default, hint, nullable)
+            if raw_default is not ... and source is None and raw_default is not None:
+                if isinstance(raw_default, (list, dict)):
+                    message = "mutable default is documented, not used as the Python default"
+                else:
+                    message = (
+                        f"default {short_json(raw_default)} does not fit type {hint}; left unset"
+                    )
+                ctx.warn(child(pointer, "default"), message)
+            if source is not None:
+                default = source
+                condition = (
+                    f"{names[w]} is not {source}"
+                    if source in ("None", "True", "False")
+                    else f"{names[w]} != {source}"
+                )
+            else:
+                default = "_UNSET"
+                condition = f"{names[w]} is not _UNSET"
+        hint = with_null(hint, nullable)
+        params.append(
+            ParamView(
+                name=names[w],
+                wire=w,
+                hint=hint,
+                required=is_required,
+                default=default,
+                send_condition=condition,
+                description=description,
+            )
+        )
+    diagnostics.extend(ctx.diagnostics)
+    # Python needs required parameters first; keep the schema order within each group.
+    tool.params = [p for p in params if p.required] + [p for p in params if not p.required]
+    tool.docstring = method_docstring(tool)
+    return tool
+
+
+def _param_description(ctx: TypeContext, wire: str, schema: Any, pointer: str) -> str:
+    text = ""
+    if isinstance(schema, Mapping):
+        resolved, _ = deref(TypeContext(ctx.root, ctx.tool), schema, pointer, frozenset())
+        source = resolved if isinstance(resolved, Mapping) else schema
+        text = str(schema.get("description") or source.get("description") or "")
+        if not text:
+            text = str(schema.get("title") or source.get("title") or "")
+        if needs_structure(schema, ctx, pointer):
+            text = f"{text} Structure: {describe(schema, ctx, pointer)}".strip()
+        if "default" in schema:
+            text = f"{text} (default: {short_json(schema['default'])})".strip()
+    return text or f"The {wire!r} argument."
+
+
+def method_docstring(tool: ToolView) -> str:
+    """Escaped docstring source (without the quotes) for one tool method."""
+    summary = docstrings.paragraph(tool.description) or f"Call the {tool.wire!r} tool."
+    lines = [summary]
+    if tool.params:
+        lines.append("")
+        lines.append("Args:")
+        for p in tool.params:
+            lines.append(f"    {p.name}: {docstrings.one_line(p.description)}")
+    text = "\n".join(lines)
+    body = docstrings.literal_body(text)
+    if "\n" in body:
+        first, rest = body.split("\n", 1)
+        body = first + "\n" + docstrings.indent_body(rest, 8) + "\n        "
+    return body
+
+
+def tool_specs(
+    environment: Mapping[str, Any], package: Mapping[str, Any]
+) -> list[Mapping[str, Any]]:
+    """Shared tools, then task tools, filtered by the package's include/exclude options."""
+    specs: list[Mapping[str, Any]] = [
+        *environment.get("tools", []),
+        *environment.get("task_tools", []),
+    ]
+    include = package.get("include")
+    exclude = set(package.get("exclude") or [])
+    if include:
+        wanted = set(include)
+        specs = [s for s in specs if s["name"] in wanted]
+    return [s for s in specs if s["name"] not in exclude]
+
+
+def build_tools(
+    specs: Sequence[Mapping[str, Any]], diagnostics: list[Diagnostic]
+) -> list[ToolView]:
+    methods = naming.method_names(str(s["name"]) for s in specs)
+    tools: list[ToolView] = []
+    for spec in specs:
+        wire = str(spec["name"])
+        if methods[wire] != wire:
+            diagnostics.append(
+                warning(wire, "", f"tool {wire!r} is named {methods[wire]!r} in Python")
+            )
+        view = build_tool(spec, methods[wire], diagnostics)
+        if view is not None:
+            tools.append(view)
+    return sorted(tools, key=lambda t: t.method)

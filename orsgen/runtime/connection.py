@@ -1,0 +1,127 @@
+"""Where an adapter connects: resolved from constructor keywords, the standard
+``OPENREWARD_*`` environment variables and the facts recorded in the snapshot.
+
+Nothing here does network I/O until :func:`environment` is awaited.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse, urlunparse
+
+DEFAULT_PLATFORM_URL = "https://openreward.ai"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A resolved ORS endpoint. The API key is kept out of ``repr`` so it never reaches a log."""
+
+    session_url: str
+    api_url: str
+    env_name: str | None
+    deployment: str | None
+    api_key: str = field(default="", repr=False)
+
+    @property
+    def label(self) -> str:
+        """A human-readable, secret-free description for error messages."""
+        who = self.deployment or self.env_name or "<default environment>"
+        return f"{who} at {self.session_url}"
+
+
+def _with_subdomain(url: str, sub: str) -> str:
+    parsed = urlparse(url)
+    return urlunparse(parsed._replace(netloc=f"{sub}.{parsed.netloc}"))
+
+
+def resolve(
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    env_name: str | None,
+    deployment: str | None,
+    default_url: str | None,
+    default_env_name: str | None,
+) -> Endpoint:
+    """Resolve an endpoint the way the openreward SDK does, with explicit keywords first.
+
+    - An explicit ``base_url`` (or a URL recorded in the snapshot) is a single-host
+      ORS server: sessions and API calls both go there.
+    - Otherwise the target is a catalog deployment on the platform, reached through
+      ``OPENREWARD_SESSION_URL``/``OPENREWARD_API_URL`` or derived from ``OPENREWARD_URL``.
+    """
+    key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY", "")
+    name = env_name or default_env_name
+    url = base_url or (None if deployment else default_url)
+    if url is None and deployment is None:
+        url = os.environ.get("OPENREWARD_SESSION_URL")
+    if url is not None:
+        url = url.rstrip("/")
+        return Endpoint(session_url=url, api_url=url, env_name=name, deployment=None, api_key=key)
+    platform = os.environ.get("OPENREWARD_URL", DEFAULT_PLATFORM_URL)
+    session_url = os.environ.get("OPENREWARD_SESSION_URL") or _with_subdomain(platform, "sessions")
+    api_url = os.environ.get("OPENREWARD_API_URL") or _with_subdomain(platform, "api")
+    return Endpoint(
+        session_url=session_url.rstrip("/"),
+        api_url=api_url.rstrip("/"),
+        env_name=name,
+        deployment=deployment,
+        api_key=key,
+    )
+
+
+def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Per-session secrets, as TRL's bridge sends them.
+
+    On a catalog deployment the API key is forwarded as the conventional ``api_key``
+    secret when no secrets were given, because most platform environments need it.
+    """
+    if secrets is not None:
+        return dict(secrets)
+    if endpoint.deployment is not None and endpoint.api_key:
+        return {"api_key": endpoint.api_key}
+    return None
+
+
+_apis: dict[tuple[int, str, str, str], Any] = {}
+
+
+async def _close_apis() -> None:
+    mine = [key for key in _apis if key[0] == os.getpid()]
+    for key in mine:
+        api = _apis.pop(key)
+        await api.aclose()
+
+
+def close_clients() -> None:
+    """Close the HTTP clients of this process (also done at interpreter exit)."""
+    from orsgen.runtime import loop
+
+    if any(key[0] == os.getpid() for key in _apis):
+        loop.run(_close_apis(), timeout=5.0)
+
+
+async def environment(endpoint: Endpoint) -> Any:
+    """The SDK's ``AsyncEnvironment`` for an endpoint; must be awaited on the runtime loop.
+
+    Addressing the environment by name (the SDK's ``variant``) puts it in every
+    path, so no call pays for the server's redirect to the default environment.
+    """
+    from openreward.api.environments.client import AsyncEnvironmentsAPI
+
+    cache_key = (os.getpid(), endpoint.session_url, endpoint.api_url, endpoint.api_key)
+    api = _apis.get(cache_key)
+    if api is None:
+        if not _apis:
+            from orsgen.runtime import loop
+
+            loop.on_shutdown(close_clients, priority=1)
+        api = AsyncEnvironmentsAPI(
+            endpoint.session_url, endpoint.api_key, api_base_url=endpoint.api_url
+        )
+        _apis[cache_key] = api
+    target = endpoint.deployment or endpoint.env_name or "env"
+    return api.get(target, variant=endpoint.env_name)

@@ -1,0 +1,145 @@
+"""Building the TRL ``train_dataset`` from an environment's task list in the fewest round trips."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from orsgen.runtime import loop
+from orsgen.runtime.connection import Endpoint, environment, resolve
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+RESERVED_COLUMNS = ("prompt", "task_index")
+# Above this span/len ratio a sparse index list is fetched task by task instead of as one range.
+_MAX_RANGE_WASTE = 4
+DEFAULT_TIMEOUT = 600.0
+
+
+async def _post(endpoint: Endpoint, env: Any, path: str, payload: dict[str, Any]) -> Any:
+    """One stateless request through the SDK transport. The SDK's own helpers open and
+    delete a throwaway session around each call (three requests); the server needs none."""
+    from openreward.api._session.http import request_retryable
+
+    prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
+    return await request_retryable(
+        env.client,
+        "POST",
+        f"{prefix}{path}",
+        expect_json=True,
+        token=endpoint.api_key or None,
+        json=payload,
+        deployment=endpoint.deployment or endpoint.env_name,
+    )
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) else None
+
+
+async def _fetch(
+    endpoint: Endpoint, split: str, num_tasks: int | None, indices: Sequence[int] | None
+) -> tuple[list[int], list[Any]]:
+    env = await environment(endpoint)
+
+    async def task_range(start: int | None, stop: int | None) -> list[Any]:
+        payload: dict[str, Any] = {"split": split}
+        if start is not None:
+            payload["start"] = start
+        if stop is not None:
+            payload["stop"] = stop
+        try:
+            return list((await _post(endpoint, env, "/task_range", payload))["tasks"])
+        except Exception as exc:
+            if _status(exc) not in (404, 405):
+                raise
+        # An older server without /task_range: the whole split, then per index.
+        try:
+            tasks = list((await _post(endpoint, env, "/tasks", {"split": split}))["tasks"])
+            return tasks[start:stop]
+        except Exception as exc:
+            if _status(exc) not in (400, 404, 405):
+                raise
+        total = (await _post(endpoint, env, "/num_tasks", {"split": split}))["num_tasks"]
+        wanted = range(total)[slice(start, stop)]
+        return list(await asyncio.gather(*(get_task(i) for i in wanted)))
+
+    async def get_task(i: int) -> Any:
+        return (await _post(endpoint, env, "/task", {"split": split, "index": i}))["task"]
+
+    if indices is None:
+        specs = await task_range(0 if num_tasks is not None else None, num_tasks)
+        return list(range(len(specs))), specs
+    wanted = list(indices)
+    if not wanted:
+        return [], []
+    if min(wanted) < 0:
+        raise ValueError(f"indices must be non-negative, got {min(wanted)}")
+    lo, hi = min(wanted), max(wanted) + 1
+    if hi - lo <= _MAX_RANGE_WASTE * len(set(wanted)):
+        window = await task_range(lo, hi)
+        if len(window) < hi - lo:
+            raise IndexError(
+                f"task index {lo + len(window)} is out of range for split {split!r} "
+                f"({lo + len(window)} tasks)"
+            )
+        return wanted, [window[i - lo] for i in wanted]
+    unique = sorted(set(wanted))
+    fetched = dict(zip(unique, await asyncio.gather(*(get_task(i) for i in unique))))
+    return wanted, [fetched[i] for i in wanted]
+
+
+def task_rows(
+    task_indices: Sequence[int], specs: Sequence[Any], include_metadata: bool
+) -> dict[str, list[Any]]:
+    """Dataset columns: an empty user ``prompt`` (TRL appends the environment's prompt),
+    ``task_index``, then one column per task-spec key. Metadata never overwrites the
+    reserved columns."""
+    rows: dict[str, list[Any]] = {
+        "prompt": [[{"role": "user", "content": ""}] for _ in task_indices],
+        "task_index": list(task_indices),
+    }
+    if include_metadata:
+        keys: set[str] = set()
+        for spec in specs:
+            if isinstance(spec, Mapping):
+                keys.update(str(k) for k in spec)
+        for key in sorted(keys - set(RESERVED_COLUMNS)):
+            rows[key] = [spec.get(key) if isinstance(spec, Mapping) else None for spec in specs]
+    return rows
+
+
+def load_tasks(
+    *,
+    split: str,
+    num_tasks: int | None = None,
+    indices: Sequence[int] | None = None,
+    include_metadata: bool = True,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    env_name: str | None = None,
+    deployment: str | None = None,
+    default_url: str | None = None,
+    default_env_name: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> "Dataset":
+    """Fetch tasks and return a ``datasets.Dataset`` ready for ``GRPOTrainer(train_dataset=...)``."""
+    if num_tasks is not None and indices is not None:
+        raise ValueError("Provide num_tasks or indices, not both.")
+    if num_tasks is not None and num_tasks < 0:
+        raise ValueError(f"num_tasks must be non-negative, got {num_tasks}")
+    endpoint = resolve(
+        base_url=base_url,
+        api_key=api_key,
+        env_name=env_name,
+        deployment=deployment,
+        default_url=default_url,
+        default_env_name=default_env_name,
+    )
+    task_indices, specs = loop.run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
+    from datasets import Dataset
+
+    return Dataset.from_dict(task_rows(task_indices, specs, include_metadata))

@@ -1,0 +1,83 @@
+"""One background event loop per process that drives the async openreward SDK.
+
+The SDK is asyncio-based. Running every adapter's coroutines on one shared loop
+lets sessions open concurrently, gives every call a bounded timeout, and keeps
+the SDK's keepalive pings alive between tool calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+_pid: int | None = None
+# Run at interpreter exit in order: sessions close (priority 0) before the HTTP
+# clients they use (priority 1).
+_shutdown_hooks: list[tuple[int, Callable[[], None]]] = []
+
+
+def on_shutdown(hook: Callable[[], None], priority: int) -> None:
+    _shutdown_hooks.append((priority, hook))
+
+
+def _shutdown() -> None:
+    if _loop is None or _pid != os.getpid():
+        return
+    for _, hook in sorted(_shutdown_hooks, key=lambda item: item[0]):
+        try:
+            hook()
+        except Exception:  # noqa: BLE001 - exit must go on
+            pass
+
+
+atexit.register(_shutdown)
+
+
+def get_loop() -> asyncio.AbstractEventLoop:
+    """Return the process's runtime loop, starting it on first use (and after a fork)."""
+    global _loop, _thread, _pid
+    with _lock:
+        if _loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
+            _loop = asyncio.new_event_loop()
+            _thread = threading.Thread(
+                target=_loop.run_forever, name="orsgen-runtime-loop", daemon=True
+            )
+            _thread.start()
+            _pid = os.getpid()
+        return _loop
+
+
+def in_loop_thread() -> bool:
+    return _thread is not None and threading.current_thread() is _thread
+
+
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Schedule a coroutine on the runtime loop without waiting for it."""
+    return asyncio.run_coroutine_threadsafe(coro, get_loop())
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+    """Run a coroutine on the runtime loop and wait at most ``timeout`` seconds.
+
+    On timeout the coroutine is cancelled and ``TimeoutError`` is raised, so a
+    hung server can never hang the trainer.
+    """
+    if in_loop_thread():
+        coro.close()
+        raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")
+    future = submit(coro)
+    try:
+        return future.result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise TimeoutError(f"no answer within {timeout:g} s") from None

@@ -1,0 +1,89 @@
+"""Snapshotting: the only part of orsgen that talks to the network."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from orsgen.diagnostics import Diagnostic
+from orsgen.runtime.connection import Endpoint, resolve
+from orsgen.snapshot.errors import TargetError
+from orsgen.snapshot.fetch import FetchOptions, fetch
+from orsgen.snapshot.targets import Target, classify
+
+__all__ = ["FetchOptions", "Target", "TargetError", "classify", "take"]
+
+
+@contextmanager
+def _endpoint(target: Target, api_key: str | None, titles: dict[str, str]) -> Iterator[Endpoint]:
+    if target.kind == "file":
+        from orsgen.snapshot.local import serve_file
+
+        with serve_file(Path(target.value)) as (url, served):
+            titles.update(served)
+            yield resolve(
+                base_url=url,
+                api_key=api_key or "",
+                env_name=None,
+                deployment=None,
+                default_url=None,
+                default_env_name=None,
+            )
+        return
+    if target.kind == "url":
+        yield resolve(
+            base_url=target.value,
+            api_key=api_key,
+            env_name=None,
+            deployment=None,
+            default_url=None,
+            default_env_name=None,
+        )
+        return
+    if target.kind == "catalog":
+        key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY")
+        if not key:
+            raise TargetError(
+                f"catalog target {target.value!r} needs an API key: set OPENREWARD_API_KEY or pass --api-key"
+            )
+        yield resolve(
+            base_url=None,
+            api_key=key,
+            env_name=None,
+            deployment=target.value,
+            default_url=None,
+            default_env_name=None,
+        )
+        return
+    raise TargetError(f"{target.value!r} is a snapshot, not a live target")
+
+
+def take(
+    target: Target,
+    *,
+    env_name: str | None,
+    options: FetchOptions,
+    api_key: str | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Snapshot a live target; returns the ``environment`` section and diagnostics."""
+    from openreward._version import __version__ as sdk_version
+
+    titles: dict[str, str] = {}
+    with _endpoint(target, api_key, titles) as endpoint:
+        progress(f"connecting to {endpoint.label}")
+        facts, diagnostics = fetch(endpoint, env_name, options, progress)
+    # A local file tells us the class name the server lower-cased.
+    title = titles.get(str(facts["identity"].get("env_name")))
+    if title:
+        facts["identity"]["class_name"] = title
+    # A local file's URL has a random port; recording it would make snapshots unstable.
+    facts["target"] = {
+        "kind": target.kind,
+        "value": Path(target.value).as_posix() if target.kind == "file" else target.value,
+    }
+    facts["sdk_version"] = sdk_version
+    return facts, diagnostics

@@ -1,0 +1,238 @@
+"""Read an environment's facts over ORS: identity, versions, splits, task counts and tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.diagnostics import Diagnostic, warning
+from orsgen.runtime import loop
+from orsgen.runtime.connection import Endpoint, environment, session_secrets
+from orsgen.snapshot.errors import TargetError
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class FetchOptions:
+    split: str = "train"
+    task_tools: bool = True
+    probe_indices: Sequence[int] = (0,)
+    secrets: Mapping[str, str] | None = field(default=None, repr=False)
+    timeout: float = 120.0
+
+
+def _spec_dict(spec: Any) -> dict[str, Any]:
+    if isinstance(spec, Mapping):
+        name, description, schema = (
+            spec.get("name"),
+            spec.get("description"),
+            spec.get("input_schema"),
+        )
+    else:
+        name, description, schema = spec.name, spec.description, spec.input_schema
+    out: dict[str, Any] = {
+        "name": str(name),
+        "description": str(description or ""),
+        "input_schema": schema,
+    }
+    # The snapshot is stored with sorted keys; keep the server's parameter order apart.
+    if isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
+        out["property_order"] = [str(k) for k in schema["properties"]]
+    return out
+
+
+def _unique(
+    specs: list[dict[str, Any]], where: str, diagnostics: list[Diagnostic]
+) -> list[dict[str, Any]]:
+    """A server listing one name twice keeps the first, with a warning (never a silent drop)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        if spec["name"] in seen:
+            diagnostics.append(
+                warning(spec["name"], "", f"listed twice in {where}; keeping the first")
+            )
+            continue
+        seen[spec["name"]] = spec
+    return sorted(seen.values(), key=lambda t: t["name"])
+
+
+async def _get(endpoint: Endpoint, env: Any, path: str) -> Any:
+    from openreward.api._session.http import request_retryable
+
+    return await request_retryable(
+        env.client,
+        "GET",
+        path,
+        expect_json=True,
+        token=endpoint.api_key or None,
+        deployment=endpoint.deployment or endpoint.env_name,
+    )
+
+
+async def _post(endpoint: Endpoint, env: Any, path: str, payload: dict[str, Any]) -> Any:
+    from openreward.api._session.http import request_retryable
+
+    return await request_retryable(
+        env.client,
+        "POST",
+        path,
+        expect_json=True,
+        token=endpoint.api_key or None,
+        json=payload,
+        deployment=endpoint.deployment or endpoint.env_name,
+    )
+
+
+async def _choose_env_name(
+    endpoint: Endpoint, requested: str | None
+) -> tuple[str | None, list[str]]:
+    env = await environment(endpoint)
+    try:
+        names = [str(n) for n in await _get(endpoint, env, "/list_environments")]
+    except Exception as exc:  # noqa: BLE001
+        if endpoint.deployment is not None:
+            # A platform proxy may not expose the listing; address the deployment as is.
+            return requested, []
+        raise TargetError(f"cannot reach an ORS server at {endpoint.session_url}: {_short(exc)}")
+    if requested is not None:
+        if requested.lower() not in names:
+            raise TargetError(
+                f"unknown environment {requested!r} at {endpoint.session_url}; "
+                f"it hosts: {', '.join(names) or '(none)'}"
+            )
+        return requested.lower(), names
+    if len(names) == 1:
+        return names[0], names
+    if not names:
+        raise TargetError(f"the ORS server at {endpoint.session_url} hosts no environments")
+    raise TargetError(
+        f"the ORS server at {endpoint.session_url} hosts several environments: "
+        f"{', '.join(names)}; choose one with --env-name"
+    )
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join((str(exc) or type(exc).__name__).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+async def _facts(
+    endpoint: Endpoint, options: FetchOptions, progress: Progress
+) -> tuple[dict[str, Any], list[Diagnostic]]:
+    diagnostics: list[Diagnostic] = []
+    env = await environment(endpoint)
+    prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
+    progress("reading server version and tools")
+    try:
+        version = await _get(endpoint, env, "/version")
+    except Exception:  # noqa: BLE001 - optional endpoint
+        version = {}
+    tools_res = await _get(endpoint, env, f"{prefix}/tools")
+    shared = _unique([_spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
+    progress("reading splits and task counts")
+    splits = []
+    for split in await _get(endpoint, env, f"{prefix}/splits"):
+        name = split["name"] if isinstance(split, Mapping) else str(split)
+        kind = split.get("type") if isinstance(split, Mapping) else None
+        count = (await _post(endpoint, env, f"{prefix}/num_tasks", {"split": name}))["num_tasks"]
+        splits.append({"name": name, "type": kind, "num_tasks": int(count)})
+    splits.sort(key=lambda s: str(s["name"]))
+    task_tools: list[dict[str, Any]] = []
+    probed: list[int] = []
+    if options.task_tools:
+        task_tools, probed, probe_diags = await _probe_task_tools(
+            endpoint, env, options, splits, shared, progress
+        )
+        diagnostics += probe_diags
+    facts = {
+        "identity": {
+            "env_name": endpoint.env_name,
+            "deployment": endpoint.deployment,
+        },
+        "server_version": version.get("version") if isinstance(version, Mapping) else None,
+        "splits": splits,
+        "tools": shared,
+        "task_tools": task_tools,
+        "task_tools_probe": {
+            "enabled": options.task_tools,
+            "split": options.split,
+            "indices": probed,
+        },
+        "terminal_tool": tools_res.get("terminal_tool"),
+        "supports_score_group": bool(tools_res.get("supports_score_group")),
+        "message_block_types": sorted(tools_res.get("message_block_types") or []),
+    }
+    return facts, diagnostics
+
+
+async def _probe_task_tools(
+    endpoint: Endpoint,
+    env: Any,
+    options: FetchOptions,
+    splits: list[dict[str, Any]],
+    shared: list[dict[str, Any]],
+    progress: Progress,
+) -> tuple[list[dict[str, Any]], list[int], list[Diagnostic]]:
+    """Open one short session per probe index and merge their tool lists by name, as
+    TRL's bridge does; a tool whose schema differs between probes is a warning."""
+    diagnostics: list[Diagnostic] = []
+    counts = {s["name"]: s["num_tasks"] for s in splits}
+    if options.split not in counts:
+        raise TargetError(
+            f"split {options.split!r} does not exist; splits: {', '.join(sorted(counts)) or '(none)'}"
+        )
+    total = counts[options.split]
+    indices = sorted(set(options.probe_indices))
+    bad = [i for i in indices if not 0 <= i < total]
+    if bad:
+        raise TargetError(
+            f"probe index {bad[0]} is out of range for split {options.split!r} ({total} tasks)"
+        )
+    secrets = session_secrets(endpoint, options.secrets)
+    seen: dict[str, tuple[dict[str, Any], int]] = {t["name"]: (t, -1) for t in shared}
+    merged: dict[str, dict[str, Any]] = {}
+    for index in indices:
+        progress(f"probing task tools with a session on task {index}")
+        session = env.session(split=options.split, index=index, secrets=secrets)
+        await session.__aenter__()
+        try:
+            listed = [_spec_dict(s) for s in await session.list_tools()]
+        finally:
+            await session.__aexit__(None, None, None)
+        specs = _unique(listed, f"/task_tools of task {index}", diagnostics)
+        for spec in specs:
+            name = spec["name"]
+            if name not in seen:
+                seen[name] = (spec, index)
+                merged[name] = spec
+            elif seen[name][0] != spec:
+                first = seen[name][1]
+                where = "the shared tool list" if first < 0 else f"task {first}"
+                diagnostics.append(
+                    warning(
+                        name,
+                        "",
+                        f"schema differs between {where} and task {index}; keeping the first",
+                    )
+                )
+    return [merged[n] for n in sorted(merged)], indices, diagnostics
+
+
+def fetch(
+    endpoint: Endpoint, requested_env: str | None, options: FetchOptions, progress: Progress
+) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """All facts for the snapshot's ``environment`` section (never any secret)."""
+    from dataclasses import replace
+
+    try:
+        name, _ = loop.run(_choose_env_name(endpoint, requested_env), timeout=options.timeout)
+        endpoint = replace(endpoint, env_name=name)
+        return loop.run(_facts(endpoint, options, progress), timeout=options.timeout)
+    except TargetError:
+        raise
+    except TimeoutError as exc:
+        raise TargetError(f"{endpoint.label}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - every transport failure becomes one line
+        raise TargetError(f"{endpoint.label}: {_short(exc)}") from None

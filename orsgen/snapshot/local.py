@@ -1,0 +1,99 @@
+"""Serve the ORS environments defined in a local Python file on 127.0.0.1, in-process."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import socket
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from orsgen.snapshot.errors import TargetError
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def load_module(path: Path) -> ModuleType:
+    """Import a file as a module. Its own code runs, as it would under any ORS server."""
+    if not path.is_file():
+        raise TargetError(f"{path}: no such file")
+    name = f"_orsgen_local_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"{path}: cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - a user file may raise anything
+        del sys.modules[name]
+        raise TargetError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
+    """The concrete ``Environment`` subclasses defined in (not imported into) the file."""
+    from openreward.environments import Environment
+
+    found = [
+        obj
+        for _, obj in inspect.getmembers(module, inspect.isclass)
+        if issubclass(obj, Environment)
+        and obj is not Environment
+        and obj.__module__ == module.__name__
+        and not inspect.isabstract(obj)
+    ]
+    if not found:
+        raise TargetError(f"{path}: defines no ORS Environment subclass")
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+@contextmanager
+def serve_file(path: Path, ready_timeout: float = 30.0) -> Iterator[tuple[str, dict[str, str]]]:
+    """Yield the URL of an in-process ORS server for the file's environments, and each
+    served name's Python class name; stop the server after."""
+    import uvicorn
+    from openreward.environments import Server
+
+    envs = environments_in(load_module(path), path)
+    try:
+        app = Server(envs).app
+    except (TypeError, ValueError) as exc:
+        raise TargetError(f"{path}: not a valid ORS environment file: {exc}") from None
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="orsgen-local-server", daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, thread, ready_timeout)
+        yield url, {cls.name().lower(): cls.__name__ for cls in envs}
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _wait_ready(url: str, thread: threading.Thread, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not thread.is_alive():
+            raise TargetError(f"the local server for {url} stopped during start-up")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=1) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise TargetError(f"the local server at {url} did not start within {timeout:g} s")

@@ -1,0 +1,75 @@
+"""The snapshot file: canonical, sorted JSON with a sha256 over the environment facts.
+
+Layout::
+
+    {"format": 1,
+     "sha256": "<sha256 of the canonical 'environment' object>",
+     "environment": {...what the server said...},
+     "package": {...how to generate: name, class name, version, options...}}
+
+Secrets never enter it: the snapshotter never copies them, and :func:`dump` refuses
+a snapshot whose text contains any secret value it is told about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+FORMAT = 1
+
+
+class SnapshotError(ValueError):
+    """A snapshot file is missing, malformed or of an unknown format."""
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, fixed separators, non-ASCII kept, trailing newline: byte-stable."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+
+
+def sha256_of(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def build(environment: dict[str, Any], package: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "sha256": sha256_of(environment),
+        "environment": environment,
+        "package": package,
+    }
+
+
+def tools_sha256(environment: dict[str, Any]) -> str:
+    """Hash of the tool surface alone (shared plus task tools), for the runtime drift guard."""
+    return sha256_of({"tools": environment["tools"], "task_tools": environment["task_tools"]})
+
+
+def dump(snapshot: dict[str, Any], secrets: Iterable[str] = ()) -> str:
+    text = canonical_json(snapshot)
+    for secret in secrets:
+        if secret and secret in text:
+            raise SnapshotError("refusing to write a snapshot that contains a secret value")
+    return text
+
+
+def load_text(text: str, where: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(f"{where} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise SnapshotError(f"{where} is not an orsgen snapshot (format {FORMAT})")
+    for key in ("environment", "package", "sha256"):
+        if key not in data:
+            raise SnapshotError(f"{where} lacks the {key!r} field")
+    if sha256_of(data["environment"]) != data["sha256"]:
+        raise SnapshotError(
+            f"{where}: sha256 does not match its contents; it was edited by hand. "
+            "Take a fresh snapshot with `orsgen TARGET -o DIR`."
+        )
+    return data

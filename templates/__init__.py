@@ -1,0 +1,1 @@
+"""Jinja templates, one per emitted file; shipped in the wheel as orsgen._templates."""
