@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install orsgen with everything the demo and the tests need, into the active Python.
+# torch is pinned to the CPU build first: any looser requirement pulls a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+"$PY" -m pip install -q -c constraints.txt "torch==2.13.0"
+"$PY" -m pip install -q -c constraints.txt -e ".[dev]"

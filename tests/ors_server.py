@@ -1,0 +1,98 @@
+"""Start and stop real ORS servers (tests/serve_env.py) on 127.0.0.1, by PID."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVE = ROOT / "tests" / "serve_env.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class RunningServer:
+    url: str
+    env: str  # the environment name used for the stats routes
+    process: subprocess.Popen[bytes]
+    log: Path
+    args: list[str] = field(default_factory=list)
+
+    def _json(self, method: str, path: str) -> Any:
+        req = urllib.request.Request(f"{self.url}{path}", method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self._json("GET", f"/{self.env}/_stats"))
+
+    def open_sessions(self) -> int:
+        return int(self.stats()["sessions"])
+
+    def requests(self) -> dict[str, int]:
+        return dict(self.stats()["requests"])
+
+    def reset_counts(self) -> None:
+        self._json("POST", f"/{self.env}/_stats/reset")
+
+    def wait_sessions(self, expected: int, timeout: float = 10.0) -> int:
+        """Sessions close asynchronously on the server; poll until the count settles."""
+        deadline = time.monotonic() + timeout
+        n = self.open_sessions()
+        while n != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+            n = self.open_sessions()
+        return n
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def start(env_file: Path | str, envs: list[str] | None = None, port: int | None = None,
+          reaper: float | None = None, log_dir: Path | None = None, timeout: float = 60.0) -> RunningServer:
+    port = port or free_port()
+    args = [sys.executable, str(SERVE), str(env_file), "--port", str(port)]
+    if envs:
+        args += ["--envs", ",".join(envs)]
+    if reaper is not None:
+        args += ["--reaper", str(reaper)]
+    log = (log_dir or Path(os.environ.get("TMPDIR", "/tmp"))) / f"ors-server-{port}.log"
+    env = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "OPENREWARD_LOG_LEVEL": "WARNING"}
+    with log.open("wb") as fh:
+        process = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    first = (envs[0] if envs else None)
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"ORS server exited early:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/list_environments", timeout=1) as resp:
+                names = json.loads(resp.read())
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                process.terminate()
+                raise RuntimeError(f"ORS server did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+    env_name = (first or names[0]).lower()
+    return RunningServer(url=url, env=env_name, process=process, log=log, args=args)

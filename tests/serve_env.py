@@ -1,0 +1,87 @@
+"""Run real openreward Servers for tests, instrumented to count what reaches them.
+
+Usage: python tests/serve_env.py FILE.py --port N [--envs A,B] [--reaper S]
+
+It serves the Environment classes defined in FILE.py (all of them, or those named
+in --envs, in that order) with the openreward server framework, plus two test-only
+routes on every environment: ``GET /{env}/_stats`` (open sessions and a count of
+requests per method and path) and ``POST /{env}/_stats/reset``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib.util
+import inspect
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
+os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
+
+
+def load_envs(path: str, names: list[str] | None) -> list[type]:
+    from openreward.environments import Environment
+
+    spec = importlib.util.spec_from_file_location("served_env_module", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["served_env_module"] = module
+    spec.loader.exec_module(module)
+    found = {
+        obj.__name__: obj
+        for _, obj in inspect.getmembers(module, inspect.isclass)
+        if issubclass(obj, Environment) and obj is not Environment and obj.__module__ == module.__name__
+    }
+    if names:
+        return [found[n] for n in names]
+    return [found[n] for n in sorted(found)]
+
+
+def main() -> None:
+    import uvicorn
+    from openreward.environments import Server
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--envs", default="")
+    parser.add_argument("--reaper", type=float, default=None, help="stale-session threshold, seconds")
+    opts = parser.parse_args()
+    server = Server(load_envs(opts.file, [n for n in opts.envs.split(",") if n]))
+    app = server.app
+    counts: collections.Counter[str] = collections.Counter()
+
+    if opts.reaper is not None:
+        # The reaper's threshold is a default argument of a closure inside Server.__init__.
+        lifespan = app.router.lifespan_context
+        for cell in lifespan.__closure__ or ():
+            fn = cell.cell_contents
+            if inspect.isfunction(fn) and fn.__name__ == "reaper_coro":
+                fn.__defaults__ = (min(1.0, opts.reaper / 4), opts.reaper)
+
+    @app.get("/{env_name}/_stats")
+    async def stats(env_name: str) -> dict[str, Any]:
+        return {"sessions": len(server._active_envs), "requests": dict(counts)}
+
+    @app.post("/{env_name}/_stats/reset")
+    async def reset_stats(env_name: str) -> dict[str, Any]:
+        counts.clear()
+        return {"ok": True}
+
+    class Count:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and "/_stats" not in scope["path"]:
+                counts[f"{scope['method']} {scope['path']}"] += 1
+            await self.inner(scope, receive, send)
+
+    uvicorn.run(Count(app), host="127.0.0.1", port=opts.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
