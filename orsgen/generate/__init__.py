@@ -85,6 +85,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "snapshot_sha256": repr(snapshot["sha256"]),
         "orsgen_version": repr(ORSGEN_VERSION),
         "runtime_version": repr(RUNTIME_VERSION),
+        "runtime_requirement": "requires_" + RUNTIME_VERSION.replace(".", "_"),
     }
     for name in PY_FILES:
         source = render(f"{name}.jinja", **context)

@@ -5,4 +5,6 @@ This package depends only on ``openreward`` (imported on first use) and, lazily,
 datamodel-code-generator).
 """
 
-RUNTIME_VERSION = "1.0"
+from orsgen.runtime.compat import RUNTIME_VERSION
+
+__all__ = ["RUNTIME_VERSION"]

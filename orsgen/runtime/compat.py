@@ -1,0 +1,27 @@
+"""Which generated packages this runtime can serve.
+
+A generated package's ``version.py`` imports one name from here, e.g.
+``from orsgen.runtime.compat import requires_1_0``. A runtime that still supports
+that contract defines the name; any other name fails at import with a message that
+says what to install or to regenerate. No code runs in the generated package.
+"""
+
+from __future__ import annotations
+
+RUNTIME_VERSION = "1.0"
+# Every contract this runtime implements; a new minor adds a name, a new major drops old ones.
+requires_1_0 = True
+
+
+def __getattr__(name: str) -> object:
+    if name.startswith("requires_"):
+        wanted = name.removeprefix("requires_").replace("_", ".")
+        from orsgen import __version__
+
+        raise ImportError(
+            f"this adapter package was generated for orsgen runtime {wanted}, but the installed "
+            f"orsgen {__version__} provides runtime {RUNTIME_VERSION}. Install an orsgen release "
+            f"that provides runtime {wanted}, or regenerate the package with the installed one: "
+            f"`orsgen DIR/snapshot.json -o DIR`."
+        )
+    raise AttributeError(name)
