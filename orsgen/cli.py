@@ -86,6 +86,7 @@ def _generate_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--package", help="Python package name (default: from the output directory)")
     p.add_argument("--class-name", help="adapter class name (default: from the environment name)")
+    p.add_argument("--config", help="config file (default: nearest orsgen.toml or [tool.orsgen])")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole snapshot")
     p.add_argument("--fail-on-warning", action="store_true", help="treat warnings as errors")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -95,43 +96,103 @@ def _generate_parser() -> argparse.ArgumentParser:
 
 def _check_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="orsgen check", description="Fail when a generated package is stale."
+        prog="orsgen check",
+        description="Exit 1 when a generated package is stale (offline), or with --live when "
+        "the environment has drifted from its snapshot.",
     )
     p.add_argument("directory", help="generated package directory")
+    p.add_argument(
+        "--live", action="store_true", help="re-snapshot the environment, classify drift"
+    )
+    p.add_argument("--target", help="with --live: where to snapshot (default: the recorded target)")
+    p.add_argument(
+        "--fail-on",
+        choices=("any", "breaking"),
+        default="any",
+        help="with --live: exit 1 on any drift (default) or only on breaking drift",
+    )
+    p.add_argument("--api-key", help="API key (default: OPENREWARD_API_KEY)")
+    p.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--timeout", type=float, default=120.0)
     p.add_argument("-q", "--quiet", action="store_true")
     return p
 
 
 def _package_section(
-    args: argparse.Namespace, environment: dict[str, Any], old: dict[str, Any] | None
-) -> dict[str, Any]:
+    args: argparse.Namespace,
+    environment: dict[str, Any],
+    old: dict[str, Any] | None,
+    configured: dict[str, Any],
+) -> tuple[dict[str, Any], str]:
+    """The snapshot's ``package`` section: names, options, and the version, bumped by how the
+    environment changed since the snapshot already in the output directory."""
     from orsgen.generate import naming
+    from orsgen.versioning import bump, classify
 
     previous = dict(old["package"]) if old else {}
     ident = environment.get("identity", {})
-    env_label = (
-        ident.get("deployment")
-        or ident.get("class_name")
-        or ident.get("env_name")
-        or Path(args.output).name
-    )
-    package = {
+    label = ident.get("deployment") or ident.get("class_name") or ident.get("env_name")
+    label = label or Path(args.output).name
+    package: dict[str, Any] = {
         "name": args.package
+        or configured.get("package")
         or previous.get("name")
         or naming.package_name(Path(args.output).resolve().name),
         "class_name": args.class_name
+        or configured.get("class_name")
         or previous.get("class_name")
-        or naming.class_name(str(env_label)),
+        or naming.class_name(str(label)),
         "split": args.split
+        or configured.get("split")
         or previous.get("split")
         or environment.get("task_tools_probe", {}).get("split")
         or "train",
-        "version": previous.get("version", "1.0.0"),
     }
-    for key in ("include", "exclude"):
-        if key in previous:
+    for key in ("include", "exclude", "rename"):
+        if key in configured:
+            package[key] = configured[key]
+        elif key in previous and not configured:
             package[key] = previous[key]
-    return package
+    history = list(previous.get("history") or [])
+    report = ""
+    if old is None:
+        package["version"] = "1.0.0"
+        history = [{"version": "1.0.0", "level": "initial", "changes": ["first snapshot"]}]
+    else:
+        changes = classify(old["environment"], environment)
+        report = changes.report()
+        package["version"] = bump(str(previous.get("version", "1.0.0")), changes.level)
+        if changes.level != "unchanged":
+            entry = {
+                "version": package["version"],
+                "level": changes.level,
+                "changes": [c.line() for c in sorted(changes.changes)],
+            }
+            history = [entry, *history]
+    package["history"] = history
+    return package, report
+
+
+def _configured(args: argparse.Namespace, environment: dict[str, Any]) -> dict[str, Any]:
+    """Options from the config file for this output directory, checked against the tools."""
+    from orsgen import config
+
+    path = config.find(Path.cwd(), Path(args.config) if args.config else None)
+    if path is None:
+        return {}
+    table = config.for_output(path, Path(args.output))
+    if table is None:
+        return {}
+    specs = [*environment.get("tools", []), *environment.get("task_tools", [])]
+    problems = config.unknown_tools(table, [str(t["name"]) for t in specs])
+    if problems:
+        raise config.ConfigError(f"{path}: " + "; ".join(problems))
+    recorded = config.record(table)
+    for key in ("package", "class_name", "split"):
+        value = getattr(table, key)
+        if value:
+            recorded[key] = value
+    return recorded
 
 
 def _load_existing(directory: Path) -> dict[str, Any] | None:
@@ -146,9 +207,22 @@ def _load_existing(directory: Path) -> dict[str, Any] | None:
         return None
 
 
+def _fetch_options(args: argparse.Namespace, secrets: dict[str, str] | None) -> Any:
+    from orsgen.snapshot import FetchOptions
+
+    return FetchOptions(
+        split=args.split or "train",
+        task_tools=not args.no_task_tools,
+        probe_indices=tuple(args.probe_index or (0,)),
+        secrets=secrets,
+        timeout=args.timeout,
+    )
+
+
 def run_generate(argv: Sequence[str]) -> int:
+    from orsgen.config import ConfigError
     from orsgen.generate import generate
-    from orsgen.snapshot import FetchOptions, TargetError, classify, take
+    from orsgen.snapshot import TargetError, classify, take
     from orsgen.snapshot.model import SnapshotError, build, dump, load_text
     from orsgen.write import write_package
 
@@ -159,37 +233,35 @@ def run_generate(argv: Sequence[str]) -> int:
     try:
         target = classify(args.target)
         existing = _load_existing(out)
+        diagnostics: list[Diagnostic] = []
         if target.kind == "snapshot":
             path = Path(target.value)
             if not path.is_file():
                 raise UsageError(f"{path}: no such snapshot file")
             stored = load_text(path.read_text(encoding="utf-8"), str(path))
-            environment, diagnostics = stored["environment"], list[Diagnostic]()
+            environment = stored["environment"]
             existing = existing or stored
             _say(f"regenerating offline from {path}", args.quiet)
         else:
-            options = FetchOptions(
-                split=args.split or "train",
-                task_tools=not args.no_task_tools,
-                probe_indices=tuple(args.probe_index or (0,)),
-                secrets=secrets,
-                timeout=args.timeout,
-            )
             environment, diagnostics = take(
                 target,
                 env_name=args.env_name,
-                options=options,
+                options=_fetch_options(args, secrets),
                 api_key=args.api_key,
                 progress=lambda m: _say(m, args.quiet),
             )
-    except (TargetError, SnapshotError, UsageError) as exc:
+        configured = _configured(args, environment)
+    except (TargetError, SnapshotError, UsageError, ConfigError) as exc:
         _say(f"error: {exc}")
         return EXIT_USAGE
-    snapshot = build(environment, _package_section(args, environment, existing))
+    package, report = _package_section(args, environment, existing, configured)
+    if report:
+        _say(f"changes since the previous snapshot in {out}:\n{report}", args.quiet)
+    snapshot = build(environment, package)
     result = generate(snapshot)
     diagnostics = [*diagnostics, *result.diagnostics]
     if diagnostics:
-        _say(f"{len(diagnostics)} diagnostic(s):", False)
+        _say(f"{len(diagnostics)} diagnostic(s):", args.quiet and not has_errors(diagnostics))
         _print_diagnostics(diagnostics)
     if has_errors(diagnostics):
         _say(f"error: nothing written to {out}; fix the errors above")
@@ -211,10 +283,64 @@ def run_generate(argv: Sequence[str]) -> int:
     write_package(out, result.files)
     tools = len(snapshot["environment"]["tools"]) + len(snapshot["environment"]["task_tools"])
     _say(
-        f"wrote {len(result.files)} files to {out} ({snapshot['package']['class_name']}, {tools} tools, "
-        f"version {snapshot['package']['version']}) in {time.perf_counter() - started:.2f} s",
+        f"wrote {len(result.files)} files to {out} ({package['class_name']}, {tools} tools, "
+        f"version {package['version']}) in {time.perf_counter() - started:.2f} s",
         args.quiet,
     )
+    return EXIT_OK
+
+
+def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
+    """Re-snapshot the recorded (or given) target and classify every difference."""
+    from orsgen.snapshot import FetchOptions, TargetError, Target, classify, take
+    from orsgen.versioning import WORDS
+    from orsgen.versioning import classify as classify_drift
+
+    stored = snapshot["environment"]
+    recorded = stored.get("target") or {}
+    try:
+        if args.target:
+            target = classify(args.target)
+        elif recorded.get("kind") in ("catalog", "url", "file"):
+            target = Target(recorded["kind"], str(recorded["value"]))
+        else:
+            raise UsageError("the snapshot records no live target; pass --target")
+        if target.kind == "file" and not Path(target.value).is_file():
+            raise UsageError(f"recorded target {target.value} does not exist here; pass --target")
+        probe = stored.get("task_tools_probe") or {}
+        options = FetchOptions(
+            split=str(probe.get("split") or snapshot["package"].get("split") or "train"),
+            task_tools=bool(probe.get("enabled", True)),
+            probe_indices=tuple(probe.get("indices") or (0,)),
+            secrets=_secrets(args.secret),
+            timeout=args.timeout,
+        )
+        live, diagnostics = take(
+            target,
+            env_name=stored.get("identity", {}).get("env_name"),
+            options=options,
+            api_key=args.api_key,
+            progress=lambda m: _say(m, args.quiet),
+        )
+    except (TargetError, UsageError) as exc:
+        _say(f"error: {exc}")
+        return EXIT_USAGE
+    _print_diagnostics(diagnostics)
+    # What the client or the server software is does not change what the model sees.
+    live["target"] = stored.get("target")
+    drift = classify_drift(stored, live)
+    if drift.level == "unchanged":
+        _say(f"no drift: the live environment matches {args.directory}/snapshot.json", args.quiet)
+        return EXIT_OK
+    print(f"drift ({WORDS[drift.level]}, would bump to a {drift.level} version):")
+    print(drift.report())
+    failing = drift.level == "major" if args.fail_on == "breaking" else True
+    if failing:
+        _say(
+            f"the environment drifted; regenerate with `orsgen {target.value} -o {args.directory}`"
+        )
+        return EXIT_FAIL
+    _say("non-breaking drift only (--fail-on breaking)", args.quiet)
     return EXIT_OK
 
 
@@ -234,6 +360,8 @@ def run_check(argv: Sequence[str]) -> int:
     except SnapshotError as exc:
         _say(f"error: {exc}")
         return EXIT_FAIL
+    if args.live:
+        return run_check_live(args, snapshot)
     result = generate(snapshot)
     if not result.ok:
         _print_diagnostics(result.diagnostics)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen import __version__ as ORSGEN_VERSION
+from orsgen.changelog import changelog
 from orsgen.diagnostics import Diagnostic, error, has_errors
 from orsgen.generate import docstrings
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check
@@ -101,5 +102,6 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
             return result
         result.files[name] = formatted
     result.files["snapshot.json"] = dump(dict(snapshot))
+    result.files["CHANGES.md"] = changelog(package.get("history") or [])
     result.files["py.typed"] = ""
     return result

@@ -1,0 +1,125 @@
+"""Project configuration: ``orsgen.toml`` or ``[tool.orsgen]`` in ``pyproject.toml``.
+
+One table per generated package, keyed by its output directory::
+
+    [tool.orsgen.packages."generated/echo"]
+    package = "echo"
+    class_name = "EchoEnv"
+    include = ["echo", "hint"]      # only these tools (default: all)
+    exclude = []                    # never these tools
+    [tool.orsgen.packages."generated/echo".rename]
+    tools = { hint = "get_hint" }                 # wire tool name -> Python method name
+    params = { echo = { text = "word" } }         # wire tool -> wire param -> Python name
+
+Everything here is validated (unknown keys are errors that name the key) and recorded
+in the package's snapshot.json, so ``orsgen check`` regenerates exactly what was configured.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class ConfigError(ValueError):
+    """The configuration file is invalid; the message names the file and the key."""
+
+
+class Renames(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tools: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+
+class PackageConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    package: str | None = None
+    class_name: str | None = None
+    split: str | None = None
+    include: list[str] | None = None
+    exclude: list[str] = Field(default_factory=list)
+    rename: Renames = Field(default_factory=Renames)
+
+
+class FileConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    packages: dict[str, PackageConfig] = Field(default_factory=dict)
+
+
+def _table(path: Path) -> Mapping[str, Any] | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("orsgen")
+        return table if isinstance(table, Mapping) else None
+    return data
+
+
+def find(start: Path, explicit: Path | None = None) -> Path | None:
+    """``--config`` if given; else the nearest orsgen.toml, or pyproject.toml with [tool.orsgen]."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"{explicit}: no such config file")
+        return explicit
+    for directory in [start, *start.parents]:
+        candidate = directory / "orsgen.toml"
+        if candidate.is_file():
+            return candidate
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file() and _table(pyproject) is not None:
+            return pyproject
+    return None
+
+
+def load(path: Path) -> FileConfig:
+    table = _table(path)
+    try:
+        return FileConfig.model_validate(table or {})
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            problems.append(f"{key}: {err['msg']}")
+        raise ConfigError(f"{path}: " + "; ".join(problems)) from None
+
+
+def for_output(path: Path, output: Path) -> PackageConfig | None:
+    """The table whose key names ``output`` (relative to the config file's directory)."""
+    config = load(path)
+    wanted = output.resolve()
+    for key, table in config.packages.items():
+        if (path.parent / key).resolve() == wanted:
+            return table
+    return None
+
+
+def unknown_tools(table: PackageConfig, tool_names: Iterable[str]) -> list[str]:
+    """Config keys that name tools the environment does not have, as ``key: name`` strings."""
+    known = set(tool_names)
+    problems = []
+    for key, names in (
+        ("include", table.include or []),
+        ("exclude", table.exclude),
+        ("rename.tools", list(table.rename.tools)),
+        ("rename.params", list(table.rename.params)),
+    ):
+        problems += [f"{key}: unknown tool {name!r}" for name in names if name not in known]
+    return problems
+
+
+def record(table: PackageConfig) -> dict[str, Any]:
+    """What goes into the snapshot's ``package`` section (only what was set)."""
+    out: dict[str, Any] = {}
+    if table.include is not None:
+        out["include"] = sorted(table.include)
+    if table.exclude:
+        out["exclude"] = sorted(table.exclude)
+    if table.rename.tools or table.rename.params:
+        out["rename"] = table.rename.model_dump()
+    return out

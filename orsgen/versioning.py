@@ -1,0 +1,209 @@
+"""Classify how an environment changed between two snapshots, and bump the version.
+
+The rules follow what breaks code and models that were trained against the old tools:
+
+- major: a tool removed; a parameter removed; a required parameter added; an optional
+  parameter made required; a type narrowed or changed; an enum value removed;
+- minor: a tool added; an optional parameter added; a required parameter made
+  optional; an enum value added; a type widened;
+- patch: only descriptions, titles or non-tool facts (splits, task counts) changed;
+- unchanged: identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from orsgen.generate.typemap import TypeContext, deref, hint_for
+
+Level = Literal["unchanged", "patch", "minor", "major"]
+_RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
+WORDS = {"major": "breaking", "minor": "additive", "patch": "cosmetic", "unchanged": "none"}
+
+
+@dataclass(frozen=True, order=True)
+class Change:
+    """One classified difference. ``tool`` is the wire name, or ``None`` for non-tool facts."""
+
+    tool: str
+    level: Level
+    message: str
+
+    def line(self) -> str:
+        return f"[{WORDS[self.level]}] {self.message}"
+
+
+@dataclass
+class Classification:
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def level(self) -> Level:
+        best: Level = "unchanged"
+        for change in self.changes:
+            if _RANK[change.level] > _RANK[best]:
+                best = change.level
+        return best
+
+    def by_tool(self) -> dict[str, list[Change]]:
+        groups: dict[str, list[Change]] = {}
+        for change in sorted(self.changes):
+            groups.setdefault(change.tool, []).append(change)
+        return groups
+
+    def report(self) -> str:
+        lines = []
+        for tool, changes in self.by_tool().items():
+            lines.append(f"{tool or '(environment)'}:")
+            lines.extend(f"  {c.line()}" for c in changes)
+        return "\n".join(lines)
+
+
+def bump(version: str, level: Level) -> str:
+    try:
+        major, minor, patch = (int(p) for p in version.split("."))
+    except ValueError:
+        major, minor, patch = 1, 0, 0
+    if level == "major":
+        return f"{major + 1}.0.0"
+    if level == "minor":
+        return f"{major}.{minor + 1}.0"
+    if level == "patch":
+        return f"{major}.{minor}.{patch + 1}"
+    return version
+
+
+def _tools(environment: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    specs = [*environment.get("tools", []), *environment.get("task_tools", [])]
+    return {str(s["name"]): s for s in specs}
+
+
+def _split_union(hint: str) -> set[str]:
+    """Top-level members of ``A | B``; brackets keep nested unions whole."""
+    parts, depth, current = [], 0, ""
+    for ch in hint:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "|" and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    parts.append(current.strip())
+    return {p for p in parts if p}
+
+
+def _literal_values(hint: str) -> set[str] | None:
+    if hint.startswith("Literal[") and hint.endswith("]"):
+        return {v.strip() for v in hint[len("Literal[") : -1].split(",")}
+    return None
+
+
+def _params(schema: Any, tool: str) -> tuple[dict[str, Any], set[str], Mapping[str, Any]]:
+    root = schema if isinstance(schema, Mapping) else {}
+    ctx = TypeContext(root=root, tool=tool)
+    resolved, _ = deref(ctx, root, "", frozenset())
+    resolved = resolved if isinstance(resolved, Mapping) else {}
+    props = resolved.get("properties") or {}
+    required = set(resolved.get("required") or [])
+    return (dict(props) if isinstance(props, Mapping) else {}), required, root
+
+
+def _compare_types(tool: str, param: str, old: str, new: str, out: list[Change]) -> None:
+    where = f"parameter {param!r} of tool {tool!r}"
+    if old == new:
+        return
+    old_members, new_members = _split_union(old), _split_union(new)
+    old_lits = [_literal_values(m) for m in old_members]
+    new_lits = [_literal_values(m) for m in new_members]
+    if len(old_members) == len(new_members) and all(v is not None for v in old_lits + new_lits):
+        old_values = set().union(*(v for v in old_lits if v is not None))
+        new_values = set().union(*(v for v in new_lits if v is not None))
+        for value in sorted(old_values - new_values):
+            out.append(Change(tool, "major", f"{where}: enum value {value} removed"))
+        for value in sorted(new_values - old_values):
+            out.append(Change(tool, "minor", f"{where}: enum value {value} added"))
+        return
+    if "Any" in new_members or old_members < new_members:
+        out.append(Change(tool, "minor", f"{where}: type widened from {old} to {new}"))
+    elif new_members < old_members:
+        out.append(Change(tool, "major", f"{where}: type narrowed from {old} to {new}"))
+    else:
+        out.append(Change(tool, "major", f"{where}: type changed from {old} to {new}"))
+
+
+def _compare_schema(tool: str, old_schema: Any, new_schema: Any, out: list[Change], prefix: str = "") -> None:
+    old_props, old_req, old_root = _params(old_schema, tool)
+    new_props, new_req, new_root = _params(new_schema, tool)
+    for name in sorted(set(old_props) - set(new_props)):
+        out.append(Change(tool, "major", f"parameter {prefix}{name!r} of tool {tool!r} removed"))
+    for name in sorted(set(new_props) - set(old_props)):
+        if name in new_req:
+            out.append(Change(tool, "major", f"required parameter {prefix}{name!r} added to tool {tool!r}"))
+        else:
+            out.append(Change(tool, "minor", f"optional parameter {prefix}{name!r} added to tool {tool!r}"))
+    for name in sorted(set(old_props) & set(new_props)):
+        label = f"{prefix}{name}"
+        if name in new_req and name not in old_req:
+            out.append(Change(tool, "major", f"parameter {label!r} of tool {tool!r} became required"))
+        elif name in old_req and name not in new_req:
+            out.append(Change(tool, "minor", f"parameter {label!r} of tool {tool!r} became optional"))
+        old_ctx, new_ctx = TypeContext(old_root, tool), TypeContext(new_root, tool)
+        old_hint, old_null = hint_for(old_ctx, old_props[name], "")
+        new_hint, new_null = hint_for(new_ctx, new_props[name], "")
+        old_full = old_hint + (" | None" if old_null else "")
+        new_full = new_hint + (" | None" if new_null else "")
+        _compare_types(tool, label, old_full, new_full, out)
+        # Nested object fields follow the same rules, one level of dotted names at a time.
+        old_nested, _ = deref(old_ctx, old_props[name], "", frozenset())
+        new_nested, _ = deref(new_ctx, new_props[name], "", frozenset())
+        if isinstance(old_nested, Mapping) and isinstance(new_nested, Mapping):
+            if old_nested.get("properties") or new_nested.get("properties"):
+                if len(prefix) < 200:
+                    _compare_schema(
+                        tool, {**old_root, **old_nested}, {**new_root, **new_nested}, out, f"{label}."
+                    )
+        if _descriptions(old_props[name]) != _descriptions(new_props[name]):
+            out.append(Change(tool, "patch", f"description of parameter {label!r} of tool {tool!r} changed"))
+
+
+def _descriptions(schema: Any) -> tuple[Any, Any]:
+    if not isinstance(schema, Mapping):
+        return (None, None)
+    return (schema.get("description"), schema.get("title"))
+
+
+def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
+    """Compare two snapshots' ``environment`` sections."""
+    result = Classification()
+    out = result.changes
+    old_tools, new_tools = _tools(old), _tools(new)
+    for name in sorted(set(old_tools) - set(new_tools)):
+        out.append(Change(name, "major", f"tool {name!r} removed"))
+    for name in sorted(set(new_tools) - set(old_tools)):
+        out.append(Change(name, "minor", f"tool {name!r} added"))
+    for name in sorted(set(old_tools) & set(new_tools)):
+        before, after = old_tools[name], new_tools[name]
+        if before == after:
+            continue
+        if before.get("description") != after.get("description"):
+            out.append(Change(name, "patch", f"description of tool {name!r} changed"))
+        count = len(out)
+        _compare_schema(name, before.get("input_schema"), after.get("input_schema"), out)
+        if len(out) == count and before.get("input_schema") != after.get("input_schema"):
+            out.append(Change(name, "patch", f"schema of tool {name!r} changed in titles or annotations only"))
+    for key in ("splits", "terminal_tool", "supports_score_group", "identity", "target"):
+        if old.get(key) != new.get(key):
+            out.append(Change("", "patch", f"{key} changed: {_brief(old.get(key))} -> {_brief(new.get(key))}"))
+    return result
+
+
+def _brief(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
