@@ -1,0 +1,180 @@
+"""Semantic versions, CHANGES.md, check --live and config, against a real local environment."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orsgen.versioning import bump, classify
+
+ROOT = Path(__file__).resolve().parents[1]
+DRIFT_ENV = ROOT / "tests" / "envs" / "drift_env.py"
+
+
+def _tool(name: str, props: dict[str, Any], required: list[str], description: str = "d") -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {"type": "object", "properties": props, "required": required},
+    }
+
+
+BASE = {
+    "tools": [
+        _tool(
+            "write",
+            {
+                "path": {"type": "string", "description": "p"},
+                "mode": {"enum": ["a", "w"], "default": "w"},
+                "size": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            },
+            ["path"],
+        ),
+        _tool("read", {"path": {"type": "string"}}, ["path"]),
+    ],
+    "task_tools": [],
+}
+
+
+def _edit(fn: Any) -> dict[str, Any]:
+    env = copy.deepcopy(BASE)
+    fn(env)
+    return env
+
+
+def _props(env: dict[str, Any], tool: int = 0) -> dict[str, Any]:
+    return env["tools"][tool]["input_schema"]["properties"]
+
+
+CASES = [
+    ("tool removed", lambda e: e["tools"].pop(1), "major"),
+    ("required param added", lambda e: (_props(e).update(force={"type": "boolean"}),
+                                        e["tools"][0]["input_schema"]["required"].append("force")), "major"),
+    ("param removed", lambda e: _props(e).pop("size"), "major"),
+    ("type narrowed", lambda e: _props(e).update(size={"type": "integer"}), "major"),
+    ("type changed", lambda e: _props(e).update(path={"type": "integer", "description": "p"}), "major"),
+    ("enum value removed", lambda e: _props(e).update(mode={"enum": ["w"], "default": "w"}), "major"),
+    ("optional became required", lambda e: e["tools"][0]["input_schema"]["required"].append("mode"), "major"),
+    ("tool added", lambda e: e["task_tools"].append(_tool("hint", {}, [])), "minor"),
+    ("optional param added", lambda e: _props(e).update(force={"type": "boolean"}), "minor"),
+    ("enum value added", lambda e: _props(e).update(mode={"enum": ["a", "w", "x"], "default": "w"}), "minor"),
+    ("type widened", lambda e: _props(e).update(path={"anyOf": [{"type": "string"}, {"type": "null"}],
+                                                     "description": "p"}), "minor"),
+    ("required became optional", lambda e: e["tools"][0]["input_schema"].update(required=[]), "minor"),
+    ("tool description", lambda e: e["tools"][1].update(description="new words"), "patch"),
+    ("param description", lambda e: _props(e)["path"].update(description="q"), "patch"),
+    ("identical", lambda e: None, "unchanged"),
+]
+
+
+@pytest.mark.parametrize("name,edit,level", CASES, ids=[c[0] for c in CASES])
+def test_classification_rules(name: str, edit: Any, level: str) -> None:
+    result = classify(BASE, _edit(edit))
+    assert result.level == level, result.report()
+    if level != "unchanged":
+        assert result.changes and all(c.tool for c in result.changes if c.level == level)
+
+
+def test_bump() -> None:
+    assert bump("1.4.2", "major") == "2.0.0"
+    assert bump("1.4.2", "minor") == "1.5.0"
+    assert bump("1.4.2", "patch") == "1.4.3"
+    assert bump("1.4.2", "unchanged") == "1.4.2"
+
+
+def _orsgen(*args: str, variant: str = "v1", cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ORSGEN_DRIFT_VARIANT": variant, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "orsgen", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=180
+    )
+
+
+def _version(pkg: Path) -> str:
+    text = (pkg / "version.py").read_text()
+    return text.split("__version__ = ")[1].split("\n")[0].strip('"')
+
+
+@pytest.mark.timeout(600)
+def test_versions_changes_and_live_drift(tmp_path: Path) -> None:
+    pkg = tmp_path / "drift"
+    first = _orsgen(str(DRIFT_ENV), "-o", str(pkg), variant="v1")
+    assert first.returncode == 0, first.stderr
+    assert _version(pkg) == "1.0.0"
+    assert _orsgen("check", str(pkg), "--live", variant="v1").returncode == 0
+
+    # v2 adds an optional parameter: live drift is additive.
+    live = _orsgen("check", str(pkg), "--live", variant="v2")
+    assert live.returncode == 1
+    assert "'encoding'" in live.stdout and "read:" in live.stdout and "additive" in live.stdout
+    assert _orsgen("check", str(pkg), "--live", "--fail-on", "breaking", variant="v2").returncode == 0
+    assert _orsgen(str(DRIFT_ENV), "-o", str(pkg), variant="v2").returncode == 0
+    assert _version(pkg) == "1.1.0"
+    changes = (pkg / "CHANGES.md").read_text()
+    assert changes.index("## 1.1.0") < changes.index("## 1.0.0")
+    assert "optional parameter 'encoding' added to tool 'read'" in changes
+
+    # v3 removes a tool: breaking, even with --fail-on breaking.
+    live = _orsgen("check", str(pkg), "--live", "--fail-on", "breaking", variant="v3")
+    assert live.returncode == 1 and "tool 'write' removed" in live.stdout
+    assert _orsgen(str(DRIFT_ENV), "-o", str(pkg), variant="v3").returncode == 0
+    assert _version(pkg) == "2.0.0"
+    assert "def write(" not in (pkg / "adapter.py").read_text()
+
+    # v4 rewords a description: patch; v5 changes a type: major.
+    assert _orsgen(str(DRIFT_ENV), "-o", str(pkg), variant="v4").returncode == 0
+    assert _version(pkg) == "2.0.1"
+    assert _orsgen(str(DRIFT_ENV), "-o", str(pkg), variant="v5").returncode == 0
+    assert _version(pkg) == "3.0.0"
+    assert "type changed from str to int" in (pkg / "CHANGES.md").read_text()
+
+    # The same live target again: unchanged, version kept, offline check clean.
+    assert _orsgen(str(DRIFT_ENV), "-o", str(pkg), variant="v5").returncode == 0
+    assert _version(pkg) == "3.0.0"
+    assert _orsgen("check", str(pkg)).returncode == 0
+
+    # Offline regeneration from the stored snapshot reproduces every byte, with no server.
+    copy_dir = tmp_path / "drift"  # same directory name, so the same package name
+    offline = tmp_path / "offline" / "drift"
+    assert _orsgen(str(pkg / "snapshot.json"), "-o", str(offline)).returncode == 0
+    for path in sorted(copy_dir.iterdir()):
+        if path.is_file():
+            assert (offline / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_runtime_incompatibility_message(tmp_path: Path) -> None:
+    pkg = tmp_path / "old"
+    assert _orsgen(str(ROOT / "generated" / "echo" / "snapshot.json"), "-o", str(pkg)).returncode == 0
+    version = pkg / "version.py"
+    version.write_text(version.read_text().replace("requires_1_0", "requires_7_3"))
+    proc = subprocess.run(
+        [sys.executable, "-c", "import old"], capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}, timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "runtime 7.3" in proc.stderr and "regenerate" in proc.stderr
+
+
+def test_config_include_and_validation(tmp_path: Path) -> None:
+    snapshot = ROOT / "generated" / "echo" / "snapshot.json"
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.orsgen.packages."gen/echo"]\nclass_name = "Echo"\ninclude = ["echo"]\n'
+    )
+    ok = _orsgen(str(snapshot), "-o", "gen/echo", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    adapter = (tmp_path / "gen" / "echo" / "adapter.py").read_text()
+    assert "class Echo(" in adapter and "def echo(" in adapter and "def hint(" not in adapter
+    assert _orsgen("check", "gen/echo", cwd=tmp_path).returncode == 0  # recorded in the snapshot
+
+    (tmp_path / "pyproject.toml").write_text('[tool.orsgen.packages."gen/echo"]\nclas_name = "X"\n')
+    bad_key = _orsgen(str(snapshot), "-o", "gen/echo", cwd=tmp_path)
+    assert bad_key.returncode == 2 and "clas_name" in bad_key.stderr
+
+    (tmp_path / "pyproject.toml").write_text('[tool.orsgen.packages."gen/echo"]\nexclude = ["ecoh"]\n')
+    bad_tool = _orsgen(str(snapshot), "-o", "gen/echo", cwd=tmp_path)
+    assert bad_tool.returncode == 2 and "exclude: unknown tool 'ecoh'" in bad_tool.stderr
