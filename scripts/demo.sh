@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The main job on the bundled example environment, from a fresh clone:
+# install, snapshot + generate the adapter package, prove it is current and type-clean,
+# then train a tiny model with GRPOTrainer on CPU through the generated package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+bash scripts/install.sh
+export OPENREWARD_DISABLE_UPDATE_CHECK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+
+echo "== orsgen examples/echo_env.py -o generated/echo"
+"$PY" -m orsgen examples/echo_env.py -o generated/echo
+echo "== orsgen check generated/echo"
+"$PY" -m orsgen check generated/echo
+echo "== mypy --strict generated"
+"$PY" -m mypy --strict generated
+echo "== GRPOTrainer on CPU with the generated package"
+"$PY" examples/train_echo.py
