@@ -33,3 +33,105 @@ def echo_server() -> Iterator[ors_server.RunningServer]:
         yield server
     finally:
         server.stop()
+
+
+# --- Fixtures shared by the bridge, CLI, golden, leak and spawn suites -------------------
+
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import io  # noqa: E402
+import subprocess  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from types import ModuleType  # noqa: E402
+
+ENVS = ROOT / "tests" / "envs"
+RULES_ENV = ENVS / "rules_env.py"
+TWO_ENVS = ENVS / "two_envs.py"
+
+
+@dataclass
+class CliRun:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def _run_cli_subprocess(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 120.0
+) -> CliRun:
+    """``python -m orsgen ARGS`` as a separate process, from the repository root."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    base.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "OPENREWARD_LOG_LEVEL": "WARNING"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "orsgen", *args],
+        cwd=ROOT,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return CliRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _run_cli_in_process(args: list[str]) -> CliRun:
+    """``orsgen.cli.main(ARGS)`` in this process, capturing its output (cheaper than a
+    subprocess when the test is about the generated package, not the process)."""
+    from orsgen.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return CliRun(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="session")
+def orsgen_subprocess() -> Callable[..., CliRun]:
+    return _run_cli_subprocess
+
+
+@pytest.fixture(scope="session")
+def orsgen_cli() -> Callable[[list[str]], CliRun]:
+    return _run_cli_in_process
+
+
+def import_generated(directory: Path) -> ModuleType:
+    """Import a generated package from its directory (the directory name is the package)."""
+    parent = str(directory.parent)
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    importlib.invalidate_caches()
+    return importlib.import_module(directory.name)
+
+
+@pytest.fixture(scope="session")
+def generate_package(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., ModuleType]:
+    """Generate a package with the CLI (in process) into a fresh directory named
+    ``package`` and import it. Package names must be unique within the test session."""
+
+    def make(package: str, target: str, *options: str) -> ModuleType:
+        out = tmp_path_factory.mktemp(f"gen-{package}") / package
+        run = _run_cli_in_process([target, "-o", str(out), *options])
+        assert run.code == 0, run.stderr
+        module = import_generated(out)
+        module.__dict__.setdefault("_orsgen_stderr", run.stderr)
+        return module
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def rules_server() -> Iterator[ors_server.RunningServer]:
+    server = ors_server.start(RULES_ENV)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def rules_pkg(
+    rules_server: ors_server.RunningServer, generate_package: Callable[..., ModuleType]
+) -> ModuleType:
+    """The rules environment's adapter package, generated with the default probe (task 0)."""
+    return generate_package("rules_default", rules_server.url, "--class-name", "RulesEnv", "-q")

@@ -1,0 +1,93 @@
+"""TRL bridge parity, datasets: ``load_tasks`` against a real ORS server.
+
+Reference: ``trl.experimental.openreward.OpenRewardSpec.train_dataset``. Expected values
+come from the task list in tests/envs/rules_env.py, not from orsgen's output.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "envs"))
+
+from rules_env import TARGETS, TASKS  # noqa: E402
+
+EMPTY_USER = [{"role": "user", "content": ""}]
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_rows_and_metadata_columns(rules_pkg, rules_server) -> None:
+    rules_server.reset_counts()
+    ds = rules_pkg.load_tasks(base_url=rules_server.url)
+    assert ds.num_rows == len(TASKS)
+    assert ds["task_index"] == list(range(len(TASKS)))
+    assert ds["prompt"] == [EMPTY_USER] * len(TASKS)
+    # Every task-spec key is a column, except the two that collide with reserved ones.
+    assert set(ds.column_names) == {"prompt", "task_index", "target", "level"}
+    assert ds["target"] == TARGETS
+    assert ds["level"] == [t["level"] for t in TASKS]
+    # The whole split in one round trip, not one request per task.
+    calls = rules_server.requests()
+    assert calls.get("POST /rulesenv/task_range", 0) + calls.get("POST /rulesenv/tasks", 0) == 1
+    assert "POST /rulesenv/task" not in calls
+
+
+def test_num_tasks_takes_the_first_tasks(rules_pkg, rules_server) -> None:
+    rules_server.reset_counts()
+    ds = rules_pkg.load_tasks(num_tasks=3, base_url=rules_server.url)
+    assert ds["task_index"] == [0, 1, 2]
+    assert ds["target"] == TARGETS[:3]
+    assert rules_server.requests().get("POST /rulesenv/task", 0) == 0
+
+
+def test_num_tasks_beyond_the_split_is_capped(rules_pkg, rules_server) -> None:
+    ds = rules_pkg.load_tasks(num_tasks=100, base_url=rules_server.url)
+    assert ds["task_index"] == list(range(len(TASKS)))
+
+
+def test_indices_keep_their_order(rules_pkg, rules_server) -> None:
+    ds = rules_pkg.load_tasks(indices=[4, 1, 5], base_url=rules_server.url)
+    assert ds["task_index"] == [4, 1, 5]
+    assert ds["target"] == [TARGETS[4], TARGETS[1], TARGETS[5]]
+    assert ds["prompt"] == [EMPTY_USER] * 3
+
+
+def test_other_split(rules_pkg, rules_server) -> None:
+    ds = rules_pkg.load_tasks(split="test", base_url=rules_server.url)
+    assert ds["task_index"] == [0, 1]
+    assert ds["target"] == TARGETS[:2]
+
+
+def test_num_tasks_and_indices_are_mutually_exclusive(rules_pkg, rules_server) -> None:
+    rules_server.reset_counts()
+    with pytest.raises(ValueError):
+        rules_pkg.load_tasks(num_tasks=2, indices=[0, 1], base_url=rules_server.url)
+    # Rejected before any request.
+    assert rules_server.requests() == {}
+
+
+def test_without_metadata(rules_pkg, rules_server) -> None:
+    ds = rules_pkg.load_tasks(include_metadata=False, base_url=rules_server.url)
+    assert ds.column_names == ["prompt", "task_index"]
+
+
+def test_reserved_columns_are_never_overwritten(rules_pkg, rules_server) -> None:
+    """Task specs carry ``prompt`` and ``task_index`` keys; the dataset keeps its own."""
+    assert all("prompt" in t and "task_index" in t for t in TASKS)  # the env really collides
+    ds = rules_pkg.load_tasks(indices=[3, 0], base_url=rules_server.url)
+    assert ds["prompt"] == [EMPTY_USER, EMPTY_USER]
+    assert ds["task_index"] == [3, 0]
+    assert not any("spec-prompt" in str(p) for p in ds["prompt"])
+
+
+def test_a_dataset_row_resets_the_adapter(rules_pkg, rules_server) -> None:
+    """TRL calls ``reset(**row)`` with every column; metadata columns must be accepted."""
+    ds = rules_pkg.load_tasks(indices=[2], base_url=rules_server.url)
+    env = rules_pkg.RulesEnv(base_url=rules_server.url)
+    try:
+        assert env.reset(**ds[0]) == f"Answer with the word {TARGETS[2]!r}."
+    finally:
+        env.close()

@@ -1,0 +1,153 @@
+"""TRL bridge parity, tools: which tools become methods, and how probe sessions pick
+task tools (``--no-task-tools``, ``--probe-index``).
+
+TRL's trainer lists ``inspect.getmembers(type(env), inspect.isfunction)`` and takes every
+public name except ``reset`` and ``get_reward`` as a tool; the helper below does exactly that.
+The rules environment (tests/envs/rules_env.py) has shared tools answer/score/explode,
+a task tool ``shifty`` on tasks 0 and 1 (with a different schema on each) and a task tool
+``only_two`` on task 2 alone.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from transformers.utils import get_json_schema
+
+SHARED = {"answer", "score", "explode"}
+pytestmark = pytest.mark.timeout(120)
+
+
+def trl_tools(cls: type) -> set[str]:
+    """The tool names GRPOTrainer would expose for an environment class (trl 1.16)."""
+    return {
+        name
+        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
+
+
+def snapshot_of(module: Any) -> dict[str, Any]:
+    return dict(json.loads((Path(module.__file__).parent / "snapshot.json").read_text()))
+
+
+def test_shared_and_task_tools_are_bound(rules_pkg) -> None:
+    cls = rules_pkg.RulesEnv
+    assert trl_tools(cls) == SHARED | {"shifty"}
+    for name in trl_tools(cls):
+        schema = get_json_schema(getattr(cls, name))  # TRL's view of the tool; must not raise
+        assert schema["function"]["name"] == name
+    # The task tool keeps the schema of the task that was probed (task 0: an integer).
+    shifty = get_json_schema(cls.shifty)["function"]["parameters"]
+    assert shifty["properties"]["n"]["type"] == "integer"
+    assert shifty["required"] == ["n"]
+
+
+def test_bound_tools_reach_the_server(rules_pkg, rules_server) -> None:
+    env = rules_pkg.RulesEnv(base_url=rules_server.url)
+    try:
+        env.reset(task_index=0)
+        rules_server.reset_counts()
+        assert env.shifty(n=3) == "shifty 3"
+        assert env.answer(text="nope") == "wrong: nope"
+        assert rules_server.requests().get("POST /rulesenv/call") == 2
+    finally:
+        env.close()
+
+
+def test_no_task_tools_binds_shared_tools_only(rules_server, generate_package) -> None:
+    rules_server.reset_counts()
+    pkg = generate_package(
+        "rules_shared_only", rules_server.url, "--class-name", "RulesEnv", "--no-task-tools"
+    )
+    assert trl_tools(pkg.RulesEnv) == SHARED
+    assert set(pkg.RulesEnv.WIRE_NAMES) == SHARED
+    # Without probes no session is ever opened.
+    calls = rules_server.requests()
+    assert calls.get("POST /create", 0) == 0 and calls.get("POST /create_session", 0) == 0
+    assert snapshot_of(pkg)["environment"]["task_tools"] == []
+
+
+def test_a_task_tool_of_task_2_appears_only_when_2_is_probed(
+    rules_server, rules_pkg, generate_package
+) -> None:
+    assert "only_two" not in trl_tools(rules_pkg.RulesEnv)  # default probe: task 0
+    only2 = generate_package(
+        "rules_probe_2", rules_server.url, "--class-name", "RulesEnv", "--probe-index", "2", "-q"
+    )
+    assert trl_tools(only2.RulesEnv) == SHARED | {"only_two"}  # task 2 has no shifty
+    both = generate_package(
+        "rules_probe_0_2",
+        rules_server.url,
+        "--class-name",
+        "RulesEnv",
+        "--probe-index",
+        "2",
+        "--probe-index",
+        "0",
+        "-q",
+    )
+    assert trl_tools(both.RulesEnv) == SHARED | {"only_two", "shifty"}
+    assert snapshot_of(both)["environment"]["task_tools_probe"]["indices"] == [0, 2]
+    # And the probed tool really runs on task 2.
+    env = only2.RulesEnv(base_url=rules_server.url)
+    try:
+        env.reset(task_index=2)
+        assert env.only_two() == "two only"
+    finally:
+        env.close()
+    assert rules_server.wait_sessions(0) == 0  # probe sessions were closed too
+
+
+def test_a_schema_that_differs_between_probes_is_a_warning(
+    rules_server, orsgen_cli, tmp_path
+) -> None:
+    out = tmp_path / "rules_probe_0_1"
+    run = orsgen_cli(
+        [
+            rules_server.url,
+            "-o",
+            str(out),
+            "--class-name",
+            "RulesEnv",
+            "--probe-index",
+            "0",
+            "--probe-index",
+            "1",
+        ]
+    )
+    assert run.code == 0, run.stderr
+    warnings = [line for line in run.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1, run.stderr
+    assert "shifty" in warnings[0]
+    assert "task 0" in warnings[0] and "task 1" in warnings[0]
+    # The first probe's schema is kept.
+    tools = json.loads((out / "snapshot.json").read_text())["environment"]["task_tools"]
+    (shifty,) = [t for t in tools if t["name"] == "shifty"]
+    assert shifty["input_schema"]["properties"]["n"]["type"] == "integer"
+    # With --fail-on-warning the same run writes nothing and exits 1.
+    strict = orsgen_cli(
+        [
+            rules_server.url,
+            "-o",
+            str(tmp_path / "strict"),
+            "--probe-index",
+            "0",
+            "--probe-index",
+            "1",
+            "--fail-on-warning",
+        ]
+    )
+    assert strict.code == 1
+    assert not (tmp_path / "strict").exists()
+
+
+def test_an_out_of_range_probe_index_is_a_usage_error(rules_server, orsgen_cli, tmp_path) -> None:
+    run = orsgen_cli([rules_server.url, "-o", str(tmp_path / "x"), "--probe-index", "99"])
+    assert run.code == 2
+    assert "99" in run.stderr
+    assert not (tmp_path / "x").exists()
