@@ -19,12 +19,19 @@ class Diagnostic:
     message: str
 
     def format(self) -> str:
+        """One readable line: ``warning: tool 'x' at /properties/y: message``. Very long
+        names are shortened for display only; the data keeps them whole."""
         where = ""
         if self.tool is not None:
-            where = f" tool {self.tool!r}"
+            where = f" tool {_clip(repr(self.tool))}"
             if self.pointer:
-                where += f" at {self.pointer}"
-        return f"{self.level}:{where}: {self.message}" if where else f"{self.level}: {self.message}"
+                where += f" at {_clip(self.pointer)}"
+        message = _clip(self.message, 600)
+        return f"{self.level}:{where}: {message}" if where else f"{self.level}: {message}"
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def warning(tool: str | None, pointer: str, message: str) -> Diagnostic:

@@ -15,11 +15,12 @@ from orsgen.changelog import changelog
 from orsgen.diagnostics import Diagnostic, error, has_errors
 from orsgen.generate import docstrings
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check
+from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
 from orsgen.runtime import RUNTIME_VERSION
 from orsgen.snapshot.model import dump, tools_sha256
 
-PY_FILES = ("__init__.py", "adapter.py", "dataset.py", "rewards.py", "version.py")
+PY_FILES = ("__init__.py", "adapter.py", "dataset.py", "models.py", "rewards.py", "version.py")
 
 
 @dataclass
@@ -51,7 +52,22 @@ def _imports(tools: list[ToolView]) -> list[str]:
     if any(p.default == "_UNSET" for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
     lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")
+    if any(t.model_class for t in tools):
+        lines.append("from orsgen.runtime.validate import check_arguments as _check_arguments")
+        lines += ["", "from . import models as _models"]
     return lines
+
+
+def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
+    """Generate ``models.py``'s body and point each tool at its validation model."""
+    built = build_models([t.model_request for t in tools if t.model_request is not None])
+    diagnostics.extend(built.diagnostics)
+    for tool in tools:
+        model = built.models.get(tool.method)
+        if model is not None:
+            tool.model_class = model.class_name
+            tool.model_names = repr(model.params)
+    return built.body
 
 
 def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
@@ -65,6 +81,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         result.diagnostics.append(error(None, "", "the environment exposes no tools to generate"))
     if has_errors(result.diagnostics):
         return result
+    models_body = _attach_models(tools, result.diagnostics)
     ident = environment.get("identity", {})
     target = environment.get("target", {})
     class_name = package["class_name"]
@@ -82,6 +99,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "wire_names": _wire_names(tools),
         "imports": _imports(tools),
         "tools": tools,
+        "models_body": models_body,
         "version": repr(package.get("version", "1.0.0")),
         "snapshot_sha256": repr(snapshot["sha256"]),
         "orsgen_version": repr(ORSGEN_VERSION),

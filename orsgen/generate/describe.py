@@ -18,8 +18,9 @@ _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bo
 
 def needs_structure(schema: Any, ctx: TypeContext, pointer: str) -> bool:
     """True when the type hint alone hides facts: object fields or non-Literal enums."""
-    text = describe(schema, ctx, pointer)
-    return "{" in text or _has_float_enum(schema, ctx, pointer)
+    from orsgen.generate.models import has_object_fields
+
+    return has_object_fields(schema, ctx.root) or _has_float_enum(schema, ctx, pointer)
 
 
 def _has_float_enum(schema: Any, ctx: TypeContext, pointer: str) -> bool:

@@ -41,15 +41,24 @@ ADAPTER_ATTRIBUTES = frozenset(
         "SNAPSHOT_TOOLS",
     }
 )
-RESERVED_METHODS = (
-    frozenset(keyword.kwlist)
-    | frozenset(keyword.softkwlist)
-    | ANNOTATION_NAMES
-    | TRL_NAMES
-    | ADAPTER_ATTRIBUTES
-    | {"self", "cls"}
+# Fixed lists (Python 3.11's), so generated names never depend on the interpreter
+# that runs orsgen. Soft keywords are legal identifiers, but a tool named ``match``
+# reads like a statement, so they are renamed too; ``type`` is left alone because it
+# is an ordinary, very common parameter name in every position a signature uses.
+HARD_KEYWORDS = frozenset(
+    {"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class"}
+    | {"continue", "def", "del", "elif", "else", "except", "finally", "for", "from"}
+    | {"global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass"}
+    | {"raise", "return", "try", "while", "with", "yield"}
 )
-RESERVED_PARAMS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {"self", "cls"}
+SOFT_KEYWORDS = frozenset({"_", "case", "match"})
+# Names a generated method body refers to: a parameter with one of these names would
+# shadow it for mypy (``_args: dict[str, Any]``).
+BODY_NAMES = ANNOTATION_NAMES
+RESERVED_METHODS = (
+    HARD_KEYWORDS | SOFT_KEYWORDS | ANNOTATION_NAMES | TRL_NAMES | ADAPTER_ATTRIBUTES
+) | {"self", "cls"}
+RESERVED_PARAMS = HARD_KEYWORDS | SOFT_KEYWORDS | BODY_NAMES | {"self", "cls"}
 
 
 def transliterate(text: str) -> str:
@@ -100,7 +109,9 @@ def assign(wires: Iterable[str], reserved: frozenset[str], fallback: str) -> dic
         if base(wire) == wire:
             result[wire] = wire
             taken.add(wire)
-    for wire in unique:
+    # Then the rest: a name that only needed a reserved-word suffix (``class``) comes
+    # before one that needed sanitizing (``__class__``), then by wire name.
+    for wire in sorted(unique, key=lambda w: (sanitize(w, fallback) != w, w)):
         if wire in result:
             continue
         candidate = base(wire)

@@ -69,6 +69,14 @@ def self_check(path: str, source: str) -> None:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
         raise SelfCheckError(f"{path}: generated code does not parse: {exc}") from None
+    if path == "models.py":
+        from orsgen.generate.models import check_models_source
+
+        try:
+            check_models_source(source)
+        except ValueError as exc:
+            raise SelfCheckError(f"{path}: {exc}") from None
+        return
     for i, node in enumerate(tree.body):
         if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # module docstring

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 from orsgen.diagnostics import Diagnostic, error, warning
 from orsgen.generate import docstrings, naming
 from orsgen.generate.describe import describe, needs_structure
+from orsgen.generate.models import ModelRequest, has_object_fields
 from orsgen.generate.typemap import TypeContext, child, deref, hint_for, short_json, with_null
 
 _SCALAR_CHECK: dict[str, type | tuple[type, ...]] = {
@@ -45,6 +48,10 @@ class ToolView:
     description: str
     params: list[ParamView] = field(default_factory=list)
     docstring: str = ""
+    # Nested-object parameters to validate client-side (filled in by ``generate``).
+    model_request: ModelRequest | None = None
+    model_class: str = ""  # class in models.py, "" when nothing is validated
+    model_names: str = ""  # Python source of the ``{wire: python}`` mapping
 
     @property
     def wire_literal(self) -> str:
@@ -60,21 +67,46 @@ class ToolView:
         return "{" + pairs + "}"
 
 
+def _show(wire: str, limit: int = 60) -> str:
+    """A wire name for a message: ``repr``'d, and shortened when very long."""
+    text = repr(wire)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def _literal_values(hint: str) -> list[Any] | None:
+    """The values of a ``Literal[...]`` hint that orsgen wrote itself (``repr``'d values)."""
+    if not (hint.startswith("Literal[") and hint.endswith("]")):
+        return None
+    try:
+        values = ast.literal_eval("[" + hint[len("Literal[") : -1] + "]")
+    except (ValueError, SyntaxError):
+        return None  # e.g. a union of Literals; too clever to guess, so no default
+    return values if isinstance(values, list) else None
+
+
+def _fits(value: Any, hint: str) -> bool:
+    if hint == "Any":
+        return True
+    values = _literal_values(hint)
+    if values is not None:
+        return any(type(v) is type(value) and v == value for v in values)
+    if " | " in hint:
+        return any(_fits(value, part) for part in hint.split(" | ") if "[" not in part)
+    base = _SCALAR_CHECK.get(hint)
+    if base is None:
+        return False
+    return isinstance(value, base) and (hint == "bool" or not isinstance(value, bool))
+
+
 def _default_source(value: Any, hint: str, nullable: bool) -> str | None:
     """``repr`` of a schema default when it is an immutable literal that fits the hint."""
     if value is None:
         return "None" if nullable else None
-    if isinstance(value, bool):
-        ok = hint in ("bool", "Any") or repr(value) in hint
-    elif isinstance(value, (int, float, str)):
-        base = _SCALAR_CHECK.get(hint)
-        if base is not None:
-            ok = isinstance(value, base) and not isinstance(value, bool)
-        else:
-            ok = hint == "Any" or (hint.startswith("Literal[") and repr(value) in hint)
-    else:
-        return None
-    return repr(value) if ok else None
+    if not isinstance(value, (bool, int, float, str)):
+        return None  # lists and objects are mutable: documented, never a Python default
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # ``repr`` would be ``nan``/``inf``, which is not a literal
+    return repr(value) if _fits(value, hint) else None
 
 
 def build_tool(
@@ -141,7 +173,7 @@ def build_tool(
                 warning(
                     wire,
                     child("/properties", w),
-                    f"parameter {w!r} is named {names[w]!r} in Python",
+                    f"parameter {_show(w)} is named {names[w]!r} in Python",
                 )
             )
     params: list[ParamView] = []
@@ -187,6 +219,20 @@ def build_tool(
             )
         )
     diagnostics.extend(ctx.diagnostics)
+    nested = {
+        w: props[w]
+        for w in wires
+        if w in props and isinstance(props[w], Mapping) and has_object_fields(props[w], ctx.root)
+    }
+    if nested:
+        tool.model_request = ModelRequest(
+            method=method,
+            wire=wire,
+            root=ctx.root,
+            params=nested,
+            required=[w for w in required if w in nested],
+            python_names={w: names[w] for w in nested},
+        )
     # Python needs required parameters first; keep the schema order within each group.
     tool.params = [p for p in params if p.required] + [p for p in params if not p.required]
     tool.docstring = method_docstring(tool)
@@ -250,7 +296,7 @@ def build_tools(
         wire = str(spec["name"])
         if methods[wire] != wire:
             diagnostics.append(
-                warning(wire, "", f"tool {wire!r} is named {methods[wire]!r} in Python")
+                warning(wire, "", f"tool {_show(wire)} is named {methods[wire]!r} in Python")
             )
         view = build_tool(spec, methods[wire], diagnostics)
         if view is not None:

@@ -202,7 +202,9 @@ def _enum_hint(
         return "None", True
     if all(isinstance(v, _LITERAL_TYPES) for v in values):
         ctx.uses.add("Literal")
-        return _literal(list(dict.fromkeys(values))), nullable
+        # Dedupe by type and value: ``1``, ``1.0`` and ``True`` are equal but distinct enum values.
+        unique = list({(type(v).__name__, v): v for v in values}.values())
+        return _literal(unique), nullable
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         # Literal cannot hold floats; the allowed values still reach the model in the description.
         return "float", nullable
@@ -224,6 +226,10 @@ def _array_hint(
             parts.append(_nullable(hint, null))
         return "tuple[" + ", ".join(parts) + "]"
     items = schema.get("items")
+    if isinstance(items, list):  # draft-04 tuple form: ``items`` is a list of schemas
+        prefix, items = items, schema.get("additionalItems", True)
+        if len(prefix) >= 2 and items is False:
+            return _array_hint(ctx, {"prefixItems": prefix, "items": False}, pointer, seen, depth)
     if isinstance(prefix, list) and prefix and not isinstance(items, Mapping):
         ctx.warn(child(pointer, "prefixItems"), "open-ended prefixItems typed as a list")
         items = {"anyOf": prefix} if len(prefix) > 1 else prefix[0]
