@@ -4,22 +4,51 @@ A generated adapter subclasses :class:`OrsAdapter` and adds one typed public
 method per ORS tool. TRL turns every public *function* of the class into a tool
 (except ``reset`` and ``get_reward``), so this base defines no other public
 function: its helpers are private and ``close`` is a property.
+
+Training-scale behaviour (see ``docs/runtime.md``):
+
+- one request per tool call: the environment is addressed by name, so no call
+  pays for the server's redirect;
+- group prefetch: GRPO's G consecutive resets of one task open their sessions
+  concurrently (:mod:`orsgen.runtime.prefetch`);
+- picklable and thread-safe: the class (or a ``functools.partial`` of it) is the
+  factory, instances hold a lock, and all I/O runs on one loop per process;
+- no leaks: sessions close on ``reset()``, ``close()``, garbage collection and exit;
+- bounded time: every call has a timeout, and every failure is ``"Error: ..."`` text;
+- the drift guard: the first session per class and process checks the live tools
+  against the snapshot (:mod:`orsgen.runtime.drift`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import json
 import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from orsgen.runtime import loop
+from orsgen.runtime import drift, loop, prefetch, sessions
 from orsgen.runtime.blocks import blocks_to_text
-from orsgen.runtime.connection import Endpoint, environment, resolve, session_secrets
+from orsgen.runtime.connection import Endpoint, resolve, session_secrets
+from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
+from orsgen.runtime.sessions import Opened
 
 DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0
-_CLOSE_TIMEOUT = 15.0
+_MAX_ERROR_TEXT = 500
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_OPEN_TIMEOUT",
+    "OrsAdapter",
+    "SessionOpenError",
+    "ToolDriftError",
+    "ToolDriftWarning",
+    "UNSET",
+    "close_all_sessions",
+]
 
 
 class SessionOpenError(RuntimeError):
@@ -27,17 +56,45 @@ class SessionOpenError(RuntimeError):
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return " ".join(text.split())
+    """One line, secret-free, that says what went wrong (the root cause where the SDK wraps it)."""
+    name = type(exc).__name__
+    status = getattr(exc, "status", None)
+    if isinstance(status, int) and name.endswith("ResponseError"):
+        message = getattr(exc, "message", "") or ""
+        text = f"HTTP {status}: {message}".strip().rstrip(":")
+    elif name == "MaxRetriesError" and getattr(exc, "errors", None):
+        text = f"gave up after {len(exc.errors)} attempts; last: {_describe(exc.errors[-1])}"  # type: ignore[attr-defined]
+    elif name == "SessionTerminatedError":
+        text = f"the session ended on the server ({str(exc).strip() or 'terminated'})"
+    elif name == "ToolFailed":
+        text = f"the tool raised on the server: {str(exc).strip()}"
+    elif name in ("ClientConnectorError", "ClientOSError", "ServerDisconnectedError"):
+        text = f"{name}: {str(exc).strip() or 'connection lost'} (is the server running?)"
+    elif isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc).strip():
+        text = "timed out"
+    else:
+        text = str(exc).strip() or name
+        if name not in text and not isinstance(exc, (TimeoutError, RuntimeError)):
+            text = f"{name}: {text}"
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 3] + "..."
 
 
 _live_slots: "weakref.WeakSet[_SessionSlot]" = weakref.WeakSet()
+_live_lock = threading.Lock()
 
 
-def close_all_sessions() -> None:
-    """Close every session this process still holds (run at interpreter exit)."""
-    for slot in list(_live_slots):
-        slot.close()
+def close_all_sessions(timeout: float = sessions.EXIT_BUDGET) -> None:
+    """Close every session this process still holds, held or prefetched, concurrently
+    (run at interpreter exit)."""
+    with _live_lock:
+        slots = list(_live_slots)
+    for slot in slots:
+        slot.close(wait=False)
+    stale = prefetch.clear_all()
+    if stale:
+        concurrent.futures.wait(stale, timeout=timeout)
+    sessions.drain(timeout)
 
 
 loop.on_shutdown(close_all_sessions, priority=0)
@@ -49,59 +106,34 @@ class _SessionSlot:
 
     def __init__(self) -> None:
         self.session: Any = None
-        _live_slots.add(self)
+        with _live_lock:
+            _live_slots.add(self)
 
-    def close(self) -> None:
+    def take(self) -> Any:
         session, self.session = self.session, None
+        return session
+
+    def close(self, wait: bool = True) -> None:
+        session = self.take()
         if session is None:
             return
-        if loop.in_loop_thread():
-            # Called from the loop itself (e.g. GC there): schedule, never block it.
-            loop.submit(_close_session(session))
-            return
-        try:
-            loop.run(_close_session(session), timeout=_CLOSE_TIMEOUT)
-        except Exception:  # noqa: BLE001 - closing is best effort; the server reaps the rest
-            pass
+        if wait:
+            sessions.close_now(session)
+        else:
+            sessions.close_later(session)
 
 
-async def _close_session(session: Any) -> None:
-    await session.__aexit__(None, None, None)
+def _finalize(slot: _SessionSlot) -> None:
+    slot.close(wait=False)
 
 
-async def _open_session(
-    endpoint: Endpoint,
-    split: str,
-    index: int | None,
-    task_spec: Mapping[str, Any] | None,
-    secrets: dict[str, str] | None,
-) -> tuple[Any, str]:
-    env = await environment(endpoint)
-    if task_spec is not None:
-        from openreward.api.environments.types import Task
-
-        task = Task(
-            server_name=env.server,
-            environment_name=endpoint.env_name or env.name,
-            task_spec=dict(task_spec),
-            namespace=env.namespace,
-        )
-        session = env.session(task=task, secrets=secrets)
-    else:
-        session = env.session(split=split, index=index, secrets=secrets)
-    opened = False
+def _task_key(index: int | None, task_spec: Mapping[str, Any] | None) -> tuple[str, str]:
+    if index is not None:
+        return ("index", str(index))
     try:
-        await session.__aenter__()
-        opened = True
-        prompt = blocks_to_text(await session.get_prompt())
-    except BaseException:
-        if opened or session.sid is not None:
-            try:
-                await session.__aexit__(None, None, None)
-            except Exception:  # noqa: BLE001
-                pass
-        raise
-    return session, prompt
+        return ("spec", json.dumps(task_spec, sort_keys=True, default=repr))
+    except (TypeError, ValueError):
+        return ("spec-id", str(id(task_spec)))
 
 
 class OrsAdapter:
@@ -118,6 +150,14 @@ class OrsAdapter:
         split: split used by ``reset(task_index=...)``; defaults to the snapshot's.
         timeout: seconds a tool call may take before it returns an error.
         open_timeout: seconds opening a session (including the environment's setup) may take.
+        group_size: group prefetch. ``None`` (default) learns GRPO's group size from
+            the resets it sees; an int fixes it (``functools.partial(Env, group_size=8)``);
+            ``1`` opens every session on demand.
+        prefetch: ``False`` turns group prefetch off (same as ``group_size=1``).
+        keepalive: seconds between keepalive pings of an open session; ``None`` keeps
+            the SDK's 10 s. Lower it for servers with a short stale-session threshold.
+        strict: when the live tools differ from the snapshot, raise
+            :class:`ToolDriftError` from ``reset()`` instead of warning once.
     """
 
     ENV_NAME: ClassVar[str | None] = None
@@ -144,7 +184,15 @@ class OrsAdapter:
         split: str | None = None,
         timeout: float = DEFAULT_CALL_TIMEOUT,
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        group_size: int | None = None,
+        prefetch: bool = True,
+        keepalive: float | None = None,
+        strict: bool = False,
     ) -> None:
+        if group_size is not None and group_size < 1:
+            raise ValueError(f"group_size must be at least 1, got {group_size}")
+        if keepalive is not None and keepalive <= 0:
+            raise ValueError(f"keepalive must be positive, got {keepalive}")
         self._endpoint = resolve(
             base_url=base_url,
             api_key=api_key,
@@ -155,13 +203,18 @@ class OrsAdapter:
         )
         self._secrets = session_secrets(self._endpoint, secrets)
         self._split = split or self.DEFAULT_SPLIT
-        self._timeout = timeout
-        self._open_timeout = open_timeout
+        self._timeout = float(timeout)
+        self._open_timeout = float(open_timeout)
+        self._group_size = 1 if not prefetch else group_size
+        self._keepalive = keepalive
+        self._strict = strict
         self._lock = threading.RLock()
         self._slot = _SessionSlot()
-        self._finalizer = weakref.finalize(self, self._slot.close)
+        self._finalizer = weakref.finalize(self, _finalize, self._slot)
         self._finalizer.atexit = False  # the runtime's own exit hook closes sessions in order
         self._clear_state()
+
+    # -- state -------------------------------------------------------------------------
 
     def _clear_state(self) -> None:
         self.reward = None
@@ -169,6 +222,18 @@ class OrsAdapter:
         self.metadata = []
         self.finished = False
         self.last_output = ""
+
+    def _stream_key(self) -> tuple[Any, ...]:
+        """Which resets share one prefetch stream: same class, endpoint and session options."""
+        cls = type(self)
+        secrets = tuple(sorted((self._secrets or {}).items()))
+        return (cls.__module__, cls.__qualname__, self._endpoint, self._split, secrets, self._keepalive)
+
+    @property
+    def _prefetcher(self) -> prefetch.Prefetcher:
+        return prefetch.get(self._stream_key())
+
+    # -- TRL contract ------------------------------------------------------------------
 
     def reset(
         self,
@@ -179,28 +244,89 @@ class OrsAdapter:
         """Close any previous session, open one for ``task_index`` (or ``task_spec``) and
         return the prompt text. Extra dataset columns in ``row`` are accepted and ignored."""
         with self._lock:
-            self._slot.close()
+            self._slot.close(wait=False)
             self._clear_state()
             index = None if task_spec is not None else int(task_index or 0)
+            opened = self._acquire(index, task_spec)
+            self._slot.session = opened.session
+            if opened.tools is not None:
+                drift.record(type(self), opened.tools, self._split, index)
             try:
-                session, prompt = loop.run(
-                    _open_session(self._endpoint, self._split, index, task_spec, self._secrets),
-                    timeout=self._open_timeout,
-                )
-            except Exception as exc:
-                which = "the given task_spec" if index is None else f"task {index}"
-                raise SessionOpenError(
-                    f"could not open an ORS session for {which} of split {self._split!r} on "
-                    f"{self._endpoint.label}: {_describe(exc)}"
-                ) from exc
-            self._slot.session = session
-            return prompt
+                drift.enforce(type(self), self._strict, self._endpoint.label)
+            except ToolDriftError:
+                self._slot.close(wait=False)
+                raise
+            return opened.prompt
+
+    def _opener(
+        self, index: int | None, task_spec: Mapping[str, Any] | None
+    ) -> Callable[[bool], Any]:
+        endpoint, split, secrets, keepalive = (
+            self._endpoint,
+            self._split,
+            self._secrets,
+            self._keepalive,
+        )
+
+        def opener(fetch_tools: bool) -> Any:
+            return sessions.open_session(
+                endpoint, split, index, task_spec, secrets, keepalive, fetch_tools
+            )
+
+        return opener
+
+    def _acquire(self, index: int | None, task_spec: Mapping[str, Any] | None) -> Opened:
+        opener = self._opener(index, task_spec)
+        check = drift.claim_check(type(self))
+        fut, prefetched = self._prefetcher.acquire(
+            _task_key(index, task_spec), opener, self._group_size, check
+        )
+        try:
+            return self._wait_open(fut)
+        except Exception as exc:
+            if not prefetched:
+                raise self._open_error(index, exc) from exc
+        # A prefetched session failed to open (or was cut short): try once on demand.
+        try:
+            return self._wait_open(prefetch.Pending(opener(False)))
+        except Exception as exc:
+            raise self._open_error(index, exc) from exc
+
+    def _wait_open(self, fut: prefetch.Pending) -> Opened:
+        try:
+            return fut.result(timeout=self._open_timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no session within open_timeout={self._open_timeout:g} s") from None
+        except BaseException as exc:
+            # concurrent.futures.CancelledError is not an Exception subclass everywhere
+            if type(exc).__name__ == "CancelledError":
+                raise RuntimeError("the session open was cancelled") from None
+            raise
+
+    def _open_error(self, index: int | None, exc: BaseException) -> SessionOpenError:
+        which = "the given task_spec" if index is None else f"task {index}"
+        return SessionOpenError(
+            f"could not open an ORS session for {which} of split {self._split!r} on "
+            f"{self._endpoint.label}: {_describe(exc)}"
+        )
 
     @property
     def close(self) -> Callable[[], None]:
-        """``adapter.close()`` ends the open session. A property, not a method, so TRL
-        never offers it to the model as a tool."""
-        return self._slot.close
+        """``adapter.close()`` ends the open session, and any unused prefetched sessions
+        of this class. A property, not a method, so TRL never offers it to the model as
+        a tool."""
+
+        def _close() -> None:
+            with self._lock:
+                self._slot.close(wait=True)
+            stale = self._prefetcher.clear()
+            if stale:
+                concurrent.futures.wait(stale, timeout=sessions.CLOSE_WAIT)
+            sessions.drain(sessions.CLOSE_WAIT)
+
+        return _close
+
+    # -- tool calls --------------------------------------------------------------------
 
     def _record(self, text: str, reward: float | None, metadata: dict[str, Any] | None) -> str:
         self.rewards.append(reward)
@@ -213,6 +339,27 @@ class OrsAdapter:
     def _fail(self, message: str) -> str:
         return self._record(f"Error: {message}", None, None)
 
+    def _finish_call(self, wire_name: str, out: Any) -> str:
+        reward: float | None = None
+        if out.reward is not None:
+            try:
+                reward = float(out.reward)
+            except (TypeError, ValueError):
+                reward = None
+        if out.finished:
+            self.finished = True
+        meta = dict(out.metadata) if isinstance(out.metadata, Mapping) else None
+        text = blocks_to_text(out.blocks or []) or "(no output)"
+        return self._record(text, reward, meta)
+
+    def _call_error(self, wire_name: str, exc: BaseException) -> str:
+        if isinstance(exc, TimeoutError) and str(exc).startswith("no answer within"):
+            return self._fail(
+                f"tool {wire_name!r} got no answer within {self._timeout:g} s from "
+                f"{self._endpoint.label}"
+            )
+        return self._fail(f"tool {wire_name!r} failed: {_describe(exc)}")
+
     def _call(self, wire_name: str, arguments: dict[str, Any]) -> str:
         """Call a tool by its wire name. Never raises: failures come back as ``Error: ...``."""
         with self._lock:
@@ -222,18 +369,26 @@ class OrsAdapter:
             try:
                 out = loop.run(session.call_tool(wire_name, arguments), timeout=self._timeout)
             except Exception as exc:  # noqa: BLE001 - the trainer must never see a raise
-                return self._fail(f"tool {wire_name!r} failed: {_describe(exc)}")
-            reward: float | None = None
-            if out.reward is not None:
-                try:
-                    reward = float(out.reward)
-                except (TypeError, ValueError):
-                    reward = None
-            if out.finished:
-                self.finished = True
-            meta = dict(out.metadata) if isinstance(out.metadata, Mapping) else None
-            text = blocks_to_text(out.blocks or []) or "(no output)"
-            return self._record(text, reward, meta)
+                return self._call_error(wire_name, exc)
+            return self._finish_call(wire_name, out)
+
+    async def _acall(self, wire_name: str, arguments: dict[str, Any]) -> str:
+        """The awaitable twin of :meth:`_call`, for ``async def`` tool methods (which
+        AsyncGRPOTrainer awaits on its own loop). The request runs on the runtime loop;
+        the caller's loop only waits for it. Never raises."""
+        session = self._slot.session
+        if session is None:
+            return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+        fut = loop.submit(session.call_tool(wire_name, arguments))
+        try:
+            out = await asyncio.wait_for(asyncio.wrap_future(fut), timeout=self._timeout)
+        except asyncio.TimeoutError:
+            fut.cancel()
+            return self._call_error(wire_name, TimeoutError("no answer within"))
+        except Exception as exc:  # noqa: BLE001
+            return self._call_error(wire_name, exc)
+        with self._lock:
+            return self._finish_call(wire_name, out)
 
 
 class _Unset:

@@ -13,10 +13,13 @@ a snapshot whose text contains any secret value it is told about.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from typing import Any
+
+# One definition, shared with the runtime drift guard (which must not import the generator).
+from orsgen.runtime.drift import sha256_of as sha256_of
+from orsgen.runtime.drift import tools_sha256 as tools_sha256
 
 FORMAT = 1
 
@@ -30,11 +33,6 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
 
 
-def sha256_of(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def build(environment: dict[str, Any], package: dict[str, Any]) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -44,9 +42,6 @@ def build(environment: dict[str, Any], package: dict[str, Any]) -> dict[str, Any
     }
 
 
-def tools_sha256(environment: dict[str, Any]) -> str:
-    """Hash of the tool surface alone (shared plus task tools), for the runtime drift guard."""
-    return sha256_of({"tools": environment["tools"], "task_tools": environment["task_tools"]})
 
 
 def dump(snapshot: dict[str, Any], secrets: Iterable[str] = ()) -> str:

@@ -1,0 +1,265 @@
+"""The runtime drift guard: does the live environment still offer the tools the
+adapter was generated from?
+
+The generated class carries ``TOOLS_SHA256``, a hash of the snapshot's tool surface
+(``{"tools": shared, "task_tools": task-specific}``), and its package ships the
+snapshot beside the code. On the first session a class opens in a process, the
+runtime lists that session's tools (``GET /{env}/task_tools``, one extra request per
+process), rebuilds the same hash from what it can observe and, when it differs,
+names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``.
+
+The hash functions live here, not in the generator, so the runtime computes exactly
+what the snapshotter stored without importing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import threading
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+
+def sha256_of(value: Any) -> str:
+    """sha256 of canonical JSON: sorted keys, compact separators, non-ASCII kept."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def tools_sha256(environment: Mapping[str, Any]) -> str:
+    """Hash of the tool surface alone (shared plus task tools), for the runtime drift guard."""
+    return sha256_of({"tools": environment["tools"], "task_tools": environment["task_tools"]})
+
+
+def spec_dict(spec: Any) -> dict[str, Any]:
+    """A tool spec (SDK ``ToolSpec`` or wire dict) in the snapshot's stored form."""
+    if isinstance(spec, Mapping):
+        name, description, schema = (
+            spec.get("name"),
+            spec.get("description"),
+            spec.get("input_schema"),
+        )
+    else:
+        name = getattr(spec, "name", None)
+        description = getattr(spec, "description", None)
+        schema = getattr(spec, "input_schema", None)
+    out: dict[str, Any] = {
+        "name": str(name),
+        "description": str(description or ""),
+        "input_schema": schema,
+    }
+    if isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
+        out["property_order"] = [str(k) for k in schema["properties"]]
+    return out
+
+
+class ToolDriftWarning(UserWarning):
+    """The live environment's tools differ from the adapter's snapshot."""
+
+
+class ToolDriftError(RuntimeError):
+    """Raised by ``reset()`` of a ``strict=True`` adapter whose environment has drifted."""
+
+
+def _owner(cls: type) -> type | None:
+    """The generated class in ``cls``'s MRO (the one that defines ``TOOLS_SHA256``)."""
+    for klass in cls.__mro__:
+        if "TOOLS_SHA256" in vars(klass) and vars(klass)["TOOLS_SHA256"]:
+            return klass
+    return None
+
+
+def snapshot_environment(cls: type) -> dict[str, Any] | None:
+    """The ``environment`` section of the snapshot.json that sits beside the generated class."""
+    owner = _owner(cls)
+    if owner is None:
+        return None
+    module = sys.modules.get(owner.__module__)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    file = Path(path).with_name("snapshot.json")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        env = data["environment"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return env if isinstance(env, dict) else None
+
+
+def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+    parts = []
+    if a.get("description") != b.get("description"):
+        parts.append("description")
+    if a.get("input_schema") != b.get("input_schema"):
+        old = (a.get("input_schema") or {}).get("properties") or {}
+        new = (b.get("input_schema") or {}).get("properties") or {}
+        gone = sorted(set(old) - set(new))
+        added = sorted(set(new) - set(old))
+        changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
+        detail = []
+        if gone:
+            detail.append("removed " + ", ".join(gone))
+        if added:
+            detail.append("added " + ", ".join(added))
+        if changed:
+            detail.append("changed " + ", ".join(changed))
+        if (a.get("input_schema") or {}).get("required") != (b.get("input_schema") or {}).get(
+            "required"
+        ):
+            detail.append("required list changed")
+        parts.append("schema (" + "; ".join(detail) + ")" if detail else "schema")
+    if a.get("property_order") != b.get("property_order") and len(parts) == 0:
+        parts.append("parameter order")
+    return " and ".join(parts)
+
+
+def compare(
+    snapshot_env: Mapping[str, Any],
+    expected_sha: str,
+    live_specs: Iterable[Any],
+    split: str,
+    index: int | None,
+) -> list[str]:
+    """What changed between the snapshot and a live session's tool list; empty when
+    the hashes agree.
+
+    A session lists the shared tools plus *its own task's* tools, so a snapshot task
+    tool that this task does not offer counts as removed only when the snapshot was
+    probed on this very task.
+    """
+    shared = {t["name"]: t for t in snapshot_env.get("tools") or []}
+    task = {t["name"]: t for t in snapshot_env.get("task_tools") or []}
+    probe = snapshot_env.get("task_tools_probe") or {}
+    probed = (
+        index is not None
+        and bool(probe.get("enabled"))
+        and probe.get("split") == split
+        and index in (probe.get("indices") or [])
+    )
+    live = {d["name"]: d for d in (spec_dict(s) for s in live_specs)}
+
+    live_shared = [live[n] for n in sorted(live) if n in shared]
+    live_task = [live[n] for n in sorted(live) if n not in shared]
+    if not probed:  # unobservable from this task: assume unchanged
+        live_task += [task[n] for n in sorted(task) if n not in live]
+    live_task.sort(key=lambda t: t["name"])
+    if sha256_of({"tools": live_shared, "task_tools": live_task}) == expected_sha:
+        return []
+
+    changes: list[str] = []
+    for name in sorted(live):
+        known = shared.get(name) or task.get(name)
+        if known is None:
+            changes.append(f"tool {name!r} added")
+        else:
+            how = _differs(known, live[name])
+            if how:
+                changes.append(f"tool {name!r} changed its {how}")
+    for name in sorted(shared):
+        if name not in live:
+            changes.append(f"tool {name!r} removed")
+    if probed:
+        for name in sorted(task):
+            if name not in live:
+                changes.append(f"task tool {name!r} removed")
+    if not changes:
+        changes.append("the tool list differs from the snapshot (hash mismatch)")
+    return changes
+
+
+class _State:
+    def __init__(self) -> None:
+        self.checked = False
+        self.changes: list[str] | None = None  # None: not known (yet)
+        self.warned = False
+
+
+_lock = threading.Lock()
+_states: dict[type, _State] = {}
+
+
+def _state(cls: type) -> _State:
+    with _lock:
+        state = _states.get(cls)
+        if state is None:
+            state = _states[cls] = _State()
+        return state
+
+
+def claim_check(cls: type) -> bool:
+    """True exactly once per class and process: the caller makes the one extra request.
+    False when the class has no snapshot to compare with."""
+    owner = _owner(cls)
+    if owner is None:
+        return False
+    state = _state(owner)
+    with _lock:
+        if state.checked:
+            return False
+        state.checked = True
+        return True
+
+
+def record(cls: type, live_specs: list[Any] | None, split: str, index: int | None) -> None:
+    """Compare a live tool list with the class's snapshot and remember the outcome."""
+    owner = _owner(cls)
+    if owner is None or live_specs is None:
+        return
+    env = snapshot_environment(owner)
+    expected = str(vars(owner)["TOOLS_SHA256"])
+    if env is None:
+        changes = []  # nothing to compare with beyond the hash: say nothing rather than guess
+    elif tools_sha256(env) != expected:
+        changes = [
+            "the snapshot.json beside the adapter does not match its TOOLS_SHA256; "
+            "regenerate the package"
+        ]
+    else:
+        changes = compare(env, expected, live_specs, split, index)
+    state = _state(owner)
+    with _lock:
+        state.changes = changes
+
+
+def describe(cls: type, changes: list[str], where: str) -> str:
+    owner = _owner(cls) or cls
+    return (
+        f"ORS environment {where} has drifted from the snapshot {owner.__name__} was generated "
+        f"from: {'; '.join(changes)}. Regenerate the adapter (`orsgen check DIR --live` shows "
+        "the full diff)."
+    )
+
+
+def enforce(cls: type, strict: bool, where: str) -> None:
+    """Warn once per class and process about a recorded drift; raise with ``strict``."""
+    owner = _owner(cls)
+    if owner is None:
+        return
+    state = _state(owner)
+    with _lock:
+        changes = state.changes
+        if not changes:
+            return
+        warn = not state.warned and not strict
+        if warn:
+            state.warned = True
+    message = describe(owner, changes, where)
+    if strict:
+        raise ToolDriftError(message)
+    if warn:
+        warnings.warn(message, ToolDriftWarning, stacklevel=3)
+
+
+def forget(cls: type | None = None) -> None:
+    """Forget recorded checks (tests; or after a server was upgraded mid-process)."""
+    with _lock:
+        if cls is None:
+            _states.clear()
+        else:
+            owner = _owner(cls)
+            _states.pop(owner or cls, None)

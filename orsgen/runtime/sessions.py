@@ -1,0 +1,196 @@
+"""Opening and closing ORS sessions on the runtime loop, and keeping count of them.
+
+Every session this process opens is either held by an adapter (its slot), waiting
+in a group-prefetch pool, or being closed in the background. All three are tracked
+here so that interpreter exit can close whatever is left, concurrently and within
+a bounded time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orsgen.runtime import loop
+from orsgen.runtime.blocks import blocks_to_text
+from orsgen.runtime.connection import Endpoint, environment
+
+# Upper bound for one session's teardown (two requests). A dead server makes the SDK
+# retry; closing must still end.
+CLOSE_BUDGET = 5.0
+# How long an explicit ``adapter.close()`` waits before leaving the rest to the background.
+CLOSE_WAIT = 5.0
+EXIT_BUDGET = 5.0
+
+
+@dataclass
+class Opened:
+    """A freshly opened session, its prompt text and (when asked for) its live tool list."""
+
+    session: Any
+    prompt: str
+    tools: list[Any] | None = None
+
+
+_session_cls: Any = None
+_cls_lock = threading.Lock()
+
+
+def _session_class() -> Any:
+    """The SDK's ``AsyncSession`` with a configurable keepalive interval.
+
+    The SDK pings every 10 s, hard-coded; a subclass passes its own interval through
+    the SDK's own ping machinery instead of running a second pinger.
+    """
+    global _session_cls
+    with _cls_lock:
+        if _session_cls is None:
+            from openreward.api.environments.client import AsyncSession
+
+            class KeepaliveSession(AsyncSession):  # type: ignore[misc]
+                keepalive: float | None = None
+
+                async def _run_ping(  # type: ignore[no-untyped-def]
+                    self, url, sid, api_key, sleep_time, deployment, **kwargs
+                ):
+                    if self.keepalive is not None:
+                        sleep_time = self.keepalive
+                    return await super()._run_ping(
+                        url, sid, api_key, sleep_time, deployment, **kwargs
+                    )
+
+            _session_cls = KeepaliveSession
+        return _session_cls
+
+
+async def open_session(
+    endpoint: Endpoint,
+    split: str,
+    index: int | None,
+    task_spec: Mapping[str, Any] | None,
+    secrets: dict[str, str] | None,
+    keepalive: float | None,
+    fetch_tools: bool = False,
+) -> Opened:
+    """Open one session and read its prompt (three requests: ``/create_session``,
+    ``/create``, ``/{env}/prompt``), plus ``/{env}/task_tools`` when ``fetch_tools``.
+
+    A failure or cancellation after the server handed out a sid deletes it again, so
+    an aborted open never leaks a session.
+    """
+    env = await environment(endpoint)
+    cls = _session_class()
+    task: Any = None
+    if task_spec is not None:
+        from openreward.api.environments.types import Task
+
+        task = Task(
+            server_name=env.server,
+            environment_name=endpoint.env_name or env.name,
+            task_spec=dict(task_spec),
+            namespace=env.namespace,
+        )
+        session = cls(env, task=task, secrets=secrets, api_key=env.api_key)
+    else:
+        session = cls(env, secrets=secrets, api_key=env.api_key, split=split, index=index)
+    session.keepalive = keepalive
+    _opening.add(session)
+    try:
+        await session.__aenter__()
+        stats["opened"] += 1
+        tools: list[Any] | None = None
+        if fetch_tools:
+            blocks, listed = await asyncio.gather(
+                session.get_prompt(), _tools_or_none(session), return_exceptions=False
+            )
+            tools = listed
+        else:
+            blocks = await session.get_prompt()
+        return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools)
+    except BaseException:
+        if session.sid is not None or getattr(session, "_pending_task_id", None) is not None:
+            try:
+                await asyncio.wait_for(_aexit(session), CLOSE_BUDGET)
+            except BaseException:  # noqa: BLE001 - best effort; the server reaps the rest
+                pass
+        raise
+    finally:
+        _opening.discard(session)
+
+
+async def _tools_or_none(session: Any) -> list[Any] | None:
+    try:
+        return list(await session.list_tools())
+    except Exception:  # noqa: BLE001 - the drift guard is advisory when the listing fails
+        return None
+
+
+async def _aexit(session: Any) -> None:
+    await session.__aexit__(None, None, None)
+
+
+async def close_async(session: Any) -> None:
+    """Close a session from a coroutine on the runtime loop (counted like the others)."""
+    stats["closed"] += 1
+    await _close(session)
+
+
+async def _close(session: Any) -> None:
+    try:
+        await asyncio.wait_for(_aexit(session), CLOSE_BUDGET)
+    except BaseException:  # noqa: BLE001 - closing is best effort
+        pass
+
+
+# Sessions in the middle of opening (weak: the coroutine owns them).
+_opening: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_pending_lock = threading.Lock()
+_pending: set[concurrent.futures.Future[None]] = set()
+stats: dict[str, int] = {"opened": 0, "closed": 0}
+
+
+def close_later(session: Any) -> concurrent.futures.Future[None]:
+    """Close a session in the background on the runtime loop; tracked until done."""
+    fut = loop.submit(_close(session))
+    with _pending_lock:
+        _pending.add(fut)
+        stats["closed"] += 1
+
+    def _done(f: concurrent.futures.Future[None]) -> None:
+        with _pending_lock:
+            _pending.discard(f)
+
+    fut.add_done_callback(_done)
+    return fut
+
+
+def close_now(session: Any, wait: float = CLOSE_WAIT) -> None:
+    """Close a session and wait for it at most ``wait`` seconds (the rest goes on in the
+    background). From the loop thread itself it only schedules."""
+    fut = close_later(session)
+    if loop.in_loop_thread():
+        return
+    try:
+        fut.result(timeout=wait)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def drain(timeout: float) -> None:
+    """Wait for background closes to finish (used at exit and by tests)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with _pending_lock:
+            pending = list(_pending)
+        if not pending:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        concurrent.futures.wait(pending, timeout=left)
