@@ -30,6 +30,11 @@ def _say(message: str, quiet: bool = False) -> None:
         print(f"orsgen: {message}", file=sys.stderr, flush=True)
 
 
+def _error(exc: BaseException | str) -> None:
+    """An error is one line on stderr, whatever the exception text holds."""
+    _say(f"error: {' '.join(str(exc).split())}")
+
+
 def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
     for diag in sorted(diagnostics, key=lambda d: (d.level != "error", d.tool or "", d.pointer)):
         print(f"  {diag.format()}", file=sys.stderr)
@@ -231,6 +236,8 @@ def run_generate(argv: Sequence[str]) -> int:
     out = Path(args.output)
     secrets = _secrets(args.secret)
     try:
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"{out} exists and is not a directory; -o takes a package directory")
         target = classify(args.target)
         existing = _load_existing(out)
         diagnostics: list[Diagnostic] = []
@@ -252,7 +259,7 @@ def run_generate(argv: Sequence[str]) -> int:
             )
         configured = _configured(args, environment)
     except (TargetError, SnapshotError, UsageError, ConfigError) as exc:
-        _say(f"error: {exc}")
+        _error(exc)
         return EXIT_USAGE
     package, report = _package_section(args, environment, existing, configured)
     if report:
@@ -280,7 +287,11 @@ def run_generate(argv: Sequence[str]) -> int:
     except SnapshotError as exc:
         _say(f"error: {exc}")
         return EXIT_FAIL
-    write_package(out, result.files)
+    try:
+        write_package(out, result.files)
+    except OSError as exc:
+        _error(f"cannot write {out}: {exc}; nothing was changed")
+        return EXIT_USAGE
     tools = len(snapshot["environment"]["tools"]) + len(snapshot["environment"]["task_tools"])
     _say(
         f"wrote {len(result.files)} files to {out} ({package['class_name']}, {tools} tools, "
@@ -323,7 +334,7 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
             progress=lambda m: _say(m, args.quiet),
         )
     except (TargetError, UsageError) as exc:
-        _say(f"error: {exc}")
+        _error(exc)
         return EXIT_USAGE
     _print_diagnostics(diagnostics)
     # What the client or the server software is does not change what the model sees.
@@ -400,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check(argv[1:])
         return run_generate(argv)
     except UsageError as exc:
-        _say(f"error: {exc}")
+        _error(exc)
         return EXIT_USAGE
     except KeyboardInterrupt:
         _say("interrupted")

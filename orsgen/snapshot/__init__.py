@@ -70,12 +70,13 @@ def take(
     progress: Callable[[str], None] = lambda _: None,
 ) -> tuple[dict[str, Any], list[Diagnostic]]:
     """Snapshot a live target; returns the ``environment`` section and diagnostics."""
-    from openreward._version import __version__ as sdk_version
-
     titles: dict[str, str] = {}
     with _endpoint(target, api_key, titles) as endpoint:
         progress(f"connecting to {endpoint.label}")
         facts, diagnostics = fetch(endpoint, env_name, options, progress)
+    # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
+    from openreward._version import __version__ as sdk_version
+
     # A local file tells us the class name the server lower-cased.
     title = titles.get(str(facts["identity"].get("env_name")))
     if title:

@@ -39,11 +39,23 @@ def load_module(path: Path) -> ModuleType:
     except Exception as exc:  # noqa: BLE001 - a user file may raise anything
         del sys.modules[name]
         raise TargetError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
+    except SystemExit as exc:
+        # A script that exits at import (e.g. an unguarded argparse or sys.exit) would
+        # otherwise end orsgen silently with the script's exit code.
+        del sys.modules[name]
+        raise TargetError(
+            f"{path}: importing it called sys.exit({exc.code!r}); guard the file's "
+            "script code with `if __name__ == '__main__':`"
+        ) from None
     return module
 
 
 def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
     """The concrete ``Environment`` subclasses defined in (not imported into) the file."""
+    if "openreward.environments" not in sys.modules:
+        # Nothing imported the SDK's environments, so nothing can subclass Environment;
+        # say so without paying seconds for importing the SDK.
+        raise TargetError(f"{path}: defines no ORS Environment subclass")
     from openreward.environments import Environment
 
     found = [
@@ -63,14 +75,16 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
 def serve_file(path: Path, ready_timeout: float = 30.0) -> Iterator[tuple[str, dict[str, str]]]:
     """Yield the URL of an in-process ORS server for the file's environments, and each
     served name's Python class name; stop the server after."""
+    envs = environments_in(load_module(path), path)
     import uvicorn
     from openreward.environments import Server
 
-    envs = environments_in(load_module(path), path)
     try:
         app = Server(envs).app
-    except (TypeError, ValueError) as exc:
-        raise TargetError(f"{path}: not a valid ORS environment file: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - building the server runs user code (list_splits)
+        raise TargetError(
+            f"{path}: not a valid ORS environment file: {type(exc).__name__}: {exc}"
+        ) from None
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
     server = uvicorn.Server(config)
