@@ -162,7 +162,7 @@ def hint_for(
                 nullable = nullable or branch_null
                 hints.append(hint)
             if not hints:
-                return "None", True
+                return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
             return _union(hints), nullable
 
     kind = schema.get("type")
@@ -170,7 +170,7 @@ def hint_for(
         kinds = [k for k in kind if k != "null"]
         nullable = nullable or len(kinds) < len(kind)
         if not kinds:
-            return "None", True
+            return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
         hints = [hint_for(ctx, {**schema, "type": k}, pointer, seen, depth + 1)[0] for k in kinds]
         return _union(hints), nullable
     if kind is None:
@@ -181,7 +181,7 @@ def hint_for(
         else:
             return "Any", nullable
     if kind == "null":
-        return "None", True
+        return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
     if kind in _SCALARS:
         return _SCALARS[kind], nullable
     if kind == "array":
@@ -199,7 +199,7 @@ def _enum_hint(
         nullable = True
         values = [v for v in values if v is not None]
     if not values:
-        return "None", True
+        return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
     if all(isinstance(v, _LITERAL_TYPES) for v in values):
         ctx.uses.add("Literal")
         # Dedupe by type and value: ``1``, ``1.0`` and ``True`` are equal but distinct enum values.
