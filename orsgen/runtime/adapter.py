@@ -91,7 +91,7 @@ def close_all_sessions(timeout: float = sessions.EXIT_BUDGET) -> None:
         slots = list(_live_slots)
     for slot in slots:
         slot.close(wait=False)
-    stale = prefetch.clear_all()
+    stale = prefetch.clear_all() + prefetch.discard_inflight()
     if stale:
         concurrent.futures.wait(stale, timeout=timeout)
     sessions.drain(timeout)

@@ -43,12 +43,33 @@ def _shutdown() -> None:
 atexit.register(_shutdown)
 
 
+class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The runtime loop's default executor. aiohttp (``trust_env``) looks up proxy and
+    netrc settings in the executor on every request; at interpreter exit the standard
+    executors refuse new work, which would silently fail the exit hook's session
+    deletes. Past shutdown this one runs the (small) job inline instead."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        try:
+            return super().submit(fn, *args, **kwargs)
+        except RuntimeError:
+            done: concurrent.futures.Future[T] = concurrent.futures.Future()
+            try:
+                done.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                done.set_exception(exc)
+            return done
+
+
 def get_loop() -> asyncio.AbstractEventLoop:
     """Return the process's runtime loop, starting it on first use (and after a fork)."""
     global _loop, _thread, _pid
     with _lock:
         if _loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
             _loop = asyncio.new_event_loop()
+            _loop.set_default_executor(
+                _ExitSafeExecutor(max_workers=4, thread_name_prefix="orsgen-runtime-io")
+            )
             _thread = threading.Thread(
                 target=_loop.run_forever, name="orsgen-runtime-loop", daemon=True
             )

@@ -20,6 +20,7 @@ import asyncio
 import concurrent.futures
 import os
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
@@ -39,6 +40,8 @@ class Pending:
         self.discarded = False
         self._task: asyncio.Task[Opened] | None = None
         self.future: concurrent.futures.Future[Opened] = loop.submit(self._run(coro))
+        with _inflight_lock:
+            _inflight.add(self)
 
     async def _run(self, coro: Coroutine[Any, Any, Opened]) -> Opened:
         self._task = asyncio.current_task()
@@ -75,6 +78,19 @@ class Pending:
         except TimeoutError:
             self.discard()
             raise
+
+
+_inflight_lock = threading.Lock()
+_inflight: "weakref.WeakSet[Pending]" = weakref.WeakSet()
+
+
+def discard_inflight() -> list["concurrent.futures.Future[Opened]"]:
+    """Cut short every session still opening in this process (at exit: nobody will use them)."""
+    with _inflight_lock:
+        pending = [p for p in _inflight if not p.future.done()]
+    for p in pending:
+        p.discard()
+    return [p.future for p in pending]
 
 
 class Prefetcher:
