@@ -45,6 +45,14 @@ class RunningServer:
     def requests(self) -> dict[str, int]:
         return dict(self.stats()["requests"])
 
+    def deployments(self) -> dict[str, int]:
+        """How many requests carried each ``X-Deployment`` header value."""
+        return dict(self.stats().get("deployments", {}))
+
+    def secret_names(self) -> dict[str, int]:
+        """How many requests carried each secret name in ``X-Secrets`` (names only)."""
+        return dict(self.stats().get("secret_names", {}))
+
     def reset_counts(self) -> None:
         self._json("POST", f"/{self.env}/_stats/reset")
 

@@ -11,9 +11,11 @@ requests per method and path) and ``POST /{env}/_stats/reset``.
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import importlib.util
 import inspect
+import json
 import os
 import sys
 from typing import Any
@@ -53,6 +55,9 @@ def main() -> None:
     server = Server(load_envs(opts.file, [n for n in opts.envs.split(",") if n]))
     app = server.app
     counts: collections.Counter[str] = collections.Counter()
+    # X-Deployment values and the names (never the values) of X-Secrets entries seen.
+    deployments: collections.Counter[str] = collections.Counter()
+    secret_names: collections.Counter[str] = collections.Counter()
 
     if opts.reaper is not None:
         # The reaper's threshold is a default argument of a closure inside Server.__init__.
@@ -64,11 +69,18 @@ def main() -> None:
 
     @app.get("/{env_name}/_stats")
     async def stats(env_name: str) -> dict[str, Any]:
-        return {"sessions": len(server._active_envs), "requests": dict(counts)}
+        return {
+            "sessions": len(server._active_envs),
+            "requests": dict(counts),
+            "deployments": dict(deployments),
+            "secret_names": dict(secret_names),
+        }
 
     @app.post("/{env_name}/_stats/reset")
     async def reset_stats(env_name: str) -> dict[str, Any]:
         counts.clear()
+        deployments.clear()
+        secret_names.clear()
         return {"ok": True}
 
     class Count:
@@ -78,6 +90,15 @@ def main() -> None:
         async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] == "http" and "/_stats" not in scope["path"]:
                 counts[f"{scope['method']} {scope['path']}"] += 1
+                headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+                if "x-deployment" in headers:
+                    deployments[headers["x-deployment"]] += 1
+                if headers.get("x-secrets"):
+                    try:
+                        names = json.loads(base64.b64decode(headers["x-secrets"]))
+                        secret_names.update(str(n) for n in names)
+                    except ValueError:
+                        secret_names["<undecodable>"] += 1
             await self.inner(scope, receive, send)
 
     uvicorn.run(Count(app), host="127.0.0.1", port=opts.port, log_level="warning", access_log=False)

@@ -73,17 +73,32 @@ def resolve(
     )
 
 
-def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> dict[str, str] | None:
-    """Per-session secrets, as TRL's bridge sends them.
+def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> dict[str, Any] | None:
+    """Per-session secrets, as TRL's bridge sends them, in the form the SDK accepts.
 
     On a catalog deployment the API key is forwarded as the conventional ``api_key``
     secret when no secrets were given, because most platform environments need it.
     """
     if secrets is not None:
-        return dict(secrets)
+        return _sdk_secrets(secrets)
     if endpoint.deployment is not None and endpoint.api_key:
         return {"api_key": endpoint.api_key}
     return None
+
+
+def _sdk_secrets(secrets: Mapping[str, str]) -> dict[str, Any]:
+    """The SDK takes a plain string only for a name in its ``WELL_KNOWN_SECRETS`` (which
+    also lists the domains a sandbox may send it to) and raises ``ValueError`` for any
+    other name. Any other name goes as ``(value, ())``: the environment receives the
+    value, and no sandbox egress domain is allowed for it."""
+    if not secrets:
+        return {}
+    from openreward.api.sandboxes.secrets import WELL_KNOWN_SECRETS
+
+    return {
+        str(name): value if name in WELL_KNOWN_SECRETS else (value, ())
+        for name, value in secrets.items()
+    }
 
 
 _apis: dict[tuple[int, str, str, str], Any] = {}
