@@ -61,11 +61,18 @@ def main() -> None:
 
     if opts.reaper is not None:
         # The reaper's threshold is a default argument of a closure inside Server.__init__.
-        lifespan = app.router.lifespan_context
-        for cell in lifespan.__closure__ or ():
-            fn = cell.cell_contents
-            if inspect.isfunction(fn) and fn.__name__ == "reaper_coro":
+        # lifespan_context is contextlib's wrapper around Server's lifespan(), whose
+        # closure holds reaper_coro: search the closures a few levels deep.
+        todo, seen = [app.router.lifespan_context], set()
+        while todo:
+            fn = todo.pop()
+            if id(fn) in seen or not inspect.isfunction(fn):
+                continue
+            seen.add(id(fn))
+            if fn.__name__ == "reaper_coro":
                 fn.__defaults__ = (min(1.0, opts.reaper / 4), opts.reaper)
+                continue
+            todo += [cell.cell_contents for cell in fn.__closure__ or ()]
 
     @app.get("/{env_name}/_stats")
     async def stats(env_name: str) -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""Issue 5 item 5: a rollout idle for longer than the server's stale-session threshold
+keeps its session. The server's reaper is shortened to 3 s; the idle is ~2x that.
+The SDK's own 10 s ping is too slow for that server (the control case loses its
+session); ``keepalive=1`` pings often enough."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import ors_server
+from envs.runtime_support import FAULT_ENV, FaultAdapter
+from orsgen.runtime import prefetch, sessions
+
+REAPER = 3.0
+
+
+@pytest.fixture(scope="module")
+def reaping_server() -> Iterator[ors_server.RunningServer]:
+    server = ors_server.start(FAULT_ENV, reaper=REAPER)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_idle_rollout_keeps_its_session(reaping_server) -> None:
+    kept = FaultAdapter(base_url=reaping_server.url, keepalive=1.0, prefetch=False)
+    control = FaultAdapter(base_url=reaping_server.url, prefetch=False)  # SDK default: 10 s
+    kept.reset(task_index=0)
+    control.reset(task_index=1)
+    assert kept.ok(text="before") == "ok before"
+    time.sleep(2 * REAPER + 1)  # the model "thinks" for twice the stale threshold
+    assert kept.ok(text="after") == "ok after"
+    assert kept.rewards == [1.0, 1.0]
+    late = control.ok(text="after")
+    assert late.startswith("Error: tool 'ok' failed:") and "404" in late, late
+    assert control.rewards == [None]
+    kept.close()
+    control.close()
+    prefetch.forget()
+    sessions.drain(5)
+    assert reaping_server.wait_sessions(0) == 0
+
+
+def test_keepalive_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="keepalive"):
+        FaultAdapter(base_url="http://127.0.0.1:9", keepalive=0)
+    with pytest.raises(ValueError, match="group_size"):
+        FaultAdapter(base_url="http://127.0.0.1:9", group_size=0)
