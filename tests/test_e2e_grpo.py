@@ -1,0 +1,160 @@
+"""A real GRPOTrainer.train() on CPU against a real echo ORS server, using exactly the
+generated package's three exports (load_tasks, EchoEnv, outcome_reward).
+
+Nothing is mocked: TRL generates with a tiny local Qwen3 (examples/tiny_model.py),
+parses its tool calls, calls the adapter's methods, and the adapter talks to an
+instrumented openreward server over loopback. What happened is counted at the server.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ors_server
+
+ROOT = Path(__file__).resolve().parents[1]
+ECHO_ENV = ROOT / "examples" / "echo_env.py"
+
+pytest.importorskip("trl")
+pytest.importorskip("tokenizers")
+
+from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
+
+
+def _tiny_model_module() -> Any:
+    import importlib.util
+    import sys
+
+    if "tiny_model" in sys.modules:
+        return sys.modules["tiny_model"]
+    spec = importlib.util.spec_from_file_location("tiny_model", ROOT / "examples" / "tiny_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tiny_model"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[ors_server.RunningServer]:
+    """A server of this test's own, so the counts are this test's alone."""
+    srv = ors_server.start(ECHO_ENV, log_dir=tmp_path)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _episodes(url: str, dataset: Any) -> list[Any]:
+    """The real prompt and tool answer of every task, read through the adapter, so the
+    warm-up trains on exactly the text the rollouts will see."""
+    tiny = _tiny_model_module()
+    env = EchoEnv(base_url=url)
+    episodes = []
+    try:
+        for row in dataset:
+            prompt = env.reset(**row)
+            answer = env.echo(text=row["target"])
+            assert env.reward == 1.0, answer
+            episodes.append(tiny.Episode(prompt, {"text": row["target"]}, answer))
+    finally:
+        env.close()
+    return episodes
+
+
+@pytest.mark.timeout(300)
+def test_grpo_train_reaches_the_server(server: ors_server.RunningServer, tmp_path: Path) -> None:
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(1)
+    tiny = _tiny_model_module()
+
+    train_dataset = load_tasks(base_url=server.url)
+    assert train_dataset["target"] == ["apple", "banana", "cherry", "damson"]
+    probe = EchoEnv(base_url=server.url)  # no I/O: only to hand the tool methods to the builder
+    model_dir = tiny.build_tiny_model(
+        tmp_path / "tiny",
+        tools=[probe.echo, probe.hint],
+        episodes=_episodes(server.url, train_dataset),
+        tool_name="echo",
+    )
+    assert server.wait_sessions(0) == 0
+    server.reset_counts()
+
+    returned: list[float | None] = []
+    env_types: set[type] = set()
+
+    def recording_reward(environments: Any, **kwargs: Any) -> list[float | None]:
+        """outcome_reward itself, with what it returned to the trainer written down."""
+        env_types.update(type(e) for e in environments)
+        rewards = outcome_reward(environments, **kwargs)
+        returned.extend(rewards)
+        return rewards
+
+    recording_reward.__name__ = outcome_reward.__name__
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=2,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=32,
+        max_tool_calling_iterations=2,
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        args=args,
+        train_dataset=train_dataset,
+        environment_factory=functools.partial(EchoEnv, base_url=server.url),
+        reward_funcs=recording_reward,
+    )
+    # TRL took exactly the adapter's tool methods as tools (close is a property, the
+    # runtime's helpers are private), and it probed the class without any I/O.
+    assert sorted(t.__name__ for t in trainer.tools) == sorted(EchoEnv.WIRE_NAMES)
+    assert server.requests().get("POST /create", 0) == 0
+    open_after_train = -1
+    try:
+        trainer.train()
+        open_after_train = server.open_sessions()
+    finally:
+        # TRL never closes its environments: the pool holds every instance it made
+        # (trainer.environments is only the last batch's).
+        envs = {id(e): e for e in (trainer.environments or [])}
+        for pool in getattr(trainer, "_environment_pool", {}).values():
+            envs.update({id(e): e for e in pool})
+        for env in envs.values():
+            env.close()
+
+    counts = server.requests()
+    print(f"server counts: {counts}; rewards returned: {returned}")
+    # 2 steps x 2 rollouts: every rollout opened an ORS session through reset().
+    assert counts.get("POST /create", 0) >= 4, counts
+    # At least one tool call the model generated reached the server, at the tool-call route
+    # of the environment's wire name (only ``echo`` ever scores, so a 1.0 below means the
+    # call named the ``echo`` tool with the right word).
+    assert counts.get("POST /echoenv/call", 0) >= 1, counts
+    # What the reward function really returned to the trainer.
+    assert env_types == {EchoEnv}, env_types
+    assert len(returned) == 4, returned
+    assert 1.0 in [r for r in returned if r is not None], returned
+    # The trainer logged the reward under the function's name.
+    logged = [h for h in trainer.state.log_history if "rewards/outcome_reward/mean" in h]
+    assert len(logged) == 2, trainer.state.log_history
+    # TRL leaves the last batch's sessions open; once the test closes the pooled
+    # adapters, the server holds none.
+    assert open_after_train >= 1, open_after_train
+    assert envs, "the trainer made no environments"
+    assert server.wait_sessions(0, timeout=30) == 0
