@@ -366,6 +366,9 @@ class OrsAdapter:
             session = self._slot.session
             if session is None:
                 return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+            dead = getattr(session, "_dead_exception", None)
+            if dead is not None:  # the SDK already knows; skip a doomed request
+                return self._call_error(wire_name, dead)
             try:
                 out = loop.run(session.call_tool(wire_name, arguments), timeout=self._timeout)
             except Exception as exc:  # noqa: BLE001 - the trainer must never see a raise
