@@ -1,0 +1,99 @@
+"""Golden files: the committed ``generated/echo`` is exactly what its snapshot generates,
+type-checks under ``mypy --strict``, and generation is byte-for-byte deterministic."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.timeout(240)
+
+GOLDEN = ROOT / "generated" / "echo"
+
+
+def files_of(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def test_committed_package_is_current(orsgen_subprocess) -> None:
+    run = orsgen_subprocess(["check", str(GOLDEN.relative_to(ROOT))])
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.stdout == ""
+
+
+def test_mypy_strict_passes_on_generated_and_orsgen() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "generated", "orsgen"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_hand_edited_copy_fails_check_with_a_diff(tmp_path, orsgen_subprocess) -> None:
+    copy = tmp_path / "echo"
+    shutil.copytree(GOLDEN, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    adapter = copy / "adapter.py"
+    original = adapter.read_text()
+    assert "def echo(" in original
+    adapter.write_text(original.replace("def echo(", "def echo_edited_by_hand(", 1))
+    (copy / "rewards.py").unlink()
+
+    run = orsgen_subprocess(["check", str(copy)])
+
+    assert run.code == 1
+    diff = run.stdout.splitlines()
+    # A unified diff for each stale file: headers, a hunk, the removed and restored lines.
+    assert any(line.startswith("--- ") and "adapter.py" in line for line in diff)
+    assert any(line.startswith("+++ ") and "adapter.py" in line for line in diff)
+    assert any(line.startswith("@@ ") for line in diff)
+    assert any(line.startswith("-") and "def echo_edited_by_hand(" in line for line in diff)
+    assert any(line.startswith("+") and "def echo(" in line for line in diff)
+    assert any(line.startswith("--- /dev/null") for line in diff)  # the deleted file
+    assert any(line.startswith("+++ ") and "rewards.py" in line for line in diff)
+    assert "2 file(s)" in run.stderr
+    # check never writes.
+    assert "echo_edited_by_hand" in adapter.read_text() and not (copy / "rewards.py").exists()
+
+
+def test_generation_is_deterministic_across_hash_seeds(tmp_path, orsgen_subprocess) -> None:
+    """Snapshot the example twice (fresh, under different PYTHONHASHSEED values) and once
+    over a copy of the committed package: all byte-identical where they should be."""
+    fresh = {seed: tmp_path / f"seed{seed}" / "echo" for seed in ("0", "4242")}
+    over = tmp_path / "over" / "echo"
+    shutil.copytree(GOLDEN, over, ignore=shutil.ignore_patterns("__pycache__"))
+    target = "examples/echo_env.py"  # relative, as generated/echo was made
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        jobs = [
+            pool.submit(
+                orsgen_subprocess, [target, "-o", str(out), "-q"], env={"PYTHONHASHSEED": seed}
+            )
+            for seed, out in fresh.items()
+        ]
+        jobs.append(
+            pool.submit(
+                orsgen_subprocess, [target, "-o", str(over), "-q"], env={"PYTHONHASHSEED": "7"}
+            )
+        )
+        runs = [job.result() for job in jobs]
+    for run in runs:
+        assert run.code == 0, run.stderr
+    first, second = (files_of(out) for out in fresh.values())
+    assert sorted(first) == sorted(second)
+    for name in first:
+        assert first[name] == second[name], name
+    # Regenerating the example over the committed package changes nothing.
+    assert files_of(over) == files_of(GOLDEN)
