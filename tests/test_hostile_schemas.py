@@ -260,3 +260,35 @@ def test_fail_on_warning_makes_renames_fatal(generated: Any, tmp_path: Path) -> 
     out = tmp_path / "strict"
     assert orsgen_main([str(snap), "-o", str(out), "-q", "--fail-on-warning"]) == 1
     assert not out.exists()
+
+
+def _scale_tool(i: int, nparams: int, nested: bool) -> dict[str, Any]:
+    kinds: list[dict[str, Any]] = [
+        {"type": "string", "description": "text"},
+        {"type": "integer", "default": 1},
+        {"enum": ["a", "b"]},
+        {"type": "array", "items": {"type": "number"}},
+        {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None},
+        {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+        if nested else {"type": "string"},
+    ]
+    props = {f"p{j}": kinds[j % len(kinds)] for j in range(nparams)}
+    return {"name": f"tool-{i}", "description": f"Tool {i}.",
+            "input_schema": {"type": "object", "properties": props, "required": ["p0"]}}
+
+
+def test_scale_600_tools_and_a_300_parameter_tool_pass_mypy(tmp_path: Path) -> None:
+    """Figures (timings) are recorded in docs/types.md; this checks the outcome only."""
+    tools = [_scale_tool(i, 6, i % 10 == 0) for i in range(600)] + [_scale_tool(600, 300, True)]
+    environment = {"identity": {"env_name": "scale", "deployment": None},
+                   "target": {"kind": "file", "value": "x.py"}, "splits": [],
+                   "tools": tools, "task_tools": []}
+    result = generate(build(environment, {**PACKAGE, "name": "scale", "class_name": "ScaleEnv"}))
+    unexpected = [d.format() for d in result.diagnostics if "is named" not in d.message]
+    assert result.ok and not unexpected, unexpected[:5]
+    write_package(tmp_path / "scale", result.files)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "scale"],
+        cwd=ROOT, env={**os.environ, "MYPYPATH": str(tmp_path)}, capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:]

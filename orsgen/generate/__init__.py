@@ -40,8 +40,13 @@ def _label(environment: Mapping[str, Any]) -> str:
 
 
 def _wire_names(tools: list[ToolView]) -> str:
-    mapping = {t.method: (t.wire, {p.name: p.wire for p in t.params}) for t in tools}
-    return pprint.pformat(mapping, width=10**6, sort_dicts=True)
+    """The ``WIRE_NAMES`` literal, one method per line (as black would lay it out)."""
+    lines = []
+    for tool in sorted(tools, key=lambda t: t.method):
+        params = {p.name: p.wire for p in tool.params}
+        entry = pprint.pformat((tool.wire, params), width=10**6, sort_dicts=True)
+        lines.append(f"        {tool.method!r}: {entry},\n")
+    return "{\n" + "".join(lines) + "    }"
 
 
 def _imports(tools: list[ToolView]) -> list[str]:

@@ -14,6 +14,7 @@ from orsgen.generate.describe import describe, needs_structure
 from orsgen.generate.models import ModelRequest, has_object_fields
 from orsgen.generate.typemap import TypeContext, child, deref, hint_for, short_json, with_null
 
+_LINE = 100  # black's line length (render.BLACK_LINE_LENGTH)
 _SCALAR_CHECK: dict[str, type | tuple[type, ...]] = {
     "str": str,
     "int": int,
@@ -62,9 +63,22 @@ class ToolView:
         return [p for p in self.params if not p.required]
 
     @property
+    def parameters(self) -> str:
+        """The parameter list, pre-split the way black would split it when it is long
+        (black is the slowest step for big environments; splitting here saves it work)."""
+        parts = ["self", *(p.signature for p in self.params)]
+        one_line = ", ".join(parts)
+        if len(f"    def {self.method}({one_line}) -> str:") <= _LINE:
+            return one_line
+        return "\n" + "".join(f"        {part},\n" for part in parts) + "    "
+
+    @property
     def required_args(self) -> str:
-        pairs = ", ".join(f"{p.wire_literal}: {p.name}" for p in self.params if p.required)
-        return "{" + pairs + "}"
+        pairs = [f"{p.wire_literal}: {p.name}" for p in self.params if p.required]
+        one_line = "{" + ", ".join(pairs) + "}"
+        if len(f"        _args: dict[str, Any] = {one_line}") <= _LINE:
+            return one_line
+        return "{\n" + "".join(f"            {pair},\n" for pair in pairs) + "        }"
 
 
 def _show(wire: str, limit: int = 60) -> str:
