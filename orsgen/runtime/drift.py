@@ -52,7 +52,9 @@ def spec_dict(spec: Any) -> dict[str, Any]:
         "description": str(description or ""),
         "input_schema": schema,
     }
-    if isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
+    if isinstance(spec, Mapping) and "property_order" in spec:  # already in stored form
+        out["property_order"] = list(spec["property_order"])
+    elif isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
         out["property_order"] = [str(k) for k in schema["properties"]]
     return out
 
