@@ -76,13 +76,16 @@ class RunningServer:
 
 
 def start(env_file: Path | str, envs: list[str] | None = None, port: int | None = None,
-          reaper: float | None = None, log_dir: Path | None = None, timeout: float = 60.0) -> RunningServer:
+          reaper: float | None = None, log_dir: Path | None = None, timeout: float = 60.0,
+          drop_routes: list[str] | None = None) -> RunningServer:
     port = port or free_port()
     args = [sys.executable, str(SERVE), str(env_file), "--port", str(port)]
     if envs:
         args += ["--envs", ",".join(envs)]
     if reaper is not None:
         args += ["--reaper", str(reaper)]
+    if drop_routes:
+        args += ["--drop-routes", ",".join(drop_routes)]
     log = (log_dir or Path(os.environ.get("TMPDIR", "/tmp"))) / f"ors-server-{port}.log"
     env = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "OPENREWARD_LOG_LEVEL": "WARNING"}
     with log.open("wb") as fh:

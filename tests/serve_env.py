@@ -1,6 +1,6 @@
 """Run real openreward Servers for tests, instrumented to count what reaches them.
 
-Usage: python tests/serve_env.py FILE.py --port N [--envs A,B] [--reaper S]
+Usage: python tests/serve_env.py FILE.py --port N [--envs A,B] [--reaper S] [--drop-routes P,Q]
 
 It serves the Environment classes defined in FILE.py (all of them, or those named
 in --envs, in that order) with the openreward server framework, plus two test-only
@@ -51,9 +51,17 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--envs", default="")
     parser.add_argument("--reaper", type=float, default=None, help="stale-session threshold, seconds")
+    parser.add_argument(
+        "--drop-routes",
+        default="",
+        help="comma-separated route paths to remove, e.g. /{env_name}/task_range (an older server)",
+    )
     opts = parser.parse_args()
     server = Server(load_envs(opts.file, [n for n in opts.envs.split(",") if n]))
     app = server.app
+    dropped = {p for p in opts.drop_routes.split(",") if p}
+    if dropped:
+        app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in dropped]
     counts: collections.Counter[str] = collections.Counter()
     # X-Deployment values and the names (never the values) of X-Secrets entries seen.
     deployments: collections.Counter[str] = collections.Counter()

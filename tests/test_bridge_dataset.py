@@ -91,3 +91,38 @@ def test_a_dataset_row_resets_the_adapter(rules_pkg, rules_server) -> None:
         assert env.reset(**ds[0]) == f"Answer with the word {TARGETS[2]!r}."
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("indices, bad", [([8], 8), ([2, 9], 9), ([5, 6], 6)])
+def test_an_index_past_the_split_names_itself(rules_pkg, rules_server, indices, bad) -> None:
+    with pytest.raises(IndexError) as info:
+        rules_pkg.load_tasks(indices=indices, base_url=rules_server.url)
+    assert f"task index {bad} " in str(info.value)
+    assert f"({len(TASKS)} tasks)" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "dropped, expected_path",
+    [
+        (["/{env_name}/task_range"], "POST /rulesenv/tasks"),
+        (["/{env_name}/task_range", "/{env_name}/tasks"], "POST /rulesenv/task"),
+    ],
+    ids=["no task_range", "index API only"],
+)
+def test_falls_back_when_the_server_lacks_an_endpoint(rules_pkg, dropped, expected_path) -> None:
+    import ors_server
+    from conftest import RULES_ENV
+
+    server = ors_server.start(RULES_ENV, drop_routes=dropped)
+    try:
+        ds = rules_pkg.load_tasks(base_url=server.url)
+        assert ds["task_index"] == list(range(len(TASKS)))
+        assert ds["target"] == TARGETS
+        sub = rules_pkg.load_tasks(indices=[3, 1], base_url=server.url)
+        assert sub["target"] == [TARGETS[3], TARGETS[1]]
+        calls = server.requests()
+        assert calls.get(expected_path, 0) >= 1, calls
+        for path in dropped:
+            assert calls.get("POST " + path.replace("{env_name}", "rulesenv"), 0) >= 1  # tried
+    finally:
+        server.stop()

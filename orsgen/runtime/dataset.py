@@ -82,9 +82,16 @@ async def _fetch(
     if hi - lo <= _MAX_RANGE_WASTE * len(set(wanted)):
         window = await task_range(lo, hi)
         if len(window) < hi - lo:
+            # A short window means the split ended early; name the first index past its end
+            # (which needs the true count when the window is empty).
+            total = lo + len(window)
+            if not window:
+                total = int(
+                    (await _post(endpoint, env, "/num_tasks", {"split": split}))["num_tasks"]
+                )
+            bad = next(i for i in wanted if i >= total)
             raise IndexError(
-                f"task index {lo + len(window)} is out of range for split {split!r} "
-                f"({lo + len(window)} tasks)"
+                f"task index {bad} is out of range for split {split!r} ({total} tasks)"
             )
         return wanted, [window[i - lo] for i in wanted]
     unique = sorted(set(wanted))
