@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,7 +29,7 @@ def write_package(directory: Path, files: Mapping[str, str]) -> None:
     """
     directory = directory.resolve()
     directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.orsgen-", dir=directory.parent))
+    staging = _staging_dir(directory)
     try:
         for name, text in files.items():
             target = staging / name
@@ -56,6 +56,24 @@ def write_package(directory: Path, files: Mapping[str, str]) -> None:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _staging_dir(directory: Path) -> Path:
+    """A fresh sibling directory with the permissions the package directory should have.
+
+    Not ``tempfile.mkdtemp``: its directories are private (0700), and the swapped-in
+    package would stay unreadable to everyone else. ``mkdir`` honours the umask; an
+    existing package keeps its own mode.
+    """
+    while True:
+        staging = directory.with_name(f".{directory.name}.orsgen-{uuid.uuid4().hex[:12]}")
+        try:
+            staging.mkdir()
+        except FileExistsError:
+            continue
+        if directory.is_dir():
+            shutil.copymode(directory, staging)
+        return staging
 
 
 def read_package(directory: Path, names: list[str]) -> dict[str, str | None]:
