@@ -80,3 +80,25 @@ def test_load_tasks_against_a_dead_server_raises() -> None:
     port = ors_server.free_port()
     with pytest.raises(Exception, match=str(port)):
         load_tasks(base_url=f"http://127.0.0.1:{port}")
+
+
+def test_openreward_session_url_overrides_the_recorded_url(rules_pkg, rules_server, monkeypatch):
+    """A package generated from a URL records it as the default; the standard variable
+    (and an explicit ``base_url`` above both) must still be able to point elsewhere."""
+    assert rules_pkg.RulesEnv.DEFAULT_URL == rules_server.url
+    env = rules_pkg.RulesEnv()  # the recorded URL
+    try:
+        assert "alpha" in env.reset(task_index=0)
+    finally:
+        env.close()
+    dead = f"http://127.0.0.1:{ors_server.free_port()}"
+    monkeypatch.setenv("OPENREWARD_SESSION_URL", dead)
+    with pytest.raises(SessionOpenError, match=dead.split("//")[1]):
+        rules_pkg.RulesEnv(open_timeout=2.0).reset(task_index=0)
+    with pytest.raises(Exception, match=dead.split("//")[1]):
+        rules_pkg.load_tasks(num_tasks=1)
+    env = rules_pkg.RulesEnv(base_url=rules_server.url)  # explicit beats the variable
+    try:
+        assert "alpha" in env.reset(task_index=0)
+    finally:
+        env.close()

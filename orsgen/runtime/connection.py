@@ -48,16 +48,18 @@ def resolve(
 ) -> Endpoint:
     """Resolve an endpoint the way the openreward SDK does, with explicit keywords first.
 
-    - An explicit ``base_url`` (or a URL recorded in the snapshot) is a single-host
-      ORS server: sessions and API calls both go there.
+    - An explicit ``base_url`` is a single-host ORS server: sessions and API calls both
+      go there. Without a deployment, ``OPENREWARD_SESSION_URL`` and then the URL recorded
+      in the snapshot play that part, in that order, so the standard variable can point a
+      package generated against one server at another.
     - Otherwise the target is a catalog deployment on the platform, reached through
       ``OPENREWARD_SESSION_URL``/``OPENREWARD_API_URL`` or derived from ``OPENREWARD_URL``.
     """
     key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY", "")
     name = env_name or default_env_name
-    url = base_url or (None if deployment else default_url)
+    url = base_url
     if url is None and deployment is None:
-        url = os.environ.get("OPENREWARD_SESSION_URL")
+        url = os.environ.get("OPENREWARD_SESSION_URL") or default_url
     if url is not None:
         url = url.rstrip("/")
         return Endpoint(session_url=url, api_url=url, env_name=name, deployment=None, api_key=key)
