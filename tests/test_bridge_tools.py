@@ -151,3 +151,20 @@ def test_an_out_of_range_probe_index_is_a_usage_error(rules_server, orsgen_cli, 
     assert run.code == 2
     assert "99" in run.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("probe", [[], ["--no-task-tools"]], ids=["probing", "no probes"])
+def test_an_unknown_split_is_a_usage_error(rules_server, orsgen_cli, tmp_path, probe) -> None:
+    run = orsgen_cli([rules_server.url, "-o", str(tmp_path / "x"), "--split", "nope", *probe])
+    assert run.code == 2
+    assert "'nope'" in run.stderr and "test, train" in run.stderr and "--split" in run.stderr
+    assert not (tmp_path / "x").exists()
+    assert rules_server.wait_sessions(0) == 0
+
+
+def test_split_option_becomes_the_package_default(rules_server, generate_package) -> None:
+    pkg = generate_package(
+        "rules_test_split", rules_server.url, "--class-name", "RulesEnv", "--split", "test", "-q"
+    )
+    assert pkg.RulesEnv.DEFAULT_SPLIT == "test"
+    assert pkg.load_tasks(base_url=rules_server.url)["task_index"] == [0, 1]

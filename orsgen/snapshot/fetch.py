@@ -139,6 +139,13 @@ async def _facts(
         count = (await _post(endpoint, env, f"{prefix}/num_tasks", {"split": name}))["num_tasks"]
         splits.append({"name": name, "type": kind, "num_tasks": int(count)})
     splits.sort(key=lambda s: str(s["name"]))
+    names = [str(s["name"]) for s in splits]
+    if options.split not in names:
+        # Checked with or without probes: the split becomes the package's default.
+        raise TargetError(
+            f"split {options.split!r} does not exist; splits: {', '.join(names) or '(none)'}; "
+            "choose one with --split"
+        )
     task_tools: list[dict[str, Any]] = []
     probed: list[int] = []
     if options.task_tools:
@@ -179,16 +186,13 @@ async def _probe_task_tools(
     TRL's bridge does; a tool whose schema differs between probes is a warning."""
     diagnostics: list[Diagnostic] = []
     counts = {s["name"]: s["num_tasks"] for s in splits}
-    if options.split not in counts:
-        raise TargetError(
-            f"split {options.split!r} does not exist; splits: {', '.join(sorted(counts)) or '(none)'}"
-        )
     total = counts[options.split]
     indices = sorted(set(options.probe_indices))
     bad = [i for i in indices if not 0 <= i < total]
     if bad:
         raise TargetError(
-            f"probe index {bad[0]} is out of range for split {options.split!r} ({total} tasks)"
+            f"probe index {bad[0]} is out of range for split {options.split!r} ({total} tasks); "
+            "choose another with --probe-index, or pass --no-task-tools"
         )
     secrets = session_secrets(endpoint, options.secrets)
     seen: dict[str, tuple[dict[str, Any], int]] = {t["name"]: (t, -1) for t in shared}
