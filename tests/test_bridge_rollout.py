@@ -119,3 +119,12 @@ def test_a_call_before_reset_is_an_error_text(make_env) -> None:
     out = env.answer(text="alpha")
     assert out.startswith("Error:")
     assert env.rewards == [None] and env.reward is None
+
+
+def test_reset_with_a_task_spec(make_env) -> None:
+    """TRL's bridge also accepts an explicit ``task_spec`` instead of an index."""
+    env = make_env()
+    spec = {"target": "zulu", "level": 9, "prompt": "p", "task_index": -1}
+    assert env.reset(task_spec=spec) == "Answer with the word 'zulu'."
+    assert env.answer(text="zulu") == "right"
+    assert env.rewards == [1.0] and env.finished is True
