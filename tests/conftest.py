@@ -113,9 +113,7 @@ def generate_package(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., 
         out = tmp_path_factory.mktemp(f"gen-{package}") / package
         run = _run_cli_in_process([target, "-o", str(out), *options])
         assert run.code == 0, run.stderr
-        module = import_generated(out)
-        module.__dict__.setdefault("_orsgen_stderr", run.stderr)
-        return module
+        return import_generated(out)
 
     return make
 

@@ -27,7 +27,7 @@ def platform(monkeypatch, echo_server):
 
 def test_catalog_target_snapshots_and_trains(platform, orsgen_cli, tmp_path) -> None:
     out = tmp_path / "echo_catalog"
-    run = orsgen_cli([DEPLOYMENT, "-o", str(out)])
+    run = orsgen_cli([DEPLOYMENT, "-o", str(out), "--class-name", "CatalogEchoEnv"])
     assert run.code == 0, run.stderr
     snapshot = json.loads((out / "snapshot.json").read_text())
     env_facts = snapshot["environment"]
@@ -44,7 +44,7 @@ def test_catalog_target_snapshots_and_trains(platform, orsgen_cli, tmp_path) -> 
     assert FAKE_KEY not in run.stdout + run.stderr
 
     pkg = import_generated(out)
-    env_cls = getattr(pkg, pkg.__all__[0])
+    env_cls = pkg.CatalogEchoEnv
     assert env_cls.DEPLOYMENT == DEPLOYMENT
     platform.reset_counts()
     # No base_url: the adapter and load_tasks find the platform from the environment.

@@ -54,11 +54,13 @@ def test_an_unknown_env_name_is_a_usage_error(two_server, orsgen_subprocess, tmp
 def test_env_name_selects_the_second_environment(two_server, orsgen_cli, tmp_path) -> None:
     two_server.reset_counts()
     out = tmp_path / "second_pkg"
-    run = orsgen_cli([two_server.url, "-o", str(out), "--env-name", "second", "-q"])
+    run = orsgen_cli(
+        [two_server.url, "-o", str(out), "--env-name", "second", "--class-name", "SecondEnv", "-q"]
+    )
     assert run.code == 0, run.stderr
     snapshot_requests = two_server.requests()
     pkg = import_generated(out)
-    env_cls = pkg.SecondEnv if hasattr(pkg, "SecondEnv") else getattr(pkg, pkg.__all__[0])
+    env_cls = pkg.SecondEnv
 
     # Tools: the second environment's, never the first's.
     assert set(env_cls.WIRE_NAMES) == {"second_tool"}
