@@ -358,7 +358,7 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
 def run_check(argv: Sequence[str]) -> int:
     from orsgen.generate import generate
     from orsgen.snapshot.model import SnapshotError, load_text
-    from orsgen.write import read_package
+    from orsgen.write import read_package, stray_generated
 
     args = _check_parser().parse_args(argv)
     directory = Path(args.directory)
@@ -391,6 +391,16 @@ def run_check(argv: Sequence[str]) -> int:
             tofile=f"{directory / name} (from snapshot.json)",
         )
         sys.stdout.writelines(diff)
+    for name in stray_generated(directory, result.files):
+        stale += 1
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                (directory / name).read_text(encoding="utf-8").splitlines(keepends=True),
+                [],
+                fromfile=f"{directory / name} (on disk)",
+                tofile="/dev/null (no longer generated)",
+            )
+        )
     if stale:
         _say(
             f"{stale} file(s) in {directory} differ from what snapshot.json generates; "
