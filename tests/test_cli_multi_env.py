@@ -34,7 +34,7 @@ def one_error_line(stderr: str) -> str:
 
 
 def test_without_env_name_the_error_lists_both(two_server, orsgen_subprocess, tmp_path) -> None:
-    run = orsgen_subprocess([two_server.url, "-o", str(tmp_path / "pkg"), "-q"])
+    run = orsgen_subprocess([two_server.url, "-o", str(tmp_path / "pkg")])  # not quiet
     assert run.code == 2
     line = one_error_line(run.stderr)
     assert "first" in line and "second" in line and "--env-name" in line
@@ -43,7 +43,7 @@ def test_without_env_name_the_error_lists_both(two_server, orsgen_subprocess, tm
 
 def test_an_unknown_env_name_is_a_usage_error(two_server, orsgen_subprocess, tmp_path) -> None:
     run = orsgen_subprocess(
-        [two_server.url, "-o", str(tmp_path / "pkg"), "--env-name", "third", "-q"]
+        [two_server.url, "-o", str(tmp_path / "pkg"), "--env-name", "third"]
     )
     assert run.code == 2
     line = one_error_line(run.stderr)

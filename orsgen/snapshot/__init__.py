@@ -72,7 +72,6 @@ def take(
     """Snapshot a live target; returns the ``environment`` section and diagnostics."""
     titles: dict[str, str] = {}
     with _endpoint(target, api_key, titles) as endpoint:
-        progress(f"connecting to {endpoint.label}")
         facts, diagnostics = fetch(endpoint, env_name, options, progress)
     # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
     from openreward._version import __version__ as sdk_version

@@ -228,12 +228,17 @@ def fetch(
     endpoint: Endpoint, requested_env: str | None, options: FetchOptions, progress: Progress
 ) -> tuple[dict[str, Any], list[Diagnostic]]:
     """All facts for the snapshot's ``environment`` section (never any secret)."""
+    import time
     from dataclasses import replace
 
+    deadline = time.monotonic() + options.timeout
     try:
         name, _ = loop.run(_choose_env_name(endpoint, requested_env), timeout=options.timeout)
         endpoint = replace(endpoint, env_name=name)
-        return loop.run(_facts(endpoint, options, progress), timeout=options.timeout)
+        # Reported once the server answered, so a target that fails prints its error alone.
+        progress(f"connected to {endpoint.label}")
+        remaining = max(deadline - time.monotonic(), 0.001)  # --timeout bounds the whole snapshot
+        return loop.run(_facts(endpoint, options, progress), timeout=remaining)
     except TargetError:
         raise
     except TimeoutError as exc:
