@@ -72,9 +72,31 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
 
 
 @contextmanager
+def _file_dir_on_path(path: Path) -> Iterator[None]:
+    """Put the file's directory first on ``sys.path`` while it is imported and served, as
+    ``python FILE.py`` would, so an environment can import its sibling modules."""
+    directory = str(path.resolve().parent)
+    added = directory not in sys.path
+    if added:
+        sys.path.insert(0, directory)
+    try:
+        yield
+    finally:
+        if added and directory in sys.path:
+            sys.path.remove(directory)
+
+
+@contextmanager
 def serve_file(path: Path, ready_timeout: float = 30.0) -> Iterator[tuple[str, dict[str, str]]]:
     """Yield the URL of an in-process ORS server for the file's environments, and each
     served name's Python class name; stop the server after."""
+    with _file_dir_on_path(path):
+        with _serve(path, ready_timeout) as served:
+            yield served
+
+
+@contextmanager
+def _serve(path: Path, ready_timeout: float) -> Iterator[tuple[str, dict[str, str]]]:
     envs = environments_in(load_module(path), path)
     import uvicorn
     from openreward.environments import Server
@@ -85,10 +107,16 @@ def serve_file(path: Path, ready_timeout: float = 30.0) -> Iterator[tuple[str, d
         raise TargetError(
             f"{path}: not a valid ORS environment file: {type(exc).__name__}: {exc}"
         ) from None
-    port = free_port()
+    # Bind here and hand uvicorn the socket: choosing a free port and binding it later
+    # races with every other process picking ports on this machine.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="orsgen-local-server", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="orsgen-local-server", daemon=True
+    )
     thread.start()
     url = f"http://127.0.0.1:{port}"
     try:
@@ -97,15 +125,18 @@ def serve_file(path: Path, ready_timeout: float = 30.0) -> Iterator[tuple[str, d
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        sock.close()
 
 
 def _wait_ready(url: str, thread: threading.Thread, timeout: float) -> None:
     deadline = time.monotonic() + timeout
+    # Loopback never goes through an HTTP proxy, whatever *_proxy variables say.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     while time.monotonic() < deadline:
         if not thread.is_alive():
             raise TargetError(f"the local server for {url} stopped during start-up")
         try:
-            with urllib.request.urlopen(f"{url}/health", timeout=1) as resp:
+            with opener.open(f"{url}/health", timeout=1) as resp:
                 if resp.status == 200:
                     return
         except OSError:

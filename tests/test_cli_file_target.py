@@ -1,0 +1,65 @@
+"""Local Python file targets: served on loopback in-process, like ``python FILE.py``."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+HELPER = """
+TASKS = [{"word": "kiwi"}, {"word": "lime"}]
+"""
+
+ENV = """
+from pydantic import BaseModel
+from openreward.environments import Environment, TextBlock, ToolOutput, tool
+
+from {helper} import TASKS  # a sibling module, as env files often have
+
+
+class Guess(BaseModel):
+    word: str
+
+
+class SiblingEnv(Environment):
+    def __init__(self, task_spec: dict = {{}}, secrets: dict = {{}}) -> None:
+        super().__init__(task_spec, secrets)
+        self.task_spec = task_spec
+
+    @classmethod
+    def list_splits(cls):
+        return ["train"]
+
+    @classmethod
+    def list_tasks(cls, split):
+        return TASKS
+
+    def get_prompt(self):
+        return [TextBlock(text="guess")]
+
+    @tool
+    def guess(self, params: Guess) -> ToolOutput:
+        \"\"\"Guess the word.\"\"\"
+        return ToolOutput(blocks=[TextBlock(text="ok")], reward=1.0)
+"""
+
+
+def test_a_file_importing_a_sibling_module(tmp_path: Path, orsgen_cli) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    helper = "orsgen_sibling_tasks_7f3a"  # unique: never importable from anywhere else
+    (project / f"{helper}.py").write_text(textwrap.dedent(HELPER))
+    (project / "sibling_env.py").write_text(textwrap.dedent(ENV.format(helper=helper)))
+    out = tmp_path / "sibling"
+    run = orsgen_cli([str(project / "sibling_env.py"), "-o", str(out), "-q"])
+    assert run.code == 0, run.stderr
+    snapshot = json.loads((out / "snapshot.json").read_text())
+    assert snapshot["environment"]["identity"]["class_name"] == "SiblingEnv"
+    assert [s["num_tasks"] for s in snapshot["environment"]["splits"]] == [2]
+    import sys
+
+    assert str(project) not in sys.path  # put back as it was
