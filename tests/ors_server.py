@@ -78,7 +78,26 @@ class RunningServer:
 def start(env_file: Path | str, envs: list[str] | None = None, port: int | None = None,
           reaper: float | None = None, log_dir: Path | None = None, timeout: float = 60.0,
           drop_routes: list[str] | None = None) -> RunningServer:
-    port = port or free_port()
+    """Start a server; with no fixed port, retry on a fresh one when another process took
+    the chosen port between choosing and binding (several test runs share this machine)."""
+    attempts = 1 if port else 4
+    for attempt in range(attempts):
+        try:
+            return _start_once(env_file, envs, port or free_port(), reaper, log_dir, timeout,
+                               drop_routes)
+        except _PortTaken:
+            if attempt == attempts - 1:
+                raise RuntimeError("ORS server could not bind a free port") from None
+    raise AssertionError("unreachable")
+
+
+class _PortTaken(Exception):
+    pass
+
+
+def _start_once(env_file: Path | str, envs: list[str] | None, port: int, reaper: float | None,
+                log_dir: Path | None, timeout: float,
+                drop_routes: list[str] | None) -> RunningServer:
     args = [sys.executable, str(SERVE), str(env_file), "--port", str(port)]
     if envs:
         args += ["--envs", ",".join(envs)]
@@ -95,15 +114,26 @@ def start(env_file: Path | str, envs: list[str] | None = None, port: int | None 
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"ORS server exited early:\n{log.read_text()}")
+            text = log.read_text()
+            if "address already in use" in text.lower():
+                raise _PortTaken()
+            raise RuntimeError(f"ORS server exited early:\n{text}")
         try:
             with urllib.request.urlopen(f"{url}/list_environments", timeout=1) as resp:
                 names = json.loads(resp.read())
-                break
-        except OSError:
+            env_name = (first or names[0]).lower()
+            with urllib.request.urlopen(f"{url}/{env_name}/_stats", timeout=5) as resp:
+                pid = json.loads(resp.read()).get("pid")
+            if pid != process.pid:
+                # Someone else's server answered on this port; ours failed to bind.
+                process.terminate()
+                process.wait(timeout=10)
+                raise _PortTaken()
+            break
+        except (OSError, ValueError):
             if time.monotonic() > deadline:
                 process.terminate()
+                process.wait(timeout=10)
                 raise RuntimeError(f"ORS server did not start:\n{log.read_text()}")
             time.sleep(0.1)
-    env_name = (first or names[0]).lower()
     return RunningServer(url=url, env=env_name, process=process, log=log, args=args)

@@ -85,6 +85,7 @@ def main() -> None:
     @app.get("/{env_name}/_stats")
     async def stats(env_name: str) -> dict[str, Any]:
         return {
+            "pid": os.getpid(),  # lets the starter tell its server from a port thief's
             "sessions": len(server._active_envs),
             "requests": dict(counts),
             "deployments": dict(deployments),
