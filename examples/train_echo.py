@@ -115,19 +115,6 @@ def warm_up_episodes(url: str, dataset: Any) -> list[Episode]:
     return episodes
 
 
-def close_environments(trainer: Any) -> int:
-    """TRL never closes its environments, and the last batch's ORS sessions would stay
-    open until this process exits. Close every instance the trainer made: its pool
-    (trl 1.16 keeps it in ``_environment_pool``; ``trainer.environments`` is only the
-    last batch's). Returns how many were closed."""
-    envs: list[Any] = list(trainer.environments or ())
-    for pool in getattr(trainer, "_environment_pool", {}).values():
-        envs += [e for e in pool if all(e is not seen for seen in envs)]
-    for env in envs:
-        env.close()
-    return len(envs)
-
-
 def train(url: str, workdir: Path, steps: int) -> list[float | None]:
     import torch
     from trl import GRPOConfig, GRPOTrainer  # type: ignore[attr-defined]
@@ -172,7 +159,9 @@ def train(url: str, workdir: Path, steps: int) -> list[float | None]:
         trainer.train()
         last_batch = outcome_reward(trainer.environments or [])
     finally:
-        print(f"closed {close_environments(trainer)} environments")
+        # TRL never closes the environments it pools; close_all() ends every session of
+        # the class in this process (a classmethod, so TRL never offers it as a tool).
+        EchoEnv.close_all()
 
     for entry in trainer.state.log_history:
         if "rewards/outcome_reward/mean" in entry:

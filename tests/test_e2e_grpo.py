@@ -130,13 +130,12 @@ def test_grpo_train_reaches_the_server(server: ors_server.RunningServer, tmp_pat
         trainer.train()
         open_after_train = server.open_sessions()
     finally:
-        # TRL never closes its environments: the pool holds every instance it made
-        # (trainer.environments is only the last batch's).
+        # TRL never closes its environments; the class-level close_all() ends every
+        # session the trainer's pooled adapters hold.
         envs = {id(e): e for e in (trainer.environments or [])}
         for pool in getattr(trainer, "_environment_pool", {}).values():
             envs.update({id(e): e for e in pool})
-        for env in envs.values():
-            env.close()
+        EchoEnv.close_all()
 
     counts = server.requests()
     print(f"server counts: {counts}; rewards returned: {returned}")

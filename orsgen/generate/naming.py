@@ -32,6 +32,7 @@ ADAPTER_ATTRIBUTES = frozenset(
         "finished",
         "last_output",
         "close",
+        "close_all",
         "WIRE_NAMES",
         "ENV_NAME",
         "DEPLOYMENT",

@@ -188,9 +188,15 @@ def all_prefetchers() -> list[Prefetcher]:
         return list(_registry.values())
 
 
-def clear_all() -> list["concurrent.futures.Future[Opened]"]:
-    """Close every unused prefetched session of this process."""
-    return [fut for pf in all_prefetchers() for fut in pf.clear()]
+def clear_all(
+    match: Callable[[Hashable], bool] = lambda key: True,
+) -> list["concurrent.futures.Future[Opened]"]:
+    """Close every unused prefetched session of this process (whose stream key matches)."""
+    with _registry_lock:
+        if _registry_pid != os.getpid():
+            return []
+        chosen = [pf for key, pf in _registry.items() if match(key)]
+    return [fut for pf in chosen for fut in pf.clear()]
 
 
 def forget() -> list["concurrent.futures.Future[Opened]"]:
