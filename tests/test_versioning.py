@@ -178,3 +178,33 @@ def test_config_include_and_validation(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.orsgen.packages."gen/echo"]\nexclude = ["ecoh"]\n')
     bad_tool = _orsgen(str(snapshot), "-o", "gen/echo", cwd=tmp_path)
     assert bad_tool.returncode == 2 and "exclude: unknown tool 'ecoh'" in bad_tool.stderr
+
+
+def test_config_renames_reach_the_wire(tmp_path: Path, echo_server: Any) -> None:
+    import importlib
+
+    snapshot = ROOT / "generated" / "echo" / "snapshot.json"
+    (tmp_path / "orsgen.toml").write_text(
+        '[packages."renamed_echo"]\n'
+        'rename = { tools = { hint = "get_hint" }, params = { echo = { text = "word" } } }\n'
+    )
+    proc = _orsgen(str(snapshot), "-o", "renamed_echo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("renamed_echo")
+    finally:
+        sys.path.remove(str(tmp_path))
+    cls = module.EchoEnv
+    assert cls.WIRE_NAMES["get_hint"] == ("hint", {"level": "level"})
+    assert cls.WIRE_NAMES["echo"][1]["word"] == "text"
+    env = cls(base_url=echo_server.url, prefetch=False)
+    try:
+        env.reset(task_index=0)
+        assert env.echo(word="apple") == "echo: apple" and env.reward == 1.0
+    finally:
+        env.close()
+
+    (tmp_path / "orsgen.toml").write_text('[packages."renamed_echo"]\nrename = { tools = { hint = "reset" } }\n')
+    bad = _orsgen(str(snapshot), "-o", "renamed_echo", cwd=tmp_path)
+    assert bad.returncode == 1 and "rename.tools" in bad.stderr and "'reset' is reserved" in bad.stderr

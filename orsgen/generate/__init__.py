@@ -81,7 +81,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
     environment = snapshot["environment"]
     package = snapshot["package"]
     specs = tool_specs(environment, package)
-    tools = build_tools(specs, result.diagnostics)
+    tools = build_tools(specs, result.diagnostics, package.get("rename"))
     if not tools and not has_errors(result.diagnostics):
         result.diagnostics.append(error(None, "", "the environment exposes no tools to generate"))
     if has_errors(result.diagnostics):

@@ -12,7 +12,7 @@ import hashlib
 import keyword
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 MAX_NAME_LENGTH = 64
 
@@ -87,16 +87,37 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-def assign(wires: Iterable[str], reserved: frozenset[str], fallback: str) -> dict[str, str]:
+def check_rename(name: str, reserved: frozenset[str]) -> str | None:
+    """Why a configured Python name cannot be used, or ``None`` when it can."""
+    if not name.isidentifier() or not name.isascii():
+        return f"{name!r} is not a Python identifier"
+    if name.startswith("_"):
+        return f"{name!r} starts with '_', which TRL hides from the model"
+    if name in reserved:
+        return f"{name!r} is reserved"
+    return None
+
+
+def assign(
+    wires: Iterable[str],
+    reserved: frozenset[str],
+    fallback: str,
+    preferred: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """Map each wire name to a unique, non-reserved Python name.
 
-    A wire name that is already a clean identifier keeps it; the others are
-    sanitized, suffixed with ``_`` when reserved and numbered (``_2``, ``_3``...)
-    when they collide, in sorted wire-name order.
+    Configured renames (``preferred``, already checked with :func:`check_rename`) claim
+    their names first. A wire name that is already a clean identifier keeps it; the
+    others are sanitized, suffixed with ``_`` when reserved and numbered (``_2``,
+    ``_3``...) when they collide, in sorted wire-name order.
     """
     unique = sorted(set(wires))
     taken: set[str] = set(reserved)
     result: dict[str, str] = {}
+    for wire, name in sorted((preferred or {}).items()):
+        if wire in unique and name not in taken:
+            result[wire] = name
+            taken.add(name)
 
     def base(wire: str) -> str:
         name = sanitize(wire, fallback)
@@ -107,7 +128,7 @@ def assign(wires: Iterable[str], reserved: frozenset[str], fallback: str) -> dic
     # Exact, unreserved identifiers claim their names first, so a renamed tool can
     # never take the name of one that needed no rename.
     for wire in unique:
-        if base(wire) == wire:
+        if wire not in result and base(wire) == wire and wire not in taken:
             result[wire] = wire
             taken.add(wire)
     # Then the rest: a name that only needed a reserved-word suffix (``class``) comes
@@ -126,12 +147,14 @@ def assign(wires: Iterable[str], reserved: frozenset[str], fallback: str) -> dic
     return result
 
 
-def method_names(wires: Iterable[str]) -> dict[str, str]:
-    return assign(wires, RESERVED_METHODS, "tool")
+def method_names(
+    wires: Iterable[str], preferred: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    return assign(wires, RESERVED_METHODS, "tool", preferred)
 
 
-def param_names(wires: Iterable[str]) -> dict[str, str]:
-    return assign(wires, RESERVED_PARAMS, "arg")
+def param_names(wires: Iterable[str], preferred: Mapping[str, str] | None = None) -> dict[str, str]:
+    return assign(wires, RESERVED_PARAMS, "arg", preferred)
 
 
 def pascal_case(text: str) -> str:

@@ -124,7 +124,10 @@ def _default_source(value: Any, hint: str, nullable: bool) -> str | None:
 
 
 def build_tool(
-    spec: Mapping[str, Any], method: str, diagnostics: list[Diagnostic]
+    spec: Mapping[str, Any],
+    method: str,
+    diagnostics: list[Diagnostic],
+    param_renames: Mapping[str, str] | None = None,
 ) -> ToolView | None:
     """The view of one tool, or ``None`` after an error diagnostic that names it."""
     wire = str(spec["name"])
@@ -180,9 +183,12 @@ def build_tool(
                 "extra undeclared arguments cannot be passed through a typed method",
             )
         )
-    names = naming.param_names(wires)
+    preferred = _checked_renames(
+        wire, param_renames or {}, wires, naming.RESERVED_PARAMS, "rename.params", diagnostics
+    )
+    names = naming.param_names(wires, preferred)
     for w in wires:
-        if names[w] != w:
+        if names[w] != w and w not in preferred:
             diagnostics.append(
                 warning(
                     wire,
@@ -301,18 +307,56 @@ def tool_specs(
     return [s for s in specs if s["name"] not in exclude]
 
 
+def _checked_renames(
+    tool: str | None,
+    renames: Mapping[str, str],
+    wires: Sequence[str],
+    reserved: frozenset[str],
+    key: str,
+    diagnostics: list[Diagnostic],
+) -> dict[str, str]:
+    """Configured renames that can be honoured; each one that cannot is an error naming it."""
+    out: dict[str, str] = {}
+    for wire, name in sorted(renames.items()):
+        problem = naming.check_rename(name, reserved)
+        if wire not in wires:
+            problem = f"there is no {'parameter' if tool else 'tool'} {wire!r} to rename"
+        elif name in out.values():
+            problem = f"{name!r} is configured for two names"
+        if problem:
+            diagnostics.append(error(tool, "", f"config {key}: {problem}"))
+            continue
+        out[wire] = name
+    return out
+
+
 def build_tools(
-    specs: Sequence[Mapping[str, Any]], diagnostics: list[Diagnostic]
+    specs: Sequence[Mapping[str, Any]],
+    diagnostics: list[Diagnostic],
+    renames: Mapping[str, Any] | None = None,
 ) -> list[ToolView]:
-    methods = naming.method_names(str(s["name"]) for s in specs)
+    """One view per tool; ``renames`` is the recorded ``rename`` config
+    (``{"tools": {wire: name}, "params": {wire tool: {wire param: name}}}``)."""
+    renames = renames or {}
+    wires = [str(s["name"]) for s in specs]
+    preferred = _checked_renames(
+        None,
+        renames.get("tools") or {},
+        wires,
+        naming.RESERVED_METHODS,
+        "rename.tools",
+        diagnostics,
+    )
+    methods = naming.method_names(wires, preferred)
+    param_renames: Mapping[str, Mapping[str, str]] = renames.get("params") or {}
     tools: list[ToolView] = []
     for spec in specs:
         wire = str(spec["name"])
-        if methods[wire] != wire:
+        if methods[wire] != wire and wire not in preferred:
             diagnostics.append(
                 warning(wire, "", f"tool {_show(wire)} is named {methods[wire]!r} in Python")
             )
-        view = build_tool(spec, methods[wire], diagnostics)
+        view = build_tool(spec, methods[wire], diagnostics, param_renames.get(wire))
         if view is not None:
             tools.append(view)
     return sorted(tools, key=lambda t: t.method)
