@@ -6,14 +6,17 @@ come from the task list in tests/envs/rules_env.py, not from orsgen's output.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import importlib.util
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "envs"))
+from conftest import RULES_ENV
 
-from rules_env import TARGETS, TASKS  # noqa: E402
+_spec = importlib.util.spec_from_file_location("_rules_env_tasks", RULES_ENV)
+assert _spec is not None and _spec.loader is not None
+_rules = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_rules)
+TARGETS, TASKS = _rules.TARGETS, _rules.TASKS
 
 EMPTY_USER = [{"role": "user", "content": ""}]
 pytestmark = pytest.mark.timeout(120)
@@ -111,7 +114,6 @@ def test_an_index_past_the_split_names_itself(rules_pkg, rules_server, indices, 
 )
 def test_falls_back_when_the_server_lacks_an_endpoint(rules_pkg, dropped, expected_path) -> None:
     import ors_server
-    from conftest import RULES_ENV
 
     server = ors_server.start(RULES_ENV, drop_routes=dropped)
     try:
