@@ -7,6 +7,7 @@ come from the task list in tests/envs/rules_env.py, not from orsgen's output.
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 
@@ -19,17 +20,24 @@ _spec.loader.exec_module(_rules)
 TARGETS, TASKS = _rules.TARGETS, _rules.TASKS
 
 EMPTY_USER = [{"role": "user", "content": ""}]
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [
+    pytest.mark.timeout(120),
+    # Asserted once, in test_rows_and_metadata_columns.
+    pytest.mark.filterwarnings("ignore:task metadata 'answer':UserWarning"),
+]
 
 
 def test_rows_and_metadata_columns(rules_pkg, rules_server) -> None:
     rules_server.reset_counts()
-    ds = rules_pkg.load_tasks(base_url=rules_server.url)
+    with pytest.warns(UserWarning, match="'answer'"):
+        ds = rules_pkg.load_tasks(base_url=rules_server.url)
     assert ds.num_rows == len(TASKS)
     assert ds["task_index"] == list(range(len(TASKS)))
     assert ds["prompt"] == [EMPTY_USER] * len(TASKS)
     # Every task-spec key is a column, except the two that collide with reserved ones.
-    assert set(ds.column_names) == {"prompt", "task_index", "target", "level"}
+    assert set(ds.column_names) == {"prompt", "task_index", "target", "level", "answer"}
+    # Mixed int/str values cannot share an Arrow type: each becomes its JSON text.
+    assert ds["answer"] == [json.dumps(t["answer"]) for t in TASKS]
     assert ds["target"] == TARGETS
     assert ds["level"] == [t["level"] for t in TASKS]
     # The whole split in one round trip, not one request per task.

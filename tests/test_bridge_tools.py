@@ -19,7 +19,10 @@ import pytest
 from transformers.utils import get_json_schema
 
 SHARED = {"answer", "score", "explode"}
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.filterwarnings("ignore:task metadata 'answer':UserWarning"),  # see rules_env
+]
 
 
 def trl_tools(cls: type) -> set[str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +149,33 @@ def load_tasks(
         default_env_name=default_env_name,
     )
     task_indices, specs = loop.run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
+    return to_dataset(task_rows(task_indices, specs, include_metadata))
+
+
+def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
+    """``Dataset.from_dict``, except that a metadata column whose values Arrow cannot
+    hold in one type (``5`` in one task, ``"five"`` in another) becomes JSON text with
+    a warning, instead of failing the whole dataset."""
     from datasets import Dataset
 
-    return Dataset.from_dict(task_rows(task_indices, specs, include_metadata))
+    try:
+        return Dataset.from_dict(rows)
+    except Exception:  # noqa: BLE001 - pyarrow raises several types; find the column below
+        pass
+    fixed: dict[str, list[Any]] = {}
+    for key, values in rows.items():
+        if key not in RESERVED_COLUMNS:
+            try:
+                Dataset.from_dict({key: values})
+            except Exception:  # noqa: BLE001
+                warnings.warn(
+                    f"task metadata {key!r} mixes value types across tasks; "
+                    f"the {key!r} column holds each value as JSON text",
+                    stacklevel=4,  # the caller of the generated load_tasks
+                )
+                values = [
+                    None if v is None else json.dumps(v, sort_keys=True, ensure_ascii=False)
+                    for v in values
+                ]
+        fixed[key] = values
+    return Dataset.from_dict(fixed)

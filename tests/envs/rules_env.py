@@ -1,7 +1,8 @@
 """A test environment for orsgen's bridge tests (not an example).
 
 - Task specs carry keys named ``prompt`` and ``task_index`` with values unlike the
-  reserved dataset columns, so a test can tell a metadata value from a reserved one.
+  reserved dataset columns, so a test can tell a metadata value from a reserved one,
+  and an ``answer`` key whose values mix ints and strings across tasks.
 - ``answer`` scores 1.0 and finishes on the task's target word, 0.0 otherwise.
 - ``score`` returns exactly the reward it is given (``None`` for unscored), so a test
   can produce unscored, zero and negative rewards on demand.
@@ -30,6 +31,8 @@ TASKS: list[dict[str, Any]] = [
     {
         "target": word,
         "level": i % 3,
+        # Mixed value types across tasks (int, then str): Arrow cannot hold them in one type.
+        "answer": i if i % 2 == 0 else word,
         # Collide with the reserved dataset columns on purpose.
         "prompt": f"spec-prompt-{word}",
         "task_index": 1000 + i,
