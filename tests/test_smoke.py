@@ -6,6 +6,7 @@ from generated.echo import EchoEnv, load_tasks, outcome_reward
 
 
 def test_rollout_against_real_server(echo_server) -> None:
+    base = echo_server.open_sessions()  # the server is shared with other tests
     env = EchoEnv(base_url=echo_server.url)
     prompt = env.reset(task_index=0)
     assert "apple" in prompt
@@ -13,7 +14,7 @@ def test_rollout_against_real_server(echo_server) -> None:
     assert env.reward == 1.0 and env.finished
     assert outcome_reward([env]) == [1.0]
     env.close()
-    assert echo_server.wait_sessions(0) == 0
+    assert echo_server.wait_sessions(base) == base
 
 
 def test_dataset_rows(echo_server) -> None:
