@@ -156,7 +156,14 @@ def compare(
     changes: list[str] = []
     for name in sorted(live):
         known = shared.get(name) or task.get(name)
-        if known is None:
+        if known is None and not probed and index is not None:
+            # Possibly a task tool of a task the snapshot never probed, not a server change.
+            changes.append(
+                f"tool {name!r} added (task {index} of split {split!r} was not probed when "
+                f"the snapshot was taken; if it is a task tool of this task, regenerate with "
+                f"--probe-index {index})"
+            )
+        elif known is None:
             changes.append(f"tool {name!r} added")
         else:
             how = _differs(known, live[name])
