@@ -133,3 +133,17 @@ def rules_pkg(
 ) -> ModuleType:
     """The rules environment's adapter package, generated with the default probe (task 0)."""
     return generate_package("rules_default", rules_server.url, "--class-name", "RulesEnv", "-q")
+
+
+@pytest.fixture
+def fresh_runtime() -> Iterator[None]:
+    """A runtime test starts with no learned prefetch pattern and no drift verdict, and
+    leaves no close in flight."""
+    from orsgen.runtime import drift, prefetch, sessions
+
+    prefetch.forget()
+    drift.forget()
+    yield
+    prefetch.forget()
+    drift.forget()
+    sessions.drain(5)

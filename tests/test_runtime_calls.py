@@ -11,13 +11,7 @@ from generated.echo import EchoEnv
 from orsgen.runtime import drift, prefetch, sessions
 
 
-@pytest.fixture(autouse=True)
-def _fresh_runtime() -> Iterator[None]:
-    prefetch.forget()
-    drift.forget()
-    yield
-    prefetch.forget()
-    sessions.drain(5)
+pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
 
 def _no_redirects(requests: dict[str, int]) -> None:

@@ -21,14 +21,7 @@ from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning, compare, tool
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_runtime() -> Iterator[None]:
-    prefetch.forget()
-    drift.forget()
-    yield
-    prefetch.forget()
-    drift.forget()
-    sessions.drain(5)
+pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
 
 @pytest.fixture(scope="module")

@@ -23,12 +23,7 @@ from orsgen.runtime.adapter import SessionOpenError
 MARGIN = 4.0  # scheduling slack on a shared 2-core machine; far below any hang
 
 
-@pytest.fixture(autouse=True)
-def _fresh_runtime() -> Iterator[None]:
-    prefetch.forget()
-    yield
-    prefetch.forget()
-    sessions.drain(5)
+pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
 
 @pytest.fixture(scope="module")

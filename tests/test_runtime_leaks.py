@@ -25,13 +25,7 @@ from orsgen.runtime import drift, prefetch, sessions
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_runtime() -> Iterator[None]:
-    prefetch.forget()
-    drift.forget()
-    yield
-    prefetch.forget()
-    sessions.drain(5)
+pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
 
 @pytest.fixture(scope="module")

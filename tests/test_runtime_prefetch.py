@@ -19,13 +19,8 @@ WORDS = ["apple", "banana", "cherry", "damson"]
 
 
 @pytest.fixture(autouse=True)
-def _fresh_runtime() -> Iterator[None]:
-    prefetch.forget()
-    drift.forget()
+def _fresh_runtime(fresh_runtime: None) -> None:
     drift.claim_check(EchoEnv)  # keep the guard's one extra request out of these counts
-    yield
-    prefetch.forget()
-    sessions.drain(5)
 
 
 def _close_all(envs: list[EchoEnv]) -> None:

@@ -29,13 +29,7 @@ from orsgen.runtime import drift, prefetch, sessions
 WORDS = ["apple", "banana", "cherry", "damson"]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_runtime() -> Iterator[None]:
-    prefetch.forget()
-    drift.forget()
-    yield
-    prefetch.forget()
-    sessions.drain(5)
+pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
 
 def test_class_and_partial_pickle() -> None:

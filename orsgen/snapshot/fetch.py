@@ -9,6 +9,7 @@ from typing import Any
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.runtime import loop
 from orsgen.runtime.connection import Endpoint, environment, session_secrets
+from orsgen.runtime.drift import spec_dict
 from orsgen.snapshot.errors import TargetError
 
 Progress = Callable[[str], None]
@@ -21,26 +22,6 @@ class FetchOptions:
     probe_indices: Sequence[int] = (0,)
     secrets: Mapping[str, str] | None = field(default=None, repr=False)
     timeout: float = 120.0
-
-
-def _spec_dict(spec: Any) -> dict[str, Any]:
-    if isinstance(spec, Mapping):
-        name, description, schema = (
-            spec.get("name"),
-            spec.get("description"),
-            spec.get("input_schema"),
-        )
-    else:
-        name, description, schema = spec.name, spec.description, spec.input_schema
-    out: dict[str, Any] = {
-        "name": str(name),
-        "description": str(description or ""),
-        "input_schema": schema,
-    }
-    # The snapshot is stored with sorted keys; keep the server's parameter order apart.
-    if isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
-        out["property_order"] = [str(k) for k in schema["properties"]]
-    return out
 
 
 def _unique(
@@ -130,7 +111,7 @@ async def _facts(
     except Exception:  # noqa: BLE001 - optional endpoint
         version = {}
     tools_res = await _get(endpoint, env, f"{prefix}/tools")
-    shared = _unique([_spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
+    shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
     splits = []
     for split in await _get(endpoint, env, f"{prefix}/splits"):
@@ -202,7 +183,7 @@ async def _probe_task_tools(
         session = env.session(split=options.split, index=index, secrets=secrets)
         await session.__aenter__()
         try:
-            listed = [_spec_dict(s) for s in await session.list_tools()]
+            listed = [spec_dict(s) for s in await session.list_tools()]
         finally:
             await session.__aexit__(None, None, None)
         specs = _unique(listed, f"/task_tools of task {index}", diagnostics)
