@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
-"$PY" -m pip install -q -c constraints.txt "torch==2.13.0"
-"$PY" -m pip install -q -c constraints.txt -e ".[dev]"
+# (This machine's pip config lists local indexes that may be absent; drop only that noise.)
+quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
+quiet "$PY" -m pip install -q -c constraints.txt "torch==2.13.0"
+quiet "$PY" -m pip install -q -c constraints.txt -e ".[dev]"
