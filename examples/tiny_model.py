@@ -333,3 +333,25 @@ def build_tiny_model(
         )
     )
     return out
+
+
+def cpu_grpo_config(output_dir: Path, max_steps: int) -> Any:
+    """The GRPOConfig that makes sense for a tiny model on a CPU: bf16 and gradient
+    checkpointing default to on and make no sense there; two rollouts per group."""
+    from trl import GRPOConfig  # type: ignore[attr-defined]
+
+    return GRPOConfig(
+        output_dir=str(output_dir),
+        max_steps=max_steps,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=32,
+        max_tool_calling_iterations=2,
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+    )

@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
-from tiny_model import Episode, build_tiny_model  # noqa: E402
+from tiny_model import Episode, build_tiny_model, cpu_grpo_config  # noqa: E402
 
 ENV_NAME = "echoenv"
 
@@ -117,7 +117,7 @@ def warm_up_episodes(url: str, dataset: Any) -> list[Episode]:
 
 def train(url: str, workdir: Path, steps: int) -> list[float | None]:
     import torch
-    from trl import GRPOConfig, GRPOTrainer  # type: ignore[attr-defined]
+    from trl import GRPOTrainer  # type: ignore[attr-defined]
 
     torch.set_num_threads(1)  # two threads oversubscribe a 2-core machine
 
@@ -133,21 +133,7 @@ def train(url: str, workdir: Path, steps: int) -> list[float | None]:
     )
     print(f"tiny model: {model_dir} {json.loads((model_dir / 'warmup.json').read_text())}")
 
-    args = GRPOConfig(
-        output_dir=str(workdir / "grpo"),
-        max_steps=steps,
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=32,
-        max_tool_calling_iterations=2,
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
-        seed=0,
-    )
+    args = cpu_grpo_config(workdir / "grpo", max_steps=steps)
     trainer = GRPOTrainer(
         model=str(model_dir),
         args=args,

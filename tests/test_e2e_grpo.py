@@ -70,7 +70,7 @@ def _episodes(url: str, dataset: Any) -> list[Any]:
 @pytest.mark.timeout(300)
 def test_grpo_train_reaches_the_server(server: ors_server.RunningServer, tmp_path: Path) -> None:
     import torch
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     torch.set_num_threads(1)
     tiny = _tiny_model_module()
@@ -99,21 +99,7 @@ def test_grpo_train_reaches_the_server(server: ors_server.RunningServer, tmp_pat
 
     recording_reward.__name__ = outcome_reward.__name__
 
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        max_steps=2,
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=32,
-        max_tool_calling_iterations=2,
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
-        seed=0,
-    )
+    args = _tiny_model_module().cpu_grpo_config(tmp_path / "out", max_steps=2)
     trainer = GRPOTrainer(
         model=str(model_dir),
         args=args,
