@@ -26,15 +26,16 @@ def files_of(directory: Path) -> dict[str, bytes]:
     }
 
 
-def test_committed_package_is_current(orsgen_subprocess) -> None:
-    run = orsgen_subprocess(["check", str(GOLDEN.relative_to(ROOT))])
+@pytest.mark.parametrize("package", [GOLDEN, ROOT / "bench" / "benchenv"], ids=["echo", "benchenv"])
+def test_committed_package_is_current(orsgen_subprocess, package: Path) -> None:
+    run = orsgen_subprocess(["check", str(package.relative_to(ROOT))])
     assert run.code == 0, run.stdout + run.stderr
     assert run.stdout == ""
 
 
 def test_mypy_strict_passes_on_generated_and_orsgen() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "generated", "orsgen"],
+        [sys.executable, "-m", "mypy", "--strict", "generated", "orsgen", "bench/benchenv"],
         cwd=ROOT,
         capture_output=True,
         text=True,

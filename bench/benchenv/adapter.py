@@ -15,7 +15,10 @@ class BenchEnv(_OrsAdapter):
     DEFAULT_URL: ClassVar[str | None] = None
     DEFAULT_SPLIT: ClassVar[str] = "train"
     TOOLS_SHA256: ClassVar[str] = "d54d0c90e15911e384070fc4c0707ce554c78504c530c506f708e28a0d6772a1"
-    WIRE_NAMES: ClassVar[dict[str, tuple[str, dict[str, str]]]] = {"act": ("act", {"text": "text"})}
+    TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
+    WIRE_NAMES: ClassVar[dict[str, tuple[str, dict[str, str]]]] = {
+        "act": ("act", {"text": "text"}),
+    }
 
     def act(self, text: str) -> str:
         """Submit an answer; reward 1.0 when it is the target.

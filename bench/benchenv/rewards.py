@@ -8,10 +8,14 @@ from typing import Any
 from orsgen.runtime.rewards import outcome_reward as _outcome_reward
 
 
-def outcome_reward(environments: Sequence[Any], **kwargs: Any) -> list[float | None]:
+def outcome_reward(
+    environments: Sequence[Any], completions: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
     """Per rollout, the last non-null reward, or ``None`` when the rollout was never scored.
 
     A later unscored or failed call never erases an earlier score; ``0.0`` and
-    negative rewards are real scores.
+    negative rewards are real scores. For an environment with a terminal tool, the
+    rollout's final plain assistant message (from ``completions``) is first submitted
+    through it, once, as ORS prescribes.
     """
-    return _outcome_reward(environments)
+    return _outcome_reward(environments, completions)

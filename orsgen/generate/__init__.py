@@ -49,6 +49,16 @@ def _wire_names(tools: list[ToolView]) -> str:
     return "{\n" + "".join(lines) + "    }"
 
 
+def _terminal_tool(environment: Mapping[str, Any]) -> str:
+    """``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
+    ``outcome_reward`` feeds it the rollout's final assistant message."""
+    term = environment.get("terminal_tool")
+    if not isinstance(term, Mapping) or not isinstance(term.get("name"), str):
+        return "None"
+    arg = term.get("arg")
+    return repr((term["name"], arg if isinstance(arg, str) else None))
+
+
 def _imports(tools: list[ToolView]) -> list[str]:
     typing_names = ["Any", "ClassVar"]
     if any("Literal[" in p.hint for t in tools for p in t.params):
@@ -101,6 +111,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "default_url": repr(target.get("value") if target.get("kind") == "url" else None),
         "default_split": repr(package.get("split", "train")),
         "tools_sha256": repr(tools_sha256(environment)),
+        "terminal_tool": _terminal_tool(environment),
         "wire_names": _wire_names(tools),
         "imports": _imports(tools),
         "tools": tools,

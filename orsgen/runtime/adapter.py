@@ -166,6 +166,8 @@ class OrsAdapter:
     DEFAULT_URL: ClassVar[str | None] = None
     DEFAULT_SPLIT: ClassVar[str] = "train"
     TOOLS_SHA256: ClassVar[str] = ""
+    # (wire name, argument) of the environment's @terminal tool, hidden from the model.
+    TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
     WIRE_NAMES: ClassVar[Mapping[str, tuple[str, Mapping[str, str]]]] = {}
 
     reward: float | None
@@ -218,6 +220,7 @@ class OrsAdapter:
     # -- state -------------------------------------------------------------------------
 
     def _clear_state(self) -> None:
+        self._final_submitted = False
         self.reward = None
         self.rewards = []
         self.metadata = []
@@ -370,6 +373,18 @@ class OrsAdapter:
         meta = dict(out.metadata) if isinstance(out.metadata, Mapping) else None
         text = blocks_to_text(out.blocks or []) or "(no output)"
         return self._record(text, reward, meta)
+
+    def _submit_final(self, message: str) -> str | None:
+        """Feed the rollout's final assistant message to the terminal tool, once, unless
+        the episode already finished. Returns the tool's text, or ``None`` when nothing
+        was sent."""
+        terminal = self.TERMINAL_TOOL
+        with self._lock:
+            if terminal is None or self._final_submitted or self.finished:
+                return None
+            self._final_submitted = True
+        name, arg = terminal
+        return self._call(name, {} if arg is None else {arg: message})
 
     def _call_error(self, wire_name: str, exc: BaseException) -> str:
         if isinstance(exc, TimeoutError) and str(exc).startswith("no answer within"):

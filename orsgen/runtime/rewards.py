@@ -2,17 +2,51 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def outcome_reward(environments: Sequence[Any], **_: Any) -> list[float | None]:
+def final_message(completion: Any) -> str | None:
+    """The text of a rollout's final assistant message, or ``None`` when the rollout ended
+    on a tool call (or has no assistant message): then there is no answer to submit."""
+    if isinstance(completion, str):
+        return completion
+    if not isinstance(completion, Sequence):
+        return None
+    for message in reversed(completion):
+        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+            continue
+        if message.get("tool_calls"):
+            return None
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, Sequence):
+            parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+            return "".join(str(p) for p in parts)
+        return ""
+    return None
+
+
+def outcome_reward(
+    environments: Sequence[Any], completions: Sequence[Any] | None = None, **_: Any
+) -> list[float | None]:
     """The last non-null reward of each rollout, or ``None`` when the rollout was never scored.
 
     ``None`` covers no call at all, only unscored calls and only failed calls; a later
     unscored or failed call never erases an earlier score; ``0.0`` and negative rewards
     are real scores.
+
+    An environment with a terminal tool grades the model's final plain message: when
+    ``completions`` are given, each rollout's final assistant message is submitted
+    through that tool first (once per rollout; never after the episode finished).
     """
+    if completions is not None:
+        for env, completion in zip(environments, completions):
+            submit = getattr(env, "_submit_final", None)
+            text = final_message(completion)
+            if submit is not None and text is not None:
+                submit(text)
     out: list[float | None] = []
     for env in environments:
         scored = [r for r in getattr(env, "rewards", []) if r is not None]
