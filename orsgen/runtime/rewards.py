@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 
@@ -42,11 +43,18 @@ def outcome_reward(
     through that tool first (once per rollout; never after the episode finished).
     """
     if completions is not None:
+        jobs = []
         for env, completion in zip(environments, completions):
             submit = getattr(env, "_submit_final", None)
             text = final_message(completion)
-            if submit is not None and text is not None:
-                submit(text)
+            if submit is not None and text is not None and getattr(env, "TERMINAL_TOOL", None):
+                jobs.append((submit, text))
+        # Grading calls are independent sessions: run them side by side, not one by one.
+        if len(jobs) == 1:
+            jobs[0][0](jobs[0][1])
+        elif jobs:
+            with ThreadPoolExecutor(max_workers=min(32, len(jobs))) as pool:
+                list(pool.map(lambda job: job[0](job[1]), jobs))
     out: list[float | None] = []
     for env in environments:
         scored = [r for r in getattr(env, "rewards", []) if r is not None]
