@@ -179,3 +179,35 @@ def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
                 ]
         fixed[key] = values
     return Dataset.from_dict(fixed)
+
+
+def bundle_tasks(datasets: Mapping[str, "Dataset"]) -> "Dataset":
+    """One training set from several environments' ``load_tasks()`` datasets, for TRL's
+    multi-environment mode: ``environment_factory={"echo": EchoEnv, "quiz": QuizEnv}``
+    picks each row's adapter by the ``environment`` column this adds (TRL does not pass
+    that column to ``reset``). Metadata columns are merged; a row gets ``None`` for the
+    columns of other environments."""
+    if not datasets:
+        raise ValueError("bundle_tasks needs at least one dataset")
+    parts = {name: ds.to_dict() for name, ds in datasets.items()}
+    for name, columns in parts.items():
+        missing = [c for c in RESERVED_COLUMNS if c not in columns]
+        if missing:
+            raise ValueError(f"dataset {name!r} lacks {missing}; build it with load_tasks()")
+        if "environment" in columns:
+            raise ValueError(
+                f"dataset {name!r} has an 'environment' column (task metadata?), which TRL "
+                "reserves for choosing the environment; load it with include_metadata=False "
+                "or remove that column"
+            )
+    keys = sorted({k for columns in parts.values() for k in columns} - set(RESERVED_COLUMNS))
+    rows: dict[str, list[Any]] = {"prompt": [], "task_index": [], "environment": []}
+    rows.update({key: [] for key in keys})
+    for name, columns in parts.items():
+        n = len(columns["task_index"])
+        rows["prompt"] += columns["prompt"]
+        rows["task_index"] += columns["task_index"]
+        rows["environment"] += [name] * n
+        for key in keys:
+            rows[key] += columns.get(key, [None] * n)
+    return to_dataset(rows)

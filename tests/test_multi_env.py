@@ -1,0 +1,77 @@
+"""Multi-environment bundles: one dataset for TRL's dict ``environment_factory``."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ors_server
+from generated.echo import EchoEnv
+from generated.echo import load_tasks as echo_tasks
+from orsgen.cli import main as orsgen_main
+from orsgen.runtime.dataset import bundle_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
+
+
+@pytest.fixture(scope="module")
+def quiz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
+    out = tmp_path_factory.mktemp("bundle") / "quiz_pkg"
+    assert orsgen_main([str(QUIZ), "-o", str(out), "-q"]) == 0
+    sys.path.insert(0, str(out.parent))
+    try:
+        module = importlib.import_module("quiz_pkg")
+    finally:
+        sys.path.remove(str(out.parent))
+    server = ors_server.start(QUIZ)
+    try:
+        yield module, server
+    finally:
+        server.stop()
+
+
+def test_bundle_rows_route_to_their_environment(echo_server: Any, quiz: Any) -> None:
+    module, quiz_server = quiz
+    data = bundle_tasks(
+        {
+            "echo": echo_tasks(base_url=echo_server.url),
+            "quiz": module.load_tasks(base_url=quiz_server.url),
+        }
+    )
+    assert data["environment"] == ["echo"] * 4 + ["quiz"] * 2
+    assert data["task_index"] == [0, 1, 2, 3, 0, 1]
+    assert data["target"][:4] == ["apple", "banana", "cherry", "damson"] and data["target"][4:] == [None, None]
+    assert data["question"][4:] == ["6 x 7", "2 + 2"] and data["question"][:4] == [None] * 4
+    # What TRL does with a dict environment_factory: pick the factory by the row's
+    # environment and pass every other column to reset().
+    factories = {
+        "echo": functools.partial(EchoEnv, base_url=echo_server.url, prefetch=False),
+        "quiz": functools.partial(module.QuizEnv, base_url=quiz_server.url, prefetch=False),
+    }
+    envs = []
+    try:
+        for row in data:
+            env = factories[row["environment"]]()
+            envs.append(env)
+            prompt = env.reset(**{k: v for k, v in row.items() if k != "environment"})
+            expected = row["target"] if row["environment"] == "echo" else row["question"]
+            assert expected in prompt
+        assert envs[0].echo(text="apple") == "echo: apple"
+        completions = [[{"role": "assistant", "content": "x"}]] * 5 + [[{"role": "assistant", "content": "4"}]]
+        assert module.outcome_reward(envs, completions=completions) == [1.0, None, None, None, 0.0, 1.0]
+    finally:
+        EchoEnv.close_all()
+        module.QuizEnv.close_all()
+
+
+def test_bundle_refuses_a_metadata_environment_column(echo_server: Any) -> None:
+    data = echo_tasks(base_url=echo_server.url).add_column("environment", ["x"] * 4)
+    with pytest.raises(ValueError, match="include_metadata=False"):
+        bundle_tasks({"echo": data})
