@@ -1,0 +1,281 @@
+"""TRL's AsyncGRPO rollout worker drives the generated adapter concurrently, on a CPU.
+
+``trl.experimental.async_grpo.AsyncRolloutWorker`` refuses to start without vLLM, but
+all it does is spawn a child running ``_AsyncRolloutLoop`` (via ``_child_main``), and
+that loop only talks to vLLM over HTTP (``POST /v1/completions``). This test starts the
+child exactly as ``AsyncRolloutWorker.start()`` does (mp ``spawn`` context, the same
+shared queues/values/events, the same ``_child_main`` arguments, the same up-front
+pickle check), against:
+
+- a real instrumented ORS server running ``examples/echo_env.py`` (tests/ors_server.py);
+- a stand-in generation server (tests/standin_vllm.py) that decodes the prompt ids with
+  the rollout's tokenizer and answers with the right ``echo`` tool call, then "Done.".
+  It is the only stand-in: the adapter, the openreward SDK and TRL's loop are unmodified.
+
+What it shows: the ``functools.partial(EchoEnv, base_url=...)`` factory pickles into a
+spawned process; the loop resets pooled adapters (sessions open on the server), the
+tool calls reach ``POST /echoenv/call``, several sessions are open at once, the scored
+``RolloutSample``s carry reward 1.0, and once the loop is stopped and the child exits
+the server holds no session.
+
+The reward. TRL 1.16's ``_AsyncRolloutLoop`` calls reward functions with
+``completions``, ``prompts``, ``completion_ids`` and the dataset columns only - never
+``environments`` (and it returns each environment to its pool, where the next rollout
+resets it, before the group is scored). The generated ``outcome_reward(environments,
+...)`` therefore cannot be one of its ``reward_funcs``: the score loop raises
+``TypeError: outcome_reward() missing 1 required positional argument: 'environments'``
+and the child fails. The loop's own route to an environment's reward is a
+``get_reward()`` method, which it calls when each rollout finishes, while the
+environment still holds that rollout's state. ``ScoredEchoEnv`` below adds exactly
+that to the generated class, computed by the generated ``outcome_reward`` itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import multiprocessing as mp
+import pickle
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ors_server
+
+pytest.importorskip("trl")
+pytest.importorskip("tokenizers")
+pytest.importorskip("aiohttp")
+
+from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ECHO_ENV = ROOT / "examples" / "echo_env.py"
+NUM_GENERATIONS = 4
+MAX_INFLIGHT = 8  # two groups' worth of rollouts in flight at once
+SAMPLES_WANTED = 3 * NUM_GENERATIONS  # three scored groups
+
+
+class ScoredEchoEnv(EchoEnv):
+    """The generated adapter plus the hook AsyncGRPO's loop scores environments by.
+
+    Module-level, so the spawned child unpickles it by reference (this module is
+    importable there: the child inherits the parent's ``sys.path``)."""
+
+    def get_reward(self) -> float | None:
+        return outcome_reward([self])[0]
+
+
+def _tiny_model_module() -> Any:
+    if "tiny_model" in sys.modules:
+        return sys.modules["tiny_model"]
+    spec = importlib.util.spec_from_file_location("tiny_model", ROOT / "examples" / "tiny_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tiny_model"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _prompt(target: str) -> str:
+    return f"Call echo with the word {target!r}."
+
+
+class _SessionWatcher:
+    """Polls the ORS server's open-session count in a background thread; keeps the max."""
+
+    def __init__(self, server: ors_server.RunningServer) -> None:
+        self.server = server
+        self.max_open = 0
+        self.polls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="session-watcher", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.max_open = max(self.max_open, self.server.open_sessions())
+                self.polls += 1
+            except OSError:
+                pass
+            self._stop.wait(0.02)
+
+    def __enter__(self) -> "_SessionWatcher":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def _drain(q: Any, into: list[Any] | None = None) -> None:
+    while True:
+        try:
+            item = q.get_nowait()
+        except (queue.Empty, OSError, ValueError):
+            return
+        if into is not None:
+            into.append(item)
+
+
+@pytest.mark.timeout(300)
+def test_async_rollout_loop_drives_adapter_concurrently(tmp_path: Path) -> None:
+    from standin_vllm import StandinVLLM
+    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop, _child_main
+
+    started = time.monotonic()
+    tiny = _tiny_model_module()
+    server = ors_server.start(ECHO_ENV, log_dir=tmp_path)
+    process: Any = None
+    try:
+        dataset = load_tasks(base_url=server.url)
+        targets = {int(row["task_index"]): str(row["target"]) for row in dataset}
+        # The tokenizer of examples/tiny_model.py (TRL's qwen3 template), trained on
+        # these tasks' conversations; built from the adapter's own tool methods.
+        probe = EchoEnv(base_url=server.url)
+        episodes = [tiny.Episode(_prompt(t), {"text": t}, f"echo: {t}") for t in targets.values()]
+        tokenizer = tiny.build_tokenizer(
+            tiny._render_corpus([probe.echo, probe.hint], episodes, "echo")
+        )
+
+        with StandinVLLM(tokenizer) as generator:
+            # What AsyncRolloutWorker.__init__ builds, from an mp 'spawn' context.
+            ctx = mp.get_context("spawn")
+            queue_maxsize = 4 * SAMPLES_WANTED
+            rollout_buffer = ctx.Queue(maxsize=queue_maxsize)
+            model_version_value = ctx.Value("i", 0)
+            stop_event = ctx.Event()
+            child_ready_event = ctx.Event()
+            heartbeat_value = ctx.Value("d", 0.0)
+            failed_event = ctx.Event()
+            exception_info_queue = ctx.Queue(maxsize=1)
+            metrics_queue = ctx.Queue(maxsize=4096)
+            # The kwargs AsyncGRPOTrainer forwards (async_grpo_trainer.py), with the
+            # two AsyncRolloutWorker.__init__ adds (queue_maxsize, dataset_start_index).
+            loop_kwargs: dict[str, Any] = dict(
+                model_name=generator.model_name,
+                lora_name=None,
+                dataset=dataset,
+                reward_funcs=[],  # the environment owns the reward: see the module docstring
+                processing_class=tokenizer,
+                eos_token_ids=[tokenizer.eos_token_id],
+                tools=None,
+                environment_factory=functools.partial(ScoredEchoEnv, base_url=server.url),
+                num_generations=NUM_GENERATIONS,
+                max_inflight_tasks=MAX_INFLIGHT,
+                queue_maxsize=queue_maxsize,
+                vllm_server_url=generator.url,
+                max_tokens=64,
+                temperature=1.0,
+                request_timeout=60,
+                max_tool_calling_iterations=2,
+                log_completions=False,
+                dataset_start_index=0,
+            )
+            pickle.dumps(loop_kwargs)  # AsyncRolloutWorker.start()'s up-front check
+            process = ctx.Process(
+                target=_child_main,
+                args=(
+                    _AsyncRolloutLoop,
+                    loop_kwargs,
+                    rollout_buffer,
+                    model_version_value,
+                    stop_event,
+                    child_ready_event,
+                    heartbeat_value,
+                    failed_event,
+                    exception_info_queue,
+                    metrics_queue,
+                ),
+                name="grpo-rollout-worker-child",
+                daemon=True,
+            )
+            heartbeat_value.value = time.time()
+
+            def child_failure() -> str:
+                try:
+                    name, message, tb = exception_info_queue.get(timeout=5)
+                    return f"rollout child failed: {name}: {message}\n{tb}"
+                except queue.Empty:
+                    return f"rollout child failed (exitcode={process.exitcode}), no exception info"
+
+            samples: list[Any] = []
+            metrics: list[dict[str, Any]] = []
+            with _SessionWatcher(server) as watcher:
+                process.start()
+                deadline = time.monotonic() + 180
+                while not child_ready_event.wait(timeout=1.0):
+                    assert process.is_alive(), f"child exited during init ({process.exitcode})"
+                    assert time.monotonic() < deadline, "child did not signal ready"
+                while len(samples) < SAMPLES_WANTED:
+                    if failed_event.is_set() or not process.is_alive():
+                        pytest.fail(child_failure())
+                    assert time.monotonic() < deadline, f"only {len(samples)} samples in time"
+                    try:
+                        samples.append(rollout_buffer.get(timeout=0.2))
+                    except queue.Empty:
+                        pass
+                    _drain(metrics_queue, metrics)
+
+                # Stop as AsyncRolloutWorker.stop() does: the stop event, then join;
+                # keep draining so the child's queue feeder threads can flush and exit.
+                stop_event.set()
+                stop_deadline = time.monotonic() + 30
+                while process.is_alive() and time.monotonic() < stop_deadline:
+                    _drain(rollout_buffer)
+                    _drain(metrics_queue, metrics)
+                    process.join(timeout=0.1)
+                exit_code = process.exitcode
+                assert exit_code == 0, child_failure() if failed_event.is_set() else exit_code
+                assert not failed_event.is_set(), child_failure()
+
+        counts = server.requests()
+        # The loop's pooled adapters opened sessions, and the tool calls reached the server.
+        assert counts.get("POST /create", 0) >= NUM_GENERATIONS, counts
+        assert counts.get("POST /echoenv/call", 0) >= SAMPLES_WANTED, counts
+        # More than one session was open at once: the loop drives adapters concurrently.
+        assert watcher.polls > 0
+        assert watcher.max_open > 1, f"max open sessions {watcher.max_open}"
+        assert generator.counts["POST /v1/completions"] >= 2 * SAMPLES_WANTED
+
+        # Every rollout: prompt from reset(), the right echo call, the env's answer, Done.
+        for sample in samples:
+            content = sample.prompt[-1]["content"]
+            target = next(t for t in targets.values() if _prompt(t) in content)
+            roles = [m["role"] for m in sample.completion]
+            assert roles == ["assistant", "tool", "assistant"], sample.completion
+            call = sample.completion[0]["tool_calls"][0]["function"]
+            assert call["name"] == "echo" and call["arguments"] == {"text": target}
+            assert sample.completion[1]["content"] == f"echo: {target}"
+            assert sample.completion[2]["content"] == "Done."
+            assert sample.metrics["reward"] == 1.0, sample.metrics
+            assert sample.metrics["rewards/ScoredEchoEnv"] == 1.0, sample.metrics
+            assert sample.metrics["tools/call_frequency"] == 1.0
+            assert sample.metrics["tools/failure_frequency"] == 0.0
+            assert sample.advantage == 0.0  # a group of equal rewards
+            assert sample.completion_mask.sum() > 0
+            assert len(sample.input_ids) == len(sample.completion_mask) == len(sample.old_log_probs)
+        assert len({s.group_id for s in samples}) >= 3
+        assert any(m.get("tools/echo/call_total", 0) > 0 for m in metrics), "no tool metrics"
+
+        # The child exited: its runtime's exit hook closed the pooled adapters' sessions.
+        assert server.wait_sessions(0, timeout=10) == 0, f"{server.open_sessions()} sessions left"
+        print(
+            f"\nasync rollout: {len(samples)} samples, max {watcher.max_open} sessions open at "
+            f"once, {counts.get('POST /create')} sessions, "
+            f"{counts.get('POST /echoenv/call')} tool calls, "
+            f"{time.monotonic() - started:.1f}s wall"
+        )
+    finally:
+        if process is not None and process.pid is not None and process.is_alive():
+            process.terminate()  # this test's own child, by its PID
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=10)
+        server.stop()
