@@ -26,8 +26,9 @@ resets it, before the group is scored). The generated ``outcome_reward(environme
 ``TypeError: outcome_reward() missing 1 required positional argument: 'environments'``
 and the child fails. The loop's own route to an environment's reward is a
 ``get_reward()`` method, which it calls when each rollout finishes, while the
-environment still holds that rollout's state. ``ScoredEchoEnv`` below adds exactly
-that to the generated class, computed by the generated ``outcome_reward`` itself.
+environment still holds that rollout's state. Every generated package therefore also
+exports ``Scored<Env>`` (here ``ScoredEchoEnv``): the adapter plus ``get_reward()``,
+which returns the same last-non-null reward ``outcome_reward`` computes.
 """
 
 from __future__ import annotations
@@ -51,23 +52,13 @@ pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 pytest.importorskip("aiohttp")
 
-from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
+from generated.echo import EchoEnv, ScoredEchoEnv, load_tasks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
 NUM_GENERATIONS = 4
 MAX_INFLIGHT = 8  # two groups' worth of rollouts in flight at once
 SAMPLES_WANTED = 3 * NUM_GENERATIONS  # three scored groups
-
-
-class ScoredEchoEnv(EchoEnv):
-    """The generated adapter plus the hook AsyncGRPO's loop scores environments by.
-
-    Module-level, so the spawned child unpickles it by reference (this module is
-    importable there: the child inherits the parent's ``sys.path``)."""
-
-    def get_reward(self) -> float | None:
-        return outcome_reward([self])[0]
 
 
 def _tiny_model_module() -> Any:

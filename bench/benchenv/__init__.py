@@ -13,15 +13,19 @@ Usage::
         environment_factory=BenchEnv,
         reward_funcs=outcome_reward,
     )
+
+For AsyncGRPOTrainer, whose rollout loop scores each environment through
+``get_reward()``, use ``environment_factory=ScoredBenchEnv`` and ``reward_funcs=[]``.
 """
 
-from .adapter import BenchEnv
+from .adapter import BenchEnv, ScoredBenchEnv
 from .dataset import load_tasks
 from .rewards import outcome_reward
 from .version import ORSGEN_VERSION, RUNTIME_VERSION, SNAPSHOT_SHA256, __version__
 
 __all__ = [
     "BenchEnv",
+    "ScoredBenchEnv",
     "ORSGEN_VERSION",
     "RUNTIME_VERSION",
     "SNAPSHOT_SHA256",

@@ -5,6 +5,7 @@
 from typing import Any, ClassVar
 
 from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter
+from orsgen.runtime.adapter import SelfScoring as _SelfScoring
 
 
 class BenchEnv(_OrsAdapter):
@@ -28,3 +29,8 @@ class BenchEnv(_OrsAdapter):
         """
         _args: dict[str, Any] = {"text": text}
         return self._call("act", _args)
+
+
+class ScoredBenchEnv(_SelfScoring, BenchEnv):
+    """BenchEnv that owns its reward through ``get_reward()``, for
+    AsyncGRPOTrainer (pass ``reward_funcs=[]``; not also ``outcome_reward``)."""

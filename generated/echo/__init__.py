@@ -13,15 +13,19 @@ Usage::
         environment_factory=EchoEnv,
         reward_funcs=outcome_reward,
     )
+
+For AsyncGRPOTrainer, whose rollout loop scores each environment through
+``get_reward()``, use ``environment_factory=ScoredEchoEnv`` and ``reward_funcs=[]``.
 """
 
-from .adapter import EchoEnv
+from .adapter import EchoEnv, ScoredEchoEnv
 from .dataset import load_tasks
 from .rewards import outcome_reward
 from .version import ORSGEN_VERSION, RUNTIME_VERSION, SNAPSHOT_SHA256, __version__
 
 __all__ = [
     "EchoEnv",
+    "ScoredEchoEnv",
     "ORSGEN_VERSION",
     "RUNTIME_VERSION",
     "SNAPSHOT_SHA256",

@@ -5,6 +5,7 @@
 from typing import Any, ClassVar, Literal
 
 from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter
+from orsgen.runtime.adapter import SelfScoring as _SelfScoring
 
 
 class EchoEnv(_OrsAdapter):
@@ -43,3 +44,8 @@ class EchoEnv(_OrsAdapter):
         if level != 1:
             _args["level"] = level
         return self._call("hint", _args)
+
+
+class ScoredEchoEnv(_SelfScoring, EchoEnv):
+    """EchoEnv that owns its reward through ``get_reward()``, for
+    AsyncGRPOTrainer (pass ``reward_funcs=[]``; not also ``outcome_reward``)."""

@@ -67,6 +67,7 @@ def _imports(tools: list[ToolView]) -> list[str]:
     if any(p.default == "_UNSET" for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
     lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")
+    lines.append("from orsgen.runtime.adapter import SelfScoring as _SelfScoring")
     if any(t.model_class for t in tools):
         lines.append("from orsgen.runtime.validate import check_arguments as _check_arguments")
         lines += ["", "from . import models as _models"]
@@ -104,6 +105,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "package": package["name"],
         "import_path": package["name"],
         "class_name": class_name,
+        "scored_class_name": f"Scored{class_name}",
         "class_doc": f"Adapter for {_label(environment)}: {len(tools)} tools.",
         "env_label": _label(environment),
         "env_name": repr(ident.get("env_name")),

@@ -43,6 +43,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_OPEN_TIMEOUT",
     "OrsAdapter",
+    "SelfScoring",
     "SessionOpenError",
     "ToolDriftError",
     "ToolDriftWarning",
@@ -341,9 +342,12 @@ class OrsAdapter:
             slots = [s for s in _live_slots if s.owner is not None and issubclass(s.owner, cls)]
         for slot in slots:
             slot.close(wait=False)
-        stale = prefetch.clear_all(
-            lambda key: isinstance(key, tuple) and key[:2] == (cls.__module__, cls.__qualname__)
-        )
+        family, todo = set(), [cls]
+        while todo:
+            klass = todo.pop()
+            family.add((klass.__module__, klass.__qualname__))
+            todo += klass.__subclasses__()
+        stale = prefetch.clear_all(lambda key: isinstance(key, tuple) and key[:2] in family)
         if stale:
             concurrent.futures.wait(stale, timeout=sessions.CLOSE_WAIT)
         sessions.drain(sessions.CLOSE_WAIT)
@@ -426,6 +430,23 @@ class OrsAdapter:
             return self._call_error(wire_name, exc)
         with self._lock:
             return self._finish_call(wire_name, out)
+
+
+class SelfScoring:
+    """Mixin for an adapter that reports its own outcome reward through ``get_reward()``.
+
+    TRL's AsyncGRPO rollout loop calls reward functions without ``environments`` and
+    returns an environment to its pool before the group is scored, so ``outcome_reward``
+    cannot score there; it calls ``get_reward()`` as each rollout finishes instead. Use the
+    generated ``Scored<Env>`` class with ``reward_funcs=[]`` (GRPOTrainer accepts it too);
+    do not also pass ``outcome_reward``, or the reward counts twice.
+    """
+
+    def get_reward(self) -> float | None:
+        """The rollout's last non-null reward, or ``None`` when it was never scored."""
+        from orsgen.runtime.rewards import outcome_reward
+
+        return outcome_reward([self])[0]
 
 
 class _Unset:
