@@ -4,12 +4,14 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "examples"))
 
 # Tests only ever talk to loopback servers they start themselves.
 os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
@@ -147,3 +149,18 @@ def fresh_runtime() -> Iterator[None]:
     prefetch.forget()
     drift.forget()
     sessions.drain(5)
+
+
+def generate_and_import(env_file: Path, out: Path) -> Any:
+    """Run orsgen on an environment file into ``out`` (a fresh package directory) and
+    import the package it wrote."""
+    import importlib
+
+    from orsgen.cli import main as orsgen_main
+
+    assert orsgen_main([str(env_file), "-o", str(out), "-q"]) == 0
+    sys.path.insert(0, str(out.parent))
+    try:
+        return importlib.import_module(out.name)
+    finally:
+        sys.path.remove(str(out.parent))

@@ -34,7 +34,6 @@ which returns the same last-non-null reward ``outcome_reward`` computes.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import multiprocessing as mp
 import pickle
 import queue
@@ -50,6 +49,8 @@ import ors_server
 
 pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
+
+import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 pytest.importorskip("aiohttp")
 
 from generated.echo import EchoEnv, ScoredEchoEnv, load_tasks  # noqa: E402
@@ -59,17 +60,6 @@ ECHO_ENV = ROOT / "examples" / "echo_env.py"
 NUM_GENERATIONS = 4
 MAX_INFLIGHT = 8  # two groups' worth of rollouts in flight at once
 SAMPLES_WANTED = 3 * NUM_GENERATIONS  # three scored groups
-
-
-def _tiny_model_module() -> Any:
-    if "tiny_model" in sys.modules:
-        return sys.modules["tiny_model"]
-    spec = importlib.util.spec_from_file_location("tiny_model", ROOT / "examples" / "tiny_model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tiny_model"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _prompt(target: str) -> str:
@@ -120,7 +110,7 @@ def test_async_rollout_loop_drives_adapter_concurrently(tmp_path: Path) -> None:
     from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop, _child_main
 
     started = time.monotonic()
-    tiny = _tiny_model_module()
+    tiny = tiny_model
     server = ors_server.start(ECHO_ENV, log_dir=tmp_path)
     process: Any = None
     try:

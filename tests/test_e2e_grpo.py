@@ -23,21 +23,9 @@ ECHO_ENV = ROOT / "examples" / "echo_env.py"
 pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 
+import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
+
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
-
-
-def _tiny_model_module() -> Any:
-    import importlib.util
-    import sys
-
-    if "tiny_model" in sys.modules:
-        return sys.modules["tiny_model"]
-    spec = importlib.util.spec_from_file_location("tiny_model", ROOT / "examples" / "tiny_model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tiny_model"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture()
@@ -53,7 +41,7 @@ def server(tmp_path: Path) -> Iterator[ors_server.RunningServer]:
 def _episodes(url: str, dataset: Any) -> list[Any]:
     """The real prompt and tool answer of every task, read through the adapter, so the
     warm-up trains on exactly the text the rollouts will see."""
-    tiny = _tiny_model_module()
+    tiny = tiny_model
     env = EchoEnv(base_url=url)
     episodes = []
     try:
@@ -73,7 +61,7 @@ def test_grpo_train_reaches_the_server(server: ors_server.RunningServer, tmp_pat
     from trl import GRPOTrainer
 
     torch.set_num_threads(1)
-    tiny = _tiny_model_module()
+    tiny = tiny_model
 
     train_dataset = load_tasks(base_url=server.url)
     assert train_dataset["target"] == ["apple", "banana", "cherry", "damson"]
@@ -99,7 +87,7 @@ def test_grpo_train_reaches_the_server(server: ors_server.RunningServer, tmp_pat
 
     recording_reward.__name__ = outcome_reward.__name__
 
-    args = _tiny_model_module().cpu_grpo_config(tmp_path / "out", max_steps=2)
+    args = tiny_model.cpu_grpo_config(tmp_path / "out", max_steps=2)
     trainer = GRPOTrainer(
         model=str(model_dir),
         args=args,

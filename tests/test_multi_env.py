@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,7 @@ import pytest
 import ors_server
 from generated.echo import EchoEnv
 from generated.echo import load_tasks as echo_tasks
-from orsgen.cli import main as orsgen_main
+from conftest import generate_and_import
 from orsgen.runtime.dataset import bundle_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,13 +21,7 @@ QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
 
 @pytest.fixture(scope="module")
 def quiz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    out = tmp_path_factory.mktemp("bundle") / "quiz_pkg"
-    assert orsgen_main([str(QUIZ), "-o", str(out), "-q"]) == 0
-    sys.path.insert(0, str(out.parent))
-    try:
-        module = importlib.import_module("quiz_pkg")
-    finally:
-        sys.path.remove(str(out.parent))
+    module = generate_and_import(QUIZ, tmp_path_factory.mktemp("bundle") / "quiz_pkg")
     server = ors_server.start(QUIZ)
     try:
         yield module, server

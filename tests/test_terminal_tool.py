@@ -5,8 +5,6 @@ TRL's bridge ignores terminal tools, so such environments never score under it.
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,7 @@ from typing import Any
 import pytest
 
 import ors_server
-from orsgen.cli import main as orsgen_main
+from conftest import generate_and_import
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
@@ -22,13 +20,7 @@ QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
 
 @pytest.fixture(scope="module")
 def quiz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    out = tmp_path_factory.mktemp("gen") / "quiz"
-    assert orsgen_main([str(QUIZ), "-o", str(out), "-q"]) == 0
-    sys.path.insert(0, str(out.parent))
-    try:
-        module = importlib.import_module("quiz")
-    finally:
-        sys.path.remove(str(out.parent))
+    module = generate_and_import(QUIZ, tmp_path_factory.mktemp("gen") / "quiz")
     with_server = ors_server.start(QUIZ)
     try:
         yield module, with_server
