@@ -20,7 +20,7 @@ For AsyncGRPOTrainer, whose rollout loop scores each environment through
 
 from .adapter import BenchEnv, ScoredBenchEnv
 from .dataset import load_tasks
-from .rewards import outcome_reward
+from .rewards import group_reward, outcome_reward
 from .version import ORSGEN_VERSION, RUNTIME_VERSION, SNAPSHOT_SHA256, __version__
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "RUNTIME_VERSION",
     "SNAPSHOT_SHA256",
     "__version__",
+    "group_reward",
     "load_tasks",
     "outcome_reward",
 ]

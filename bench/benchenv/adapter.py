@@ -17,6 +17,7 @@ class BenchEnv(_OrsAdapter):
     DEFAULT_SPLIT: ClassVar[str] = "train"
     TOOLS_SHA256: ClassVar[str] = "d54d0c90e15911e384070fc4c0707ce554c78504c530c506f708e28a0d6772a1"
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
+    SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     WIRE_NAMES: ClassVar[dict[str, tuple[str, dict[str, str]]]] = {
         "act": ("act", {"text": "text"}),
     }

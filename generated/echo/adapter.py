@@ -17,6 +17,7 @@ class EchoEnv(_OrsAdapter):
     DEFAULT_SPLIT: ClassVar[str] = "train"
     TOOLS_SHA256: ClassVar[str] = "bda4852d280916d4186f4811db31610282b67705a8b541b5e84c8462d631ecc1"
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
+    SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     WIRE_NAMES: ClassVar[dict[str, tuple[str, dict[str, str]]]] = {
         "echo": ("echo", {"style": "style", "text": "text"}),
         "hint": ("hint", {"level": "level"}),

@@ -5,6 +5,7 @@
 from collections.abc import Sequence
 from typing import Any
 
+from orsgen.runtime.rewards import group_reward as _group_reward
 from orsgen.runtime.rewards import outcome_reward as _outcome_reward
 
 
@@ -19,3 +20,13 @@ def outcome_reward(
     through it, once, as ORS prescribes.
     """
     return _outcome_reward(environments, completions)
+
+
+def group_reward(
+    environments: Sequence[Any], completions: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
+    """Comparative rewards from the environment's own group judge (ORS ``score_group``):
+    each GRPO group's final answers are judged together. ``None`` where the environment
+    does not judge groups. Use alongside ``outcome_reward`` to combine both signals.
+    """
+    return _group_reward(environments, completions)

@@ -114,6 +114,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "default_split": repr(package.get("split", "train")),
         "tools_sha256": repr(tools_sha256(environment)),
         "terminal_tool": _terminal_tool(environment),
+        "supports_score_group": repr(bool(environment.get("supports_score_group"))),
         "wire_names": _wire_names(tools),
         "imports": _imports(tools),
         "tools": tools,

@@ -40,6 +40,7 @@ ADAPTER_ATTRIBUTES = frozenset(
         "DEFAULT_SPLIT",
         "TOOLS_SHA256",
         "TERMINAL_TOOL",
+        "SUPPORTS_SCORE_GROUP",
         "SNAPSHOT_TOOLS",
     }
 )

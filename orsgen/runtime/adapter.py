@@ -25,6 +25,7 @@ import asyncio
 import concurrent.futures
 import json
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -169,6 +170,8 @@ class OrsAdapter:
     TOOLS_SHA256: ClassVar[str] = ""
     # (wire name, argument) of the environment's @terminal tool, hidden from the model.
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
+    # Whether the environment judges groups of candidates itself (ORS score_group).
+    SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     WIRE_NAMES: ClassVar[Mapping[str, tuple[str, Mapping[str, str]]]] = {}
 
     reward: float | None
@@ -222,6 +225,7 @@ class OrsAdapter:
 
     def _clear_state(self) -> None:
         self._final_submitted = False
+        self._task: tuple[str, str] | None = None
         self.reward = None
         self.rewards = []
         self.metadata = []
@@ -253,6 +257,7 @@ class OrsAdapter:
             self._clear_state()
             index = None if task_spec is not None else int(task_index or 0)
             opened = self._acquire(index, task_spec)
+            self._task = _task_key(index, task_spec)
             self._slot.session = opened.session
             if opened.tools is not None:
                 drift.record(type(self), opened.tools, self._split, index)
@@ -389,6 +394,32 @@ class OrsAdapter:
             self._final_submitted = True
         name, arg = terminal
         return self._call(name, {} if arg is None else {arg: message})
+
+    @property
+    def _group_key(self) -> tuple[Any, ...] | None:
+        """Rollouts with equal keys are one GRPO group: same class, server, split and task."""
+        if self._task is None or self._slot.session is None:
+            return None
+        return (type(self), self._endpoint, self._split, self._task)
+
+    def _score_group(self, answers: list[str]) -> list[float] | None:
+        """Ask this session's environment to judge a group's final answers (ORS
+        ``score_group``); ``None`` when it cannot (unsupported, no session, failure)."""
+        session = self._slot.session
+        if not self.SUPPORTS_SCORE_GROUP or session is None or not answers:
+            return None
+        from openreward.api.environments.types import Message, TextBlock
+
+        candidates = [[Message(role="assistant", blocks=[TextBlock(text=a)])] for a in answers]
+        try:
+            scores = loop.run(session.score_group(candidates), timeout=self._timeout)
+            rewards = [float(s.reward) for s in scores]
+        except Exception as exc:  # noqa: BLE001 - a judge failure means "no score"
+            warnings.warn(
+                f"score_group on {self._endpoint.label} failed: {_describe(exc)}", stacklevel=3
+            )
+            return None
+        return rewards if len(rewards) == len(answers) else None
 
     def _call_error(self, wire_name: str, exc: BaseException) -> str:
         if isinstance(exc, TimeoutError) and str(exc).startswith("no answer within"):

@@ -60,3 +60,30 @@ def outcome_reward(
         scored = [r for r in getattr(env, "rewards", []) if r is not None]
         out.append(float(scored[-1]) if scored else None)
     return out
+
+
+def group_reward(
+    environments: Sequence[Any], completions: Sequence[Any] | None = None, **_: Any
+) -> list[float | None]:
+    """Comparative rewards from the environment's own group judge (ORS ``score_group``).
+
+    Rollouts of the same task (a GRPO group) are judged together, in one request on one
+    of their sessions, from their final assistant messages. ``None`` for rollouts whose
+    environment does not judge groups, or when judging failed; pointwise rewards stay in
+    ``outcome_reward``. Pass both to combine them.
+    """
+    out: list[float | None] = [None] * len(environments)
+    if completions is None:
+        return out
+    groups: dict[Any, list[int]] = {}
+    for i, env in enumerate(environments):
+        key = getattr(env, "_group_key", None) if getattr(env, "SUPPORTS_SCORE_GROUP", False) else None
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    for members in groups.values():
+        answers = [final_message(completions[i]) or "" for i in members]
+        scores = environments[members[0]]._score_group(answers)
+        if scores is not None:
+            for i, score in zip(members, scores):
+                out[i] = score
+    return out
