@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -164,3 +165,15 @@ def generate_and_import(env_file: Path, out: Path) -> Any:
         return importlib.import_module(out.name)
     finally:
         sys.path.remove(str(out.parent))
+
+
+@contextmanager
+def served_package(env_file: Path, out: Path) -> Iterator[tuple[Any, ors_server.RunningServer]]:
+    """Generate and import the package for an environment file, and serve that file on a
+    real ORS server for the duration."""
+    module = generate_and_import(env_file, out)
+    server = ors_server.start(env_file)
+    try:
+        yield module, server
+    finally:
+        server.stop()

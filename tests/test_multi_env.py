@@ -12,7 +12,7 @@ import pytest
 import ors_server
 from generated.echo import EchoEnv
 from generated.echo import load_tasks as echo_tasks
-from conftest import generate_and_import
+from conftest import served_package
 from orsgen.runtime.dataset import bundle_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,12 +21,8 @@ QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
 
 @pytest.fixture(scope="module")
 def quiz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    module = generate_and_import(QUIZ, tmp_path_factory.mktemp("bundle") / "quiz_pkg")
-    server = ors_server.start(QUIZ)
-    try:
-        yield module, server
-    finally:
-        server.stop()
+    with served_package(QUIZ, tmp_path_factory.mktemp("bundle") / "quiz_pkg") as pair:
+        yield pair
 
 
 def test_bundle_rows_route_to_their_environment(echo_server: Any, quiz: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import ors_server
-from conftest import generate_and_import
+from conftest import served_package
 from generated.echo import EchoEnv, group_reward
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,12 +18,8 @@ JUDGE = ROOT / "tests" / "envs" / "judge_env.py"
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    module = generate_and_import(JUDGE, tmp_path_factory.mktemp("judge") / "judge_pkg")
-    server = ors_server.start(JUDGE)
-    try:
-        yield module, server
-    finally:
-        server.stop()
+    with served_package(JUDGE, tmp_path_factory.mktemp("judge") / "judge_pkg") as pair:
+        yield pair
 
 
 def _answer(text: str) -> list[dict[str, str]]:

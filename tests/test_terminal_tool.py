@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import ors_server
-from conftest import generate_and_import
+from conftest import served_package
 
 ROOT = Path(__file__).resolve().parents[1]
 QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
@@ -20,12 +20,8 @@ QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
 
 @pytest.fixture(scope="module")
 def quiz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    module = generate_and_import(QUIZ, tmp_path_factory.mktemp("gen") / "quiz")
-    with_server = ors_server.start(QUIZ)
-    try:
-        yield module, with_server
-    finally:
-        with_server.stop()
+    with served_package(QUIZ, tmp_path_factory.mktemp("gen") / "quiz") as pair:
+        yield pair
 
 
 def _calls(server: ors_server.RunningServer) -> int:
