@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orsgen.generate import generate
@@ -93,6 +93,8 @@ def _import(files: dict[str, str], where: Path) -> Any:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tools=TOOLS)
+# Found by this test in CI: 0 and False are equal in Python but distinct enum values.
+@example(tools=[("", "", {"": {"enum": [0, False]}}, False)])
 def test_random_schemas_generate_import_and_round_trip(tools: Any, tmp_path_factory: Any) -> None:
     from transformers.utils import get_json_schema
 
@@ -138,7 +140,9 @@ def test_random_schemas_generate_import_and_round_trip(tools: Any, tmp_path_fact
             if "enum" in source:
                 values = [v for v in source["enum"] if v is not None]
                 if values:
+                    # Equal but distinct values (0 and False, 1 and True) are all kept, so
+                    # compare by repr, which tells them apart.
                     assert seen.get("enum") is not None and set(map(repr, seen["enum"])) == set(
-                        map(repr, dict.fromkeys(values))
-                    ) or len({(type(v), v) for v in values}) != len(set(map(repr, values))), (w, seen)
+                        map(repr, values)
+                    ), (w, seen)
     assert set(specs) == {wire for wire, _ in cls.WIRE_NAMES.values()}  # nothing dropped
