@@ -26,6 +26,15 @@ for var in ("OPENREWARD_API_URL", "OPENREWARD_SESSION_URL", "OPENREWARD_URL", "O
 
 import ors_server  # noqa: E402
 
+try:  # CI explores the same examples every run (a fixed seed per test), so a run is reproducible.
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("ci", derandomize=True)
+    if os.environ.get("CI"):
+        _hypothesis_settings.load_profile("ci")
+except ImportError:  # pragma: no cover - hypothesis is a dev dependency
+    pass
+
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
 
 
