@@ -142,3 +142,22 @@ async def environment(endpoint: Endpoint) -> Any:
         _apis[cache_key] = api
     target = endpoint.deployment or endpoint.env_name or "env"
     return api.get(target, variant=endpoint.env_name)
+
+
+async def stateless(
+    endpoint: Endpoint, env: Any, method: str, path: str, payload: dict[str, Any] | None = None
+) -> Any:
+    """One stateless request (listing, tools, splits, tasks) through the SDK transport, on
+    the runtime loop. The SDK's own helpers open and delete a throwaway session around each
+    such call (three requests); the server needs none."""
+    from openreward.api._session.http import request_retryable
+
+    return await request_retryable(
+        env.client,
+        method,
+        path,
+        expect_json=True,
+        token=endpoint.api_key or None,
+        json=payload,
+        deployment=endpoint.deployment or endpoint.env_name,
+    )

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orsgen.runtime import loop
-from orsgen.runtime.connection import Endpoint, environment, resolve
+from orsgen.runtime.connection import Endpoint, environment, resolve, stateless
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -21,20 +21,9 @@ DEFAULT_TIMEOUT = 600.0
 
 
 async def _post(endpoint: Endpoint, env: Any, path: str, payload: dict[str, Any]) -> Any:
-    """One stateless request through the SDK transport. The SDK's own helpers open and
-    delete a throwaway session around each call (three requests); the server needs none."""
-    from openreward.api._session.http import request_retryable
-
+    """A stateless POST to this environment's own path (no redirect)."""
     prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
-    return await request_retryable(
-        env.client,
-        "POST",
-        f"{prefix}{path}",
-        expect_json=True,
-        token=endpoint.api_key or None,
-        json=payload,
-        deployment=endpoint.deployment or endpoint.env_name,
-    )
+    return await stateless(endpoint, env, "POST", f"{prefix}{path}", payload)
 
 
 def _status(exc: BaseException) -> int | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.runtime import loop
-from orsgen.runtime.connection import Endpoint, environment, session_secrets
+from orsgen.runtime.connection import Endpoint, environment, session_secrets, stateless
 from orsgen.runtime.drift import spec_dict
 from orsgen.snapshot.errors import TargetError
 
@@ -39,39 +39,12 @@ def _unique(
     return sorted(seen.values(), key=lambda t: t["name"])
 
 
-async def _get(endpoint: Endpoint, env: Any, path: str) -> Any:
-    from openreward.api._session.http import request_retryable
-
-    return await request_retryable(
-        env.client,
-        "GET",
-        path,
-        expect_json=True,
-        token=endpoint.api_key or None,
-        deployment=endpoint.deployment or endpoint.env_name,
-    )
-
-
-async def _post(endpoint: Endpoint, env: Any, path: str, payload: dict[str, Any]) -> Any:
-    from openreward.api._session.http import request_retryable
-
-    return await request_retryable(
-        env.client,
-        "POST",
-        path,
-        expect_json=True,
-        token=endpoint.api_key or None,
-        json=payload,
-        deployment=endpoint.deployment or endpoint.env_name,
-    )
-
-
 async def _choose_env_name(
     endpoint: Endpoint, requested: str | None
 ) -> tuple[str | None, list[str]]:
     env = await environment(endpoint)
     try:
-        names = [str(n) for n in await _get(endpoint, env, "/list_environments")]
+        names = [str(n) for n in await stateless(endpoint, env, "GET", "/list_environments")]
     except Exception as exc:  # noqa: BLE001
         if endpoint.deployment is not None:
             # A platform proxy may not expose the listing; address the deployment as is.
@@ -107,17 +80,19 @@ async def _facts(
     prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
     progress("reading server version and tools")
     try:
-        version = await _get(endpoint, env, "/version")
+        version = await stateless(endpoint, env, "GET", "/version")
     except Exception:  # noqa: BLE001 - optional endpoint
         version = {}
-    tools_res = await _get(endpoint, env, f"{prefix}/tools")
+    tools_res = await stateless(endpoint, env, "GET", f"{prefix}/tools")
     shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
     splits = []
-    for split in await _get(endpoint, env, f"{prefix}/splits"):
+    for split in await stateless(endpoint, env, "GET", f"{prefix}/splits"):
         name = split["name"] if isinstance(split, Mapping) else str(split)
         kind = split.get("type") if isinstance(split, Mapping) else None
-        count = (await _post(endpoint, env, f"{prefix}/num_tasks", {"split": name}))["num_tasks"]
+        count = (await stateless(endpoint, env, "POST", f"{prefix}/num_tasks", {"split": name}))[
+            "num_tasks"
+        ]
         splits.append({"name": name, "type": kind, "num_tasks": int(count)})
     splits.sort(key=lambda s: str(s["name"]))
     names = [str(s["name"]) for s in splits]
