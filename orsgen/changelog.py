@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-_WORDS = {"major": "breaking", "minor": "additive", "patch": "cosmetic", "initial": "first snapshot"}
+_WORDS = {
+    "major": "breaking",
+    "minor": "additive",
+    "patch": "cosmetic",
+    "initial": "first snapshot",
+}
 
 
 def changelog(entries: Iterable[Mapping[str, Any]]) -> str:

@@ -136,22 +136,32 @@ def _compare_types(tool: str, param: str, old: str, new: str, out: list[Change])
         out.append(Change(tool, "major", f"{where}: type changed from {old} to {new}"))
 
 
-def _compare_schema(tool: str, old_schema: Any, new_schema: Any, out: list[Change], prefix: str = "") -> None:
+def _compare_schema(
+    tool: str, old_schema: Any, new_schema: Any, out: list[Change], prefix: str = ""
+) -> None:
     old_props, old_req, old_root = _params(old_schema, tool)
     new_props, new_req, new_root = _params(new_schema, tool)
     for name in sorted(set(old_props) - set(new_props)):
         out.append(Change(tool, "major", f"parameter {prefix}{name!r} of tool {tool!r} removed"))
     for name in sorted(set(new_props) - set(old_props)):
         if name in new_req:
-            out.append(Change(tool, "major", f"required parameter {prefix}{name!r} added to tool {tool!r}"))
+            out.append(
+                Change(tool, "major", f"required parameter {prefix}{name!r} added to tool {tool!r}")
+            )
         else:
-            out.append(Change(tool, "minor", f"optional parameter {prefix}{name!r} added to tool {tool!r}"))
+            out.append(
+                Change(tool, "minor", f"optional parameter {prefix}{name!r} added to tool {tool!r}")
+            )
     for name in sorted(set(old_props) & set(new_props)):
         label = f"{prefix}{name}"
         if name in new_req and name not in old_req:
-            out.append(Change(tool, "major", f"parameter {label!r} of tool {tool!r} became required"))
+            out.append(
+                Change(tool, "major", f"parameter {label!r} of tool {tool!r} became required")
+            )
         elif name in old_req and name not in new_req:
-            out.append(Change(tool, "minor", f"parameter {label!r} of tool {tool!r} became optional"))
+            out.append(
+                Change(tool, "minor", f"parameter {label!r} of tool {tool!r} became optional")
+            )
         old_ctx, new_ctx = TypeContext(old_root, tool), TypeContext(new_root, tool)
         old_hint, old_null = hint_for(old_ctx, old_props[name], "")
         new_hint, new_null = hint_for(new_ctx, new_props[name], "")
@@ -165,10 +175,18 @@ def _compare_schema(tool: str, old_schema: Any, new_schema: Any, out: list[Chang
             if old_nested.get("properties") or new_nested.get("properties"):
                 if len(prefix) < 200:
                     _compare_schema(
-                        tool, {**old_root, **old_nested}, {**new_root, **new_nested}, out, f"{label}."
+                        tool,
+                        {**old_root, **old_nested},
+                        {**new_root, **new_nested},
+                        out,
+                        f"{label}.",
                     )
         if _descriptions(old_props[name]) != _descriptions(new_props[name]):
-            out.append(Change(tool, "patch", f"description of parameter {label!r} of tool {tool!r} changed"))
+            out.append(
+                Change(
+                    tool, "patch", f"description of parameter {label!r} of tool {tool!r} changed"
+                )
+            )
 
 
 def _descriptions(schema: Any) -> tuple[Any, Any]:
@@ -195,10 +213,18 @@ def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
         count = len(out)
         _compare_schema(name, before.get("input_schema"), after.get("input_schema"), out)
         if len(out) == count and before.get("input_schema") != after.get("input_schema"):
-            out.append(Change(name, "patch", f"schema of tool {name!r} changed in titles or annotations only"))
+            out.append(
+                Change(
+                    name, "patch", f"schema of tool {name!r} changed in titles or annotations only"
+                )
+            )
     for key in ("splits", "terminal_tool", "supports_score_group", "identity", "target"):
         if old.get(key) != new.get(key):
-            out.append(Change("", "patch", f"{key} changed: {_brief(old.get(key))} -> {_brief(new.get(key))}"))
+            out.append(
+                Change(
+                    "", "patch", f"{key} changed: {_brief(old.get(key))} -> {_brief(new.get(key))}"
+                )
+            )
     return result
 
 

@@ -236,7 +236,14 @@ class OrsAdapter:
         """Which resets share one prefetch stream: same class, endpoint and session options."""
         cls = type(self)
         secrets = tuple(sorted((self._secrets or {}).items()))
-        return (cls.__module__, cls.__qualname__, self._endpoint, self._split, secrets, self._keepalive)
+        return (
+            cls.__module__,
+            cls.__qualname__,
+            self._endpoint,
+            self._split,
+            secrets,
+            self._keepalive,
+        )
 
     @property
     def _prefetcher(self) -> prefetch.Prefetcher:

@@ -49,7 +49,9 @@ class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
     executors refuse new work, which would silently fail the exit hook's session
     deletes. Past shutdown this one runs the (small) job inline instead."""
 
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+    def submit(
+        self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[T]:
         try:
             return super().submit(fn, *args, **kwargs)
         except RuntimeError:

@@ -77,7 +77,11 @@ def group_reward(
         return out
     groups: dict[Any, list[int]] = {}
     for i, env in enumerate(environments):
-        key = getattr(env, "_group_key", None) if getattr(env, "SUPPORTS_SCORE_GROUP", False) else None
+        key = (
+            getattr(env, "_group_key", None)
+            if getattr(env, "SUPPORTS_SCORE_GROUP", False)
+            else None
+        )
         if key is not None:
             groups.setdefault(key, []).append(i)
     for members in groups.values():

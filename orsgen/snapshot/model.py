@@ -42,8 +42,6 @@ def build(environment: dict[str, Any], package: dict[str, Any]) -> dict[str, Any
     }
 
 
-
-
 def dump(snapshot: dict[str, Any], secrets: Iterable[str] = ()) -> str:
     text = canonical_json(snapshot)
     for secret in secrets:
