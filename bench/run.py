@@ -1,7 +1,7 @@
 """One-command benchmark: orsgen's generated adapter vs TRL's bridge vs the raw SDK vs raw HTTP.
 
     python bench/run.py [--tasks 500] [--setup-delay 0.5] [--tool-latency 0.0]
-                        [--calls 200] [--group 8] [--k 8]
+                        [--calls 500] [--group 8] [--k 8]
 
 It serves bench/bench_env.py on 127.0.0.1 with the instrumented openreward server used
 by the tests (tests/serve_env.py: request counts per "METHOD /path", open sessions),
@@ -190,42 +190,53 @@ def _lat(samples: list[float]) -> tuple[float, float]:
 
 
 def bench_calls(server: ors_server.RunningServer, m: int) -> list[Row]:
+    """Tool-call latency. The implementations take turns call by call (round robin), so a
+    drift in the machine's or the server's speed during the run reaches all of them alike;
+    requests per call come from a separate counted pass of each implementation alone."""
     import benchenv
 
     url = server.url
-    rows: list[Row] = []
-
-    def measure(name: str, call: Callable[[int], Any]) -> None:
-        for i in range(5):
-            call(i)  # warm
-        server.reset_counts()
-        times = []
-        for i in range(m):
-            start = time.perf_counter()
-            call(i)
-            times.append(time.perf_counter() - start)
-        med, p90 = _lat(times)
-        reqs = sum(_requests(server).values())
-        rows.append({"impl": name, "median_ms": med * 1e3, "p90_ms": p90 * 1e3, "requests_per_call": reqs / m})
-
-    raw = RawHTTP(url)
-    raw.open(0)
-    measure("raw HTTP", lambda i: raw.call("act", {"text": f"x{i}"}))
-    raw.close()
-
     gen = benchenv.BenchEnv(base_url=url, prefetch=False)
     gen.reset(task_index=0)
-    measure("orsgen adapter", lambda i: gen.act(text=f"x{i}"))
-    gen.close()
-
     env = _sdk_client(url).environments.get(ENV)
-    with env.session(split="train", index=0) as sess:
-        measure("raw SDK (session.call_tool)", lambda i: sess.call_tool("act", {"text": f"x{i}"}))
-
+    sdk_session = env.session(split="train", index=0)
+    sess = sdk_session.__enter__()
     bridge = trl_spec(url).environment_factory()
     bridge.reset(task_index=0)
-    measure("TRL bridge", lambda i: bridge.act(text=f"x{i}"))
-    bridge._close()
+    raw = RawHTTP(url)  # last: the server drops a keep-alive connection idle for 5 s
+    raw.open(0)
+    calls: dict[str, Callable[[int], Any]] = {
+        "raw HTTP": lambda i: raw.call("act", {"text": f"x{i}"}),
+        "orsgen adapter": lambda i: gen.act(text=f"x{i}"),
+        "raw SDK (session.call_tool)": lambda i: sess.call_tool("act", {"text": f"x{i}"}),
+        "TRL bridge": lambda i: bridge.act(text=f"x{i}"),
+    }
+    try:
+        requests: dict[str, float] = {}
+        for name, call in calls.items():
+            for i in range(5):
+                call(i)  # warm
+            server.reset_counts()
+            for i in range(20):
+                call(i)
+            requests[name] = sum(_requests(server).values()) / 20
+        times: dict[str, list[float]] = {name: [] for name in calls}
+        for i in range(m):
+            for name, call in calls.items():
+                start = time.perf_counter()
+                call(i)
+                times[name].append(time.perf_counter() - start)
+    finally:
+        raw.close()
+        gen.close()
+        sdk_session.__exit__(None, None, None)
+        bridge._close()
+    rows: list[Row] = []
+    for name in calls:
+        med, p90 = _lat(times[name])
+        rows.append(
+            {"impl": name, "median_ms": med * 1e3, "p90_ms": p90 * 1e3, "requests_per_call": requests[name]}
+        )
     return rows
 
 
@@ -279,18 +290,25 @@ def _rollout(factory: Any, task: int, calls: int) -> float | None:
     return reward
 
 
-def bench_concurrency(server: ors_server.RunningServer, k: int, calls: int) -> list[Row]:
+def bench_concurrency(server: ors_server.RunningServer, k: int, calls: int, repeats: int = 3) -> list[Row]:
+    """K rollouts one after another, then K at once on a thread pool, through a pickled
+    factory; each is the median of ``repeats`` runs, taken in turns."""
     import benchenv
 
     factory = pickle.loads(pickle.dumps(functools.partial(benchenv.BenchEnv, base_url=server.url, prefetch=False)))
-    start = time.perf_counter()
-    serial = [_rollout(factory, 10 + i, calls) for i in range(k)]
-    t_serial = time.perf_counter() - start
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=k) as pool:
-        conc = list(pool.map(lambda i: _rollout(factory, 20 + i, calls), range(k)))
-    t_conc = time.perf_counter() - start
-    assert serial == conc == [1.0] * k
+    serial_runs: list[float] = []
+    conc_runs: list[float] = []
+    for rep in range(repeats):
+        base = 10 + 2 * k * rep
+        start = time.perf_counter()
+        serial = [_rollout(factory, base + i, calls) for i in range(k)]
+        serial_runs.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=k) as pool:
+            conc = list(pool.map(lambda i: _rollout(factory, base + k + i, calls), range(k)))
+        conc_runs.append(time.perf_counter() - start)
+        assert serial == conc == [1.0] * k
+    t_serial, t_conc = statistics.median(serial_runs), statistics.median(conc_runs)
     rows: list[Row] = [
         {"impl": "orsgen adapter (pickled partial)", "serial_s": t_serial, "concurrent_s": t_conc, "speedup": t_serial / t_conc}
     ]
@@ -447,7 +465,7 @@ def render(res: dict[str, Any], meta: dict[str, Any]) -> str:
     out += [f"| {r['impl']} | {fmt(r['median_ms'])} | {fmt(r['p90_ms'])} | {r['requests_per_call']:.2f} |" for r in res["tool_call"]]
     out.append(f"\n## Group of {meta['group']} serial resets, setup {meta['setup_delay']} s\n\n| implementation | seconds | x one setup |\n|---|---:|---:|")
     out += [f"| {r['impl']} | {fmt(r['seconds'])} | {r['seconds'] / meta['setup_delay']:.2f} |" for r in res["group_reset"]]
-    out.append(f"\n## K={meta['k']} rollouts through a pickled factory\n\n| implementation | serial s | concurrent s | speedup |\n|---|---:|---:|---:|")
+    out.append(f"\n## K={meta['k']} rollouts through a pickled factory\n\n| implementation | serial s (median of 3) | concurrent s (median of 3) | speedup |\n|---|---:|---:|---:|")
     out += [
         f"| {r['impl']} | {fmt(r['serial_s'])} | {fmt(r['concurrent_s'])} | {fmt(r['speedup'], 'x') if r['speedup'] else r.get('note', '-')} |"
         for r in res["concurrency"]
@@ -466,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", type=int, default=500, help="tasks in the environment and in the dataset benchmark")
     p.add_argument("--setup-delay", type=float, default=0.5, help="seconds each session's setup() takes")
     p.add_argument("--tool-latency", type=float, default=0.0, help="seconds each tool call takes on the server")
-    p.add_argument("--calls", type=int, default=200, help="tool calls per implementation")
+    p.add_argument("--calls", type=int, default=500, help="tool calls per implementation (taken in turns)")
     p.add_argument("--group", type=int, default=8, help="GRPO group size (num_generations)")
     p.add_argument("--k", type=int, default=8, help="concurrent rollouts")
     p.add_argument("--rollout-calls", type=int, default=3, help="tool calls per rollout in the K-way run")

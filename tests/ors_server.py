@@ -45,6 +45,11 @@ class RunningServer:
     def requests(self) -> dict[str, int]:
         return dict(self.stats()["requests"])
 
+    def connections(self) -> dict[str, int]:
+        """How many requests to each route came over a new TCP connection (a client address
+        and port not seen before): a pooled connection that is reused does not count."""
+        return dict(self.stats().get("connections", {}))
+
     def deployments(self) -> dict[str, int]:
         """How many requests carried each ``X-Deployment`` header value."""
         return dict(self.stats().get("deployments", {}))

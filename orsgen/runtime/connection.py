@@ -103,22 +103,38 @@ def _sdk_secrets(secrets: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-_apis: dict[tuple[int, str, str, str], Any] = {}
+_clients: dict[tuple[int, str], Any] = {}
 
 
-async def _close_apis() -> None:
-    mine = [key for key in _apis if key[0] == os.getpid()]
+async def _close_clients() -> None:
+    mine = [key for key in _clients if key[0] == os.getpid()]
     for key in mine:
-        api = _apis.pop(key)
-        await api.aclose()
+        await _clients.pop(key).close()
 
 
 def close_clients() -> None:
     """Close the HTTP clients of this process (also done at interpreter exit)."""
     from orsgen.runtime import loop
 
-    if any(key[0] == os.getpid() for key in _apis):
-        loop.run(_close_apis(), timeout=5.0)
+    if any(key[0] == os.getpid() for key in _clients):
+        loop.run(_close_clients(), timeout=5.0)
+
+
+def _client(url: str, *, env_server: bool) -> Any:
+    from openreward.api._session.http import set_retry_policy
+
+    from orsgen.runtime import loop, transport
+
+    key = (os.getpid(), url)
+    client = _clients.get(key)
+    if client is None:
+        if not _clients:
+            loop.on_shutdown(close_clients, priority=1)
+        client = transport.KeepAliveClient(transport.make_session(url))
+        _clients[key] = client
+        if env_server:  # the SDK's narrow retry policy, as AsyncEnvironmentsAPI.get sets it
+            set_retry_policy(client, "env-server")
+    return client
 
 
 async def environment(endpoint: Endpoint) -> Any:
@@ -126,22 +142,21 @@ async def environment(endpoint: Endpoint) -> Any:
 
     Addressing the environment by name (the SDK's ``variant``) puts it in every
     path, so no call pays for the server's redirect to the default environment.
+    The HTTP clients are orsgen's (see :mod:`orsgen.runtime.transport`), one per URL
+    and process, shared by every adapter.
     """
-    from openreward.api.environments.client import AsyncEnvironmentsAPI
+    from openreward.api.environments.client import AsyncEnvironment
 
-    cache_key = (os.getpid(), endpoint.session_url, endpoint.api_url, endpoint.api_key)
-    api = _apis.get(cache_key)
-    if api is None:
-        if not _apis:
-            from orsgen.runtime import loop
-
-            loop.on_shutdown(close_clients, priority=1)
-        api = AsyncEnvironmentsAPI(
-            endpoint.session_url, endpoint.api_key, api_base_url=endpoint.api_url
-        )
-        _apis[cache_key] = api
     target = endpoint.deployment or endpoint.env_name or "env"
-    return api.get(target, variant=endpoint.env_name)
+    namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
+    return AsyncEnvironment(
+        namespace=namespace or None,
+        name=name,
+        variant=endpoint.env_name,
+        client=_client(endpoint.session_url, env_server=True),
+        api_key=endpoint.api_key,
+        api_client=_client(endpoint.api_url, env_server=False),
+    )
 
 
 async def stateless(

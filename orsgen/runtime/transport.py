@@ -1,0 +1,133 @@
+"""The aiohttp client that the openreward SDK runs on, built by orsgen.
+
+Every request still goes through the SDK (``AsyncSession.call_tool`` and its retries,
+stream resumption and error types); orsgen only supplies the HTTP client, instead of
+letting ``AsyncEnvironmentsAPI`` make one, to remove two costs that the benchmark
+(``bench/``, tool call vs raw HTTP) measured on every tool call:
+
+- The SDK returns from an SSE stream (``/call``, ``/create_session``) at its ``end``
+  event, a moment before the server's final chunk arrives. aiohttp then closes the
+  connection because the body was not read to the end, so every call paid for a new
+  TCP connection on both sides. :class:`KeepAliveClient` reads that final chunk in the
+  background, and the connection goes back to the pool.
+- With ``trust_env=True`` aiohttp looks up proxy and netrc settings in a worker thread
+  twice per request. :func:`uses_environment` decides once, when the client is made:
+  the lookups stay on whenever a proxy variable or a netrc file exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import urllib.request
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlparse
+
+import aiohttp
+
+# How long a finished stream may take to deliver its final chunk before the
+# connection is closed instead of reused (the server normally sends it at once).
+DRAIN_TIMEOUT = 5.0
+
+
+def uses_environment(url: str) -> bool:
+    """Whether aiohttp's ``trust_env`` could change a request to ``url``: a proxy set for
+    its scheme and not bypassed for its host, or a netrc file (which may hold credentials
+    for the host or its proxy). Decided from the standard library's own rules."""
+    parsed = urlparse(url)
+    proxies = urllib.request.getproxies()
+    if parsed.scheme in proxies and not urllib.request.proxy_bypass(parsed.hostname or ""):
+        return True
+    netrc = os.environ.get("NETRC")
+    try:
+        home_netrc = Path.home() / ".netrc"
+    except RuntimeError:  # no resolvable home directory
+        home_netrc = None
+    return bool(netrc) or (home_netrc is not None and home_netrc.exists())
+
+
+def make_session(base_url: str) -> aiohttp.ClientSession:
+    """A client configured as the SDK configures its own (``AsyncEnvironmentsAPI.get``).
+    Must be called on the runtime loop."""
+    return aiohttp.ClientSession(
+        base_url=base_url,
+        timeout=aiohttp.ClientTimeout(total=None),
+        connector=aiohttp.TCPConnector(limit=1_000_000),
+        trust_env=uses_environment(base_url),
+    )
+
+
+class KeepAliveClient:
+    """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end after the
+    caller is done with them, so their connections are reused. Everything else is the
+    wrapped session's own."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+        self._drains: set[asyncio.Task[None]] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def post(self, *args: Any, **kwargs: Any) -> _Drained:
+        return _Drained(self, self._session.post(*args, **kwargs))
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+
+    async def close(self) -> None:
+        for task in list(self._drains):
+            task.cancel()
+        await asyncio.gather(*self._drains, return_exceptions=True)
+        await self._session.close()
+
+
+class _Drained:
+    """``async with client.post(...)``: on a clean exit with the body unread, the rest of
+    the body is read by a background task, which then releases the connection. On an
+    exception the response is released at once, as aiohttp does."""
+
+    def __init__(
+        self,
+        owner: KeepAliveClient,
+        request: AbstractAsyncContextManager[aiohttp.ClientResponse],
+    ) -> None:
+        self._owner = owner
+        self._request = request
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        self._response = await self._request.__aenter__()
+        return self._response
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        response = self._response
+        if exc_type is None and response is not None and not response.content.at_eof():
+            self._owner._track(asyncio.get_running_loop().create_task(self._drain(response)))
+            return
+        await self._request.__aexit__(exc_type, exc, tb)
+
+    async def _drain(self, response: aiohttp.ClientResponse) -> None:
+        try:
+            await asyncio.wait_for(_read_to_end(response.content), DRAIN_TIMEOUT)
+        except asyncio.CancelledError:
+            response.close()
+            raise
+        except Exception:  # noqa: BLE001 - late or cut: just do not reuse the connection
+            response.close()
+        finally:
+            await self._request.__aexit__(None, None, None)
+
+
+async def _read_to_end(content: aiohttp.StreamReader) -> None:
+    while await content.readany():
+        pass
