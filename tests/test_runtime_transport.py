@@ -97,6 +97,24 @@ def test_finished_streams_reuse_one_connection() -> None:
     run(body)
 
 
+def test_body_already_arrived_is_released_without_a_background_read() -> None:
+    async def body() -> None:
+        async with stream_server() as (stream, url):
+            stream.delay = 0.0
+            stream.release.set()
+            client = transport.KeepAliveClient(transport.make_session(url))
+            for _ in range(3):
+                async with client.post("/stream") as response:
+                    assert await response.content.readline() == b"event: end\n"
+                    while not response.content.is_eof():  # the final chunk is on its way
+                        await asyncio.sleep(0.005)
+                assert not client._drains
+            await client.close()
+            assert len(set(stream.ports)) == 1, stream.ports
+
+    run(body)
+
+
 def test_final_chunk_that_never_comes_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transport, "DRAIN_TIMEOUT", 0.2)
 

@@ -111,14 +111,17 @@ class _Drained:
         tb: TracebackType | None,
     ) -> None:
         response = self._response
-        if exc_type is None and response is not None and not response.content.at_eof():
+        # Once the whole body has arrived (read or not) aiohttp keeps the connection on
+        # release; only a body still arriving needs the background read.
+        if exc_type is None and response is not None and not response.content.is_eof():
             self._owner._track(asyncio.get_running_loop().create_task(self._drain(response)))
             return
         await self._request.__aexit__(exc_type, exc, tb)
 
     async def _drain(self, response: aiohttp.ClientResponse) -> None:
         try:
-            await asyncio.wait_for(_read_to_end(response.content), DRAIN_TIMEOUT)
+            async with asyncio.timeout(DRAIN_TIMEOUT):
+                await _read_to_end(response.content)
         except asyncio.CancelledError:
             response.close()
             raise
