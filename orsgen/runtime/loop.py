@@ -89,6 +89,34 @@ def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     return asyncio.run_coroutine_threadsafe(coro, get_loop())
 
 
+class _Handoff:
+    """One blocking :func:`run`: the loop starts the coroutine as a task and releases a
+    held lock when it is done. A plain lock wakes the waiting thread with less work than
+    ``run_coroutine_threadsafe``'s future and condition, on the path of every tool call."""
+
+    __slots__ = ("coro", "done", "task")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.task: asyncio.Task[Any] | None = None
+
+    def start(self) -> None:  # on the loop
+        self.task = asyncio.get_running_loop().create_task(self.coro)
+        self.task.add_done_callback(self._finished)
+
+    def _finished(self, _task: asyncio.Task[Any]) -> None:
+        self.done.release()
+
+    def cancel(self) -> None:  # on the loop
+        if self.task is None:
+            self.coro.close()
+            self.done.release()
+        else:
+            self.task.cancel()
+
+
 def run(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
     """Run a coroutine on the runtime loop and wait at most ``timeout`` seconds.
 
@@ -98,9 +126,14 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
     if in_loop_thread():
         coro.close()
         raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")
-    future = submit(coro)
-    try:
-        return future.result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        future.cancel()
-        raise TimeoutError(f"no answer within {timeout:g} s") from None
+    handoff = _Handoff(coro)
+    runtime_loop = get_loop()
+    runtime_loop.call_soon_threadsafe(handoff.start)
+    if not handoff.done.acquire(timeout=-1 if timeout is None else timeout):
+        runtime_loop.call_soon_threadsafe(handoff.cancel)
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    task = handoff.task
+    if task is None or task.cancelled():  # cancelled on the loop (its shutdown): an Exception,
+        raise concurrent.futures.CancelledError()  # as run_coroutine_threadsafe raises it
+    result: T = task.result()
+    return result

@@ -1,0 +1,77 @@
+"""The runtime loop's blocking hand-off (``loop.run``), which every sync tool call and
+reset goes through: results and errors come back to the calling thread, a timeout
+cancels the coroutine on the loop, and nothing but an ``Exception`` ever escapes."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+
+import pytest
+
+from orsgen.runtime import loop
+
+
+async def _value(x: int) -> int:
+    await asyncio.sleep(0)
+    return x * 2
+
+
+async def _boom() -> None:
+    raise ValueError("server said no")
+
+
+def test_result_and_error_come_back() -> None:
+    assert loop.run(_value(21), timeout=5) == 42
+    with pytest.raises(ValueError, match="server said no"):
+        loop.run(_boom(), timeout=5)
+
+
+def test_timeout_cancels_the_coroutine_on_the_loop() -> None:
+    cancelled = threading.Event()
+
+    async def hang() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    with pytest.raises(TimeoutError, match="no answer within 0.2 s"):
+        loop.run(hang(), timeout=0.2)
+    assert cancelled.wait(5)
+
+
+def test_cancel_on_the_loop_is_an_exception_for_the_caller() -> None:
+    """A task cancelled by the loop's own shutdown must not reach the trainer as a
+    BaseException (``asyncio.CancelledError``), which ``except Exception`` would miss."""
+
+    async def cancelled_soon() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().call_soon(task.cancel)
+        await asyncio.sleep(60)
+
+    with pytest.raises(concurrent.futures.CancelledError) as info:
+        loop.run(cancelled_soon(), timeout=5)
+    assert isinstance(info.value, Exception)
+
+
+def test_many_threads_at_once() -> None:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        assert list(pool.map(lambda i: loop.run(_value(i), timeout=5), range(200))) == [
+            2 * i for i in range(200)
+        ]
+
+
+def test_refused_on_the_loop_thread() -> None:
+    async def nested() -> str:
+        coro = _value(1)
+        try:
+            loop.run(coro, timeout=1)
+        except RuntimeError as exc:
+            return str(exc)
+        return "no error"
+
+    assert "runtime loop thread" in loop.run(nested(), timeout=5)
