@@ -1,7 +1,7 @@
 """One-command benchmark: orsgen's generated adapter vs TRL's bridge vs the raw SDK vs raw HTTP.
 
     python bench/run.py [--tasks 500] [--setup-delay 0.5] [--tool-latency 0.0]
-                        [--calls 500] [--group 8] [--k 8]
+                        [--calls 1000] [--group 8] [--k 8]
 
 It serves bench/bench_env.py on 127.0.0.1 with the instrumented openreward server used
 by the tests (tests/serve_env.py: request counts per "METHOD /path", open sessions),
@@ -484,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", type=int, default=500, help="tasks in the environment and in the dataset benchmark")
     p.add_argument("--setup-delay", type=float, default=0.5, help="seconds each session's setup() takes")
     p.add_argument("--tool-latency", type=float, default=0.0, help="seconds each tool call takes on the server")
-    p.add_argument("--calls", type=int, default=500, help="tool calls per implementation (taken in turns)")
+    p.add_argument("--calls", type=int, default=1000, help="tool calls per implementation (taken in turns)")
     p.add_argument("--group", type=int, default=8, help="GRPO group size (num_generations)")
     p.add_argument("--k", type=int, default=8, help="concurrent rollouts")
     p.add_argument("--rollout-calls", type=int, default=3, help="tool calls per rollout in the K-way run")
