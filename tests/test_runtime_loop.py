@@ -75,3 +75,8 @@ def test_refused_on_the_loop_thread() -> None:
         return "no error"
 
     assert "runtime loop thread" in loop.run(nested(), timeout=5)
+
+
+def test_what_the_loop_cannot_start_is_raised_to_the_caller() -> None:
+    with pytest.raises(TypeError):
+        loop.run(42, timeout=5)  # type: ignore[arg-type]  # lost, it would time out instead

@@ -94,26 +94,29 @@ class _Handoff:
     held lock when it is done. A plain lock wakes the waiting thread with less work than
     ``run_coroutine_threadsafe``'s future and condition, on the path of every tool call."""
 
-    __slots__ = ("coro", "done", "task")
+    __slots__ = ("coro", "done", "task", "error")
 
     def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
         self.coro = coro
         self.done = threading.Lock()
         self.done.acquire()
         self.task: asyncio.Task[Any] | None = None
+        self.error: Exception | None = None
 
     def start(self) -> None:  # on the loop
-        self.task = asyncio.get_running_loop().create_task(self.coro)
+        try:
+            self.task = asyncio.get_running_loop().create_task(self.coro)
+        except Exception as exc:  # noqa: BLE001 - the waiting thread raises it
+            self.error = exc
+            self.done.release()
+            return
         self.task.add_done_callback(self._finished)
 
     def _finished(self, _task: asyncio.Task[Any]) -> None:
         self.done.release()
 
-    def cancel(self) -> None:  # on the loop
-        if self.task is None:
-            self.coro.close()
-            self.done.release()
-        else:
+    def cancel(self) -> None:  # on the loop, always after start (the loop keeps their order)
+        if self.task is not None:
             self.task.cancel()
 
 
@@ -132,6 +135,8 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
     if not handoff.done.acquire(timeout=-1 if timeout is None else timeout):
         runtime_loop.call_soon_threadsafe(handoff.cancel)
         raise TimeoutError(f"no answer within {timeout:g} s")
+    if handoff.error is not None:
+        raise handoff.error
     task = handoff.task
     if task is None or task.cancelled():  # cancelled on the loop (its shutdown): an Exception,
         raise concurrent.futures.CancelledError()  # as run_coroutine_threadsafe raises it

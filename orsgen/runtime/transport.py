@@ -12,7 +12,7 @@ letting ``AsyncEnvironmentsAPI`` make one, to remove two costs that the benchmar
   background, and the connection goes back to the pool.
 - With ``trust_env=True`` aiohttp looks up proxy and netrc settings in a worker thread
   twice per request. :func:`uses_environment` decides once, when the client is made:
-  the lookups stay on whenever a proxy variable or a netrc file exists.
+  the lookups stay on whenever a proxy variable applies to the URL or a netrc file exists.
 """
 
 from __future__ import annotations
