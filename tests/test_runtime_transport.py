@@ -239,3 +239,24 @@ def test_one_client_per_url_shared_by_adapters(echo_server) -> None:
     assert sum(1 for key in connection._clients if echo_server.url in key[1]) == 1
     first.close()
     second.close()
+
+
+
+def test_session_client_has_the_sdks_env_server_retry_policy_in_any_order() -> None:
+    """The SDK retries env-server errors narrowly (a 500 there is user code failing);
+    a URL that serves as both API and session URL gets that policy whichever came first,
+    and an API-only URL keeps the SDK's default."""
+    from openreward.api._session.http import _resolve_policy
+
+    from orsgen.runtime import loop
+
+    async def clients() -> tuple[Any, Any, Any]:
+        both = "http://127.0.0.1:9"  # never contacted
+        api_first = connection._client(both, env_server=False)
+        return api_first, connection._client(both, env_server=True), connection._client(
+            "http://127.0.0.1:10", env_server=False
+        )
+
+    api_first, session, api_only = loop.run(clients(), timeout=5)
+    assert api_first is session and _resolve_policy(session) == "env-server"
+    assert _resolve_policy(api_only) == "api"

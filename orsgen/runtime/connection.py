@@ -132,8 +132,8 @@ def _client(url: str, *, env_server: bool) -> Any:
             loop.on_shutdown(close_clients, priority=1)
         client = transport.KeepAliveClient(transport.make_session(url))
         _clients[key] = client
-        if env_server:  # the SDK's narrow retry policy, as AsyncEnvironmentsAPI.get sets it
-            set_retry_policy(client, "env-server")
+    if env_server:  # the SDK's narrow retry policy, as AsyncEnvironmentsAPI.get sets it;
+        set_retry_policy(client, "env-server")  # also when the URL's client came first as api
     return client
 
 
