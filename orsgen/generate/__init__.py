@@ -128,9 +128,11 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
     for name in PY_FILES:
         source = render(f"{name}.jinja", **context)
         try:
+            # Checked once, before black: black keeps the syntax tree, and its error on
+            # source that does not parse would name no line. Checking after it instead
+            # would hold two big trees at once (peak memory).
             self_check(name, source)
             formatted = format_python(source)
-            self_check(name, formatted)
         except SelfCheckError as exc:
             result.diagnostics.append(error(None, "", str(exc)))
             return result

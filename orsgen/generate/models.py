@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import json
 import sys
 import types
 import warnings
@@ -118,6 +119,7 @@ class _Reducer:
         self.taken = taken
         self.defs: dict[str, Any] = {}
         self.names: dict[str, str] = {}  # local ref -> combined $defs key
+        self.bases: dict[str, str] = {}  # combined $defs key -> its name without the prefix
 
     def def_key(self, ref: str) -> str:
         if ref not in self.names:
@@ -128,6 +130,7 @@ class _Reducer:
                 key, n = f"{base}{n}", n + 1
             self.taken.add(key)
             self.names[ref] = key
+            self.bases[key] = naming.pascal_case(tail)
             target = _local_target(self.root, ref) if ref not in ("#", "#/") else self.root
             self.defs[key] = {}
             self.defs[key] = self.reduce(target, 0)
@@ -181,6 +184,7 @@ def _combined_schema(requests: list[ModelRequest]) -> tuple[dict[str, Any], dict
     taken: set[str] = {ROOT_CLASS}
     defs: dict[str, Any] = {}
     classes: dict[str, str] = {}
+    bases: dict[str, str] = {}  # $defs key -> its name without the tool prefix
     for req in requests:
         prefix = _class_prefix(req.method, taken)
         class_name = f"{prefix}Args"
@@ -193,7 +197,63 @@ def _combined_schema(requests: list[ModelRequest]) -> tuple[dict[str, Any], dict
         }
         defs.update(reducer.defs)
         classes[req.method] = class_name
+        bases.update(reducer.bases)
+    defs, classes = _merge_identical(defs, classes, bases)
     return {"type": "object", "properties": {}, "$defs": defs}, classes
+
+
+def _merge_identical(
+    defs: dict[str, Any], classes: dict[str, str], bases: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Identical shapes become one class: 600 tools sharing one nested object make one
+    model, not 600. Repeats until stable, since merging ``Inner`` classes makes the
+    ``Args`` classes that hold them identical too. A merged nested class takes its
+    ``$defs`` name without the tool prefix when that name is free; a merged ``Args``
+    class keeps the name of the first tool (in method order) that uses it."""
+    merged: set[str] = set()
+    while True:
+        first: dict[str, str] = {}
+        alias: dict[str, str] = {}
+        for key, shape in defs.items():
+            keep = first.setdefault(json.dumps(shape, sort_keys=True), key)
+            if keep != key:
+                alias[key] = keep
+                merged.add(keep)
+        if not alias:
+            break
+        defs, classes = _rename(defs, classes, alias)
+    args = set(classes.values())
+    taken = set(defs) | {ROOT_CLASS}
+    plain: dict[str, str] = {}
+    for key in sorted(merged & set(defs) - args):
+        name = bases[key]
+        if name not in taken:
+            plain[key] = name
+            taken.add(name)
+    return _rename(defs, classes, plain) if plain else (defs, classes)
+
+
+def _rename(
+    defs: dict[str, Any], classes: dict[str, str], alias: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Drop (or rename) the aliased ``$defs`` keys and point every ref at their new name."""
+    refs = {f"#/$defs/{old}": f"#/$defs/{new}" for old, new in alias.items()}
+
+    def redirect(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"$ref"} and isinstance(node["$ref"], str):
+                return {"$ref": refs.get(node["$ref"], node["$ref"])}
+            return {k: v if k == "enum" else redirect(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [redirect(v) for v in node]
+        return node
+
+    out: dict[str, Any] = {}
+    for key, shape in defs.items():
+        new = alias.get(key, key)
+        if new not in out:  # an aliased duplicate is dropped; a renamed key keeps its place
+            out[new] = redirect(shape)
+    return out, {method: alias.get(name, name) for method, name in classes.items()}
 
 
 def _run_codegen(schema: dict[str, Any]) -> str:
