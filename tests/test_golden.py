@@ -110,3 +110,18 @@ def test_check_flags_a_leftover_generated_file_but_not_user_files(tmp_path, orsg
     run = orsgen_cli(["check", str(copy)])
     assert run.code == 1
     assert "old_models.py" in run.stdout and "-X = 1" in run.stdout
+
+
+@pytest.mark.parametrize("package", [GOLDEN, ROOT / "bench" / "benchenv"], ids=["echo", "benchenv"])
+def test_one_black_pass_is_stable(package: Path) -> None:
+    """orsgen runs black once per file; black's own two-pass ``format_str`` must leave
+    every committed file unchanged, or that one pass is not enough."""
+    import black
+    from black.mode import Mode, TargetVersion
+
+    from orsgen.generate.render import BLACK_LINE_LENGTH
+
+    mode = Mode(line_length=BLACK_LINE_LENGTH, target_versions={TargetVersion.PY311})
+    for path in sorted(package.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert black.format_str(text, mode=mode) == text, path.name

@@ -5,7 +5,6 @@ It reads no network and writes no disk. The CLI decides what to do with the resu
 
 from __future__ import annotations
 
-import pprint
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,13 +39,13 @@ def _label(environment: Mapping[str, Any]) -> str:
 
 
 def _wire_names(tools: list[ToolView]) -> str:
-    """The ``WIRE_NAMES`` literal, one method per line (as black would lay it out)."""
-    lines = []
-    for tool in sorted(tools, key=lambda t: t.method):
-        params = {p.name: p.wire for p in tool.params}
-        entry = pprint.pformat((tool.wire, params), width=10**6, sort_dicts=True)
-        lines.append(f"        {tool.method!r}: {entry},\n")
-    return "{\n" + "".join(lines) + "    }"
+    """The ``WIRE_NAMES`` literal, sorted. The trailing comma tells black to put each
+    method on its own line, however few there are; black does the rest of the layout."""
+    entries = [
+        f"{tool.method!r}: {(tool.wire, dict(sorted((p.name, p.wire) for p in tool.params)))!r}"
+        for tool in sorted(tools, key=lambda t: t.method)
+    ]
+    return "{" + ", ".join(entries) + ",}"
 
 
 def _terminal_tool(environment: Mapping[str, Any]) -> str:

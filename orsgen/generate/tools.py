@@ -14,7 +14,6 @@ from orsgen.generate.describe import describe, needs_structure
 from orsgen.generate.models import ModelRequest, has_object_fields
 from orsgen.generate.typemap import TypeContext, child, deref, hint_for, short_json, with_null
 
-_LINE = 100  # black's line length (render.BLACK_LINE_LENGTH)
 _SCALAR_CHECK: dict[str, type | tuple[type, ...]] = {
     "str": str,
     "int": int,
@@ -64,21 +63,12 @@ class ToolView:
 
     @property
     def parameters(self) -> str:
-        """The parameter list, pre-split the way black would split it when it is long
-        (black is the slowest step for big environments; splitting here saves it work)."""
-        parts = ["self", *(p.signature for p in self.params)]
-        one_line = ", ".join(parts)
-        if len(f"    def {self.method}({one_line}) -> str:") <= _LINE:
-            return one_line
-        return "\n" + "".join(f"        {part},\n" for part in parts) + "    "
+        """The parameter list on one line; black lays it out."""
+        return ", ".join(["self", *(p.signature for p in self.params)])
 
     @property
     def required_args(self) -> str:
-        pairs = [f"{p.wire_literal}: {p.name}" for p in self.params if p.required]
-        one_line = "{" + ", ".join(pairs) + "}"
-        if len(f"        _args: dict[str, Any] = {one_line}") <= _LINE:
-            return one_line
-        return "{\n" + "".join(f"            {pair},\n" for pair in pairs) + "        }"
+        return "{" + ", ".join(f"{p.wire_literal}: {p.name}" for p in self.params if p.required) + "}"
 
 
 def _show(wire: str, limit: int = 60) -> str:
