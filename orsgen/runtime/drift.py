@@ -8,13 +8,12 @@ runtime lists that session's tools (``GET /{env}/task_tools``, one extra request
 process), rebuilds the same hash from what it can observe and, when it differs,
 names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``.
 
-The hash functions live here, not in the generator, so the runtime computes exactly
-what the snapshotter stored without importing it.
+The hash functions live in the neutral ``orsgen.canonical``, so the runtime computes
+exactly what the snapshotter stored without importing the generator.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import threading
@@ -23,40 +22,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-
-def sha256_of(value: Any) -> str:
-    """sha256 of canonical JSON: sorted keys, compact separators, non-ASCII kept."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def tools_sha256(environment: Mapping[str, Any]) -> str:
-    """Hash of the tool surface alone (shared plus task tools), for the runtime drift guard."""
-    return sha256_of({"tools": environment["tools"], "task_tools": environment["task_tools"]})
-
-
-def spec_dict(spec: Any) -> dict[str, Any]:
-    """A tool spec (SDK ``ToolSpec`` or wire dict) in the snapshot's stored form."""
-    if isinstance(spec, Mapping):
-        name, description, schema = (
-            spec.get("name"),
-            spec.get("description"),
-            spec.get("input_schema"),
-        )
-    else:
-        name = getattr(spec, "name", None)
-        description = getattr(spec, "description", None)
-        schema = getattr(spec, "input_schema", None)
-    out: dict[str, Any] = {
-        "name": str(name),
-        "description": str(description or ""),
-        "input_schema": schema,
-    }
-    if isinstance(spec, Mapping) and "property_order" in spec:  # already in stored form
-        out["property_order"] = list(spec["property_order"])
-    elif isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
-        out["property_order"] = [str(k) for k in schema["properties"]]
-    return out
+from orsgen.canonical import sha256_of
+from orsgen.canonical import spec_dict as spec_dict  # re-exported: older callers import it here
+from orsgen.canonical import tools_sha256 as tools_sha256
 
 
 class ToolDriftWarning(UserWarning):

@@ -1,4 +1,9 @@
-"""Snapshotting: the only part of orsgen that talks to the network."""
+"""Snapshotting: the only part of orsgen that talks to the network.
+
+The network code (the fetcher and the runtime's connection module) is imported on
+first use, so ``orsgen.snapshot.model`` (the stored file, which the generator reads)
+loads no network code.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +11,31 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orsgen.diagnostics import Diagnostic
-from orsgen.runtime.connection import Endpoint, resolve
 from orsgen.snapshot.errors import TargetError
-from orsgen.snapshot.fetch import FetchOptions, fetch
 from orsgen.snapshot.targets import Target, classify
+
+if TYPE_CHECKING:
+    from orsgen.runtime.connection import Endpoint
+    from orsgen.snapshot.fetch import FetchOptions
 
 __all__ = ["FetchOptions", "Target", "TargetError", "classify", "take"]
 
 
+def __getattr__(name: str) -> Any:
+    if name == "FetchOptions":
+        from orsgen.snapshot.fetch import FetchOptions
+
+        return FetchOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @contextmanager
 def _endpoint(target: Target, api_key: str | None, titles: dict[str, str]) -> Iterator[Endpoint]:
+    from orsgen.runtime.connection import resolve
+
     if target.kind == "file":
         from orsgen.snapshot.local import serve_file
 
@@ -70,6 +87,8 @@ def take(
     progress: Callable[[str], None] = lambda _: None,
 ) -> tuple[dict[str, Any], list[Diagnostic]]:
     """Snapshot a live target; returns the ``environment`` section and diagnostics."""
+    from orsgen.snapshot.fetch import fetch
+
     titles: dict[str, str] = {}
     with _endpoint(target, api_key, titles) as endpoint:
         facts, diagnostics = fetch(endpoint, env_name, options, progress)

@@ -9,7 +9,7 @@ from typing import Any
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.runtime import loop
 from orsgen.runtime.connection import Endpoint, environment, session_secrets, stateless
-from orsgen.runtime.drift import spec_dict
+from orsgen.canonical import spec_dict
 from orsgen.snapshot.errors import TargetError
 
 Progress = Callable[[str], None]

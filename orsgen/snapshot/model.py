@@ -18,19 +18,15 @@ from collections.abc import Iterable
 from typing import Any
 
 # One definition, shared with the runtime drift guard (which must not import the generator).
-from orsgen.runtime.drift import sha256_of as sha256_of
-from orsgen.runtime.drift import tools_sha256 as tools_sha256
+from orsgen.canonical import canonical_json as canonical_json
+from orsgen.canonical import sha256_of as sha256_of
+from orsgen.canonical import tools_sha256 as tools_sha256
 
 FORMAT = 1
 
 
 class SnapshotError(ValueError):
     """A snapshot file is missing, malformed or of an unknown format."""
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, fixed separators, non-ASCII kept, trailing newline: byte-stable."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
 
 
 def build(environment: dict[str, Any], package: dict[str, Any]) -> dict[str, Any]:

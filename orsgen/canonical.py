@@ -1,0 +1,53 @@
+"""Canonical JSON and the hashes built on it, shared by the snapshotter, the generator
+and the runtime drift guard.
+
+It imports nothing but the standard library, so the runtime can compute exactly what
+the snapshotter stored without importing the generator (or the network code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, fixed separators, non-ASCII kept, trailing newline: byte-stable."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2) + "\n"
+
+
+def sha256_of(value: Any) -> str:
+    """sha256 of canonical JSON: sorted keys, compact separators, non-ASCII kept."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def tools_sha256(environment: Mapping[str, Any]) -> str:
+    """Hash of the tool surface alone (shared plus task tools), for the runtime drift guard."""
+    return sha256_of({"tools": environment["tools"], "task_tools": environment["task_tools"]})
+
+
+def spec_dict(spec: Any) -> dict[str, Any]:
+    """A tool spec (SDK ``ToolSpec`` or wire dict) in the snapshot's stored form."""
+    if isinstance(spec, Mapping):
+        name, description, schema = (
+            spec.get("name"),
+            spec.get("description"),
+            spec.get("input_schema"),
+        )
+    else:
+        name = getattr(spec, "name", None)
+        description = getattr(spec, "description", None)
+        schema = getattr(spec, "input_schema", None)
+    out: dict[str, Any] = {
+        "name": str(name),
+        "description": str(description or ""),
+        "input_schema": schema,
+    }
+    if isinstance(spec, Mapping) and "property_order" in spec:  # already in stored form
+        out["property_order"] = list(spec["property_order"])
+    elif isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
+        out["property_order"] = [str(k) for k in schema["properties"]]
+    return out
