@@ -17,7 +17,8 @@ from orsgen.generate.render import SelfCheckError, format_python, render, self_c
 from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
 from orsgen.runtime import RUNTIME_VERSION
-from orsgen.snapshot.model import dump, tools_sha256
+from orsgen.snapshot.model import SnapshotError, dump, tools_sha256
+from orsgen.snapshot.stored import Environment, parse
 
 PY_FILES = ("__init__.py", "adapter.py", "dataset.py", "models.py", "rewards.py", "version.py")
 
@@ -32,10 +33,8 @@ class GenerateResult:
         return not has_errors(self.diagnostics)
 
 
-def _label(environment: Mapping[str, Any]) -> str:
-    ident = environment.get("identity", {})
-    name = ident.get("deployment") or ident.get("env_name") or "(unnamed)"
-    return docstrings.literal_body(docstrings.one_line(repr(str(name))))
+def _label(environment: Environment) -> str:
+    return docstrings.literal_body(docstrings.one_line(repr(environment.identity.label)))
 
 
 def _wire_names(tools: list[ToolView]) -> str:
@@ -48,14 +47,11 @@ def _wire_names(tools: list[ToolView]) -> str:
     return "{" + ", ".join(entries) + ",}"
 
 
-def _terminal_tool(environment: Mapping[str, Any]) -> str:
+def _terminal_tool(environment: Environment) -> str:
     """``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
     ``outcome_reward`` feeds it the rollout's final assistant message."""
-    term = environment.get("terminal_tool")
-    if not isinstance(term, Mapping) or not isinstance(term.get("name"), str):
-        return "None"
-    arg = term.get("arg")
-    return repr((term["name"], arg if isinstance(arg, str) else None))
+    term = environment.terminal_tool
+    return "None" if term is None else repr((term.name, term.arg))
 
 
 def _imports(tools: list[ToolView]) -> list[str]:
@@ -86,40 +82,43 @@ def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
 
 
 def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
-    """Generate every file of the adapter package described by ``snapshot``."""
+    """Generate every file of the adapter package described by ``snapshot`` (the stored
+    mapping; it is validated here, once, into typed models)."""
     result = GenerateResult()
-    environment = snapshot["environment"]
-    package = snapshot["package"]
-    specs = tool_specs(environment, package)
-    tools = build_tools(specs, result.diagnostics, package.get("rename"))
+    try:
+        stored = parse(snapshot)
+    except SnapshotError as exc:
+        result.diagnostics.append(error(None, "", str(exc)))
+        return result
+    environment, package = stored.environment, stored.package
+    tools = build_tools(tool_specs(environment, package), result.diagnostics, package.rename)
     if not tools and not has_errors(result.diagnostics):
         result.diagnostics.append(error(None, "", "the environment exposes no tools to generate"))
     if has_errors(result.diagnostics):
         return result
     models_body = _attach_models(tools, result.diagnostics)
-    ident = environment.get("identity", {})
-    target = environment.get("target", {})
-    class_name = package["class_name"]
+    ident, target = environment.identity, environment.target
+    class_name = package.class_name
     context: dict[str, Any] = {
-        "package": package["name"],
-        "import_path": package["name"],
+        "package": package.name,
+        "import_path": package.name,
         "class_name": class_name,
         "scored_class_name": f"Scored{class_name}",
         "class_doc": f"Adapter for {_label(environment)}: {len(tools)} tools.",
         "env_label": _label(environment),
-        "env_name": repr(ident.get("env_name")),
-        "deployment": repr(ident.get("deployment")),
-        "default_url": repr(target.get("value") if target.get("kind") == "url" else None),
-        "default_split": repr(package.get("split", "train")),
-        "tools_sha256": repr(tools_sha256(environment)),
+        "env_name": repr(ident.env_name),
+        "deployment": repr(ident.deployment),
+        "default_url": repr(target.value if target is not None and target.kind == "url" else None),
+        "default_split": repr(package.split),
+        "tools_sha256": repr(tools_sha256(snapshot["environment"])),
         "terminal_tool": _terminal_tool(environment),
-        "supports_score_group": repr(bool(environment.get("supports_score_group"))),
+        "supports_score_group": repr(environment.supports_score_group),
         "wire_names": _wire_names(tools),
         "imports": _imports(tools),
         "tools": tools,
         "models_body": models_body,
-        "version": repr(package.get("version", "1.0.0")),
-        "snapshot_sha256": repr(snapshot["sha256"]),
+        "version": repr(package.version),
+        "snapshot_sha256": repr(stored.sha256),
         "orsgen_version": repr(ORSGEN_VERSION),
         "runtime_version": repr(RUNTIME_VERSION),
         "runtime_requirement": "requires_" + RUNTIME_VERSION.replace(".", "_"),
@@ -140,6 +139,6 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
             return result
         result.files[name] = formatted
     result.files["snapshot.json"] = dump(dict(snapshot))
-    result.files["CHANGES.md"] = changelog(package.get("history") or [])
+    result.files["CHANGES.md"] = changelog(package.history)
     result.files["py.typed"] = ""
     return result

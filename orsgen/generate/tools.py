@@ -13,6 +13,7 @@ from orsgen.generate import docstrings, naming
 from orsgen.generate.describe import describe, needs_structure
 from orsgen.generate.models import ModelRequest, has_object_fields
 from orsgen.generate.typemap import TypeContext, child, deref, hint_for, short_json, with_null
+from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
 
 _SCALAR_CHECK: dict[str, type | tuple[type, ...]] = {
     "str": str,
@@ -114,16 +115,16 @@ def _default_source(value: Any, hint: str, nullable: bool) -> str | None:
 
 
 def build_tool(
-    spec: Mapping[str, Any],
+    spec: ToolSpec,
     method: str,
     diagnostics: list[Diagnostic],
     param_renames: Mapping[str, str] | None = None,
 ) -> ToolView | None:
     """The view of one tool, or ``None`` after an error diagnostic that names it."""
-    wire = str(spec["name"])
-    schema = spec.get("input_schema")
+    wire = spec.name
+    schema = spec.input_schema
     ctx = TypeContext(root=schema if isinstance(schema, Mapping) else {}, tool=wire)
-    tool = ToolView(method=method, wire=wire, description=str(spec.get("description") or ""))
+    tool = ToolView(method=method, wire=wire, description=spec.description)
     if schema is None:
         schema = {}
     if not isinstance(schema, Mapping):
@@ -157,9 +158,9 @@ def build_tool(
             diagnostics.append(
                 warning(wire, "/required", f"required parameter {name!r} has no schema; typed Any")
             )
-    order = spec.get("property_order")
-    if isinstance(order, list) and sorted(map(str, order)) == sorted(map(str, props)):
-        wires = [str(w) for w in order] + [w for w in wires if w not in props]
+    order = spec.property_order
+    if order is not None and sorted(order) == sorted(map(str, props)):
+        wires = [*order, *(w for w in wires if w not in props)]
     for key in ("patternProperties",):
         if key in schema:
             diagnostics.append(
@@ -281,20 +282,14 @@ def method_docstring(tool: ToolView) -> str:
     return body
 
 
-def tool_specs(
-    environment: Mapping[str, Any], package: Mapping[str, Any]
-) -> list[Mapping[str, Any]]:
+def tool_specs(environment: Environment, package: Package) -> list[ToolSpec]:
     """Shared tools, then task tools, filtered by the package's include/exclude options."""
-    specs: list[Mapping[str, Any]] = [
-        *environment.get("tools", []),
-        *environment.get("task_tools", []),
-    ]
-    include = package.get("include")
-    exclude = set(package.get("exclude") or [])
-    if include:
-        wanted = set(include)
-        specs = [s for s in specs if s["name"] in wanted]
-    return [s for s in specs if s["name"] not in exclude]
+    specs = [*environment.tools, *environment.task_tools]
+    if package.include:
+        wanted = set(package.include)
+        specs = [s for s in specs if s.name in wanted]
+    exclude = set(package.exclude)
+    return [s for s in specs if s.name not in exclude]
 
 
 def _checked_renames(
@@ -321,32 +316,25 @@ def _checked_renames(
 
 
 def build_tools(
-    specs: Sequence[Mapping[str, Any]],
+    specs: Sequence[ToolSpec],
     diagnostics: list[Diagnostic],
-    renames: Mapping[str, Any] | None = None,
+    renames: Renames | None = None,
 ) -> list[ToolView]:
-    """One view per tool; ``renames`` is the recorded ``rename`` config
-    (``{"tools": {wire: name}, "params": {wire tool: {wire param: name}}}``)."""
-    renames = renames or {}
-    wires = [str(s["name"]) for s in specs]
+    """One view per tool, named as the recorded ``rename`` config asks where it can be."""
+    renames = renames or Renames()
+    wires = [s.name for s in specs]
     preferred = _checked_renames(
-        None,
-        renames.get("tools") or {},
-        wires,
-        naming.RESERVED_METHODS,
-        "rename.tools",
-        diagnostics,
+        None, renames.tools, wires, naming.RESERVED_METHODS, "rename.tools", diagnostics
     )
     methods = naming.method_names(wires, preferred)
-    param_renames: Mapping[str, Mapping[str, str]] = renames.get("params") or {}
     tools: list[ToolView] = []
     for spec in specs:
-        wire = str(spec["name"])
+        wire = spec.name
         if methods[wire] != wire and wire not in preferred:
             diagnostics.append(
                 warning(wire, "", f"tool {_show(wire)} is named {methods[wire]!r} in Python")
             )
-        view = build_tool(spec, methods[wire], diagnostics, param_renames.get(wire))
+        view = build_tool(spec, methods[wire], diagnostics, renames.params.get(wire))
         if view is not None:
             tools.append(view)
     return sorted(tools, key=lambda t: t.method)
