@@ -2,9 +2,10 @@
 # `orsgen DIR/snapshot.json -o DIR`, where DIR is this package's directory.
 """Generated ORS adapter package for 'benchenv'.
 
-Usage::
+Usage, for this package written to ``generated/benchenv`` (change the import path to
+where it lives)::
 
-    from benchenv import BenchEnv, load_tasks, outcome_reward
+    from generated.benchenv import BenchEnv, load_tasks, outcome_reward
 
     trainer = GRPOTrainer(
         model=...,

@@ -2,9 +2,10 @@
 # `orsgen DIR/snapshot.json -o DIR`, where DIR is this package's directory.
 """Generated ORS adapter package for 'echoenv'.
 
-Usage::
+Usage, for this package written to ``generated/echo`` (change the import path to
+where it lives)::
 
-    from echo import EchoEnv, load_tasks, outcome_reward
+    from generated.echo import EchoEnv, load_tasks, outcome_reward
 
     trainer = GRPOTrainer(
         model=...,
