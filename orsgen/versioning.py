@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from orsgen.generate.typemap import TypeContext, deref, hint_for
+from orsgen.generate import ir
+from orsgen.generate.typemap import TypeContext, deref, type_of
 
 Level = Literal["unchanged", "patch", "minor", "major"]
 _RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
@@ -80,29 +81,6 @@ def _tools(environment: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {str(s["name"]): s for s in specs}
 
 
-def _split_union(hint: str) -> set[str]:
-    """Top-level members of ``A | B``; brackets keep nested unions whole."""
-    parts, depth, current = [], 0, ""
-    for ch in hint:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "|" and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    parts.append(current.strip())
-    return {p for p in parts if p}
-
-
-def _literal_values(hint: str) -> set[str] | None:
-    if hint.startswith("Literal[") and hint.endswith("]"):
-        return {v.strip() for v in hint[len("Literal[") : -1].split(",")}
-    return None
-
-
 def _params(schema: Any, tool: str) -> tuple[dict[str, Any], set[str], Mapping[str, Any]]:
     root = schema if isinstance(schema, Mapping) else {}
     ctx = TypeContext(root=root, tool=tool)
@@ -113,27 +91,30 @@ def _params(schema: Any, tool: str) -> tuple[dict[str, Any], set[str], Mapping[s
     return (dict(props) if isinstance(props, Mapping) else {}), required, root
 
 
-def _compare_types(tool: str, param: str, old: str, new: str, out: list[Change]) -> None:
+def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[Change]) -> None:
     where = f"parameter {param!r} of tool {tool!r}"
-    if old == new:
+    old_hint, new_hint = ir.render(old), ir.render(new)
+    if old_hint == new_hint:
         return
-    old_members, new_members = _split_union(old), _split_union(new)
-    old_lits = [_literal_values(m) for m in old_members]
-    new_lits = [_literal_values(m) for m in new_members]
-    if len(old_members) == len(new_members) and all(v is not None for v in old_lits + new_lits):
-        old_values = set().union(*(v for v in old_lits if v is not None))
-        new_values = set().union(*(v for v in new_lits if v is not None))
+    old_members, new_members = ir.members(old), ir.members(new)
+    # Same number of members, all of them Literals: an enum gained or lost values.
+    literals = [m for m in old_members + new_members if isinstance(m, ir.LiteralOf)]
+    if len(old_members) == len(new_members) and len(literals) == len(old_members) * 2:
+        old_values = {repr(v) for m in old_members if isinstance(m, ir.LiteralOf) for v in m.values}
+        new_values = {repr(v) for m in new_members if isinstance(m, ir.LiteralOf) for v in m.values}
         for value in sorted(old_values - new_values):
             out.append(Change(tool, "major", f"{where}: enum value {value} removed"))
         for value in sorted(new_values - old_values):
             out.append(Change(tool, "minor", f"{where}: enum value {value} added"))
         return
-    if "Any" in new_members or old_members < new_members:
-        out.append(Change(tool, "minor", f"{where}: type widened from {old} to {new}"))
-    elif new_members < old_members:
-        out.append(Change(tool, "major", f"{where}: type narrowed from {old} to {new}"))
+    old_set = {ir.render(m) for m in old_members}
+    new_set = {ir.render(m) for m in new_members}
+    if "Any" in new_set or old_set < new_set:
+        out.append(Change(tool, "minor", f"{where}: type widened from {old_hint} to {new_hint}"))
+    elif new_set < old_set:
+        out.append(Change(tool, "major", f"{where}: type narrowed from {old_hint} to {new_hint}"))
     else:
-        out.append(Change(tool, "major", f"{where}: type changed from {old} to {new}"))
+        out.append(Change(tool, "major", f"{where}: type changed from {old_hint} to {new_hint}"))
 
 
 def _compare_schema(
@@ -163,11 +144,8 @@ def _compare_schema(
                 Change(tool, "minor", f"parameter {label!r} of tool {tool!r} became optional")
             )
         old_ctx, new_ctx = TypeContext(old_root, tool), TypeContext(new_root, tool)
-        old_hint, old_null = hint_for(old_ctx, old_props[name], "")
-        new_hint, new_null = hint_for(new_ctx, new_props[name], "")
-        old_full = old_hint + (" | None" if old_null else "")
-        new_full = new_hint + (" | None" if new_null else "")
-        _compare_types(tool, label, old_full, new_full, out)
+        old_type, new_type = type_of(old_ctx, old_props[name], ""), type_of(new_ctx, new_props[name], "")
+        _compare_types(tool, label, ir.nullable(*old_type), ir.nullable(*new_type), out)
         # Nested object fields follow the same rules, one level of dotted names at a time.
         old_nested, _ = deref(old_ctx, old_props[name], "", frozenset())
         new_nested, _ = deref(new_ctx, new_props[name], "", frozenset())

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from orsgen.generate.typemap import TypeContext, hint_for, with_null
+from orsgen.generate.typemap import TypeContext, hint_for
 
 ROOT: dict[str, Any] = {
     "$defs": {
@@ -21,8 +21,8 @@ ROOT: dict[str, Any] = {
 
 def hint(schema: Any) -> tuple[str, list[str]]:
     ctx = TypeContext(root=ROOT, tool="t")
-    text, nullable = hint_for(ctx, schema, "/properties/p")
-    return with_null(text, nullable), [d.message for d in ctx.diagnostics]
+    text = hint_for(ctx, schema, "/properties/p")
+    return text, [d.message for d in ctx.diagnostics]
 
 
 @pytest.mark.parametrize(

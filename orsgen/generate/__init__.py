@@ -12,7 +12,7 @@ from typing import Any
 from orsgen import __version__ as ORSGEN_VERSION
 from orsgen.changelog import changelog
 from orsgen.diagnostics import Diagnostic, error, has_errors
-from orsgen.generate import docstrings
+from orsgen.generate import docstrings, ir
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check
 from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
@@ -56,7 +56,7 @@ def _terminal_tool(environment: Environment) -> str:
 
 def _imports(tools: list[ToolView]) -> list[str]:
     typing_names = ["Any", "ClassVar"]
-    if any("Literal[" in p.hint for t in tools for p in t.params):
+    if any(ir.uses_literal(p.type) for t in tools for p in t.params):
         typing_names.append("Literal")
     lines = [f"from typing import {', '.join(typing_names)}", ""]
     if any(p.default == "_UNSET" for t in tools for p in t.params):

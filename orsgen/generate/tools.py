@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,26 +10,25 @@ from orsgen.diagnostics import Diagnostic, error, warning
 from orsgen.generate import docstrings, naming
 from orsgen.generate.describe import describe, needs_structure
 from orsgen.generate.models import ModelRequest, has_object_fields
-from orsgen.generate.typemap import TypeContext, child, deref, hint_for, short_json, with_null
+from orsgen.generate import ir
+from orsgen.generate.typemap import TypeContext, child, deref, short_json, type_of
 from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
 
-_SCALAR_CHECK: dict[str, type | tuple[type, ...]] = {
-    "str": str,
-    "int": int,
-    "float": (int, float),
-    "bool": bool,
-}
 
 
 @dataclass
 class ParamView:
     name: str
     wire: str
-    hint: str
+    type: ir.Node  # with ``Optional`` when the schema admits null
     required: bool
     default: str  # Python source of the default ("" when required)
     send_condition: str  # when an optional argument is sent
     description: str
+
+    @property
+    def hint(self) -> str:
+        return ir.render(self.type)
 
     @property
     def signature(self) -> str:
@@ -76,42 +73,6 @@ def _show(wire: str, limit: int = 60) -> str:
     """A wire name for a message: ``repr``'d, and shortened when very long."""
     text = repr(wire)
     return text if len(text) <= limit else text[: limit - 4] + "...'"
-
-
-def _literal_values(hint: str) -> list[Any] | None:
-    """The values of a ``Literal[...]`` hint that orsgen wrote itself (``repr``'d values)."""
-    if not (hint.startswith("Literal[") and hint.endswith("]")):
-        return None
-    try:
-        values = ast.literal_eval("[" + hint[len("Literal[") : -1] + "]")
-    except (ValueError, SyntaxError):
-        return None  # e.g. a union of Literals; too clever to guess, so no default
-    return values if isinstance(values, list) else None
-
-
-def _fits(value: Any, hint: str) -> bool:
-    if hint == "Any":
-        return True
-    values = _literal_values(hint)
-    if values is not None:
-        return any(type(v) is type(value) and v == value for v in values)
-    if " | " in hint:
-        return any(_fits(value, part) for part in hint.split(" | ") if "[" not in part)
-    base = _SCALAR_CHECK.get(hint)
-    if base is None:
-        return False
-    return isinstance(value, base) and (hint == "bool" or not isinstance(value, bool))
-
-
-def _default_source(value: Any, hint: str, nullable: bool) -> str | None:
-    """``repr`` of a schema default when it is an immutable literal that fits the hint."""
-    if value is None:
-        return "None" if nullable else None
-    if not isinstance(value, (bool, int, float, str)):
-        return None  # lists and objects are mutable: documented, never a Python default
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # ``repr`` would be ``nan``/``inf``, which is not a literal
-    return repr(value) if _fits(value, hint) else None
 
 
 def build_tool(
@@ -191,20 +152,21 @@ def build_tool(
     for w in wires:
         pointer = child("/properties", w)
         pschema = props.get(w, {})
-        hint, nullable = hint_for(ctx, pschema, pointer)
+        node, nullable = type_of(ctx, pschema, pointer)
         is_required = w in required
         description = _param_description(ctx, w, pschema, pointer)
         default = ""
         condition = ""
         if not is_required:
             raw_default = pschema.get("default", ...) if isinstance(pschema, Mapping) else ...
-            source = None if raw_default is ... else _default_source(raw_default, hint, nullable)
+            source = None if raw_default is ... else ir.default_source(raw_default, node, nullable)
             if raw_default is not ... and source is None and raw_default is not None:
                 if isinstance(raw_default, (list, dict)):
                     message = "mutable default is documented, not used as the Python default"
                 else:
                     message = (
-                        f"default {short_json(raw_default)} does not fit type {hint}; left unset"
+                        f"default {short_json(raw_default)} does not fit type {ir.render(node)}; "
+                        "left unset"
                     )
                 ctx.warn(child(pointer, "default"), message)
             if source is not None:
@@ -217,12 +179,11 @@ def build_tool(
             else:
                 default = "_UNSET"
                 condition = f"{names[w]} is not _UNSET"
-        hint = with_null(hint, nullable)
         params.append(
             ParamView(
                 name=names[w],
                 wire=w,
-                hint=hint,
+                type=ir.nullable(node, nullable),
                 required=is_required,
                 default=default,
                 send_condition=condition,

@@ -1,4 +1,5 @@
-"""JSON Schema → the richest Python type hint ``transformers.utils.get_json_schema`` can express.
+"""JSON Schema → the richest type ``transformers.utils.get_json_schema`` can express, as an
+:mod:`orsgen.generate.ir` tree (rendered to a hint by ``ir.render``).
 
 Schemas are untrusted. Nothing here is ever executed or fetched: a remote or
 dangling ``$ref`` or an unknown type becomes ``Any`` with a warning, and every
@@ -13,8 +14,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
+from orsgen.generate.ir import (
+    ANY,
+    NONE,
+    AnyOf,
+    DictOf,
+    ListOf,
+    LiteralOf,
+    Node,
+    Primitive,
+    Scalar,
+    TupleOf,
+    nullable,
+    render,
+    union,
+)
 
-_SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+_SCALARS: dict[str, Scalar] = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+}
 # mypy accepts these in Literal[...]; floats are not allowed there.
 _LITERAL_TYPES = (str, int, bool, type(None))
 MAX_DEPTH = 12
@@ -27,7 +48,6 @@ class TypeContext:
     root: Mapping[str, Any]
     tool: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    uses: set[str] = field(default_factory=set)
 
     def warn(self, pointer: str, message: str) -> None:
         self.diagnostics.append(warning(self.tool, pointer, message))
@@ -108,155 +128,140 @@ def deref(
     return {}, seen
 
 
-def _literal(values: list[Any]) -> str:
-    return "Literal[" + ", ".join(repr(v) for v in values) + "]"
-
-
-def _union(hints: list[str]) -> str:
-    unique = list(dict.fromkeys(hints))
-    if "Any" in unique:
-        return "Any"
-    return " | ".join(unique)
-
-
-def hint_for(
+def type_of(
     ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str] = frozenset(), depth: int = 0
-) -> tuple[str, bool]:
-    """Return ``(hint, nullable)``; the caller adds ``| None`` when it needs it."""
+) -> tuple[Node, bool]:
+    """Return ``(node, nullable)``; the caller wraps it in ``Optional`` when it needs to."""
     if depth > MAX_DEPTH:
         ctx.warn(pointer, "schema nested too deeply; typed Any")
-        return "Any", False
+        return AnyOf("nested too deeply"), False
     if schema is True or schema is None or schema == {}:
-        return "Any", False
+        return ANY, False
     if schema is False:
         ctx.warn(pointer, "schema `false` accepts nothing; typed Any")
-        return "Any", False
+        return AnyOf("schema false"), False
     if not isinstance(schema, Mapping):
         ctx.warn(pointer, f"schema is a {type(schema).__name__}, not an object; typed Any")
-        return "Any", False
+        return AnyOf("not a schema"), False
     schema, seen = deref(ctx, schema, pointer, seen)
     if not isinstance(schema, Mapping) or not schema:
-        return "Any", False
-    nullable = schema.get("nullable") is True
+        return ANY, False
+    is_null = schema.get("nullable") is True
 
     if "const" in schema:
-        return _enum_hint(ctx, [schema["const"]], pointer, nullable)
+        return _enum_type(ctx, [schema["const"]], pointer, is_null)
     if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return _enum_hint(ctx, list(schema["enum"]), child(pointer, "enum"), nullable)
+        return _enum_type(ctx, list(schema["enum"]), child(pointer, "enum"), is_null)
 
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list) and branches:
-            hints: list[str] = []
+            nodes: list[Node] = []
             for i, branch in enumerate(branches):
                 if (
                     isinstance(branch, Mapping)
                     and branch.get("type") == "null"
                     and len(branch) <= 2
                 ):
-                    nullable = True
+                    is_null = True
                     continue
-                hint, branch_null = hint_for(
+                node, branch_null = type_of(
                     ctx, branch, child(pointer, key, str(i)), seen, depth + 1
                 )
-                nullable = nullable or branch_null
-                hints.append(hint)
-            if not hints:
-                return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
-            return _union(hints), nullable
+                is_null = is_null or branch_null
+                nodes.append(node)
+            if not nodes:
+                return NONE, False
+            return union(nodes), is_null
 
     kind = schema.get("type")
     if isinstance(kind, list):
         kinds = [k for k in kind if k != "null"]
-        nullable = nullable or len(kinds) < len(kind)
+        is_null = is_null or len(kinds) < len(kind)
         if not kinds:
-            return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
-        hints = [hint_for(ctx, {**schema, "type": k}, pointer, seen, depth + 1)[0] for k in kinds]
-        return _union(hints), nullable
+            return NONE, False
+        nodes = [type_of(ctx, {**schema, "type": k}, pointer, seen, depth + 1)[0] for k in kinds]
+        return union(nodes), is_null
     if kind is None:
         if "properties" in schema or "additionalProperties" in schema:
             kind = "object"
         elif "items" in schema or "prefixItems" in schema:
             kind = "array"
         else:
-            return "Any", nullable
+            return ANY, is_null
     if kind == "null":
-        return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
+        return NONE, False
     if kind in _SCALARS:
-        return _SCALARS[kind], nullable
+        return Primitive(_SCALARS[kind]), is_null
     if kind == "array":
-        return _array_hint(ctx, schema, pointer, seen, depth), nullable
+        return _array_type(ctx, schema, pointer, seen, depth), is_null
     if kind == "object":
-        return _object_hint(ctx, schema, pointer, seen, depth), nullable
+        return _object_type(ctx, schema, pointer, seen, depth), is_null
     ctx.warn(child(pointer, "type"), f"unknown type {kind!r}; typed Any")
-    return "Any", nullable
+    return AnyOf(f"unknown type {kind!r}"), is_null
 
 
-def _enum_hint(
-    ctx: TypeContext, values: list[Any], pointer: str, nullable: bool
-) -> tuple[str, bool]:
+def _enum_type(
+    ctx: TypeContext, values: list[Any], pointer: str, is_null: bool
+) -> tuple[Node, bool]:
     if None in values:
-        nullable = True
+        is_null = True
         values = [v for v in values if v is not None]
     if not values:
-        return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
+        return NONE, False
     if all(isinstance(v, _LITERAL_TYPES) for v in values):
-        ctx.uses.add("Literal")
         # Dedupe by type and value: ``1``, ``1.0`` and ``True`` are equal but distinct enum values.
         unique = list({(type(v).__name__, v): v for v in values}.values())
-        return _literal(unique), nullable
+        return LiteralOf(tuple(unique)), is_null
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         # Literal cannot hold floats; the allowed values still reach the model in the description.
-        return "float", nullable
+        return Primitive("float"), is_null
     ctx.warn(
         pointer,
         "enum holds values a type hint cannot express; typed Any (values listed in the description)",
     )
-    return "Any", nullable
+    return AnyOf("enum values a hint cannot express"), is_null
 
 
-def _array_hint(
+def _array_type(
     ctx: TypeContext, schema: Mapping[str, Any], pointer: str, seen: frozenset[str], depth: int
-) -> str:
+) -> Node:
     prefix = schema.get("prefixItems")
     if isinstance(prefix, list) and len(prefix) >= 2 and schema.get("items") is False:
         parts = []
         for i, item in enumerate(prefix):
-            hint, null = hint_for(ctx, item, child(pointer, "prefixItems", str(i)), seen, depth + 1)
-            parts.append(_nullable(hint, null))
-        return "tuple[" + ", ".join(parts) + "]"
+            node, null = type_of(ctx, item, child(pointer, "prefixItems", str(i)), seen, depth + 1)
+            parts.append(nullable(node, null))
+        return TupleOf(tuple(parts))
     items = schema.get("items")
     if isinstance(items, list):  # draft-04 tuple form: ``items`` is a list of schemas
         prefix, items = items, schema.get("additionalItems", True)
         if len(prefix) >= 2 and items is False:
-            return _array_hint(ctx, {"prefixItems": prefix, "items": False}, pointer, seen, depth)
+            return _array_type(ctx, {"prefixItems": prefix, "items": False}, pointer, seen, depth)
     if isinstance(prefix, list) and prefix and not isinstance(items, Mapping):
         ctx.warn(child(pointer, "prefixItems"), "open-ended prefixItems typed as a list")
         items = {"anyOf": prefix} if len(prefix) > 1 else prefix[0]
     if items is None or items is True:
-        return "list[Any]"
-    hint, null = hint_for(ctx, items, child(pointer, "items"), seen, depth + 1)
-    return f"list[{_nullable(hint, null)}]"
+        return ListOf(ANY)
+    node, null = type_of(ctx, items, child(pointer, "items"), seen, depth + 1)
+    return ListOf(nullable(node, null))
 
 
-def _object_hint(
+def _object_type(
     ctx: TypeContext, schema: Mapping[str, Any], pointer: str, seen: frozenset[str], depth: int
-) -> str:
+) -> Node:
     extra = schema.get("additionalProperties")
-    if isinstance(extra, Mapping) and extra and not schema.get("properties"):
-        hint, null = hint_for(ctx, extra, child(pointer, "additionalProperties"), seen, depth + 1)
-        return f"dict[str, {_nullable(hint, null)}]"
-    return "dict[str, Any]"
+    fields = bool(schema.get("properties"))
+    if isinstance(extra, Mapping) and extra and not fields:
+        node, null = type_of(ctx, extra, child(pointer, "additionalProperties"), seen, depth + 1)
+        return DictOf(nullable(node, null))
+    return DictOf(ANY, fields=fields)
 
 
-def _nullable(hint: str, nullable: bool) -> str:
-    if not nullable or hint in ("Any", "None") or hint.endswith("| None"):
-        return hint
-    return f"{hint} | None"
-
-
-def with_null(hint: str, nullable: bool) -> str:
-    return _nullable(hint, nullable)
+def hint_for(ctx: TypeContext, schema: Any, pointer: str) -> str:
+    """The full hint of a parameter's schema, ``| None`` included when it is nullable."""
+    node, is_null = type_of(ctx, schema, pointer)
+    return render(nullable(node, is_null))
 
 
 def short_json(value: Any, limit: int = 200) -> str:
