@@ -32,6 +32,7 @@ from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.generate import naming
+from orsgen.generate.typemap import lookup
 
 ROOT_CLASS = "OrsgenModelsRoot"
 # Keywords that carry structure; everything else (descriptions, titles, defaults,
@@ -80,7 +81,7 @@ def has_object_fields(schema: Any, root: Mapping[str, Any], depth: int = 0) -> b
         return False
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        target = _local_target(root, ref)
+        target = lookup(root, ref)
         if target is not None and has_object_fields(target, root, depth + 1):
             return True
     props = schema.get("properties")
@@ -96,18 +97,6 @@ def has_object_fields(schema: Any, root: Mapping[str, Any], depth: int = 0) -> b
         ):
             return True
     return False
-
-
-def _local_target(root: Mapping[str, Any], ref: str) -> Any:
-    if not ref.startswith("#"):
-        return None
-    node: Any = root
-    for raw in ref[1:].split("/")[1:]:
-        key = raw.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node if isinstance(node, Mapping) else None
 
 
 class _Reducer:
@@ -131,7 +120,7 @@ class _Reducer:
             self.taken.add(key)
             self.names[ref] = key
             self.bases[key] = naming.pascal_case(tail)
-            target = _local_target(self.root, ref) if ref not in ("#", "#/") else self.root
+            target = lookup(self.root, ref) if ref not in ("#", "#/") else self.root
             self.defs[key] = {}
             self.defs[key] = self.reduce(target, 0)
         return self.names[ref]
@@ -146,7 +135,7 @@ class _Reducer:
             if key not in _STRUCTURAL:
                 continue
             if key == "$ref":
-                if not isinstance(value, str) or _local_target(self.root, value) is None:
+                if not isinstance(value, str) or lookup(self.root, value) is None:
                     if value not in ("#", "#/"):
                         return {}  # remote or dangling: any (typemap already warned)
                 return {"$ref": f"#/$defs/{self.def_key(value)}"}

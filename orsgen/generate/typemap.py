@@ -61,24 +61,40 @@ def child(pointer: str, *parts: str) -> str:
     return pointer + "".join("/" + _escape_pointer(p) for p in parts)
 
 
+_MISSING = object()
+
+
+def _target(root: Mapping[str, Any], ref: str) -> Any:
+    """What a local ``#/...`` JSON pointer names inside ``root``; ``_MISSING`` if nothing."""
+    node: Any = root
+    for raw in ref[1:].split("/")[1:]:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or key not in node:
+            return _MISSING
+        node = node[key]
+    return node
+
+
+def lookup(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
+    """The schema a local ``$ref`` names, or ``None``. The one ``$ref`` resolver (used
+    quietly by ``models`` and with warnings by :func:`resolve_ref`); nothing is fetched."""
+    target = _target(root, ref) if ref.startswith("#") else None
+    return target if isinstance(target, Mapping) else None
+
+
 def resolve_ref(ctx: TypeContext, ref: Any, pointer: str) -> Mapping[str, Any] | None:
-    """A local ``#/$defs/X`` or ``#/definitions/X`` target, or ``None`` with a warning."""
+    """:func:`lookup`, warning (at ``pointer``) why a ref that resolves to nothing is ``Any``."""
     if not isinstance(ref, str) or not ref.startswith("#"):
         ctx.warn(
             pointer, f"$ref {ref!r} is not local; orsgen never fetches schemas, so it is typed Any"
         )
         return None
-    node: Any = ctx.root
-    for raw in ref[1:].split("/")[1:]:
-        key = raw.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, Mapping) or key not in node:
-            ctx.warn(pointer, f"$ref {ref!r} points at nothing; typed Any")
-            return None
-        node = node[key]
-    if not isinstance(node, Mapping):
-        ctx.warn(pointer, f"$ref {ref!r} does not point at a schema; typed Any")
-        return None
-    return node
+    target = lookup(ctx.root, ref)
+    if target is None:
+        missing = _target(ctx.root, ref) is _MISSING
+        what = "points at nothing" if missing else "does not point at a schema"
+        ctx.warn(pointer, f"$ref {ref!r} {what}; typed Any")
+    return target
 
 
 def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> dict[str, Any]:
