@@ -8,8 +8,10 @@ import contextlib
 import io
 import importlib.util
 import itertools
+import re
 import sys
 import traceback
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +93,32 @@ def _import(files: dict[str, str], where: Path) -> Any:
     return module
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tools=TOOLS)
-# Found by this test in CI: 0 and False are equal in Python but distinct enum values.
-@example(tools=[("", "", {"": {"enum": [0, False]}}, False)])
-def test_random_schemas_generate_import_and_round_trip(tools: Any, tmp_path_factory: Any) -> None:
+def _documented_refusals() -> list[str]:
+    """The message starts listed under "Refused shapes" in docs/types.md."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "types.md").read_text(encoding="utf-8")
+    section = text.split("## Refused shapes", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^- `([^`]+)`", section, flags=re.MULTILINE)
+
+
+def test_random_schemas_generate_import_and_round_trip(tmp_path_factory: Any) -> None:
+    """Most random environments generate; a refusal is allowed only for a documented shape."""
+    refusals = _documented_refusals()
+    assert len(refusals) >= 4
+    outcomes: Counter[str] = Counter()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(tools=TOOLS)
+    # Found by this test in CI: 0 and False are equal in Python but distinct enum values.
+    @example(tools=[("", "", {"": {"enum": [0, False]}}, False)])
+    def check(tools: Any) -> None:
+        outcomes[_check_one(tools, tmp_path_factory, refusals)] += 1
+
+    check()
+    total = sum(outcomes.values())
+    assert outcomes["generated"] >= 0.9 * total, outcomes
+
+
+def _check_one(tools: Any, tmp_path_factory: Any, refusals: list[str]) -> str:
     from transformers.utils import get_json_schema
 
     snapshot = _snapshot(tools)
@@ -103,9 +126,11 @@ def test_random_schemas_generate_import_and_round_trip(tools: Any, tmp_path_fact
         result = generate(snapshot)
     except Exception:  # a traceback is the one outcome that is never acceptable
         raise AssertionError("generate() raised:\n" + traceback.format_exc()) from None
-    if not result.ok:  # a refusal must name a tool and say why
-        assert all(d.message for d in result.diagnostics)
-        return
+    if not result.ok:  # a refusal must be a documented one, and say why
+        for d in result.diagnostics:
+            if d.level == "error":
+                assert any(d.message.startswith(r) for r in refusals), d.format()
+        return "refused"
     for name, text in result.files.items():
         if name.endswith(".py"):
             ast.parse(text)
@@ -146,3 +171,4 @@ def test_random_schemas_generate_import_and_round_trip(tools: Any, tmp_path_fact
                         map(repr, values)
                     ), (w, seen)
     assert set(specs) == {wire for wire, _ in cls.WIRE_NAMES.values()}  # nothing dropped
+    return "generated"
