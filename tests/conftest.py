@@ -36,11 +36,21 @@ except ImportError:  # pragma: no cover - hypothesis is a dev dependency
     pass
 
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
+RICH_ENV = ROOT / "examples" / "rich_env.py"
 
 
 @pytest.fixture(scope="session")
 def echo_server() -> Iterator[ors_server.RunningServer]:
     server = ors_server.start(ECHO_ENV)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def rich_server() -> Iterator[ors_server.RunningServer]:
+    server = ors_server.start(RICH_ENV)
     try:
         yield server
     finally:

@@ -16,6 +16,8 @@ from conftest import ROOT
 pytestmark = pytest.mark.timeout(240)
 
 GOLDEN = ROOT / "generated" / "echo"
+# echo: the smallest package; rich: renames, enums, nested models, task and terminal tools.
+GOLDENS = [GOLDEN, ROOT / "generated" / "rich", ROOT / "bench" / "benchenv"]
 
 
 def files_of(directory: Path) -> dict[str, bytes]:
@@ -26,7 +28,7 @@ def files_of(directory: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.parametrize("package", [GOLDEN, ROOT / "bench" / "benchenv"], ids=["echo", "benchenv"])
+@pytest.mark.parametrize("package", GOLDENS, ids=[p.name for p in GOLDENS])
 def test_committed_package_is_current(orsgen_subprocess, package: Path) -> None:
     run = orsgen_subprocess(["check", str(package.relative_to(ROOT))])
     assert run.code == 0, run.stdout + run.stderr
@@ -112,7 +114,7 @@ def test_check_flags_a_leftover_generated_file_but_not_user_files(tmp_path, orsg
     assert "old_models.py" in run.stdout and "-X = 1" in run.stdout
 
 
-@pytest.mark.parametrize("package", [GOLDEN, ROOT / "bench" / "benchenv"], ids=["echo", "benchenv"])
+@pytest.mark.parametrize("package", GOLDENS, ids=[p.name for p in GOLDENS])
 def test_one_black_pass_is_stable(package: Path) -> None:
     """orsgen runs black once per file; black's own two-pass ``format_str`` must leave
     every committed file unchanged, or that one pass is not enough."""

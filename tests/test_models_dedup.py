@@ -40,15 +40,15 @@ def _classes(files: dict[str, str]) -> list[str]:
 def test_tools_sharing_a_nested_shape_share_its_classes() -> None:
     result = generate(_snapshot([_tool(f"t{i}", INNER) for i in range(5)]))
     assert result.ok, result.diagnostics
-    assert sorted(_classes(result.files)) == ["Inner", "T0Args"]
-    assert result.files["adapter.py"].count("_check_arguments(_models.T0Args,") == 5
+    assert sorted(_classes(result.files)) == ["Inner", "InnerArgs"]
+    assert result.files["adapter.py"].count("_check_arguments(_models.InnerArgs,") == 5
 
 
 def test_different_shapes_keep_their_own_classes() -> None:
     other = {**INNER, "required": ["label", "weight"]}
     result = generate(_snapshot([_tool("a", INNER), _tool("b", other), _tool("c", INNER)]))
     assert result.ok, result.diagnostics
-    assert sorted(_classes(result.files)) == ["AArgs", "BArgs", "BInner", "Inner"]
+    assert sorted(_classes(result.files)) == ["BArgs", "BInner", "Inner", "InnerArgs"]
     adapter = result.files["adapter.py"]
     assert "_check_arguments(_models.BArgs," in adapter
-    assert adapter.count("_check_arguments(_models.AArgs,") == 2
+    assert adapter.count("_check_arguments(_models.InnerArgs,") == 2

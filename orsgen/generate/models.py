@@ -197,8 +197,8 @@ def _merge_identical(
     """Identical shapes become one class: 600 tools sharing one nested object make one
     model, not 600. Repeats until stable, since merging ``Inner`` classes makes the
     ``Args`` classes that hold them identical too. A merged nested class takes its
-    ``$defs`` name without the tool prefix when that name is free; a merged ``Args``
-    class keeps the name of the first tool (in method order) that uses it."""
+    ``$defs`` name without the tool prefix, and a merged ``Args`` class is named after
+    its parameters, when that name is free; otherwise it keeps its first tool's name."""
     merged: set[str] = set()
     while True:
         first: dict[str, str] = {}
@@ -214,9 +214,14 @@ def _merge_identical(
     args = set(classes.values())
     taken = set(defs) | {ROOT_CLASS}
     plain: dict[str, str] = {}
-    for key in sorted(merged & set(defs) - args):
-        name = bases[key]
-        if name not in taken:
+    for key in sorted(merged & set(defs)):
+        # A shared nested class is named as in the schema; a shared ``Args`` class after
+        # the parameters it holds, since no single tool owns it.
+        if key in args:
+            name = naming.pascal_case("_".join(sorted(defs[key].get("properties", {})))) + "Args"
+        else:
+            name = bases[key]
+        if name not in taken and len(name) <= 60:
             plain[key] = name
             taken.add(name)
     return _rename(defs, classes, plain) if plain else (defs, classes)

@@ -1,0 +1,44 @@
+"""The committed ``generated/rich`` package against a real server running its example:
+renamed tools and parameters reach the server under their wire names, and nested
+arguments are checked client-side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from generated.rich import RichEnv
+
+
+@pytest.fixture
+def env(rich_server: Any) -> Any:
+    adapter = RichEnv(base_url=rich_server.url, prefetch=False)
+    adapter.reset(task_index=0)
+    yield adapter
+    adapter.close()
+
+
+def test_renamed_names_map_back_to_the_wire() -> None:
+    assert RichEnv.WIRE_NAMES["import_"][0] == "import"
+    assert RichEnv.WIRE_NAMES["open_doc"] == (
+        "open-doc",
+        {"id": "id", "page_size": "page_size", "page_size_2": "page-size"},
+    )
+    assert RichEnv.TERMINAL_TOOL == ("submit", "answer")
+
+
+def test_calls_reach_the_server_under_wire_names(env: Any) -> None:
+    assert env.search(query="grpo", in_="title", max_results=3) == "0 results for 'grpo'"
+    assert env.open_doc(id=4, page_size_2=10) == "document 4"
+    assert env.import_(ids=[1, 2], filters={"year": {"low": 2020}}) == "saved 2"
+    assert env.peek(part="end") == "2024"  # the task tool of task 0
+
+
+def test_invalid_nested_arguments_fail_without_a_round_trip(env: Any, rich_server: Any) -> None:
+    rich_server.reset_counts()
+    text = env.search(query="x", filters={"year": {"low": "last year"}})
+    assert text.startswith("Error:") and "year" in text
+    assert rich_server.requests().get("POST /richenv/call", 0) == 0
+    assert env.search(query="x") == "0 results for 'x'"  # a valid call is one request
+    assert rich_server.requests().get("POST /richenv/call", 0) == 1
