@@ -5,7 +5,8 @@ union branch) get a model: those are the arguments the model cannot see typed in
 signature, so the adapter validates them client-side before any round trip.
 
 Every tool becomes one ``<Pascal>Args`` model holding just its nested parameters
-(aliased to their wire names). All tools go through one in-memory
+(aliased to their wire names); tools whose shapes are identical share their classes
+(see :func:`_merge_identical`). All tools go through one in-memory
 ``datamodel_code_generator.generate`` call. The schema handed to it is *reduced*:
 only structural keywords survive (types, properties, required, items, enums, refs),
 so no description, title, default, pattern or format can reach source or run at
