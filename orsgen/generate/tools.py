@@ -75,17 +75,11 @@ def _show(wire: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
-def build_tool(
-    spec: ToolSpec,
-    method: str,
-    diagnostics: list[Diagnostic],
-    param_renames: Mapping[str, str] | None = None,
-) -> ToolView | None:
-    """The view of one tool, or ``None`` after an error diagnostic that names it."""
-    wire = spec.name
-    schema = spec.input_schema
-    ctx = TypeContext(root=schema if isinstance(schema, Mapping) else {}, tool=wire)
-    tool = ToolView(method=method, wire=wire, description=spec.description)
+def _arguments(
+    spec: ToolSpec, ctx: TypeContext, diagnostics: list[Diagnostic]
+) -> Mapping[str, Any] | None:
+    """The tool's (dereferenced) arguments object, or ``None`` after an error naming it."""
+    wire, schema = spec.name, spec.input_schema
     if schema is None:
         schema = {}
     if not isinstance(schema, Mapping):
@@ -98,99 +92,101 @@ def build_tool(
         schema = {}
     kind = schema.get("type")
     if kind not in (None, "object") and not (isinstance(kind, list) and "object" in kind):
-        diagnostics.append(
-            error(
-                wire,
-                "/type",
-                f"input_schema has type {kind!r}; a tool's arguments must be an object",
-            )
-        )
+        message = f"input_schema has type {kind!r}; a tool's arguments must be an object"
+        diagnostics.append(error(wire, "/type", message))
         return None
-    props = schema.get("properties") or {}
-    if not isinstance(props, Mapping):
+    if not isinstance(schema.get("properties") or {}, Mapping):
         diagnostics.append(error(wire, "/properties", "properties is not a JSON object"))
         return None
-    required_raw = schema.get("required") or []
-    required = [str(r) for r in required_raw] if isinstance(required_raw, list) else []
+    arguments: Mapping[str, Any] = schema
+    return arguments
+
+
+def _wire_params(
+    spec: ToolSpec, props: Mapping[str, Any], required: list[str], diagnostics: list[Diagnostic]
+) -> list[str]:
+    """Wire parameter names in the server's order; a required name with no schema is kept."""
     wires = list(props)
     for name in required:
         if name not in props:
             wires.append(name)
             diagnostics.append(
-                warning(wire, "/required", f"required parameter {name!r} has no schema; typed Any")
+                warning(
+                    spec.name, "/required", f"required parameter {name!r} has no schema; typed Any"
+                )
             )
     order = spec.property_order
     if order is not None and sorted(order) == sorted(map(str, props)):
         wires = [*order, *(w for w in wires if w not in props)]
-    for key in ("patternProperties",):
-        if key in schema:
-            diagnostics.append(
-                warning(wire, f"/{key}", f"{key} cannot be expressed as parameters; ignored")
-            )
+    return wires
+
+
+def _param(ctx: TypeContext, wire: str, name: str, schema: Any, required: bool) -> ParamView:
+    """One parameter: its type, and for an optional one the Python default and when it is sent."""
+    pointer = child("/properties", wire)
+    node, nullable = type_of(ctx, schema, pointer)
+    view = ParamView(
+        name=name,
+        wire=wire,
+        type=ir.nullable(node, nullable),
+        required=required,
+        default="",
+        send_condition="",
+        description=_param_description(ctx, wire, schema, pointer),
+    )
+    if required:
+        return view
+    raw = schema.get("default", ...) if isinstance(schema, Mapping) else ...
+    source = None if raw is ... else ir.default_source(raw, node, nullable)
+    if raw is not ... and source is None and raw is not None:
+        if isinstance(raw, (list, dict)):
+            message = "mutable default is documented, not used as the Python default"
+        else:
+            message = f"default {short_json(raw)} does not fit type {ir.render(node)}; left unset"
+        ctx.warn(child(pointer, "default"), message)
+    if source is None:
+        view.default, view.send_condition = "_UNSET", f"{name} is not _UNSET"
+    elif source in ("None", "True", "False"):
+        view.default, view.send_condition = source, f"{name} is not {source}"
+    else:
+        view.default, view.send_condition = source, f"{name} != {source}"
+    return view
+
+
+def build_tool(
+    spec: ToolSpec,
+    method: str,
+    diagnostics: list[Diagnostic],
+    param_renames: Mapping[str, str] | None = None,
+) -> ToolView | None:
+    """The view of one tool, or ``None`` after an error diagnostic that names it."""
+    wire = spec.name
+    raw = spec.input_schema
+    ctx = TypeContext(root=raw if isinstance(raw, Mapping) else {}, tool=wire)
+    schema = _arguments(spec, ctx, diagnostics)
+    if schema is None:
+        return None
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    required_raw = schema.get("required") or []
+    required = [str(r) for r in required_raw] if isinstance(required_raw, list) else []
+    wires = _wire_params(spec, props, required, diagnostics)
+    if "patternProperties" in schema:
+        message = "patternProperties cannot be expressed as parameters; ignored"
+        diagnostics.append(warning(wire, "/patternProperties", message))
     if schema.get("additionalProperties") not in (None, False, {}):
-        diagnostics.append(
-            warning(
-                wire,
-                "/additionalProperties",
-                "extra undeclared arguments cannot be passed through a typed method",
-            )
-        )
+        message = "extra undeclared arguments cannot be passed through a typed method"
+        diagnostics.append(warning(wire, "/additionalProperties", message))
     preferred = _checked_renames(
         wire, param_renames or {}, wires, naming.RESERVED_PARAMS, "rename.params", diagnostics
     )
     names = naming.param_names(wires, preferred)
     for w in wires:
         if names[w] != w and w not in preferred:
-            diagnostics.append(
-                warning(
-                    wire,
-                    child("/properties", w),
-                    f"parameter {_show(w)} is named {names[w]!r} in Python",
-                )
-            )
-    params: list[ParamView] = []
-    for w in wires:
-        pointer = child("/properties", w)
-        pschema = props.get(w, {})
-        node, nullable = type_of(ctx, pschema, pointer)
-        is_required = w in required
-        description = _param_description(ctx, w, pschema, pointer)
-        default = ""
-        condition = ""
-        if not is_required:
-            raw_default = pschema.get("default", ...) if isinstance(pschema, Mapping) else ...
-            source = None if raw_default is ... else ir.default_source(raw_default, node, nullable)
-            if raw_default is not ... and source is None and raw_default is not None:
-                if isinstance(raw_default, (list, dict)):
-                    message = "mutable default is documented, not used as the Python default"
-                else:
-                    message = (
-                        f"default {short_json(raw_default)} does not fit type {ir.render(node)}; "
-                        "left unset"
-                    )
-                ctx.warn(child(pointer, "default"), message)
-            if source is not None:
-                default = source
-                condition = (
-                    f"{names[w]} is not {source}"
-                    if source in ("None", "True", "False")
-                    else f"{names[w]} != {source}"
-                )
-            else:
-                default = "_UNSET"
-                condition = f"{names[w]} is not _UNSET"
-        params.append(
-            ParamView(
-                name=names[w],
-                wire=w,
-                type=ir.nullable(node, nullable),
-                required=is_required,
-                default=default,
-                send_condition=condition,
-                description=description,
-            )
-        )
+            message = f"parameter {_show(w)} is named {names[w]!r} in Python"
+            diagnostics.append(warning(wire, child("/properties", w), message))
+    params = [_param(ctx, w, names[w], props.get(w, {}), w in required) for w in wires]
     diagnostics.extend(ctx.diagnostics)
+    tool = ToolView(method=method, wire=wire, description=spec.description)
     nested = {
         w: props[w]
         for w in wires
