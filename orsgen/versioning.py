@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from orsgen.generate import ir
 from orsgen.generate.typemap import TypeContext, deref, type_of
+from orsgen.snapshot.stored import Environment, ToolSpec
 
 Level = Literal["unchanged", "patch", "minor", "major"]
 _RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
@@ -76,9 +77,8 @@ def bump(version: str, level: Level) -> str:
     return version
 
 
-def _tools(environment: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    specs = [*environment.get("tools", []), *environment.get("task_tools", [])]
-    return {str(s["name"]): s for s in specs}
+def _tools(environment: Environment) -> dict[str, ToolSpec]:
+    return {s.name: s for s in [*environment.tools, *environment.task_tools]}
 
 
 def _params(schema: Any, tool: str) -> tuple[dict[str, Any], set[str], Mapping[str, Any]]:
@@ -177,7 +177,8 @@ def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
     """Compare two snapshots' ``environment`` sections."""
     result = Classification()
     out = result.changes
-    old_tools, new_tools = _tools(old), _tools(new)
+    old_tools = _tools(Environment.model_validate(dict(old)))
+    new_tools = _tools(Environment.model_validate(dict(new)))
     for name in sorted(set(old_tools) - set(new_tools)):
         out.append(Change(name, "major", f"tool {name!r} removed"))
     for name in sorted(set(new_tools) - set(old_tools)):
@@ -186,11 +187,11 @@ def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
         before, after = old_tools[name], new_tools[name]
         if before == after:
             continue
-        if before.get("description") != after.get("description"):
+        if before.description != after.description:
             out.append(Change(name, "patch", f"description of tool {name!r} changed"))
         count = len(out)
-        _compare_schema(name, before.get("input_schema"), after.get("input_schema"), out)
-        if len(out) == count and before.get("input_schema") != after.get("input_schema"):
+        _compare_schema(name, before.input_schema, after.input_schema, out)
+        if len(out) == count and before.input_schema != after.input_schema:
             out.append(
                 Change(
                     name, "patch", f"schema of tool {name!r} changed in titles or annotations only"
