@@ -415,7 +415,7 @@ class OrsAdapter:
         session = self._slot.session
         if not self.SUPPORTS_SCORE_GROUP or session is None or not answers:
             return None
-        from openreward.api.environments.types import Message, TextBlock
+        from openreward.api.environments.types import Message, TextBlock  # type: ignore[import-untyped]
 
         candidates = [[Message(role="assistant", blocks=[TextBlock(text=a)])] for a in answers]
         try:

@@ -12,7 +12,8 @@ from orsgen.runtime import loop
 from orsgen.runtime.connection import Endpoint, environment, resolve, stateless
 
 if TYPE_CHECKING:
-    from datasets import Dataset
+    # Re-exported for generated packages; `datasets` ships no type information (see pyproject).
+    from datasets import Dataset as Dataset  # type: ignore[import-untyped]
 
 RESERVED_COLUMNS = ("prompt", "task_index")
 # Above this span/len ratio a sparse index list is fetched task by task instead of as one range.
@@ -145,7 +146,7 @@ def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
     """``Dataset.from_dict``, except that a metadata column whose values Arrow cannot
     hold in one type (``5`` in one task, ``"five"`` in another) becomes JSON text with
     a warning, instead of failing the whole dataset."""
-    from datasets import Dataset
+    from datasets import Dataset  # pyright: ignore[reportMissingTypeStubs]
 
     try:
         return Dataset.from_dict(rows)

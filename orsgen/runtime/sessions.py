@@ -51,7 +51,7 @@ def _session_class() -> Any:
     global _session_cls
     with _cls_lock:
         if _session_cls is None:
-            from openreward.api.environments.client import AsyncSession
+            from openreward.api.environments.client import AsyncSession  # type: ignore[import-untyped]
 
             class KeepaliveSession(AsyncSession):  # type: ignore[misc]
                 keepalive: float | None = None
@@ -88,7 +88,7 @@ async def open_session(
     cls = _session_class()
     task: Any = None
     if task_spec is not None:
-        from openreward.api.environments.types import Task
+        from openreward.api.environments.types import Task  # type: ignore[import-untyped]
 
         task = Task(
             server_name=env.server,

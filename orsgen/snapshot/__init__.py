@@ -74,7 +74,7 @@ def take(
     with _endpoint(target, api_key, titles) as endpoint:
         facts, diagnostics = fetch(endpoint, env_name, options, progress)
     # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
-    from openreward._version import __version__ as sdk_version
+    from openreward._version import __version__ as sdk_version  # type: ignore[import-untyped]
 
     # A local file tells us the class name the server lower-cased.
     title = titles.get(str(facts["identity"].get("env_name")))

@@ -56,7 +56,7 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
         # Nothing imported the SDK's environments, so nothing can subclass Environment;
         # say so without paying seconds for importing the SDK.
         raise TargetError(f"{path}: defines no ORS Environment subclass")
-    from openreward.environments import Environment
+    from openreward.environments import Environment  # type: ignore[import-untyped]
 
     found = [
         obj
@@ -99,7 +99,7 @@ def serve_file(path: Path, ready_timeout: float = 30.0) -> Iterator[tuple[str, d
 def _serve(path: Path, ready_timeout: float) -> Iterator[tuple[str, dict[str, str]]]:
     envs = environments_in(load_module(path), path)
     import uvicorn
-    from openreward.environments import Server
+    from openreward.environments import Server  # pyright: ignore[reportMissingTypeStubs]
 
     try:
         app = Server(envs).app
