@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from orsgen.generate.typemap import MAX_DEPTH, TypeContext, child, deref, short_json
+from orsgen.generate.typemap import (
+    MAX_DEPTH,
+    TypeContext,
+    child,
+    deref,
+    literal_can_hold,
+    short_json,
+)
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "null"}
 
@@ -20,18 +27,16 @@ def needs_structure(schema: Any, ctx: TypeContext, pointer: str) -> bool:
     """True when the type hint alone hides facts: object fields or non-Literal enums."""
     from orsgen.generate.models import has_object_fields
 
-    return has_object_fields(schema, ctx.root) or _has_float_enum(schema, ctx, pointer)
+    return has_object_fields(schema, ctx.root) or _has_non_literal_enum(schema, ctx, pointer)
 
 
-def _has_float_enum(schema: Any, ctx: TypeContext, pointer: str) -> bool:
+def _has_non_literal_enum(schema: Any, ctx: TypeContext, pointer: str) -> bool:
     quiet = TypeContext(ctx.root, ctx.tool)
     schema, _ = deref(quiet, schema, pointer, frozenset())
     if not isinstance(schema, Mapping):
         return False
     values = schema.get("enum")
-    return isinstance(values, list) and any(
-        isinstance(v, float) or isinstance(v, (list, dict)) for v in values
-    )
+    return isinstance(values, list) and not all(literal_can_hold(v) for v in values)
 
 
 def describe(

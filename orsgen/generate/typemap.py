@@ -17,6 +17,9 @@ from orsgen.diagnostics import Diagnostic, warning
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 # mypy accepts these in Literal[...]; floats are not allowed there.
 _LITERAL_TYPES = (str, int, bool, type(None))
+# mypy rejects a Literal int outside a signed 64-bit range ("arbitrary expressions"),
+# and parses ``-2**63`` as ``-(2**63)``, so the bound is symmetric.
+_LITERAL_INT_LIMIT = 2**63 - 1
 MAX_DEPTH = 12
 
 
@@ -106,6 +109,13 @@ def deref(
         return schema, seen
     ctx.warn(pointer, "$ref chain too deep; typed Any")
     return {}, seen
+
+
+def literal_can_hold(value: Any) -> bool:
+    """Whether ``Literal[repr(value)]`` type-checks (a JSON enum/const value)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -_LITERAL_INT_LIMIT <= value <= _LITERAL_INT_LIMIT
+    return isinstance(value, _LITERAL_TYPES)
 
 
 def _literal(values: list[Any]) -> str:
@@ -200,11 +210,14 @@ def _enum_hint(
         values = [v for v in values if v is not None]
     if not values:
         return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
-    if all(isinstance(v, _LITERAL_TYPES) for v in values):
+    if all(literal_can_hold(v) for v in values):
         ctx.uses.add("Literal")
         # Dedupe by type and value: ``1``, ``1.0`` and ``True`` are equal but distinct enum values.
         unique = list({(type(v).__name__, v): v for v in values}.values())
         return _literal(unique), nullable
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        # An int too large for Literal; the allowed values reach the model in the description.
+        return "int", nullable
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         # Literal cannot hold floats; the allowed values still reach the model in the description.
         return "float", nullable
