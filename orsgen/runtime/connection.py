@@ -165,7 +165,9 @@ async def stateless(
     """One stateless request (listing, tools, splits, tasks) through the SDK transport, on
     the runtime loop. The SDK's own helpers open and delete a throwaway session around each
     such call (three requests); the server needs none."""
-    from openreward.api._session.http import request_retryable  # pyright: ignore[reportMissingTypeStubs]
+    from openreward.api._session.http import (
+        request_retryable,
+    )  # pyright: ignore[reportMissingTypeStubs]
 
     return await request_retryable(
         env.client,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,9 @@ __all__ = ["FetchOptions", "Target", "TargetError", "classify", "take"]
 
 
 @contextmanager
-def _endpoint(target: Target, api_key: str | None, titles: dict[str, str]) -> Iterator[Endpoint]:
+def _endpoint(
+    target: Target, api_key: str | None, titles: dict[str, str]
+) -> Generator[Endpoint, None, None]:
     if target.kind == "file":
         from orsgen.snapshot.local import serve_file
 
