@@ -17,6 +17,7 @@ from orsgen.generate import docstrings
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check
 from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
+from orsgen.jsonobject import is_object
 from orsgen.runtime import RUNTIME_VERSION
 from orsgen.snapshot.model import dump, tools_sha256
 
@@ -41,7 +42,7 @@ def _label(environment: Mapping[str, Any]) -> str:
 
 def _wire_names(tools: list[ToolView]) -> str:
     """The ``WIRE_NAMES`` literal, one method per line (as black would lay it out)."""
-    lines = []
+    lines: list[str] = []
     for tool in sorted(tools, key=lambda t: t.method):
         params = {p.name: p.wire for p in tool.params}
         entry = pprint.pformat((tool.wire, params), width=10**6, sort_dicts=True)
@@ -53,7 +54,7 @@ def _terminal_tool(environment: Mapping[str, Any]) -> str:
     """``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
     ``outcome_reward`` feeds it the rollout's final assistant message."""
     term = environment.get("terminal_tool")
-    if not isinstance(term, Mapping) or not isinstance(term.get("name"), str):
+    if not is_object(term) or not isinstance(term.get("name"), str):
         return "None"
     arg = term.get("arg")
     return repr((term["name"], arg if isinstance(arg, str) else None))

@@ -35,6 +35,7 @@ from orsgen.runtime.blocks import blocks_to_text
 from orsgen.runtime.connection import Endpoint, resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
 from orsgen.runtime.sessions import Opened
+from orsgen.jsonobject import is_object
 
 DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0
@@ -386,7 +387,7 @@ class OrsAdapter:
                 reward = None
         if out.finished:
             self.finished = True
-        meta = dict(out.metadata) if isinstance(out.metadata, Mapping) else None
+        meta = dict(out.metadata) if is_object(out.metadata) else None
         text = blocks_to_text(out.blocks or []) or "(no output)"
         return self._record(text, reward, meta)
 

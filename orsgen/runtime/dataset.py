@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.runtime import loop
 from orsgen.runtime.connection import Endpoint, environment, resolve, stateless
+from orsgen.jsonobject import is_object
 
 if TYPE_CHECKING:
     # Re-exported for generated packages; `datasets` ships no type information (see pyproject).
@@ -104,10 +105,10 @@ def task_rows(
     if include_metadata:
         keys: set[str] = set()
         for spec in specs:
-            if isinstance(spec, Mapping):
+            if is_object(spec):
                 keys.update(str(k) for k in spec)
         for key in sorted(keys - set(RESERVED_COLUMNS)):
-            rows[key] = [spec.get(key) if isinstance(spec, Mapping) else None for spec in specs]
+            rows[key] = [spec.get(key) if is_object(spec) else None for spec in specs]
     return rows
 
 

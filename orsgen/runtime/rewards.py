@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from orsgen.jsonobject import is_object
+
 
 def final_message(completion: Any) -> str | None:
     """The text of a rollout's final assistant message, or ``None`` when the rollout ended
@@ -15,7 +17,7 @@ def final_message(completion: Any) -> str | None:
     if not isinstance(completion, Sequence):
         return None
     for message in reversed(completion):
-        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+        if not is_object(message) or message.get("role") != "assistant":
             continue
         if message.get("tool_calls"):
             return None
@@ -23,7 +25,7 @@ def final_message(completion: Any) -> str | None:
         if isinstance(content, str):
             return content
         if isinstance(content, Sequence):
-            parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+            parts = [p.get("text", "") for p in content if is_object(p)]
             return "".join(str(p) for p in parts)
         return ""
     return None

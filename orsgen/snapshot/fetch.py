@@ -11,6 +11,7 @@ from orsgen.runtime import loop
 from orsgen.runtime.connection import Endpoint, environment, session_secrets, stateless
 from orsgen.runtime.drift import spec_dict
 from orsgen.snapshot.errors import TargetError
+from orsgen.jsonobject import is_object
 
 Progress = Callable[[str], None]
 
@@ -88,8 +89,8 @@ async def _facts(
     progress("reading splits and task counts")
     splits = []
     for split in await stateless(endpoint, env, "GET", f"{prefix}/splits"):
-        name = split["name"] if isinstance(split, Mapping) else str(split)
-        kind = split.get("type") if isinstance(split, Mapping) else None
+        name = split["name"] if is_object(split) else str(split)
+        kind = split.get("type") if is_object(split) else None
         count = (await stateless(endpoint, env, "POST", f"{prefix}/num_tasks", {"split": name}))[
             "num_tasks"
         ]
@@ -114,7 +115,7 @@ async def _facts(
             "env_name": endpoint.env_name,
             "deployment": endpoint.deployment,
         },
-        "server_version": version.get("version") if isinstance(version, Mapping) else None,
+        "server_version": version.get("version") if is_object(version) else None,
         "splits": splits,
         "tools": shared,
         "task_tools": task_tools,
