@@ -80,6 +80,7 @@ async def _facts(
     env = await environment(endpoint)
     prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
     progress("reading server version and tools")
+    version: Any
     try:
         version = await stateless(endpoint, env, "GET", "/version")
     except Exception:  # noqa: BLE001 - optional endpoint
@@ -87,7 +88,7 @@ async def _facts(
     tools_res = await stateless(endpoint, env, "GET", f"{prefix}/tools")
     shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
-    splits = []
+    splits: list[dict[str, Any]] = []
     for split in await stateless(endpoint, env, "GET", f"{prefix}/splits"):
         name = split["name"] if is_object(split) else str(split)
         kind = split.get("type") if is_object(split) else None
@@ -110,7 +111,7 @@ async def _facts(
             endpoint, env, options, splits, shared, progress
         )
         diagnostics += probe_diags
-    facts = {
+    facts: dict[str, Any] = {
         "identity": {
             "env_name": endpoint.env_name,
             "deployment": endpoint.deployment,
