@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from orsgen.runtime import drift, loop, prefetch, sessions
 from orsgen.runtime.blocks import blocks_to_text
-from orsgen.runtime.connection import Endpoint, resolve, session_secrets
+from orsgen.runtime.connection import resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
 from orsgen.runtime.sessions import Opened
 from orsgen.jsonobject import is_object
@@ -355,7 +355,8 @@ class OrsAdapter:
             slots = [s for s in _live_slots if s.owner is not None and issubclass(s.owner, cls)]
         for slot in slots:
             slot.close(wait=False)
-        family, todo = set(), [cls]
+        family: set[tuple[str, str]] = set()
+        todo: list[type] = [cls]
         while todo:
             klass = todo.pop()
             family.add((klass.__module__, klass.__qualname__))

@@ -133,7 +133,9 @@ def _client(url: str, *, env_server: bool) -> Any:
         client = transport.KeepAliveClient(transport.make_session(url))
         _clients[key] = client
     if env_server:  # the SDK's narrow retry policy, as AsyncEnvironmentsAPI.get sets it;
-        set_retry_policy(client, "env-server")  # also when the URL's client came first as api
+        # also when the URL's client came first as api. KeepAliveClient stands in for the
+        # aiohttp ClientSession the SDK annotates (duck-typed).
+        set_retry_policy(client, "env-server")  # pyright: ignore[reportArgumentType]
     return client
 
 
@@ -165,9 +167,9 @@ async def stateless(
     """One stateless request (listing, tools, splits, tasks) through the SDK transport, on
     the runtime loop. The SDK's own helpers open and delete a throwaway session around each
     such call (three requests); the server needs none."""
-    from openreward.api._session.http import (
+    from openreward.api._session.http import (  # pyright: ignore[reportMissingTypeStubs]
         request_retryable,
-    )  # pyright: ignore[reportMissingTypeStubs]
+    )
 
     return await request_retryable(
         env.client,

@@ -56,13 +56,20 @@ def _session_class() -> Any:
             class KeepaliveSession(AsyncSession):  # type: ignore[misc]
                 keepalive: float | None = None
 
-                async def _run_ping(  # type: ignore[no-untyped-def]
-                    self, url, sid, api_key, sleep_time, deployment, **kwargs
-                ):
+                async def _run_ping(
+                    self,
+                    url: str,
+                    sid: str,
+                    api_key: str | None,
+                    sleep_time: float,
+                    deployment: str | None,
+                    *args: Any,
+                    **kwargs: Any,
+                ) -> None:
                     if self.keepalive is not None:
                         sleep_time = self.keepalive
-                    return await super()._run_ping(
-                        url, sid, api_key, sleep_time, deployment, **kwargs
+                    await super()._run_ping(
+                        url, sid, api_key, sleep_time, deployment, *args, **kwargs
                     )
 
             _session_cls = KeepaliveSession
@@ -107,11 +114,11 @@ async def open_session(
         tools: list[Any] | None = None
         if fetch_tools:
             blocks, listed = await asyncio.gather(
-                session.get_prompt(), _tools_or_none(session), return_exceptions=False
+                _prompt(session), _tools_or_none(session), return_exceptions=False
             )
             tools = listed
         else:
-            blocks = await session.get_prompt()
+            blocks = await _prompt(session)
         return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools)
     except BaseException:
         if session.sid is not None or getattr(session, "_pending_task_id", None) is not None:
@@ -122,6 +129,11 @@ async def open_session(
         raise
     finally:
         _opening.discard(session)
+
+
+async def _prompt(session: Any) -> Any:
+    # A typed coroutine: `gather` over the SDK's untyped one would be Unknown to pyright.
+    return await session.get_prompt()
 
 
 async def _tools_or_none(session: Any) -> list[Any] | None:
