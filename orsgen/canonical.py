@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from orsgen.jsonobject import is_object
+
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, fixed separators, non-ASCII kept, trailing newline: byte-stable."""
@@ -31,7 +33,7 @@ def tools_sha256(environment: Mapping[str, Any]) -> str:
 
 def spec_dict(spec: Any) -> dict[str, Any]:
     """A tool spec (SDK ``ToolSpec`` or wire dict) in the snapshot's stored form."""
-    if isinstance(spec, Mapping):
+    if is_object(spec):
         name, description, schema = (
             spec.get("name"),
             spec.get("description"),
@@ -46,8 +48,8 @@ def spec_dict(spec: Any) -> dict[str, Any]:
         "description": str(description or ""),
         "input_schema": schema,
     }
-    if isinstance(spec, Mapping) and "property_order" in spec:  # already in stored form
+    if is_object(spec) and "property_order" in spec:  # already in stored form
         out["property_order"] = list(spec["property_order"])
-    elif isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
+    elif is_object(schema) and is_object(schema.get("properties")):
         out["property_order"] = [str(k) for k in schema["properties"]]
     return out

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from orsgen.generate import ir
 from orsgen.generate.typemap import TypeContext, deref, type_of
 from orsgen.snapshot.stored import Environment, ToolSpec
+from orsgen.jsonobject import is_array, is_object
 
 Level = Literal["unchanged", "patch", "minor", "major"]
 _RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
@@ -56,7 +57,7 @@ class Classification:
         return groups
 
     def report(self) -> str:
-        lines = []
+        lines: list[str] = []
         for tool, changes in self.by_tool().items():
             lines.append(f"{tool or '(environment)'}:")
             lines.extend(f"  {c.line()}" for c in changes)
@@ -82,13 +83,14 @@ def _tools(environment: Environment) -> dict[str, ToolSpec]:
 
 
 def _params(schema: Any, tool: str) -> tuple[dict[str, Any], set[str], Mapping[str, Any]]:
-    root = schema if isinstance(schema, Mapping) else {}
+    root: Mapping[str, Any] = schema if is_object(schema) else {}
     ctx = TypeContext(root=root, tool=tool)
-    resolved, _ = deref(ctx, root, "", frozenset())
-    resolved = resolved if isinstance(resolved, Mapping) else {}
-    props = resolved.get("properties") or {}
-    required = set(resolved.get("required") or [])
-    return (dict(props) if isinstance(props, Mapping) else {}), required, root
+    found, _ = deref(ctx, root, "", frozenset())
+    resolved: Mapping[str, Any] = found if is_object(found) else {}
+    props = resolved.get("properties")
+    required = resolved.get("required")
+    names = {str(n) for n in required} if is_array(required) else set[str]()
+    return (dict(props) if is_object(props) else {}), names, root
 
 
 def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[Change]) -> None:
@@ -149,7 +151,7 @@ def _compare_schema(
         # Nested object fields follow the same rules, one level of dotted names at a time.
         old_nested, _ = deref(old_ctx, old_props[name], "", frozenset())
         new_nested, _ = deref(new_ctx, new_props[name], "", frozenset())
-        if isinstance(old_nested, Mapping) and isinstance(new_nested, Mapping):
+        if is_object(old_nested) and is_object(new_nested):
             if old_nested.get("properties") or new_nested.get("properties"):
                 if len(prefix) < 200:
                     _compare_schema(
@@ -168,7 +170,7 @@ def _compare_schema(
 
 
 def _descriptions(schema: Any) -> tuple[Any, Any]:
-    if not isinstance(schema, Mapping):
+    if not is_object(schema):
         return (None, None)
     return (schema.get("description"), schema.get("title"))
 

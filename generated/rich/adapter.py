@@ -2,6 +2,7 @@
 # `orsgen DIR/snapshot.json -o DIR`, where DIR is this package's directory.
 """Typed TRL adapter for the ORS environment 'richenv': one method per tool."""
 
+from collections.abc import Mapping as _Mapping
 from typing import Any, ClassVar, Literal
 
 from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter
@@ -21,7 +22,7 @@ class RichEnv(_OrsAdapter):
     TOOLS_SHA256: ClassVar[str] = "3cfa75de6ca3390d6d75cf9a22c7e141a1fad8f60eb3715a11f9f420da902895"
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = ("submit", "answer")
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
-    WIRE_NAMES: ClassVar[dict[str, tuple[str, dict[str, str]]]] = {
+    WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
         "import_": ("import", {"filters": "filters", "ids": "ids"}),
         "open_doc": (
             "open-doc",

@@ -58,7 +58,11 @@ def _imports(tools: list[ToolView]) -> list[str]:
     typing_names = ["Any", "ClassVar"]
     if any(ir.uses_literal(p.type) for t in tools for p in t.params):
         typing_names.append("Literal")
-    lines = [f"from typing import {', '.join(typing_names)}", ""]
+    lines = [
+        "from collections.abc import Mapping as _Mapping",
+        f"from typing import {', '.join(typing_names)}",
+        "",
+    ]
     if any(p.default == "_UNSET" for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
     lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")

@@ -12,6 +12,7 @@ from orsgen.generate.describe import describe, needs_structure
 from orsgen.generate.models import ModelRequest, has_object_fields
 from orsgen.generate import ir
 from orsgen.generate.typemap import TypeContext, child, deref, short_json, type_of
+from orsgen.jsonobject import is_array, is_object
 from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
 
 
@@ -79,26 +80,23 @@ def _arguments(
     spec: ToolSpec, ctx: TypeContext, diagnostics: list[Diagnostic]
 ) -> Mapping[str, Any] | None:
     """The tool's (dereferenced) arguments object, or ``None`` after an error naming it."""
-    wire, schema = spec.name, spec.input_schema
-    if schema is None:
-        schema = {}
-    if not isinstance(schema, Mapping):
+    wire = spec.name
+    schema: Any = {} if spec.input_schema is None else spec.input_schema
+    if not is_object(schema):
         diagnostics.append(
             error(wire, "", "input_schema is not a JSON object; cannot type this tool")
         )
         return None
-    schema, _ = deref(ctx, schema, "", frozenset())
-    if not isinstance(schema, Mapping):
-        schema = {}
-    kind = schema.get("type")
-    if kind not in (None, "object") and not (isinstance(kind, list) and "object" in kind):
+    resolved, _ = deref(ctx, schema, "", frozenset())
+    arguments: Mapping[str, Any] = resolved if is_object(resolved) else {}
+    kind: Any = arguments.get("type")
+    if kind not in (None, "object") and not (is_array(kind) and "object" in kind):
         message = f"input_schema has type {kind!r}; a tool's arguments must be an object"
         diagnostics.append(error(wire, "/type", message))
         return None
-    if not isinstance(schema.get("properties") or {}, Mapping):
+    if not is_object(arguments.get("properties") or {}):
         diagnostics.append(error(wire, "/properties", "properties is not a JSON object"))
         return None
-    arguments: Mapping[str, Any] = schema
     return arguments
 
 
@@ -136,7 +134,7 @@ def _param(ctx: TypeContext, wire: str, name: str, schema: Any, required: bool) 
     )
     if required:
         return view
-    raw = schema.get("default", ...) if isinstance(schema, Mapping) else ...
+    raw = schema.get("default", ...) if is_object(schema) else ...
     source = None if raw is ... else ir.default_source(raw, node, nullable)
     if raw is not ... and source is None and raw is not None:
         if isinstance(raw, (list, dict)):
@@ -162,13 +160,13 @@ def build_tool(
     """The view of one tool, or ``None`` after an error diagnostic that names it."""
     wire = spec.name
     raw = spec.input_schema
-    ctx = TypeContext(root=raw if isinstance(raw, Mapping) else {}, tool=wire)
+    ctx = TypeContext(root=raw if is_object(raw) else {}, tool=wire)
     schema = _arguments(spec, ctx, diagnostics)
     if schema is None:
         return None
     props: Mapping[str, Any] = schema.get("properties") or {}
-    required_raw = schema.get("required") or []
-    required = [str(r) for r in required_raw] if isinstance(required_raw, list) else []
+    required_raw: Any = schema.get("required") or []
+    required = [str(r) for r in required_raw] if is_array(required_raw) else []
     wires = _wire_params(spec, props, required, diagnostics)
     if "patternProperties" in schema:
         message = "patternProperties cannot be expressed as parameters; ignored"
@@ -190,7 +188,7 @@ def build_tool(
     nested = {
         w: props[w]
         for w in wires
-        if w in props and isinstance(props[w], Mapping) and has_object_fields(props[w], ctx.root)
+        if w in props and is_object(props[w]) and has_object_fields(props[w], ctx.root)
     }
     if nested:
         tool.model_request = ModelRequest(
@@ -209,9 +207,9 @@ def build_tool(
 
 def _param_description(ctx: TypeContext, wire: str, schema: Any, pointer: str) -> str:
     text = ""
-    if isinstance(schema, Mapping):
+    if is_object(schema):
         resolved, _ = deref(TypeContext(ctx.root, ctx.tool), schema, pointer, frozenset())
-        source = resolved if isinstance(resolved, Mapping) else schema
+        source = resolved if is_object(resolved) else schema
         text = str(schema.get("description") or source.get("description") or "")
         if not text:
             text = str(schema.get("title") or source.get("title") or "")

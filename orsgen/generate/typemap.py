@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
+from orsgen.jsonobject import is_array, is_object
 from orsgen.generate.ir import (
     ANY,
     NONE,
@@ -38,6 +39,9 @@ _SCALARS: dict[str, Scalar] = {
 }
 # mypy accepts these in Literal[...]; floats are not allowed there.
 _LITERAL_TYPES = (str, int, bool, type(None))
+# mypy rejects a Literal int outside a signed 64-bit range ("arbitrary expressions"),
+# and parses ``-2**63`` as ``-(2**63)``, so the bound is symmetric.
+_LITERAL_INT_LIMIT = 2**63 - 1
 MAX_DEPTH = 12
 
 
@@ -69,7 +73,7 @@ def _target(root: Mapping[str, Any], ref: str) -> Any:
     node: Any = root
     for raw in ref[1:].split("/")[1:]:
         key = raw.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, Mapping) or key not in node:
+        if not is_object(node) or key not in node:
             return _MISSING
         node = node[key]
     return node
@@ -79,7 +83,7 @@ def lookup(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
     """The schema a local ``$ref`` names, or ``None``. The one ``$ref`` resolver (used
     quietly by ``models`` and with warnings by :func:`resolve_ref`); nothing is fetched."""
     target = _target(root, ref) if ref.startswith("#") else None
-    return target if isinstance(target, Mapping) else None
+    return target if is_object(target) else None
 
 
 def resolve_ref(ctx: TypeContext, ref: Any, pointer: str) -> Mapping[str, Any] | None:
@@ -102,16 +106,16 @@ def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> d
     merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
     for i, branch in enumerate(schema.get("allOf") or []):
         where = child(pointer, "allOf", str(i))
-        if isinstance(branch, Mapping) and "$ref" in branch:
+        if is_object(branch) and "$ref" in branch:
             branch = resolve_ref(ctx, branch["$ref"], where) or {}
-        if not isinstance(branch, Mapping):
+        if not is_object(branch):
             continue
         if "allOf" in branch:
             branch = merge_all_of(ctx, branch, where)
         for key, value in branch.items():
-            if key == "properties" and isinstance(value, Mapping):
+            if key == "properties" and is_object(value):
                 merged["properties"] = {**(merged.get("properties") or {}), **value}
-            elif key == "required" and isinstance(value, list):
+            elif key == "required" and is_array(value):
                 merged["required"] = list(dict.fromkeys([*(merged.get("required") or []), *value]))
             else:
                 merged.setdefault(key, value)
@@ -123,7 +127,7 @@ def deref(
 ) -> tuple[Any, frozenset[str]]:
     """Follow ``$ref`` chains and merge ``allOf``; returns the schema and the refs followed."""
     for _ in range(MAX_DEPTH):
-        if not isinstance(schema, Mapping):
+        if not is_object(schema):
             return schema, seen
         if "$ref" in schema:
             ref = schema["$ref"]
@@ -144,6 +148,13 @@ def deref(
     return {}, seen
 
 
+def literal_can_hold(value: Any) -> bool:
+    """Whether ``Literal[repr(value)]`` type-checks (a JSON enum/const value)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -_LITERAL_INT_LIMIT <= value <= _LITERAL_INT_LIMIT
+    return isinstance(value, _LITERAL_TYPES)
+
+
 def type_of(
     ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str] = frozenset(), depth: int = 0
 ) -> tuple[Node, bool]:
@@ -156,26 +167,26 @@ def type_of(
     if schema is False:
         ctx.warn(pointer, "schema `false` accepts nothing; typed Any")
         return AnyOf("schema false"), False
-    if not isinstance(schema, Mapping):
+    if not is_object(schema):
         ctx.warn(pointer, f"schema is a {type(schema).__name__}, not an object; typed Any")
         return AnyOf("not a schema"), False
     schema, seen = deref(ctx, schema, pointer, seen)
-    if not isinstance(schema, Mapping) or not schema:
+    if not is_object(schema) or not schema:
         return ANY, False
     is_null = schema.get("nullable") is True
 
     if "const" in schema:
         return _enum_type(ctx, [schema["const"]], pointer, is_null)
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
+    if is_array(schema.get("enum")) and schema["enum"]:
         return _enum_type(ctx, list(schema["enum"]), child(pointer, "enum"), is_null)
 
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
-        if isinstance(branches, list) and branches:
+        if is_array(branches) and branches:
             nodes: list[Node] = []
             for i, branch in enumerate(branches):
                 if (
-                    isinstance(branch, Mapping)
+                    is_object(branch)
                     and branch.get("type") == "null"
                     and len(branch) <= 2
                 ):
@@ -191,7 +202,7 @@ def type_of(
             return union(nodes), is_null
 
     kind = schema.get("type")
-    if isinstance(kind, list):
+    if is_array(kind):
         kinds = [k for k in kind if k != "null"]
         is_null = is_null or len(kinds) < len(kind)
         if not kinds:
@@ -225,10 +236,13 @@ def _enum_type(
         values = [v for v in values if v is not None]
     if not values:
         return NONE, False
-    if all(isinstance(v, _LITERAL_TYPES) for v in values):
+    if all(literal_can_hold(v) for v in values):
         # Dedupe by type and value: ``1``, ``1.0`` and ``True`` are equal but distinct enum values.
         unique = list({(type(v).__name__, v): v for v in values}.values())
         return LiteralOf(tuple(unique)), is_null
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        # An int too large for Literal; the allowed values reach the model in the description.
+        return Primitive("int"), is_null
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         # Literal cannot hold floats; the allowed values still reach the model in the description.
         return Primitive("float"), is_null
@@ -243,18 +257,18 @@ def _array_type(
     ctx: TypeContext, schema: Mapping[str, Any], pointer: str, seen: frozenset[str], depth: int
 ) -> Node:
     prefix = schema.get("prefixItems")
-    if isinstance(prefix, list) and len(prefix) >= 2 and schema.get("items") is False:
-        parts = []
+    if is_array(prefix) and len(prefix) >= 2 and schema.get("items") is False:
+        parts: list[Node] = []
         for i, item in enumerate(prefix):
             node, null = type_of(ctx, item, child(pointer, "prefixItems", str(i)), seen, depth + 1)
             parts.append(nullable(node, null))
         return TupleOf(tuple(parts))
     items = schema.get("items")
-    if isinstance(items, list):  # draft-04 tuple form: ``items`` is a list of schemas
+    if is_array(items):  # draft-04 tuple form: ``items`` is a list of schemas
         prefix, items = items, schema.get("additionalItems", True)
         if len(prefix) >= 2 and items is False:
             return _array_type(ctx, {"prefixItems": prefix, "items": False}, pointer, seen, depth)
-    if isinstance(prefix, list) and prefix and not isinstance(items, Mapping):
+    if is_array(prefix) and prefix and not is_object(items):
         ctx.warn(child(pointer, "prefixItems"), "open-ended prefixItems typed as a list")
         items = {"anyOf": prefix} if len(prefix) > 1 else prefix[0]
     if items is None or items is True:
@@ -268,7 +282,7 @@ def _object_type(
 ) -> Node:
     extra = schema.get("additionalProperties")
     fields = bool(schema.get("properties"))
-    if isinstance(extra, Mapping) and extra and not fields:
+    if is_object(extra) and extra and not fields:
         node, null = type_of(ctx, extra, child(pointer, "additionalProperties"), seen, depth + 1)
         return DictOf(nullable(node, null))
     return DictOf(ANY, fields=fields)

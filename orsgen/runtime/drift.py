@@ -25,6 +25,7 @@ from typing import Any
 from orsgen.canonical import sha256_of
 from orsgen.canonical import spec_dict as spec_dict  # re-exported: older callers import it here
 from orsgen.canonical import tools_sha256 as tools_sha256
+from orsgen.jsonobject import as_array, as_object, is_object
 
 
 class ToolDriftWarning(UserWarning):
@@ -58,27 +59,27 @@ def snapshot_environment(cls: type) -> dict[str, Any] | None:
         env = data["environment"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return env if isinstance(env, dict) else None
+    return dict(env) if is_object(env) else None
 
 
 def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
-    parts = []
+    parts: list[str] = []
     if a.get("description") != b.get("description"):
         parts.append("description")
     if a.get("input_schema") != b.get("input_schema"):
-        old = (a.get("input_schema") or {}).get("properties") or {}
-        new = (b.get("input_schema") or {}).get("properties") or {}
+        old = as_object(as_object(a.get("input_schema")).get("properties"))
+        new = as_object(as_object(b.get("input_schema")).get("properties"))
         gone = sorted(set(old) - set(new))
         added = sorted(set(new) - set(old))
         changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
-        detail = []
+        detail: list[str] = []
         if gone:
             detail.append("removed " + ", ".join(gone))
         if added:
             detail.append("added " + ", ".join(added))
         if changed:
             detail.append("changed " + ", ".join(changed))
-        if (a.get("input_schema") or {}).get("required") != (b.get("input_schema") or {}).get(
+        if as_object(a.get("input_schema")).get("required") != as_object(b.get("input_schema")).get(
             "required"
         ):
             detail.append("required list changed")
@@ -102,9 +103,9 @@ def compare(
     tool that this task does not offer counts as removed only when the snapshot was
     probed on this very task.
     """
-    shared = {t["name"]: t for t in snapshot_env.get("tools") or []}
-    task = {t["name"]: t for t in snapshot_env.get("task_tools") or []}
-    probe = snapshot_env.get("task_tools_probe") or {}
+    shared = {t["name"]: t for t in as_array(snapshot_env.get("tools"))}
+    task = {t["name"]: t for t in as_array(snapshot_env.get("task_tools"))}
+    probe = as_object(snapshot_env.get("task_tools_probe"))
     probed = (
         index is not None
         and bool(probe.get("enabled"))

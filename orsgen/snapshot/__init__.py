@@ -8,7 +8,7 @@ loads no network code.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,9 @@ def __getattr__(name: str) -> Any:
 
 
 @contextmanager
-def _endpoint(target: Target, api_key: str | None, titles: dict[str, str]) -> Iterator[Endpoint]:
+def _endpoint(
+    target: Target, api_key: str | None, titles: dict[str, str]
+) -> Generator[Endpoint, None, None]:
     from orsgen.runtime.connection import resolve
 
     if target.kind == "file":
@@ -93,7 +95,7 @@ def take(
     with _endpoint(target, api_key, titles) as endpoint:
         facts, diagnostics = fetch(endpoint, env_name, options, progress)
     # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
-    from openreward._version import __version__ as sdk_version
+    from openreward._version import __version__ as sdk_version  # type: ignore[import-untyped]
 
     # A local file tells us the class name the server lower-cased.
     title = titles.get(str(facts["identity"].get("env_name")))

@@ -11,6 +11,7 @@ from orsgen.runtime import loop
 from orsgen.runtime.connection import Endpoint, environment, session_secrets, stateless
 from orsgen.canonical import spec_dict
 from orsgen.snapshot.errors import TargetError
+from orsgen.jsonobject import is_object
 
 Progress = Callable[[str], None]
 
@@ -79,6 +80,7 @@ async def _facts(
     env = await environment(endpoint)
     prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
     progress("reading server version and tools")
+    version: Any
     try:
         version = await stateless(endpoint, env, "GET", "/version")
     except Exception:  # noqa: BLE001 - optional endpoint
@@ -86,10 +88,10 @@ async def _facts(
     tools_res = await stateless(endpoint, env, "GET", f"{prefix}/tools")
     shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
-    splits = []
+    splits: list[dict[str, Any]] = []
     for split in await stateless(endpoint, env, "GET", f"{prefix}/splits"):
-        name = split["name"] if isinstance(split, Mapping) else str(split)
-        kind = split.get("type") if isinstance(split, Mapping) else None
+        name = split["name"] if is_object(split) else str(split)
+        kind = split.get("type") if is_object(split) else None
         count = (await stateless(endpoint, env, "POST", f"{prefix}/num_tasks", {"split": name}))[
             "num_tasks"
         ]
@@ -109,12 +111,12 @@ async def _facts(
             endpoint, env, options, splits, shared, progress
         )
         diagnostics += probe_diags
-    facts = {
+    facts: dict[str, Any] = {
         "identity": {
             "env_name": endpoint.env_name,
             "deployment": endpoint.deployment,
         },
-        "server_version": version.get("version") if isinstance(version, Mapping) else None,
+        "server_version": version.get("version") if is_object(version) else None,
         "splits": splits,
         "tools": shared,
         "task_tools": task_tools,

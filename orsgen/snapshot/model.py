@@ -21,6 +21,7 @@ from typing import Any
 from orsgen.canonical import canonical_json as canonical_json
 from orsgen.canonical import sha256_of as sha256_of
 from orsgen.canonical import tools_sha256 as tools_sha256
+from orsgen.jsonobject import is_object
 
 FORMAT = 1
 
@@ -51,7 +52,7 @@ def load_text(text: str, where: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SnapshotError(f"{where} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not is_object(data) or data.get("format") != FORMAT:
         raise SnapshotError(f"{where} is not an orsgen snapshot (format {FORMAT})")
     for key in ("environment", "package", "sha256"):
         if key not in data:
@@ -61,4 +62,4 @@ def load_text(text: str, where: str) -> dict[str, Any]:
             f"{where}: sha256 does not match its contents; it was edited by hand. "
             "Take a fresh snapshot with `orsgen TARGET -o DIR`."
         )
-    return data
+    return dict(data)
