@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from orsgen.generate.describe import needs_structure
 from orsgen.generate.typemap import TypeContext, hint_for
 
 ROOT: dict[str, Any] = {
