@@ -15,7 +15,6 @@ from orsgen.generate.typemap import TypeContext, child, deref, short_json, type_
 from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
 
 
-
 @dataclass
 class ParamView:
     name: str
@@ -66,7 +65,9 @@ class ToolView:
 
     @property
     def required_args(self) -> str:
-        return "{" + ", ".join(f"{p.wire_literal}: {p.name}" for p in self.params if p.required) + "}"
+        return (
+            "{" + ", ".join(f"{p.wire_literal}: {p.name}" for p in self.params if p.required) + "}"
+        )
 
 
 def _show(wire: str, limit: int = 60) -> str:
