@@ -146,7 +146,9 @@ def _compare_schema(
                 Change(tool, "minor", f"parameter {label!r} of tool {tool!r} became optional")
             )
         old_ctx, new_ctx = TypeContext(old_root, tool), TypeContext(new_root, tool)
-        old_type, new_type = type_of(old_ctx, old_props[name], ""), type_of(new_ctx, new_props[name], "")
+        old_type, new_type = type_of(old_ctx, old_props[name], ""), type_of(
+            new_ctx, new_props[name], ""
+        )
         _compare_types(tool, label, ir.nullable(*old_type), ir.nullable(*new_type), out)
         # Nested object fields follow the same rules, one level of dotted names at a time.
         old_nested, _ = deref(old_ctx, old_props[name], "", frozenset())

@@ -15,7 +15,8 @@ GENERATOR = ["jinja2", "black", "datamodel_code_generator", "orsgen.generate"]
 
 
 def _loaded_after(statement: str, names: list[str]) -> list[str]:
-    code = f"import sys, json\n{statement}\nprint(json.dumps([n for n in {names!r} if n in sys.modules]))"
+    report = f"print(json.dumps([n for n in {names!r} if n in sys.modules]))"
+    code = f"import sys, json\n{statement}\n{report}"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return list(json.loads(out.stdout))
 

@@ -111,7 +111,9 @@ def uses_literal(node: Node) -> bool:
     if isinstance(node, DictOf):
         return uses_literal(node.value)
     if isinstance(node, (TupleOf, UnionOf)):
-        return any(uses_literal(n) for n in (node.items if isinstance(node, TupleOf) else node.members))
+        return any(
+            uses_literal(n) for n in (node.items if isinstance(node, TupleOf) else node.members)
+        )
     return False
 
 

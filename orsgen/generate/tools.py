@@ -16,7 +16,6 @@ from orsgen.jsonobject import is_array, is_object
 from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
 
 
-
 @dataclass
 class ParamView:
     name: str
@@ -67,7 +66,9 @@ class ToolView:
 
     @property
     def required_args(self) -> str:
-        return "{" + ", ".join(f"{p.wire_literal}: {p.name}" for p in self.params if p.required) + "}"
+        return (
+            "{" + ", ".join(f"{p.wire_literal}: {p.name}" for p in self.params if p.required) + "}"
+        )
 
 
 def _show(wire: str, limit: int = 60) -> str:
