@@ -352,6 +352,9 @@ def cpu_grpo_config(output_dir: Path, max_steps: int) -> Any:
         use_cpu=True,
         bf16=False,
         activation_checkpointing=False,
+        # Every parameter takes part in the loss: under torchrun DDP would otherwise search
+        # the graph for unused ones each step, and warn that it found none.
+        ddp_find_unused_parameters=False,
         report_to="none",
         save_strategy="no",
         logging_steps=1,
