@@ -175,7 +175,8 @@ def train(url: str, workdir: Path, steps: int) -> dict[str, Any]:
                 f"grad_norm {entry.get('grad_norm', float('nan')):.4f}"
             )
     rank, world = _rank()
-    print(f"rank {rank}/{world}: rewards of this process's last batch: {last_batch}")
+    who = f"rank {rank} of {world}: " if world > 1 else ""
+    print(f"{who}rewards of this process's last batch: {last_batch}")
     return {
         "rank": rank,
         "world_size": world,
