@@ -31,4 +31,9 @@ else
         fi
     fi
 fi
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "orsgen scripts: '$PY' is not a Python 3.11+ interpreter that runs;" \
+         "pass PYTHON=/path/to/python of a Python 3.11+ virtualenv" >&2
+    exit 2
+fi
 export PY
