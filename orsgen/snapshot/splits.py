@@ -20,9 +20,9 @@ def choose_split(
 ) -> tuple[str, str | None]:
     """The split to use (``names`` in the server's order) and, when it was not asked for
     and is not ``train``, a line for the user saying which was chosen and why."""
-    listed = ", ".join(names) or "(none)"
     if requested is not None:
         if requested not in names:
+            listed = ", ".join(sorted(names)) or "(none)"
             raise TargetError(
                 f"split {requested!r} does not exist; splits: {listed}; choose one with --split"
             )
@@ -39,5 +39,5 @@ def choose_split(
         return names[0], f"no --split given and no {DEFAULT_SPLIT!r} split: {only}"
     return names[0], (
         f"no --split given and no {DEFAULT_SPLIT!r} split: using {names[0]!r}, the first of "
-        f"{len(names)} splits ({listed}); choose another with --split"
+        f"{len(names)} splits ({', '.join(names)}); choose another with --split"
     )
