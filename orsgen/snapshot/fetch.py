@@ -57,7 +57,9 @@ async def _choose_env_name(
         listing = await ask(endpoint, env, "GET", "/list_environments", progress=progress)
         names = [str(n) for n in listing]
     except Exception as exc:  # noqa: BLE001
-        if type(exc).__name__ == "AuthenticationError":  # the SDK's 401, with a banner
+        from openreward.api._session.http import AuthenticationError
+
+        if isinstance(exc, AuthenticationError):  # the SDK's 401, with a multi-line banner
             raise TargetError(
                 f"the server at {endpoint.session_url} rejected the API key (HTTP 401); "
                 "set OPENREWARD_API_KEY or pass --api-key"
