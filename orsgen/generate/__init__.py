@@ -19,6 +19,7 @@ from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
 from orsgen.runtime import RUNTIME_VERSION
 from orsgen.snapshot.model import dump, tools_sha256
+from orsgen.wording import plural
 
 PY_FILES = ("__init__.py", "adapter.py", "dataset.py", "models.py", "rewards.py", "version.py")
 
@@ -106,7 +107,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "import_path": package["name"],
         "class_name": class_name,
         "scored_class_name": f"Scored{class_name}",
-        "class_doc": f"Adapter for {_label(environment)}: {len(tools)} tools.",
+        "class_doc": f"Adapter for {_label(environment)}: {plural(len(tools), 'tool')}.",
         "env_label": _label(environment),
         "env_name": repr(ident.get("env_name")),
         "deployment": repr(ident.get("deployment")),
