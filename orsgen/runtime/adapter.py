@@ -34,52 +34,30 @@ from orsgen.runtime import drift, loop, prefetch, sessions
 from orsgen.runtime.blocks import blocks_to_text
 from orsgen.runtime.connection import Endpoint, resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
+from orsgen.runtime.errors import (
+    OrsRuntimeError,
+    ServerNotConfiguredError,
+    SessionOpenError,
+)
+from orsgen.runtime.errors import describe as _describe
 from orsgen.runtime.sessions import Opened
 
 DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0
-_MAX_ERROR_TEXT = 500
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_OPEN_TIMEOUT",
     "OrsAdapter",
+    "OrsRuntimeError",
     "SelfScoring",
+    "ServerNotConfiguredError",
     "SessionOpenError",
     "ToolDriftError",
     "ToolDriftWarning",
     "UNSET",
     "close_all_sessions",
 ]
-
-
-class SessionOpenError(RuntimeError):
-    """``reset()`` could not open a session; TRL cannot run a rollout without a prompt."""
-
-
-def _describe(exc: BaseException) -> str:
-    """One line, secret-free, that says what went wrong (the root cause where the SDK wraps it)."""
-    name = type(exc).__name__
-    status = getattr(exc, "status", None)
-    if isinstance(status, int) and name.endswith("ResponseError"):
-        message = getattr(exc, "message", "") or ""
-        text = f"HTTP {status}: {message}".strip().rstrip(":")
-    elif name == "MaxRetriesError" and getattr(exc, "errors", None):
-        text = f"gave up after {len(exc.errors)} attempts; last: {_describe(exc.errors[-1])}"  # type: ignore[attr-defined]
-    elif name == "SessionTerminatedError":
-        text = f"the session ended on the server ({str(exc).strip() or 'terminated'})"
-    elif name == "ToolFailed":
-        text = f"the tool raised on the server: {str(exc).strip()}"
-    elif name in ("ClientConnectorError", "ClientOSError", "ServerDisconnectedError"):
-        text = f"{name}: {str(exc).strip() or 'connection lost'} (is the server running?)"
-    elif isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc).strip():
-        text = "timed out"
-    else:
-        text = str(exc).strip() or name
-        if name not in text and not isinstance(exc, (TimeoutError, RuntimeError)):
-            text = f"{name}: {text}"
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 3] + "..."
 
 
 _live_slots: "weakref.WeakSet[_SessionSlot]" = weakref.WeakSet()
@@ -145,7 +123,9 @@ class OrsAdapter:
 
     Args:
         base_url: URL of a single-host ORS server. Defaults to ``OPENREWARD_SESSION_URL``,
-            then the URL recorded in the snapshot, then the catalog platform.
+            then the URL recorded in the snapshot; a catalog package defaults to the
+            platform. With none of these (a package generated from a local file),
+            ``reset()`` raises :class:`ServerNotConfiguredError`.
         api_key: API key; defaults to ``OPENREWARD_API_KEY``. Never stored in generated code.
         secrets: per-session secrets, sent in the ``X-Secrets`` header.
         env_name: environment name on the server; defaults to the snapshot's.
@@ -200,14 +180,21 @@ class OrsAdapter:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
         if keepalive is not None and keepalive <= 0:
             raise ValueError(f"keepalive must be positive, got {keepalive}")
-        self._endpoint = resolve(
-            base_url=base_url,
-            api_key=api_key,
-            env_name=env_name,
-            deployment=deployment if deployment is not None else self.DEPLOYMENT,
-            default_url=self.DEFAULT_URL,
-            default_env_name=self.ENV_NAME,
-        )
+        # No server configured is reported by reset(), not here: TRL constructs one
+        # instance only to read the tool schemas.
+        self._no_server: ServerNotConfiguredError | None = None
+        try:
+            self._endpoint = resolve(
+                base_url=base_url,
+                api_key=api_key,
+                env_name=env_name,
+                deployment=deployment if deployment is not None else self.DEPLOYMENT,
+                default_url=self.DEFAULT_URL,
+                default_env_name=self.ENV_NAME,
+            )
+        except ServerNotConfiguredError as exc:
+            self._no_server = exc
+            self._endpoint = Endpoint("", "", env_name or self.ENV_NAME, None)
         self._secrets = session_secrets(self._endpoint, secrets)
         self._split = split or self.DEFAULT_SPLIT
         self._timeout = float(timeout)
@@ -259,6 +246,8 @@ class OrsAdapter:
     ) -> str:
         """Close any previous session, open one for ``task_index`` (or ``task_spec``) and
         return the prompt text. Extra dataset columns in ``row`` are accepted and ignored."""
+        if self._no_server is not None:
+            raise ServerNotConfiguredError(f"{type(self).__name__}: {self._no_server}")
         with self._lock:
             self._slot.close(wait=False)
             self._clear_state()
