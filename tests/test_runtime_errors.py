@@ -138,14 +138,15 @@ def _answer(text: str) -> list[dict[str, Any]]:
 def test_reward_functions_when_the_server_vanished(vanishing: list[Any]) -> None:
     quiz, judge = ors_server.start(QUIZ_ENV), ors_server.start(JUDGE_ENV)
     vanishing += [quiz, judge]
-    quizzes = [QuizAdapter(base_url=quiz.url, prefetch=False, timeout=30) for _ in range(2)]
+    # No reconnect window: the rollout degrades at once instead of waiting for the server.
+    quizzes = [QuizAdapter(base_url=quiz.url, prefetch=False, reconnect_for=0) for _ in range(2)]
     judged = [JudgeAdapter(base_url=judge.url, prefetch=False, timeout=30) for _ in range(2)]
     for env in quizzes + judged:
         env.reset(task_index=0)
     quiz.stop()
     judge.stop()
     assert outcome_reward(quizzes, completions=[_answer("42"), _answer("41")]) == [None, None]
-    assert all(e.last_output.startswith("Error: tool 'submit' failed") for e in quizzes)
+    assert all(e.last_output.startswith("Error: ") for e in quizzes)
     assert all("ssl:default" not in e.last_output for e in quizzes)
     assert [e.get_reward() for e in quizzes] == [None, None]
     with warnings.catch_warnings(record=True) as caught:

@@ -149,6 +149,11 @@ def _client(url: str, *, env_server: bool) -> Any:
     return client
 
 
+def shared_client(url: str) -> Any:
+    """The process's HTTP client for a server URL (made on first use); on the runtime loop."""
+    return _client(url, env_server=True)
+
+
 async def environment(endpoint: Endpoint) -> Any:
     """The SDK's ``AsyncEnvironment`` for an endpoint; must be awaited on the runtime loop.
 

@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from orsgen.runtime import loop
+from orsgen.runtime import loop, outage
 from orsgen.runtime.connection import Endpoint, environment, resolve, stateless
 from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
 
@@ -157,6 +157,7 @@ def load_tasks(
         raise TaskLoadError(
             f"could not load the tasks of split {split!r} from {endpoint.label}: {describe(exc)}"
         ) from exc
+    outage.server(endpoint.session_url).answered()  # reached: later outages are ridden out
     return to_dataset(task_rows(task_indices, specs, include_metadata))
 
 

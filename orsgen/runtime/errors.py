@@ -18,6 +18,7 @@ text built with :func:`describe`.
 from __future__ import annotations
 
 import asyncio
+import os
 
 MAX_ERROR_TEXT = 500
 
@@ -49,7 +50,10 @@ def _connect_text(exc: BaseException) -> str:
     port = getattr(exc, "port", None)
     where = f"{host}:{port}" if host is not None else "the server"
     os_error = getattr(exc, "os_error", None)
-    reason = getattr(os_error, "strerror", None) or type(os_error or exc).__name__
+    errno = getattr(os_error, "errno", None)
+    reason = (os.strerror(errno) if isinstance(errno, int) else None) or type(
+        os_error or exc
+    ).__name__
     if type(exc).__name__ == "ClientConnectorDNSError":
         return f"cannot resolve host {host!r} ({reason})"
     return f"cannot connect to {where}: {str(reason).lower()} (is the server running?)"
