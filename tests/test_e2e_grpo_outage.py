@@ -1,7 +1,7 @@
 """Issue 12 item 5: a real GRPOTrainer.train() on CPU rides out an environment outage.
 
 The echo server is stopped right after the second step's rollouts opened their sessions,
-for longer than the SDK's own retries and shorter than the reconnect window, then
+for 40 s (longer than the SDK's own retries, shorter than the reconnect window), then
 restarted on the same port. The step whose sessions the restart lost logs ``None``
 rewards; the steps after it score again; train() completes; no session is left open.
 Nothing is mocked: the server really stops (by PID), the trainer is TRL's own.
@@ -22,7 +22,9 @@ import ors_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
-OUTAGE = 12.0  # s: longer than the SDK's retries (about 8 s), far shorter than the window
+# Longer than the SDK's own retries and the step's tool calls (at most 4 x timeout=5 s), so
+# that without a reconnect window the next step's reset raises; far shorter than the window.
+OUTAGE = 40.0
 
 pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
@@ -102,7 +104,7 @@ def test_grpo_train_survives_an_outage(server: ors_server.RunningServer, tmp_pat
         model=str(model_dir),
         args=tiny_model.cpu_grpo_config(tmp_path / "out", max_steps=4),
         train_dataset=train_dataset,
-        environment_factory=functools.partial(OutageEchoEnv, base_url=server.url, reconnect_for=120),
+        environment_factory=functools.partial(OutageEchoEnv, base_url=server.url, timeout=5, reconnect_for=120),
         reward_funcs=recording_reward,
     )
     try:

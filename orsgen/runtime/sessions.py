@@ -68,6 +68,8 @@ def _session_class() -> Any:
                     await keepalive.ping_loop(self, interval)
 
                 async def call_tool(self, tool_name: str, input: Any = None) -> Any:
+                    if self._dead_exception is not None:  # before making the request coroutine
+                        raise self._dead_exception
                     try:
                         res = await self._run_or_die(
                             sdk.resumable_sse(
