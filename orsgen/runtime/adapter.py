@@ -63,9 +63,11 @@ __all__ = [
 
 
 _live_slots: "weakref.WeakSet[_SessionSlot]" = weakref.WeakSet()
-_degraded: dict[type, int] = {}
-UNAVAILABLE_PROMPT = "(The environment is unavailable right now. This episode is not scored.)"
 _live_lock = threading.Lock()
+# Rollouts per adapter class that ran degraded (the server stayed away past the window).
+_degraded: dict[type, int] = {}
+# What reset() returns for a degraded rollout: short, and says why nothing works.
+UNAVAILABLE_PROMPT = "(The environment is unavailable right now. This episode is not scored.)"
 
 
 def close_all_sessions(timeout: float = sessions.EXIT_BUDGET) -> None:
@@ -519,7 +521,7 @@ class OrsAdapter:
                 if self._void:
                     return self._fail("environment unavailable")
                 return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
-            if session.lost:
+            if getattr(session, "lost", False):
                 return self._lost(wire_name)
             dead = getattr(session, "_dead_exception", None)
             if dead is not None:  # the SDK already knows; skip a doomed request
@@ -559,10 +561,15 @@ class OrsAdapter:
     async def _acall(self, wire_name: str, arguments: dict[str, Any]) -> str:
         """The awaitable twin of :meth:`_call`, for ``async def`` tool methods (which
         AsyncGRPOTrainer awaits on its own loop). The request runs on the runtime loop;
-        the caller's loop only waits for it. Never raises."""
+        the caller's loop only waits for it. Never raises. (It does not wait out an
+        outage: a refused connection comes back as an error at once.)"""
         session = self._slot.session
         if session is None:
+            if self._void:
+                return self._fail("environment unavailable")
             return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+        if getattr(session, "lost", False):
+            return self._lost(wire_name)
         fut = loop.submit(session.call_tool(wire_name, arguments))
         try:
             out = await asyncio.wait_for(asyncio.wrap_future(fut), timeout=self._timeout)
@@ -570,6 +577,9 @@ class OrsAdapter:
             fut.cancel()
             return self._call_error(wire_name, TimeoutError("no answer within"))
         except Exception as exc:  # noqa: BLE001
+            if outage.is_lost(exc):
+                keepalive.mark_lost(session, exc)
+                return self._lost(wire_name)
             return self._call_error(wire_name, exc)
         with self._lock:
             return self._finish_call(wire_name, out)
