@@ -37,6 +37,7 @@ ADAPTER_ATTRIBUTES = frozenset(
         "last_output",
         "close",
         "close_all",
+        "degraded_rollouts",
         "WIRE_NAMES",
         "ENV_NAME",
         "DEPLOYMENT",

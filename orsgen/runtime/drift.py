@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from orsgen.runtime.errors import OrsRuntimeError
+
 
 def sha256_of(value: Any) -> str:
     """sha256 of canonical JSON: sorted keys, compact separators, non-ASCII kept."""
@@ -63,7 +65,7 @@ class ToolDriftWarning(UserWarning):
     """The live environment's tools differ from the adapter's snapshot."""
 
 
-class ToolDriftError(RuntimeError):
+class ToolDriftError(OrsRuntimeError):
     """Raised by ``reset()`` of a ``strict=True`` adapter whose environment has drifted."""
 
 

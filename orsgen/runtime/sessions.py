@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orsgen.runtime import loop
+from orsgen.runtime import keepalive, loop
 from orsgen.runtime.blocks import blocks_to_text
 from orsgen.runtime.connection import Endpoint, environment
 
@@ -43,27 +43,61 @@ _cls_lock = threading.Lock()
 
 
 def _session_class() -> Any:
-    """The SDK's ``AsyncSession`` with a configurable keepalive interval.
+    """The SDK's ``AsyncSession`` with orsgen's keepalive and a tool call that is never
+    sent twice.
 
-    The SDK pings every 10 s, hard-coded; a subclass passes its own interval through
-    the SDK's own ping machinery instead of running a second pinger.
+    - Pings run in :func:`orsgen.runtime.keepalive.ping_loop` (every ``keepalive`` s, the
+      SDK's 10 s by default), which stops at the first sign that the server lost the session.
+    - ``call_tool`` is the SDK's own, with ``resumable_only=True``: the SDK otherwise posts
+      ``/call`` again after a failure that came before the server's task id, which may run
+      the tool twice. A stream cut after the task id is still resumed.
     """
     global _session_cls
     with _cls_lock:
         if _session_cls is None:
-            from openreward.api.environments.client import AsyncSession
+            from openreward.api.environments import client as sdk
 
-            class KeepaliveSession(AsyncSession):  # type: ignore[misc]
+            class KeepaliveSession(sdk.AsyncSession):  # type: ignore[misc]
                 keepalive: float | None = None
+                lost = False  # the server answered that it no longer knows this session
 
                 async def _run_ping(  # type: ignore[no-untyped-def]
                     self, url, sid, api_key, sleep_time, deployment, **kwargs
                 ):
-                    if self.keepalive is not None:
-                        sleep_time = self.keepalive
-                    return await super()._run_ping(
-                        url, sid, api_key, sleep_time, deployment, **kwargs
-                    )
+                    interval = self.keepalive if self.keepalive is not None else sleep_time
+                    await keepalive.ping_loop(self, interval)
+
+                async def call_tool(self, tool_name: str, input: Any = None) -> Any:
+                    if self._dead_exception is not None:  # before making the request coroutine
+                        raise self._dead_exception
+                    try:
+                        res = await self._run_or_die(
+                            sdk.resumable_sse(
+                                self.client,
+                                self._env_path("/call"),
+                                sid=self.sid,
+                                deployment=self.deployment,
+                                token=self.api_key,
+                                json={"name": tool_name, "input": dict(input or {})},
+                                max_retries=5,
+                                resumable_only=True,
+                            )
+                        )
+                    except sdk._RemoteSSEError as e:  # the tool raised: the SDK ends the session
+                        self._mark_dead(sdk.ErrorResponse(type="error", message=str(e)))
+                        raise sdk.ToolFailed(str(e)) from e
+                    if res["ok"]:
+                        out = res["output"]
+                        return sdk.ToolOutput(
+                            blocks=sdk._parse_blocks(out["blocks"]),
+                            metadata=out["metadata"],
+                            reward=out["reward"],
+                            finished=out["finished"],
+                        )
+                    reason = res.get("reason")
+                    if reason not in sdk._VALID_REASONS:
+                        reason = sdk._infer_invalid_reason(res["error"])
+                    raise sdk.ToolCallError(reason=reason, detail=res["error"])
 
             _session_cls = KeepaliveSession
         return _session_cls
