@@ -26,7 +26,8 @@ def changelog(entries: Iterable[Mapping[str, Any]]) -> str:
         level = str(entry.get("level", ""))
         lines.append(f"## {entry['version']} ({_WORDS.get(level, level)})")
         lines.append("")
-        for item in entry.get("changes") or []:
+        changes: Iterable[Any] = entry.get("changes") or []
+        for item in changes:
             lines.append(f"- {item}")
         lines.append("")
     return "\n".join(lines)

@@ -343,7 +343,7 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
     from orsgen.versioning import classify as classify_drift
 
     stored = snapshot["environment"]
-    recorded = stored.get("target") or {}
+    recorded: Any = stored.get("target") or {}
     try:
         if args.target:
             target = classify(args.target)
@@ -353,9 +353,9 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
             raise UsageError("the snapshot records no live target; pass --target")
         if target.kind == "file" and not Path(target.value).is_file():
             raise UsageError(f"recorded target {target.value} does not exist here; pass --target")
-        probe = stored.get("task_tools_probe") or {}
+        probe: Any = stored.get("task_tools_probe") or {}
         recorded_split = probe.get("split") or snapshot["package"].get("split")
-        indices = list(probe.get("indices") or [])
+        indices: list[Any] = list(probe.get("indices") or [])
         options = FetchOptions(
             split=str(recorded_split) if recorded_split else None,
             task_tools=bool(probe.get("enabled", True)),

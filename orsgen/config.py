@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orsgen.jsonobject import is_object
+
 
 class ConfigError(ValueError):
     """The configuration file is invalid; the message names the file and the key."""
@@ -57,7 +59,7 @@ def _table(path: Path) -> Mapping[str, Any] | None:
         raise ConfigError(f"{path}: {exc}") from None
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("orsgen")
-        return table if isinstance(table, Mapping) else None
+        return table if is_object(table) else None
     return data
 
 
@@ -82,7 +84,7 @@ def load(path: Path) -> FileConfig:
     try:
         return FileConfig.model_validate(table or {})
     except ValidationError as exc:
-        problems = []
+        problems: list[str] = []
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"])
             problems.append(f"{key}: {err['msg']}")
@@ -102,7 +104,7 @@ def for_output(path: Path, output: Path) -> PackageConfig | None:
 def unknown_tools(table: PackageConfig, tool_names: Iterable[str]) -> list[str]:
     """Config keys that name tools the environment does not have, as ``key: name`` strings."""
     known = set(tool_names)
-    problems = []
+    problems: list[str] = []
     for key, names in (
         ("include", table.include or []),
         ("exclude", table.exclude),

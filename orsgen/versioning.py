@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orsgen.generate.typemap import TypeContext, deref, hint_for
+from orsgen.jsonobject import is_array, is_object
 
 Level = Literal["unchanged", "patch", "minor", "major"]
 _RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
@@ -54,7 +55,7 @@ class Classification:
         return groups
 
     def report(self) -> str:
-        lines = []
+        lines: list[str] = []
         for tool, changes in self.by_tool().items():
             lines.append(f"{tool or '(environment)'}:")
             lines.extend(f"  {c.line()}" for c in changes)
@@ -82,7 +83,8 @@ def _tools(environment: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _split_union(hint: str) -> set[str]:
     """Top-level members of ``A | B``; brackets keep nested unions whole."""
-    parts, depth, current = [], 0, ""
+    parts: list[str] = []
+    depth, current = 0, ""
     for ch in hint:
         if ch in "[(":
             depth += 1
@@ -104,13 +106,14 @@ def _literal_values(hint: str) -> set[str] | None:
 
 
 def _params(schema: Any, tool: str) -> tuple[dict[str, Any], set[str], Mapping[str, Any]]:
-    root = schema if isinstance(schema, Mapping) else {}
+    root: Mapping[str, Any] = schema if is_object(schema) else {}
     ctx = TypeContext(root=root, tool=tool)
-    resolved, _ = deref(ctx, root, "", frozenset())
-    resolved = resolved if isinstance(resolved, Mapping) else {}
-    props = resolved.get("properties") or {}
-    required = set(resolved.get("required") or [])
-    return (dict(props) if isinstance(props, Mapping) else {}), required, root
+    found, _ = deref(ctx, root, "", frozenset())
+    resolved: Mapping[str, Any] = found if is_object(found) else {}
+    props = resolved.get("properties")
+    required = resolved.get("required")
+    names = {str(n) for n in required} if is_array(required) else set[str]()
+    return (dict(props) if is_object(props) else {}), names, root
 
 
 def _compare_types(tool: str, param: str, old: str, new: str, out: list[Change]) -> None:
@@ -121,8 +124,8 @@ def _compare_types(tool: str, param: str, old: str, new: str, out: list[Change])
     old_lits = [_literal_values(m) for m in old_members]
     new_lits = [_literal_values(m) for m in new_members]
     if len(old_members) == len(new_members) and all(v is not None for v in old_lits + new_lits):
-        old_values = set().union(*(v for v in old_lits if v is not None))
-        new_values = set().union(*(v for v in new_lits if v is not None))
+        old_values = set[str]().union(*(v for v in old_lits if v is not None))
+        new_values = set[str]().union(*(v for v in new_lits if v is not None))
         for value in sorted(old_values - new_values):
             out.append(Change(tool, "major", f"{where}: enum value {value} removed"))
         for value in sorted(new_values - old_values):
@@ -171,7 +174,7 @@ def _compare_schema(
         # Nested object fields follow the same rules, one level of dotted names at a time.
         old_nested, _ = deref(old_ctx, old_props[name], "", frozenset())
         new_nested, _ = deref(new_ctx, new_props[name], "", frozenset())
-        if isinstance(old_nested, Mapping) and isinstance(new_nested, Mapping):
+        if is_object(old_nested) and is_object(new_nested):
             if old_nested.get("properties") or new_nested.get("properties"):
                 if len(prefix) < 200:
                     _compare_schema(
@@ -190,7 +193,7 @@ def _compare_schema(
 
 
 def _descriptions(schema: Any) -> tuple[Any, Any]:
-    if not isinstance(schema, Mapping):
+    if not is_object(schema):
         return (None, None)
     return (schema.get("description"), schema.get("title"))
 

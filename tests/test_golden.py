@@ -44,6 +44,20 @@ def test_mypy_strict_passes_on_generated_and_orsgen() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_basedpyright_strict_passes_on_generated_and_orsgen() -> None:
+    """pyright strict, as most editors run it ([tool.basedpyright] sets only the mode)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "basedpyright", "--pythonpath", sys.executable]
+        + ["generated", "orsgen", "bench/benchenv"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 errors" in proc.stdout
+
+
 def test_a_hand_edited_copy_fails_check_with_a_diff(tmp_path, orsgen_subprocess) -> None:
     copy = tmp_path / "echo"
     shutil.copytree(GOLDEN, copy, ignore=shutil.ignore_patterns("__pycache__"))

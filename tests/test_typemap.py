@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from orsgen.generate.describe import needs_structure
 from orsgen.generate.typemap import TypeContext, hint_for, with_null
 
 ROOT: dict[str, Any] = {
@@ -112,3 +117,56 @@ def test_deep_nesting_terminates() -> None:
     text, warnings = hint(schema)
     assert text.startswith("list[") and "Any" in text
     assert any("deeply" in w for w in warnings)
+
+
+# Literal ints beyond a signed 64-bit range fail mypy ("arbitrary expressions"); JSON floats
+# (including NaN and the infinities Python's json reads) never fit a Literal at all.
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([10**40, -1], "int"),
+        ([-(10**40)], "int"),
+        ([2**63], "int"),
+        ([-(2**63)], "int"),
+        ([2**63 - 1, -(2**63 - 1)], "Literal[9223372036854775807, -9223372036854775807]"),
+        ([10**40, 0.5], "float"),
+        ([json.loads("NaN"), json.loads("Infinity"), json.loads("-Infinity")], "float"),
+        ([10**40, None], "int | None"),
+        (["NaN", "inf", "-Infinity"], "Literal['NaN', 'inf', '-Infinity']"),
+    ],
+)
+def test_enum_values_a_literal_cannot_hold(values: list[Any], expected: str) -> None:
+    text, warnings = hint({"enum": values})
+    assert text == expected
+    assert warnings == []
+    # The hint alone hides the allowed values, so the description must list them.
+    assert needs_structure({"enum": values}, TypeContext(root=ROOT, tool="t"), "") == (
+        "Literal" not in expected
+    )
+
+
+def test_const_too_large_for_a_literal_is_an_int() -> None:
+    assert hint({"const": 10**40}) == ("int", [])
+
+
+def test_huge_int_mixed_with_a_string_is_any_with_a_warning() -> None:
+    text, warnings = hint({"enum": ["a", 10**40]})
+    assert text == "Any"
+    assert any("cannot express" in w for w in warnings)
+
+
+def test_boundary_literals_type_check(tmp_path: Path) -> None:
+    """The hints above, written out, pass both checkers (which is why the bound exists)."""
+    values = [[2**63 - 1, -(2**63 - 1)], [10**40, -1], [-(2**63)], [json.loads("NaN")]]
+    lines = ["from typing import Literal", ""]
+    for i, v in enumerate(values):
+        value = "float('nan')" if v[0] != v[0] else repr(v[0])
+        lines.append(f"x{i}: {hint({'enum': v})[0]} = {value}")
+    (tmp_path / "hints.py").write_text("\n".join(lines) + "\n")
+    (tmp_path / "pyrightconfig.json").write_text('{"typeCheckingMode": "strict"}')
+    for cmd in (["mypy", "--strict", "--no-incremental"], ["basedpyright", "--pythonpath", sys.executable]):
+        proc = subprocess.run(
+            [sys.executable, "-m", *cmd, "hints.py"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr

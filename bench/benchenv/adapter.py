@@ -2,6 +2,7 @@
 # `orsgen DIR/snapshot.json -o DIR`, where DIR is this package's directory.
 """Typed TRL adapter for the ORS environment 'benchenv': one method per tool."""
 
+from collections.abc import Mapping as _Mapping
 from typing import Any, ClassVar
 
 from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter
@@ -18,7 +19,7 @@ class BenchEnv(_OrsAdapter):
     TOOLS_SHA256: ClassVar[str] = "d54d0c90e15911e384070fc4c0707ce554c78504c530c506f708e28a0d6772a1"
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
-    WIRE_NAMES: ClassVar[dict[str, tuple[str, dict[str, str]]]] = {
+    WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
         "act": ("act", {"text": "text"}),
     }
 

@@ -10,7 +10,9 @@ from orsgen.runtime.dataset import load_tasks as _load_tasks
 from .adapter import BenchEnv
 
 if TYPE_CHECKING:
-    from datasets import Dataset
+    # Through orsgen's typed runtime: `datasets` ships no type information, so importing it
+    # here would fail a strict checker in every project without a `datasets` override.
+    from orsgen.runtime.dataset import Dataset
 
 
 def load_tasks(

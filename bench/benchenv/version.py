@@ -3,7 +3,8 @@
 """Provenance of this package, kept in one place so a new orsgen release touches only this file."""
 
 # Fails at import, with a message saying what to install, under an incompatible runtime.
-from orsgen.runtime.compat import requires_1_0 as _runtime_compatible
+# The redundant alias is an explicit re-export, so strict checkers do not call the import unused.
+from orsgen.runtime.compat import requires_1_0 as requires_1_0
 
 __version__ = "1.0.0"
 SNAPSHOT_SHA256 = "16f3b962ed305576f68ec4e3c0c9902968935cb93608646666b14b087711f8d9"

@@ -2,6 +2,7 @@
 # `orsgen DIR/snapshot.json -o DIR`, where DIR is this package's directory.
 """Typed TRL adapter for the ORS environment 'echoenv': one method per tool."""
 
+from collections.abc import Mapping as _Mapping
 from typing import Any, ClassVar, Literal
 
 from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter
@@ -18,7 +19,7 @@ class EchoEnv(_OrsAdapter):
     TOOLS_SHA256: ClassVar[str] = "bda4852d280916d4186f4811db31610282b67705a8b541b5e84c8462d631ecc1"
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
-    WIRE_NAMES: ClassVar[dict[str, tuple[str, dict[str, str]]]] = {
+    WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
         "echo": ("echo", {"style": "style", "text": "text"}),
         "hint": ("hint", {"level": "level"}),
     }

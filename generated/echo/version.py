@@ -3,7 +3,8 @@
 """Provenance of this package, kept in one place so a new orsgen release touches only this file."""
 
 # Fails at import, with a message saying what to install, under an incompatible runtime.
-from orsgen.runtime.compat import requires_1_0 as _runtime_compatible
+# The redundant alias is an explicit re-export, so strict checkers do not call the import unused.
+from orsgen.runtime.compat import requires_1_0 as requires_1_0
 
 __version__ = "1.0.0"
 SNAPSHOT_SHA256 = "19338f538a57f1d4f334d5aab5cc25a80f9f094a6cb353636f41d8dccbb3d8e7"

@@ -17,6 +17,7 @@ from orsgen.generate import docstrings
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check
 from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
+from orsgen.jsonobject import is_object
 from orsgen.runtime import RUNTIME_VERSION
 from orsgen.snapshot.model import dump, tools_sha256
 from orsgen.wording import plural
@@ -42,7 +43,7 @@ def _label(environment: Mapping[str, Any]) -> str:
 
 def _wire_names(tools: list[ToolView]) -> str:
     """The ``WIRE_NAMES`` literal, one method per line (as black would lay it out)."""
-    lines = []
+    lines: list[str] = []
     for tool in sorted(tools, key=lambda t: t.method):
         params = {p.name: p.wire for p in tool.params}
         entry = pprint.pformat((tool.wire, params), width=10**6, sort_dicts=True)
@@ -54,7 +55,7 @@ def _terminal_tool(environment: Mapping[str, Any]) -> str:
     """``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
     ``outcome_reward`` feeds it the rollout's final assistant message."""
     term = environment.get("terminal_tool")
-    if not isinstance(term, Mapping) or not isinstance(term.get("name"), str):
+    if not is_object(term) or not isinstance(term.get("name"), str):
         return "None"
     arg = term.get("arg")
     return repr((term["name"], arg if isinstance(arg, str) else None))
@@ -64,7 +65,11 @@ def _imports(tools: list[ToolView]) -> list[str]:
     typing_names = ["Any", "ClassVar"]
     if any("Literal[" in p.hint for t in tools for p in t.params):
         typing_names.append("Literal")
-    lines = [f"from typing import {', '.join(typing_names)}", ""]
+    lines = [
+        "from collections.abc import Mapping as _Mapping",
+        f"from typing import {', '.join(typing_names)}",
+        "",
+    ]
     if any(p.default == "_UNSET" for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
     lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")

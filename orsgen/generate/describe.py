@@ -8,10 +8,17 @@ in the parameter's description instead, e.g.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from orsgen.generate.typemap import MAX_DEPTH, TypeContext, child, deref, short_json
+from orsgen.generate.typemap import (
+    MAX_DEPTH,
+    TypeContext,
+    child,
+    deref,
+    literal_can_hold,
+    short_json,
+)
+from orsgen.jsonobject import is_array, is_object
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "null"}
 
@@ -20,18 +27,16 @@ def needs_structure(schema: Any, ctx: TypeContext, pointer: str) -> bool:
     """True when the type hint alone hides facts: object fields or non-Literal enums."""
     from orsgen.generate.models import has_object_fields
 
-    return has_object_fields(schema, ctx.root) or _has_float_enum(schema, ctx, pointer)
+    return has_object_fields(schema, ctx.root) or _has_non_literal_enum(schema, ctx, pointer)
 
 
-def _has_float_enum(schema: Any, ctx: TypeContext, pointer: str) -> bool:
+def _has_non_literal_enum(schema: Any, ctx: TypeContext, pointer: str) -> bool:
     quiet = TypeContext(ctx.root, ctx.tool)
     schema, _ = deref(quiet, schema, pointer, frozenset())
-    if not isinstance(schema, Mapping):
+    if not is_object(schema):
         return False
     values = schema.get("enum")
-    return isinstance(values, list) and any(
-        isinstance(v, float) or isinstance(v, (list, dict)) for v in values
-    )
+    return is_array(values) and not all(literal_can_hold(v) for v in values)
 
 
 def describe(
@@ -41,26 +46,26 @@ def describe(
     quiet = TypeContext(ctx.root, ctx.tool)
     if depth > MAX_DEPTH:
         return "..."
-    if not isinstance(schema, Mapping) or not schema:
+    if not is_object(schema) or not schema:
         return "any"
     schema, seen = deref(quiet, schema, pointer, seen)
-    if not isinstance(schema, Mapping) or not schema:
+    if not is_object(schema) or not schema:
         return "any"
     if "x-orsgen-recursive" in schema:
         return f"(recursive {schema['x-orsgen-recursive']})"
     if "const" in schema:
         return short_json(schema["const"])
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
+    if is_array(schema.get("enum")) and schema["enum"]:
         return " | ".join(short_json(v) for v in schema["enum"])
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
-        if isinstance(branches, list) and branches:
+        if is_array(branches) and branches:
             return " or ".join(
                 describe(b, quiet, child(pointer, key, str(i)), seen, depth + 1)
                 for i, b in enumerate(branches)
             )
     kind = schema.get("type")
-    if isinstance(kind, list):
+    if is_array(kind):
         return " or ".join(
             describe({**schema, "type": k}, quiet, pointer, seen, depth + 1) for k in kind
         )
@@ -73,7 +78,7 @@ def describe(
             return "any"
     if kind == "array":
         prefix = schema.get("prefixItems")
-        if isinstance(prefix, list) and prefix:
+        if is_array(prefix) and prefix:
             inner = ", ".join(
                 describe(p, quiet, child(pointer, "prefixItems", str(i)), seen, depth + 1)
                 for i, p in enumerate(prefix)
@@ -84,9 +89,9 @@ def describe(
         )
     if kind == "object":
         props = schema.get("properties")
-        if isinstance(props, Mapping) and props:
+        if is_object(props) and props:
             required = set(schema.get("required") or [])
-            fields = []
+            fields: list[str] = []
             for name, prop in props.items():
                 text = describe(
                     prop, quiet, child(pointer, "properties", str(name)), seen, depth + 1
@@ -94,7 +99,7 @@ def describe(
                 fields.append(f"{name}: {text}" + (" (required)" if name in required else ""))
             return "{" + ", ".join(fields) + "}"
         extra = schema.get("additionalProperties")
-        if isinstance(extra, Mapping) and extra:
+        if is_object(extra) and extra:
             return "map of str to " + describe(
                 extra, quiet, child(pointer, "additionalProperties"), seen, depth + 1
             )

@@ -62,7 +62,7 @@ def literal_body(text: str) -> str:
 
     A lone ``"`` stays readable; one next to another ``"`` (which could close the
     literal) or at the very end is escaped."""
-    out = []
+    out: list[str] = []
     for i, ch in enumerate(text):
         if ch == '"':
             near = text[i - 1 : i] == '"' or text[i + 1 : i + 2] == '"' or i == len(text) - 1

@@ -31,6 +31,7 @@ from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.generate import naming
+from orsgen.jsonobject import is_array, is_object
 
 ROOT_CLASS = "OrsgenModelsRoot"
 # Keywords that carry structure; everything else (descriptions, titles, defaults,
@@ -75,7 +76,7 @@ class ModelRequest:
 
 def has_object_fields(schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
     """True when ``schema`` (after local refs) contains an object with declared fields."""
-    if depth > 12 or not isinstance(schema, Mapping):
+    if depth > 12 or not is_object(schema):
         return False
     ref = schema.get("$ref")
     if isinstance(ref, str):
@@ -83,16 +84,14 @@ def has_object_fields(schema: Any, root: Mapping[str, Any], depth: int = 0) -> b
         if target is not None and has_object_fields(target, root, depth + 1):
             return True
     props = schema.get("properties")
-    if isinstance(props, Mapping) and props:
+    if is_object(props) and props:
         return True
     for key in ("items", "additionalProperties"):
         if has_object_fields(schema.get(key), root, depth + 1):
             return True
     for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
         branches = schema.get(key)
-        if isinstance(branches, list) and any(
-            has_object_fields(b, root, depth + 1) for b in branches
-        ):
+        if is_array(branches) and any(has_object_fields(b, root, depth + 1) for b in branches):
             return True
     return False
 
@@ -103,10 +102,10 @@ def _local_target(root: Mapping[str, Any], ref: str) -> Any:
     node: Any = root
     for raw in ref[1:].split("/")[1:]:
         key = raw.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, Mapping) or key not in node:
+        if not is_object(node) or key not in node:
             return None
         node = node[key]
-    return node if isinstance(node, Mapping) else None
+    return node if is_object(node) else None
 
 
 class _Reducer:
@@ -136,7 +135,7 @@ class _Reducer:
     def reduce(self, schema: Any, depth: int) -> Any:
         if schema is True or schema is False:
             return schema
-        if not isinstance(schema, Mapping) or depth > 24:
+        if not is_object(schema) or depth > 24:
             return {}
         out: dict[str, Any] = {}
         for key, value in schema.items():
@@ -148,19 +147,19 @@ class _Reducer:
                         return {}  # remote or dangling: any (typemap already warned)
                 return {"$ref": f"#/$defs/{self.def_key(value)}"}
             if key == "type":
-                kinds = value if isinstance(value, list) else [value]
+                kinds = value if is_array(value) else [value]
                 if not all(isinstance(k, str) and k in _TYPES for k in kinds):
                     return {}
                 out[key] = value
-            elif key == "properties" and isinstance(value, Mapping):
+            elif key == "properties" and is_object(value):
                 out[key] = {str(k): self.reduce(v, depth + 1) for k, v in value.items()}
-            elif key == "required" and isinstance(value, list):
+            elif key == "required" and is_array(value):
                 out[key] = [str(v) for v in value]
-            elif key in ("enum",) and isinstance(value, list) and value:
+            elif key in ("enum",) and is_array(value) and value:
                 out[key] = value
             elif key == "const":
                 out["enum"] = [value]
-            elif key in _SCHEMA_LISTS and isinstance(value, list) and value:
+            elif key in _SCHEMA_LISTS and is_array(value) and value:
                 out[key] = [self.reduce(v, depth + 1) for v in value]
             elif key in _SCHEMA_KEYS:
                 out[key] = self.reduce(value, depth + 1)

@@ -13,6 +13,7 @@ from orsgen.generate import docstrings, naming
 from orsgen.generate.describe import describe, needs_structure
 from orsgen.generate.models import ModelRequest, has_object_fields
 from orsgen.generate.typemap import TypeContext, child, deref, hint_for, short_json, with_null
+from orsgen.jsonobject import is_array, is_object
 
 _LINE = 100  # black's line length (render.BLACK_LINE_LENGTH)
 _SCALAR_CHECK: dict[str, type | tuple[type, ...]] = {
@@ -95,7 +96,7 @@ def _literal_values(hint: str) -> list[Any] | None:
         values = ast.literal_eval("[" + hint[len("Literal[") : -1] + "]")
     except (ValueError, SyntaxError):
         return None  # e.g. a union of Literals; too clever to guess, so no default
-    return values if isinstance(values, list) else None
+    return values if is_array(values) else None
 
 
 def _fits(value: Any, hint: str) -> bool:
@@ -131,21 +132,21 @@ def build_tool(
 ) -> ToolView | None:
     """The view of one tool, or ``None`` after an error diagnostic that names it."""
     wire = str(spec["name"])
-    schema = spec.get("input_schema")
-    ctx = TypeContext(root=schema if isinstance(schema, Mapping) else {}, tool=wire)
+    schema: Any = spec.get("input_schema")
+    ctx = TypeContext(root=schema if is_object(schema) else {}, tool=wire)
     tool = ToolView(method=method, wire=wire, description=str(spec.get("description") or ""))
     if schema is None:
         schema = {}
-    if not isinstance(schema, Mapping):
+    if not is_object(schema):
         diagnostics.append(
             error(wire, "", "input_schema is not a JSON object; cannot type this tool")
         )
         return None
     schema, _ = deref(ctx, schema, "", frozenset())
-    if not isinstance(schema, Mapping):
+    if not is_object(schema):
         schema = {}
     kind = schema.get("type")
-    if kind not in (None, "object") and not (isinstance(kind, list) and "object" in kind):
+    if kind not in (None, "object") and not (is_array(kind) and "object" in kind):
         diagnostics.append(
             error(
                 wire,
@@ -154,12 +155,12 @@ def build_tool(
             )
         )
         return None
-    props = schema.get("properties") or {}
-    if not isinstance(props, Mapping):
+    props: Any = schema.get("properties") or {}
+    if not is_object(props):
         diagnostics.append(error(wire, "/properties", "properties is not a JSON object"))
         return None
-    required_raw = schema.get("required") or []
-    required = [str(r) for r in required_raw] if isinstance(required_raw, list) else []
+    required_raw: Any = schema.get("required") or []
+    required = [str(r) for r in required_raw] if is_array(required_raw) else []
     wires = list(props)
     for name in required:
         if name not in props:
@@ -168,7 +169,7 @@ def build_tool(
                 warning(wire, "/required", f"required parameter {name!r} has no schema; typed Any")
             )
     order = spec.get("property_order")
-    if isinstance(order, list) and sorted(map(str, order)) == sorted(map(str, props)):
+    if is_array(order) and sorted(map(str, order)) == sorted(map(str, props)):
         wires = [str(w) for w in order] + [w for w in wires if w not in props]
     for key in ("patternProperties",):
         if key in schema:
@@ -206,7 +207,7 @@ def build_tool(
         default = ""
         condition = ""
         if not is_required:
-            raw_default = pschema.get("default", ...) if isinstance(pschema, Mapping) else ...
+            raw_default = pschema.get("default", ...) if is_object(pschema) else ...
             source = None if raw_default is ... else _default_source(raw_default, hint, nullable)
             if raw_default is not ... and source is None and raw_default is not None:
                 if isinstance(raw_default, (list, dict)):
@@ -242,7 +243,7 @@ def build_tool(
     nested = {
         w: props[w]
         for w in wires
-        if w in props and isinstance(props[w], Mapping) and has_object_fields(props[w], ctx.root)
+        if w in props and is_object(props[w]) and has_object_fields(props[w], ctx.root)
     }
     if nested:
         tool.model_request = ModelRequest(
@@ -261,9 +262,9 @@ def build_tool(
 
 def _param_description(ctx: TypeContext, wire: str, schema: Any, pointer: str) -> str:
     text = ""
-    if isinstance(schema, Mapping):
+    if is_object(schema):
         resolved, _ = deref(TypeContext(ctx.root, ctx.tool), schema, pointer, frozenset())
-        source = resolved if isinstance(resolved, Mapping) else schema
+        source = resolved if is_object(resolved) else schema
         text = str(schema.get("description") or source.get("description") or "")
         if not text:
             text = str(schema.get("title") or source.get("title") or "")

@@ -13,10 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
+from orsgen.jsonobject import is_array, is_object
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 # mypy accepts these in Literal[...]; floats are not allowed there.
 _LITERAL_TYPES = (str, int, bool, type(None))
+# mypy rejects a Literal int outside a signed 64-bit range ("arbitrary expressions"),
+# and parses ``-2**63`` as ``-(2**63)``, so the bound is symmetric.
+_LITERAL_INT_LIMIT = 2**63 - 1
 MAX_DEPTH = 12
 
 
@@ -51,11 +55,11 @@ def resolve_ref(ctx: TypeContext, ref: Any, pointer: str) -> Mapping[str, Any] |
     node: Any = ctx.root
     for raw in ref[1:].split("/")[1:]:
         key = raw.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, Mapping) or key not in node:
+        if not is_object(node) or key not in node:
             ctx.warn(pointer, f"$ref {ref!r} points at nothing; typed Any")
             return None
         node = node[key]
-    if not isinstance(node, Mapping):
+    if not is_object(node):
         ctx.warn(pointer, f"$ref {ref!r} does not point at a schema; typed Any")
         return None
     return node
@@ -66,16 +70,16 @@ def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> d
     merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
     for i, branch in enumerate(schema.get("allOf") or []):
         where = child(pointer, "allOf", str(i))
-        if isinstance(branch, Mapping) and "$ref" in branch:
+        if is_object(branch) and "$ref" in branch:
             branch = resolve_ref(ctx, branch["$ref"], where) or {}
-        if not isinstance(branch, Mapping):
+        if not is_object(branch):
             continue
         if "allOf" in branch:
             branch = merge_all_of(ctx, branch, where)
         for key, value in branch.items():
-            if key == "properties" and isinstance(value, Mapping):
+            if key == "properties" and is_object(value):
                 merged["properties"] = {**(merged.get("properties") or {}), **value}
-            elif key == "required" and isinstance(value, list):
+            elif key == "required" and is_array(value):
                 merged["required"] = list(dict.fromkeys([*(merged.get("required") or []), *value]))
             else:
                 merged.setdefault(key, value)
@@ -87,7 +91,7 @@ def deref(
 ) -> tuple[Any, frozenset[str]]:
     """Follow ``$ref`` chains and merge ``allOf``; returns the schema and the refs followed."""
     for _ in range(MAX_DEPTH):
-        if not isinstance(schema, Mapping):
+        if not is_object(schema):
             return schema, seen
         if "$ref" in schema:
             ref = schema["$ref"]
@@ -106,6 +110,13 @@ def deref(
         return schema, seen
     ctx.warn(pointer, "$ref chain too deep; typed Any")
     return {}, seen
+
+
+def literal_can_hold(value: Any) -> bool:
+    """Whether ``Literal[repr(value)]`` type-checks (a JSON enum/const value)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -_LITERAL_INT_LIMIT <= value <= _LITERAL_INT_LIMIT
+    return isinstance(value, _LITERAL_TYPES)
 
 
 def _literal(values: list[Any]) -> str:
@@ -131,29 +142,25 @@ def hint_for(
     if schema is False:
         ctx.warn(pointer, "schema `false` accepts nothing; typed Any")
         return "Any", False
-    if not isinstance(schema, Mapping):
+    if not is_object(schema):
         ctx.warn(pointer, f"schema is a {type(schema).__name__}, not an object; typed Any")
         return "Any", False
     schema, seen = deref(ctx, schema, pointer, seen)
-    if not isinstance(schema, Mapping) or not schema:
+    if not is_object(schema) or not schema:
         return "Any", False
     nullable = schema.get("nullable") is True
 
     if "const" in schema:
         return _enum_hint(ctx, [schema["const"]], pointer, nullable)
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
+    if is_array(schema.get("enum")) and schema["enum"]:
         return _enum_hint(ctx, list(schema["enum"]), child(pointer, "enum"), nullable)
 
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
-        if isinstance(branches, list) and branches:
+        if is_array(branches) and branches:
             hints: list[str] = []
             for i, branch in enumerate(branches):
-                if (
-                    isinstance(branch, Mapping)
-                    and branch.get("type") == "null"
-                    and len(branch) <= 2
-                ):
+                if is_object(branch) and branch.get("type") == "null" and len(branch) <= 2:
                     nullable = True
                     continue
                 hint, branch_null = hint_for(
@@ -166,7 +173,7 @@ def hint_for(
             return _union(hints), nullable
 
     kind = schema.get("type")
-    if isinstance(kind, list):
+    if is_array(kind):
         kinds = [k for k in kind if k != "null"]
         nullable = nullable or len(kinds) < len(kind)
         if not kinds:
@@ -200,11 +207,14 @@ def _enum_hint(
         values = [v for v in values if v is not None]
     if not values:
         return "Literal[None]", False  # a bare None cannot nest in a hint TRL reads
-    if all(isinstance(v, _LITERAL_TYPES) for v in values):
+    if all(literal_can_hold(v) for v in values):
         ctx.uses.add("Literal")
         # Dedupe by type and value: ``1``, ``1.0`` and ``True`` are equal but distinct enum values.
         unique = list({(type(v).__name__, v): v for v in values}.values())
         return _literal(unique), nullable
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        # An int too large for Literal; the allowed values reach the model in the description.
+        return "int", nullable
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         # Literal cannot hold floats; the allowed values still reach the model in the description.
         return "float", nullable
@@ -219,18 +229,18 @@ def _array_hint(
     ctx: TypeContext, schema: Mapping[str, Any], pointer: str, seen: frozenset[str], depth: int
 ) -> str:
     prefix = schema.get("prefixItems")
-    if isinstance(prefix, list) and len(prefix) >= 2 and schema.get("items") is False:
-        parts = []
+    if is_array(prefix) and len(prefix) >= 2 and schema.get("items") is False:
+        parts: list[str] = []
         for i, item in enumerate(prefix):
             hint, null = hint_for(ctx, item, child(pointer, "prefixItems", str(i)), seen, depth + 1)
             parts.append(_nullable(hint, null))
         return "tuple[" + ", ".join(parts) + "]"
     items = schema.get("items")
-    if isinstance(items, list):  # draft-04 tuple form: ``items`` is a list of schemas
+    if is_array(items):  # draft-04 tuple form: ``items`` is a list of schemas
         prefix, items = items, schema.get("additionalItems", True)
         if len(prefix) >= 2 and items is False:
             return _array_hint(ctx, {"prefixItems": prefix, "items": False}, pointer, seen, depth)
-    if isinstance(prefix, list) and prefix and not isinstance(items, Mapping):
+    if is_array(prefix) and prefix and not is_object(items):
         ctx.warn(child(pointer, "prefixItems"), "open-ended prefixItems typed as a list")
         items = {"anyOf": prefix} if len(prefix) > 1 else prefix[0]
     if items is None or items is True:
@@ -243,7 +253,7 @@ def _object_hint(
     ctx: TypeContext, schema: Mapping[str, Any], pointer: str, seen: frozenset[str], depth: int
 ) -> str:
     extra = schema.get("additionalProperties")
-    if isinstance(extra, Mapping) and extra and not schema.get("properties"):
+    if is_object(extra) and extra and not schema.get("properties"):
         hint, null = hint_for(ctx, extra, child(pointer, "additionalProperties"), seen, depth + 1)
         return f"dict[str, {_nullable(hint, null)}]"
     return "dict[str, Any]"

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from orsgen.runtime import drift, keepalive, loop, outage, prefetch, sessions
 from orsgen.runtime.blocks import blocks_to_text
-from orsgen.runtime.connection import Endpoint, resolve, session_secrets
+from orsgen.runtime.connection import resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
 from orsgen.runtime.errors import (
     EnvironmentUnavailableError,
@@ -43,6 +43,7 @@ from orsgen.runtime.errors import (
 )
 from orsgen.runtime.errors import describe as _describe
 from orsgen.runtime.sessions import Opened
+from orsgen.jsonobject import is_object
 
 DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0
@@ -431,7 +432,8 @@ class OrsAdapter:
             slots = [s for s in _live_slots if s.owner is not None and issubclass(s.owner, cls)]
         for slot in slots:
             slot.close(wait=False)
-        family, todo = set(), [cls]
+        family: set[tuple[str, str]] = set()
+        todo: list[type] = [cls]
         while todo:
             klass = todo.pop()
             family.add((klass.__module__, klass.__qualname__))
@@ -463,7 +465,7 @@ class OrsAdapter:
                 reward = None
         if out.finished:
             self.finished = True
-        meta = dict(out.metadata) if isinstance(out.metadata, Mapping) else None
+        meta = dict(out.metadata) if is_object(out.metadata) else None
         text = blocks_to_text(out.blocks or []) or "(no output)"
         return self._record(text, reward, meta)
 
@@ -492,7 +494,7 @@ class OrsAdapter:
         session = self._slot.session
         if not self.SUPPORTS_SCORE_GROUP or session is None or not answers:
             return None
-        from openreward.api.environments.types import Message, TextBlock
+        from openreward.api.environments.types import Message, TextBlock  # type: ignore[import-untyped]
 
         candidates = [[Message(role="assistant", blocks=[TextBlock(text=a)])] for a in answers]
         try:

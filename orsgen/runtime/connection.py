@@ -107,7 +107,7 @@ def _sdk_secrets(secrets: Mapping[str, str]) -> dict[str, Any]:
     value, and no sandbox egress domain is allowed for it."""
     if not secrets:
         return {}
-    from openreward.api.sandboxes.secrets import WELL_KNOWN_SECRETS
+    from openreward.api.sandboxes.secrets import WELL_KNOWN_SECRETS  # type: ignore[import-untyped]
 
     return {
         str(name): value if name in WELL_KNOWN_SECRETS else (value, ())
@@ -133,7 +133,7 @@ def close_clients() -> None:
 
 
 def _client(url: str, *, env_server: bool) -> Any:
-    from openreward.api._session.http import set_retry_policy
+    from openreward.api._session.http import set_retry_policy  # type: ignore[import-untyped]
 
     from orsgen.runtime import loop, transport
 
@@ -145,7 +145,9 @@ def _client(url: str, *, env_server: bool) -> Any:
         client = transport.KeepAliveClient(transport.make_session(url))
         _clients[key] = client
     if env_server:  # the SDK's narrow retry policy, as AsyncEnvironmentsAPI.get sets it;
-        set_retry_policy(client, "env-server")  # also when the URL's client came first as api
+        # also when the URL's client came first as api. KeepAliveClient stands in for the
+        # aiohttp ClientSession the SDK annotates (duck-typed).
+        set_retry_policy(client, "env-server")  # pyright: ignore[reportArgumentType]
     return client
 
 
@@ -162,7 +164,7 @@ async def environment(endpoint: Endpoint) -> Any:
     The HTTP clients are orsgen's (see :mod:`orsgen.runtime.transport`), one per URL
     and process, shared by every adapter.
     """
-    from openreward.api.environments.client import AsyncEnvironment
+    from openreward.api.environments.client import AsyncEnvironment  # type: ignore[import-untyped]
 
     target = endpoint.deployment or endpoint.env_name or "env"
     namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
@@ -182,7 +184,9 @@ async def stateless(
     """One stateless request (listing, tools, splits, tasks) through the SDK transport, on
     the runtime loop. The SDK's own helpers open and delete a throwaway session around each
     such call (three requests); the server needs none."""
-    from openreward.api._session.http import request_retryable
+    from openreward.api._session.http import (  # pyright: ignore[reportMissingTypeStubs]
+        request_retryable,
+    )
 
     return await request_retryable(
         env.client,

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from orsgen.runtime import loop, outage
 from orsgen.runtime.connection import Endpoint, environment, resolve, stateless
+from orsgen.jsonobject import is_object
 from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
 
 if TYPE_CHECKING:
-    from datasets import Dataset
+    # Re-exported for generated packages; `datasets` ships no type information (see pyproject).
+    from datasets import Dataset as Dataset  # type: ignore[import-untyped]
 
 RESERVED_COLUMNS = ("prompt", "task_index")
 # Above this span/len ratio a sparse index list is fetched task by task instead of as one range.
@@ -104,10 +106,10 @@ def task_rows(
     if include_metadata:
         keys: set[str] = set()
         for spec in specs:
-            if isinstance(spec, Mapping):
+            if is_object(spec):
                 keys.update(str(k) for k in spec)
         for key in sorted(keys - set(RESERVED_COLUMNS)):
-            rows[key] = [spec.get(key) if isinstance(spec, Mapping) else None for spec in specs]
+            rows[key] = [spec.get(key) if is_object(spec) else None for spec in specs]
     return rows
 
 
@@ -165,17 +167,22 @@ def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
     """``Dataset.from_dict``, except that a metadata column whose values Arrow cannot
     hold in one type (``5`` in one task, ``"five"`` in another) becomes JSON text with
     a warning, instead of failing the whole dataset."""
-    from datasets import Dataset
+    from datasets import Dataset  # pyright: ignore[reportMissingTypeStubs]
 
+    # `datasets` annotates the mapping as a bare `dict`, which strict pyright calls unknown.
+    from_dict = cast(
+        "Callable[[dict[str, list[Any]]], Dataset]",
+        Dataset.from_dict,  # pyright: ignore[reportUnknownMemberType]
+    )
     try:
-        return Dataset.from_dict(rows)
+        return from_dict(rows)
     except Exception:  # noqa: BLE001 - pyarrow raises several types; find the column below
         pass
     fixed: dict[str, list[Any]] = {}
     for key, values in rows.items():
         if key not in RESERVED_COLUMNS:
             try:
-                Dataset.from_dict({key: values})
+                from_dict({key: values})
             except Exception:  # noqa: BLE001
                 warnings.warn(
                     f"task metadata {key!r} mixes value types across tasks; "
@@ -187,7 +194,7 @@ def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
                     for v in values
                 ]
         fixed[key] = values
-    return Dataset.from_dict(fixed)
+    return from_dict(fixed)
 
 
 def bundle_tasks(datasets: Mapping[str, "Dataset"]) -> "Dataset":
@@ -198,7 +205,11 @@ def bundle_tasks(datasets: Mapping[str, "Dataset"]) -> "Dataset":
     columns of other environments."""
     if not datasets:
         raise ValueError("bundle_tasks needs at least one dataset")
-    parts = {name: ds.to_dict() for name, ds in datasets.items()}
+    # Unbatched, `to_dict()` returns the columns (its annotation also allows an iterator).
+    parts = {
+        name: cast(dict[str, list[Any]], ds.to_dict())  # pyright: ignore[reportUnknownMemberType]
+        for name, ds in datasets.items()
+    }
     for name, columns in parts.items():
         missing = [c for c in RESERVED_COLUMNS if c not in columns]
         if missing:

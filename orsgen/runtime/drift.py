@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime.errors import OrsRuntimeError
 
 
@@ -39,7 +40,7 @@ def tools_sha256(environment: Mapping[str, Any]) -> str:
 
 def spec_dict(spec: Any) -> dict[str, Any]:
     """A tool spec (SDK ``ToolSpec`` or wire dict) in the snapshot's stored form."""
-    if isinstance(spec, Mapping):
+    if is_object(spec):
         name, description, schema = (
             spec.get("name"),
             spec.get("description"),
@@ -54,9 +55,9 @@ def spec_dict(spec: Any) -> dict[str, Any]:
         "description": str(description or ""),
         "input_schema": schema,
     }
-    if isinstance(spec, Mapping) and "property_order" in spec:  # already in stored form
+    if is_object(spec) and "property_order" in spec:  # already in stored form
         out["property_order"] = list(spec["property_order"])
-    elif isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
+    elif is_object(schema) and is_object(schema.get("properties")):
         out["property_order"] = [str(k) for k in schema["properties"]]
     return out
 
@@ -92,27 +93,27 @@ def snapshot_environment(cls: type) -> dict[str, Any] | None:
         env = data["environment"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return env if isinstance(env, dict) else None
+    return dict(env) if is_object(env) else None
 
 
 def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
-    parts = []
+    parts: list[str] = []
     if a.get("description") != b.get("description"):
         parts.append("description")
     if a.get("input_schema") != b.get("input_schema"):
-        old = (a.get("input_schema") or {}).get("properties") or {}
-        new = (b.get("input_schema") or {}).get("properties") or {}
+        old = as_object(as_object(a.get("input_schema")).get("properties"))
+        new = as_object(as_object(b.get("input_schema")).get("properties"))
         gone = sorted(set(old) - set(new))
         added = sorted(set(new) - set(old))
         changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
-        detail = []
+        detail: list[str] = []
         if gone:
             detail.append("removed " + ", ".join(gone))
         if added:
             detail.append("added " + ", ".join(added))
         if changed:
             detail.append("changed " + ", ".join(changed))
-        if (a.get("input_schema") or {}).get("required") != (b.get("input_schema") or {}).get(
+        if as_object(a.get("input_schema")).get("required") != as_object(b.get("input_schema")).get(
             "required"
         ):
             detail.append("required list changed")
@@ -136,9 +137,9 @@ def compare(
     tool that this task does not offer counts as removed only when the snapshot was
     probed on this very task.
     """
-    shared = {t["name"]: t for t in snapshot_env.get("tools") or []}
-    task = {t["name"]: t for t in snapshot_env.get("task_tools") or []}
-    probe = snapshot_env.get("task_tools_probe") or {}
+    shared = {t["name"]: t for t in as_array(snapshot_env.get("tools"))}
+    task = {t["name"]: t for t in as_array(snapshot_env.get("task_tools"))}
+    probe = as_object(snapshot_env.get("task_tools_probe"))
     probed = (
         index is not None
         and bool(probe.get("enabled"))

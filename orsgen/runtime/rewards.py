@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from orsgen.jsonobject import is_object, is_sequence
 
 
 def final_message(completion: Any) -> str | None:
@@ -12,18 +14,18 @@ def final_message(completion: Any) -> str | None:
     on a tool call (or has no assistant message): then there is no answer to submit."""
     if isinstance(completion, str):
         return completion
-    if not isinstance(completion, Sequence):
+    if not is_sequence(completion):
         return None
     for message in reversed(completion):
-        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+        if not is_object(message) or message.get("role") != "assistant":
             continue
         if message.get("tool_calls"):
             return None
         content = message.get("content")
         if isinstance(content, str):
             return content
-        if isinstance(content, Sequence):
-            parts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        if is_sequence(content):
+            parts = [p.get("text", "") for p in content if is_object(p)]
             return "".join(str(p) for p in parts)
         return ""
     return None
@@ -44,7 +46,7 @@ def outcome_reward(
     through that tool first (once per rollout; never after the episode finished).
     """
     if completions is not None:
-        jobs = []
+        jobs: list[tuple[Callable[[str], object], str]] = []
         for env, completion in zip(environments, completions):
             submit = getattr(env, "_submit_final", None)
             text = final_message(completion)
@@ -55,7 +57,8 @@ def outcome_reward(
             jobs[0][0](jobs[0][1])
         elif jobs:
             with ThreadPoolExecutor(max_workers=min(32, len(jobs))) as pool:
-                list(pool.map(lambda job: job[0](job[1]), jobs))
+                for future in [pool.submit(fn, arg) for fn, arg in jobs]:
+                    future.result()
     out: list[float | None] = []
     for env in environments:
         if getattr(env, "_void", False):  # its session was lost, or it ran degraded

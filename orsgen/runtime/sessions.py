@@ -55,7 +55,7 @@ def _session_class() -> Any:
     global _session_cls
     with _cls_lock:
         if _session_cls is None:
-            from openreward.api.environments import client as sdk
+            from openreward.api.environments import client as sdk  # type: ignore[import-untyped]
 
             class KeepaliveSession(sdk.AsyncSession):  # type: ignore[misc]
                 keepalive: float | None = None
@@ -122,7 +122,7 @@ async def open_session(
     cls = _session_class()
     task: Any = None
     if task_spec is not None:
-        from openreward.api.environments.types import Task
+        from openreward.api.environments.types import Task  # type: ignore[import-untyped]
 
         task = Task(
             server_name=env.server,
@@ -141,11 +141,11 @@ async def open_session(
         tools: list[Any] | None = None
         if fetch_tools:
             blocks, listed = await asyncio.gather(
-                session.get_prompt(), _tools_or_none(session), return_exceptions=False
+                _prompt(session), _tools_or_none(session), return_exceptions=False
             )
             tools = listed
         else:
-            blocks = await session.get_prompt()
+            blocks = await _prompt(session)
         return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools)
     except BaseException:
         if session.sid is not None or getattr(session, "_pending_task_id", None) is not None:
@@ -156,6 +156,11 @@ async def open_session(
         raise
     finally:
         _opening.discard(session)
+
+
+async def _prompt(session: Any) -> Any:
+    # A typed coroutine: `gather` over the SDK's untyped one would be Unknown to pyright.
+    return await session.get_prompt()
 
 
 async def _tools_or_none(session: Any) -> list[Any] | None:

@@ -114,7 +114,8 @@ class _Drained:
         # Once the whole body has arrived (read or not) aiohttp keeps the connection on
         # release; only a body still arriving needs the background read.
         if exc_type is None and response is not None and not response.content.is_eof():
-            self._owner._track(asyncio.get_running_loop().create_task(self._drain(response)))
+            task = asyncio.get_running_loop().create_task(self._drain(response))
+            self._owner._track(task)  # pyright: ignore[reportPrivateUsage] - its own client
             return
         await self._request.__aexit__(exc_type, exc, tb)
 

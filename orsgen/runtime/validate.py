@@ -42,7 +42,7 @@ def check_arguments(
     try:
         model.model_validate(dict(arguments))
     except ValidationError as exc:
-        problems = []
+        problems: list[str] = []
         errors = exc.errors(include_url=False)
         for err in errors[:MAX_ERRORS]:
             where = _where(tuple(err.get("loc", ())), names)

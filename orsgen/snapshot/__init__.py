@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,9 @@ __all__ = ["FetchOptions", "Target", "TargetError", "classify", "take"]
 
 
 @contextmanager
-def _endpoint(target: Target, api_key: str | None, titles: dict[str, str]) -> Iterator[Endpoint]:
+def _endpoint(
+    target: Target, api_key: str | None, titles: dict[str, str]
+) -> Generator[Endpoint, None, None]:
     if target.kind == "file":
         from orsgen.snapshot.local import serve_file
 
@@ -74,7 +76,7 @@ def take(
     with _endpoint(target, api_key, titles) as endpoint:
         facts, diagnostics = fetch(endpoint, env_name, options, progress)
     # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
-    from openreward._version import __version__ as sdk_version
+    from openreward._version import __version__ as sdk_version  # type: ignore[import-untyped]
 
     # A local file tells us the class name the server lower-cased.
     title = titles.get(str(facts["identity"].get("env_name")))

@@ -15,6 +15,7 @@ from orsgen.runtime.drift import spec_dict
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.retries import ask
 from orsgen.snapshot.splits import choose_split
+from orsgen.jsonobject import is_object
 
 Progress = Callable[[str], None]
 
@@ -97,6 +98,7 @@ async def _facts(
     env = await environment(endpoint)
     prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
     progress("reading server version and tools")
+    version: Any
     try:
         version = await ask(endpoint, env, "GET", "/version", progress=progress)
     except Exception:  # noqa: BLE001 - optional endpoint
@@ -104,10 +106,10 @@ async def _facts(
     tools_res = await ask(endpoint, env, "GET", f"{prefix}/tools", progress=progress)
     shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
-    splits = []
+    splits: list[dict[str, Any]] = []
     for split in await ask(endpoint, env, "GET", f"{prefix}/splits", progress=progress):
-        name = split["name"] if isinstance(split, Mapping) else str(split)
-        kind = split.get("type") if isinstance(split, Mapping) else None
+        name = split["name"] if is_object(split) else str(split)
+        kind = split.get("type") if is_object(split) else None
         body = {"split": name}
         answer = await ask(endpoint, env, "POST", f"{prefix}/num_tasks", body, progress=progress)
         count = answer["num_tasks"]
@@ -127,12 +129,12 @@ async def _facts(
             endpoint, env, options, splits, shared, progress
         )
         diagnostics += probe_diags
-    facts = {
+    facts: dict[str, Any] = {
         "identity": {
             "env_name": endpoint.env_name,
             "deployment": endpoint.deployment,
         },
-        "server_version": version.get("version") if isinstance(version, Mapping) else None,
+        "server_version": version.get("version") if is_object(version) else None,
         "splits": splits,
         "tools": shared,
         "task_tools": task_tools,

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -56,7 +56,7 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
         # Nothing imported the SDK's environments, so nothing can subclass Environment;
         # say so without paying seconds for importing the SDK.
         raise TargetError(f"{path}: defines no ORS Environment subclass")
-    from openreward.environments import Environment
+    from openreward.environments import Environment  # type: ignore[import-untyped]
 
     found = [
         obj
@@ -72,7 +72,7 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
 
 
 @contextmanager
-def _file_dir_on_path(path: Path) -> Iterator[None]:
+def _file_dir_on_path(path: Path) -> Generator[None, None, None]:
     """Put the file's directory first on ``sys.path`` while it is imported and served, as
     ``python FILE.py`` would, so an environment can import its sibling modules."""
     directory = str(path.resolve().parent)
@@ -87,7 +87,9 @@ def _file_dir_on_path(path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def serve_file(path: Path, ready_timeout: float = 30.0) -> Iterator[tuple[str, dict[str, str]]]:
+def serve_file(
+    path: Path, ready_timeout: float = 30.0
+) -> Generator[tuple[str, dict[str, str]], None, None]:
     """Yield the URL of an in-process ORS server for the file's environments, and each
     served name's Python class name; stop the server after."""
     with _file_dir_on_path(path):
@@ -96,10 +98,10 @@ def serve_file(path: Path, ready_timeout: float = 30.0) -> Iterator[tuple[str, d
 
 
 @contextmanager
-def _serve(path: Path, ready_timeout: float) -> Iterator[tuple[str, dict[str, str]]]:
+def _serve(path: Path, ready_timeout: float) -> Generator[tuple[str, dict[str, str]], None, None]:
     envs = environments_in(load_module(path), path)
     import uvicorn
-    from openreward.environments import Server
+    from openreward.environments import Server  # pyright: ignore[reportMissingTypeStubs]
 
     try:
         app = Server(envs).app

@@ -20,6 +20,7 @@ from typing import Any
 # One definition, shared with the runtime drift guard (which must not import the generator).
 from orsgen.runtime.drift import sha256_of as sha256_of
 from orsgen.runtime.drift import tools_sha256 as tools_sha256
+from orsgen.jsonobject import is_object
 
 FORMAT = 1
 
@@ -55,7 +56,7 @@ def load_text(text: str, where: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SnapshotError(f"{where} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not is_object(data) or data.get("format") != FORMAT:
         raise SnapshotError(f"{where} is not an orsgen snapshot (format {FORMAT})")
     for key in ("environment", "package", "sha256"):
         if key not in data:
@@ -65,4 +66,4 @@ def load_text(text: str, where: str) -> dict[str, Any]:
             f"{where}: sha256 does not match its contents; it was edited by hand. "
             "Take a fresh snapshot with `orsgen TARGET -o DIR`."
         )
-    return data
+    return dict(data)
