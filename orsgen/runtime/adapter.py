@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from orsgen.runtime import drift, keepalive, loop, outage, prefetch, sessions
 from orsgen.runtime.blocks import blocks_to_text
-from orsgen.runtime.connection import resolve, session_secrets
+from orsgen.runtime.connection import Endpoint, resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
 from orsgen.runtime.errors import (
     EnvironmentUnavailableError,
@@ -316,7 +316,9 @@ class OrsAdapter:
             return False
         if cause is not None:
             server.away(cause)
-        deadline = self._window_end(server) if until is None else min(until, self._window_end(server))
+        deadline = (
+            self._window_end(server) if until is None else min(until, self._window_end(server))
+        )
         budget = max(0.0, deadline - time.monotonic()) + outage.PROBE_TIMEOUT + 5.0
         try:
             return loop.run(outage.wait_until_back(server, deadline), timeout=budget)

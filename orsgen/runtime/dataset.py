@@ -150,9 +150,7 @@ def load_tasks(
     except ServerNotConfiguredError as exc:
         raise ServerNotConfiguredError(f"load_tasks: {exc}") from None
     try:
-        task_indices, specs = loop.run(
-            _fetch(endpoint, split, num_tasks, indices), timeout=timeout
-        )
+        task_indices, specs = loop.run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
     except IndexError:  # an index past the split's end: already a clear message
         raise
     except Exception as exc:

@@ -41,7 +41,9 @@ def mark_lost(session: Any, exc: BaseException) -> None:
     )
 
     def _dead() -> None:
-        from openreward.api._session.ping import ErrorResponse
+        from openreward.api._session.ping import (  # type: ignore[import-untyped]  # pyright: ignore[reportMissingTypeStubs]
+            ErrorResponse,
+        )
 
         session._mark_dead(ErrorResponse(type="error", message="the server lost this session"))
 
@@ -53,7 +55,9 @@ def mark_lost(session: Any, exc: BaseException) -> None:
 
 async def ping_loop(session: Any, interval: float) -> None:
     """Ping every ``interval`` seconds until the session dies, is lost, or is closed."""
-    from openreward.api._session.http import request_retryable
+    from openreward.api._session.http import (  # type: ignore[import-untyped]  # pyright: ignore[reportMissingTypeStubs]
+        request_retryable,
+    )
 
     record = outage.server(session.base_url)
     warned = False
@@ -87,4 +91,6 @@ async def ping_loop(session: Any, interval: float) -> None:
                 record.away(exc)
             elif not warned:
                 warned = True
-                log.warning("orsgen: keepalive ping of session %s failed: %s", session.sid, describe(exc))
+                log.warning(
+                    "orsgen: keepalive ping of session %s failed: %s", session.sid, describe(exc)
+                )

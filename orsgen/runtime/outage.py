@@ -22,7 +22,7 @@ import os
 import random
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from orsgen.runtime.errors import describe
 
@@ -59,7 +59,9 @@ class Server:
             gone, degraded = time.monotonic() - self.down_since, self.degraded
             self.down_since, self.degraded = None, 0
         more = f"; {degraded} rollout(s) ran degraded meanwhile" if degraded else ""
-        log.warning("orsgen: the ORS server at %s answers again after %.1f s%s", self.url, gone, more)
+        log.warning(
+            "orsgen: the ORS server at %s answers again after %.1f s%s", self.url, gone, more
+        )
 
     def away(self, exc: BaseException) -> float:
         """The server did not answer; returns when it went away (logged the first time)."""
@@ -124,10 +126,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
         if cur is None or any(cur is s for s in seen):
             continue
         seen.append(cur)
-        errors = getattr(cur, "errors", None)
+        errors: object = getattr(cur, "errors", None)  # an ExceptionGroup-like list
         todo += [cur.__cause__, cur.__context__]
         if isinstance(errors, list) and errors:
-            todo.append(errors[-1])
+            last: object = cast(list[object], errors)[-1]
+            if isinstance(last, BaseException):
+                todo.append(last)
     return seen
 
 

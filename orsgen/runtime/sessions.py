@@ -9,6 +9,7 @@ a bounded time.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import concurrent.futures
 import threading
 import time
@@ -55,15 +56,22 @@ def _session_class() -> Any:
     global _session_cls
     with _cls_lock:
         if _session_cls is None:
-            from openreward.api.environments import client as sdk  # type: ignore[import-untyped]
+            # Typed as Any: the SDK ships no types, and its private helpers are used on purpose.
+            sdk: Any = importlib.import_module("openreward.api.environments.client")
 
             class KeepaliveSession(sdk.AsyncSession):  # type: ignore[misc]
                 keepalive: float | None = None
                 lost = False  # the server answered that it no longer knows this session
 
-                async def _run_ping(  # type: ignore[no-untyped-def]
-                    self, url, sid, api_key, sleep_time, deployment, **kwargs
-                ):
+                async def _run_ping(
+                    self,
+                    url: str,
+                    sid: str,
+                    api_key: str | None,
+                    sleep_time: float,
+                    deployment: str | None,
+                    **kwargs: Any,
+                ) -> None:
                     interval = self.keepalive if self.keepalive is not None else sleep_time
                     await keepalive.ping_loop(self, interval)
 

@@ -58,7 +58,9 @@ async def _choose_env_name(
         listing = await ask(endpoint, env, "GET", "/list_environments", progress=progress)
         names = [str(n) for n in listing]
     except Exception as exc:  # noqa: BLE001
-        from openreward.api._session.http import AuthenticationError
+        from openreward.api._session.http import (  # type: ignore[import-untyped]  # pyright: ignore[reportMissingTypeStubs]
+            AuthenticationError,
+        )
 
         if isinstance(exc, AuthenticationError):  # the SDK's 401, with a multi-line banner
             raise TargetError(

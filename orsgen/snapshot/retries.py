@@ -12,6 +12,7 @@ secret can reach them.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -65,7 +66,8 @@ async def ask(
     progress: Progress,
 ) -> Any:
     """:func:`orsgen.runtime.connection.stateless`, reporting every retry to ``progress``."""
-    from openreward.api._session import http
+    # Typed as Any: the SDK ships no types, and its private retry policy is used on purpose.
+    http: Any = importlib.import_module("openreward.api._session.http")
 
     env_server = http._resolve_policy(env.client) == "env-server"
     wrapped = http._request_retryable_env_server if env_server else http._request_retryable_api
