@@ -336,8 +336,10 @@ def build_tiny_model(
 
 
 def cpu_grpo_config(output_dir: Path, max_steps: int) -> Any:
-    """The GRPOConfig that makes sense for a tiny model on a CPU: bf16 and gradient
-    checkpointing default to on and make no sense there; two rollouts per group."""
+    """The GRPOConfig that makes sense for a tiny model on a CPU: bf16 and activation
+    checkpointing default to on and make no sense there; two rollouts per group.
+    (``activation_checkpointing`` is transformers 5's name; the old ``gradient_checkpointing``
+    still works but warns that it is deprecated.)"""
     from trl import GRPOConfig  # type: ignore[attr-defined]
 
     return GRPOConfig(
@@ -349,7 +351,10 @@ def cpu_grpo_config(output_dir: Path, max_steps: int) -> Any:
         max_tool_calling_iterations=2,
         use_cpu=True,
         bf16=False,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
+        # Every parameter takes part in the loss: under torchrun DDP would otherwise search
+        # the graph for unused ones each step, and warn that it found none.
+        ddp_find_unused_parameters=False,
         report_to="none",
         save_strategy="no",
         logging_steps=1,

@@ -14,6 +14,11 @@ Run from the repository root, after ``bash scripts/install.sh``::
     python examples/train_echo.py                      # starts examples/echo_env.py on 127.0.0.1
     python examples/train_echo.py --base-url http://127.0.0.1:8080   # or use a running server
 
+On several processes (CPU, gloo), every rank against one running server::
+
+    python examples/echo_env.py --port 8080 &
+    torchrun --nproc_per_node 2 examples/train_echo.py --base-url http://127.0.0.1:8080
+
 There is no model hub here: the model is a ~115k-parameter Qwen3 built locally by
 examples/tiny_model.py and warmed up for a second on the task, so that the two
 GRPO steps show real tool calls reaching the server and real rewards.
@@ -30,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -115,11 +121,22 @@ def warm_up_episodes(url: str, dataset: Any) -> list[Episode]:
     return episodes
 
 
-def train(url: str, workdir: Path, steps: int) -> list[float | None]:
+def _rank() -> tuple[int, int]:
+    """This process's rank and the world size (torchrun sets both; 0 and 1 otherwise)."""
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def train(url: str, workdir: Path, steps: int) -> dict[str, Any]:
+    """Train; return what this process did: its steps and its last batch's rewards."""
     import torch
     from trl import GRPOTrainer  # type: ignore[attr-defined]
 
     torch.set_num_threads(1)  # two threads oversubscribe a 2-core machine
+    # TRL 1.16 itself reads transformers' deprecated `is_gradient_checkpointing` on every
+    # generation (trl/models/utils.py); nothing here asks for it, so silence only that one.
+    warnings.filterwarnings(
+        "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+    )
 
     train_dataset = load_tasks(base_url=url)
     print(f"dataset: {train_dataset.num_rows} tasks, columns {train_dataset.column_names}")
@@ -157,8 +174,15 @@ def train(url: str, workdir: Path, steps: int) -> list[float | None]:
                 f"tool calls per rollout {entry.get('tools/call_frequency', 0.0):.2f}, "
                 f"grad_norm {entry.get('grad_norm', float('nan')):.4f}"
             )
-    print(f"rewards of the last batch's rollouts: {last_batch}")
-    return last_batch
+    rank, world = _rank()
+    who = f"rank {rank} of {world}: " if world > 1 else ""
+    print(f"{who}rewards of this process's last batch: {last_batch}")
+    return {
+        "rank": rank,
+        "world_size": world,
+        "steps": trainer.state.global_step,
+        "last_batch_rewards": last_batch,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,10 +194,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--steps", type=int, default=2, help="GRPO steps (default: 2)")
     parser.add_argument("--output-dir", type=Path, help="keep the model and trainer output here")
+    parser.add_argument(
+        "--result-dir",
+        type=Path,
+        help="write rank-N.json (this process's steps and last-batch rewards) here",
+    )
     opts = parser.parse_args(argv)
+    rank, world = _rank()
+    if world > 1 and opts.base_url is None:
+        # Each rank would otherwise start a server of its own: the ranks must share one.
+        parser.error(
+            f"{world} processes need one shared server: start examples/echo_env.py "
+            "and pass --base-url"
+        )
 
     with tempfile.TemporaryDirectory(prefix="train-echo-") as tmp:
-        workdir = opts.output_dir or Path(tmp)
+        workdir = (opts.output_dir or Path(tmp)) / (f"rank-{rank}" if world > 1 else "")
         workdir.mkdir(parents=True, exist_ok=True)
         server = None
         url = opts.base_url
@@ -181,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
             server, url = start_server(Path(tmp) / "echo-server.log")
             print(f"echo server: {url} (pid {server.pid})")
         try:
-            train(url.rstrip("/"), workdir, opts.steps)
+            result = train(url.rstrip("/"), workdir, opts.steps)
+            if opts.result_dir is not None:
+                opts.result_dir.mkdir(parents=True, exist_ok=True)
+                (opts.result_dir / f"rank-{rank}.json").write_text(json.dumps(result))
         finally:
             if server is not None:
                 stop_server(server)

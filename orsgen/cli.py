@@ -17,6 +17,7 @@ from typing import Any
 
 from orsgen import __version__
 from orsgen.diagnostics import Diagnostic, has_errors
+from orsgen.wording import plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -66,7 +67,9 @@ def _generate_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--env-name", help="environment on a server that hosts several")
     p.add_argument(
-        "--split", default=None, help="default split for load_tasks and reset (default: train)"
+        "--split",
+        default=None,
+        help="default split for load_tasks and reset (default: train, else the only or first split)",
     )
     p.add_argument(
         "--no-task-tools", action="store_true", help="skip probing sessions for task tools"
@@ -212,16 +215,37 @@ def _load_existing(directory: Path) -> dict[str, Any] | None:
         return None
 
 
-def _fetch_options(args: argparse.Namespace, secrets: dict[str, str] | None) -> Any:
+def _configured_split(args: argparse.Namespace) -> str | None:
+    """The split the config file sets for this output directory (asked for by name)."""
+    from orsgen import config
+
+    path = config.find(Path.cwd(), Path(args.config) if args.config else None)
+    table = config.for_output(path, Path(args.output)) if path is not None else None
+    return table.split if table is not None else None
+
+
+def _fetch_options(
+    args: argparse.Namespace, secrets: dict[str, str] | None, existing: dict[str, Any] | None
+) -> Any:
     from orsgen.snapshot import FetchOptions
 
     return FetchOptions(
-        split=args.split or "train",
+        split=args.split or _configured_split(args),
         task_tools=not args.no_task_tools,
-        probe_indices=tuple(args.probe_index or (0,)),
+        probe_indices=tuple(args.probe_index) if args.probe_index else None,
         secrets=secrets,
         timeout=args.timeout,
+        previous_split=(existing or {}).get("package", {}).get("split"),
     )
+
+
+def _name_warnings(out: Path, package: str) -> list[Diagnostic]:
+    """How the package will be imported, and what its name may shadow."""
+    from orsgen.diagnostics import warning
+    from orsgen.generate import naming
+
+    notes = [*naming.import_notes(out.resolve(), package), *naming.shadowing_notes(out.resolve())]
+    return [warning(None, "", note) for note in notes]
 
 
 def run_generate(argv: Sequence[str]) -> int:
@@ -229,6 +253,7 @@ def run_generate(argv: Sequence[str]) -> int:
     from orsgen.generate import generate
     from orsgen.snapshot import TargetError, classify, take
     from orsgen.snapshot.model import SnapshotError, build, dump, load_text
+    from orsgen.outdir import OutputDirError, check_output_dir
     from orsgen.write import write_package
 
     args = _generate_parser().parse_args(argv)
@@ -236,8 +261,8 @@ def run_generate(argv: Sequence[str]) -> int:
     out = Path(args.output)
     secrets = _secrets(args.secret)
     try:
-        if out.exists() and not out.is_dir():
-            raise UsageError(f"{out} exists and is not a directory; -o takes a package directory")
+        # Checked again with the file names once generated; refused early, before a snapshot.
+        check_output_dir(out, [])
         target = classify(args.target)
         existing = _load_existing(out)
         diagnostics: list[Diagnostic] = []
@@ -253,12 +278,12 @@ def run_generate(argv: Sequence[str]) -> int:
             environment, diagnostics = take(
                 target,
                 env_name=args.env_name,
-                options=_fetch_options(args, secrets),
+                options=_fetch_options(args, secrets, existing),
                 api_key=args.api_key,
                 progress=lambda m: _say(m, args.quiet),
             )
         configured = _configured(args, environment)
-    except (TargetError, SnapshotError, UsageError, ConfigError) as exc:
+    except (TargetError, SnapshotError, UsageError, ConfigError, OutputDirError) as exc:
         _error(exc)
         return EXIT_USAGE
     package, report = _package_section(args, environment, existing, configured)
@@ -266,16 +291,20 @@ def run_generate(argv: Sequence[str]) -> int:
         _say(f"changes since the previous snapshot in {out}:\n{report}", args.quiet)
     snapshot = build(environment, package)
     result = generate(snapshot)
+    diagnostics = [*diagnostics, *_name_warnings(out, str(package["name"]))]
     diagnostics = [*diagnostics, *result.diagnostics]
     if diagnostics:
-        _say(f"{len(diagnostics)} diagnostic(s):", args.quiet and not has_errors(diagnostics))
+        _say(
+            f"{plural(len(diagnostics), 'diagnostic')}:", args.quiet and not has_errors(diagnostics)
+        )
         _print_diagnostics(diagnostics)
     if has_errors(diagnostics):
         _say(f"error: nothing written to {out}; fix the errors above")
         return EXIT_FAIL
     if args.fail_on_warning and diagnostics:
         _say(
-            f"error: nothing written to {out}: --fail-on-warning and {len(diagnostics)} warning(s)"
+            f"error: nothing written to {out}: --fail-on-warning and "
+            f"{plural(len(diagnostics), 'warning')}"
         )
         return EXIT_FAIL
     secret_values = [*(secrets or {}).values(), *([args.api_key] if args.api_key else [])]
@@ -288,13 +317,19 @@ def run_generate(argv: Sequence[str]) -> int:
         _say(f"error: {exc}")
         return EXIT_FAIL
     try:
+        check_output_dir(out, result.files)
+    except OutputDirError as exc:
+        _error(exc)
+        return EXIT_USAGE
+    try:
         write_package(out, result.files)
     except OSError as exc:
         _error(f"cannot write {out}: {exc}; nothing was changed")
         return EXIT_USAGE
     tools = len(snapshot["environment"]["tools"]) + len(snapshot["environment"]["task_tools"])
     _say(
-        f"wrote {len(result.files)} files to {out} ({package['class_name']}, {tools} tools, "
+        f"wrote {plural(len(result.files), 'file')} to {out} ({package['class_name']}, "
+        f"{plural(tools, 'tool')}, "
         f"version {package['version']}) in {time.perf_counter() - started:.2f} s",
         args.quiet,
     )
@@ -319,10 +354,13 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
         if target.kind == "file" and not Path(target.value).is_file():
             raise UsageError(f"recorded target {target.value} does not exist here; pass --target")
         probe: Any = stored.get("task_tools_probe") or {}
+        recorded_split = probe.get("split") or snapshot["package"].get("split")
+        indices: list[Any] = list(probe.get("indices") or [])
         options = FetchOptions(
-            split=str(probe.get("split") or snapshot["package"].get("split") or "train"),
+            split=str(recorded_split) if recorded_split else None,
             task_tools=bool(probe.get("enabled", True)),
-            probe_indices=tuple(probe.get("indices") or (0,)),
+            # [] and [0] are what the default probe records; it was not asked for by index.
+            probe_indices=None if indices in ([], [0]) else tuple(indices),
             secrets=_secrets(args.secret),
             timeout=args.timeout,
         )
@@ -403,11 +441,12 @@ def run_check(argv: Sequence[str]) -> int:
         )
     if stale:
         _say(
-            f"{stale} file(s) in {directory} differ from what snapshot.json generates; "
+            f"{plural(stale, 'file')} in {directory} "
+            f"{'differs' if stale == 1 else 'differ'} from what snapshot.json generates; "
             f"regenerate with `orsgen {path} -o {directory}`"
         )
         return EXIT_FAIL
-    _say(f"{directory} is up to date ({len(result.files)} files)", args.quiet)
+    _say(f"{directory} is up to date ({plural(len(result.files), 'file')})", args.quiet)
     return EXIT_OK
 
 

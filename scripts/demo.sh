@@ -4,8 +4,8 @@
 # then train a tiny model with GRPOTrainer on CPU through the generated package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY="${PYTHON:-python3}"
 bash scripts/install.sh
+. scripts/python.sh   # the interpreter install.sh installed into
 export OPENREWARD_DISABLE_UPDATE_CHECK=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 
 echo "== orsgen examples/echo_env.py -o generated/echo"

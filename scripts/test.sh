@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-PY="${PYTHON:-python3}"
+. scripts/python.sh   # the interpreter install.sh installed into
 exec "$PY" -m pytest -q "$@"

@@ -161,10 +161,11 @@ def rules_pkg(
 def fresh_runtime() -> Iterator[None]:
     """A runtime test starts with no learned prefetch pattern and no drift verdict, and
     leaves no close in flight."""
-    from orsgen.runtime import drift, prefetch, sessions
+    from orsgen.runtime import drift, outage, prefetch, sessions
 
     prefetch.forget()
     drift.forget()
+    outage.forget()
     yield
     prefetch.forget()
     drift.forget()

@@ -1,4 +1,4 @@
-"""Unusable targets: exit code 2, exactly one line on stderr, no traceback, nothing written.
+"""Unusable targets: exit code 2, exactly one error line on stderr, no traceback, nothing written.
 
 Each case runs ``python -m orsgen`` as its own process (the way a user or CI sees it).
 An unknown ``--env-name`` is covered in test_cli_multi_env.py.
@@ -84,8 +84,13 @@ def test_unusable_target_is_one_line_exit_2(case, results) -> None:
     run, out, mention = results[case]
     assert run.code == 2, (run.code, run.stderr)
     assert "Traceback" not in run.stderr
-    # Not run with -q, yet the error is the only line: no progress before it.
+    # Not run with -q, yet the error is the only line: no progress before it, except
+    # "connecting to" and the retries while a server that never answers is tried.
     lines = run.stderr.splitlines()
+    if case == "unreachable url":
+        progress, lines = lines[:-1], lines[-1:]
+        assert progress[0].startswith("orsgen: connecting to "), run.stderr
+        assert all("not answering yet" in line for line in progress[1:]), run.stderr
     assert len(lines) == 1, run.stderr
     assert lines[0].startswith("orsgen: error: "), run.stderr
     assert mention in lines[0]

@@ -28,6 +28,9 @@ def two_server():
 
 def one_error_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip()]
+    # "connecting to" comes first; the error is the one line after it.
+    assert lines[0].startswith("orsgen: connecting to "), stderr
+    lines = lines[1:]
     assert len(lines) == 1, stderr
     assert "Traceback" not in stderr
     return lines[0]

@@ -81,7 +81,7 @@ def test_a_hand_edited_copy_fails_check_with_a_diff(tmp_path, orsgen_subprocess)
     assert any(line.startswith("+") and "def echo(" in line for line in diff)
     assert any(line.startswith("--- /dev/null") for line in diff)  # the deleted file
     assert any(line.startswith("+++ ") and "rewards.py" in line for line in diff)
-    assert "2 file(s)" in run.stderr
+    assert "2 files in" in run.stderr and "differ from" in run.stderr
     # check never writes.
     assert "echo_edited_by_hand" in adapter.read_text() and not (copy / "rewards.py").exists()
 

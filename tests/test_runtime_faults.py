@@ -124,7 +124,11 @@ def test_server_killed_mid_rollout_then_restarted() -> None:
     srv = ors_server.start(FAULT_ENV)
     port = int(srv.url.rsplit(":", 1)[1])
     try:
-        env = FaultAdapter(base_url=srv.url, prefetch=False, timeout=4, open_timeout=8)
+        # No reconnect window, strict: a reset while the server is down raises at once
+        # (the window and degradation are tests/test_runtime_outage.py's subject).
+        env = FaultAdapter(
+            base_url=srv.url, prefetch=False, timeout=4, open_timeout=8, reconnect_for=0, strict=True
+        )
         env.reset(task_index=0)
         out, took = _timed(env.die)  # the tool kills its own server mid-call
         assert took < 4 + MARGIN

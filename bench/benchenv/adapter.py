@@ -10,7 +10,7 @@ from orsgen.runtime.adapter import SelfScoring as _SelfScoring
 
 
 class BenchEnv(_OrsAdapter):
-    """Adapter for 'benchenv': 1 tools."""
+    """Adapter for 'benchenv': 1 tool."""
 
     ENV_NAME: ClassVar[str | None] = "benchenv"
     DEPLOYMENT: ClassVar[str | None] = None

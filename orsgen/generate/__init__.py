@@ -19,6 +19,7 @@ from orsgen.generate.tools import ToolView, build_tools, tool_specs
 from orsgen.runtime import RUNTIME_VERSION
 from orsgen.snapshot.model import SnapshotError, dump, tools_sha256
 from orsgen.snapshot.stored import Environment, parse
+from orsgen.wording import plural
 
 PY_FILES = ("__init__.py", "adapter.py", "dataset.py", "models.py", "rewards.py", "version.py")
 
@@ -107,7 +108,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "package": package.name,
         "class_name": class_name,
         "scored_class_name": f"Scored{class_name}",
-        "class_doc": f"Adapter for {_label(environment)}: {len(tools)} tools.",
+        "class_doc": f"Adapter for {_label(environment)}: {plural(len(tools), 'tool')}.",
         "env_label": _label(environment),
         "env_name": repr(ident.env_name),
         "deployment": repr(ident.deployment),

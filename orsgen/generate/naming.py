@@ -9,10 +9,14 @@ the result never depends on the order a server lists its tools in.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import importlib.util
 import keyword
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePath
 
 MAX_NAME_LENGTH = 64
 
@@ -33,6 +37,7 @@ ADAPTER_ATTRIBUTES = frozenset(
         "last_output",
         "close",
         "close_all",
+        "degraded_rollouts",
         "WIRE_NAMES",
         "ENV_NAME",
         "DEPLOYMENT",
@@ -179,3 +184,83 @@ def package_name(directory_name: str) -> str:
     if not name or name[0].isdigit() or keyword.iskeyword(name):
         name = f"env_{name}"
     return name
+
+
+def _why_renamed(directory_name: str) -> str:
+    if keyword.iskeyword(directory_name) or keyword.issoftkeyword(directory_name):
+        return "is a Python keyword"
+    if directory_name[:1].isdigit():
+        return "starts with a digit"
+    if not directory_name.isascii():
+        return "is not ASCII"
+    if not directory_name.isidentifier():
+        bad = sorted({c for c in directory_name if not (c.isalnum() or c == "_")})
+        return f"contains {', '.join(repr(c) for c in bad) or 'characters'}, which a Python name cannot"
+    return "is not lower case"
+
+
+def import_notes(directory: PurePath, package: str) -> list[str]:
+    """What a user must know to import the package written to ``directory``: Python imports
+    a package by its directory name, whatever name orsgen gives it in code and docs."""
+    name = directory.name
+    if name == package:
+        return []
+    fix = f"-o {(directory.parent / package).as_posix()}"
+    if not name.isidentifier() or keyword.iskeyword(name):
+        why = _why_renamed(name)
+        return [
+            f"output directory name {name!r} {why}: the generated package is named "
+            f"{package!r}, but Python imports a package by its directory name, and "
+            f"{name!r} cannot be imported with an import statement; write it with "
+            f"`{fix}` (or rename the directory to {package!r}) to `import {package}`"
+        ]
+    return [
+        f"the generated package is named {package!r} (its docs say `from {package} import "
+        f"...`), but Python imports it by its directory name: `import {name}`; to match, "
+        f"write it with `{fix}` or pass --package {name}"
+    ]
+
+
+def shadowed_module(name: str, directory: Path) -> str | None:
+    """Which other module ``import NAME`` could mean when the package's parent directory is
+    on ``sys.path``: a standard-library module, or an installed top-level module (looked up
+    without importing it). ``None`` when the name is free."""
+    if not name.isidentifier():
+        return None
+    if name in sys.stdlib_module_names:
+        return f"the standard-library module {name!r}"
+    distributions = importlib.metadata.packages_distributions().get(name)
+    if distributions:
+        return f"the installed module {name!r} (from {', '.join(sorted(set(distributions)))})"
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = spec.origin if spec is not None else None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    where = origin or (locations[0] if locations else None)
+    if spec is None or where is None or _inside(Path(where), directory):
+        return None  # nothing, a namespace package, or this package itself
+    return f"the installed module {name!r} ({where})"
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def shadowing_notes(directory: Path) -> list[str]:
+    """A warning when the package's import name hides another module."""
+    name = directory.name
+    other = shadowed_module(name, directory)
+    if other is None:
+        return []
+    fix = f"-o {(directory.parent / f'{name}_env').as_posix()}"
+    return [
+        f"package name {name!r} shadows {other}: wherever {directory.parent.as_posix()!r} is "
+        f"on sys.path, `import {name}` may find the other module, or code that wants the other "
+        f"module may get this package; choose another name, e.g. `{fix}`"
+    ]

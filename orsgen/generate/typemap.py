@@ -185,11 +185,7 @@ def type_of(
         if is_array(branches) and branches:
             nodes: list[Node] = []
             for i, branch in enumerate(branches):
-                if (
-                    is_object(branch)
-                    and branch.get("type") == "null"
-                    and len(branch) <= 2
-                ):
+                if is_object(branch) and branch.get("type") == "null" and len(branch) <= 2:
                     is_null = True
                     continue
                 node, branch_null = type_of(

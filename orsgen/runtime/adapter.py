@@ -25,27 +25,36 @@ import asyncio
 import concurrent.futures
 import json
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from orsgen.runtime import drift, loop, prefetch, sessions
+from orsgen.runtime import drift, keepalive, loop, outage, prefetch, sessions
 from orsgen.runtime.blocks import blocks_to_text
-from orsgen.runtime.connection import resolve, session_secrets
+from orsgen.runtime.connection import Endpoint, resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
+from orsgen.runtime.errors import (
+    EnvironmentUnavailableError,
+    OrsRuntimeError,
+    ServerNotConfiguredError,
+    SessionOpenError,
+)
+from orsgen.runtime.errors import describe as _describe
 from orsgen.runtime.sessions import Opened
 from orsgen.jsonobject import is_object
 
 DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0
-_MAX_ERROR_TEXT = 500
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_OPEN_TIMEOUT",
     "OrsAdapter",
+    "OrsRuntimeError",
     "SelfScoring",
+    "ServerNotConfiguredError",
     "SessionOpenError",
     "ToolDriftError",
     "ToolDriftWarning",
@@ -54,37 +63,12 @@ __all__ = [
 ]
 
 
-class SessionOpenError(RuntimeError):
-    """``reset()`` could not open a session; TRL cannot run a rollout without a prompt."""
-
-
-def _describe(exc: BaseException) -> str:
-    """One line, secret-free, that says what went wrong (the root cause where the SDK wraps it)."""
-    name = type(exc).__name__
-    status = getattr(exc, "status", None)
-    if isinstance(status, int) and name.endswith("ResponseError"):
-        message = getattr(exc, "message", "") or ""
-        text = f"HTTP {status}: {message}".strip().rstrip(":")
-    elif name == "MaxRetriesError" and getattr(exc, "errors", None):
-        text = f"gave up after {len(exc.errors)} attempts; last: {_describe(exc.errors[-1])}"  # type: ignore[attr-defined]
-    elif name == "SessionTerminatedError":
-        text = f"the session ended on the server ({str(exc).strip() or 'terminated'})"
-    elif name == "ToolFailed":
-        text = f"the tool raised on the server: {str(exc).strip()}"
-    elif name in ("ClientConnectorError", "ClientOSError", "ServerDisconnectedError"):
-        text = f"{name}: {str(exc).strip() or 'connection lost'} (is the server running?)"
-    elif isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc).strip():
-        text = "timed out"
-    else:
-        text = str(exc).strip() or name
-        if name not in text and not isinstance(exc, (TimeoutError, RuntimeError)):
-            text = f"{name}: {text}"
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 3] + "..."
-
-
 _live_slots: "weakref.WeakSet[_SessionSlot]" = weakref.WeakSet()
 _live_lock = threading.Lock()
+# Rollouts per adapter class that ran degraded (the server stayed away past the window).
+_degraded: dict[type, int] = {}
+# What reset() returns for a degraded rollout: short, and says why nothing works.
+UNAVAILABLE_PROMPT = "(The environment is unavailable right now. This episode is not scored.)"
 
 
 def close_all_sessions(timeout: float = sessions.EXIT_BUDGET) -> None:
@@ -146,7 +130,9 @@ class OrsAdapter:
 
     Args:
         base_url: URL of a single-host ORS server. Defaults to ``OPENREWARD_SESSION_URL``,
-            then the URL recorded in the snapshot, then the catalog platform.
+            then the URL recorded in the snapshot; a catalog package defaults to the
+            platform. With none of these (a package generated from a local file),
+            ``reset()`` raises :class:`ServerNotConfiguredError`.
         api_key: API key; defaults to ``OPENREWARD_API_KEY``. Never stored in generated code.
         secrets: per-session secrets, sent in the ``X-Secrets`` header.
         env_name: environment name on the server; defaults to the snapshot's.
@@ -196,19 +182,29 @@ class OrsAdapter:
         prefetch: bool = True,
         keepalive: float | None = None,
         strict: bool = False,
+        reconnect_for: float = outage.DEFAULT_RECONNECT_FOR,
     ) -> None:
         if group_size is not None and group_size < 1:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
         if keepalive is not None and keepalive <= 0:
             raise ValueError(f"keepalive must be positive, got {keepalive}")
-        self._endpoint = resolve(
-            base_url=base_url,
-            api_key=api_key,
-            env_name=env_name,
-            deployment=deployment if deployment is not None else self.DEPLOYMENT,
-            default_url=self.DEFAULT_URL,
-            default_env_name=self.ENV_NAME,
-        )
+        if reconnect_for < 0:
+            raise ValueError(f"reconnect_for must be non-negative, got {reconnect_for}")
+        # No server configured is reported by reset(), not here: TRL constructs one
+        # instance only to read the tool schemas.
+        self._no_server: ServerNotConfiguredError | None = None
+        try:
+            self._endpoint = resolve(
+                base_url=base_url,
+                api_key=api_key,
+                env_name=env_name,
+                deployment=deployment if deployment is not None else self.DEPLOYMENT,
+                default_url=self.DEFAULT_URL,
+                default_env_name=self.ENV_NAME,
+            )
+        except ServerNotConfiguredError as exc:
+            self._no_server = exc
+            self._endpoint = Endpoint("", "", env_name or self.ENV_NAME, None)
         self._secrets = session_secrets(self._endpoint, secrets)
         self._split = split or self.DEFAULT_SPLIT
         self._timeout = float(timeout)
@@ -216,6 +212,7 @@ class OrsAdapter:
         self._group_size = 1 if not prefetch else group_size
         self._keepalive = keepalive
         self._strict = strict
+        self._reconnect_for = float(reconnect_for)
         self._lock = threading.RLock()
         self._slot = _SessionSlot(type(self))
         self._finalizer = weakref.finalize(self, _finalize, self._slot)
@@ -232,6 +229,8 @@ class OrsAdapter:
         self.metadata = []
         self.finished = False
         self.last_output = ""
+        # The rollout cannot be scored: its session was lost, or it ran degraded.
+        self._void = False
 
     def _stream_key(self) -> tuple[Any, ...]:
         """Which resets share one prefetch stream: same class, endpoint and session options."""
@@ -260,11 +259,16 @@ class OrsAdapter:
     ) -> str:
         """Close any previous session, open one for ``task_index`` (or ``task_spec``) and
         return the prompt text. Extra dataset columns in ``row`` are accepted and ignored."""
+        if self._no_server is not None:
+            raise ServerNotConfiguredError(f"{type(self).__name__}: {self._no_server}")
         with self._lock:
             self._slot.close(wait=False)
             self._clear_state()
             index = None if task_spec is not None else int(task_index or 0)
-            opened = self._acquire(index, task_spec)
+            opened = self._open_riding_out(index, task_spec)
+            if opened is None:
+                self._degrade()
+                return UNAVAILABLE_PROMPT
             self._task = _task_key(index, task_spec)
             self._slot.session = opened.session
             if opened.tools is not None:
@@ -275,6 +279,81 @@ class OrsAdapter:
                 self._slot.close(wait=False)
                 raise
             return opened.prompt
+
+    def _open_riding_out(
+        self, index: int | None, task_spec: Mapping[str, Any] | None
+    ) -> Opened | None:
+        """Open a session, waiting for a server that went away (up to ``reconnect_for``
+        after it did). ``None``: the window passed, the rollout runs degraded."""
+        server = outage.server(self._endpoint.session_url)
+        if server.down and server.reached and not self._wait_back(server, None):
+            self._raise_if_strict(index, None)  # a known outage: skip the SDK's retries
+            return None
+        while True:
+            try:
+                opened = self._acquire(index, task_spec)
+            except SessionOpenError as err:
+                cause = err.__cause__
+                # A server this process never reached fails at once: a wrong URL shows now.
+                if cause is None or not outage.unreachable(cause) or not server.reached:
+                    raise
+                if not self._wait_back(server, cause):
+                    self._raise_if_strict(index, err)
+                    return None
+                continue
+            server.answered()
+            return opened
+
+    def _window_end(self, server: outage.Server) -> float:
+        return (server.down_since or time.monotonic()) + self._reconnect_for
+
+    def _wait_back(
+        self, server: outage.Server, cause: BaseException | None, until: float | None = None
+    ) -> bool:
+        """Wait until the server answers again, or the window since it went away (or
+        ``until``) ends."""
+        if self._reconnect_for <= 0:
+            return False
+        if cause is not None:
+            server.away(cause)
+        deadline = (
+            self._window_end(server) if until is None else min(until, self._window_end(server))
+        )
+        budget = max(0.0, deadline - time.monotonic()) + outage.PROBE_TIMEOUT + 5.0
+        try:
+            return loop.run(outage.wait_until_back(server, deadline), timeout=budget)
+        except TimeoutError:
+            return False
+
+    def _raise_if_strict(self, index: int | None, err: SessionOpenError | None) -> None:
+        """The window passed: ``strict=True`` raises rather than degrading the rollout."""
+        if self._strict:
+            which = "the given task_spec" if index is None else f"task {index}"
+            last = f"; last: {_describe(err.__cause__)}" if err and err.__cause__ else ""
+            raise EnvironmentUnavailableError(
+                f"could not open an ORS session for {which} of split {self._split!r} on "
+                f"{self._endpoint.label}: the server did not answer within "
+                f"reconnect_for={self._reconnect_for:g} s (strict=True){last}"
+            ) from err
+        return None
+
+    def _degrade(self) -> None:
+        """Run the rest of this rollout without an environment: its tools answer
+        ``Error: environment unavailable`` and it gets no reward. Counted once."""
+        if self._void:
+            return
+        self._void = self.finished = True
+        with _live_lock:
+            _degraded[type(self)] = _degraded.get(type(self), 0) + 1
+        outage.server(self._endpoint.session_url).degrade(self._reconnect_for)
+
+    @classmethod
+    def degraded_rollouts(cls) -> int:
+        """How many rollouts of this class (and its subclasses) ran degraded in this process
+        because the server stayed away past ``reconnect_for``. A classmethod, which TRL
+        does not offer as a tool."""
+        with _live_lock:
+            return sum(n for klass, n in _degraded.items() if issubclass(klass, cls))
 
     def _opener(
         self, index: int | None, task_spec: Mapping[str, Any] | None
@@ -443,23 +522,58 @@ class OrsAdapter:
         with self._lock:
             session = self._slot.session
             if session is None:
+                if self._void:
+                    return self._fail("environment unavailable")
                 return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+            if getattr(session, "lost", False):
+                return self._lost(wire_name)
             dead = getattr(session, "_dead_exception", None)
             if dead is not None:  # the SDK already knows; skip a doomed request
                 return self._call_error(wire_name, dead)
-            try:
-                out = loop.run(session.call_tool(wire_name, arguments), timeout=self._timeout)
-            except Exception as exc:  # noqa: BLE001 - the trainer must never see a raise
-                return self._call_error(wire_name, exc)
-            return self._finish_call(wire_name, out)
+            server = outage.server(self._endpoint.session_url)
+            until = time.monotonic() + self._timeout
+            while True:
+                try:
+                    left = max(until - time.monotonic(), 0.001)
+                    out = loop.run(session.call_tool(wire_name, arguments), timeout=left)
+                except Exception as exc:  # noqa: BLE001 - the trainer must never see a raise
+                    if outage.is_lost(exc):
+                        server.answered()
+                        keepalive.mark_lost(session, exc)
+                        return self._lost(wire_name)
+                    if not outage.never_sent(exc):  # it may have run: never sent twice
+                        if outage.unreachable(exc):
+                            server.away(exc)
+                        return self._call_error(wire_name, exc)
+                    if self._wait_back(server, exc, until):
+                        continue  # it never reached the server: safe to send once it answers
+                    if time.monotonic() < self._window_end(server):
+                        return self._call_error(wire_name, TimeoutError("no answer within"))
+                    self._degrade()
+                    return self._fail("environment unavailable")
+                server.answered()
+                return self._finish_call(wire_name, out)
+
+    def _lost(self, wire_name: str) -> str:
+        """The server no longer knows this session: the episode is over, unscored."""
+        self._void = self.finished = True
+        return self._fail(
+            f"tool {wire_name!r} failed: HTTP 404: {outage.LOST_SESSION_TEXT} (the server "
+            "restarted, or reaped the session); the episode ends unscored"
+        )
 
     async def _acall(self, wire_name: str, arguments: dict[str, Any]) -> str:
         """The awaitable twin of :meth:`_call`, for ``async def`` tool methods (which
         AsyncGRPOTrainer awaits on its own loop). The request runs on the runtime loop;
-        the caller's loop only waits for it. Never raises."""
+        the caller's loop only waits for it. Never raises. (It does not wait out an
+        outage: a refused connection comes back as an error at once.)"""
         session = self._slot.session
         if session is None:
+            if self._void:
+                return self._fail("environment unavailable")
             return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+        if getattr(session, "lost", False):
+            return self._lost(wire_name)
         fut = loop.submit(session.call_tool(wire_name, arguments))
         try:
             out = await asyncio.wait_for(asyncio.wrap_future(fut), timeout=self._timeout)
@@ -467,6 +581,9 @@ class OrsAdapter:
             fut.cancel()
             return self._call_error(wire_name, TimeoutError("no answer within"))
         except Exception as exc:  # noqa: BLE001
+            if outage.is_lost(exc):
+                keepalive.mark_lost(session, exc)
+                return self._lost(wire_name)
             return self._call_error(wire_name, exc)
         with self._lock:
             return self._finish_call(wire_name, out)

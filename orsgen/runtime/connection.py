@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
+from orsgen.runtime.errors import ServerNotConfiguredError
+
 DEFAULT_PLATFORM_URL = "https://openreward.ai"
 
 
@@ -54,6 +56,9 @@ def resolve(
       package generated against one server at another.
     - Otherwise the target is a catalog deployment on the platform, reached through
       ``OPENREWARD_SESSION_URL``/``OPENREWARD_API_URL`` or derived from ``OPENREWARD_URL``.
+    - With neither a URL nor a deployment (a package generated from a local file) there is
+      no server to guess: :class:`ServerNotConfiguredError`, never a silent try of the
+      platform.
     """
     key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY", "")
     name = env_name or default_env_name
@@ -63,6 +68,13 @@ def resolve(
     if url is not None:
         url = url.rstrip("/")
         return Endpoint(session_url=url, api_url=url, env_name=name, deployment=None, api_key=key)
+    if deployment is None:
+        raise ServerNotConfiguredError(
+            f"no ORS server to connect to for environment {name or '<default>'!r}: the "
+            "package records no server URL (it was generated from a local file). Pass "
+            "base_url='http://HOST:PORT' (for a trainer: functools.partial(Env, "
+            "base_url=...)) or set OPENREWARD_SESSION_URL."
+        )
     platform = os.environ.get("OPENREWARD_URL", DEFAULT_PLATFORM_URL)
     session_url = os.environ.get("OPENREWARD_SESSION_URL") or _with_subdomain(platform, "sessions")
     api_url = os.environ.get("OPENREWARD_API_URL") or _with_subdomain(platform, "api")
@@ -137,6 +149,11 @@ def _client(url: str, *, env_server: bool) -> Any:
         # aiohttp ClientSession the SDK annotates (duck-typed).
         set_retry_policy(client, "env-server")  # pyright: ignore[reportArgumentType]
     return client
+
+
+def shared_client(url: str) -> Any:
+    """The process's HTTP client for a server URL (made on first use); on the runtime loop."""
+    return _client(url, env_server=True)
 
 
 async def environment(endpoint: Endpoint) -> Any:

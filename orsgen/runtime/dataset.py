@@ -8,9 +8,10 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from orsgen.runtime import loop
+from orsgen.runtime import loop, outage
 from orsgen.runtime.connection import Endpoint, environment, resolve, stateless
 from orsgen.jsonobject import is_object
+from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
 
 if TYPE_CHECKING:
     # Re-exported for generated packages; `datasets` ships no type information (see pyproject).
@@ -126,20 +127,37 @@ def load_tasks(
     default_env_name: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> "Dataset":
-    """Fetch tasks and return a ``datasets.Dataset`` ready for ``GRPOTrainer(train_dataset=...)``."""
+    """Fetch tasks and return a ``datasets.Dataset`` ready for ``GRPOTrainer(train_dataset=...)``.
+
+    Raises :class:`ServerNotConfiguredError` at once when there is no server to ask, and
+    :class:`TaskLoadError` (cause chained) when the server fails or does not answer within
+    ``timeout``."""
     if num_tasks is not None and indices is not None:
         raise ValueError("Provide num_tasks or indices, not both.")
     if num_tasks is not None and num_tasks < 0:
         raise ValueError(f"num_tasks must be non-negative, got {num_tasks}")
-    endpoint = resolve(
-        base_url=base_url,
-        api_key=api_key,
-        env_name=env_name,
-        deployment=deployment,
-        default_url=default_url,
-        default_env_name=default_env_name,
-    )
-    task_indices, specs = loop.run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
+    if indices is not None and any(i < 0 for i in indices):
+        raise ValueError(f"indices must be non-negative, got {min(indices)}")
+    try:
+        endpoint = resolve(
+            base_url=base_url,
+            api_key=api_key,
+            env_name=env_name,
+            deployment=deployment,
+            default_url=default_url,
+            default_env_name=default_env_name,
+        )
+    except ServerNotConfiguredError as exc:
+        raise ServerNotConfiguredError(f"load_tasks: {exc}") from None
+    try:
+        task_indices, specs = loop.run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
+    except IndexError:  # an index past the split's end: already a clear message
+        raise
+    except Exception as exc:
+        raise TaskLoadError(
+            f"could not load the tasks of split {split!r} from {endpoint.label}: {describe(exc)}"
+        ) from exc
+    outage.server(endpoint.session_url).answered()  # reached: later outages are ridden out
     return to_dataset(task_rows(task_indices, specs, include_metadata))
 
 

@@ -26,13 +26,14 @@ from orsgen.canonical import sha256_of
 from orsgen.canonical import spec_dict as spec_dict  # re-exported: older callers import it here
 from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.runtime.errors import OrsRuntimeError
 
 
 class ToolDriftWarning(UserWarning):
     """The live environment's tools differ from the adapter's snapshot."""
 
 
-class ToolDriftError(RuntimeError):
+class ToolDriftError(OrsRuntimeError):
     """Raised by ``reset()`` of a ``strict=True`` adapter whose environment has drifted."""
 
 

@@ -36,8 +36,9 @@ def outcome_reward(
 ) -> list[float | None]:
     """The last non-null reward of each rollout, or ``None`` when the rollout was never scored.
 
-    ``None`` covers no call at all, only unscored calls and only failed calls; a later
-    unscored or failed call never erases an earlier score; ``0.0`` and negative rewards
+    ``None`` covers no call at all, only unscored calls and only failed calls, and a
+    rollout whose session the server lost or that ran degraded (environment unavailable);
+    otherwise a later unscored or failed call never erases an earlier score; ``0.0`` and negative rewards
     are real scores.
 
     An environment with a terminal tool grades the model's final plain message: when
@@ -60,6 +61,9 @@ def outcome_reward(
                     future.result()
     out: list[float | None] = []
     for env in environments:
+        if getattr(env, "_void", False):  # its session was lost, or it ran degraded
+            out.append(None)
+            continue
         scored = [r for r in getattr(env, "rewards", []) if r is not None]
         out.append(float(scored[-1]) if scored else None)
     return out

@@ -9,6 +9,7 @@ a bounded time.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import concurrent.futures
 import threading
 import time
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orsgen.runtime import loop
+from orsgen.runtime import keepalive, loop
 from orsgen.runtime.blocks import blocks_to_text
 from orsgen.runtime.connection import Endpoint, environment
 
@@ -43,18 +44,24 @@ _cls_lock = threading.Lock()
 
 
 def _session_class() -> Any:
-    """The SDK's ``AsyncSession`` with a configurable keepalive interval.
+    """The SDK's ``AsyncSession`` with orsgen's keepalive and a tool call that is never
+    sent twice.
 
-    The SDK pings every 10 s, hard-coded; a subclass passes its own interval through
-    the SDK's own ping machinery instead of running a second pinger.
+    - Pings run in :func:`orsgen.runtime.keepalive.ping_loop` (every ``keepalive`` s, the
+      SDK's 10 s by default), which stops at the first sign that the server lost the session.
+    - ``call_tool`` is the SDK's own, with ``resumable_only=True``: the SDK otherwise posts
+      ``/call`` again after a failure that came before the server's task id, which may run
+      the tool twice. A stream cut after the task id is still resumed.
     """
     global _session_cls
     with _cls_lock:
         if _session_cls is None:
-            from openreward.api.environments.client import AsyncSession  # type: ignore[import-untyped]
+            # Typed as Any: the SDK ships no types, and its private helpers are used on purpose.
+            sdk: Any = importlib.import_module("openreward.api.environments.client")
 
-            class KeepaliveSession(AsyncSession):  # type: ignore[misc]
+            class KeepaliveSession(sdk.AsyncSession):  # type: ignore[misc]
                 keepalive: float | None = None
+                lost = False  # the server answered that it no longer knows this session
 
                 async def _run_ping(
                     self,
@@ -63,14 +70,42 @@ def _session_class() -> Any:
                     api_key: str | None,
                     sleep_time: float,
                     deployment: str | None,
-                    *args: Any,
                     **kwargs: Any,
                 ) -> None:
-                    if self.keepalive is not None:
-                        sleep_time = self.keepalive
-                    await super()._run_ping(
-                        url, sid, api_key, sleep_time, deployment, *args, **kwargs
-                    )
+                    interval = self.keepalive if self.keepalive is not None else sleep_time
+                    await keepalive.ping_loop(self, interval)
+
+                async def call_tool(self, tool_name: str, input: Any = None) -> Any:
+                    if self._dead_exception is not None:  # before making the request coroutine
+                        raise self._dead_exception
+                    try:
+                        res = await self._run_or_die(
+                            sdk.resumable_sse(
+                                self.client,
+                                self._env_path("/call"),
+                                sid=self.sid,
+                                deployment=self.deployment,
+                                token=self.api_key,
+                                json={"name": tool_name, "input": dict(input or {})},
+                                max_retries=5,
+                                resumable_only=True,
+                            )
+                        )
+                    except sdk._RemoteSSEError as e:  # the tool raised: the SDK ends the session
+                        self._mark_dead(sdk.ErrorResponse(type="error", message=str(e)))
+                        raise sdk.ToolFailed(str(e)) from e
+                    if res["ok"]:
+                        out = res["output"]
+                        return sdk.ToolOutput(
+                            blocks=sdk._parse_blocks(out["blocks"]),
+                            metadata=out["metadata"],
+                            reward=out["reward"],
+                            finished=out["finished"],
+                        )
+                    reason = res.get("reason")
+                    if reason not in sdk._VALID_REASONS:
+                        reason = sdk._infer_invalid_reason(res["error"])
+                    raise sdk.ToolCallError(reason=reason, detail=res["error"])
 
             _session_cls = KeepaliveSession
         return _session_cls

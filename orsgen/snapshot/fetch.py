@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import aiohttp
 
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.runtime import loop
-from orsgen.runtime.connection import Endpoint, environment, session_secrets, stateless
+from orsgen.runtime.connection import Endpoint, environment, session_secrets
 from orsgen.canonical import spec_dict
 from orsgen.snapshot.errors import TargetError
+from orsgen.snapshot.retries import ask
+from orsgen.snapshot.splits import choose_split
 from orsgen.jsonobject import is_object
 
 Progress = Callable[[str], None]
@@ -18,11 +22,17 @@ Progress = Callable[[str], None]
 
 @dataclass
 class FetchOptions:
-    split: str = "train"
+    """``split``: the split the user asked for (missing is an error), or ``None`` for the
+    default (:func:`orsgen.snapshot.splits.choose_split`), which prefers ``previous_split``.
+    ``probe_indices``: task indices asked for (out of range is an error), or ``None`` for
+    the default probe of task 0, skipped with a warning when the split has no tasks."""
+
+    split: str | None = None
     task_tools: bool = True
-    probe_indices: Sequence[int] = (0,)
+    probe_indices: Sequence[int] | None = None
     secrets: Mapping[str, str] | None = field(default=None, repr=False)
     timeout: float = 120.0
+    previous_split: str | None = None
 
 
 def _unique(
@@ -41,14 +51,24 @@ def _unique(
 
 
 async def _choose_env_name(
-    endpoint: Endpoint, requested: str | None
+    endpoint: Endpoint, requested: str | None, progress: Progress
 ) -> tuple[str | None, list[str]]:
     env = await environment(endpoint)
     try:
-        names = [str(n) for n in await stateless(endpoint, env, "GET", "/list_environments")]
+        listing = await ask(endpoint, env, "GET", "/list_environments", progress=progress)
+        names = [str(n) for n in listing]
     except Exception as exc:  # noqa: BLE001
-        if endpoint.deployment is not None:
-            # A platform proxy may not expose the listing; address the deployment as is.
+        from openreward.api._session.http import (  # type: ignore[import-untyped]  # pyright: ignore[reportMissingTypeStubs]
+            AuthenticationError,
+        )
+
+        if isinstance(exc, AuthenticationError):  # the SDK's 401, with a multi-line banner
+            raise TargetError(
+                f"the server at {endpoint.session_url} rejected the API key (HTTP 401); "
+                "set OPENREWARD_API_KEY or pass --api-key"
+            ) from None
+        if endpoint.deployment is not None and isinstance(exc, aiohttp.ClientResponseError):
+            # The platform answered but may not expose the listing; address the deployment.
             return requested, []
         raise TargetError(f"cannot reach an ORS server at {endpoint.session_url}: {_short(exc)}")
     if requested is not None:
@@ -82,28 +102,28 @@ async def _facts(
     progress("reading server version and tools")
     version: Any
     try:
-        version = await stateless(endpoint, env, "GET", "/version")
+        version = await ask(endpoint, env, "GET", "/version", progress=progress)
     except Exception:  # noqa: BLE001 - optional endpoint
         version = {}
-    tools_res = await stateless(endpoint, env, "GET", f"{prefix}/tools")
+    tools_res = await ask(endpoint, env, "GET", f"{prefix}/tools", progress=progress)
     shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
     splits: list[dict[str, Any]] = []
-    for split in await stateless(endpoint, env, "GET", f"{prefix}/splits"):
+    for split in await ask(endpoint, env, "GET", f"{prefix}/splits", progress=progress):
         name = split["name"] if is_object(split) else str(split)
         kind = split.get("type") if is_object(split) else None
-        count = (await stateless(endpoint, env, "POST", f"{prefix}/num_tasks", {"split": name}))[
-            "num_tasks"
-        ]
+        body = {"split": name}
+        answer = await ask(endpoint, env, "POST", f"{prefix}/num_tasks", body, progress=progress)
+        count = answer["num_tasks"]
         splits.append({"name": name, "type": kind, "num_tasks": int(count)})
+    # Chosen with or without probes: the split becomes the package's default.
+    chosen, why = choose_split(
+        [str(s["name"]) for s in splits], options.split, options.previous_split
+    )
+    if why:
+        progress(why)
+    options = replace(options, split=chosen)
     splits.sort(key=lambda s: str(s["name"]))
-    names = [str(s["name"]) for s in splits]
-    if options.split not in names:
-        # Checked with or without probes: the split becomes the package's default.
-        raise TargetError(
-            f"split {options.split!r} does not exist; splits: {', '.join(names) or '(none)'}; "
-            "choose one with --split"
-        )
     task_tools: list[dict[str, Any]] = []
     probed: list[int] = []
     if options.task_tools:
@@ -145,7 +165,15 @@ async def _probe_task_tools(
     diagnostics: list[Diagnostic] = []
     counts = {s["name"]: s["num_tasks"] for s in splits}
     total = counts[options.split]
-    indices = sorted(set(options.probe_indices))
+    if options.probe_indices is None and total == 0:
+        # As TRL's bridge does: no task to open a session on, so the shared tools only.
+        note = (
+            f"split {options.split!r} has no tasks, so no session could be opened to look for "
+            "task tools; the package has the shared tools only. Regenerate once the split "
+            "has tasks, or pass --no-task-tools to skip the probe"
+        )
+        return [], [], [warning(None, "", note)]
+    indices = sorted(set(options.probe_indices or (0,)))
     bad = [i for i in indices if not 0 <= i < total]
     if bad:
         raise TargetError(
@@ -187,11 +215,13 @@ def fetch(
 ) -> tuple[dict[str, Any], list[Diagnostic]]:
     """All facts for the snapshot's ``environment`` section (never any secret)."""
     import time
-    from dataclasses import replace
 
     deadline = time.monotonic() + options.timeout
+    progress(f"connecting to {endpoint.deployment or 'the ORS server'} at {endpoint.session_url}")
     try:
-        name, _ = loop.run(_choose_env_name(endpoint, requested_env), timeout=options.timeout)
+        name, _ = loop.run(
+            _choose_env_name(endpoint, requested_env, progress), timeout=options.timeout
+        )
         endpoint = replace(endpoint, env_name=name)
         # Reported once the server answered, so a target that fails prints its error alone.
         progress(f"connected to {endpoint.label}")

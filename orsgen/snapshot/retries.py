@@ -1,0 +1,87 @@
+"""Snapshot requests that say when they are waiting.
+
+The openreward SDK retries a request that fails to connect, times out or gets an
+intermediary 5xx (its "env-server" policy: 3 attempts with back-off, longer while the
+platform reports the environment as still starting) and says nothing meanwhile, so
+``orsgen`` would look hung. :func:`ask` makes the same request through the SDK's own
+retry wrapper, with a hook that reports each retry. Lines name the cause only (a status
+code or the kind of connection failure), never a header or the server's text, so no
+secret can reach them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+
+from orsgen.runtime.connection import Endpoint
+
+Progress = Callable[[str], None]
+
+
+def _cause(exc: BaseException | None) -> str:
+    if isinstance(exc, aiohttp.ClientResponseError):
+        if getattr(exc, "backend_starting", False):
+            return "the environment is still starting"
+        return f"the server answered HTTP {exc.status}"
+    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+        return "server not answering yet: timed out"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc.os_error, ConnectionRefusedError):
+            return "server not answering yet: connection refused"
+        if isinstance(exc.os_error, socket.gaierror):
+            return "server not answering yet: host name not found"
+        return f"server not answering yet: {type(exc.os_error).__name__}"
+    return f"server not answering yet: {type(exc).__name__}"
+
+
+def _retry_reporter(progress: Progress, attempts: int | None) -> Callable[[Any], None]:
+    def report(state: Any) -> None:
+        outcome = state.outcome
+        exc = outcome.exception() if outcome is not None and outcome.failed else None
+        of = (
+            f"/{attempts}"
+            if attempts is not None and not getattr(exc, "backend_starting", False)
+            else ""
+        )
+        wait = getattr(state.next_action, "sleep", None)
+        after = f"; retrying in {wait:.0f} s" if wait is not None else "; retrying"
+        progress(f"{_cause(exc)} (attempt {state.attempt_number}{of}){after}")
+
+    return report
+
+
+async def ask(
+    endpoint: Endpoint,
+    env: Any,
+    method: str,
+    path: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    progress: Progress,
+) -> Any:
+    """:func:`orsgen.runtime.connection.stateless`, reporting every retry to ``progress``."""
+    # Typed as Any: the SDK ships no types, and its private retry policy is used on purpose.
+    http: Any = importlib.import_module("openreward.api._session.http")
+
+    env_server = http._resolve_policy(env.client) == "env-server"
+    wrapped = http._request_retryable_env_server if env_server else http._request_retryable_api
+    stop = wrapped.retry.stop
+    attempts = getattr(stop, "max_attempt_number", None)
+    if env_server:
+        attempts = int(http._ENV_SERVER_MAX_ATTEMPTS)
+    reporting = wrapped.retry_with(before_sleep=_retry_reporter(progress, attempts))
+    return await reporting(
+        env.client,
+        method,
+        path,
+        True,
+        endpoint.api_key or None,
+        json=payload,
+        deployment=endpoint.deployment or endpoint.env_name,
+    )

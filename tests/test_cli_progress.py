@@ -1,0 +1,72 @@
+"""Honest CLI (issue 9 item 7): "connecting to" first, "connected" only once the server
+has answered, a line for every retry while it does not, and counts in plain English."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import pytest
+
+import ors_server
+from conftest import ENVS
+
+pytestmark = pytest.mark.timeout(180)
+
+FAKE_KEY = "orsgen-fake-progress-key-51c0"
+
+
+@pytest.fixture(scope="module")
+def unreachable(orsgen_subprocess, tmp_path_factory):
+    """Two targets on a closed loopback port, run concurrently: a URL and a catalog name."""
+    tmp = tmp_path_factory.mktemp("unreachable")
+    closed = f"http://127.0.0.1:{ors_server.free_port()}"
+    platform = {
+        "OPENREWARD_API_KEY": FAKE_KEY,
+        "OPENREWARD_SESSION_URL": closed,
+        "OPENREWARD_API_URL": closed,
+    }
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        url = pool.submit(orsgen_subprocess, [closed, "-o", str(tmp / "url")])
+        catalog = pool.submit(orsgen_subprocess, ["Eigent/SETA", "-o", str(tmp / "cat")], platform)
+        return {"url": url.result(), "catalog": catalog.result(), "closed": closed}
+
+
+def test_connected_comes_after_the_server_answered(orsgen_cli, echo_server, tmp_path) -> None:
+    run = orsgen_cli([echo_server.url, "-o", str(tmp_path / "progress_echo")])
+    assert run.code == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert lines[0] == f"orsgen: connecting to the ORS server at {echo_server.url}"
+    assert lines[1] == f"orsgen: connected to echoenv at {echo_server.url}"
+
+
+@pytest.mark.parametrize("case", ["url", "catalog"])
+def test_an_unreachable_target_never_says_connected(unreachable, case) -> None:
+    run = unreachable[case]
+    assert run.code == 2, run.stderr
+    lines = run.stderr.splitlines()
+    assert "connected" not in run.stderr
+    assert lines[0].startswith("orsgen: connecting to ")
+    assert unreachable["closed"] in lines[0]
+    # The SDK retries a refused connection 3 times; each wait is said.
+    assert lines[1:3] == [
+        "orsgen: server not answering yet: connection refused (attempt 1/3); retrying in 1 s",
+        "orsgen: server not answering yet: connection refused (attempt 2/3); retrying in 2 s",
+    ]
+    assert lines[3].startswith("orsgen: error: ") and len(lines) == 4
+    assert FAKE_KEY not in run.stderr + run.stdout
+
+
+def test_counts_are_plural_only_when_plural(orsgen_cli, tmp_path) -> None:
+    env = str(ENVS / "split_defaults_env.py")
+    run = orsgen_cli([env, "--env-name", "emptytrain", "-o", str(tmp_path / "one")])
+    assert run.code == 0, run.stderr
+    assert "orsgen: 1 diagnostic:" in run.stderr
+    assert "(EmptyTrainEnv, 1 tool, version 1.0.0)" in run.stderr
+    assert "Adapter for 'emptytrain': 1 tool." in (tmp_path / "one" / "adapter.py").read_text()
+    assert "1 tools" not in run.stderr
+
+
+def test_plural() -> None:
+    from orsgen.wording import plural
+
+    assert [plural(n, "file") for n in (0, 1, 2)] == ["0 files", "1 file", "2 files"]

@@ -1,0 +1,88 @@
+"""GRPO on two processes: ``torchrun --nproc_per_node 2`` on CPU (gloo), both ranks
+against ONE real echo ORS server, through the generated package (examples/train_echo.py).
+
+Each rank writes what it did (its steps and its own last batch's rewards) to a JSON file;
+the server counts sessions and requests. Nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ors_server
+
+ROOT = Path(__file__).resolve().parents[1]
+ECHO_ENV = ROOT / "examples" / "echo_env.py"
+TRAIN_ECHO = ROOT / "examples" / "train_echo.py"
+
+pytest.importorskip("trl")
+pytest.importorskip("tokenizers")
+
+
+@pytest.mark.timeout(900)
+def test_torchrun_two_ranks_train_against_one_server(tmp_path: Path) -> None:
+    server = ors_server.start(ECHO_ENV, log_dir=tmp_path)
+    results = tmp_path / "results"
+    log = tmp_path / "torchrun.log"
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "GLOO_SOCKET_IFNAME": "lo",  # loopback only
+        "PYTHONUNBUFFERED": "1",
+    }
+    command = [
+        sys.executable, "-m", "torch.distributed.run",
+        "--nproc_per_node", "2",
+        "--master_addr", "127.0.0.1", "--master_port", str(ors_server.free_port()),
+        str(TRAIN_ECHO), "--base-url", server.url, "--result-dir", str(results),
+    ]  # fmt: skip
+    started = time.monotonic()
+    try:
+        with log.open("wb") as out:
+            # A session of its own, so a hung run can be stopped with all its ranks.
+            proc = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+            try:
+                code = proc.wait(timeout=840)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+                raise
+        elapsed = time.monotonic() - started
+        output = log.read_text()
+        print(f"torchrun took {elapsed:.1f} s")
+        assert code == 0, output[-6000:]
+
+        # Both ranks trained every step and their own environments got rewards.
+        by_rank = {}
+        for rank in (0, 1):
+            path = results / f"rank-{rank}.json"
+            assert path.exists(), f"rank {rank} wrote no result:\n{output[-6000:]}"
+            by_rank[rank] = json.loads(path.read_text())
+        for rank, result in by_rank.items():
+            assert result["world_size"] == 2, result
+            assert result["steps"] == 2, result
+            rewards = result["last_batch_rewards"]
+            assert len(rewards) == 2, result  # per_device_train_batch_size rollouts
+            assert 1.0 in rewards, (rank, result)
+
+        # One server served both. Each rank's warm-up opens 4 sessions and makes 4 echo calls;
+        # then 2 steps x 2 rollouts per rank reset through it, and at least one of each
+        # rank's generated tool calls reached it under the wire name.
+        counts = server.requests()
+        assert counts.get("POST /create", 0) >= 2 * 4 + 2 * 2 * 2, counts
+        assert counts.get("POST /echoenv/call", 0) >= 2 * 4 + 2, counts
+        # Every rank closed what it opened (close_all at the end of training).
+        assert server.wait_sessions(0, timeout=30) == 0
+    finally:
+        server.stop()
