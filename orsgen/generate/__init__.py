@@ -6,6 +6,7 @@ It reads no network and writes no disk. The CLI decides what to do with the resu
 from __future__ import annotations
 
 import pprint
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,30 @@ def _label(environment: Mapping[str, Any]) -> str:
     return docstrings.literal_body(docstrings.one_line(repr(str(name))))
 
 
+def _class_doc(environment: Mapping[str, Any], count: int) -> str:
+    """One line of facts, then what the adapter returns for images (``docs/vision.md``)."""
+    toolset = environment.get("identity", {}).get("toolset")
+    shown = docstrings.literal_body(docstrings.one_line(repr(str(toolset))))
+    bound = f", bound to the {shown} toolset" if isinstance(toolset, str) else ""
+    head = f"Adapter for {_label(environment)}{bound}: {count} tools."
+    images = environment.get("images") or {}
+    if images.get("in_prompt"):
+        seen = "Its prompts carry images (seen when probing)."
+    elif images.get("in_prompt") is False:
+        seen = "No image was seen in its probed prompts; tool outputs may still carry some."
+    else:
+        seen = "Its prompts and tool outputs may carry images."
+    body = textwrap.fill(
+        f"{seen} With ``multimodal=True``, reset() and the tools return a TRL content list "
+        "(text and ``PIL.Image.Image`` parts, in block order) for an output that holds an "
+        "image; otherwise each image is a text placeholder.",
+        width=88,
+        initial_indent="    ",
+        subsequent_indent="    ",
+    )
+    return f"{head}\n\n{body}"
+
+
 def _wire_names(tools: list[ToolView]) -> str:
     """The ``WIRE_NAMES`` literal, one method per line (as black would lay it out)."""
     lines = []
@@ -66,6 +91,7 @@ def _imports(tools: list[ToolView]) -> list[str]:
     lines = [f"from typing import {', '.join(typing_names)}", ""]
     if any(p.default == "_UNSET" for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
+    lines.append("from orsgen.runtime.adapter import Content as _Content")
     lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")
     lines.append("from orsgen.runtime.adapter import SelfScoring as _SelfScoring")
     if any(t.model_class for t in tools):
@@ -106,7 +132,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "import_path": package["name"],
         "class_name": class_name,
         "scored_class_name": f"Scored{class_name}",
-        "class_doc": f"Adapter for {_label(environment)}: {len(tools)} tools.",
+        "class_doc": _class_doc(environment, len(tools)),
         "env_label": _label(environment),
         "env_name": repr(ident.get("env_name")),
         "deployment": repr(ident.get("deployment")),
@@ -115,6 +141,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "tools_sha256": repr(tools_sha256(environment)),
         "terminal_tool": _terminal_tool(environment),
         "supports_score_group": repr(bool(environment.get("supports_score_group"))),
+        "toolset": repr(ident.get("toolset")),
         "wire_names": _wire_names(tools),
         "imports": _imports(tools),
         "tools": tools,

@@ -68,7 +68,7 @@ class ToolView:
         (black is the slowest step for big environments; splitting here saves it work)."""
         parts = ["self", *(p.signature for p in self.params)]
         one_line = ", ".join(parts)
-        if len(f"    def {self.method}({one_line}) -> str:") <= _LINE:
+        if len(f"    def {self.method}({one_line}) -> _Content:") <= _LINE:
             return one_line
         return "\n" + "".join(f"        {part},\n" for part in parts) + "    "
 
