@@ -255,7 +255,9 @@ class OrsAdapter:
         """Which resets share one prefetch stream: same class, endpoint and session options."""
         cls = type(self)
         secrets = tuple(sorted((self._secrets or {}).items()))
-        overrides = tuple(sorted((self._env_overrides or {}).items()))
+        overrides = drift.sha256_of(
+            sorted((self._env_overrides or {}).items())
+        )  # no values in keys
         return (
             cls.__module__,
             cls.__qualname__,
@@ -422,10 +424,8 @@ class OrsAdapter:
         meta = dict(out.metadata) if isinstance(out.metadata, Mapping) else None
         blocks = list(out.blocks or [])
         text = self._record(blocks_to_text(blocks) or "(no output)", reward, meta)
-        if self._multimodal:
-            content = blocks_to_content(blocks, True)
-            if isinstance(content, list):  # text-only outputs stay str
-                return content
+        if self._multimodal:  # a content list when an image survived decoding, else str
+            return blocks_to_content(blocks, True) or text
         return text
 
     def _submit_final(self, message: str) -> str | None:
@@ -509,11 +509,18 @@ class OrsAdapter:
             return self._finish_call(wire_name, out)
 
 
+class _Overrides(dict[str, str]):
+    """``env_overrides`` whose repr shows names only, so no log or traceback holds a value."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: '<hidden>'" for k in self) + "}"
+
+
 def _overrides(values: Mapping[str, str] | None) -> dict[str, str] | None:
     """A private copy of ``env_overrides``; a bad entry is named by its key, never its value."""
     if not values:
         return None
-    out: dict[str, str] = {}
+    out = _Overrides()
     for key, value in values.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f"env_overrides[{key!r}] must map a str name to a str value")

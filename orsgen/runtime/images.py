@@ -166,6 +166,10 @@ def _not_shown(mime: str, why: str) -> str:
     return f"[image not shown: {mime}: {why}]"
 
 
+def _too_big(mime: str, width: int, height: int) -> str:
+    return _not_shown(mime, f"{width}x{height} is more than {MAX_IMAGE_PIXELS} pixels")
+
+
 def to_image(block: Any) -> Image | str:
     """A loaded ``PIL.Image.Image``, or a text that says why the image cannot be shown."""
     mime = _mime(block)
@@ -176,6 +180,9 @@ def to_image(block: Any) -> Image | str:
     raw, problem = _decode(block)
     if raw is None:
         return _not_shown(mime, problem)
+    size = header_size(raw)
+    if size is not None and size[0] * size[1] > MAX_IMAGE_PIXELS:
+        return _too_big(mime, *size)
     from PIL import Image as _PIL
 
     try:
@@ -184,7 +191,7 @@ def to_image(block: Any) -> Image | str:
             image = _PIL.open(io.BytesIO(raw), formats=[fmt])
             width, height = image.size
             if width * height > MAX_IMAGE_PIXELS:
-                return _not_shown(mime, f"{width}x{height} is more than {MAX_IMAGE_PIXELS} pixels")
+                return _too_big(mime, width, height)
             image.load()
     except Exception as exc:  # noqa: BLE001 - untrusted bytes; Pillow raises many types
         why = type(exc).__name__
