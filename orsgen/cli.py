@@ -92,6 +92,12 @@ def _generate_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="per-session secret for probe sessions (repeatable); never written anywhere",
     )
+    p.add_argument(
+        "--toolset",
+        metavar="NAME",
+        help="bind an SDK harness toolset (e.g. claude-code) in every session; part of the "
+        "environment's identity",
+    )
     p.add_argument("--package", help="Python package name (default: from the output directory)")
     p.add_argument("--class-name", help="adapter class name (default: from the environment name)")
     p.add_argument("--config", help="config file (default: nearest orsgen.toml or [tool.orsgen])")
@@ -215,6 +221,22 @@ def _load_existing(directory: Path) -> dict[str, Any] | None:
         return None
 
 
+def _toolset(name: str | None) -> str | None:
+    """``--toolset``, checked against the SDK's built-in harness toolsets."""
+    if name is None:
+        return None
+    from typing import get_args
+
+    from openreward.api.environments.client import (  # type: ignore[import-untyped]
+        BuiltinToolset,
+    )
+
+    valid = sorted(str(v) for v in get_args(BuiltinToolset))
+    if name not in valid:
+        raise UsageError(f"unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
+    return name
+
+
 def _configured_split(args: argparse.Namespace) -> str | None:
     """The split the config file sets for this output directory (asked for by name)."""
     from orsgen import config
@@ -231,6 +253,7 @@ def _fetch_options(
 
     return FetchOptions(
         split=args.split or _configured_split(args),
+        toolset=_toolset(args.toolset),
         task_tools=not args.no_task_tools,
         probe_indices=tuple(args.probe_index) if args.probe_index else None,
         secrets=secrets,
@@ -363,6 +386,7 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
             probe_indices=None if indices in ([], [0]) else tuple(indices),
             secrets=_secrets(args.secret),
             timeout=args.timeout,
+            toolset=stored.get("identity", {}).get("toolset"),
         )
         live, diagnostics = take(
             target,

@@ -201,6 +201,11 @@ def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
                     name, "patch", f"schema of tool {name!r} changed in titles or annotations only"
                 )
             )
+    old_set, new_set = (e.get("identity", {}).get("toolset") for e in (old, new))
+    if (
+        old_set != new_set
+    ):  # another harness's tool surface: what the model learned no longer applies
+        out.append(Change("", "major", f"toolset changed: {old_set!r} -> {new_set!r}"))
     for key in ("splits", "terminal_tool", "supports_score_group", "identity", "target"):
         if old.get(key) != new.get(key):
             out.append(

@@ -58,6 +58,10 @@ class RunningServer:
         """How many requests carried each secret name in ``X-Secrets`` (names only)."""
         return dict(self.stats().get("secret_names", {}))
 
+    def env_overrides(self) -> dict[str, str]:
+        """env_overrides names seen at /create_session, each with the sha256 of its value."""
+        return dict(self.stats().get("env_overrides", {}))
+
     def reset_counts(self) -> None:
         self._json("POST", f"/{self.env}/_stats/reset")
 

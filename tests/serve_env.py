@@ -14,6 +14,7 @@ import argparse
 import base64
 import collections
 import gc
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -67,6 +68,9 @@ def main() -> None:
     # X-Deployment values and the names (never the values) of X-Secrets entries seen.
     deployments: collections.Counter[str] = collections.Counter()
     secret_names: collections.Counter[str] = collections.Counter()
+    # Names of env_overrides sent at /create_session, each with the sha256 of its value
+    # (the value itself never reaches this log).
+    env_overrides: dict[str, str] = {}
     # New TCP connections per route: requests from a client (address, port) never seen before.
     peers: set[str] = set()
     new_connections: collections.Counter[str] = collections.Counter()
@@ -95,6 +99,7 @@ def main() -> None:
             "deployments": dict(deployments),
             "secret_names": dict(secret_names),
             "connections": dict(new_connections),
+            "env_overrides": dict(env_overrides),
         }
 
     @app.post("/{env_name}/_stats/reset")
@@ -126,7 +131,22 @@ def main() -> None:
                         secret_names.update(str(n) for n in names)
                     except ValueError:
                         secret_names["<undecodable>"] += 1
+                if scope["path"] == "/create_session":
+                    receive = _watch_overrides(receive)
             await self.inner(scope, receive, send)
+
+    def _watch_overrides(receive: Any) -> Any:
+        async def wrapped() -> Any:
+            message = await receive()
+            try:
+                body = json.loads(message.get("body") or b"{}")
+            except ValueError:
+                body = {}
+            for key, value in (body.get("env") or {}).items():
+                env_overrides[str(key)] = hashlib.sha256(str(value).encode()).hexdigest()
+            return message
+
+        return wrapped
 
     # Everything loaded so far lives as long as the server: keep it out of the cyclic
     # GC, whose full collections over it (about 0.14 s, measured) otherwise stall

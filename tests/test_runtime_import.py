@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("openreward", "datasets", "fastapi", "uvicorn", "aiohttp", "torch", "transformers", "trl")
+HEAVY = ("openreward", "datasets", "fastapi", "uvicorn", "aiohttp", "torch", "transformers", "trl", "PIL")
 
 
 def _child(code: str, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -27,6 +27,7 @@ def test_generated_package_import_loads_no_heavy_modules() -> None:
         "import sys, json; import generated.echo; "
         "from generated.echo import EchoEnv, load_tasks, outcome_reward; "
         "EchoEnv(base_url='http://127.0.0.1:9');"  # constructing does no I/O and no heavy import
+        "EchoEnv(base_url='http://127.0.0.1:9', multimodal=True);"  # Pillow loads on the first image
         f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))"
     )
     child = _child(code)

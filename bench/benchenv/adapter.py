@@ -5,12 +5,18 @@
 from collections.abc import Mapping as _Mapping
 from typing import Any, ClassVar
 
+from orsgen.runtime.adapter import Content as _Content
 from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter
 from orsgen.runtime.adapter import SelfScoring as _SelfScoring
 
 
 class BenchEnv(_OrsAdapter):
-    """Adapter for 'benchenv': 1 tool."""
+    """Adapter for 'benchenv': 1 tool.
+
+    Its prompts and tool outputs may carry images. With ``multimodal=True``, reset() and
+    the tools return a TRL content list (text and ``PIL.Image.Image`` parts, in block
+    order) for an output that holds an image; otherwise each image is a text
+    placeholder."""
 
     ENV_NAME: ClassVar[str | None] = "benchenv"
     DEPLOYMENT: ClassVar[str | None] = None
@@ -19,11 +25,12 @@ class BenchEnv(_OrsAdapter):
     TOOLS_SHA256: ClassVar[str] = "d54d0c90e15911e384070fc4c0707ce554c78504c530c506f708e28a0d6772a1"
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
+    TOOLSET: ClassVar[str | None] = None
     WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
         "act": ("act", {"text": "text"}),
     }
 
-    def act(self, text: str) -> str:
+    def act(self, text: str) -> _Content:
         """Submit an answer; reward 1.0 when it is the target.
 
         Args:

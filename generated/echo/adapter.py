@@ -5,12 +5,18 @@
 from collections.abc import Mapping as _Mapping
 from typing import Any, ClassVar, Literal
 
+from orsgen.runtime.adapter import Content as _Content
 from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter
 from orsgen.runtime.adapter import SelfScoring as _SelfScoring
 
 
 class EchoEnv(_OrsAdapter):
-    """Adapter for 'echoenv': 2 tools."""
+    """Adapter for 'echoenv': 2 tools.
+
+    No image was seen in its probed prompts; tool outputs may still carry some. With
+    ``multimodal=True``, reset() and the tools return a TRL content list (text and
+    ``PIL.Image.Image`` parts, in block order) for an output that holds an image;
+    otherwise each image is a text placeholder."""
 
     ENV_NAME: ClassVar[str | None] = "echoenv"
     DEPLOYMENT: ClassVar[str | None] = None
@@ -19,12 +25,13 @@ class EchoEnv(_OrsAdapter):
     TOOLS_SHA256: ClassVar[str] = "bda4852d280916d4186f4811db31610282b67705a8b541b5e84c8462d631ecc1"
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
+    TOOLSET: ClassVar[str | None] = None
     WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
         "echo": ("echo", {"style": "style", "text": "text"}),
         "hint": ("hint", {"level": "level"}),
     }
 
-    def echo(self, text: str, style: Literal["plain", "loud"] = "plain") -> str:
+    def echo(self, text: str, style: Literal["plain", "loud"] = "plain") -> _Content:
         """Echo a word back; scores 1.0 when it is the target word.
 
         Args:
@@ -36,7 +43,7 @@ class EchoEnv(_OrsAdapter):
             _args["style"] = style
         return self._call("echo", _args)
 
-    def hint(self, level: int = 1) -> str:
+    def hint(self, level: int = 1) -> _Content:
         """Reveal a hint about the target word (only on tasks that have one).
 
         Args:

@@ -7,6 +7,6 @@
 from orsgen.runtime.compat import requires_1_0 as requires_1_0
 
 __version__ = "1.0.0"
-SNAPSHOT_SHA256 = "19338f538a57f1d4f334d5aab5cc25a80f9f094a6cb353636f41d8dccbb3d8e7"
+SNAPSHOT_SHA256 = "aa219a3584d7d97ed003dc4fa7e123c94584dcf894909ea072e4a87fc35585c7"
 ORSGEN_VERSION = "0.1.0"
 RUNTIME_VERSION = "1.0"

@@ -5,6 +5,7 @@
 from collections.abc import Mapping as _Mapping
 from typing import Any, ClassVar, Literal
 
+from orsgen.runtime.adapter import Content as _Content
 from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter
 from orsgen.runtime.adapter import SelfScoring as _SelfScoring
 from orsgen.runtime.validate import check_arguments as _check_arguments
@@ -13,7 +14,12 @@ from . import models as _models
 
 
 class RichEnv(_OrsAdapter):
-    """Adapter for 'richenv': 4 tools."""
+    """Adapter for 'richenv': 4 tools.
+
+    Its prompts and tool outputs may carry images. With ``multimodal=True``, reset() and
+    the tools return a TRL content list (text and ``PIL.Image.Image`` parts, in block
+    order) for an output that holds an image; otherwise each image is a text
+    placeholder."""
 
     ENV_NAME: ClassVar[str | None] = "richenv"
     DEPLOYMENT: ClassVar[str | None] = None
@@ -22,6 +28,7 @@ class RichEnv(_OrsAdapter):
     TOOLS_SHA256: ClassVar[str] = "3cfa75de6ca3390d6d75cf9a22c7e141a1fad8f60eb3715a11f9f420da902895"
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = ("submit", "answer")
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
+    TOOLSET: ClassVar[str | None] = None
     WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
         "import_": ("import", {"filters": "filters", "ids": "ids"}),
         "open_doc": (
@@ -35,7 +42,7 @@ class RichEnv(_OrsAdapter):
         ),
     }
 
-    def import_(self, ids: list[int], filters: dict[str, Any] | None = None) -> str:
+    def import_(self, ids: list[int], filters: dict[str, Any] | None = None) -> _Content:
         """Save results to the reading list.
 
         Args:
@@ -50,7 +57,7 @@ class RichEnv(_OrsAdapter):
             return self._fail(_problem)
         return self._call("import", _args)
 
-    def open_doc(self, id: int, page_size: int = 20, page_size_2: int | None = None) -> str:
+    def open_doc(self, id: int, page_size: int = 20, page_size_2: int | None = None) -> _Content:
         """Open a search result.
 
         Args:
@@ -65,7 +72,7 @@ class RichEnv(_OrsAdapter):
             _args["page-size"] = page_size_2
         return self._call("open-doc", _args)
 
-    def peek(self, part: Literal["start", "end"] = "start") -> str:
+    def peek(self, part: Literal["start", "end"] = "start") -> _Content:
         """Peek at the task's note (only on tasks that have one).
 
         Args:
@@ -82,7 +89,7 @@ class RichEnv(_OrsAdapter):
         in_: Literal["title", "body", "any"] = "any",
         max_results: int | None = None,
         filters: dict[str, Any] | None = None,
-    ) -> str:
+    ) -> _Content:
         """Search the library.
 
         Args:

@@ -5,6 +5,7 @@ It reads no network and writes no disk. The CLI decides what to do with the resu
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,30 @@ def _label(environment: Environment) -> str:
     return docstrings.literal_body(docstrings.one_line(repr(environment.identity.label)))
 
 
+def _class_doc(environment: Environment, count: int) -> str:
+    """One line of facts, then what the adapter returns for images (``docs/vision.md``)."""
+    toolset = environment.identity.toolset
+    shown = docstrings.literal_body(docstrings.one_line(repr(toolset)))
+    bound = f", bound to the {shown} toolset" if toolset is not None else ""
+    head = f"Adapter for {_label(environment)}{bound}: {plural(count, 'tool')}."
+    in_prompt = environment.images.in_prompt
+    if in_prompt:
+        seen = "Its prompts carry images (seen when probing)."
+    elif in_prompt is False:
+        seen = "No image was seen in its probed prompts; tool outputs may still carry some."
+    else:
+        seen = "Its prompts and tool outputs may carry images."
+    body = textwrap.fill(
+        f"{seen} With ``multimodal=True``, reset() and the tools return a TRL content list "
+        "(text and ``PIL.Image.Image`` parts, in block order) for an output that holds an "
+        "image; otherwise each image is a text placeholder.",
+        width=88,
+        initial_indent="    ",
+        subsequent_indent="    ",
+    )
+    return f"{head}\n\n{body}"
+
+
 def _wire_names(tools: list[ToolView]) -> str:
     """The ``WIRE_NAMES`` literal, sorted. The trailing comma tells black to put each
     method on its own line, however few there are; black does the rest of the layout."""
@@ -66,6 +91,7 @@ def _imports(tools: list[ToolView]) -> list[str]:
     ]
     if any(p.default == "_UNSET" for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
+    lines.append("from orsgen.runtime.adapter import Content as _Content")
     lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")
     lines.append("from orsgen.runtime.adapter import SelfScoring as _SelfScoring")
     if any(t.model_class for t in tools):
@@ -108,7 +134,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "package": package.name,
         "class_name": class_name,
         "scored_class_name": f"Scored{class_name}",
-        "class_doc": f"Adapter for {_label(environment)}: {plural(len(tools), 'tool')}.",
+        "class_doc": _class_doc(environment, len(tools)),
         "env_label": _label(environment),
         "env_name": repr(ident.env_name),
         "deployment": repr(ident.deployment),
@@ -117,6 +143,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "tools_sha256": repr(tools_sha256(snapshot["environment"])),
         "terminal_tool": _terminal_tool(environment),
         "supports_score_group": repr(environment.supports_score_group),
+        "toolset": repr(ident.toolset),
         "wire_names": _wire_names(tools),
         "imports": _imports(tools),
         "tools": tools,

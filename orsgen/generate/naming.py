@@ -44,6 +44,7 @@ ADAPTER_ATTRIBUTES = frozenset(
         "DEFAULT_URL",
         "DEFAULT_SPLIT",
         "TOOLS_SHA256",
+        "TOOLSET",
         "TERMINAL_TOOL",
         "SUPPORTS_SCORE_GROUP",
         "SNAPSHOT_TOOLS",

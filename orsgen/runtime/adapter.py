@@ -31,8 +31,9 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from orsgen.runtime import drift, keepalive, loop, outage, prefetch, sessions
-from orsgen.runtime.blocks import blocks_to_text
+from orsgen.runtime import drift, images, keepalive, loop, outage, prefetch, sessions
+from orsgen.runtime.blocks import blocks_to_content, blocks_to_text
+from orsgen.canonical import sha256_of
 from orsgen.runtime.connection import Endpoint, resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
 from orsgen.runtime.errors import (
@@ -42,6 +43,7 @@ from orsgen.runtime.errors import (
     SessionOpenError,
 )
 from orsgen.runtime.errors import describe as _describe
+from orsgen.runtime.images import Content, ContentPart, ImagePart, TextPart
 from orsgen.runtime.sessions import Opened
 from orsgen.jsonobject import is_object
 
@@ -49,6 +51,10 @@ DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0
 
 __all__ = [
+    "Content",
+    "ContentPart",
+    "ImagePart",
+    "TextPart",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_OPEN_TIMEOUT",
     "OrsAdapter",
@@ -148,6 +154,12 @@ class OrsAdapter:
             the SDK's 10 s. Lower it for servers with a short stale-session threshold.
         strict: when the live tools differ from the snapshot, raise
             :class:`ToolDriftError` from ``reset()`` instead of warning once.
+        multimodal: return images as TRL content lists with ``PIL.Image.Image`` parts
+            (needs ``orsgen[vision]``); otherwise each image is a text placeholder. See
+            :mod:`orsgen.runtime.images` and ``docs/vision.md``.
+        env_overrides: environment variables for the environment's container, sent at
+            session creation (the SDK's ``env_overrides``). Treated like secrets: never
+            logged or stored.
     """
 
     ENV_NAME: ClassVar[str | None] = None
@@ -159,6 +171,8 @@ class OrsAdapter:
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
     # Whether the environment judges groups of candidates itself (ORS score_group).
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
+    # The SDK harness toolset every session binds (``orsgen --toolset``), or None.
+    TOOLSET: ClassVar[str | None] = None
     WIRE_NAMES: ClassVar[Mapping[str, tuple[str, Mapping[str, str]]]] = {}
 
     reward: float | None
@@ -183,6 +197,8 @@ class OrsAdapter:
         keepalive: float | None = None,
         strict: bool = False,
         reconnect_for: float = outage.DEFAULT_RECONNECT_FOR,
+        multimodal: bool = False,
+        env_overrides: Mapping[str, str] | None = None,
     ) -> None:
         if group_size is not None and group_size < 1:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
@@ -213,6 +229,10 @@ class OrsAdapter:
         self._keepalive = keepalive
         self._strict = strict
         self._reconnect_for = float(reconnect_for)
+        self._multimodal = bool(multimodal)
+        if self._multimodal:
+            images.require_pillow()
+        self._env_overrides = _overrides(env_overrides)
         self._lock = threading.RLock()
         self._slot = _SessionSlot(type(self))
         self._finalizer = weakref.finalize(self, _finalize, self._slot)
@@ -236,12 +256,15 @@ class OrsAdapter:
         """Which resets share one prefetch stream: same class, endpoint and session options."""
         cls = type(self)
         secrets = tuple(sorted((self._secrets or {}).items()))
+        # Hashed: the stream key holds no override values.
+        overrides = sha256_of(sorted((self._env_overrides or {}).items()))
         return (
             cls.__module__,
             cls.__qualname__,
             self._endpoint,
             self._split,
             secrets,
+            overrides,
             self._keepalive,
         )
 
@@ -256,9 +279,10 @@ class OrsAdapter:
         task_index: int | None = None,
         task_spec: Mapping[str, Any] | None = None,
         **row: Any,
-    ) -> str:
+    ) -> Content:
         """Close any previous session, open one for ``task_index`` (or ``task_spec``) and
-        return the prompt text. Extra dataset columns in ``row`` are accepted and ignored."""
+        return the prompt: text, or with ``multimodal=True`` a TRL content list when it
+        holds images. Extra dataset columns in ``row`` are accepted and ignored."""
         if self._no_server is not None:
             raise ServerNotConfiguredError(f"{type(self).__name__}: {self._no_server}")
         with self._lock:
@@ -278,6 +302,8 @@ class OrsAdapter:
             except ToolDriftError:
                 self._slot.close(wait=False)
                 raise
+            if self._multimodal:
+                return blocks_to_content(opened.blocks, True)
             return opened.prompt
 
     def _open_riding_out(
@@ -364,10 +390,19 @@ class OrsAdapter:
             self._secrets,
             self._keepalive,
         )
+        toolset, overrides = self.TOOLSET, self._env_overrides
 
         def opener(fetch_tools: bool) -> Any:
             return sessions.open_session(
-                endpoint, split, index, task_spec, secrets, keepalive, fetch_tools
+                endpoint,
+                split,
+                index,
+                task_spec,
+                secrets,
+                keepalive,
+                fetch_tools,
+                toolset=toolset,
+                env_overrides=overrides,
             )
 
         return opener
@@ -458,7 +493,7 @@ class OrsAdapter:
     def _fail(self, message: str) -> str:
         return self._record(f"Error: {message}", None, None)
 
-    def _finish_call(self, wire_name: str, out: Any) -> str:
+    def _finish_call(self, wire_name: str, out: Any) -> Content:
         reward: float | None = None
         if out.reward is not None:
             try:
@@ -468,8 +503,11 @@ class OrsAdapter:
         if out.finished:
             self.finished = True
         meta = dict(out.metadata) if is_object(out.metadata) else None
-        text = blocks_to_text(out.blocks or []) or "(no output)"
-        return self._record(text, reward, meta)
+        blocks = list(out.blocks or [])
+        text = self._record(blocks_to_text(blocks) or "(no output)", reward, meta)
+        if self._multimodal:  # a content list when an image survived decoding, else str
+            return blocks_to_content(blocks, True) or text
+        return text
 
     def _submit_final(self, message: str) -> str | None:
         """Feed the rollout's final assistant message to the terminal tool, once, unless
@@ -481,7 +519,8 @@ class OrsAdapter:
                 return None
             self._final_submitted = True
         name, arg = terminal
-        return self._call(name, {} if arg is None else {arg: message})
+        self._call(name, {} if arg is None else {arg: message})
+        return self.last_output
 
     @property
     def _group_key(self) -> tuple[Any, ...] | None:
@@ -517,7 +556,7 @@ class OrsAdapter:
             )
         return self._fail(f"tool {wire_name!r} failed: {_describe(exc)}")
 
-    def _call(self, wire_name: str, arguments: dict[str, Any]) -> str:
+    def _call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
         """Call a tool by its wire name. Never raises: failures come back as ``Error: ...``."""
         with self._lock:
             session = self._slot.session
@@ -562,7 +601,7 @@ class OrsAdapter:
             "restarted, or reaped the session); the episode ends unscored"
         )
 
-    async def _acall(self, wire_name: str, arguments: dict[str, Any]) -> str:
+    async def _acall(self, wire_name: str, arguments: dict[str, Any]) -> Content:
         """The awaitable twin of :meth:`_call`, for ``async def`` tool methods (which
         AsyncGRPOTrainer awaits on its own loop). The request runs on the runtime loop;
         the caller's loop only waits for it. Never raises. (It does not wait out an
@@ -587,6 +626,27 @@ class OrsAdapter:
             return self._call_error(wire_name, exc)
         with self._lock:
             return self._finish_call(wire_name, out)
+
+
+class _Overrides(dict[str, str]):
+    """``env_overrides`` whose repr shows names only, so no log or traceback holds a value."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: '<hidden>'" for k in self) + "}"
+
+
+def _overrides(values: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A private copy of ``env_overrides``; a bad entry is named by its key, never its value."""
+    if not values:
+        return None
+    out = _Overrides()
+    # Typed as objects: callers without a type checker may pass anything.
+    items: list[tuple[object, object]] = list(values.items())
+    for key, value in items:
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"env_overrides[{key!r}] must map a str name to a str value")
+        out[key] = value
+    return out
 
 
 class SelfScoring:

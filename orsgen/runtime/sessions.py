@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.runtime import keepalive, loop
@@ -32,11 +32,13 @@ EXIT_BUDGET = 5.0
 
 @dataclass
 class Opened:
-    """A freshly opened session, its prompt text and (when asked for) its live tool list."""
+    """A freshly opened session, its prompt text and blocks, and (when asked for) its live
+    tool list."""
 
     session: Any
     prompt: str
     tools: list[Any] | None = None
+    blocks: list[Any] = field(default_factory=list)
 
 
 _session_cls: Any = None
@@ -119,6 +121,8 @@ async def open_session(
     secrets: dict[str, str] | None,
     keepalive: float | None,
     fetch_tools: bool = False,
+    toolset: str | None = None,
+    env_overrides: Mapping[str, str] | None = None,
 ) -> Opened:
     """Open one session and read its prompt (three requests: ``/create_session``,
     ``/create``, ``/{env}/prompt``), plus ``/{env}/task_tools`` when ``fetch_tools``.
@@ -128,6 +132,8 @@ async def open_session(
     """
     env = await environment(endpoint)
     cls = _session_class()
+    # The SDK's keywords for a bound harness toolset and container environment variables.
+    bound = {"toolset_name": toolset, "env_overrides": env_overrides}
     task: Any = None
     if task_spec is not None:
         from openreward.api.environments.types import Task  # type: ignore[import-untyped]
@@ -138,9 +144,9 @@ async def open_session(
             task_spec=dict(task_spec),
             namespace=env.namespace,
         )
-        session = cls(env, task=task, secrets=secrets, api_key=env.api_key)
+        session = cls(env, task=task, secrets=secrets, api_key=env.api_key, **bound)
     else:
-        session = cls(env, secrets=secrets, api_key=env.api_key, split=split, index=index)
+        session = cls(env, secrets=secrets, api_key=env.api_key, split=split, index=index, **bound)
     session.keepalive = keepalive
     _opening.add(session)
     try:
@@ -154,7 +160,8 @@ async def open_session(
             tools = listed
         else:
             blocks = await _prompt(session)
-        return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools)
+        blocks = list(blocks or [])
+        return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools, blocks=blocks)
     except BaseException:
         if session.sid is not None or getattr(session, "_pending_task_id", None) is not None:
             try:

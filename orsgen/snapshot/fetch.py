@@ -18,6 +18,8 @@ from orsgen.snapshot.splits import choose_split
 from orsgen.jsonobject import is_object
 
 Progress = Callable[[str], None]
+# Seconds a probe waits for a prompt (it waits for the environment's setup).
+PROMPT_WAIT = 30.0
 
 
 @dataclass
@@ -33,6 +35,8 @@ class FetchOptions:
     secrets: Mapping[str, str] | None = field(default=None, repr=False)
     timeout: float = 120.0
     previous_split: str | None = None
+    # An SDK harness toolset the probe sessions bind (``--toolset``); part of the identity.
+    toolset: str | None = None
 
 
 def _unique(
@@ -126,22 +130,27 @@ async def _facts(
     splits.sort(key=lambda s: str(s["name"]))
     task_tools: list[dict[str, Any]] = []
     probed: list[int] = []
-    if options.task_tools:
-        task_tools, probed, probe_diags = await _probe_task_tools(
+    prompt_images: bool | None = None
+    if options.task_tools or options.toolset:
+        task_tools, probed, probe_diags, prompt_images = await _probe_task_tools(
             endpoint, env, options, splits, shared, progress
         )
         diagnostics += probe_diags
+    if options.toolset:  # the bound toolset's tools replace same-named environment tools
+        overridden = {t["name"] for t in task_tools}
+        shared = [t for t in shared if t["name"] not in overridden]
+    identity: dict[str, Any] = {"env_name": endpoint.env_name, "deployment": endpoint.deployment}
+    if options.toolset:
+        identity["toolset"] = options.toolset
     facts: dict[str, Any] = {
-        "identity": {
-            "env_name": endpoint.env_name,
-            "deployment": endpoint.deployment,
-        },
+        "identity": identity,
+        "images": {"in_prompt": prompt_images},
         "server_version": version.get("version") if is_object(version) else None,
         "splits": splits,
         "tools": shared,
         "task_tools": task_tools,
         "task_tools_probe": {
-            "enabled": options.task_tools,
+            "enabled": options.task_tools or bool(options.toolset),
             "split": options.split,
             "indices": probed,
         },
@@ -159,9 +168,10 @@ async def _probe_task_tools(
     splits: list[dict[str, Any]],
     shared: list[dict[str, Any]],
     progress: Progress,
-) -> tuple[list[dict[str, Any]], list[int], list[Diagnostic]]:
+) -> tuple[list[dict[str, Any]], list[int], list[Diagnostic], bool | None]:
     """Open one short session per probe index and merge their tool lists by name, as
-    TRL's bridge does; a tool whose schema differs between probes is a warning."""
+    TRL's bridge does; a tool whose schema differs between probes is a warning. Also
+    says whether any probed prompt held an image (``None``: no prompt could be read)."""
     diagnostics: list[Diagnostic] = []
     counts = {s["name"]: s["num_tasks"] for s in splits}
     total = counts[options.split]
@@ -172,7 +182,7 @@ async def _probe_task_tools(
             "task tools; the package has the shared tools only. Regenerate once the split "
             "has tasks, or pass --no-task-tools to skip the probe"
         )
-        return [], [], [warning(None, "", note)]
+        return [], [], [warning(None, "", note)], None
     indices = sorted(set(options.probe_indices or (0,)))
     bad = [i for i in indices if not 0 <= i < total]
     if bad:
@@ -181,16 +191,25 @@ async def _probe_task_tools(
             "choose another with --probe-index, or pass --no-task-tools"
         )
     secrets = session_secrets(endpoint, options.secrets)
-    seen: dict[str, tuple[dict[str, Any], int]] = {t["name"]: (t, -1) for t in shared}
+    # With a toolset bound, its tools override same-named shared ones: the session decides.
+    seen: dict[str, tuple[dict[str, Any], int]] = (
+        {} if options.toolset else {t["name"]: (t, -1) for t in shared}
+    )
+    images: bool | None = None
     merged: dict[str, dict[str, Any]] = {}
     for index in indices:
         progress(f"probing task tools with a session on task {index}")
-        session = env.session(split=options.split, index=index, secrets=secrets)
+        session = env.session(
+            split=options.split, index=index, secrets=secrets, toolset=options.toolset
+        )
         await session.__aenter__()
         try:
             listed = [spec_dict(s) for s in await session.list_tools()]
+            seen_image = await _prompt_has_image(session, index, diagnostics)
         finally:
             await session.__aexit__(None, None, None)
+        if seen_image is not None:
+            images = bool(images) or seen_image
         specs = _unique(listed, f"/task_tools of task {index}", diagnostics)
         for spec in specs:
             name = spec["name"]
@@ -207,7 +226,26 @@ async def _probe_task_tools(
                         f"schema differs between {where} and task {index}; keeping the first",
                     )
                 )
-    return [merged[n] for n in sorted(merged)], indices, diagnostics
+    if options.toolset:  # a toolset's tools are session tools even where they shadow shared ones
+        shared_specs = {t["name"]: t for t in shared}
+        merged = {n: t for n, t in merged.items() if shared_specs.get(n) != t}
+    return [merged[n] for n in sorted(merged)], indices, diagnostics, images
+
+
+async def _prompt_has_image(session: Any, index: int, diagnostics: list[Diagnostic]) -> bool | None:
+    """Whether the task's prompt holds an image block. The prompt waits for the
+    environment's setup, so a slow one is given up on with a warning."""
+    import asyncio
+
+    try:
+        blocks = await asyncio.wait_for(session.get_prompt(), PROMPT_WAIT)
+    except Exception as exc:  # noqa: BLE001 - only an image hint; the tools are what matter
+        diagnostics.append(
+            warning(None, "", f"could not read the prompt of task {index}: {_short(exc)}")
+        )
+        return None
+    listed: list[Any] = list(blocks or [])
+    return any(getattr(b, "type", None) == "image" for b in listed)
 
 
 def fetch(

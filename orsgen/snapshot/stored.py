@@ -32,6 +32,7 @@ class Identity(_Stored):
     env_name: str | None = None
     deployment: str | None = None
     class_name: str | None = None
+    toolset: str | None = None  # an SDK harness toolset every session binds (``--toolset``)
 
     @property
     def label(self) -> str:
@@ -48,8 +49,14 @@ class TerminalTool(_Stored):
     arg: str | None = None
 
 
+class Images(_Stored):
+    # Whether a probed prompt held an image; None: no probe read a prompt.
+    in_prompt: bool | None = None
+
+
 class Environment(_Stored):
     identity: Identity = Field(default_factory=Identity)
+    images: Images = Field(default_factory=Images)
     target: TargetRef | None = None
     tools: list[ToolSpec] = Field(default_factory=list)
     task_tools: list[ToolSpec] = Field(default_factory=list)

@@ -1,0 +1,231 @@
+"""ORS image blocks, as TRL content lists or as short text placeholders.
+
+An ORS ``ImageBlock`` carries base64 ``data`` and a ``mimeType``. With
+``multimodal=True`` an adapter returns TRL's content list for any output that holds
+an image, in block order::
+
+    [{"type": "text", "text": "..."}, {"type": "image", "image": <PIL.Image.Image>}]
+
+and plain ``str`` for text-only outputs. Without it, each image becomes a one-line
+placeholder with its mime type and pixel size (``[image: image/png, 64x64]``), never
+the payload. An image that cannot be shown (corrupt base64, an unsupported mime type,
+too large) becomes a text part that says why; nothing here raises into the trainer.
+
+Pillow is needed only for ``multimodal=True`` (``pip install 'orsgen[vision]'``) and
+is imported on the first image; pixel sizes for placeholders are read from the image
+header without it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib.util
+import io
+import struct
+import warnings
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from orsgen.jsonobject import is_object
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+# Larger images would cost the trainer more memory than any tool result is worth.
+MAX_IMAGE_BYTES = 32 * 1024 * 1024
+MAX_IMAGE_PIXELS = 6000 * 6000
+# Mime type -> Pillow format. Only these are decoded, so untrusted bytes never reach
+# Pillow's rarer decoders.
+SUPPORTED = {
+    "image/png": "PNG",
+    "image/jpeg": "JPEG",
+    "image/jpg": "JPEG",
+    "image/gif": "GIF",
+    "image/webp": "WEBP",
+    "image/bmp": "BMP",
+}
+
+
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ImagePart(TypedDict):
+    type: Literal["image"]
+    image: Image
+
+
+ContentPart = TextPart | ImagePart
+# What reset() and every tool method return: text, or (multimodal=True, and only when
+# an image is in the output) a TRL content list in block order.
+Content = str | list[ContentPart]
+
+
+def pillow_available() -> bool:
+    return importlib.util.find_spec("PIL") is not None
+
+
+def require_pillow() -> None:
+    if not pillow_available():
+        raise ImportError(
+            "multimodal=True decodes images with Pillow, which is not installed: "
+            "pip install 'orsgen[vision]'"
+        )
+
+
+def _field(block: Any, name: str) -> Any:
+    return block.get(name) if is_object(block) else getattr(block, name, None)
+
+
+def kind(block: Any) -> Any:
+    return _field(block, "type")
+
+
+def _mime(block: Any) -> str:
+    """The declared mime type, made safe to show (untrusted text, bounded)."""
+    text = "".join(ch for ch in str(_field(block, "mimeType") or "") if ch.isprintable())
+    text = "".join(text.split())
+    return (text[:60] + "...") if len(text) > 60 else (text or "unknown type")
+
+
+def _decode(block: Any) -> tuple[bytes | None, str]:
+    """The image bytes, or ``None`` and why not."""
+    data = _field(block, "data")
+    if not isinstance(data, str) or not data:
+        return None, "no image data"
+    if len(data) * 3 // 4 > MAX_IMAGE_BYTES:
+        return None, f"larger than {MAX_IMAGE_BYTES} bytes"
+    try:
+        return base64.b64decode(data, validate=True), ""
+    except (binascii.Error, ValueError):
+        return None, "corrupt base64 data"
+
+
+def _jpeg_size(raw: bytes) -> tuple[int, int] | None:
+    i = 2
+    while i + 9 < len(raw):
+        if raw[i] != 0xFF:
+            i += 1
+            continue
+        marker = raw[i + 1]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", raw[i + 5 : i + 9])
+            return width, height
+        if marker in (0x01, 0xD8, 0xFF) or 0xD0 <= marker <= 0xD7:
+            i += 2 if marker != 0xFF else 1
+            continue
+        i += 2 + struct.unpack(">H", raw[i + 2 : i + 4])[0]
+    return None
+
+
+def header_size(raw: bytes) -> tuple[int, int] | None:
+    """Width and height from the header of a PNG, GIF, BMP, WebP or JPEG; ``None`` when
+    the bytes are none of these (no Pillow needed)."""
+    try:
+        if raw[:8] == b"\x89PNG\r\n\x1a\n" and raw[12:16] == b"IHDR":
+            width, height = struct.unpack(">II", raw[16:24])
+            return width, height
+        if raw[:6] in (b"GIF87a", b"GIF89a"):
+            width, height = struct.unpack("<HH", raw[6:10])
+            return width, height
+        if raw[:2] == b"BM":
+            width, height = struct.unpack("<ii", raw[18:26])
+            return abs(width), abs(height)
+        if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+            chunk = raw[12:16]
+            if chunk == b"VP8X":
+                return 1 + int.from_bytes(raw[24:27], "little"), 1 + int.from_bytes(
+                    raw[27:30], "little"
+                )
+            if chunk == b"VP8L":
+                bits = int.from_bytes(raw[21:25], "little")
+                return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+            if chunk == b"VP8 ":
+                width, height = struct.unpack("<HH", raw[26:30])
+                return width & 0x3FFF, height & 0x3FFF
+        if raw[:2] == b"\xff\xd8":
+            return _jpeg_size(raw)
+    except struct.error:
+        return None
+    return None
+
+
+def placeholder(block: Any) -> str:
+    """``[image: image/png, 64x64]``: what a text-only model sees instead of an image."""
+    mime = _mime(block)
+    raw, problem = _decode(block)
+    size = header_size(raw) if raw is not None else None
+    if raw is not None and size is None:
+        problem = "unreadable image data"
+    if size is not None:
+        return f"[image: {mime}, {size[0]}x{size[1]}]"
+    return f"[image: {mime}, {problem}]"
+
+
+def _not_shown(mime: str, why: str) -> str:
+    return f"[image not shown: {mime}: {why}]"
+
+
+def _too_big(mime: str, width: int, height: int) -> str:
+    return _not_shown(mime, f"{width}x{height} is more than {MAX_IMAGE_PIXELS} pixels")
+
+
+def to_image(block: Any) -> Image | str:
+    """A loaded ``PIL.Image.Image``, or a text that says why the image cannot be shown."""
+    mime = _mime(block)
+    declared = str(_field(block, "mimeType") or "").strip().lower()
+    fmt = SUPPORTED.get(declared)
+    if fmt is None:
+        return _not_shown(mime, f"unsupported type; supported: {', '.join(sorted(SUPPORTED))}")
+    raw, problem = _decode(block)
+    if raw is None:
+        return _not_shown(mime, problem)
+    size = header_size(raw)
+    if size is not None and size[0] * size[1] > MAX_IMAGE_PIXELS:
+        return _too_big(mime, *size)
+    from PIL import Image as _PIL
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # DecompressionBombWarning: checked below
+            image = _PIL.open(io.BytesIO(raw), formats=[fmt])
+            width, height = image.size
+            if width * height > MAX_IMAGE_PIXELS:
+                return _too_big(mime, width, height)
+            image.load()
+    except Exception as exc:  # noqa: BLE001 - untrusted bytes; Pillow raises many types
+        why = type(exc).__name__
+        return _not_shown(mime, f"does not decode as {fmt} ({why})")
+    return image
+
+
+def to_content(blocks: Iterable[Any], text_of: Callable[[list[Any]], str]) -> Content:
+    """The TRL content list for ``blocks``, text runs joined as ``text_of`` joins them;
+    plain text when no image survives decoding."""
+    parts: list[ContentPart] = []
+    run: list[Any] = []
+    has_image = False
+
+    def flush() -> None:
+        text = text_of(run)
+        if text:
+            parts.append({"type": "text", "text": text})
+        run.clear()
+
+    for block in blocks:
+        if kind(block) != "image":
+            run.append(block)
+            continue
+        image = to_image(block)
+        if isinstance(image, str):
+            run.append({"type": "text", "text": image})
+            continue
+        flush()
+        parts.append({"type": "image", "image": image})
+        has_image = True
+    flush()
+    if not has_image:
+        return "\n".join(p["text"] for p in parts if p["type"] == "text")
+    return parts
