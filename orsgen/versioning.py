@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orsgen.generate import ir
-from orsgen.generate.typemap import TypeContext, deref, type_of
+from orsgen.generate.typemap import tool_tree
 from orsgen.snapshot.stored import Environment, ToolSpec
-from orsgen.jsonobject import is_array, is_object
 
 Level = Literal["unchanged", "patch", "minor", "major"]
 _RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
@@ -82,17 +81,6 @@ def _tools(environment: Environment) -> dict[str, ToolSpec]:
     return {s.name: s for s in [*environment.tools, *environment.task_tools]}
 
 
-def _params(schema: Any, tool: str) -> tuple[dict[str, Any], set[str], Mapping[str, Any]]:
-    root: Mapping[str, Any] = schema if is_object(schema) else {}
-    ctx = TypeContext(root=root, tool=tool)
-    found, _ = deref(ctx, root, "", frozenset())
-    resolved: Mapping[str, Any] = found if is_object(found) else {}
-    props = resolved.get("properties")
-    required = resolved.get("required")
-    names = {str(n) for n in required} if is_array(required) else set[str]()
-    return (dict(props) if is_object(props) else {}), names, root
-
-
 def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[Change]) -> None:
     where = f"parameter {param!r} of tool {tool!r}"
     old_hint, new_hint = ir.render(old), ir.render(new)
@@ -119,62 +107,42 @@ def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[
         out.append(Change(tool, "major", f"{where}: type changed from {old_hint} to {new_hint}"))
 
 
-def _compare_schema(
-    tool: str, old_schema: Any, new_schema: Any, out: list[Change], prefix: str = ""
+def _compare_fields(
+    tool: str,
+    old: tuple[ir.Field, ...],
+    new: tuple[ir.Field, ...],
+    out: list[Change],
+    prefix: str = "",
 ) -> None:
-    old_props, old_req, old_root = _params(old_schema, tool)
-    new_props, new_req, new_root = _params(new_schema, tool)
-    for name in sorted(set(old_props) - set(new_props)):
+    """Compare two objects' fields (a tool's parameters, or one nested object's fields)."""
+    old_fields, new_fields = {f.name: f for f in old}, {f.name: f for f in new}
+    for name in sorted(set(old_fields) - set(new_fields)):
         out.append(Change(tool, "major", f"parameter {prefix}{name!r} of tool {tool!r} removed"))
-    for name in sorted(set(new_props) - set(old_props)):
-        if name in new_req:
-            out.append(
-                Change(tool, "major", f"required parameter {prefix}{name!r} added to tool {tool!r}")
-            )
+    for name in sorted(set(new_fields) - set(old_fields)):
+        added = f"parameter {prefix}{name!r} added to tool {tool!r}"
+        if new_fields[name].required:
+            out.append(Change(tool, "major", f"required {added}"))
         else:
-            out.append(
-                Change(tool, "minor", f"optional parameter {prefix}{name!r} added to tool {tool!r}")
-            )
-    for name in sorted(set(old_props) & set(new_props)):
+            out.append(Change(tool, "minor", f"optional {added}"))
+    for name in sorted(set(old_fields) & set(new_fields)):
+        before, after = old_fields[name], new_fields[name]
         label = f"{prefix}{name}"
-        if name in new_req and name not in old_req:
-            out.append(
-                Change(tool, "major", f"parameter {label!r} of tool {tool!r} became required")
-            )
-        elif name in old_req and name not in new_req:
-            out.append(
-                Change(tool, "minor", f"parameter {label!r} of tool {tool!r} became optional")
-            )
-        old_ctx, new_ctx = TypeContext(old_root, tool), TypeContext(new_root, tool)
-        old_type, new_type = type_of(old_ctx, old_props[name], ""), type_of(
-            new_ctx, new_props[name], ""
-        )
-        _compare_types(tool, label, ir.nullable(*old_type), ir.nullable(*new_type), out)
+        where = f"parameter {label!r} of tool {tool!r}"
+        if after.required and not before.required:
+            out.append(Change(tool, "major", f"{where} became required"))
+        elif before.required and not after.required:
+            out.append(Change(tool, "minor", f"{where} became optional"))
+        _compare_types(tool, label, before.type, after.type, out)
         # Nested object fields follow the same rules, one level of dotted names at a time.
-        old_nested, _ = deref(old_ctx, old_props[name], "", frozenset())
-        new_nested, _ = deref(new_ctx, new_props[name], "", frozenset())
-        if is_object(old_nested) and is_object(new_nested):
-            if old_nested.get("properties") or new_nested.get("properties"):
-                if len(prefix) < 200:
-                    _compare_schema(
-                        tool,
-                        {**old_root, **old_nested},
-                        {**new_root, **new_nested},
-                        out,
-                        f"{label}.",
-                    )
-        if _descriptions(old_props[name]) != _descriptions(new_props[name]):
-            out.append(
-                Change(
-                    tool, "patch", f"description of parameter {label!r} of tool {tool!r} changed"
-                )
-            )
+        old_object, new_object = _object(before.node), _object(after.node)
+        if old_object is not None and new_object is not None and len(prefix) < 200:
+            _compare_fields(tool, old_object.fields, new_object.fields, out, f"{label}.")
+        if (before.description, before.title) != (after.description, after.title):
+            out.append(Change(tool, "patch", f"description of {where} changed"))
 
 
-def _descriptions(schema: Any) -> tuple[Any, Any]:
-    if not is_object(schema):
-        return (None, None)
-    return (schema.get("description"), schema.get("title"))
+def _object(node: ir.Node) -> ir.ObjectOf | None:
+    return node if isinstance(node, ir.ObjectOf) else None
 
 
 def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
@@ -194,7 +162,8 @@ def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
         if before.description != after.description:
             out.append(Change(name, "patch", f"description of tool {name!r} changed"))
         count = len(out)
-        _compare_schema(name, before.input_schema, after.input_schema, out)
+        old_tree = tool_tree(before.input_schema, name)
+        _compare_fields(name, old_tree.fields, tool_tree(after.input_schema, name).fields, out)
         if len(out) == count and before.input_schema != after.input_schema:
             out.append(
                 Change(

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from orsgen.generate.describe import needs_structure
-from orsgen.generate.typemap import TypeContext, hint_for
+from orsgen.generate import ir
+from orsgen.generate.typemap import TypeContext, field_of, type_of
 
 ROOT: dict[str, Any] = {
     "$defs": {
@@ -24,10 +24,15 @@ ROOT: dict[str, Any] = {
 }
 
 
-def hint(schema: Any) -> tuple[str, list[str]]:
+def node(schema: Any) -> tuple[ir.Node, list[str]]:
     ctx = TypeContext(root=ROOT, tool="t")
-    text = hint_for(ctx, schema, "/properties/p")
-    return text, [d.message for d in ctx.diagnostics]
+    found, nullable = type_of(ctx, schema, "/properties/p")
+    return ir.nullable(found, nullable), [d.message for d in ctx.diagnostics]
+
+
+def hint(schema: Any) -> tuple[str, list[str]]:
+    found, warnings = node(schema)
+    return ir.render(found), warnings
 
 
 @pytest.mark.parametrize(
@@ -106,7 +111,8 @@ def test_remote_ref_is_never_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
         "r": {"$ref": "http://127.0.0.1:9/remote.json"}}}}}
     text, _ = hint(schema["properties"]["o"]["properties"]["r"])
     assert text == "Any"
-    built = build_models([ModelRequest("t", "t", schema, dict(schema["properties"]), [], {"o": "o"})])
+    field = field_of(TypeContext(root=schema, tool="t"), "o", schema["properties"]["o"], "", False)
+    built = build_models([ModelRequest("t", "t", (field,), {"o": "o"})])
     assert "t" in built.models
 
 
@@ -140,9 +146,7 @@ def test_enum_values_a_literal_cannot_hold(values: list[Any], expected: str) -> 
     assert text == expected
     assert warnings == []
     # The hint alone hides the allowed values, so the description must list them.
-    assert needs_structure({"enum": values}, TypeContext(root=ROOT, tool="t"), "") == (
-        "Literal" not in expected
-    )
+    assert ir.has_structure(node({"enum": values})[0]) == ("Literal" not in expected)
 
 
 def test_const_too_large_for_a_literal_is_an_int() -> None:

@@ -1,13 +1,16 @@
 """The typed tree a tool's JSON Schema is normalised into, once (by ``typemap``).
 
-Type hints are rendered from these nodes, default values are checked against them and
-versioning compares them, so nothing ever parses a rendered hint string back.
+Every output derives from these nodes: type hints (:func:`render`), the structure spelled
+out in docstrings (``describe``), the schema handed to datamodel-code-generator
+(``models``), default checks (:func:`fits`) and version and drift classification
+(``versioning``). Nothing walks the raw schema twice or parses a rendered hint back.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 Scalar: TypeAlias = Literal["str", "int", "float", "bool"]
@@ -15,7 +18,11 @@ Scalar: TypeAlias = Literal["str", "int", "float", "bool"]
 
 @dataclass(frozen=True)
 class Primitive:
+    """``str``/``int``/``float``/``bool``. ``choices``: enum values a ``Literal`` cannot
+    hold (floats, huge ints), which the description lists instead."""
+
     name: Scalar
+    choices: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,11 +44,46 @@ class TupleOf:
 
 @dataclass(frozen=True)
 class DictOf:
-    """An object: ``dict[str, value]``. ``fields`` when it declares properties (those
-    are validated by a model in ``models.py``, not by the hint)."""
+    """A map with no declared fields: ``dict[str, value]``."""
 
     value: Node
-    fields: bool = False
+
+
+@dataclass(frozen=True)
+class Field:
+    """A declared property (a tool's parameter, or a field of a nested object). Only
+    ``name``, ``node``, ``nullable`` and ``required`` make its shape; the rest documents it."""
+
+    name: str
+    node: Node  # without the ``| None`` that ``nullable`` adds
+    nullable: bool
+    required: bool
+    description: str = field(default="", compare=False, repr=False)  # or else the title
+    title: str = field(default="", compare=False, repr=False)
+    has_default: bool = field(default=False, compare=False, repr=False)
+    default: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def type(self) -> Node:
+        return nullable(self.node, self.nullable)
+
+
+@dataclass(frozen=True)
+class ObjectOf:
+    """An object that declares fields: hinted ``dict[str, Any]``, validated by a model.
+    ``ref`` is the local ``$ref`` it was reached through ("" inline): it names the model
+    class. ``extra`` is its ``additionalProperties`` (``None`` when absent)."""
+
+    fields: tuple[Field, ...]
+    ref: str = ""
+    extra: Node | bool | None = None
+
+
+@dataclass(frozen=True)
+class Recursive:
+    """A ``$ref`` back to an enclosing schema: ``dict[str, Any]``, never expanded again."""
+
+    ref: str
 
 
 @dataclass(frozen=True)
@@ -58,14 +100,28 @@ class Optional:
 
 @dataclass(frozen=True)
 class AnyOf:
-    """``Any``; ``reason`` says why nothing narrower was possible ("" for an open schema)."""
+    """``Any``; ``reason`` says why nothing narrower was possible ("" for an open schema).
+    ``choices``: enum values no hint can express, listed in the description instead."""
 
     reason: str = ""
+    choices: tuple[Any, ...] = ()
 
 
-Node: TypeAlias = Primitive | LiteralOf | ListOf | TupleOf | DictOf | UnionOf | Optional | AnyOf
+Node: TypeAlias = (
+    Primitive
+    | LiteralOf
+    | ListOf
+    | TupleOf
+    | DictOf
+    | ObjectOf
+    | Recursive
+    | UnionOf
+    | Optional
+    | AnyOf
+)
 ANY = AnyOf()
 NONE = LiteralOf((None,))  # a bare ``None`` cannot nest in a hint TRL reads
+TOO_DEEP = "nested too deeply"
 
 
 def render(node: Node) -> str:
@@ -80,17 +136,25 @@ def render(node: Node) -> str:
         return "tuple[" + ", ".join(render(i) for i in node.items) + "]"
     if isinstance(node, DictOf):
         return f"dict[str, {render(node.value)}]"
+    if isinstance(node, (ObjectOf, Recursive)):
+        return "dict[str, Any]"  # the fields are validated by a model, not by the hint
     if isinstance(node, UnionOf):
-        return " | ".join(render(m) for m in node.members)
+        # Objects of different shapes are distinct members but render alike.
+        return " | ".join(dict.fromkeys(render(m) for m in node.members))
     if isinstance(node, Optional):
         return f"{render(node.inner)} | None"
     return "Any"
 
 
+def _identity(node: Node) -> str:
+    """What makes two union members the same. The rendered hint, since ``Literal[1]``
+    and ``Literal[True]`` compare equal; objects and enum choices also by their shape."""
+    return repr(node) if has_structure(node) else render(node)
+
+
 def union(members: list[Node]) -> Node:
     """``A | B``, duplicates dropped; any ``Any`` member makes the whole union ``Any``."""
-    # Keyed by the rendered hint: ``Literal[1]`` and ``Literal[True]`` compare equal.
-    unique = list({render(m): m for m in members}.values())
+    unique = list({_identity(m): m for m in members}.values())
     if any(isinstance(m, AnyOf) for m in unique):
         return ANY
     return unique[0] if len(unique) == 1 else UnionOf(tuple(unique))
@@ -103,18 +167,44 @@ def nullable(node: Node, is_nullable: bool) -> Node:
     return Optional(node)
 
 
-def uses_literal(node: Node) -> bool:
-    if isinstance(node, LiteralOf):
-        return True
-    if isinstance(node, (ListOf, Optional)):
-        return uses_literal(node.item if isinstance(node, ListOf) else node.inner)
+def children(node: Node) -> tuple[Node, ...]:
+    """The nodes inside ``node``'s hint (an object's fields are not: no hint shows them)."""
+    if isinstance(node, ListOf):
+        return (node.item,)
+    if isinstance(node, TupleOf):
+        return node.items
     if isinstance(node, DictOf):
-        return uses_literal(node.value)
-    if isinstance(node, (TupleOf, UnionOf)):
-        return any(
-            uses_literal(n) for n in (node.items if isinstance(node, TupleOf) else node.members)
-        )
-    return False
+        return (node.value,)
+    if isinstance(node, UnionOf):
+        return node.members
+    if isinstance(node, Optional):
+        return (node.inner,)
+    return ()
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node inside its hint, depth first."""
+    yield node
+    for inner in children(node):
+        yield from walk(inner)
+
+
+def uses_literal(node: Node) -> bool:
+    return any(isinstance(n, LiteralOf) for n in walk(node))
+
+
+def has_model(node: Node) -> bool:
+    """Whether the hint hides declared object fields, which a model validates."""
+    return any(isinstance(n, ObjectOf) for n in walk(node))
+
+
+def has_structure(node: Node) -> bool:
+    """Whether the hint alone hides facts (object fields, enum values a ``Literal``
+    cannot hold), so the description must spell the structure out."""
+    return any(
+        isinstance(n, ObjectOf) or isinstance(n, (Primitive, AnyOf)) and bool(n.choices)
+        for n in walk(node)
+    )
 
 
 def members(node: Node) -> list[Node]:

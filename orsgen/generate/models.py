@@ -1,17 +1,18 @@
 """Pydantic models for nested-object parameters, written by datamodel-code-generator.
 
-Only parameters whose schema holds object fields (directly, in list items or in a
-union branch) get a model: those are the arguments the model cannot see typed in the
-signature, so the adapter validates them client-side before any round trip.
+Only parameters whose type node holds an object with fields (directly, in list items
+or in a union branch: ``ir.has_model``) get a model: those are the arguments the model
+cannot see typed in the signature, so the adapter validates them client-side before
+any round trip.
 
 Every tool becomes one ``<Pascal>Args`` model holding just its nested parameters
 (aliased to their wire names); tools whose shapes are identical share their classes
 (see :func:`_merge_identical`). All tools go through one in-memory
-``datamodel_code_generator.generate`` call. The schema handed to it is *reduced*:
-only structural keywords survive (types, properties, required, items, enums, refs),
-so no description, title, default, pattern or format can reach source or run at
-import time. Refs are rewritten to tool-prefixed ``$defs``; remote and dangling refs
-become ``{}`` (any); nothing is ever fetched.
+``datamodel_code_generator.generate`` call. The schema handed to it is written from
+the type nodes, so it holds structure only (types, properties, required, items,
+enums): no description, title, default, pattern or format can reach source or run at
+import time. An object reached through a ``$ref`` becomes a tool-prefixed ``$defs``
+entry; remote and dangling refs are already ``Any``; nothing is ever fetched.
 
 A model that datamodel-code-generator cannot produce, or whose output fails the
 checks, is left out with a warning: that tool's nested arguments are then only
@@ -32,22 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
-from orsgen.generate import naming
-from orsgen.generate.typemap import lookup
+from orsgen.generate import ir, naming
 from orsgen.jsonobject import is_array, is_object
 
 ROOT_CLASS = "OrsgenModelsRoot"
-# Keywords that carry structure; everything else (descriptions, titles, defaults,
-# patterns, formats, examples, vendor keys) is dropped before code generation.
-_STRUCTURAL = frozenset(
-    {"type", "properties", "required", "items", "prefixItems", "additionalProperties"}
-    | {"enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable"}
-)
-_SCHEMA_KEYS = frozenset(
-    {"items", "additionalProperties", "not", "additionalItems", "contains", "propertyNames"}
-)
-_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
-_TYPES = frozenset({"string", "integer", "number", "boolean", "null", "array", "object"})
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 
 
 @dataclass
@@ -67,98 +57,79 @@ class ModelsResult:
 
 @dataclass
 class ModelRequest:
-    """One tool's nested parameters: everything needed to build its model."""
+    """One tool's nested parameters (those for which ``ir.has_model``): its model's input."""
 
     method: str
     wire: str
-    root: Mapping[str, Any]  # the tool's whole input schema (for its $defs and refs)
-    params: dict[str, Mapping[str, Any]]  # wire name -> property schema
-    required: list[str]
+    params: tuple[ir.Field, ...]
     python_names: dict[str, str]  # wire name -> Python parameter name
 
 
-def has_object_fields(schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
-    """True when ``schema`` (after local refs) contains an object with declared fields."""
-    if depth > 12 or not is_object(schema):
-        return False
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        target = lookup(root, ref)
-        if target is not None and has_object_fields(target, root, depth + 1):
-            return True
-    props = schema.get("properties")
-    if is_object(props) and props:
-        return True
-    for key in ("items", "additionalProperties"):
-        if has_object_fields(schema.get(key), root, depth + 1):
-            return True
-    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-        branches = schema.get(key)
-        if is_array(branches) and any(has_object_fields(b, root, depth + 1) for b in branches):
-            return True
-    return False
+class _Emitter:
+    """Writes one tool's nodes as the structural JSON Schema datamodel-code-generator reads.
+    An object reached through a ``$ref`` becomes a tool-prefixed ``$defs`` entry (its class)."""
 
-
-class _Reducer:
-    """Rewrites one tool's schema into the combined, structural-only schema."""
-
-    def __init__(self, prefix: str, root: Mapping[str, Any], taken: set[str]) -> None:
+    def __init__(self, prefix: str, taken: set[str]) -> None:
         self.prefix = prefix
-        self.root = root
         self.taken = taken
         self.defs: dict[str, Any] = {}
         self.names: dict[str, str] = {}  # local ref -> combined $defs key
         self.bases: dict[str, str] = {}  # combined $defs key -> its name without the prefix
 
     def def_key(self, ref: str) -> str:
-        if ref not in self.names:
-            tail = ref.rsplit("/", 1)[-1] if ref not in ("#", "#/") else "Root"
-            base = f"{self.prefix}{naming.pascal_case(tail)}"
-            key, n = base, 2
-            while key in self.taken:
-                key, n = f"{base}{n}", n + 1
-            self.taken.add(key)
-            self.names[ref] = key
-            self.bases[key] = naming.pascal_case(tail)
-            target = lookup(self.root, ref) if ref not in ("#", "#/") else self.root
-            self.defs[key] = {}
-            self.defs[key] = self.reduce(target, 0)
-        return self.names[ref]
+        tail = ref.rsplit("/", 1)[-1] if ref not in ("#", "#/") else "Root"
+        base = f"{self.prefix}{naming.pascal_case(tail)}"
+        key, n = base, 2
+        while key in self.taken:
+            key, n = f"{base}{n}", n + 1
+        self.taken.add(key)
+        self.names[ref] = key
+        self.bases[key] = naming.pascal_case(tail)
+        return key
 
-    def reduce(self, schema: Any, depth: int) -> Any:
-        if schema is True or schema is False:
-            return schema
-        if not is_object(schema) or depth > 24:
-            return {}
-        out: dict[str, Any] = {}
-        for key, value in schema.items():
-            if key not in _STRUCTURAL:
-                continue
-            if key == "$ref":
-                if not isinstance(value, str) or lookup(self.root, value) is None:
-                    if value not in ("#", "#/"):
-                        return {}  # remote or dangling: any (typemap already warned)
-                return {"$ref": f"#/$defs/{self.def_key(value)}"}
-            if key == "type":
-                kinds = value if is_array(value) else [value]
-                if not all(isinstance(k, str) and k in _TYPES for k in kinds):
-                    return {}
-                out[key] = value
-            elif key == "properties" and is_object(value):
-                out[key] = {str(k): self.reduce(v, depth + 1) for k, v in value.items()}
-            elif key == "required" and is_array(value):
-                out[key] = [str(v) for v in value]
-            elif key in ("enum",) and is_array(value) and value:
-                out[key] = value
-            elif key == "const":
-                out["enum"] = [value]
-            elif key in _SCHEMA_LISTS and is_array(value) and value:
-                out[key] = [self.reduce(v, depth + 1) for v in value]
-            elif key in _SCHEMA_KEYS:
-                out[key] = self.reduce(value, depth + 1)
-            elif key == "nullable" and value is True:
-                out[key] = True
+    def object(self, fields: tuple[ir.Field, ...], extra: ir.Node | bool | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "object",
+            "properties": {f.name: self.emit(f.type) for f in fields},
+            "required": [f.name for f in fields if f.required],
+        }
+        if extra is not None:
+            out["additionalProperties"] = extra if isinstance(extra, bool) else self.emit(extra)
         return out
+
+    def emit(self, node: ir.Node) -> Any:
+        if node == ir.NONE:
+            return {"type": "null"}
+        if isinstance(node, ir.Primitive):
+            choices = {"enum": list(node.choices)} if node.choices else {}
+            return {"type": _JSON_TYPES[node.name], **choices}
+        if isinstance(node, ir.LiteralOf):
+            return {"enum": list(node.values)}
+        if isinstance(node, ir.ListOf):
+            return {"type": "array", "items": self.emit(node.item)}
+        if isinstance(node, ir.TupleOf):
+            items = [self.emit(i) for i in node.items]
+            return {"type": "array", "prefixItems": items, "items": False}
+        if isinstance(node, ir.DictOf):
+            return {"type": "object", "additionalProperties": self.emit(node.value)}
+        if isinstance(node, ir.UnionOf):
+            return {"anyOf": [self.emit(m) for m in node.members]}
+        if isinstance(node, ir.Optional):
+            return {"anyOf": [self.emit(node.inner), {"type": "null"}]}
+        if isinstance(node, ir.Recursive):
+            key = self.names.get(node.ref)
+            return {"$ref": f"#/$defs/{key}"} if key else {}
+        if isinstance(node, ir.ObjectOf):
+            if not node.ref:
+                return self.object(node.fields, node.extra)
+            key = self.names.get(node.ref)
+            if key is None:
+                # Named (and placed) before its fields, which may recurse to it.
+                key = self.def_key(node.ref)
+                self.defs[key] = {}
+                self.defs[key] = self.object(node.fields, node.extra)
+            return {"$ref": f"#/$defs/{key}"}
+        return {"enum": list(node.choices)} if node.choices else {}
 
 
 def _class_prefix(method: str, taken: set[str]) -> str:
@@ -178,15 +149,11 @@ def _combined_schema(requests: list[ModelRequest]) -> tuple[dict[str, Any], dict
         prefix = _class_prefix(req.method, taken)
         class_name = f"{prefix}Args"
         taken.add(class_name)
-        reducer = _Reducer(prefix, req.root, taken)
-        defs[class_name] = {
-            "type": "object",
-            "properties": {w: reducer.reduce(s, 0) for w, s in req.params.items()},
-            "required": [w for w in req.required if w in req.params],
-        }
-        defs.update(reducer.defs)
+        emitter = _Emitter(prefix, taken)
+        defs[class_name] = emitter.object(req.params, None)
+        defs.update(emitter.defs)
         classes[req.method] = class_name
-        bases.update(reducer.bases)
+        bases.update(emitter.bases)
     defs, classes = _merge_identical(defs, classes, bases)
     return {"type": "object", "properties": {}, "$defs": defs}, classes
 
@@ -455,6 +422,6 @@ def build_models(requests: list[ModelRequest]) -> ModelsResult:
         requests = good
     result.body = source
     for req in requests:
-        nested = {w: req.python_names[w] for w in req.params}
+        nested = {f.name: req.python_names[f.name] for f in req.params}
         result.models[req.method] = ToolModel(classes[req.method], nested)
     return result

@@ -8,10 +8,10 @@ from typing import Any
 
 from orsgen.diagnostics import Diagnostic, error, warning
 from orsgen.generate import docstrings, naming
-from orsgen.generate.describe import describe, needs_structure
-from orsgen.generate.models import ModelRequest, has_object_fields
 from orsgen.generate import ir
-from orsgen.generate.typemap import TypeContext, child, deref, short_json, type_of
+from orsgen.generate.describe import describe
+from orsgen.generate.models import ModelRequest
+from orsgen.generate.typemap import TypeContext, child, deref, field_of, short_json
 from orsgen.jsonobject import is_array, is_object
 from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
 
@@ -88,7 +88,7 @@ def _arguments(
             error(wire, "", "input_schema is not a JSON object; cannot type this tool")
         )
         return None
-    resolved, _ = deref(ctx, schema, "", frozenset())
+    resolved = deref(ctx, schema, "", frozenset()).schema
     arguments: Mapping[str, Any] = resolved if is_object(resolved) else {}
     kind: Any = arguments.get("type")
     if kind not in (None, "object") and not (is_array(kind) and "object" in kind):
@@ -120,29 +120,28 @@ def _wire_params(
     return wires
 
 
-def _param(ctx: TypeContext, wire: str, name: str, schema: Any, required: bool) -> ParamView:
+def _param(ctx: TypeContext, field: ir.Field, name: str) -> ParamView:
     """One parameter: its type, and for an optional one the Python default and when it is sent."""
-    pointer = child("/properties", wire)
-    node, nullable = type_of(ctx, schema, pointer)
     view = ParamView(
         name=name,
-        wire=wire,
-        type=ir.nullable(node, nullable),
-        required=required,
+        wire=field.name,
+        type=field.type,
+        required=field.required,
         default="",
         send_condition="",
-        description=_param_description(ctx, wire, schema, pointer),
+        description=_param_description(field),
     )
-    if required:
+    if field.required:
         return view
-    raw = schema.get("default", ...) if is_object(schema) else ...
-    source = None if raw is ... else ir.default_source(raw, node, nullable)
+    raw = field.default if field.has_default else ...
+    source = None if raw is ... else ir.default_source(raw, field.node, field.nullable)
     if raw is not ... and source is None and raw is not None:
         if isinstance(raw, (list, dict)):
             message = "mutable default is documented, not used as the Python default"
         else:
-            message = f"default {short_json(raw)} does not fit type {ir.render(node)}; left unset"
-        ctx.warn(child(pointer, "default"), message)
+            hint = ir.render(field.node)
+            message = f"default {short_json(raw)} does not fit type {hint}; left unset"
+        ctx.warn(child("/properties", field.name, "default"), message)
     if source is None:
         view.default, view.send_condition = "_UNSET", f"{name} is not _UNSET"
     elif source in ("None", "True", "False"):
@@ -183,22 +182,20 @@ def build_tool(
         if names[w] != w and w not in preferred:
             message = f"parameter {_show(w)} is named {names[w]!r} in Python"
             diagnostics.append(warning(wire, child("/properties", w), message))
-    params = [_param(ctx, w, names[w], props.get(w, {}), w in required) for w in wires]
+    fields: list[ir.Field] = []
+    params: list[ParamView] = []
+    for w in wires:  # one at a time, so each parameter's warnings stay together
+        fields.append(field_of(ctx, w, props.get(w, {}), child("/properties", w), w in required))
+        params.append(_param(ctx, fields[-1], names[w]))
     diagnostics.extend(ctx.diagnostics)
     tool = ToolView(method=method, wire=wire, description=spec.description)
-    nested = {
-        w: props[w]
-        for w in wires
-        if w in props and is_object(props[w]) and has_object_fields(props[w], ctx.root)
-    }
+    nested = [f for f in fields if ir.has_model(f.type)]
     if nested:
         tool.model_request = ModelRequest(
             method=method,
             wire=wire,
-            root=ctx.root,
-            params=nested,
-            required=[w for w in required if w in nested],
-            python_names={w: names[w] for w in nested},
+            params=tuple(nested),
+            python_names={f.name: names[f.name] for f in nested},
         )
     # Python needs required parameters first; keep the schema order within each group.
     tool.params = [p for p in params if p.required] + [p for p in params if not p.required]
@@ -206,19 +203,13 @@ def build_tool(
     return tool
 
 
-def _param_description(ctx: TypeContext, wire: str, schema: Any, pointer: str) -> str:
-    text = ""
-    if is_object(schema):
-        resolved, _ = deref(TypeContext(ctx.root, ctx.tool), schema, pointer, frozenset())
-        source = resolved if is_object(resolved) else schema
-        text = str(schema.get("description") or source.get("description") or "")
-        if not text:
-            text = str(schema.get("title") or source.get("title") or "")
-        if needs_structure(schema, ctx, pointer):
-            text = f"{text} Structure: {describe(schema, ctx, pointer)}".strip()
-        if "default" in schema:
-            text = f"{text} (default: {short_json(schema['default'])})".strip()
-    return text or f"The {wire!r} argument."
+def _param_description(field: ir.Field) -> str:
+    text = field.description or field.title
+    if ir.has_structure(field.type):
+        text = f"{text} Structure: {describe(field.type)}".strip()
+    if field.has_default:
+        text = f"{text} (default: {short_json(field.default)})".strip()
+    return text or f"The {field.name!r} argument."
 
 
 def method_docstring(tool: ToolView) -> str:

@@ -18,16 +18,19 @@ from orsgen.jsonobject import is_array, is_object
 from orsgen.generate.ir import (
     ANY,
     NONE,
+    TOO_DEEP,
     AnyOf,
     DictOf,
+    Field,
     ListOf,
     LiteralOf,
     Node,
+    ObjectOf,
     Primitive,
+    Recursive,
     Scalar,
     TupleOf,
     nullable,
-    render,
     union,
 )
 
@@ -122,30 +125,40 @@ def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> d
     return merged
 
 
-def deref(
-    ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str]
-) -> tuple[Any, frozenset[str]]:
-    """Follow ``$ref`` chains and merge ``allOf``; returns the schema and the refs followed."""
+@dataclass(frozen=True)
+class Resolved:
+    """A schema after its ``$ref`` chain and ``allOf``: ``schema`` is a ``Recursive`` node
+    when the chain leads back to an enclosing schema; ``ref`` is the last ref followed."""
+
+    schema: Any
+    seen: frozenset[str]
+    ref: str = ""
+
+
+def deref(ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str]) -> Resolved:
+    """Follow ``$ref`` chains and merge ``allOf``."""
+    ref = ""
     for _ in range(MAX_DEPTH):
         if not is_object(schema):
-            return schema, seen
+            return Resolved(schema, seen, ref)
         if "$ref" in schema:
-            ref = schema["$ref"]
-            if isinstance(ref, str) and ref in seen:
-                return {"type": "object", "x-orsgen-recursive": ref}, seen
-            target = resolve_ref(ctx, ref, child(pointer, "$ref"))
+            target_ref = schema["$ref"]
+            if isinstance(target_ref, str) and target_ref in seen:
+                return Resolved(Recursive(target_ref), seen, ref)
+            target = resolve_ref(ctx, target_ref, child(pointer, "$ref"))
             if target is None:
-                return {}, seen
+                return Resolved({}, seen)
             siblings = {k: v for k, v in schema.items() if k != "$ref"}
             schema = {**target, **siblings}
-            seen = seen | {str(ref)}
+            ref = str(target_ref)
+            seen = seen | {ref}
             continue
         if "allOf" in schema:
             schema = merge_all_of(ctx, schema, pointer)
             continue
-        return schema, seen
+        return Resolved(schema, seen, ref)
     ctx.warn(pointer, "$ref chain too deep; typed Any")
-    return {}, seen
+    return Resolved({}, seen)
 
 
 def literal_can_hold(value: Any) -> bool:
@@ -161,7 +174,7 @@ def type_of(
     """Return ``(node, nullable)``; the caller wraps it in ``Optional`` when it needs to."""
     if depth > MAX_DEPTH:
         ctx.warn(pointer, "schema nested too deeply; typed Any")
-        return AnyOf("nested too deeply"), False
+        return AnyOf(TOO_DEEP), False
     if schema is True or schema is None or schema == {}:
         return ANY, False
     if schema is False:
@@ -170,7 +183,10 @@ def type_of(
     if not is_object(schema):
         ctx.warn(pointer, f"schema is a {type(schema).__name__}, not an object; typed Any")
         return AnyOf("not a schema"), False
-    schema, seen = deref(ctx, schema, pointer, seen)
+    resolved = deref(ctx, schema, pointer, seen)
+    schema, seen = resolved.schema, resolved.seen
+    if isinstance(schema, Recursive):
+        return schema, False
     if not is_object(schema) or not schema:
         return ANY, False
     is_null = schema.get("nullable") is True
@@ -219,7 +235,7 @@ def type_of(
     if kind == "array":
         return _array_type(ctx, schema, pointer, seen, depth), is_null
     if kind == "object":
-        return _object_type(ctx, schema, pointer, seen, depth), is_null
+        return _object_type(ctx, resolved.ref, schema, pointer, seen, depth), is_null
     ctx.warn(child(pointer, "type"), f"unknown type {kind!r}; typed Any")
     return AnyOf(f"unknown type {kind!r}"), is_null
 
@@ -236,17 +252,17 @@ def _enum_type(
         # Dedupe by type and value: ``1``, ``1.0`` and ``True`` are equal but distinct enum values.
         unique = list({(type(v).__name__, v): v for v in values}.values())
         return LiteralOf(tuple(unique)), is_null
+    # The allowed values reach the model in the description (``choices``).
+    choices = tuple(values)
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        # An int too large for Literal; the allowed values reach the model in the description.
-        return Primitive("int"), is_null
+        return Primitive("int", choices), is_null  # an int too large for Literal
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        # Literal cannot hold floats; the allowed values still reach the model in the description.
-        return Primitive("float"), is_null
+        return Primitive("float", choices), is_null  # Literal cannot hold floats
     ctx.warn(
         pointer,
         "enum holds values a type hint cannot express; typed Any (values listed in the description)",
     )
-    return AnyOf("enum values a hint cannot express"), is_null
+    return AnyOf("enum values a hint cannot express", choices), is_null
 
 
 def _array_type(
@@ -274,20 +290,94 @@ def _array_type(
 
 
 def _object_type(
-    ctx: TypeContext, schema: Mapping[str, Any], pointer: str, seen: frozenset[str], depth: int
+    ctx: TypeContext,
+    ref: str,
+    schema: Mapping[str, Any],
+    pointer: str,
+    seen: frozenset[str],
+    depth: int,
 ) -> Node:
-    extra = schema.get("additionalProperties")
-    fields = bool(schema.get("properties"))
-    if is_object(extra) and extra and not fields:
-        node, null = type_of(ctx, extra, child(pointer, "additionalProperties"), seen, depth + 1)
-        return DictOf(nullable(node, null))
-    return DictOf(ANY, fields=fields)
+    extra: Any = schema.get("additionalProperties")
+    props = schema.get("properties")
+    if not (is_object(props) and props):
+        if is_object(extra) and extra:
+            where = child(pointer, "additionalProperties")
+            node, null = type_of(ctx, extra, where, seen, depth + 1)
+            return DictOf(nullable(node, null))
+        return DictOf(ANY)
+    # No hint shows the fields, so they are typed quietly, as they always were.
+    quiet = TypeContext(ctx.root, ctx.tool)
+    fields = object_fields(quiet, schema, pointer, seen, depth + 1)
+    if is_object(extra) and extra:
+        where = child(pointer, "additionalProperties")
+        node, null = type_of(quiet, extra, where, seen, depth + 1)
+        return ObjectOf(fields, ref, nullable(node, null))
+    return ObjectOf(fields, ref, extra if isinstance(extra, bool) else None)
 
 
-def hint_for(ctx: TypeContext, schema: Any, pointer: str) -> str:
-    """The full hint of a parameter's schema, ``| None`` included when it is nullable."""
-    node, is_null = type_of(ctx, schema, pointer)
-    return render(nullable(node, is_null))
+def object_fields(
+    ctx: TypeContext,
+    schema: Mapping[str, Any],
+    pointer: str,
+    seen: frozenset[str] = frozenset(),
+    depth: int = 0,
+) -> tuple[Field, ...]:
+    """The declared properties of an (already dereferenced) object schema, in order."""
+    props: Any = schema.get("properties")
+    required: Any = schema.get("required")
+    names = {str(r) for r in required} if is_array(required) else set[str]()
+    if not is_object(props):
+        return ()
+    return tuple(
+        field_of(
+            ctx,
+            str(name),
+            prop,
+            child(pointer, "properties", str(name)),
+            name in names,
+            seen,
+            depth,
+        )
+        for name, prop in props.items()
+    )
+
+
+def field_of(
+    ctx: TypeContext,
+    name: str,
+    schema: Any,
+    pointer: str,
+    required: bool,
+    seen: frozenset[str] = frozenset(),
+    depth: int = 0,
+) -> Field:
+    """One property: its type node, and the facts its description is made of."""
+    node, null = type_of(ctx, schema, pointer, seen, depth)
+    if not is_object(schema):
+        return Field(name, node, null, required)
+    # A ref's target documents the property when the property itself does not.
+    target = deref(TypeContext(ctx.root, ctx.tool), schema, pointer, frozenset()).schema
+    source: Mapping[str, Any] = target if is_object(target) else schema
+    return Field(
+        name,
+        node,
+        null,
+        required,
+        description=str(schema.get("description") or source.get("description") or ""),
+        title=str(schema.get("title") or source.get("title") or ""),
+        has_default="default" in schema,
+        default=schema.get("default"),
+    )
+
+
+def tool_tree(input_schema: Any, tool: str) -> ObjectOf:
+    """A tool's arguments as one object node, quietly (for comparing two snapshots; the
+    generator reports its warnings and refusals while it builds the same fields)."""
+    ctx = TypeContext(root=input_schema if is_object(input_schema) else {}, tool=tool)
+    arguments = deref(ctx, ctx.root, "", frozenset()).schema
+    if not is_object(arguments):
+        return ObjectOf(())
+    return ObjectOf(object_fields(ctx, arguments, ""), "#")
 
 
 def short_json(value: Any, limit: int = 200) -> str:
