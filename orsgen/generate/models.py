@@ -28,7 +28,6 @@ import json
 import sys
 import types
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 

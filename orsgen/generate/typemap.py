@@ -83,8 +83,8 @@ def _target(root: Mapping[str, Any], ref: str) -> Any:
 
 
 def lookup(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
-    """The schema a local ``$ref`` names, or ``None``. The one ``$ref`` resolver (used
-    quietly by ``models`` and with warnings by :func:`resolve_ref`); nothing is fetched."""
+    """The schema a local ``$ref`` names, or ``None``: the one ``$ref`` resolver (behind
+    :func:`resolve_ref`, which says why a ref resolves to nothing); nothing is fetched."""
     target = _target(root, ref) if ref.startswith("#") else None
     return target if is_object(target) else None
 
