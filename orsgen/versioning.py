@@ -117,9 +117,9 @@ def _compare_fields(
     """Compare two objects' fields (a tool's parameters, or one nested object's fields)."""
     old_fields, new_fields = {f.name: f for f in old}, {f.name: f for f in new}
     for name in sorted(set(old_fields) - set(new_fields)):
-        out.append(Change(tool, "major", f"parameter {prefix}{name!r} of tool {tool!r} removed"))
+        out.append(Change(tool, "major", f"parameter {prefix + name!r} of tool {tool!r} removed"))
     for name in sorted(set(new_fields) - set(old_fields)):
-        added = f"parameter {prefix}{name!r} added to tool {tool!r}"
+        added = f"parameter {prefix + name!r} added to tool {tool!r}"
         if new_fields[name].required:
             out.append(Change(tool, "major", f"required {added}"))
         else:

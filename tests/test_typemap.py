@@ -174,3 +174,49 @@ def test_boundary_literals_type_check(tmp_path: Path) -> None:
             cwd=tmp_path, capture_output=True, text=True, timeout=120,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# Descriptions and models derive from the same node as the hint.
+@pytest.mark.parametrize(
+    ("schema", "structure"),
+    [
+        ({"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                    {"type": "object", "properties": {"b": {"type": "integer"}}}]},
+         "{a: str (required)} or {b: int}"),
+        ({"type": "array", "items": {"enum": [0.5, 1.5]}}, "list of 0.5 | 1.5"),
+        ({"$ref": "#/$defs/Node"}, "{kids: list of (recursive #/$defs/Node)}"),
+        ({"anyOf": [{"$ref": "#/$defs/Base"}, {"type": "null"}]}, "{a: str (required)} or null"),
+        ({"type": "object", "properties": {
+            "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "t": {"type": "array", "prefixItems": [{"type": "string"}, {"$ref": "#/$defs/Level"}],
+                  "items": False}}},
+         '{m: map of str to int, t: [str, "low" | "high"]}'),
+        ({"type": "array", "items": {"type": "string"}}, None),
+        ({"enum": ["a", "b"]}, None),
+    ],
+)
+def test_structure_is_described_from_the_node(schema: Any, structure: str | None) -> None:
+    from orsgen.generate.describe import describe
+
+    found, _ = node(schema)
+    assert ir.has_structure(found) == (structure is not None)
+    if structure is not None:
+        assert describe(found) == structure
+
+
+def test_each_shape_of_a_union_of_objects_is_validated() -> None:
+    from orsgen.generate.models import ModelRequest, build_models
+
+    schema = {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                        {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}]}
+    field = field_of(TypeContext(root=ROOT, tool="t"), "u", schema, "", True)
+    assert ir.render(field.type) == "dict[str, Any]" and ir.has_model(field.type)
+    built = build_models([ModelRequest("t", "t", (field,), {"u": "u"})])
+    namespace: dict[str, Any] = {}
+    exec(built.body, namespace)  # noqa: S102 - source generated just above
+    model = namespace[built.models["t"].class_name]
+    model.model_rebuild(_types_namespace=namespace)
+    model.model_validate({"u": {"a": "x"}})
+    model.model_validate({"u": {"b": 1}})
+    with pytest.raises(Exception, match="validation error"):
+        model.model_validate({"u": {"c": 1}})

@@ -81,6 +81,43 @@ def test_classification_rules(name: str, edit: Any, level: str) -> None:
         assert result.changes and all(c.tool for c in result.changes if c.level == level)
 
 
+# A nullable object reached through a $ref, as pydantic writes an optional nested model.
+NESTED_SCHEMA: dict[str, Any] = {
+    "$defs": {"Filters": {"type": "object", "properties": {
+        "kind": {"enum": ["book", "paper"], "description": "k"},
+        "year": {"type": "integer"},
+    }, "required": ["kind"]}},
+    "type": "object",
+    "properties": {"filters": {"anyOf": [{"$ref": "#/$defs/Filters"}, {"type": "null"}]}},
+}
+
+
+def _nested(edit: Any) -> dict[str, Any]:
+    schema = copy.deepcopy(NESTED_SCHEMA)
+    edit(schema["$defs"]["Filters"]["properties"], schema["$defs"]["Filters"])
+    return {"tools": [{"name": "search", "description": "d", "input_schema": schema}], "task_tools": []}
+
+
+NESTED_CASES = [
+    ("enum value removed", lambda p, f: p.update(kind={"enum": ["book"], "description": "k"}), "major",
+     "parameter 'filters.kind' of tool 'search': enum value 'paper' removed"),
+    ("field removed", lambda p, f: p.pop("year"), "major", "parameter 'filters.year' of tool 'search' removed"),
+    ("field became required", lambda p, f: f.update(required=["kind", "year"]), "major",
+     "parameter 'filters.year' of tool 'search' became required"),
+    ("optional field added", lambda p, f: p.update(tag={"type": "string"}), "minor",
+     "optional parameter 'filters.tag' added to tool 'search'"),
+    ("field description", lambda p, f: p["kind"].update(description="kind of result"), "patch",
+     "description of parameter 'filters.kind' of tool 'search' changed"),
+]
+
+
+@pytest.mark.parametrize("name,edit,level,message", NESTED_CASES, ids=[c[0] for c in NESTED_CASES])
+def test_fields_of_an_optional_nested_object_are_compared(name: str, edit: Any, level: str, message: str) -> None:
+    result = classify(_nested(lambda p, f: None), _nested(edit))
+    assert result.level == level, result.report()
+    assert [c.message for c in result.changes] == [message]
+
+
 def test_bump() -> None:
     assert bump("1.4.2", "major") == "2.0.0"
     assert bump("1.4.2", "minor") == "1.5.0"
