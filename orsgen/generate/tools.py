@@ -11,7 +11,14 @@ from orsgen.generate import docstrings, naming
 from orsgen.generate import ir
 from orsgen.generate.describe import describe
 from orsgen.generate.models import ModelRequest
-from orsgen.generate.typemap import TypeContext, child, deref, field_of, short_json
+from orsgen.generate.typemap import (
+    TypeContext,
+    child,
+    deref,
+    field_of,
+    object_fields,
+    short_json,
+)
 from orsgen.jsonobject import is_array, is_object
 from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
 
@@ -182,11 +189,9 @@ def build_tool(
         if names[w] != w and w not in preferred:
             message = f"parameter {_show(w)} is named {names[w]!r} in Python"
             diagnostics.append(warning(wire, child("/properties", w), message))
-    fields: list[ir.Field] = []
-    params: list[ParamView] = []
-    for w in wires:  # one at a time, so each parameter's warnings stay together
-        fields.append(field_of(ctx, w, props.get(w, {}), child("/properties", w), w in required))
-        params.append(_param(ctx, fields[-1], names[w]))
+    declared = {f.name: f for f in object_fields(ctx, schema, "")}
+    fields = [declared.get(w) or field_of(ctx, w, {}, child("/properties", w), True) for w in wires]
+    params = [_param(ctx, f, names[f.name]) for f in fields]
     diagnostics.extend(ctx.diagnostics)
     tool = ToolView(method=method, wire=wire, description=spec.description)
     nested = [f for f in fields if ir.has_model(f.type)]
