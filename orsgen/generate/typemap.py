@@ -299,20 +299,17 @@ def _object_type(
 ) -> Node:
     extra: Any = schema.get("additionalProperties")
     props = schema.get("properties")
-    if not (is_object(props) and props):
-        if is_object(extra) and extra:
-            where = child(pointer, "additionalProperties")
-            node, null = type_of(ctx, extra, where, seen, depth + 1)
-            return DictOf(nullable(node, null))
-        return DictOf(ANY)
-    # No hint shows the fields, so they are typed quietly, as they always were.
-    quiet = TypeContext(ctx.root, ctx.tool)
-    fields = object_fields(quiet, schema, pointer, seen, depth + 1)
+    has_fields = is_object(props) and bool(props)
+    # No hint shows an object's fields (nor its extras), so those are typed quietly.
+    typer = TypeContext(ctx.root, ctx.tool) if has_fields else ctx
+    extra_node: Node | bool | None = extra if isinstance(extra, bool) else None
     if is_object(extra) and extra:
         where = child(pointer, "additionalProperties")
-        node, null = type_of(quiet, extra, where, seen, depth + 1)
-        return ObjectOf(fields, ref, nullable(node, null))
-    return ObjectOf(fields, ref, extra if isinstance(extra, bool) else None)
+        node, null = type_of(typer, extra, where, seen, depth + 1)
+        extra_node = nullable(node, null)
+    if not has_fields:
+        return DictOf(ANY if extra_node is None or isinstance(extra_node, bool) else extra_node)
+    return ObjectOf(object_fields(typer, schema, pointer, seen, depth + 1), ref, extra_node)
 
 
 def object_fields(
@@ -377,7 +374,7 @@ def tool_tree(input_schema: Any, tool: str) -> ObjectOf:
     arguments = deref(ctx, ctx.root, "", frozenset()).schema
     if not is_object(arguments):
         return ObjectOf(())
-    return ObjectOf(object_fields(ctx, arguments, ""), "#")
+    return ObjectOf(object_fields(ctx, arguments, ""))
 
 
 def short_json(value: Any, limit: int = 200) -> str:
