@@ -184,35 +184,29 @@ def type_of(
         ctx.warn(pointer, f"schema is a {type(schema).__name__}, not an object; typed Any")
         return AnyOf("not a schema"), False
     resolved = deref(ctx, schema, pointer, seen)
-    schema, seen = resolved.schema, resolved.seen
-    if isinstance(schema, Recursive):
-        return schema, False
-    if not is_object(schema) or not schema:
+    if isinstance(resolved.schema, Recursive):
+        return resolved.schema, False
+    if not is_object(resolved.schema) or not resolved.schema:
         return ANY, False
-    is_null = schema.get("nullable") is True
+    return _schema_type(ctx, resolved, pointer, depth)
 
+
+def _schema_type(
+    ctx: TypeContext, resolved: Resolved, pointer: str, depth: int
+) -> tuple[Node, bool]:
+    """:func:`type_of` of a schema whose refs and ``allOf`` are already resolved."""
+    schema: Mapping[str, Any] = resolved.schema
+    seen = resolved.seen
+    is_null = schema.get("nullable") is True
     if "const" in schema:
         return _enum_type(ctx, [schema["const"]], pointer, is_null)
     if is_array(schema.get("enum")) and schema["enum"]:
         return _enum_type(ctx, list(schema["enum"]), child(pointer, "enum"), is_null)
-
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if is_array(branches) and branches:
-            nodes: list[Node] = []
-            for i, branch in enumerate(branches):
-                if is_object(branch) and branch.get("type") == "null" and len(branch) <= 2:
-                    is_null = True
-                    continue
-                node, branch_null = type_of(
-                    ctx, branch, child(pointer, key, str(i)), seen, depth + 1
-                )
-                is_null = is_null or branch_null
-                nodes.append(node)
-            if not nodes:
-                return NONE, False
-            return union(nodes), is_null
-
+            where = child(pointer, key)
+            return _union_type(ctx, list(branches), where, seen, depth, is_null)
     kind = schema.get("type")
     if is_array(kind):
         kinds = [k for k in kind if k != "null"]
@@ -238,6 +232,26 @@ def type_of(
         return _object_type(ctx, resolved.ref, schema, pointer, seen, depth), is_null
     ctx.warn(child(pointer, "type"), f"unknown type {kind!r}; typed Any")
     return AnyOf(f"unknown type {kind!r}"), is_null
+
+
+def _union_type(
+    ctx: TypeContext,
+    branches: list[Any],
+    pointer: str,
+    seen: frozenset[str],
+    depth: int,
+    is_null: bool,
+) -> tuple[Node, bool]:
+    """``anyOf``/``oneOf``: a null branch makes the union nullable rather than a member."""
+    nodes: list[Node] = []
+    for i, branch in enumerate(branches):
+        if is_object(branch) and branch.get("type") == "null" and len(branch) <= 2:
+            is_null = True
+            continue
+        node, branch_null = type_of(ctx, branch, child(pointer, str(i)), seen, depth + 1)
+        is_null = is_null or branch_null
+        nodes.append(node)
+    return (union(nodes), is_null) if nodes else (NONE, False)
 
 
 def _enum_type(
