@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import pytest
+
 from orsgen.generate import generate
 from orsgen.snapshot.model import build
 
@@ -52,3 +54,23 @@ def test_different_shapes_keep_their_own_classes() -> None:
     adapter = result.files["adapter.py"]
     assert "_check_arguments(_models.BArgs," in adapter
     assert adapter.count("_check_arguments(_models.InnerArgs,") == 2
+
+
+TREE = {
+    "properties": {"label": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/Inner"}}},
+    "required": ["label"],
+    "type": "object",
+}
+
+
+def test_a_recursive_shape_shared_by_tools_is_one_class() -> None:
+    result = generate(_snapshot([_tool(f"t{i}", TREE) for i in range(3)]))
+    assert result.ok, result.diagnostics
+    assert sorted(_classes(result.files)) == ["Inner", "InnerArgs"]
+    namespace: dict[str, Any] = {}
+    exec(result.files["models.py"], namespace)  # noqa: S102 - source generated just above
+    model = namespace["InnerArgs"]
+    model.model_rebuild(_types_namespace=namespace)
+    model.model_validate({"inner": {"label": "a", "kids": [{"label": "b", "kids": []}]}})
+    with pytest.raises(Exception, match="validation error"):
+        model.model_validate({"inner": {"label": "a", "kids": [{"kids": []}]}})

@@ -75,7 +75,7 @@ class ObjectOf:
     class. ``extra`` is its ``additionalProperties`` (``None`` when absent)."""
 
     fields: tuple[Field, ...]
-    ref: str = ""
+    ref: str = field(default="", compare=False, repr=False)  # a name, not part of the shape
     extra: Node | bool | None = None
 
 

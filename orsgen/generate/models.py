@@ -6,8 +6,8 @@ cannot see typed in the signature, so the adapter validates them client-side bef
 any round trip.
 
 Every tool becomes one ``<Pascal>Args`` model holding just its nested parameters
-(aliased to their wire names); tools whose shapes are identical share their classes
-(see :func:`_merge_identical`). All tools go through one in-memory
+(aliased to their wire names); tools whose nodes have identical shapes share their
+classes (see :class:`_Names`). All tools go through one in-memory
 ``datamodel_code_generator.generate`` call. The schema handed to it is written from
 the type nodes, so it holds structure only (types, properties, required, items,
 enums): no description, title, default, pattern or format can reach source or run at
@@ -24,16 +24,15 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import json
 import sys
 import types
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.generate import ir, naming
-from orsgen.jsonobject import is_array, is_object
 
 ROOT_CLASS = "OrsgenModelsRoot"
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -64,27 +63,95 @@ class ModelRequest:
     python_names: dict[str, str]  # wire name -> Python parameter name
 
 
+def _referenced(node: ir.Node) -> Iterator[ir.ObjectOf]:
+    """Every object reached through a ``$ref`` in ``node`` (fields too), parents first."""
+    for inner in ir.walk(node):
+        if isinstance(inner, ir.ObjectOf):
+            if inner.ref:
+                yield inner
+            for f in inner.fields:
+                yield from _referenced(f.type)
+            if inner.extra is not None and not isinstance(inner.extra, bool):
+                yield from _referenced(inner.extra)
+
+
+def _args_shape(params: tuple[ir.Field, ...]) -> str:
+    # ``repr`` holds exactly what makes a shape (never the descriptions, never the ref).
+    return "args " + repr(params)
+
+
+class _Names:
+    """One class per distinct shape of node, however many tools use it. A class is first
+    named after its first tool (``<Tool><Ref>``, ``<Tool>Args``); one that several tools
+    (or refs) share then takes its plain name when that is free (see :meth:`final`)."""
+
+    def __init__(self) -> None:
+        self.taken = {ROOT_CLASS}
+        self.by_shape: dict[str, str] = {}
+        self.plain: dict[str, str] = {}  # class -> the name it takes when shared
+        self.users: dict[str, set[tuple[str, str]]] = {}  # class -> {(method, ref)}
+
+    def claim(self, shape: str, wanted: str, plain: str, user: tuple[str, str]) -> None:
+        if shape not in self.by_shape:
+            name, n = wanted, 2
+            while name in self.taken:
+                name, n = f"{wanted}{n}", n + 1
+            self.taken.add(name)
+            self.by_shape[shape], self.plain[name], self.users[name] = name, plain, set()
+        self.users[self.by_shape[shape]].add(user)
+
+    def final(self) -> dict[str, str]:
+        """Shape -> class name. A shared nested class is named as in the schema, a shared
+        ``Args`` class after the parameters it holds, since no single tool owns it."""
+        rename: dict[str, str] = {}
+        for name in sorted(n for n, users in self.users.items() if len(users) > 1):
+            plain = self.plain[name]
+            if plain not in self.taken and len(plain) <= 60:
+                rename[name] = plain
+                self.taken.add(plain)
+        return {shape: rename.get(name, name) for shape, name in self.by_shape.items()}
+
+
+def _class_prefix(method: str, taken: set[str]) -> str:
+    base = naming.pascal_case(method)
+    name, n = base, 2
+    while f"{name}Args" in taken:
+        name, n = f"{base}{n}", n + 1
+    return name
+
+
+def _tail(ref: str) -> str:
+    return naming.pascal_case(ref.rsplit("/", 1)[-1] if ref not in ("#", "#/") else "Root")
+
+
+def _class_names(requests: list[ModelRequest]) -> dict[str, str]:
+    names = _Names()
+    for req in requests:
+        prefix = _class_prefix(req.method, names.taken)
+        plain = naming.pascal_case("_".join(sorted(f.name for f in req.params))) + "Args"
+        names.claim(_args_shape(req.params), f"{prefix}Args", plain, (req.method, ""))
+        for f in req.params:
+            for obj in _referenced(f.type):
+                names.claim(
+                    repr(obj), prefix + _tail(obj.ref), _tail(obj.ref), (req.method, obj.ref)
+                )
+    return names.final()
+
+
 class _Emitter:
-    """Writes one tool's nodes as the structural JSON Schema datamodel-code-generator reads.
-    An object reached through a ``$ref`` becomes a tool-prefixed ``$defs`` entry (its class)."""
+    """Writes nodes as the structural JSON Schema datamodel-code-generator reads: one
+    ``$defs`` entry per class (an object reached through a ``$ref``, or a tool's ``Args``)."""
 
-    def __init__(self, prefix: str, taken: set[str]) -> None:
-        self.prefix = prefix
-        self.taken = taken
+    def __init__(self, classes: dict[str, str]) -> None:
+        self.classes = classes  # shape -> class name
         self.defs: dict[str, Any] = {}
-        self.names: dict[str, str] = {}  # local ref -> combined $defs key
-        self.bases: dict[str, str] = {}  # combined $defs key -> its name without the prefix
+        self.refs: dict[str, str] = {}  # the current tool's local refs -> class name
 
-    def def_key(self, ref: str) -> str:
-        tail = ref.rsplit("/", 1)[-1] if ref not in ("#", "#/") else "Root"
-        base = f"{self.prefix}{naming.pascal_case(tail)}"
-        key, n = base, 2
-        while key in self.taken:
-            key, n = f"{base}{n}", n + 1
-        self.taken.add(key)
-        self.names[ref] = key
-        self.bases[key] = naming.pascal_case(tail)
-        return key
+    def define(self, name: str, fields: tuple[ir.Field, ...], extra: Any) -> dict[str, str]:
+        if name not in self.defs:
+            self.defs[name] = {}  # placed before its fields, which may recurse to it
+            self.defs[name] = self.object(fields, extra)
+        return {"$ref": f"#/$defs/{name}"}
 
     def object(self, fields: tuple[ir.Field, ...], extra: ir.Node | bool | None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -116,104 +183,26 @@ class _Emitter:
         if isinstance(node, ir.Optional):
             return {"anyOf": [self.emit(node.inner), {"type": "null"}]}
         if isinstance(node, ir.Recursive):
-            key = self.names.get(node.ref)
-            return {"$ref": f"#/$defs/{key}"} if key else {}
+            name = self.refs.get(node.ref)
+            return {"$ref": f"#/$defs/{name}"} if name else {}
         if isinstance(node, ir.ObjectOf):
             if not node.ref:
                 return self.object(node.fields, node.extra)
-            key = self.names.get(node.ref)
-            if key is None:
-                # Named (and placed) before its fields, which may recurse to it.
-                key = self.def_key(node.ref)
-                self.defs[key] = {}
-                self.defs[key] = self.object(node.fields, node.extra)
-            return {"$ref": f"#/$defs/{key}"}
+            self.refs[node.ref] = self.classes[repr(node)]
+            return self.define(self.refs[node.ref], node.fields, node.extra)
         return {"enum": list(node.choices)} if node.choices else {}
 
 
-def _class_prefix(method: str, taken: set[str]) -> str:
-    base = naming.pascal_case(method)
-    name, n = base, 2
-    while f"{name}Args" in taken:
-        name, n = f"{base}{n}", n + 1
-    return name
-
-
 def _combined_schema(requests: list[ModelRequest]) -> tuple[dict[str, Any], dict[str, str]]:
-    taken: set[str] = {ROOT_CLASS}
-    defs: dict[str, Any] = {}
-    classes: dict[str, str] = {}
-    bases: dict[str, str] = {}  # $defs key -> its name without the tool prefix
+    """The one schema handed to datamodel-code-generator, and each tool's ``Args`` class."""
+    classes = _class_names(requests)
+    emitter = _Emitter(classes)
+    args: dict[str, str] = {}
     for req in requests:
-        prefix = _class_prefix(req.method, taken)
-        class_name = f"{prefix}Args"
-        taken.add(class_name)
-        emitter = _Emitter(prefix, taken)
-        defs[class_name] = emitter.object(req.params, None)
-        defs.update(emitter.defs)
-        classes[req.method] = class_name
-        bases.update(emitter.bases)
-    defs, classes = _merge_identical(defs, classes, bases)
-    return {"type": "object", "properties": {}, "$defs": defs}, classes
-
-
-def _merge_identical(
-    defs: dict[str, Any], classes: dict[str, str], bases: dict[str, str]
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Identical shapes become one class: 600 tools sharing one nested object make one
-    model, not 600. Repeats until stable, since merging ``Inner`` classes makes the
-    ``Args`` classes that hold them identical too. A merged nested class takes its
-    ``$defs`` name without the tool prefix, and a merged ``Args`` class is named after
-    its parameters, when that name is free; otherwise it keeps its first tool's name."""
-    merged: set[str] = set()
-    while True:
-        first: dict[str, str] = {}
-        alias: dict[str, str] = {}
-        for key, shape in defs.items():
-            keep = first.setdefault(json.dumps(shape, sort_keys=True), key)
-            if keep != key:
-                alias[key] = keep
-                merged.add(keep)
-        if not alias:
-            break
-        defs, classes = _rename(defs, classes, alias)
-    args = set(classes.values())
-    taken = set(defs) | {ROOT_CLASS}
-    plain: dict[str, str] = {}
-    for key in sorted(merged & set(defs)):
-        # A shared nested class is named as in the schema; a shared ``Args`` class after
-        # the parameters it holds, since no single tool owns it.
-        if key in args:
-            name = naming.pascal_case("_".join(sorted(defs[key].get("properties", {})))) + "Args"
-        else:
-            name = bases[key]
-        if name not in taken and len(name) <= 60:
-            plain[key] = name
-            taken.add(name)
-    return _rename(defs, classes, plain) if plain else (defs, classes)
-
-
-def _rename(
-    defs: dict[str, Any], classes: dict[str, str], alias: dict[str, str]
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Drop (or rename) the aliased ``$defs`` keys and point every ref at their new name."""
-    refs = {f"#/$defs/{old}": f"#/$defs/{new}" for old, new in alias.items()}
-
-    def redirect(node: Any) -> Any:
-        if is_object(node):
-            if set(node) == {"$ref"} and isinstance(node["$ref"], str):
-                return {"$ref": refs.get(node["$ref"], node["$ref"])}
-            return {k: v if k == "enum" else redirect(v) for k, v in node.items()}
-        if is_array(node):
-            return [redirect(v) for v in node]
-        return node
-
-    out: dict[str, Any] = {}
-    for key, shape in defs.items():
-        new = alias.get(key, key)
-        if new not in out:  # an aliased duplicate is dropped; a renamed key keeps its place
-            out[new] = redirect(shape)
-    return out, {method: alias.get(name, name) for method, name in classes.items()}
+        emitter.refs = {}
+        args[req.method] = classes[_args_shape(req.params)]
+        emitter.define(args[req.method], req.params, None)
+    return {"type": "object", "properties": {}, "$defs": emitter.defs}, args
 
 
 def _run_codegen(schema: dict[str, Any]) -> str:
