@@ -191,6 +191,7 @@ def test_boundary_literals_type_check(tmp_path: Path) -> None:
             "t": {"type": "array", "prefixItems": [{"type": "string"}, {"$ref": "#/$defs/Level"}],
                   "items": False}}},
          '{m: map of str to int, t: [str, "low" | "high"]}'),
+        ({"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {}]}, "{a: str} or any"),
         ({"type": "array", "items": {"type": "string"}}, None),
         ({"enum": ["a", "b"]}, None),
     ],

@@ -34,6 +34,8 @@ def describe(node: ir.Node) -> str:
         return "{" + ", ".join(_field(f) for f in node.fields) + "}"
     if isinstance(node, ir.Recursive):
         return f"(recursive {node.ref})"
+    if node.absorbed:
+        return " or ".join([*(describe(m) for m in node.absorbed), "any"])
     return "..." if node.reason == ir.TOO_DEEP else "any"
 
 

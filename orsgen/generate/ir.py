@@ -101,10 +101,12 @@ class Optional:
 @dataclass(frozen=True)
 class AnyOf:
     """``Any``; ``reason`` says why nothing narrower was possible ("" for an open schema).
-    ``choices``: enum values no hint can express, listed in the description instead."""
+    ``choices``: enum values no hint can express; ``absorbed``: the structured members of
+    a union that an open branch made ``Any``. The description lists both."""
 
     reason: str = ""
     choices: tuple[Any, ...] = ()
+    absorbed: tuple[Node, ...] = ()
 
 
 Node: TypeAlias = (
@@ -156,7 +158,8 @@ def union(members: list[Node]) -> Node:
     """``A | B``, duplicates dropped; any ``Any`` member makes the whole union ``Any``."""
     unique = list({_identity(m): m for m in members}.values())
     if any(isinstance(m, AnyOf) for m in unique):
-        return ANY
+        absorbed = tuple(m for m in unique if not isinstance(m, AnyOf) and has_structure(m))
+        return AnyOf(absorbed=absorbed) if absorbed else ANY
     return unique[0] if len(unique) == 1 else UnionOf(tuple(unique))
 
 
@@ -202,7 +205,11 @@ def has_structure(node: Node) -> bool:
     """Whether the hint alone hides facts (object fields, enum values a ``Literal``
     cannot hold), so the description must spell the structure out."""
     return any(
-        isinstance(n, ObjectOf) or isinstance(n, (Primitive, AnyOf)) and bool(n.choices)
+        isinstance(n, ObjectOf)
+        or isinstance(n, (Primitive, AnyOf))
+        and bool(n.choices)
+        or isinstance(n, AnyOf)
+        and bool(n.absorbed)
         for n in walk(node)
     )
 
