@@ -173,13 +173,14 @@ def fresh_runtime() -> Iterator[None]:
 
 
 def generate_and_import(env_file: Path, out: Path) -> Any:
-    """Run orsgen on an environment file into ``out`` (a fresh package directory) and
-    import the package it wrote."""
+    """Run orsgen's pipeline on an environment file into ``out`` (a fresh package
+    directory) and import the package it wrote."""
     import importlib
 
-    from orsgen.cli import main as orsgen_main
+    from orsgen.pipeline import Request, run
 
-    assert orsgen_main([str(env_file), "-o", str(out), "-q"]) == 0
+    result = run(Request(str(env_file), out))
+    assert result.written, [d.format() for d in result.diagnostics]
     sys.path.insert(0, str(out.parent))
     try:
         return importlib.import_module(out.name)
