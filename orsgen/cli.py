@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -277,9 +276,6 @@ def run_check(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    # A build tool should neither call home nor echo an in-process server's request log.
-    os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
-    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
     try:
         if argv and argv[0] == "check":
             return run_check(argv[1:])

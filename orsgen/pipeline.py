@@ -17,6 +17,7 @@ Writes are atomic and never replace a file orsgen did not write (``orsgen.outdir
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,6 +46,13 @@ Level = Literal["initial", "unchanged", "patch", "minor", "major"]
 
 def _silent(_: str) -> None:
     pass
+
+
+def _quiet_sdk() -> None:
+    """A build step should neither call home nor echo an in-process server's request log.
+    Set before the SDK is first imported; a caller's own settings win."""
+    os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
 
 
 class RequestError(Exception):
@@ -146,6 +154,7 @@ class _Inputs:
 def run(request: Request, progress: Progress = _silent) -> Result:
     """Snapshot ``request.target`` (or read a stored snapshot), decide the package's names
     and version, generate, and write atomically into ``request.output``."""
+    _quiet_sdk()
     inputs = _inputs(request, progress)
     names = Names(request.package, request.class_name, request.split)
     section = package_section(
@@ -317,6 +326,7 @@ def live_drift(
 ) -> Drift:
     """Re-snapshot the environment that ``directory``'s stored ``snapshot`` records (or
     ``target``) the way it was snapshotted, and classify every difference."""
+    _quiet_sdk()
     stored = as_object(snapshot["environment"])
     try:
         live_target = _live_target(stored, target)

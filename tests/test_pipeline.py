@@ -87,7 +87,9 @@ def test_regeneration_over_a_package_bumps_its_version(tmp_path: Path) -> None:
     assert result.changes is not None
     assert "optional parameter 'repeat' added to tool 'echo'" in result.changes.report()
     assert any(m.startswith(f"changes since the previous snapshot in {out}:") for m in said)
-    assert "def echo(" in (out / "adapter.py").read_text() and "repeat" in on_disk(out)["adapter.py"]
+    assert (
+        "def echo(" in (out / "adapter.py").read_text() and "repeat" in on_disk(out)["adapter.py"]
+    )
     changes = (out / "CHANGES.md").read_text()
     assert changes.index("## 1.1.0") < changes.index("## 1.0.0")
 
