@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen import __version__, pipeline
+from orsgen import __version__, checks, pipeline
 from orsgen.diagnostics import Diagnostic, has_errors
-from orsgen.pipeline import Request, Result, StaleFile
+from orsgen.checks import StaleFile
+from orsgen.pipeline import Request, Result
 from orsgen.wording import plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -194,7 +195,7 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
     from orsgen.versioning import WORDS
 
     try:
-        drift = pipeline.live_drift(
+        drift = checks.live_drift(
             Path(args.directory),
             snapshot,
             target=args.target,
@@ -257,7 +258,7 @@ def run_check(argv: Sequence[str]) -> int:
         return EXIT_FAIL
     if args.live:
         return run_check_live(args, snapshot)
-    generated, stale = pipeline.stale_files(directory, snapshot)
+    generated, stale = checks.stale_files(directory, snapshot)
     if not generated.ok:
         _print_diagnostics(generated.diagnostics)
         return EXIT_FAIL

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from conftest import ECHO_ENV, ROOT
-from orsgen.pipeline import Request, RequestError, live_drift, run, secret_leak
+from orsgen.checks import live_drift
+from orsgen.pipeline import Request, RequestError, run, secret_leak
 from orsgen.snapshot.model import build, dump
 
 pytestmark = pytest.mark.timeout(180)
