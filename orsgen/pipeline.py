@@ -175,8 +175,7 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
             table = _config_table(request)
         else:
             table = _config_table(request)
-            split = table[1].split if table is not None else None
-            options = fetch_options(request, configured_split=split, previous=previous)
+            options = fetch_options(request, table, previous)
             environment, diagnostics = take_snapshot(target, request, options, progress)
         configured = _configured(table, environment)
     except (TargetError, SnapshotError, config.ConfigError, OutputDirError) as exc:
@@ -185,14 +184,21 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
 
 
 def fetch_options(
-    request: Request, configured_split: str | None = None, previous: Mapping[str, Any] | None = None
+    request: Request,
+    configured: tuple[Path, config.PackageConfig] | None = None,
+    previous: Mapping[str, Any] | None = None,
 ) -> FetchOptions:
-    """How to snapshot: the one place both generation and ``check --live`` build it."""
+    """How to snapshot: the one place both generation and ``check --live`` build it.
+    ``configured`` is the config file and its table; ``previous`` the snapshot already in
+    the output directory."""
     from orsgen.snapshot.fetch import FetchOptions
 
+    path, table = configured if configured is not None else (None, None)
+    # Both are checked the same way; the request wins over the file.
+    in_file = _checked_toolset(table.toolset if table is not None else None, f"{path}: toolset: ")
     return FetchOptions(
-        split=request.split or configured_split,
-        toolset=_checked_toolset(request.toolset),
+        split=request.split or (table.split if table is not None else None),
+        toolset=_checked_toolset(request.toolset) or in_file,
         task_tools=request.task_tools,
         probe_indices=request.probe_indices,
         secrets=request.secrets,
@@ -214,8 +220,9 @@ def take_snapshot(
     )
 
 
-def _checked_toolset(name: str | None) -> str | None:
-    """The toolset, checked against the SDK's built-in harness toolsets."""
+def _checked_toolset(name: str | None, where: str = "") -> str | None:
+    """A toolset (``where`` names the config file it is from), checked against the SDK's
+    built-in harness toolsets."""
     if name is None:
         return None
     from typing import get_args
@@ -226,7 +233,7 @@ def _checked_toolset(name: str | None) -> str | None:
 
     valid = sorted(str(v) for v in get_args(BuiltinToolset))
     if name not in valid:
-        raise RequestError(f"unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
+        raise RequestError(f"{where}unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
     return name
 
 
