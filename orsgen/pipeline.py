@@ -72,7 +72,7 @@ class Request:
     split: str | None = None  # the package's default split
     task_tools: bool = True  # probe sessions for task tools
     probe_indices: tuple[int, ...] | None = None  # task indices to probe (default: 0)
-    toolset: str | None = None  # an SDK harness toolset every session binds
+    toolset: str | None = None  # an SDK harness toolset every session binds (default: config)
     secrets: Mapping[str, str] | None = field(default=None, repr=False)  # never written
     api_key: str | None = field(default=None, repr=False)  # never written
     package: str | None = None  # Python package name (default: the output directory's)
