@@ -20,7 +20,7 @@ import pytest
 import ors_server
 from envs.runtime_support import FAULT_ENV
 from generated.echo import EchoEnv
-from orsgen.runtime import drift, prefetch, sessions
+import runtime_hooks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +62,7 @@ def test_garbage_collection_closes_the_session(echo_server) -> None:
     gc.collect()
     assert all(r() is None for r in refs)  # collected, not resurrected
     assert not any(f.alive for f in finalizers)  # each finalizer ran once
-    sessions.drain(5)
+    runtime_hooks.drain()
     assert echo_server.wait_sessions(base) == base
 
 
