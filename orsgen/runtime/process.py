@@ -53,10 +53,6 @@ class Records(Generic[K, V]):
                 found = self._items[key] = make()
             return found
 
-    def find(self, key: K) -> V | None:
-        with self._lock:
-            return self._items.get(key)
-
     def items(self) -> list[tuple[K, V]]:
         with self._lock:
             return list(self._items.items())
@@ -73,7 +69,9 @@ class Runtime:
     """The runtime state of one process. Use :func:`current`, never the constructor."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: an adapter's finalizer (closing its session) may run from garbage
+        # collection on a thread that already holds it.
+        self._lock = threading.RLock()
         self._loop: LoopThread | None = None
         # The HTTP client per server URL; made and used on the loop thread only.
         self.clients: dict[str, Any] = {}
