@@ -45,7 +45,7 @@ from orsgen.runtime.errors import (
     SessionOpenError,
 )
 from orsgen.runtime.errors import describe as _describe
-from orsgen.runtime.images import Content, ContentPart, ImagePart, TextPart
+from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
 from orsgen.runtime.process import EXIT_BUDGET, current
 from orsgen.runtime.rewards import Rollout, outcome_reward
 from orsgen.runtime.sessions import Opened, SessionSlot
@@ -56,6 +56,7 @@ DEFAULT_OPEN_TIMEOUT = 1800.0
 __all__ = [
     "Content",
     "ContentPart",
+    "ImageLike",
     "ImagePart",
     "TextPart",
     "DEFAULT_CALL_TIMEOUT",
