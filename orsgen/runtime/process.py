@@ -200,22 +200,18 @@ class Runtime:
         clients they used, then the loop. Each step is bounded; none raises."""
         if self._loop is None or self.in_loop_thread():
             return  # nothing ever ran here (or an exit from the loop itself: nothing to wait on)
-        steps: list[Callable[[], None]] = [
-            self.close_sessions,
-            self.close_clients,
-            lambda: self._stop_loop(LOOP_BUDGET),
-        ]
+        steps: list[Callable[[], None]] = [self.close_sessions, self.close_clients, self._stop_loop]
         for step in steps:
             try:
                 step()
             except Exception:  # noqa: BLE001 - exit must go on
                 pass
 
-    def _stop_loop(self, timeout: float) -> None:
+    def _stop_loop(self) -> None:
         with self._lock:
             loop, self._loop = self._loop, None
         if loop is not None:
-            loop.stop(timeout)
+            loop.stop(LOOP_BUDGET)
 
 
 _current: Runtime | None = None
