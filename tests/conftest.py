@@ -161,15 +161,12 @@ def rules_pkg(
 def fresh_runtime() -> Iterator[None]:
     """A runtime test starts with no learned prefetch pattern and no drift verdict, and
     leaves no close in flight."""
-    from orsgen.runtime import drift, outage, prefetch, sessions
+    import runtime_hooks
 
-    prefetch.forget()
-    drift.forget()
-    outage.forget()
+    runtime_hooks.forget_learned_state()
     yield
-    prefetch.forget()
-    drift.forget()
-    sessions.drain(5)
+    runtime_hooks.forget_learned_state()
+    runtime_hooks.drain()
 
 
 def generate_and_import(env_file: Path, out: Path) -> Any:

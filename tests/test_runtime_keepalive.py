@@ -12,7 +12,7 @@ import pytest
 
 import ors_server
 from envs.runtime_support import FAULT_ENV, FaultAdapter
-from orsgen.runtime import prefetch, sessions
+import runtime_hooks
 
 REAPER = 3.0
 
@@ -40,8 +40,8 @@ def test_idle_rollout_keeps_its_session(reaping_server) -> None:
     assert control.rewards == [None]
     kept.close()
     control.close()
-    prefetch.forget()
-    sessions.drain(5)
+    runtime_hooks.forget_learned_state()
+    runtime_hooks.drain()
     assert reaping_server.wait_sessions(0) == 0
 
 

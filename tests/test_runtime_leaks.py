@@ -20,7 +20,7 @@ import pytest
 import ors_server
 from envs.runtime_support import FAULT_ENV
 from generated.echo import EchoEnv
-from orsgen.runtime import drift, prefetch, sessions
+import runtime_hooks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,6 +50,25 @@ def test_reset_and_close_end_sessions(echo_server) -> None:
     assert env.rewards == [None]
 
 
+def test_a_forked_child_leaves_its_parents_session_alone(echo_server) -> None:
+    """A child forked from a process that holds a session gets a fresh runtime; closing
+    its copy of the adapter must not delete the session the parent still uses."""
+    base = echo_server.open_sessions()
+    env = EchoEnv(base_url=echo_server.url, prefetch=False)
+    env.reset(task_index=0)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            env.close()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert echo_server.open_sessions() == base + 1
+    assert env.echo(text="apple") == "echo: apple"
+    env.close()
+    assert echo_server.wait_sessions(base) == base
+
+
 def test_garbage_collection_closes_the_session(echo_server) -> None:
     base = echo_server.open_sessions()
     envs = [EchoEnv(base_url=echo_server.url, group_size=2) for _ in range(4)]
@@ -62,7 +81,7 @@ def test_garbage_collection_closes_the_session(echo_server) -> None:
     gc.collect()
     assert all(r() is None for r in refs)  # collected, not resurrected
     assert not any(f.alive for f in finalizers)  # each finalizer ran once
-    sessions.drain(5)
+    runtime_hooks.drain()
     assert echo_server.wait_sessions(base) == base
 
 
