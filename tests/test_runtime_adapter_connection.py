@@ -47,8 +47,8 @@ def test_reset_against_a_dead_server_raises_session_open_error() -> None:
     assert env.rewards == [None]
 
 
-def test_a_call_after_the_server_died_is_an_error_text() -> None:
-    server = ors_server.start(ECHO_ENV)
+def test_a_call_after_the_server_died_is_an_error_text(ors_servers: ors_server.Servers) -> None:
+    server = ors_servers.own(ECHO_ENV)  # the test stops it
     try:
         # A short call timeout keeps the test quick; the SDK would otherwise retry for ~15 s.
         env = EchoEnv(base_url=server.url, timeout=5.0)

@@ -120,19 +120,17 @@ def test_an_index_past_the_split_names_itself(rules_pkg, rules_server, indices, 
     ],
     ids=["no task_range", "index API only"],
 )
-def test_falls_back_when_the_server_lacks_an_endpoint(rules_pkg, dropped, expected_path) -> None:
-    import ors_server
-
-    server = ors_server.start(RULES_ENV, drop_routes=dropped)
-    try:
-        ds = rules_pkg.load_tasks(base_url=server.url)
-        assert ds["task_index"] == list(range(len(TASKS)))
-        assert ds["target"] == TARGETS
-        sub = rules_pkg.load_tasks(indices=[3, 1], base_url=server.url)
-        assert sub["target"] == [TARGETS[3], TARGETS[1]]
-        calls = server.requests()
-        assert calls.get(expected_path, 0) >= 1, calls
-        for path in dropped:
-            assert calls.get("POST " + path.replace("{env_name}", "rulesenv"), 0) >= 1  # tried
-    finally:
-        server.stop()
+def test_falls_back_when_the_server_lacks_an_endpoint(
+    rules_pkg, ors_servers, dropped, expected_path
+) -> None:
+    server = ors_servers(RULES_ENV, drop_routes=dropped)
+    server.reset_counts()
+    ds = rules_pkg.load_tasks(base_url=server.url)
+    assert ds["task_index"] == list(range(len(TASKS)))
+    assert ds["target"] == TARGETS
+    sub = rules_pkg.load_tasks(indices=[3, 1], base_url=server.url)
+    assert sub["target"] == [TARGETS[3], TARGETS[1]]
+    calls = server.requests()
+    assert calls.get(expected_path, 0) >= 1, calls
+    for path in dropped:
+        assert calls.get("POST " + path.replace("{env_name}", "rulesenv"), 0) >= 1  # tried

@@ -6,7 +6,6 @@ session); ``keepalive=1`` pings often enough."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,12 +17,8 @@ REAPER = 3.0
 
 
 @pytest.fixture(scope="module")
-def reaping_server() -> Iterator[ors_server.RunningServer]:
-    server = ors_server.start(FAULT_ENV, reaper=REAPER)
-    try:
-        yield server
-    finally:
-        server.stop()
+def reaping_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(FAULT_ENV, reaper=REAPER)
 
 
 def test_idle_rollout_keeps_its_session(reaping_server) -> None:

@@ -31,6 +31,7 @@ TARGETS = ["apple", "banana", "cherry", "damson"]
 class Outage:
     """One echo server of this test's own that can be stopped and restarted on its port."""
 
+    servers: ors_server.Servers
     server: ors_server.RunningServer
     restarts: list[ors_server.RunningServer] = field(default_factory=list)
 
@@ -46,7 +47,7 @@ class Outage:
         self.server.stop()
 
     def restart(self) -> ors_server.RunningServer:
-        self.server = ors_server.start(ECHO_ENV, port=self.port)
+        self.server = self.servers.own(ECHO_ENV, port=self.port)
         return self.server
 
     def restart_after(self, seconds: float) -> threading.Thread:
@@ -56,8 +57,8 @@ class Outage:
 
 
 @pytest.fixture()
-def outage() -> Iterator[Outage]:
-    out = Outage(ors_server.start(ECHO_ENV))
+def outage(ors_servers: ors_server.Servers) -> Iterator[Outage]:
+    out = Outage(ors_servers, ors_servers.own(ECHO_ENV))
     try:
         yield out
     finally:
