@@ -171,3 +171,24 @@ def test_split_option_becomes_the_package_default(rules_server, generate_package
     )
     assert pkg.RulesEnv.DEFAULT_SPLIT == "test"
     assert pkg.load_tasks(base_url=rules_server.url)["task_index"] == [0, 1]
+
+
+def test_snapshot_probes_leave_no_session(rules_server, orsgen_cli, tmp_path) -> None:
+    rules_server.reset_counts()
+    run = orsgen_cli(
+        [
+            rules_server.url,
+            "-o",
+            str(tmp_path / "probe_leak"),
+            "--probe-index",
+            "0",
+            "--probe-index",
+            "1",
+            "--probe-index",
+            "2",
+            "-q",
+        ]
+    )
+    assert run.code == 0, run.stderr
+    assert rules_server.requests().get("POST /create", 0) == 3
+    assert rules_server.wait_sessions(0) == 0
