@@ -63,6 +63,7 @@ def rich_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
 
 import contextlib  # noqa: E402
 import importlib  # noqa: E402
+import inspect  # noqa: E402
 import io  # noqa: E402
 import subprocess  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -71,6 +72,7 @@ from types import ModuleType  # noqa: E402
 
 ENVS = ROOT / "tests" / "envs"
 RULES_ENV = ENVS / "rules_env.py"
+RULES_SHARED_TOOLS = {"answer", "score", "explode"}  # tests/envs/rules_env.py
 TWO_ENVS = ENVS / "two_envs.py"
 
 
@@ -140,6 +142,15 @@ def generate_package(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., 
         return import_generated(out)
 
     return make
+
+
+def trl_tools(cls: type) -> set[str]:
+    """The tool names GRPOTrainer would expose for an environment class (trl 1.16)."""
+    return {
+        name
+        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
 
 
 @pytest.fixture(scope="session")
