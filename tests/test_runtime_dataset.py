@@ -1,7 +1,7 @@
-"""TRL bridge parity, datasets: ``load_tasks`` against a real ORS server.
-
-Reference: ``trl.experimental.openreward.OpenRewardSpec.train_dataset``. Expected values
-come from the task list in tests/envs/rules_env.py, not from orsgen's output.
+"""``load_tasks`` (orsgen/runtime/dataset.py) against real ORS servers: the rows TRL's
+bridge builds (``trl.experimental.openreward.OpenRewardSpec.train_dataset``), in the
+fewest round trips the server allows, and clear errors. Expected values come from the
+task list in tests/envs/rules_env.py, not from orsgen's output.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import json
 
 import pytest
 
+import ors_server
 from conftest import RULES_ENV
+from generated.echo import load_tasks
 
 _spec = importlib.util.spec_from_file_location("_rules_env_tasks", RULES_ENV)
 assert _spec is not None and _spec.loader is not None
@@ -134,3 +136,10 @@ def test_falls_back_when_the_server_lacks_an_endpoint(
     assert calls.get(expected_path, 0) >= 1, calls
     for path in dropped:
         assert calls.get("POST " + path.replace("{env_name}", "rulesenv"), 0) >= 1  # tried
+
+
+def test_load_tasks_against_a_dead_server_raises() -> None:
+    """Unlike a tool call, building the dataset happens before training: it may raise."""
+    port = ors_server.free_port()
+    with pytest.raises(Exception, match=str(port)):
+        load_tasks(base_url=f"http://127.0.0.1:{port}")
