@@ -1,4 +1,4 @@
-"""Issue 12 item 5: a real GRPOTrainer.train() on CPU rides out an environment outage.
+"""A real GRPOTrainer.train() on CPU rides out an environment outage.
 
 The echo server is stopped right after the second step's rollouts opened their sessions,
 for 40 s (longer than the SDK's own retries, shorter than the reconnect window), then

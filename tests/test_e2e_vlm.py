@@ -1,4 +1,4 @@
-"""Issue 11 item 2: a real vision-language GRPOTrainer.train() on CPU. A tiny local
+"""A real vision-language GRPOTrainer.train() on CPU. A tiny local
 Qwen3-VL (tests/tiny_vlm.py) trains 2 steps against a real ORS server whose prompt
 carries an image, through a generated adapter with ``multimodal=True``. Asserted: the
 image reached the model's forward pass as ``pixel_values`` and image tokens, and the

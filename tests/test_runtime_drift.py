@@ -1,4 +1,4 @@
-"""Issue 4 item 4: the runtime drift guard. On the first session an adapter class
+"""The runtime drift guard (orsgen/runtime/drift.py). On the first session an adapter class
 opens in a process, its live tools are compared with the snapshot by hash, at the cost
 of one request (GET /{env}/task_tools) per process; a difference warns once and names
 what changed; ``strict=True`` raises instead."""

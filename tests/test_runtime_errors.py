@@ -1,4 +1,4 @@
-"""Issue 9 items 5 and 6: no silent fallback to the platform, and every public entry
+"""No silent fallback to the platform, and every public entry
 point fails with an orsgen error that names the server, the environment and the cause.
 
 Real ORS servers throughout; a "dead" server is a closed loopback port or a server this
@@ -43,7 +43,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-# -- item 5: no silent fallback to the platform -----------------------------------------
+# -- No silent fallback to the platform ------------------------------------------------
 
 
 def test_file_package_without_a_url_raises_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,7 +85,7 @@ def test_catalog_packages_keep_the_platform_default(monkeypatch: pytest.MonkeyPa
     assert env._no_server is None
 
 
-# -- item 6: every entry point fails with an orsgen error -------------------------------
+# -- Every entry point fails with an orsgen error --------------------------------------
 
 
 def test_load_tasks_against_a_closed_port() -> None:

@@ -1,4 +1,4 @@
-"""Issue 5 item 6: fault tolerance with bounded timeouts.
+"""Fault tolerance with bounded timeouts.
 
 Every failure in a rollout comes back to the model as "Error: ..." text with a None
 step reward, returns within the configured timeout (plus a margin for a loaded

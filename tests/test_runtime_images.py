@@ -1,4 +1,4 @@
-"""Issue 11 items 1 and 4: images as TRL content lists (``multimodal=True``) or text
+"""Images as TRL content lists (``multimodal=True``) or text
 placeholders, and ``env_overrides`` sent at session creation and never written anywhere.
 Against a real ORS server (tests/envs/vision_env.py) whose prompt and tool outputs carry
 images."""

@@ -1,4 +1,4 @@
-"""Issue 12: training survives an environment outage.
+"""Training survives an environment outage (orsgen/runtime/outage.py).
 
 Real echo ORS servers, stopped by PID and restarted on the same port. Most tests use a
 short ``reconnect_for`` so the outage can be short; ``test_30s_outage_at_default_settings``
@@ -157,7 +157,7 @@ def test_a_session_lost_in_a_restart(outage: Outage, caplog: pytest.LogCaptureFi
 
 
 def _rollouts(envs: list[EchoEnv], stop: threading.Event, log: list[tuple[float, float | None]]) -> None:
-    """The issue's rollout loop: reset plus one tool call per adapter, round after round."""
+    """A trainer's rollout loop: reset plus one tool call per adapter, round after round."""
     task = 0
     while not stop.is_set():
         for env in envs:

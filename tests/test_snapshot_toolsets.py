@@ -1,4 +1,4 @@
-"""Issue 11 item 3: ``orsgen TARGET --toolset NAME`` snapshots a session bound to an SDK
+"""Toolsets: ``orsgen TARGET --toolset NAME`` snapshots a session bound to an SDK
 harness toolset, and every session the adapter opens binds it. A real openreward server
 serves tests/envs/sandbox_env.py, whose stand-in sandbox runs commands in a temp dir."""
 
