@@ -164,17 +164,38 @@ class Servers:
         self._shared: dict[tuple[Any, ...], RunningServer] = {}
         self._started: list[RunningServer] = []
 
-    def __call__(self, env_file: Path | str, *, envs: Sequence[str] = (), reaper: float | None = None,
-                 drop_routes: Sequence[str] = ()) -> RunningServer:
+    def __call__(
+        self,
+        env_file: Path | str,
+        *,
+        envs: Sequence[str] = (),
+        reaper: float | None = None,
+        drop_routes: Sequence[str] = ()
+    ) -> RunningServer:
         key = (str(env_file), tuple(envs), reaper, tuple(drop_routes))
         if key not in self._shared:
-            self._shared[key] = self.own(env_file, envs=envs, reaper=reaper, drop_routes=drop_routes)
+            self._shared[key] = self.own(
+                env_file, envs=envs, reaper=reaper, drop_routes=drop_routes
+            )
         return self._shared[key]
 
-    def own(self, env_file: Path | str, *, envs: Sequence[str] = (), reaper: float | None = None,
-            drop_routes: Sequence[str] = (), port: int | None = None) -> RunningServer:
-        server = start(env_file, envs=list(envs) or None, port=port, reaper=reaper,
-                       log_dir=self._log_dir, drop_routes=list(drop_routes) or None)
+    def own(
+        self,
+        env_file: Path | str,
+        *,
+        envs: Sequence[str] = (),
+        reaper: float | None = None,
+        drop_routes: Sequence[str] = (),
+        port: int | None = None
+    ) -> RunningServer:
+        server = start(
+            env_file,
+            envs=list(envs) or None,
+            port=port,
+            reaper=reaper,
+            log_dir=self._log_dir,
+            drop_routes=list(drop_routes) or None,
+        )
         self._started.append(server)
         return server
 

@@ -89,8 +89,7 @@ def _run_child(code: str, timeout: float = 90) -> subprocess.CompletedProcess[st
 
 
 def test_interpreter_exit_closes_everything(server) -> None:
-    child = _run_child(
-        f"""
+    child = _run_child(f"""
         from generated.echo import EchoEnv
         envs = [EchoEnv(base_url={server.url!r}, group_size=4) for _ in range(3)]
         for env in envs:
@@ -99,8 +98,7 @@ def test_interpreter_exit_closes_everything(server) -> None:
         other.reset(task_index=2)
         print(other.echo(text="cherry"), flush=True)
         # exit without close(): the runtime's exit hook must close all five
-        """
-    )
+        """)
     assert child.returncode == 0, child.stderr
     assert child.stdout.strip() == "echo: cherry"
     assert "Traceback" not in child.stderr
@@ -110,8 +108,7 @@ def test_interpreter_exit_closes_everything(server) -> None:
 def test_exit_while_sessions_are_still_opening(fault_server) -> None:
     base = fault_server.open_sessions()
     fault_server.reset_counts()
-    child = _run_child(
-        f"""
+    child = _run_child(f"""
         import json, threading, time, urllib.request
         from envs.runtime_support import FaultAdapter
         env = FaultAdapter(base_url={fault_server.url!r}, group_size=3)
@@ -124,8 +121,7 @@ def test_exit_while_sessions_are_still_opening(fault_server) -> None:
                     break
             time.sleep(0.1)
         print("EXITING", flush=True)
-        """
-    )
+        """)
     assert child.returncode == 0, child.stderr
     assert "EXITING" in child.stdout
     assert fault_server.requests().get("POST /create", 0) == 3
