@@ -13,11 +13,14 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orsgen import __version__
 from orsgen.diagnostics import Diagnostic, has_errors
 from orsgen.wording import plural
+
+if TYPE_CHECKING:
+    from orsgen.config import PackageConfig
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -221,8 +224,9 @@ def _load_existing(directory: Path) -> dict[str, Any] | None:
         return None
 
 
-def _toolset(name: str | None) -> str | None:
-    """``--toolset``, checked against the SDK's built-in harness toolsets."""
+def _toolset(name: str | None, where: str = "") -> str | None:
+    """``--toolset`` or the config file's ``toolset`` (``where`` names it), checked against
+    the SDK's built-in harness toolsets."""
     if name is None:
         return None
     from typing import get_args
@@ -233,17 +237,17 @@ def _toolset(name: str | None) -> str | None:
 
     valid = sorted(str(v) for v in get_args(BuiltinToolset))
     if name not in valid:
-        raise UsageError(f"unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
+        raise UsageError(f"{where}unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
     return name
 
 
-def _configured_split(args: argparse.Namespace) -> str | None:
-    """The split the config file sets for this output directory (asked for by name)."""
+def _config_table(args: argparse.Namespace) -> tuple[Path | None, PackageConfig | None]:
+    """The config file and its table for this output directory (either may be ``None``)."""
     from orsgen import config
 
     path = config.find(Path.cwd(), Path(args.config) if args.config else None)
     table = config.for_output(path, Path(args.output)) if path is not None else None
-    return table.split if table is not None else None
+    return path, table
 
 
 def _fetch_options(
@@ -251,9 +255,13 @@ def _fetch_options(
 ) -> Any:
     from orsgen.snapshot import FetchOptions
 
+    path, table = _config_table(args)
+    # Both are checked the same way; the flag wins over the file.
+    in_file = _toolset(table.toolset if table is not None else None, f"{path}: toolset: ")
+    toolset = _toolset(args.toolset) or in_file
     return FetchOptions(
-        split=args.split or _configured_split(args),
-        toolset=_toolset(args.toolset),
+        split=args.split or (table.split if table is not None else None),
+        toolset=toolset,
         task_tools=not args.no_task_tools,
         probe_indices=tuple(args.probe_index) if args.probe_index else None,
         secrets=secrets,

@@ -5,6 +5,7 @@ One table per generated package, keyed by its output directory::
     [tool.orsgen.packages."generated/echo"]
     package = "echo"
     class_name = "EchoEnv"
+    toolset = "claude-code"         # bind an SDK harness toolset, as --toolset does
     include = ["echo", "hint"]      # only these tools (default: all)
     exclude = []                    # never these tools
     [tool.orsgen.packages."generated/echo".rename]
@@ -12,7 +13,9 @@ One table per generated package, keyed by its output directory::
     params = { echo = { text = "word" } }         # wire tool -> wire param -> Python name
 
 Everything here is validated (unknown keys are errors that name the key) and recorded
-in the package's snapshot.json, so ``orsgen check`` regenerates exactly what was configured.
+in the package's snapshot.json, so ``orsgen check`` regenerates exactly what was configured
+(the toolset as the environment's ``identity.toolset``). A command-line flag wins over
+the file.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class PackageConfig(BaseModel):
     package: str | None = None
     class_name: str | None = None
     split: str | None = None
+    toolset: str | None = None
     include: list[str] | None = None
     exclude: list[str] = Field(default_factory=list)
     rename: Renames = Field(default_factory=Renames)

@@ -14,5 +14,7 @@ echo "== orsgen check generated/echo"
 "$PY" -m orsgen check generated/echo
 echo "== mypy --strict generated"
 "$PY" -m mypy --strict generated
+echo "== basedpyright generated (strict mode, the pyright most editors run)"
+"$PY" -m basedpyright generated
 echo "== GRPOTrainer on CPU with the generated package"
 "$PY" examples/train_echo.py

@@ -44,11 +44,12 @@ def test_a_directory_of_user_files_is_refused(orsgen_cli, tmp_path) -> None:
 def test_a_user_file_with_a_generated_name_in_a_package_is_refused(orsgen_cli, tmp_path) -> None:
     out = tmp_path / "echo"
     shutil.copytree(GOLDEN, out, ignore=shutil.ignore_patterns("__pycache__"))
-    (out / "models.py").write_text("# my own models, not generated\n")
+    # dataset.py is a file the echo package has (it has no models.py: nothing to validate).
+    (out / "dataset.py").write_text("# my own loader, not generated\n")
     before = tree(out)
     run = orsgen_cli([SNAPSHOT, "-o", str(out)])
     assert run.code == 2, run.stderr
-    assert "models.py" in run.stderr and "did not write it" in run.stderr
+    assert "dataset.py" in run.stderr and "did not write it" in run.stderr
     assert tree(out) == before
 
 

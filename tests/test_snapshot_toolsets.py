@@ -85,3 +85,47 @@ def test_a_toolset_change_is_a_breaking_version_change() -> None:
     change = classify(base, bound)
     assert change.level == "major"
     assert any("toolset changed: None -> 'claude-code'" in c.message for c in change.changes)
+
+
+def _config(tmp_path: Path, toolset: str) -> Path:
+    path = tmp_path / "orsgen.toml"
+    path.write_text(f'[packages."sandbox_cfg"]\ntoolset = "{toolset}"\n')
+    return path
+
+
+def test_toolset_from_the_config_file_binds_the_probe_sessions(
+    tmp_path: Path, orsgen_cli
+) -> None:
+    out = tmp_path / "sandbox_cfg"
+    config = _config(tmp_path, "claude-code")
+    run = orsgen_cli([str(SANDBOX_ENV), "--config", str(config), "-o", str(out), "-q"])
+    assert run.code == 0, run.stderr
+    env = json.loads((out / "snapshot.json").read_text())["environment"]
+    assert env["identity"]["toolset"] == "claude-code"
+    assert {t["name"] for t in env["task_tools"]} == CLAUDE_CODE
+    assert 'TOOLSET: ClassVar[str | None] = "claude-code"' in (out / "adapter.py").read_text()
+
+
+def test_the_toolset_flag_wins_over_the_config_file(tmp_path: Path, orsgen_cli) -> None:
+    out = tmp_path / "sandbox_cfg"
+    config = _config(tmp_path, "codex")
+    run = orsgen_cli(
+        [str(SANDBOX_ENV), "--config", str(config), "--toolset", "claude-code", "-o", str(out)]
+    )
+    assert run.code == 0, run.stderr
+    env = json.loads((out / "snapshot.json").read_text())["environment"]
+    assert env["identity"]["toolset"] == "claude-code"
+    assert {t["name"] for t in env["task_tools"]} == CLAUDE_CODE
+
+
+def test_unknown_toolset_in_the_config_file_exits_2_naming_file_and_key(
+    tmp_path: Path, orsgen_cli
+) -> None:
+    config = _config(tmp_path, "vim")
+    out = tmp_path / "sandbox_cfg"
+    run = orsgen_cli([str(SANDBOX_ENV), "--config", str(config), "-o", str(out)])
+    assert run.code == 2
+    assert f"{config}: toolset: unknown toolset 'vim'" in " ".join(run.stderr.split())
+    for name in ("backsearch", "claude-code", "codex", "gemini-cli", "hermes", "openclaw"):
+        assert name in run.stderr
+    assert not out.exists()

@@ -43,7 +43,7 @@ from orsgen.runtime.errors import (
     SessionOpenError,
 )
 from orsgen.runtime.errors import describe as _describe
-from orsgen.runtime.images import Content, ContentPart, ImagePart, TextPart
+from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
 from orsgen.runtime.sessions import Opened
 from orsgen.jsonobject import is_object
 
@@ -53,6 +53,7 @@ DEFAULT_OPEN_TIMEOUT = 1800.0
 __all__ = [
     "Content",
     "ContentPart",
+    "ImageLike",
     "ImagePart",
     "TextPart",
     "DEFAULT_CALL_TIMEOUT",

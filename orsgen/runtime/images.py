@@ -13,24 +13,23 @@ too large) becomes a text part that says why; nothing here raises into the train
 
 Pillow is needed only for ``multimodal=True`` (``pip install 'orsgen[vision]'``) and
 is imported on the first image; pixel sizes for placeholders are read from the image
-header without it.
+header without it. No type here refers to Pillow, so a project without it type-checks
+a generated package as cleanly as one with it: an image part is typed ``ImageLike``.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 import importlib.util
 import io
 import struct
 import warnings
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import IO, Any, Literal, Protocol, TypedDict, cast
 
 from orsgen.jsonobject import is_object
-
-if TYPE_CHECKING:
-    from PIL.Image import Image
 
 # Larger images would cost the trainer more memory than any tool result is worth.
 MAX_IMAGE_BYTES = 32 * 1024 * 1024
@@ -47,6 +46,36 @@ SUPPORTED = {
 }
 
 
+class ImageLike(Protocol):
+    """An image part's image: a loaded ``PIL.Image.Image`` at run time, typed by a few of
+    its members so that no checker needs Pillow installed to resolve it. For the rest of
+    Pillow's API, narrow with ``isinstance(image, PIL.Image.Image)``."""
+
+    @property
+    def size(self) -> tuple[int, int]: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def format(self) -> str | None: ...
+
+
+class _OpenedImage(ImageLike, Protocol):
+    def load(self) -> object: ...
+
+
+class PillowImageModule(Protocol):
+    """The part of the ``PIL.Image`` module used here (checked against Pillow's own types
+    in tests/typecheck/pillow_contract.py)."""
+
+    def open(
+        self, fp: IO[bytes], mode: Literal["r"] = ..., formats: list[str] | None = ...
+    ) -> _OpenedImage: ...
+
+
 class TextPart(TypedDict):
     type: Literal["text"]
     text: str
@@ -54,7 +83,7 @@ class TextPart(TypedDict):
 
 class ImagePart(TypedDict):
     type: Literal["image"]
-    image: Image
+    image: ImageLike
 
 
 ContentPart = TextPart | ImagePart
@@ -172,7 +201,12 @@ def _too_big(mime: str, width: int, height: int) -> str:
     return _not_shown(mime, f"{width}x{height} is more than {MAX_IMAGE_PIXELS} pixels")
 
 
-def to_image(block: Any) -> Image | str:
+def _pillow() -> PillowImageModule:
+    # Imported by name so that type-checking this module never needs Pillow installed.
+    return cast(PillowImageModule, importlib.import_module("PIL.Image"))
+
+
+def to_image(block: Any) -> ImageLike | str:
     """A loaded ``PIL.Image.Image``, or a text that says why the image cannot be shown."""
     mime = _mime(block)
     declared = str(_field(block, "mimeType") or "").strip().lower()
@@ -185,12 +219,11 @@ def to_image(block: Any) -> Image | str:
     size = header_size(raw)
     if size is not None and size[0] * size[1] > MAX_IMAGE_PIXELS:
         return _too_big(mime, *size)
-    from PIL import Image as _PIL
-
+    pillow = _pillow()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # DecompressionBombWarning: checked below
-            image = _PIL.open(io.BytesIO(raw), formats=[fmt])
+            image = pillow.open(io.BytesIO(raw), formats=[fmt])
             width, height = image.size
             if width * height > MAX_IMAGE_PIXELS:
                 return _too_big(mime, width, height)

@@ -12,3 +12,7 @@ env.echo(txt="apple")  # E: call-arg
 env.hint(level="high")  # E: arg-type
 env.no_such_tool()  # E: attr-defined
 count: int = env.echo(text="apple")  # E: assignment
+shown = env.echo(text="apple")
+for part in [] if isinstance(shown, str) else shown:
+    if part["type"] == "image":
+        part["image"].save("out.png")  # E: attr-defined
