@@ -1,4 +1,4 @@
-"""Issue 5 item 1, the transport under the SDK: finished streams give their connection
+"""The transport under the SDK (orsgen/runtime/transport.py): finished streams give their connection
 back to the pool (so a tool call does not pay for a new TCP connection), a late or
 never-ending stream never leaks or hangs, and proxy/netrc lookups stay on exactly when
 the environment could change a request.

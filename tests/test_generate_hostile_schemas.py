@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,8 @@ PACKAGE = {"name": "hostile", "class_name": "HostileEnv", "split": "train", "ver
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ors_server.RunningServer]:
-    srv = ors_server.start(HOSTILE_ENV, envs=["HostileEnv", "RefusedEnv"])
-    try:
-        yield srv
-    finally:
-        srv.stop()
+def server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(HOSTILE_ENV, envs=["HostileEnv", "RefusedEnv"])
 
 
 @pytest.fixture(scope="module")
