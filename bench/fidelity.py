@@ -200,17 +200,12 @@ def score_tool(spec: Mapping[str, Any], shown: Mapping[str, Any] | None,
 def orsgen_view(url: str, workdir: Path) -> tuple[dict[str, dict[str, Any] | None], dict[str, dict[str, str]]]:
     from transformers.utils import get_json_schema
 
-    from orsgen.generate import generate
-    from orsgen.snapshot import FetchOptions, classify, take
-    from orsgen.snapshot.model import build
-    from orsgen.write import write_package
+    from orsgen.pipeline import Request, run
 
-    environment, _ = take(classify(url), env_name="toolsetsenv", options=FetchOptions())
-    package = {"name": "fidelity_orsgen", "class_name": "ToolsetsEnv", "split": "train", "version": "1.0.0"}
-    result = generate(build(environment, package))
-    if not result.ok:
+    out = workdir / "fidelity_orsgen"
+    result = run(Request(url, out, env_name="toolsetsenv", class_name="ToolsetsEnv"))
+    if not result.written:
         raise SystemExit("\n".join(d.format() for d in result.diagnostics))
-    write_package(workdir / "fidelity_orsgen", result.files)
     sys.path.insert(0, str(workdir))
     cls = importlib.import_module("fidelity_orsgen").ToolsetsEnv
     shown: dict[str, dict[str, Any] | None] = {}

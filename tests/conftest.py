@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,27 +39,31 @@ RICH_ENV = ROOT / "examples" / "rich_env.py"
 
 
 @pytest.fixture(scope="session")
-def echo_server() -> Iterator[ors_server.RunningServer]:
-    server = ors_server.start(ECHO_ENV)
+def ors_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ors_server.Servers]:
+    """The one source of ORS servers: real servers on 127.0.0.1, each on a free port,
+    shared per environment file and options, stopped by PID (see ``ors_server.Servers``)."""
+    servers = ors_server.Servers(tmp_path_factory.mktemp("ors-server-logs"))
     try:
-        yield server
+        yield servers
     finally:
-        server.stop()
+        servers.stop_all()
 
 
 @pytest.fixture(scope="session")
-def rich_server() -> Iterator[ors_server.RunningServer]:
-    server = ors_server.start(RICH_ENV)
-    try:
-        yield server
-    finally:
-        server.stop()
+def echo_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(ECHO_ENV)
 
 
-# --- Fixtures shared by the bridge, CLI, golden, leak and spawn suites -------------------
+@pytest.fixture(scope="session")
+def rich_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(RICH_ENV)
+
+
+# --- Running the CLI and importing what it generated ------------------------------------
 
 import contextlib  # noqa: E402
 import importlib  # noqa: E402
+import inspect  # noqa: E402
 import io  # noqa: E402
 import subprocess  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -69,6 +72,7 @@ from types import ModuleType  # noqa: E402
 
 ENVS = ROOT / "tests" / "envs"
 RULES_ENV = ENVS / "rules_env.py"
+RULES_SHARED_TOOLS = {"answer", "score", "explode"}  # tests/envs/rules_env.py
 TWO_ENVS = ENVS / "two_envs.py"
 
 
@@ -140,13 +144,18 @@ def generate_package(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., 
     return make
 
 
+def trl_tools(cls: type) -> set[str]:
+    """The tool names GRPOTrainer would expose for an environment class (trl 1.16)."""
+    return {
+        name
+        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
+
+
 @pytest.fixture(scope="session")
-def rules_server() -> Iterator[ors_server.RunningServer]:
-    server = ors_server.start(RULES_ENV)
-    try:
-        yield server
-    finally:
-        server.stop()
+def rules_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(RULES_ENV)
 
 
 @pytest.fixture(scope="session")
@@ -161,25 +170,23 @@ def rules_pkg(
 def fresh_runtime() -> Iterator[None]:
     """A runtime test starts with no learned prefetch pattern and no drift verdict, and
     leaves no close in flight."""
-    from orsgen.runtime import drift, outage, prefetch, sessions
+    import runtime_hooks
 
-    prefetch.forget()
-    drift.forget()
-    outage.forget()
+    runtime_hooks.forget_learned_state()
     yield
-    prefetch.forget()
-    drift.forget()
-    sessions.drain(5)
+    runtime_hooks.forget_learned_state()
+    runtime_hooks.drain()
 
 
 def generate_and_import(env_file: Path, out: Path) -> Any:
-    """Run orsgen on an environment file into ``out`` (a fresh package directory) and
-    import the package it wrote."""
+    """Run orsgen's pipeline on an environment file into ``out`` (a fresh package
+    directory) and import the package it wrote."""
     import importlib
 
-    from orsgen.cli import main as orsgen_main
+    from orsgen.pipeline import Request, run
 
-    assert orsgen_main([str(env_file), "-o", str(out), "-q"]) == 0
+    result = run(Request(str(env_file), out))
+    assert result.written, [d.format() for d in result.diagnostics]
     sys.path.insert(0, str(out.parent))
     try:
         return importlib.import_module(out.name)
@@ -187,13 +194,9 @@ def generate_and_import(env_file: Path, out: Path) -> Any:
         sys.path.remove(str(out.parent))
 
 
-@contextmanager
-def served_package(env_file: Path, out: Path) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    """Generate and import the package for an environment file, and serve that file on a
-    real ORS server for the duration."""
-    module = generate_and_import(env_file, out)
-    server = ors_server.start(env_file)
-    try:
-        yield module, server
-    finally:
-        server.stop()
+def served_package(
+    servers: ors_server.Servers, env_file: Path, out: Path
+) -> tuple[Any, ors_server.RunningServer]:
+    """Generate and import the package for an environment file, and the session's server
+    for that file."""
+    return generate_and_import(env_file, out), servers(env_file)

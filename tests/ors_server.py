@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,58 @@ def _start_once(env_file: Path | str, envs: list[str] | None, port: int, reaper:
                 raise RuntimeError(f"ORS server did not start:\n{log.read_text()}")
             time.sleep(0.1)
     return RunningServer(url=url, env=env_name, process=process, log=log, args=args)
+
+
+class Servers:
+    """Every ORS server the test session starts (conftest's ``ors_servers`` fixture).
+
+    ``servers(env_file, ...)`` is the session's shared server for those options, started on
+    first use: tests that only read their own counts (``base = open_sessions()``) share it.
+    ``servers.own(env_file, ...)`` is a server for one caller alone, which it may stop or
+    restart on its port. Whatever is still running at the end of the session is stopped by
+    PID, so a failing test leaves no server behind.
+    """
+
+    def __init__(self, log_dir: Path) -> None:
+        self._log_dir = log_dir
+        self._shared: dict[tuple[Any, ...], RunningServer] = {}
+        self._started: list[RunningServer] = []
+
+    def __call__(
+        self,
+        env_file: Path | str,
+        *,
+        envs: Sequence[str] = (),
+        reaper: float | None = None,
+        drop_routes: Sequence[str] = ()
+    ) -> RunningServer:
+        key = (str(env_file), tuple(envs), reaper, tuple(drop_routes))
+        if key not in self._shared:
+            self._shared[key] = self.own(
+                env_file, envs=envs, reaper=reaper, drop_routes=drop_routes
+            )
+        return self._shared[key]
+
+    def own(
+        self,
+        env_file: Path | str,
+        *,
+        envs: Sequence[str] = (),
+        reaper: float | None = None,
+        drop_routes: Sequence[str] = (),
+        port: int | None = None
+    ) -> RunningServer:
+        server = start(
+            env_file,
+            envs=list(envs) or None,
+            port=port,
+            reaper=reaper,
+            log_dir=self._log_dir,
+            drop_routes=list(drop_routes) or None,
+        )
+        self._started.append(server)
+        return server
+
+    def stop_all(self) -> None:
+        for server in self._started:
+            server.stop()

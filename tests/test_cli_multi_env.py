@@ -18,12 +18,8 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
-def two_server():
-    server = ors_server.start(TWO_ENVS, envs=["First", "Second"])
-    try:
-        yield server
-    finally:
-        server.stop()
+def two_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(TWO_ENVS, envs=["First", "Second"])
 
 
 def one_error_line(stderr: str) -> str:

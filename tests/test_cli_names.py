@@ -1,4 +1,4 @@
-"""Honest names (issue 9 item 4): a package whose name shadows a standard-library or an
+"""Honest names: a package whose name shadows a standard-library or an
 installed module is a warning, and a name orsgen changes is reported with what changed,
 why, and how to import the result."""
 

@@ -1,4 +1,4 @@
-"""Never clobber (issue 9 item 3): ``-o DIR`` writes only into a missing or empty
+"""Never clobber: ``-o DIR`` writes only into a missing or empty
 directory or over a package orsgen generated; anything else is refused with exit 2,
 naming what is in the way, and left byte-for-byte as it was."""
 

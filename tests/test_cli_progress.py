@@ -1,4 +1,4 @@
-"""Honest CLI (issue 9 item 7): "connecting to" first, "connected" only once the server
+"""Honest progress: "connecting to" first, "connected" only once the server
 has answered, a line for every retry while it does not, and counts in plain English."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Defaults that fit real environments (issue 9 item 2): without --split the package uses
+"""Defaults that fit real environments: without --split the package uses
 ``train``, else the only split, else the first (saying which and why); only a split asked
 for by name must exist. A split with no tasks skips the default task-tool probe with a
 warning, as TRL's bridge does; a --probe-index out of range stays an error."""

@@ -9,7 +9,6 @@ instrumented openreward server over loopback. What happened is counted at the se
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +25,6 @@ pytest.importorskip("tokenizers")
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
-
-
-@pytest.fixture()
-def server(tmp_path: Path) -> Iterator[ors_server.RunningServer]:
-    """A server of this test's own, so the counts are this test's alone."""
-    srv = ors_server.start(ECHO_ENV, log_dir=tmp_path)
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 def _episodes(url: str, dataset: Any) -> list[Any]:
@@ -56,12 +45,13 @@ def _episodes(url: str, dataset: Any) -> list[Any]:
 
 
 @pytest.mark.timeout(300)
-def test_grpo_train_reaches_the_server(server: ors_server.RunningServer, tmp_path: Path) -> None:
+def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path: Path) -> None:
     import torch
     from trl import GRPOTrainer
 
     torch.set_num_threads(1)
     tiny = tiny_model
+    server = ors_servers.own(ECHO_ENV)  # a server of its own: the counts are this test's alone
 
     train_dataset = load_tasks(base_url=server.url)
     assert train_dataset["target"] == ["apple", "banana", "cherry", "damson"]

@@ -1,4 +1,4 @@
-"""Issue 12 item 5: a real GRPOTrainer.train() on CPU rides out an environment outage.
+"""A real GRPOTrainer.train() on CPU rides out an environment outage.
 
 The echo server is stopped right after the second step's rollouts opened their sessions,
 for 40 s (longer than the SDK's own retries, shorter than the reconnect window), then
@@ -38,6 +38,7 @@ class OutageEchoEnv(EchoEnv):
     """EchoEnv whose Nth reset, once its session is open, stops the server and restarts
     it OUTAGE seconds later: the rollout's tool call meets the outage."""
 
+    servers: ClassVar[ors_server.Servers | None] = None
     server: ClassVar[ors_server.RunningServer | None] = None
     stop_at_reset: ClassVar[int] = 0
     resets: ClassVar[int] = 0
@@ -47,13 +48,14 @@ class OutageEchoEnv(EchoEnv):
         prompt = super().reset(task_index=task_index, task_spec=task_spec, **row)
         cls = OutageEchoEnv
         cls.resets += 1
-        if cls.resets == cls.stop_at_reset and cls.server is not None:
+        servers = cls.servers
+        if cls.resets == cls.stop_at_reset and cls.server is not None and servers is not None:
             port = int(cls.server.url.rsplit(":", 1)[1])
             cls.server.stop()
 
             def restart() -> None:
                 time.sleep(OUTAGE)
-                cls.server = ors_server.start(ECHO_ENV, port=port)
+                cls.server = servers.own(ECHO_ENV, port=port)
 
             cls.restarter = threading.Thread(target=restart)
             cls.restarter.start()
@@ -61,9 +63,10 @@ class OutageEchoEnv(EchoEnv):
 
 
 @pytest.fixture()
-def server(tmp_path: Path) -> Iterator[ors_server.RunningServer]:
-    srv = ors_server.start(ECHO_ENV, log_dir=tmp_path)
-    OutageEchoEnv.server = srv
+def outage(ors_servers: ors_server.Servers) -> Iterator[ors_server.RunningServer]:
+    """An echo server of this test's own that OutageEchoEnv stops and restarts on its port."""
+    srv = ors_servers.own(ECHO_ENV)
+    OutageEchoEnv.servers, OutageEchoEnv.server = ors_servers, srv
     try:
         yield srv
     finally:
@@ -74,13 +77,13 @@ def server(tmp_path: Path) -> Iterator[ors_server.RunningServer]:
 
 
 @pytest.mark.timeout(600)
-def test_grpo_train_survives_an_outage(server: ors_server.RunningServer, tmp_path: Path) -> None:
+def test_grpo_train_survives_an_outage(outage: ors_server.RunningServer, tmp_path: Path) -> None:
     import torch
     from trl import GRPOTrainer
 
     torch.set_num_threads(1)
-    train_dataset = load_tasks(base_url=server.url)
-    probe = EchoEnv(base_url=server.url)
+    train_dataset = load_tasks(base_url=outage.url)
+    probe = EchoEnv(base_url=outage.url)
     episodes = []
     for row in train_dataset:
         prompt = probe.reset(**row)
@@ -104,7 +107,7 @@ def test_grpo_train_survives_an_outage(server: ors_server.RunningServer, tmp_pat
         model=str(model_dir),
         args=tiny_model.cpu_grpo_config(tmp_path / "out", max_steps=4),
         train_dataset=train_dataset,
-        environment_factory=functools.partial(OutageEchoEnv, base_url=server.url, timeout=5, reconnect_for=120),
+        environment_factory=functools.partial(OutageEchoEnv, base_url=outage.url, timeout=5, reconnect_for=120),
         reward_funcs=recording_reward,
     )
     try:
@@ -117,5 +120,5 @@ def test_grpo_train_survives_an_outage(server: ors_server.RunningServer, tmp_pat
     assert 1.0 in returned[2] + returned[3], returned  # scoring again after the restart
     assert OutageEchoEnv.restarter is not None
     OutageEchoEnv.restarter.join()
-    assert OutageEchoEnv.server is not None and OutageEchoEnv.server is not server
+    assert OutageEchoEnv.server is not None and OutageEchoEnv.server is not outage
     assert OutageEchoEnv.server.wait_sessions(0, timeout=30) == 0

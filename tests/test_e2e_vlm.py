@@ -1,4 +1,4 @@
-"""Issue 11 item 2: a real vision-language GRPOTrainer.train() on CPU. A tiny local
+"""A real vision-language GRPOTrainer.train() on CPU. A tiny local
 Qwen3-VL (tests/tiny_vlm.py) trains 2 steps against a real ORS server whose prompt
 carries an image, through a generated adapter with ``multimodal=True``. Asserted: the
 image reached the model's forward pass as ``pixel_values`` and image tokens, and the
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import ors_server
-from conftest import ENVS, generate_and_import
+from conftest import ENVS, served_package
 
 pytest.importorskip("trl")
 pytest.importorskip("PIL")
@@ -24,14 +24,14 @@ VLM_ENV = ENVS / "vlm_env.py"
 
 
 @pytest.fixture()
-def served(tmp_path: Path) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    module = generate_and_import(VLM_ENV, tmp_path / "vlm_pkg")
-    server = ors_server.start(VLM_ENV, log_dir=tmp_path)
+def served(
+    ors_servers: ors_server.Servers, tmp_path: Path
+) -> Iterator[tuple[Any, ors_server.RunningServer]]:
+    module, server = served_package(ors_servers, VLM_ENV, tmp_path / "vlm_pkg")
     try:
         yield module, server
     finally:
         module.VlmEnv.close_all()
-        server.stop()
 
 
 def _corpus(env: Any) -> list[str]:

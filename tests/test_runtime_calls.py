@@ -1,4 +1,4 @@
-"""Issue 5 item 1: a tool call is one request, addressed to the environment by name
+"""A tool call is one request, addressed to the environment by name
 (no 308 redirect); reset and close cost exactly the SDK's session requests."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 4 item 4: the runtime drift guard. On the first session an adapter class
+"""The runtime drift guard (orsgen/runtime/drift.py). On the first session an adapter class
 opens in a process, its live tools are compared with the snapshot by hash, at the cost
 of one request (GET /{env}/task_tools) per process; a difference warns once and names
 what changed; ``strict=True`` raises instead."""
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +24,8 @@ pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
 
 @pytest.fixture(scope="module")
-def drifted() -> Iterator[ors_server.RunningServer]:
-    server = ors_server.start(DRIFT_ENV)
-    try:
-        yield server
-    finally:
-        server.stop()
+def drifted(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(DRIFT_ENV)
 
 
 def test_hash_is_shared_with_the_snapshotter() -> None:

@@ -1,4 +1,4 @@
-"""Issue 9 items 5 and 6: no silent fallback to the platform, and every public entry
+"""No silent fallback to the platform, and every public entry
 point fails with an orsgen error that names the server, the environment and the cause.
 
 Real ORS servers throughout; a "dead" server is a closed loopback port or a server this
@@ -8,7 +8,6 @@ test stopped by PID.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -44,7 +43,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-# -- item 5: no silent fallback to the platform -----------------------------------------
+# -- No silent fallback to the platform ------------------------------------------------
 
 
 def test_file_package_without_a_url_raises_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +85,7 @@ def test_catalog_packages_keep_the_platform_default(monkeypatch: pytest.MonkeyPa
     assert env._no_server is None
 
 
-# -- item 6: every entry point fails with an orsgen error -------------------------------
+# -- Every entry point fails with an orsgen error --------------------------------------
 
 
 def test_load_tasks_against_a_closed_port() -> None:
@@ -123,21 +122,12 @@ class JudgeAdapter(OrsAdapter):
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = True
 
 
-@pytest.fixture()
-def vanishing() -> Iterator[list[ors_server.RunningServer]]:
-    started: list[ors_server.RunningServer] = []
-    yield started
-    for server in started:
-        server.stop()
-
-
 def _answer(text: str) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": text}]
 
 
-def test_reward_functions_when_the_server_vanished(vanishing: list[Any]) -> None:
-    quiz, judge = ors_server.start(QUIZ_ENV), ors_server.start(JUDGE_ENV)
-    vanishing += [quiz, judge]
+def test_reward_functions_when_the_server_vanished(ors_servers: ors_server.Servers) -> None:
+    quiz, judge = ors_servers.own(QUIZ_ENV), ors_servers.own(JUDGE_ENV)  # the test stops both
     # No reconnect window: the rollout degrades at once instead of waiting for the server.
     quizzes = [QuizAdapter(base_url=quiz.url, prefetch=False, reconnect_for=0) for _ in range(2)]
     judged = [JudgeAdapter(base_url=judge.url, prefetch=False, timeout=30) for _ in range(2)]
@@ -159,9 +149,8 @@ def test_reward_functions_when_the_server_vanished(vanishing: list[Any]) -> None
         env.close()
 
 
-def test_close_all_with_a_dead_server(vanishing: list[Any]) -> None:
-    server = ors_server.start(ECHO_ENV)
-    vanishing.append(server)
+def test_close_all_with_a_dead_server(ors_servers: ors_server.Servers) -> None:
+    server = ors_servers.own(ECHO_ENV)  # the test stops it
     envs = [EchoEnv(base_url=server.url, group_size=2) for _ in range(2)]
     for env in envs:
         env.reset(task_index=0)

@@ -1,4 +1,4 @@
-"""Issue 5 item 6: fault tolerance with bounded timeouts.
+"""Fault tolerance with bounded timeouts.
 
 Every failure in a rollout comes back to the model as "Error: ..." text with a None
 step reward, returns within the configured timeout (plus a margin for a loaded
@@ -27,12 +27,8 @@ pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ors_server.RunningServer]:
-    srv = ors_server.start(FAULT_ENV)
-    try:
-        yield srv
-    finally:
-        srv.stop()
+def server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(FAULT_ENV)
 
 
 @pytest.fixture()
@@ -120,8 +116,8 @@ def test_sse_stream_cut_every_time_is_bounded(server, proxy) -> None:
     assert server.wait_sessions(0) == 0
 
 
-def test_server_killed_mid_rollout_then_restarted() -> None:
-    srv = ors_server.start(FAULT_ENV)
+def test_server_killed_mid_rollout_then_restarted(ors_servers: ors_server.Servers) -> None:
+    srv = ors_servers.own(FAULT_ENV)  # the test kills it
     port = int(srv.url.rsplit(":", 1)[1])
     try:
         # No reconnect window, strict: a reset while the server is down raises at once
@@ -143,7 +139,7 @@ def test_server_killed_mid_rollout_then_restarted() -> None:
         text = str(info.value)
         assert "task 3 of split 'train'" in text and srv.url in text, text
         # The server comes back on the same port: the next reset recovers.
-        srv = ors_server.start(FAULT_ENV, port=port)
+        srv = ors_servers.own(FAULT_ENV, port=port)
         assert "Fault task t2" in env.reset(task_index=2)
         assert env.ok(text="back") == "ok back"
         env.close()
@@ -152,8 +148,8 @@ def test_server_killed_mid_rollout_then_restarted() -> None:
         srv.stop()
 
 
-def test_server_restart_between_rollouts() -> None:
-    srv = ors_server.start(FAULT_ENV)
+def test_server_restart_between_rollouts(ors_servers: ors_server.Servers) -> None:
+    srv = ors_servers.own(FAULT_ENV)  # the test restarts it
     port = int(srv.url.rsplit(":", 1)[1])
     try:
         envs = [FaultAdapter(base_url=srv.url, group_size=2) for _ in range(2)]
@@ -161,7 +157,7 @@ def test_server_restart_between_rollouts() -> None:
             env.reset(task_index=0)
             assert env.ok(text="one") == "ok one"
         srv.stop()
-        srv = ors_server.start(FAULT_ENV, port=port)
+        srv = ors_servers.own(FAULT_ENV, port=port)
         for env in envs:  # stale keep-alive connections and dead sessions on the old server
             assert "Fault task t1" in env.reset(task_index=1)
             assert env.ok(text="two") == "ok two"

@@ -1,4 +1,4 @@
-"""Issue 5 item 5: a rollout idle for longer than the server's stale-session threshold
+"""Keepalive: a rollout idle for longer than the server's stale-session threshold
 keeps its session. The server's reaper is shortened to 3 s; the idle is ~2x that.
 The SDK's own 10 s ping is too slow for that server (the control case loses its
 session); ``keepalive=1`` pings often enough."""
@@ -6,24 +6,19 @@ session); ``keepalive=1`` pings often enough."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
 import ors_server
 from envs.runtime_support import FAULT_ENV, FaultAdapter
-from orsgen.runtime import prefetch, sessions
+import runtime_hooks
 
 REAPER = 3.0
 
 
 @pytest.fixture(scope="module")
-def reaping_server() -> Iterator[ors_server.RunningServer]:
-    server = ors_server.start(FAULT_ENV, reaper=REAPER)
-    try:
-        yield server
-    finally:
-        server.stop()
+def reaping_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(FAULT_ENV, reaper=REAPER)
 
 
 def test_idle_rollout_keeps_its_session(reaping_server) -> None:
@@ -40,8 +35,8 @@ def test_idle_rollout_keeps_its_session(reaping_server) -> None:
     assert control.rewards == [None]
     kept.close()
     control.close()
-    prefetch.forget()
-    sessions.drain(5)
+    runtime_hooks.forget_learned_state()
+    runtime_hooks.drain()
     assert reaping_server.wait_sessions(0) == 0
 
 

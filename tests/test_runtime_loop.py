@@ -1,16 +1,19 @@
-"""The runtime loop's blocking hand-off (``loop.run``), which every sync tool call and
+"""The runtime loop's blocking hand-off (``Runtime.run``), which every sync tool call and
 reset goes through: results and errors come back to the calling thread, a timeout
-cancels the coroutine on the loop, and nothing but an ``Exception`` ever escapes."""
+cancels the coroutine on the loop, and nothing but an ``Exception`` ever escapes. Also the
+runtime's life: a forked child gets its own, and shutdown leaves it usable again."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 
 import pytest
 
-from orsgen.runtime import loop
+from orsgen.runtime.errors import CallTimeout
+from orsgen.runtime.process import current
 
 
 async def _value(x: int) -> int:
@@ -23,9 +26,9 @@ async def _boom() -> None:
 
 
 def test_result_and_error_come_back() -> None:
-    assert loop.run(_value(21), timeout=5) == 42
+    assert current().run(_value(21), timeout=5) == 42
     with pytest.raises(ValueError, match="server said no"):
-        loop.run(_boom(), timeout=5)
+        current().run(_boom(), timeout=5)
 
 
 def test_timeout_cancels_the_coroutine_on_the_loop() -> None:
@@ -38,8 +41,8 @@ def test_timeout_cancels_the_coroutine_on_the_loop() -> None:
             cancelled.set()
             raise
 
-    with pytest.raises(TimeoutError, match="no answer within 0.2 s"):
-        loop.run(hang(), timeout=0.2)
+    with pytest.raises(CallTimeout, match="no answer within 0.2 s"):
+        current().run(hang(), timeout=0.2)
     assert cancelled.wait(5)
 
 
@@ -54,13 +57,13 @@ def test_cancel_on_the_loop_is_an_exception_for_the_caller() -> None:
         await asyncio.sleep(60)
 
     with pytest.raises(concurrent.futures.CancelledError) as info:
-        loop.run(cancelled_soon(), timeout=5)
+        current().run(cancelled_soon(), timeout=5)
     assert isinstance(info.value, Exception)
 
 
 def test_many_threads_at_once() -> None:
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
-        assert list(pool.map(lambda i: loop.run(_value(i), timeout=5), range(200))) == [
+        assert list(pool.map(lambda i: current().run(_value(i), timeout=5), range(200))) == [
             2 * i for i in range(200)
         ]
 
@@ -69,14 +72,45 @@ def test_refused_on_the_loop_thread() -> None:
     async def nested() -> str:
         coro = _value(1)
         try:
-            loop.run(coro, timeout=1)
+            current().run(coro, timeout=1)
         except RuntimeError as exc:
             return str(exc)
         return "no error"
 
-    assert "runtime loop thread" in loop.run(nested(), timeout=5)
+    assert "runtime loop thread" in current().run(nested(), timeout=5)
 
 
 def test_what_the_loop_cannot_start_is_raised_to_the_caller() -> None:
     with pytest.raises(TypeError):
-        loop.run(42, timeout=5)  # type: ignore[arg-type]  # lost, it would time out instead
+        current().run(42, timeout=5)  # type: ignore[arg-type]  # lost, it would time out instead
+
+
+def test_a_forked_child_gets_its_own_runtime() -> None:
+    """The child must not use its parent's loop thread (it does not exist there) or its
+    parent's sessions and clients."""
+    parent = current()
+    parent_thread = parent.loop.thread
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave without running the parent's exit hooks
+        ok = 0
+        try:
+            child = current()
+            fresh = child is not parent and child.loop.thread is not parent_thread
+            ok = int(fresh and child.run(_value(4), timeout=5) == 8)
+        finally:
+            os.write(write, str(ok).encode())
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        assert answer.read() == "1"
+    os.waitpid(pid, 0)
+    assert current() is parent and parent.run(_value(1), timeout=5) == 2
+
+
+def test_shutdown_stops_the_loop_and_the_runtime_starts_again() -> None:
+    runtime = current()
+    first = runtime.loop
+    runtime.shutdown()
+    assert not first.alive()
+    assert runtime.run(_value(3), timeout=5) == 6 and runtime.loop is not first

@@ -1,4 +1,4 @@
-"""Issue 12: training survives an environment outage.
+"""Training survives an environment outage (orsgen/runtime/outage.py).
 
 Real echo ORS servers, stopped by PID and restarted on the same port. Most tests use a
 short ``reconnect_for`` so the outage can be short; ``test_30s_outage_at_default_settings``
@@ -31,6 +31,7 @@ TARGETS = ["apple", "banana", "cherry", "damson"]
 class Outage:
     """One echo server of this test's own that can be stopped and restarted on its port."""
 
+    servers: ors_server.Servers
     server: ors_server.RunningServer
     restarts: list[ors_server.RunningServer] = field(default_factory=list)
 
@@ -46,7 +47,7 @@ class Outage:
         self.server.stop()
 
     def restart(self) -> ors_server.RunningServer:
-        self.server = ors_server.start(ECHO_ENV, port=self.port)
+        self.server = self.servers.own(ECHO_ENV, port=self.port)
         return self.server
 
     def restart_after(self, seconds: float) -> threading.Thread:
@@ -56,8 +57,8 @@ class Outage:
 
 
 @pytest.fixture()
-def outage() -> Iterator[Outage]:
-    out = Outage(ors_server.start(ECHO_ENV))
+def outage(ors_servers: ors_server.Servers) -> Iterator[Outage]:
+    out = Outage(ors_servers, ors_servers.own(ECHO_ENV))
     try:
         yield out
     finally:
@@ -156,7 +157,7 @@ def test_a_session_lost_in_a_restart(outage: Outage, caplog: pytest.LogCaptureFi
 
 
 def _rollouts(envs: list[EchoEnv], stop: threading.Event, log: list[tuple[float, float | None]]) -> None:
-    """The issue's rollout loop: reset plus one tool call per adapter, round after round."""
+    """A trainer's rollout loop: reset plus one tool call per adapter, round after round."""
     task = 0
     while not stop.is_set():
         for env in envs:

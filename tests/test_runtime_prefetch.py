@@ -1,4 +1,4 @@
-"""Issue 5 item 2: group prefetch for GRPOTrainer's serial reset pattern.
+"""Group prefetch for GRPOTrainer's serial reset pattern.
 
 GRPO calls reset(task_index=i) G times in a row, on different pooled instances of one
 class. The first reset of a group opens the group's G sessions concurrently; the rest

@@ -1,4 +1,4 @@
-"""Issue 5 item 3: async-ready factories.
+"""Async-ready factories.
 
 The adapter class and functools.partial of it pickle and work in spawned processes,
 and instances can be driven from a thread pool the way AsyncGRPOTrainer's rollout

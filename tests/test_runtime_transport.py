@@ -1,4 +1,4 @@
-"""Issue 5 item 1, the transport under the SDK: finished streams give their connection
+"""The transport under the SDK (orsgen/runtime/transport.py): finished streams give their connection
 back to the pool (so a tool call does not pay for a new TCP connection), a late or
 never-ending stream never leaks or hangs, and proxy/netrc lookups stay on exactly when
 the environment could change a request.
@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 
 from generated.echo import EchoEnv
+import runtime_hooks
 from orsgen.runtime import connection, transport
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")
@@ -236,7 +237,7 @@ def test_one_client_per_url_shared_by_adapters(echo_server) -> None:
     second = EchoEnv(base_url=echo_server.url, prefetch=False)
     first.reset(task_index=0)
     second.reset(task_index=1)
-    assert sum(1 for key in connection._clients if echo_server.url in key[1]) == 1
+    assert runtime_hooks.clients_for(echo_server.url) == 1
     first.close()
     second.close()
 
@@ -248,15 +249,15 @@ def test_session_client_has_the_sdks_env_server_retry_policy_in_any_order() -> N
     and an API-only URL keeps the SDK's default."""
     from openreward.api._session.http import _resolve_policy
 
-    from orsgen.runtime import loop
+    from orsgen.runtime.process import current
 
     async def clients() -> tuple[Any, Any, Any]:
         both = "http://127.0.0.1:9"  # never contacted
-        api_first = connection._client(both, env_server=False)
-        return api_first, connection._client(both, env_server=True), connection._client(
+        api_first = connection.client_for(both, env_server=False)
+        return api_first, connection.client_for(both, env_server=True), connection.client_for(
             "http://127.0.0.1:10", env_server=False
         )
 
-    api_first, session, api_only = loop.run(clients(), timeout=5)
+    api_first, session, api_only = current().run(clients(), timeout=5)
     assert api_first is session and _resolve_policy(session) == "env-server"
     assert _resolve_policy(api_only) == "api"

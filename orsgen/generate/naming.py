@@ -38,6 +38,7 @@ ADAPTER_ATTRIBUTES = frozenset(
         "close",
         "close_all",
         "degraded_rollouts",
+        "rollout",
         "WIRE_NAMES",
         "ENV_NAME",
         "DEPLOYMENT",

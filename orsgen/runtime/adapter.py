@@ -28,15 +28,17 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, ClassVar
 
-from orsgen.runtime import drift, images, keepalive, loop, outage, prefetch, sessions
-from orsgen.runtime.blocks import blocks_to_content, blocks_to_text
 from orsgen.canonical import sha256_of
+from orsgen.jsonobject import is_object
+from orsgen.runtime import drift, images, keepalive, outage, prefetch, sessions
+from orsgen.runtime.blocks import blocks_to_content, blocks_to_text
 from orsgen.runtime.connection import Endpoint, resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
 from orsgen.runtime.errors import (
+    CallTimeout,
     EnvironmentUnavailableError,
     OrsRuntimeError,
     ServerNotConfiguredError,
@@ -44,8 +46,9 @@ from orsgen.runtime.errors import (
 )
 from orsgen.runtime.errors import describe as _describe
 from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
-from orsgen.runtime.sessions import Opened
-from orsgen.jsonobject import is_object
+from orsgen.runtime.process import EXIT_BUDGET, current
+from orsgen.runtime.rewards import Rollout, outcome_reward
+from orsgen.runtime.sessions import Opened, SessionSlot
 
 DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0
@@ -70,55 +73,17 @@ __all__ = [
 ]
 
 
-_live_slots: "weakref.WeakSet[_SessionSlot]" = weakref.WeakSet()
-_live_lock = threading.Lock()
-# Rollouts per adapter class that ran degraded (the server stayed away past the window).
-_degraded: dict[type, int] = {}
 # What reset() returns for a degraded rollout: short, and says why nothing works.
 UNAVAILABLE_PROMPT = "(The environment is unavailable right now. This episode is not scored.)"
 
 
-def close_all_sessions(timeout: float = sessions.EXIT_BUDGET) -> None:
+def close_all_sessions(timeout: float = EXIT_BUDGET) -> None:
     """Close every session this process still holds, held or prefetched, concurrently
-    (run at interpreter exit)."""
-    with _live_lock:
-        slots = list(_live_slots)
-    for slot in slots:
-        slot.close(wait=False)
-    stale = prefetch.clear_all() + prefetch.discard_inflight()
-    if stale:
-        concurrent.futures.wait(stale, timeout=timeout)
-    sessions.drain(timeout)
+    (also done at interpreter exit)."""
+    current().close_sessions(timeout)
 
 
-loop.on_shutdown(close_all_sessions, priority=0)
-
-
-class _SessionSlot:
-    """Holds the open SDK session apart from the adapter, so a finalizer can close
-    it without keeping the adapter alive."""
-
-    def __init__(self, owner: type | None = None) -> None:
-        self.session: Any = None
-        self.owner = owner
-        with _live_lock:
-            _live_slots.add(self)
-
-    def take(self) -> Any:
-        session, self.session = self.session, None
-        return session
-
-    def close(self, wait: bool = True) -> None:
-        session = self.take()
-        if session is None:
-            return
-        if wait:
-            sessions.close_now(session)
-        else:
-            sessions.close_later(session)
-
-
-def _finalize(slot: _SessionSlot) -> None:
+def _finalize(slot: SessionSlot) -> None:
     slot.close(wait=False)
 
 
@@ -235,9 +200,9 @@ class OrsAdapter:
             images.require_pillow()
         self._env_overrides = _overrides(env_overrides)
         self._lock = threading.RLock()
-        self._slot = _SessionSlot(type(self))
+        self._slot = SessionSlot(type(self))
         self._finalizer = weakref.finalize(self, _finalize, self._slot)
-        self._finalizer.atexit = False  # the runtime's own exit hook closes sessions in order
+        self._finalizer.atexit = False  # the runtime's exit shutdown closes sessions in order
         self._clear_state()
 
     # -- state -------------------------------------------------------------------------
@@ -271,7 +236,7 @@ class OrsAdapter:
 
     @property
     def _prefetcher(self) -> prefetch.Prefetcher:
-        return prefetch.get(self._stream_key())
+        return prefetch.get(self._stream_key(), type(self))
 
     # -- TRL contract ------------------------------------------------------------------
 
@@ -295,7 +260,7 @@ class OrsAdapter:
                 self._degrade()
                 return UNAVAILABLE_PROMPT
             self._task = _task_key(index, task_spec)
-            self._slot.session = opened.session
+            self._slot.hold(opened.session)
             if opened.tools is not None:
                 drift.record(type(self), opened.tools, self._split, index)
             try:
@@ -348,7 +313,7 @@ class OrsAdapter:
         )
         budget = max(0.0, deadline - time.monotonic()) + outage.PROBE_TIMEOUT + 5.0
         try:
-            return loop.run(outage.wait_until_back(server, deadline), timeout=budget)
+            return current().run(outage.wait_until_back(server, deadline), timeout=budget)
         except TimeoutError:
             return False
 
@@ -370,8 +335,7 @@ class OrsAdapter:
         if self._void:
             return
         self._void = self.finished = True
-        with _live_lock:
-            _degraded[type(self)] = _degraded.get(type(self), 0) + 1
+        current().count_degraded(type(self))
         outage.server(self._endpoint.session_url).degrade(self._reconnect_for)
 
     @classmethod
@@ -379,8 +343,7 @@ class OrsAdapter:
         """How many rollouts of this class (and its subclasses) ran degraded in this process
         because the server stayed away past ``reconnect_for``. A classmethod, which TRL
         does not offer as a tool."""
-        with _live_lock:
-            return sum(n for klass, n in _degraded.items() if issubclass(klass, cls))
+        return current().degraded(cls)
 
     def _opener(
         self, index: int | None, task_spec: Mapping[str, Any] | None
@@ -455,7 +418,7 @@ class OrsAdapter:
             stale = self._prefetcher.clear()
             if stale:
                 concurrent.futures.wait(stale, timeout=sessions.CLOSE_WAIT)
-            sessions.drain(sessions.CLOSE_WAIT)
+            current().drain(sessions.CLOSE_WAIT)
 
         return _close
 
@@ -466,20 +429,7 @@ class OrsAdapter:
 
         TRL never closes the environments it pools; call ``MyEnv.close_all()`` after
         ``trainer.train()``. A classmethod, which TRL does not offer as a tool."""
-        with _live_lock:
-            slots = [s for s in _live_slots if s.owner is not None and issubclass(s.owner, cls)]
-        for slot in slots:
-            slot.close(wait=False)
-        family: set[tuple[str, str]] = set()
-        todo: list[type] = [cls]
-        while todo:
-            klass = todo.pop()
-            family.add((klass.__module__, klass.__qualname__))
-            todo += klass.__subclasses__()
-        stale = prefetch.clear_all(lambda key: isinstance(key, tuple) and key[:2] in family)
-        if stale:
-            concurrent.futures.wait(stale, timeout=sessions.CLOSE_WAIT)
-        sessions.drain(sessions.CLOSE_WAIT)
+        current().close_sessions(sessions.CLOSE_WAIT, of=lambda klass: issubclass(klass, cls))
 
     # -- tool calls --------------------------------------------------------------------
 
@@ -510,47 +460,8 @@ class OrsAdapter:
             return blocks_to_content(blocks, True) or text
         return text
 
-    def _submit_final(self, message: str) -> str | None:
-        """Feed the rollout's final assistant message to the terminal tool, once, unless
-        the episode already finished. Returns the tool's text, or ``None`` when nothing
-        was sent."""
-        terminal = self.TERMINAL_TOOL
-        with self._lock:
-            if terminal is None or self._final_submitted or self.finished:
-                return None
-            self._final_submitted = True
-        name, arg = terminal
-        self._call(name, {} if arg is None else {arg: message})
-        return self.last_output
-
-    @property
-    def _group_key(self) -> tuple[Any, ...] | None:
-        """Rollouts with equal keys are one GRPO group: same class, server, split and task."""
-        if self._task is None or self._slot.session is None:
-            return None
-        return (type(self), self._endpoint, self._split, self._task)
-
-    def _score_group(self, answers: list[str]) -> list[float] | None:
-        """Ask this session's environment to judge a group's final answers (ORS
-        ``score_group``); ``None`` when it cannot (unsupported, no session, failure)."""
-        session = self._slot.session
-        if not self.SUPPORTS_SCORE_GROUP or session is None or not answers:
-            return None
-        from openreward.api.environments.types import Message, TextBlock  # type: ignore[import-untyped]
-
-        candidates = [[Message(role="assistant", blocks=[TextBlock(text=a)])] for a in answers]
-        try:
-            scores = loop.run(session.score_group(candidates), timeout=self._timeout)
-            rewards = [float(s.reward) for s in scores]
-        except Exception as exc:  # noqa: BLE001 - a judge failure means "no score"
-            warnings.warn(
-                f"score_group on {self._endpoint.label} failed: {_describe(exc)}", stacklevel=3
-            )
-            return None
-        return rewards if len(rewards) == len(answers) else None
-
     def _call_error(self, wire_name: str, exc: BaseException) -> str:
-        if isinstance(exc, TimeoutError) and str(exc).startswith("no answer within"):
+        if isinstance(exc, CallTimeout):
             return self._fail(
                 f"tool {wire_name!r} got no answer within {self._timeout:g} s from "
                 f"{self._endpoint.label}"
@@ -575,7 +486,7 @@ class OrsAdapter:
             while True:
                 try:
                     left = max(until - time.monotonic(), 0.001)
-                    out = loop.run(session.call_tool(wire_name, arguments), timeout=left)
+                    out = current().run(session.call_tool(wire_name, arguments), timeout=left)
                 except Exception as exc:  # noqa: BLE001 - the trainer must never see a raise
                     if outage.is_lost(exc):
                         server.answered()
@@ -588,7 +499,7 @@ class OrsAdapter:
                     if self._wait_back(server, exc, until):
                         continue  # it never reached the server: safe to send once it answers
                     if time.monotonic() < self._window_end(server):
-                        return self._call_error(wire_name, TimeoutError("no answer within"))
+                        return self._call_error(wire_name, CallTimeout("no answer in time"))
                     self._degrade()
                     return self._fail("environment unavailable")
                 server.answered()
@@ -614,12 +525,12 @@ class OrsAdapter:
             return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
         if getattr(session, "lost", False):
             return self._lost(wire_name)
-        fut = loop.submit(session.call_tool(wire_name, arguments))
+        fut = current().submit(session.call_tool(wire_name, arguments))
         try:
             out = await asyncio.wait_for(asyncio.wrap_future(fut), timeout=self._timeout)
         except asyncio.TimeoutError:
             fut.cancel()
-            return self._call_error(wire_name, TimeoutError("no answer within"))
+            return self._call_error(wire_name, CallTimeout("no answer in time"))
         except Exception as exc:  # noqa: BLE001
             if outage.is_lost(exc):
                 keepalive.mark_lost(session, exc)
@@ -627,6 +538,79 @@ class OrsAdapter:
             return self._call_error(wire_name, exc)
         with self._lock:
             return self._finish_call(wire_name, out)
+
+    # -- rewards -----------------------------------------------------------------------
+
+    @property
+    def rollout(self) -> Rollout:
+        """This rollout as the reward functions read it (:class:`orsgen.runtime.rewards.Rollout`).
+        A property, not a method, so TRL never offers it to the model as a tool."""
+        return OrsAdapter._Rollout(self)
+
+    class _Rollout:
+        """The adapter's side of :class:`~orsgen.runtime.rewards.Rollout`; nested in the
+        adapter because it reads the adapter's private rollout state."""
+
+        __slots__ = ("_env",)
+
+        def __init__(self, env: OrsAdapter) -> None:
+            self._env = env
+
+        @property
+        def rewards(self) -> list[float | None]:
+            return self._env.rewards
+
+        @property
+        def scorable(self) -> bool:
+            return not self._env._void
+
+        @property
+        def takes_final_answer(self) -> bool:
+            return self._env.TERMINAL_TOOL is not None
+
+        def submit_final(self, message: str) -> str | None:
+            """Feed the rollout's final assistant message to the terminal tool, once, unless
+            the episode already finished. Returns the tool's text, or ``None`` when nothing
+            was sent."""
+            env, terminal = self._env, self._env.TERMINAL_TOOL
+            with env._lock:
+                if terminal is None or env._final_submitted or env.finished:
+                    return None
+                env._final_submitted = True
+            name, arg = terminal
+            env._call(name, {} if arg is None else {arg: message})
+            return env.last_output
+
+        @property
+        def group(self) -> Hashable | None:
+            """Rollouts with equal keys are one GRPO group: same class, server, split and
+            task. ``None`` when the environment does not judge groups."""
+            env = self._env
+            if not env.SUPPORTS_SCORE_GROUP or env._task is None or env._slot.session is None:
+                return None
+            return (type(env), env._endpoint, env._split, env._task)
+
+        def score_group(self, answers: list[str]) -> list[float] | None:
+            """Ask this session's environment to judge a group's final answers (ORS
+            ``score_group``); ``None`` when it cannot (unsupported, no session, failure)."""
+            env, session = self._env, self._env._slot.session
+            if not env.SUPPORTS_SCORE_GROUP or session is None or not answers:
+                return None
+            from openreward.api.environments.types import (  # type: ignore[import-untyped]
+                Message,
+                TextBlock,
+            )
+
+            candidates = [[Message(role="assistant", blocks=[TextBlock(text=a)])] for a in answers]
+            try:
+                scores = current().run(session.score_group(candidates), timeout=env._timeout)
+                rewards = [float(s.reward) for s in scores]
+            except Exception as exc:  # noqa: BLE001 - a judge failure means "no score"
+                warnings.warn(
+                    f"score_group on {env._endpoint.label} failed: {_describe(exc)}", stacklevel=3
+                )
+                return None
+            return rewards if len(rewards) == len(answers) else None
 
 
 class _Overrides(dict[str, str]):
@@ -650,8 +634,8 @@ def _overrides(values: Mapping[str, str] | None) -> dict[str, str] | None:
     return out
 
 
-class SelfScoring:
-    """Mixin for an adapter that reports its own outcome reward through ``get_reward()``.
+class SelfScoring(OrsAdapter):
+    """An adapter that reports its own outcome reward through ``get_reward()``.
 
     TRL's AsyncGRPO rollout loop calls reward functions without ``environments`` and
     returns an environment to its pool before the group is scored, so ``outcome_reward``
@@ -662,8 +646,6 @@ class SelfScoring:
 
     def get_reward(self) -> float | None:
         """The rollout's last non-null reward, or ``None`` when it was never scored."""
-        from orsgen.runtime.rewards import outcome_reward
-
         return outcome_reward([self])[0]
 
 

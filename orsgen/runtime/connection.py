@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlparse, urlunparse
 
 from orsgen.runtime.errors import ServerNotConfiguredError
+from orsgen.runtime.process import current
 
 DEFAULT_PLATFORM_URL = "https://openreward.ai"
 
@@ -115,45 +116,23 @@ def _sdk_secrets(secrets: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-_clients: dict[tuple[int, str], Any] = {}
+def client_for(url: str, *, env_server: bool = True) -> Any:
+    """The process's HTTP client for a server URL, made on first use; on the runtime loop.
 
-
-async def _close_clients() -> None:
-    mine = [key for key in _clients if key[0] == os.getpid()]
-    for key in mine:
-        await _clients.pop(key).close()
-
-
-def close_clients() -> None:
-    """Close the HTTP clients of this process (also done at interpreter exit)."""
-    from orsgen.runtime import loop
-
-    if any(key[0] == os.getpid() for key in _clients):
-        loop.run(_close_clients(), timeout=5.0)
-
-
-def _client(url: str, *, env_server: bool) -> Any:
+    ``env_server`` gives it the SDK's narrow retry policy for environment servers, as
+    ``AsyncEnvironmentsAPI.get`` sets it (also when the URL's client came first as an API
+    client)."""
     from openreward.api._session.http import set_retry_policy  # type: ignore[import-untyped]
 
-    from orsgen.runtime import loop, transport
+    from orsgen.runtime import transport  # aiohttp: loaded on first use
 
-    key = (os.getpid(), url)
-    client = _clients.get(key)
+    clients = current().clients
+    client = clients.get(url)
     if client is None:
-        if not _clients:
-            loop.on_shutdown(close_clients, priority=1)
-        client = transport.KeepAliveClient(transport.make_session(url))
-        _clients[key] = client
-    if env_server:  # the SDK's narrow retry policy, as AsyncEnvironmentsAPI.get sets it;
-        # also when the URL's client came first as api. KeepAliveClient stands in for the
-        # aiohttp ClientSession the SDK annotates (duck-typed).
+        client = clients[url] = transport.KeepAliveClient(transport.make_session(url))
+    if env_server:  # KeepAliveClient stands in for the ClientSession the SDK annotates
         set_retry_policy(client, "env-server")  # pyright: ignore[reportArgumentType]
     return client
-
-
-def shared_client(url: str) -> Any:
-    """The process's HTTP client for a server URL (made on first use); on the runtime loop."""
-    return _client(url, env_server=True)
 
 
 async def environment(endpoint: Endpoint) -> Any:
@@ -172,9 +151,9 @@ async def environment(endpoint: Endpoint) -> Any:
         namespace=namespace or None,
         name=name,
         variant=endpoint.env_name,
-        client=_client(endpoint.session_url, env_server=True),
+        client=client_for(endpoint.session_url),
         api_key=endpoint.api_key,
-        api_client=_client(endpoint.api_url, env_server=False),
+        api_client=client_for(endpoint.api_url, env_server=False),
     )
 
 

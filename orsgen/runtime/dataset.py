@@ -8,10 +8,11 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from orsgen.runtime import loop, outage
+from orsgen.runtime import outage
 from orsgen.runtime.connection import Endpoint, environment, resolve, stateless
 from orsgen.jsonobject import is_object
 from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
+from orsgen.runtime.process import current
 
 if TYPE_CHECKING:
     # Re-exported for generated packages; `datasets` ships no type information (see pyproject).
@@ -150,7 +151,9 @@ def load_tasks(
     except ServerNotConfiguredError as exc:
         raise ServerNotConfiguredError(f"load_tasks: {exc}") from None
     try:
-        task_indices, specs = loop.run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
+        task_indices, specs = current().run(
+            _fetch(endpoint, split, num_tasks, indices), timeout=timeout
+        )
     except IndexError:  # an index past the split's end: already a clear message
         raise
     except Exception as exc:

@@ -27,6 +27,7 @@ from orsgen.canonical import spec_dict as spec_dict  # re-exported: older caller
 from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime.errors import OrsRuntimeError
+from orsgen.runtime.process import current
 
 
 class ToolDriftWarning(UserWarning):
@@ -151,23 +152,18 @@ def compare(
     return changes
 
 
-class _State:
+class DriftState:
+    """What this process knows about one generated class's live tools."""
+
     def __init__(self) -> None:
+        self.lock = threading.Lock()
         self.checked = False
         self.changes: list[str] | None = None  # None: not known (yet)
         self.warned = False
 
 
-_lock = threading.Lock()
-_states: dict[type, _State] = {}
-
-
-def _state(cls: type) -> _State:
-    with _lock:
-        state = _states.get(cls)
-        if state is None:
-            state = _states[cls] = _State()
-        return state
+def _state(owner: type) -> DriftState:
+    return current().drift.get(owner, DriftState)
 
 
 def claim_check(cls: type) -> bool:
@@ -177,7 +173,7 @@ def claim_check(cls: type) -> bool:
     if owner is None:
         return False
     state = _state(owner)
-    with _lock:
+    with state.lock:
         if state.checked:
             return False
         state.checked = True
@@ -201,7 +197,7 @@ def record(cls: type, live_specs: list[Any] | None, split: str, index: int | Non
     else:
         changes = compare(env, expected, live_specs, split, index)
     state = _state(owner)
-    with _lock:
+    with state.lock:
         state.changes = changes
 
 
@@ -220,7 +216,7 @@ def enforce(cls: type, strict: bool, where: str) -> None:
     if owner is None:
         return
     state = _state(owner)
-    with _lock:
+    with state.lock:
         changes = state.changes
         if not changes:
             return
@@ -232,13 +228,3 @@ def enforce(cls: type, strict: bool, where: str) -> None:
         raise ToolDriftError(message)
     if warn:
         warnings.warn(message, ToolDriftWarning, stacklevel=3)
-
-
-def forget(cls: type | None = None) -> None:
-    """Forget recorded checks (tests; or after a server was upgraded mid-process)."""
-    with _lock:
-        if cls is None:
-            _states.clear()
-        else:
-            owner = _owner(cls)
-            _states.pop(owner or cls, None)

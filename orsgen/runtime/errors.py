@@ -13,6 +13,9 @@ text built with :func:`describe`.
     │   └── EnvironmentUnavailableError: strict=True, the server stayed away past reconnect_for
     ├── TaskLoadError: load_tasks() could not fetch the task list
     └── ToolDriftError (orsgen.runtime.drift): strict=True, the live tools differ
+
+    CallTimeout (TimeoutError): a call on the runtime loop got no answer in time; the
+    adapter turns it into ``"Error: ... got no answer within ..."`` text
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ class EnvironmentUnavailableError(SessionOpenError):
 
 class TaskLoadError(OrsRuntimeError):
     """``load_tasks()`` could not fetch the task list."""
+
+
+class CallTimeout(TimeoutError):
+    """A call on the runtime loop got no answer within its time budget (and was cancelled)."""
 
 
 def _connect_text(exc: BaseException) -> str:

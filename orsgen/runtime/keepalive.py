@@ -12,8 +12,9 @@ import asyncio
 import logging
 from typing import Any
 
-from orsgen.runtime import loop, outage
+from orsgen.runtime import outage
 from orsgen.runtime.errors import describe
+from orsgen.runtime.process import current
 
 log = logging.getLogger("orsgen.runtime")
 
@@ -47,10 +48,11 @@ def mark_lost(session: Any, exc: BaseException) -> None:
 
         session._mark_dead(ErrorResponse(type="error", message="the server lost this session"))
 
-    if loop.in_loop_thread():
+    runtime = current()
+    if runtime.in_loop_thread():
         _dead()
     else:
-        loop.get_loop().call_soon_threadsafe(_dead)
+        runtime.loop.call_soon(_dead)
 
 
 async def ping_loop(session: Any, interval: float) -> None:

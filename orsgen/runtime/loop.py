@@ -1,46 +1,22 @@
-"""One background event loop per process that drives the async openreward SDK.
+"""The background event loop that drives the async openreward SDK.
 
 The SDK is asyncio-based. Running every adapter's coroutines on one shared loop
 lets sessions open concurrently, gives every call a bounded timeout, and keeps
-the SDK's keepalive pings alive between tool calls.
+the SDK's keepalive pings alive between tool calls. The process's
+:class:`~orsgen.runtime.process.Runtime` owns the one :class:`LoopThread`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
-import os
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from orsgen.runtime.errors import CallTimeout
+
 T = TypeVar("T")
-
-_lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
-_thread: threading.Thread | None = None
-_pid: int | None = None
-# Run at interpreter exit in order: sessions close (priority 0) before the HTTP
-# clients they use (priority 1).
-_shutdown_hooks: list[tuple[int, Callable[[], None]]] = []
-
-
-def on_shutdown(hook: Callable[[], None], priority: int) -> None:
-    _shutdown_hooks.append((priority, hook))
-
-
-def _shutdown() -> None:
-    if _loop is None or _pid != os.getpid():
-        return
-    for _, hook in sorted(_shutdown_hooks, key=lambda item: item[0]):
-        try:
-            hook()
-        except Exception:  # noqa: BLE001 - exit must go on
-            pass
-
-
-atexit.register(_shutdown)
 
 
 class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
@@ -63,36 +39,11 @@ class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
             return done
 
 
-def get_loop() -> asyncio.AbstractEventLoop:
-    """Return the process's runtime loop, starting it on first use (and after a fork)."""
-    global _loop, _thread, _pid
-    with _lock:
-        if _loop is None or _pid != os.getpid() or _thread is None or not _thread.is_alive():
-            _loop = asyncio.new_event_loop()
-            _loop.set_default_executor(
-                _ExitSafeExecutor(max_workers=4, thread_name_prefix="orsgen-runtime-io")
-            )
-            _thread = threading.Thread(
-                target=_loop.run_forever, name="orsgen-runtime-loop", daemon=True
-            )
-            _thread.start()
-            _pid = os.getpid()
-        return _loop
-
-
-def in_loop_thread() -> bool:
-    return _thread is not None and threading.current_thread() is _thread
-
-
-def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-    """Schedule a coroutine on the runtime loop without waiting for it."""
-    return asyncio.run_coroutine_threadsafe(coro, get_loop())
-
-
 class _Handoff:
-    """One blocking :func:`run`: the loop starts the coroutine as a task and releases a
-    held lock when it is done. A plain lock wakes the waiting thread with less work than
-    ``run_coroutine_threadsafe``'s future and condition, on the path of every tool call."""
+    """One blocking :meth:`LoopThread.run`: the loop starts the coroutine as a task and
+    releases a held lock when it is done. A plain lock wakes the waiting thread with less
+    work than ``run_coroutine_threadsafe``'s future and condition, on the path of every
+    tool call."""
 
     __slots__ = ("coro", "done", "task", "error")
 
@@ -120,25 +71,72 @@ class _Handoff:
             self.task.cancel()
 
 
-def run(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
-    """Run a coroutine on the runtime loop and wait at most ``timeout`` seconds.
+async def _cancel_the_rest() -> None:
+    """Cancel every other task on the running loop and wait for them to end."""
+    me = asyncio.current_task()
+    rest = [task for task in asyncio.all_tasks() if task is not me]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
 
-    On timeout the coroutine is cancelled and ``TimeoutError`` is raised, so a
-    hung server can never hang the trainer.
-    """
-    if in_loop_thread():
-        coro.close()
-        raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")
-    handoff = _Handoff(coro)
-    runtime_loop = get_loop()
-    runtime_loop.call_soon_threadsafe(handoff.start)
-    if not handoff.done.acquire(timeout=-1 if timeout is None else timeout):
-        runtime_loop.call_soon_threadsafe(handoff.cancel)
-        raise TimeoutError(f"no answer within {timeout:g} s")
-    if handoff.error is not None:
-        raise handoff.error
-    task = handoff.task
-    if task is None or task.cancelled():  # cancelled on the loop (its shutdown): an Exception,
-        raise concurrent.futures.CancelledError()  # as run_coroutine_threadsafe raises it
-    result: T = task.result()
-    return result
+
+class LoopThread:
+    """An asyncio loop running forever on a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_default_executor(
+            _ExitSafeExecutor(max_workers=4, thread_name_prefix="orsgen-runtime-io")
+        )
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="orsgen-runtime-loop", daemon=True
+        )
+        self.thread.start()
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def in_thread(self) -> bool:
+        return threading.current_thread() is self.thread
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the loop, from any thread."""
+        self.loop.call_soon_threadsafe(callback)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule a coroutine on the loop without waiting for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+        """Run a coroutine on the loop and wait at most ``timeout`` seconds.
+
+        On timeout the coroutine is cancelled and :class:`CallTimeout` is raised, so a
+        hung server can never hang the trainer.
+        """
+        if self.in_thread():
+            coro.close()
+            raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")
+        handoff = _Handoff(coro)
+        self.loop.call_soon_threadsafe(handoff.start)
+        if not handoff.done.acquire(timeout=-1 if timeout is None else timeout):
+            self.loop.call_soon_threadsafe(handoff.cancel)
+            raise CallTimeout(f"no answer within {timeout:g} s")
+        if handoff.error is not None:
+            raise handoff.error
+        task = handoff.task
+        if task is None or task.cancelled():  # cancelled on the loop (its shutdown): an
+            raise concurrent.futures.CancelledError()  # Exception, as run_coroutine_threadsafe
+        result: T = task.result()
+        return result
+
+    def stop(self, timeout: float) -> None:
+        """Cancel what still runs on the loop, stop it and end its thread (at most about
+        ``timeout`` seconds each). Never raises."""
+        try:
+            self.run(_cancel_the_rest(), timeout)
+        except Exception:  # noqa: BLE001 - stopping goes on regardless
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout)
+        if not self.thread.is_alive():
+            self.loop.close()

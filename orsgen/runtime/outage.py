@@ -1,6 +1,7 @@
 """Riding out an environment server that goes away for a while.
 
-One :class:`Server` per URL and process remembers whether this process ever reached the
+One :class:`Server` per URL and process (kept by the process's
+:class:`~orsgen.runtime.process.Runtime`) remembers whether this process ever reached the
 server and since when it has not answered. It logs one line when the server goes away,
 one when the first rollout degrades, and one when the server answers again (how long it
 was gone, how many rollouts ran degraded). Retries never log.
@@ -18,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 import threading
 import time
 from typing import Any, cast
 
 from orsgen.runtime.errors import describe
+from orsgen.runtime.process import current
 
 log = logging.getLogger("orsgen.runtime")
 
@@ -97,24 +98,9 @@ class Server:
         return self.down_since is not None
 
 
-_servers: dict[tuple[int, str], Server] = {}
-_servers_lock = threading.Lock()
-
-
 def server(url: str) -> Server:
     """The process's record of ``url`` (fresh after a fork)."""
-    key = (os.getpid(), url)
-    with _servers_lock:
-        found = _servers.get(key)
-        if found is None:
-            found = _servers[key] = Server(url)
-        return found
-
-
-def forget() -> None:
-    """Forget every server (tests)."""
-    with _servers_lock:
-        _servers.clear()
+    return current().servers.get(url, lambda: Server(url))
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -168,10 +154,10 @@ def is_lost(exc: BaseException) -> bool:
 
 async def probe(url: str) -> bool:
     """One ``GET /health``: does anything answer at ``url`` (other than a gateway's 5xx)?"""
-    from orsgen.runtime.connection import shared_client
+    from orsgen.runtime.connection import client_for
 
     try:
-        client = shared_client(url)
+        client = client_for(url)
         async with client.get(
             "/health", timeout=_timeout(PROBE_TIMEOUT), allow_redirects=False
         ) as response:

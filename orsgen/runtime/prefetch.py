@@ -7,8 +7,9 @@ prefetcher turns that into one: on the first reset of a group it opens the group
 G sessions concurrently on the shared loop; each later reset of the group takes a
 ready (or still opening) session.
 
-State is process-wide and per (adapter class, endpoint, split, secrets, keepalive),
-guarded by a lock, so any instance in any thread shares it. Waste is bounded: at
+State is process-wide and per (adapter class, endpoint, split, secrets, keepalive), kept
+by the process's :class:`~orsgen.runtime.process.Runtime`, so any instance in any thread
+shares it. Waste is bounded: at
 most one group of unused sessions exists at a time, and it is closed as soon as a
 reset for a different task arrives, on ``close()`` of any adapter of the class, and
 at interpreter exit.
@@ -18,14 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
-from orsgen.runtime import loop, sessions
+from orsgen.runtime import sessions
+from orsgen.runtime.process import current
 from orsgen.runtime.sessions import Opened
 
 Opener = Callable[[bool], Coroutine[Any, Any, Opened]]
@@ -39,9 +39,9 @@ class Pending:
     def __init__(self, coro: Coroutine[Any, Any, Opened]) -> None:
         self.discarded = False
         self._task: asyncio.Task[Opened] | None = None
-        self.future: concurrent.futures.Future[Opened] = loop.submit(self._run(coro))
-        with _inflight_lock:
-            _inflight.add(self)
+        runtime = current()
+        self.future: concurrent.futures.Future[Opened] = runtime.submit(self._run(coro))
+        runtime.opening(self)
 
     async def _run(self, coro: Coroutine[Any, Any, Opened]) -> Opened:
         self._task = asyncio.current_task()
@@ -66,7 +66,7 @@ class Pending:
                 sessions.close_later(f.result().session)
 
         try:
-            loop.get_loop().call_soon_threadsafe(self._cancel_task)
+            current().loop.call_soon(self._cancel_task)
         except RuntimeError:  # the loop is gone (late at exit): nothing left to cut short
             pass
         self.future.add_done_callback(_close_if_opened)
@@ -80,23 +80,11 @@ class Pending:
             raise
 
 
-_inflight_lock = threading.Lock()
-_inflight: "weakref.WeakSet[Pending]" = weakref.WeakSet()
-
-
-def discard_inflight() -> list["concurrent.futures.Future[Opened]"]:
-    """Cut short every session still opening in this process (at exit: nobody will use them)."""
-    with _inflight_lock:
-        pending = [p for p in _inflight if not p.future.done()]
-    for p in pending:
-        p.discard()
-    return [p.future for p in pending]
-
-
 class Prefetcher:
     """One reset stream (one adapter class on one endpoint)."""
 
-    def __init__(self) -> None:
+    def __init__(self, owner: type) -> None:
+        self.owner = owner  # the adapter class whose resets these are
         self._lock = threading.Lock()
         self._key: Hashable | None = None
         self._run = 0  # resets seen for the current key
@@ -163,45 +151,11 @@ class Prefetcher:
             return len(self._pool)
 
 
-_registry_lock = threading.Lock()
-_registry: dict[Hashable, Prefetcher] = {}
-_registry_pid = os.getpid()
-
-
-def get(key: Hashable) -> Prefetcher:
-    """The process-wide prefetcher for a stream key (fresh after a fork)."""
-    global _registry_pid
-    with _registry_lock:
-        if _registry_pid != os.getpid():
-            _registry.clear()
-            _registry_pid = os.getpid()
-        pf = _registry.get(key)
-        if pf is None:
-            pf = _registry[key] = Prefetcher()
-        return pf
-
-
-def all_prefetchers() -> list[Prefetcher]:
-    with _registry_lock:
-        if _registry_pid != os.getpid():
-            return []
-        return list(_registry.values())
-
-
-def clear_all(
-    match: Callable[[Hashable], bool] = lambda key: True,
-) -> list["concurrent.futures.Future[Opened]"]:
-    """Close every unused prefetched session of this process (whose stream key matches)."""
-    with _registry_lock:
-        if _registry_pid != os.getpid():
-            return []
-        chosen = [pf for key, pf in _registry.items() if match(key)]
-    return [fut for pf in chosen for fut in pf.clear()]
+def get(key: Hashable, owner: type) -> Prefetcher:
+    """The process's prefetcher for a stream key (fresh after a fork)."""
+    return current().prefetchers.get(key, lambda: Prefetcher(owner))
 
 
 def forget() -> list["concurrent.futures.Future[Opened]"]:
     """Close every unused prefetched session and forget every learned pattern."""
-    stale = clear_all()
-    with _registry_lock:
-        _registry.clear()
-    return stale
+    return [fut for pf in current().prefetchers.clear() for fut in pf.clear()]

@@ -1,12 +1,62 @@
-"""Outcome-only rewards computed from the adapters' rollout state."""
+"""Outcome-only rewards computed from the adapters' rollout state.
+
+The reward functions read each environment through the :class:`Rollout` protocol,
+which ``OrsAdapter.rollout`` implements; this module imports nothing of the adapter.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from orsgen.jsonobject import is_object, is_sequence
+
+
+class Rollout(Protocol):
+    """One environment's rollout, as the reward functions read it."""
+
+    @property
+    def rewards(self) -> Sequence[float | None]:
+        """Each tool call's reward, ``None`` where a call was unscored or failed."""
+        ...
+
+    @property
+    def scorable(self) -> bool:
+        """``False`` when the session was lost or the rollout ran degraded: no reward."""
+        ...
+
+    @property
+    def takes_final_answer(self) -> bool:
+        """Whether the environment grades the final message through a terminal tool."""
+        ...
+
+    def submit_final(self, message: str) -> object:
+        """Submit the final assistant message through the terminal tool (at most once)."""
+        ...
+
+    @property
+    def group(self) -> Hashable | None:
+        """Rollouts with equal keys are judged together by :meth:`score_group`; ``None``
+        when the environment does not judge groups."""
+        ...
+
+    def score_group(self, answers: list[str]) -> list[float] | None:
+        """The environment's scores for a group's final answers, ``None`` when it cannot."""
+        ...
+
+
+@runtime_checkable
+class HasRollout(Protocol):
+    """An environment the reward functions can score (every generated adapter)."""
+
+    @property
+    def rollout(self) -> Rollout: ...
+
+
+def _rollout(env: object) -> Rollout | None:
+    """The rollout of an environment; ``None`` for one that is not an ORS adapter."""
+    return env.rollout if isinstance(env, HasRollout) else None
 
 
 def final_message(completion: Any) -> str | None:
@@ -45,28 +95,28 @@ def outcome_reward(
     ``completions`` are given, each rollout's final assistant message is submitted
     through that tool first (once per rollout; never after the episode finished).
     """
+    rollouts = [_rollout(env) for env in environments]
     if completions is not None:
-        jobs: list[tuple[Callable[[str], object], str]] = []
-        for env, completion in zip(environments, completions):
-            submit = getattr(env, "_submit_final", None)
+        jobs: list[tuple[Rollout, str]] = []
+        for rollout, completion in zip(rollouts, completions):
             text = final_message(completion)
-            if submit is not None and text is not None and getattr(env, "TERMINAL_TOOL", None):
-                jobs.append((submit, text))
+            if rollout is not None and rollout.takes_final_answer and text is not None:
+                jobs.append((rollout, text))
         # Grading calls are independent sessions: run them side by side, not one by one.
         if len(jobs) == 1:
-            jobs[0][0](jobs[0][1])
+            jobs[0][0].submit_final(jobs[0][1])
         elif jobs:
             with ThreadPoolExecutor(max_workers=min(32, len(jobs))) as pool:
-                for future in [pool.submit(fn, arg) for fn, arg in jobs]:
+                for future in [pool.submit(r.submit_final, text) for r, text in jobs]:
                     future.result()
-    out: list[float | None] = []
-    for env in environments:
-        if getattr(env, "_void", False):  # its session was lost, or it ran degraded
-            out.append(None)
-            continue
-        scored = [r for r in getattr(env, "rewards", []) if r is not None]
-        out.append(float(scored[-1]) if scored else None)
-    return out
+    return [_last_reward(rollout) for rollout in rollouts]
+
+
+def _last_reward(rollout: Rollout | None) -> float | None:
+    if rollout is None or not rollout.scorable:  # its session was lost, or it ran degraded
+        return None
+    scored = [r for r in rollout.rewards if r is not None]
+    return float(scored[-1]) if scored else None
 
 
 def group_reward(
@@ -82,19 +132,15 @@ def group_reward(
     out: list[float | None] = [None] * len(environments)
     if completions is None:
         return out
-    groups: dict[Any, list[int]] = {}
+    groups: dict[Hashable, list[tuple[int, Rollout]]] = {}
     for i, env in enumerate(environments):
-        key = (
-            getattr(env, "_group_key", None)
-            if getattr(env, "SUPPORTS_SCORE_GROUP", False)
-            else None
-        )
-        if key is not None:
-            groups.setdefault(key, []).append(i)
+        rollout = _rollout(env)
+        key = rollout.group if rollout is not None else None
+        if rollout is not None and key is not None:
+            groups.setdefault(key, []).append((i, rollout))
     for members in groups.values():
-        answers = [final_message(completions[i]) or "" for i in members]
-        scores = environments[members[0]]._score_group(answers)
-        if scores is not None:
-            for i, score in zip(members, scores):
-                out[i] = score
+        answers = [final_message(completions[i]) or "" for i, _judged in members]
+        scores = members[0][1].score_group(answers)
+        for (i, _judged), score in zip(members, scores or []):
+            out[i] = score
     return out

@@ -1,33 +1,31 @@
-"""Opening and closing ORS sessions on the runtime loop, and keeping count of them.
+"""Opening and closing ORS sessions on the runtime loop.
 
-Every session this process opens is either held by an adapter (its slot), waiting
-in a group-prefetch pool, or being closed in the background. All three are tracked
-here so that interpreter exit can close whatever is left, concurrently and within
-a bounded time.
+Every session this process opens is either held by an adapter (its :class:`SessionSlot`),
+waiting in a group-prefetch pool, or being closed in the background. The process's
+:class:`~orsgen.runtime.process.Runtime` tracks all three, so that interpreter exit can
+close whatever is left, concurrently and within a bounded time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import concurrent.futures
-import threading
-import time
-import weakref
+import functools
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orsgen.runtime import keepalive, loop
+from orsgen.runtime import keepalive
 from orsgen.runtime.blocks import blocks_to_text
 from orsgen.runtime.connection import Endpoint, environment
+from orsgen.runtime.process import Runtime, current
 
 # Upper bound for one session's teardown (two requests). A dead server makes the SDK
 # retry; closing must still end.
 CLOSE_BUDGET = 5.0
 # How long an explicit ``adapter.close()`` waits before leaving the rest to the background.
 CLOSE_WAIT = 5.0
-EXIT_BUDGET = 5.0
 
 
 @dataclass
@@ -41,10 +39,7 @@ class Opened:
     blocks: list[Any] = field(default_factory=list)
 
 
-_session_cls: Any = None
-_cls_lock = threading.Lock()
-
-
+@functools.cache
 def _session_class() -> Any:
     """The SDK's ``AsyncSession`` with orsgen's keepalive and a tool call that is never
     sent twice.
@@ -55,62 +50,58 @@ def _session_class() -> Any:
       ``/call`` again after a failure that came before the server's task id, which may run
       the tool twice. A stream cut after the task id is still resumed.
     """
-    global _session_cls
-    with _cls_lock:
-        if _session_cls is None:
-            # Typed as Any: the SDK ships no types, and its private helpers are used on purpose.
-            sdk: Any = importlib.import_module("openreward.api.environments.client")
+    # Typed as Any: the SDK ships no types, and its private helpers are used on purpose.
+    sdk: Any = importlib.import_module("openreward.api.environments.client")
 
-            class KeepaliveSession(sdk.AsyncSession):  # type: ignore[misc]
-                keepalive: float | None = None
-                lost = False  # the server answered that it no longer knows this session
+    class KeepaliveSession(sdk.AsyncSession):  # type: ignore[misc]
+        keepalive: float | None = None
+        lost = False  # the server answered that it no longer knows this session
 
-                async def _run_ping(
-                    self,
-                    url: str,
-                    sid: str,
-                    api_key: str | None,
-                    sleep_time: float,
-                    deployment: str | None,
-                    **kwargs: Any,
-                ) -> None:
-                    interval = self.keepalive if self.keepalive is not None else sleep_time
-                    await keepalive.ping_loop(self, interval)
+        async def _run_ping(
+            self,
+            url: str,
+            sid: str,
+            api_key: str | None,
+            sleep_time: float,
+            deployment: str | None,
+            **kwargs: Any,
+        ) -> None:
+            interval = self.keepalive if self.keepalive is not None else sleep_time
+            await keepalive.ping_loop(self, interval)
 
-                async def call_tool(self, tool_name: str, input: Any = None) -> Any:
-                    if self._dead_exception is not None:  # before making the request coroutine
-                        raise self._dead_exception
-                    try:
-                        res = await self._run_or_die(
-                            sdk.resumable_sse(
-                                self.client,
-                                self._env_path("/call"),
-                                sid=self.sid,
-                                deployment=self.deployment,
-                                token=self.api_key,
-                                json={"name": tool_name, "input": dict(input or {})},
-                                max_retries=5,
-                                resumable_only=True,
-                            )
-                        )
-                    except sdk._RemoteSSEError as e:  # the tool raised: the SDK ends the session
-                        self._mark_dead(sdk.ErrorResponse(type="error", message=str(e)))
-                        raise sdk.ToolFailed(str(e)) from e
-                    if res["ok"]:
-                        out = res["output"]
-                        return sdk.ToolOutput(
-                            blocks=sdk._parse_blocks(out["blocks"]),
-                            metadata=out["metadata"],
-                            reward=out["reward"],
-                            finished=out["finished"],
-                        )
-                    reason = res.get("reason")
-                    if reason not in sdk._VALID_REASONS:
-                        reason = sdk._infer_invalid_reason(res["error"])
-                    raise sdk.ToolCallError(reason=reason, detail=res["error"])
+        async def call_tool(self, tool_name: str, input: Any = None) -> Any:
+            if self._dead_exception is not None:  # before making the request coroutine
+                raise self._dead_exception
+            try:
+                res = await self._run_or_die(
+                    sdk.resumable_sse(
+                        self.client,
+                        self._env_path("/call"),
+                        sid=self.sid,
+                        deployment=self.deployment,
+                        token=self.api_key,
+                        json={"name": tool_name, "input": dict(input or {})},
+                        max_retries=5,
+                        resumable_only=True,
+                    )
+                )
+            except sdk._RemoteSSEError as e:  # the tool raised: the SDK ends the session
+                self._mark_dead(sdk.ErrorResponse(type="error", message=str(e)))
+                raise sdk.ToolFailed(str(e)) from e
+            if res["ok"]:
+                out = res["output"]
+                return sdk.ToolOutput(
+                    blocks=sdk._parse_blocks(out["blocks"]),
+                    metadata=out["metadata"],
+                    reward=out["reward"],
+                    finished=out["finished"],
+                )
+            reason = res.get("reason")
+            if reason not in sdk._VALID_REASONS:
+                reason = sdk._infer_invalid_reason(res["error"])
+            raise sdk.ToolCallError(reason=reason, detail=res["error"])
 
-            _session_cls = KeepaliveSession
-        return _session_cls
+    return KeepaliveSession
 
 
 async def open_session(
@@ -148,10 +139,8 @@ async def open_session(
     else:
         session = cls(env, secrets=secrets, api_key=env.api_key, split=split, index=index, **bound)
     session.keepalive = keepalive
-    _opening.add(session)
     try:
         await session.__aenter__()
-        stats["opened"] += 1
         tools: list[Any] | None = None
         if fetch_tools:
             blocks, listed = await asyncio.gather(
@@ -169,8 +158,6 @@ async def open_session(
             except BaseException:  # noqa: BLE001 - best effort; the server reaps the rest
                 pass
         raise
-    finally:
-        _opening.discard(session)
 
 
 async def _prompt(session: Any) -> Any:
@@ -190,37 +177,18 @@ async def _aexit(session: Any) -> None:
 
 
 async def close_async(session: Any) -> None:
-    """Close a session from a coroutine on the runtime loop (counted like the others)."""
-    stats["closed"] += 1
-    await _close(session)
-
-
-async def _close(session: Any) -> None:
+    """Close a session from a coroutine on the runtime loop; never raises."""
     try:
         await asyncio.wait_for(_aexit(session), CLOSE_BUDGET)
     except BaseException:  # noqa: BLE001 - closing is best effort
         pass
 
 
-# Sessions in the middle of opening (weak: the coroutine owns them).
-_opening: "weakref.WeakSet[Any]" = weakref.WeakSet()
-_pending_lock = threading.Lock()
-_pending: set[concurrent.futures.Future[None]] = set()
-stats: dict[str, int] = {"opened": 0, "closed": 0}
-
-
 def close_later(session: Any) -> concurrent.futures.Future[None]:
     """Close a session in the background on the runtime loop; tracked until done."""
-    fut = loop.submit(_close(session))
-    with _pending_lock:
-        _pending.add(fut)
-        stats["closed"] += 1
-
-    def _done(f: concurrent.futures.Future[None]) -> None:
-        with _pending_lock:
-            _pending.discard(f)
-
-    fut.add_done_callback(_done)
+    runtime = current()
+    fut = runtime.submit(close_async(session))
+    runtime.closing(fut)
     return fut
 
 
@@ -228,7 +196,7 @@ def close_now(session: Any, wait: float = CLOSE_WAIT) -> None:
     """Close a session and wait for it at most ``wait`` seconds (the rest goes on in the
     background). From the loop thread itself it only schedules."""
     fut = close_later(session)
-    if loop.in_loop_thread():
+    if current().in_loop_thread():
         return
     try:
         fut.result(timeout=wait)
@@ -236,15 +204,30 @@ def close_now(session: Any, wait: float = CLOSE_WAIT) -> None:
         pass
 
 
-def drain(timeout: float) -> None:
-    """Wait for background closes to finish (used at exit and by tests)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with _pending_lock:
-            pending = list(_pending)
-        if not pending:
-            return
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return
-        concurrent.futures.wait(pending, timeout=left)
+class SessionSlot:
+    """Holds an adapter's open SDK session apart from the adapter, so a finalizer can close
+    it without keeping the adapter alive."""
+
+    def __init__(self, owner: type) -> None:
+        self.session: Any = None
+        self.owner = owner
+        self._runtime: Runtime | None = None
+
+    def hold(self, session: Any) -> None:
+        """Hold a session just opened; the process's runtime closes it at exit."""
+        self._runtime = current()
+        self._runtime.hold(self)
+        self.session = session
+
+    def take(self) -> Any:
+        session, self.session = self.session, None
+        return session
+
+    def close(self, wait: bool = True) -> None:
+        session = self.take()
+        if session is None or self._runtime is not current():
+            return  # nothing held, or a forked child's copy of its parent's session
+        if wait:
+            close_now(session)
+        else:
+            close_later(session)

@@ -9,8 +9,8 @@ from typing import Any
 import aiohttp
 
 from orsgen.diagnostics import Diagnostic, warning
-from orsgen.runtime import loop
 from orsgen.runtime.connection import Endpoint, environment, session_secrets
+from orsgen.runtime.process import current
 from orsgen.canonical import spec_dict
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.retries import ask
@@ -257,14 +257,14 @@ def fetch(
     deadline = time.monotonic() + options.timeout
     progress(f"connecting to {endpoint.deployment or 'the ORS server'} at {endpoint.session_url}")
     try:
-        name, _ = loop.run(
+        name, _ = current().run(
             _choose_env_name(endpoint, requested_env, progress), timeout=options.timeout
         )
         endpoint = replace(endpoint, env_name=name)
         # Reported once the server answered, so a target that fails prints its error alone.
         progress(f"connected to {endpoint.label}")
         remaining = max(deadline - time.monotonic(), 0.001)  # --timeout bounds the whole snapshot
-        return loop.run(_facts(endpoint, options, progress), timeout=remaining)
+        return current().run(_facts(endpoint, options, progress), timeout=remaining)
     except TargetError:
         raise
     except TimeoutError as exc:

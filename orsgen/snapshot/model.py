@@ -7,14 +7,13 @@ Layout::
      "environment": {...what the server said...},
      "package": {...how to generate: name, class name, version, options...}}
 
-Secrets never enter it: the snapshotter never copies them, and :func:`dump` refuses
-a snapshot whose text contains any secret value it is told about.
+Secrets never enter it: the snapshotter never copies them, and ``orsgen.pipeline``
+refuses to write a snapshot (or code) whose text contains a secret value it was given.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 # One definition, shared with the runtime drift guard (which must not import the generator).
@@ -39,12 +38,8 @@ def build(environment: dict[str, Any], package: dict[str, Any]) -> dict[str, Any
     }
 
 
-def dump(snapshot: dict[str, Any], secrets: Iterable[str] = ()) -> str:
-    text = canonical_json(snapshot)
-    for secret in secrets:
-        if secret and secret in text:
-            raise SnapshotError("refusing to write a snapshot that contains a secret value")
-    return text
+def dump(snapshot: dict[str, Any]) -> str:
+    return canonical_json(snapshot)
 
 
 def load_text(text: str, where: str) -> dict[str, Any]:

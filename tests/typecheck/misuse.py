@@ -1,4 +1,4 @@
-"""Misuses of a generated adapter that mypy must reject (see tests/test_negative_types.py).
+"""Misuses of a generated adapter that mypy must reject (see tests/test_generate_negative_types.py).
 
 Every line marked ``# E: <code>`` must produce exactly that mypy error.
 """

@@ -1,7 +1,7 @@
 """Pillow's own types meet orsgen's image contract: a ``PIL.Image.Image`` (what
 ``multimodal=True`` puts in an image part) is an ``ImageLike``, a user narrows to Pillow's
 full API with isinstance, and the ``PIL.Image`` module is what orsgen opens images with.
-Type-checked, never run, where Pillow is installed (tests/test_user_project.py)."""
+Type-checked, never run, where Pillow is installed (tests/test_packaging_user_project.py)."""
 
 import PIL.Image
 

@@ -1,5 +1,6 @@
 """A user's code that reads the images in a generated adapter's output, with no import of
-Pillow: it must type-check with and without Pillow installed (tests/test_user_project.py)."""
+Pillow: it must type-check with and without Pillow installed
+(tests/test_packaging_user_project.py)."""
 
 from generated.echo import EchoEnv
 from orsgen.runtime.adapter import Content, ImageLike

@@ -1,5 +1,7 @@
-"""Golden files: the committed ``generated/echo`` is exactly what its snapshot generates,
-type-checks under ``mypy --strict``, and generation is byte-for-byte deterministic."""
+"""Golden packages: each committed package (``generated/echo``, ``generated/rich``,
+``bench/benchenv``) is exactly what its snapshot generates (``orsgen check``), type-checks
+under ``mypy --strict`` and basedpyright strict, and is stable under black; generation is
+byte-for-byte deterministic, and ``check`` reports a hand-edited copy with a diff."""
 
 from __future__ import annotations
 

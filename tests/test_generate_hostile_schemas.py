@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pytest
 import ors_server
 from orsgen.cli import main as orsgen_main
 from orsgen.generate import generate
-from orsgen.snapshot import FetchOptions, classify, take
+from orsgen.pipeline import Request, run
 from orsgen.snapshot.model import build
 from orsgen.write import write_package
 
@@ -35,26 +35,20 @@ PACKAGE = {"name": "hostile", "class_name": "HostileEnv", "split": "train", "ver
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[ors_server.RunningServer]:
-    srv = ors_server.start(HOSTILE_ENV, envs=["HostileEnv", "RefusedEnv"])
-    try:
-        yield srv
-    finally:
-        srv.stop()
+def server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(HOSTILE_ENV, envs=["HostileEnv", "RefusedEnv"])
 
 
 @pytest.fixture(scope="module")
 def generated(server: ors_server.RunningServer, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    environment, diagnostics = take(classify(server.url), env_name="hostileenv", options=FetchOptions())
-    snapshot = build(environment, dict(PACKAGE))
-    result = generate(snapshot)
-    assert result.ok, [d.format() for d in result.diagnostics]
     base = tmp_path_factory.mktemp("hostile")
-    write_package(base / "hostile", result.files)
+    request = Request(server.url, base / "hostile", env_name="hostileenv", class_name="HostileEnv")
+    result = run(request)
+    assert result.written, [d.format() for d in result.diagnostics]
     sys.path.insert(0, str(base))
     module = importlib.import_module("hostile")
-    return {"module": module, "dir": base, "snapshot": snapshot,
-            "diagnostics": [*diagnostics, *result.diagnostics], "files": result.files}
+    return {"module": module, "dir": base, "snapshot": result.snapshot,
+            "diagnostics": result.diagnostics, "files": result.files}
 
 
 def _specs(snapshot: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -245,12 +239,12 @@ def test_invalid_nested_arguments_fail_without_a_round_trip(
 def test_a_tool_that_cannot_be_typed_is_refused_by_name(
     server: ors_server.RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    environment, _ = take(classify(server.url), env_name="refusedenv", options=FetchOptions())
-    result = generate(build(environment, dict(PACKAGE)))
+    out = tmp_path / "refused"
+    result = run(Request(server.url, out, env_name="refusedenv"))
     errors = [d for d in result.diagnostics if d.level == "error"]
     assert [d.tool for d in errors] == ["scalar_args"]
     assert "must be an object" in errors[0].message and not result.files
-    out = tmp_path / "refused"
+    assert result.refused == "errors" and not out.exists()
     assert orsgen_main([server.url, "--env-name", "refusedenv", "-o", str(out), "-q"]) == 1
     assert "scalar_args" in capsys.readouterr().err and not out.exists()
 

@@ -28,8 +28,10 @@ pytest.importorskip("tokenizers")
 
 
 @pytest.mark.timeout(900)
-def test_torchrun_two_ranks_train_against_one_server(tmp_path: Path) -> None:
-    server = ors_server.start(ECHO_ENV, log_dir=tmp_path)
+def test_torchrun_two_ranks_train_against_one_server(
+    ors_servers: ors_server.Servers, tmp_path: Path
+) -> None:
+    server = ors_servers.own(ECHO_ENV)  # its own: the session counts are this run's alone
     results = tmp_path / "results"
     log = tmp_path / "torchrun.log"
     env = {

@@ -1,4 +1,4 @@
-"""Issue 11 items 1 and 4: images as TRL content lists (``multimodal=True``) or text
+"""Images as TRL content lists (``multimodal=True``) or text
 placeholders, and ``env_overrides`` sent at session creation and never written anywhere.
 Against a real ORS server (tests/envs/vision_env.py) whose prompt and tool outputs carry
 images."""
@@ -18,22 +18,22 @@ from typing import Any
 import pytest
 
 import ors_server
-from conftest import ENVS, generate_and_import
+from conftest import ENVS, served_package
 
 VISION_ENV = ENVS / "vision_env.py"
 PIL = pytest.importorskip("PIL.Image")
 
 
 @pytest.fixture(scope="module")
-def vision(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer, Path]]:
+def vision(
+    ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Any, ors_server.RunningServer, Path]]:
     out = tmp_path_factory.mktemp("vision") / "vision_pkg"
-    module = generate_and_import(VISION_ENV, out)
-    server = ors_server.start(VISION_ENV)
+    module, server = served_package(ors_servers, VISION_ENV, out)
     try:
         yield module, server, out
     finally:
         module.VisionEnv.close_all()
-        server.stop()
 
 
 def _payloads() -> list[str]:

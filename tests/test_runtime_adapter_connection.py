@@ -1,6 +1,7 @@
-"""Runtime behaviour when the network is not there: construction does no I/O, a failed
-``reset`` raises ``SessionOpenError`` naming the task and server, and a tool call after
-the server died comes back as ``Error: ...`` with a ``None`` reward."""
+"""The adapter and its connection: construction does no I/O, a failed ``reset`` raises
+``SessionOpenError`` naming the task and server, a tool call after the server died comes
+back as ``Error: ...`` with a ``None`` reward, secrets reach the environment, and
+``OPENREWARD_SESSION_URL`` and ``base_url`` override the URL recorded at generation."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 import ors_server
 from conftest import ECHO_ENV
-from generated.echo import EchoEnv, load_tasks, outcome_reward
+from generated.echo import EchoEnv, outcome_reward
 from orsgen.runtime.adapter import SessionOpenError
 
 pytestmark = pytest.mark.timeout(120)
@@ -47,8 +48,8 @@ def test_reset_against_a_dead_server_raises_session_open_error() -> None:
     assert env.rewards == [None]
 
 
-def test_a_call_after_the_server_died_is_an_error_text() -> None:
-    server = ors_server.start(ECHO_ENV)
+def test_a_call_after_the_server_died_is_an_error_text(ors_servers: ors_server.Servers) -> None:
+    server = ors_servers.own(ECHO_ENV)  # the test stops it
     try:
         # A short call timeout keeps the test quick; the SDK would otherwise retry for ~15 s.
         env = EchoEnv(base_url=server.url, timeout=5.0)
@@ -73,13 +74,6 @@ def test_unlisted_secret_names_reach_the_environment(echo_server) -> None:
     finally:
         env.close()
     assert echo_server.secret_names().get("MY_TOKEN", 0) >= 1
-
-
-def test_load_tasks_against_a_dead_server_raises() -> None:
-    """Unlike a tool call, building the dataset happens before training: it may raise."""
-    port = ors_server.free_port()
-    with pytest.raises(Exception, match=str(port)):
-        load_tasks(base_url=f"http://127.0.0.1:{port}")
 
 
 def test_openreward_session_url_overrides_the_recorded_url(rules_pkg, rules_server, monkeypatch):

@@ -1,8 +1,7 @@
-"""TRL bridge parity, tools: which tools become methods, and how probe sessions pick
-task tools (``--no-task-tools``, ``--probe-index``).
+"""Task-tool probes while snapshotting: which task tools a probe session finds
+(``--no-task-tools``, ``--probe-index``), what differs between probes, which split they
+run on (``--split``), and that every probe session is closed.
 
-TRL's trainer lists ``inspect.getmembers(type(env), inspect.isfunction)`` and takes every
-public name except ``reset`` and ``get_reward`` as a tool; the helper below does exactly that.
 The rules environment (tests/envs/rules_env.py) has shared tools answer/score/explode,
 a task tool ``shifty`` on tasks 0 and 1 (with a different schema on each) and a task tool
 ``only_two`` on task 2 alone.
@@ -10,56 +9,23 @@ a task tool ``shifty`` on tasks 0 and 1 (with a different schema on each) and a 
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from transformers.utils import get_json_schema
 
-SHARED = {"answer", "score", "explode"}
+from conftest import RULES_SHARED_TOOLS as SHARED
+from conftest import trl_tools
+
 pytestmark = [
     pytest.mark.timeout(120),
     pytest.mark.filterwarnings("ignore:task metadata 'answer':UserWarning"),  # see rules_env
 ]
 
 
-def trl_tools(cls: type) -> set[str]:
-    """The tool names GRPOTrainer would expose for an environment class (trl 1.16)."""
-    return {
-        name
-        for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    }
-
-
 def snapshot_of(module: Any) -> dict[str, Any]:
     return dict(json.loads((Path(module.__file__).parent / "snapshot.json").read_text()))
-
-
-def test_shared_and_task_tools_are_bound(rules_pkg) -> None:
-    cls = rules_pkg.RulesEnv
-    assert trl_tools(cls) == SHARED | {"shifty"}
-    for name in trl_tools(cls):
-        schema = get_json_schema(getattr(cls, name))  # TRL's view of the tool; must not raise
-        assert schema["function"]["name"] == name
-    # The task tool keeps the schema of the task that was probed (task 0: an integer).
-    shifty = get_json_schema(cls.shifty)["function"]["parameters"]
-    assert shifty["properties"]["n"]["type"] == "integer"
-    assert shifty["required"] == ["n"]
-
-
-def test_bound_tools_reach_the_server(rules_pkg, rules_server) -> None:
-    env = rules_pkg.RulesEnv(base_url=rules_server.url)
-    try:
-        env.reset(task_index=0)
-        rules_server.reset_counts()
-        assert env.shifty(n=3) == "shifty 3"
-        assert env.answer(text="nope") == "wrong: nope"
-        assert rules_server.requests().get("POST /rulesenv/call") == 2
-    finally:
-        env.close()
 
 
 def test_no_task_tools_binds_shared_tools_only(rules_server, generate_package) -> None:
@@ -171,3 +137,24 @@ def test_split_option_becomes_the_package_default(rules_server, generate_package
     )
     assert pkg.RulesEnv.DEFAULT_SPLIT == "test"
     assert pkg.load_tasks(base_url=rules_server.url)["task_index"] == [0, 1]
+
+
+def test_snapshot_probes_leave_no_session(rules_server, orsgen_cli, tmp_path) -> None:
+    rules_server.reset_counts()
+    run = orsgen_cli(
+        [
+            rules_server.url,
+            "-o",
+            str(tmp_path / "probe_leak"),
+            "--probe-index",
+            "0",
+            "--probe-index",
+            "1",
+            "--probe-index",
+            "2",
+            "-q",
+        ]
+    )
+    assert run.code == 0, run.stderr
+    assert rules_server.requests().get("POST /create", 0) == 3
+    assert rules_server.wait_sessions(0) == 0

@@ -105,13 +105,15 @@ def _drain(q: Any, into: list[Any] | None = None) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_async_rollout_loop_drives_adapter_concurrently(tmp_path: Path) -> None:
+def test_async_rollout_loop_drives_adapter_concurrently(
+    ors_servers: ors_server.Servers, tmp_path: Path
+) -> None:
     from standin_vllm import StandinVLLM
     from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop, _child_main
 
     started = time.monotonic()
     tiny = tiny_model
-    server = ors_server.start(ECHO_ENV, log_dir=tmp_path)
+    server = ors_servers.own(ECHO_ENV)  # its own: the request counts are this test's alone
     process: Any = None
     try:
         dataset = load_tasks(base_url=server.url)

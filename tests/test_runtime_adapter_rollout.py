@@ -1,6 +1,7 @@
-"""TRL bridge parity, rollouts: the prompt ``reset`` returns, right and wrong calls with
-their reward and ``finished``, the reward function over several environments, and
-isolation between instances. Expected values come from tests/envs/rules_env.py."""
+"""Rollouts through the adapter (orsgen/runtime/adapter.py), as TRL's bridge runs them:
+the prompt ``reset`` returns, right and wrong calls with their reward and ``finished``,
+the reward function over several environments, and isolation between instances.
+Expected values come from tests/envs/rules_env.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""TRL bridge parity, datasets: ``load_tasks`` against a real ORS server.
-
-Reference: ``trl.experimental.openreward.OpenRewardSpec.train_dataset``. Expected values
-come from the task list in tests/envs/rules_env.py, not from orsgen's output.
+"""``load_tasks`` (orsgen/runtime/dataset.py) against real ORS servers: the rows TRL's
+bridge builds (``trl.experimental.openreward.OpenRewardSpec.train_dataset``), in the
+fewest round trips the server allows, and clear errors. Expected values come from the
+task list in tests/envs/rules_env.py, not from orsgen's output.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import json
 
 import pytest
 
+import ors_server
 from conftest import RULES_ENV
+from generated.echo import load_tasks
 
 _spec = importlib.util.spec_from_file_location("_rules_env_tasks", RULES_ENV)
 assert _spec is not None and _spec.loader is not None
@@ -120,19 +122,24 @@ def test_an_index_past_the_split_names_itself(rules_pkg, rules_server, indices, 
     ],
     ids=["no task_range", "index API only"],
 )
-def test_falls_back_when_the_server_lacks_an_endpoint(rules_pkg, dropped, expected_path) -> None:
-    import ors_server
+def test_falls_back_when_the_server_lacks_an_endpoint(
+    rules_pkg, ors_servers, dropped, expected_path
+) -> None:
+    server = ors_servers(RULES_ENV, drop_routes=dropped)
+    server.reset_counts()
+    ds = rules_pkg.load_tasks(base_url=server.url)
+    assert ds["task_index"] == list(range(len(TASKS)))
+    assert ds["target"] == TARGETS
+    sub = rules_pkg.load_tasks(indices=[3, 1], base_url=server.url)
+    assert sub["target"] == [TARGETS[3], TARGETS[1]]
+    calls = server.requests()
+    assert calls.get(expected_path, 0) >= 1, calls
+    for path in dropped:
+        assert calls.get("POST " + path.replace("{env_name}", "rulesenv"), 0) >= 1  # tried
 
-    server = ors_server.start(RULES_ENV, drop_routes=dropped)
-    try:
-        ds = rules_pkg.load_tasks(base_url=server.url)
-        assert ds["task_index"] == list(range(len(TASKS)))
-        assert ds["target"] == TARGETS
-        sub = rules_pkg.load_tasks(indices=[3, 1], base_url=server.url)
-        assert sub["target"] == [TARGETS[3], TARGETS[1]]
-        calls = server.requests()
-        assert calls.get(expected_path, 0) >= 1, calls
-        for path in dropped:
-            assert calls.get("POST " + path.replace("{env_name}", "rulesenv"), 0) >= 1  # tried
-    finally:
-        server.stop()
+
+def test_load_tasks_against_a_dead_server_raises() -> None:
+    """Unlike a tool call, building the dataset happens before training: it may raise."""
+    port = ors_server.free_port()
+    with pytest.raises(Exception, match=str(port)):
+        load_tasks(base_url=f"http://127.0.0.1:{port}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,10 @@ QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
 
 
 @pytest.fixture(scope="module")
-def quiz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    with served_package(QUIZ, tmp_path_factory.mktemp("bundle") / "quiz_pkg") as pair:
-        yield pair
+def quiz(
+    ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Any, ors_server.RunningServer]:
+    return served_package(ors_servers, QUIZ, tmp_path_factory.mktemp("bundle") / "quiz_pkg")
 
 
 def test_bundle_rows_route_to_their_environment(echo_server: Any, quiz: Any) -> None:

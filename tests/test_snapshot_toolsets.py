@@ -1,4 +1,4 @@
-"""Issue 11 item 3: ``orsgen TARGET --toolset NAME`` snapshots a session bound to an SDK
+"""Toolsets: ``orsgen TARGET --toolset NAME`` snapshots a session bound to an SDK
 harness toolset, and every session the adapter opens binds it. A real openreward server
 serves tests/envs/sandbox_env.py, whose stand-in sandbox runs commands in a temp dir."""
 
@@ -19,17 +19,17 @@ CLAUDE_CODE = {"bash", "edit", "glob", "grep", "read", "todo_write", "write"}
 
 
 @pytest.fixture(scope="module")
-def bound(tmp_path_factory: pytest.TempPathFactory, orsgen_cli) -> Iterator[tuple[Any, Path, ors_server.RunningServer]]:
+def bound(
+    ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactory, orsgen_cli: Any
+) -> Iterator[tuple[Any, Path, ors_server.RunningServer]]:
     out = tmp_path_factory.mktemp("toolset") / "sandbox_cc"
     run = orsgen_cli([str(SANDBOX_ENV), "--toolset", "claude-code", "-o", str(out), "-q"])
     assert run.code == 0, run.stderr
     module = import_generated(out)
-    server = ors_server.start(SANDBOX_ENV)
     try:
-        yield module, out, server
+        yield module, out, ors_servers(SANDBOX_ENV)
     finally:
         module.SandboxEnv.close_all()
-        server.stop()
 
 
 def test_toolset_is_recorded_and_its_tools_are_typed_methods(bound) -> None:

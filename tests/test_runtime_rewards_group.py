@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,10 @@ JUDGE = ROOT / "tests" / "envs" / "judge_env.py"
 
 
 @pytest.fixture(scope="module")
-def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    with served_package(JUDGE, tmp_path_factory.mktemp("judge") / "judge_pkg") as pair:
-        yield pair
+def judge(
+    ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Any, ors_server.RunningServer]:
+    return served_package(ors_servers, JUDGE, tmp_path_factory.mktemp("judge") / "judge_pkg")
 
 
 def _answer(text: str) -> list[dict[str, str]]:

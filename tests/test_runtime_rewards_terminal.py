@@ -5,7 +5,6 @@ TRL's bridge ignores terminal tools, so such environments never score under it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,10 @@ QUIZ = ROOT / "tests" / "envs" / "terminal_env.py"
 
 
 @pytest.fixture(scope="module")
-def quiz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, ors_server.RunningServer]]:
-    with served_package(QUIZ, tmp_path_factory.mktemp("gen") / "quiz") as pair:
-        yield pair
+def quiz(
+    ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Any, ors_server.RunningServer]:
+    return served_package(ors_servers, QUIZ, tmp_path_factory.mktemp("gen") / "quiz")
 
 
 def _calls(server: ors_server.RunningServer) -> int:

@@ -1,0 +1,303 @@
+"""From a target to a written package in one call: snapshot, package section, generate, write.
+
+This is orsgen's library entry point; the command line is a thin shell around it::
+
+    from pathlib import Path
+    from orsgen.pipeline import Request, run
+
+    result = run(Request("examples/echo_env.py", Path("generated/echo")), progress=print)
+    print(result.version, result.level, sorted(result.files))
+
+It prints nothing: progress goes to the ``progress`` callback and findings come back as
+diagnostics. A request it cannot carry out raises :class:`RequestError` with nothing
+written. A package that generated but must not be written (error diagnostics, warnings
+under ``fail_on_warning``, a secret value in the output) comes back with ``refused`` set.
+Writes are atomic and never replace a file orsgen did not write (``orsgen.outdir``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from orsgen import config
+from orsgen.diagnostics import Diagnostic, has_errors, warning
+from orsgen.generate import generate, naming
+from orsgen.jsonobject import as_array, as_object
+from orsgen.outdir import OutputDirError, check_output_dir
+from orsgen.package_section import Names, package_section
+from orsgen.snapshot import Target, TargetError, classify, take
+from orsgen.snapshot.model import SnapshotError, build, load_text
+from orsgen.versioning import Classification
+from orsgen.write import write_package
+
+if TYPE_CHECKING:
+    from orsgen.snapshot.fetch import FetchOptions
+
+Progress = Callable[[str], None]
+# Why a generated package was not written.
+Refusal = Literal["errors", "warnings", "secret in snapshot", "secret in code"]
+Level = Literal["initial", "unchanged", "patch", "minor", "major"]
+
+
+def silent(_: str) -> None:
+    """The default progress callback: say nothing."""
+
+
+def quiet_sdk() -> None:
+    """A build step should neither call home nor echo an in-process server's request log.
+    Set before the SDK is first imported; a caller's own settings win."""
+    os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
+
+
+class RequestError(Exception):
+    """The request cannot be carried out: a bad option, an unusable target, snapshot or
+    config file, or an output directory that is in the way or cannot be written. Nothing
+    was written; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to generate, and where. ``target`` is a catalog name (namespace/name), an
+    http(s) URL, a Python file defining ORS environments, or a stored snapshot.json
+    (regenerated offline). Every ``None`` is decided as ``orsgen --help`` describes."""
+
+    target: str
+    output: Path
+    env_name: str | None = None  # on a server that hosts several environments
+    split: str | None = None  # the package's default split
+    task_tools: bool = True  # probe sessions for task tools
+    probe_indices: tuple[int, ...] | None = None  # task indices to probe (default: 0)
+    toolset: str | None = None  # an SDK harness toolset every session binds (default: config)
+    secrets: Mapping[str, str] | None = field(default=None, repr=False)  # never written
+    api_key: str | None = field(default=None, repr=False)  # never written
+    package: str | None = None  # Python package name (default: the output directory's)
+    class_name: str | None = None  # adapter class name (default: the environment's)
+    config: Path | None = None  # default: the nearest orsgen.toml or [tool.orsgen]
+    timeout: float = 120.0  # seconds for the whole snapshot
+    fail_on_warning: bool = False
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a run generated and whether it was written. ``files`` holds every generated
+    file (``{name: text}``, all of them written when ``written``); ``diagnostics`` the
+    snapshot's, the naming's and the generator's findings, in that order."""
+
+    output: Path
+    snapshot: dict[str, Any]
+    files: dict[str, str]
+    diagnostics: list[Diagnostic]
+    changes: Classification | None  # since the package already in ``output``; None: new
+    refused: Refusal | None
+
+    @property
+    def written(self) -> bool:
+        return self.refused is None
+
+    @property
+    def package(self) -> str:
+        return str(self.snapshot["package"]["name"])
+
+    @property
+    def class_name(self) -> str:
+        return str(self.snapshot["package"]["class_name"])
+
+    @property
+    def version(self) -> str:
+        return str(self.snapshot["package"]["version"])
+
+    @property
+    def level(self) -> Level:
+        """How the version was bumped: ``initial`` for a new package."""
+        return "initial" if self.changes is None else self.changes.level
+
+    @property
+    def tool_count(self) -> int:
+        environment = self.snapshot["environment"]
+        return len(environment["tools"]) + len(environment["task_tools"])
+
+
+@dataclass
+class _Inputs:
+    """What generation starts from: the environment facts and what shapes the package."""
+
+    environment: dict[str, Any]
+    diagnostics: list[Diagnostic]
+    previous: dict[str, Any] | None  # the snapshot already in the output directory
+    configured: dict[str, Any]
+
+
+def run(request: Request, progress: Progress = silent) -> Result:
+    """Snapshot ``request.target`` (or read a stored snapshot), decide the package's names
+    and version, generate, and write atomically into ``request.output``."""
+    quiet_sdk()
+    inputs = _inputs(request, progress)
+    names = Names(request.package, request.class_name, request.split)
+    section = package_section(
+        inputs.environment, request.output, names, inputs.configured, inputs.previous
+    )
+    report = section.changes.report() if section.changes is not None else ""
+    if report:
+        progress(f"changes since the previous snapshot in {request.output}:\n{report}")
+    snapshot = build(inputs.environment, section.package)
+    generated = generate(snapshot)
+    diagnostics = [
+        *inputs.diagnostics,
+        *_name_warnings(request.output, str(section.package["name"])),
+        *generated.diagnostics,
+    ]
+    refused = _refusal(request, diagnostics, generated.files)
+    if refused is None:
+        _write(request.output, generated.files)
+    return Result(request.output, snapshot, generated.files, diagnostics, section.changes, refused)
+
+
+def _inputs(request: Request, progress: Progress) -> _Inputs:
+    try:
+        # Checked again with the file names once generated; refused early, before a snapshot.
+        check_output_dir(request.output, [])
+        target = classify(request.target)
+        previous = _stored_in(request.output)
+        diagnostics: list[Diagnostic] = []
+        if target.kind == "snapshot":
+            path = Path(target.value)
+            if not path.is_file():
+                raise RequestError(f"{path}: no such snapshot file")
+            stored = load_text(path.read_text(encoding="utf-8"), str(path))
+            environment = stored["environment"]
+            previous = previous or stored
+            progress(f"regenerating offline from {path}")
+            table = _config_table(request)
+        else:
+            table = _config_table(request)
+            options = fetch_options(request, table, previous)
+            environment, diagnostics = take_snapshot(target, request, options, progress)
+        configured = _configured(table, environment)
+    except (TargetError, SnapshotError, config.ConfigError, OutputDirError) as exc:
+        raise RequestError(str(exc)) from exc
+    return _Inputs(environment, diagnostics, previous, configured)
+
+
+def fetch_options(
+    request: Request,
+    configured: tuple[Path, config.PackageConfig] | None = None,
+    previous: Mapping[str, Any] | None = None,
+) -> FetchOptions:
+    """How to snapshot: the one place both generation and ``check --live`` build it.
+    ``configured`` is the config file and its table; ``previous`` the snapshot already in
+    the output directory."""
+    from orsgen.snapshot.fetch import FetchOptions
+
+    path, table = configured if configured is not None else (None, None)
+    # Both are checked the same way; the request wins over the file.
+    in_file = _checked_toolset(table.toolset if table is not None else None, f"{path}: toolset: ")
+    return FetchOptions(
+        split=request.split or (table.split if table is not None else None),
+        toolset=_checked_toolset(request.toolset) or in_file,
+        task_tools=request.task_tools,
+        probe_indices=request.probe_indices,
+        secrets=request.secrets,
+        timeout=request.timeout,
+        previous_split=as_object(as_object(previous).get("package")).get("split"),
+    )
+
+
+def take_snapshot(
+    target: Target, request: Request, options: FetchOptions, progress: Progress
+) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """The live environment's facts (the snapshot's ``environment`` section) and findings."""
+    return take(
+        target,
+        env_name=request.env_name,
+        options=options,
+        api_key=request.api_key,
+        progress=progress,
+    )
+
+
+def _checked_toolset(name: str | None, where: str = "") -> str | None:
+    """A toolset (``where`` names the config file it is from), checked against the SDK's
+    built-in harness toolsets."""
+    if name is None:
+        return None
+    from typing import get_args
+
+    from openreward.api.environments.client import (  # type: ignore[import-untyped]
+        BuiltinToolset,
+    )
+
+    valid = sorted(str(v) for v in get_args(BuiltinToolset))
+    if name not in valid:
+        raise RequestError(f"{where}unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
+    return name
+
+
+def _config_table(request: Request) -> tuple[Path, config.PackageConfig] | None:
+    """The config file's table for this output directory, and the file it is in."""
+    path = config.find(Path.cwd(), request.config)
+    table = config.for_output(path, request.output) if path is not None else None
+    return (path, table) if path is not None and table is not None else None
+
+
+def _configured(
+    table: tuple[Path, config.PackageConfig] | None, environment: Mapping[str, Any]
+) -> dict[str, Any]:
+    if table is None:
+        return {}
+    specs = [*as_array(environment.get("tools")), *as_array(environment.get("task_tools"))]
+    return config.for_environment(*table, [str(as_object(t).get("name")) for t in specs])
+
+
+def _stored_in(directory: Path) -> dict[str, Any] | None:
+    """The snapshot of the package already in ``directory``; None when there is none
+    (or it is unreadable: the output directory check decides whether it may be replaced)."""
+    path = directory / "snapshot.json"
+    if not path.is_file():
+        return None
+    try:
+        return load_text(path.read_text(encoding="utf-8"), str(path))
+    except SnapshotError:
+        return None
+
+
+def _name_warnings(output: Path, package: str) -> list[Diagnostic]:
+    """How the package will be imported, and what its name may shadow."""
+    where = output.resolve()
+    notes = [*naming.import_notes(where, package), *naming.shadowing_notes(where)]
+    return [warning(None, "", note) for note in notes]
+
+
+def _refusal(
+    request: Request, diagnostics: list[Diagnostic], files: Mapping[str, str]
+) -> Refusal | None:
+    if has_errors(diagnostics):
+        return "errors"
+    if request.fail_on_warning and diagnostics:
+        return "warnings"
+    secrets = [*(request.secrets or {}).values(), *([request.api_key] if request.api_key else [])]
+    return secret_leak(files, secrets)
+
+
+def secret_leak(files: Mapping[str, str], secrets: Iterable[str]) -> Refusal | None:
+    """Whether any secret value turns up in the files to write (the snapshot is one)."""
+    values = [s for s in secrets if s]
+    leaked = {name for name, text in files.items() if any(s in text for s in values)}
+    if "snapshot.json" in leaked:
+        return "secret in snapshot"
+    return "secret in code" if leaked else None
+
+
+def _write(output: Path, files: Mapping[str, str]) -> None:
+    try:
+        check_output_dir(output, files)
+    except OutputDirError as exc:
+        raise RequestError(str(exc)) from exc
+    try:
+        write_package(output, files)
+    except OSError as exc:
+        raise RequestError(f"cannot write {output}: {exc}; nothing was changed") from exc
