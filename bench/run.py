@@ -7,7 +7,7 @@ It serves bench/bench_env.py on 127.0.0.1 with the instrumented openreward serve
 by the tests (tests/serve_env.py: request counts per "METHOD /path", open sessions),
 measures everything side by side in one run, prints a table and writes
 bench/results/latest.json and bench/results/latest.md. Figures are wall-clock on
-whatever machine runs it; the targets are ratios within one run (issue 5).
+whatever machine runs it; the targets are ratios within one run.
 """
 
 from __future__ import annotations
@@ -474,7 +474,7 @@ def render(res: dict[str, Any], meta: dict[str, Any]) -> str:
     out += [f"| {r['impl']} | {r['after_close']} | {r['after_gc']} | {r['after_exit']} |" for r in res["leaks"]]
     out.append("\n## Cold import\n\n| module | seconds |\n|---|---:|")
     out += [f"| {r['impl']} | {fmt(r['seconds'])} |" for r in res["import"]]
-    out.append("\n## Targets (issue 5)\n\n| target | goal | measured | met |\n|---|---|---:|---|")
+    out.append("\n## Targets (ratios within this run)\n\n| target | goal | measured | met |\n|---|---|---:|---|")
     out += [f"| {a} | {b} | {c} | {'yes' if d else 'NO'} |" for a, b, c, d in res["verdicts"]]
     return "\n".join(out) + "\n"
 
