@@ -89,7 +89,9 @@ class RawHTTP:
         headers = {"Content-Type": "application/json"}
         if sid:
             headers["X-Session-ID"] = sid
-        self.conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        self.conn.request(
+            method, path, body=json.dumps(body) if body is not None else None, headers=headers
+        )
         resp = self.conn.getresponse()
         data = resp.read()
         if resp.status >= 400:
@@ -107,16 +109,29 @@ class RawHTTP:
         raise RuntimeError(f"no {event} event in {data[:200]!r}")
 
     def task_range(self, stop: int) -> list[Any]:
-        return list(json.loads(self._req("POST", f"/{ENV}/task_range", {"split": "train", "start": 0, "stop": stop}))["tasks"])
+        return list(
+            json.loads(
+                self._req(
+                    "POST", f"/{ENV}/task_range", {"split": "train", "start": 0, "stop": stop}
+                )
+            )["tasks"]
+        )
 
     def open(self, index: int) -> str:
         self.sid = self._sse(self._req("POST", "/create_session"), "task_id")
-        self._req("POST", "/create", {"split": "train", "index": index, "env_name": ENV}, sid=self.sid)
+        self._req(
+            "POST", "/create", {"split": "train", "index": index, "env_name": ENV}, sid=self.sid
+        )
         blocks = json.loads(self._req("GET", f"/{ENV}/prompt", sid=self.sid))
         return " ".join(b.get("text", "") for b in blocks)
 
     def call(self, name: str, args: dict[str, Any]) -> Any:
-        return json.loads(self._sse(self._req("POST", f"/{ENV}/call", {"name": name, "input": args}, sid=self.sid), "end"))
+        return json.loads(
+            self._sse(
+                self._req("POST", f"/{ENV}/call", {"name": name, "input": args}, sid=self.sid),
+                "end",
+            )
+        )
 
     def close(self) -> None:
         if self.sid:
@@ -136,7 +151,9 @@ def trl_spec(url: str, **kw: Any) -> Any:
     return OpenRewardSpec(url, env_name=ENV, **kw)
 
 
-def _median_run(server: ors_server.RunningServer, fn: Callable[[], Any], repeats: int = 5) -> tuple[Any, float, int]:
+def _median_run(
+    server: ors_server.RunningServer, fn: Callable[[], Any], repeats: int = 5
+) -> tuple[Any, float, int]:
     """Median time of several runs (one run is too noisy on a shared 2-core machine);
     the request count is per run."""
     runs = [_count(server, fn) for _ in range(repeats)]
@@ -235,7 +252,12 @@ def bench_calls(server: ors_server.RunningServer, m: int) -> list[Row]:
     for name in calls:
         med, p90 = _lat(times[name])
         rows.append(
-            {"impl": name, "median_ms": med * 1e3, "p90_ms": p90 * 1e3, "requests_per_call": requests[name]}
+            {
+                "impl": name,
+                "median_ms": med * 1e3,
+                "p90_ms": p90 * 1e3,
+                "requests_per_call": requests[name],
+            }
         )
     return rows
 
@@ -258,15 +280,24 @@ def bench_group(server: ors_server.RunningServer, g: int) -> list[Row]:
         return took
 
     fixed = functools.partial(benchenv.BenchEnv, base_url=url, group_size=g)
-    rows.append({"impl": f"orsgen adapter (group_size={g})", "seconds": group(fixed, 1, lambda e: e.close())})
+    rows.append(
+        {
+            "impl": f"orsgen adapter (group_size={g})",
+            "seconds": group(fixed, 1, lambda e: e.close()),
+        }
+    )
     learned = functools.partial(benchenv.BenchEnv, base_url=url)
     group(learned, 2, lambda e: None)  # first group: the pattern is learned
-    rows.append({"impl": "orsgen adapter (learned G)", "seconds": group(learned, 3, lambda e: e.close())})
+    rows.append(
+        {"impl": "orsgen adapter (learned G)", "seconds": group(learned, 3, lambda e: e.close())}
+    )
     from orsgen.runtime import prefetch
 
     prefetch.forget()
     off = functools.partial(benchenv.BenchEnv, base_url=url, prefetch=False)
-    rows.append({"impl": "orsgen adapter (prefetch off)", "seconds": group(off, 4, lambda e: e.close())})
+    rows.append(
+        {"impl": "orsgen adapter (prefetch off)", "seconds": group(off, 4, lambda e: e.close())}
+    )
     env = _sdk_client(url).environments.get(ENV)
 
     class SdkReset:
@@ -274,7 +305,12 @@ def bench_group(server: ors_server.RunningServer, g: int) -> list[Row]:
             self.cm = env.session(split="train", index=task_index)
             self.cm.__enter__().get_prompt()
 
-    rows.append({"impl": "raw SDK (serial)", "seconds": group(SdkReset, 5, lambda e: e.cm.__exit__(None, None, None))})
+    rows.append(
+        {
+            "impl": "raw SDK (serial)",
+            "seconds": group(SdkReset, 5, lambda e: e.cm.__exit__(None, None, None)),
+        }
+    )
     factory = trl_spec(url).environment_factory
     rows.append({"impl": "TRL bridge", "seconds": group(factory, 6, lambda e: e._close())})
     return rows
@@ -290,12 +326,16 @@ def _rollout(factory: Any, task: int, calls: int) -> float | None:
     return reward
 
 
-def bench_concurrency(server: ors_server.RunningServer, k: int, calls: int, repeats: int = 3) -> list[Row]:
+def bench_concurrency(
+    server: ors_server.RunningServer, k: int, calls: int, repeats: int = 3
+) -> list[Row]:
     """K rollouts one after another, then K at once on a thread pool, through a pickled
     factory; each is the median of ``repeats`` runs, taken in turns."""
     import benchenv
 
-    factory = pickle.loads(pickle.dumps(functools.partial(benchenv.BenchEnv, base_url=server.url, prefetch=False)))
+    factory = pickle.loads(
+        pickle.dumps(functools.partial(benchenv.BenchEnv, base_url=server.url, prefetch=False))
+    )
     serial_runs: list[float] = []
     conc_runs: list[float] = []
     for rep in range(repeats):
@@ -310,20 +350,42 @@ def bench_concurrency(server: ors_server.RunningServer, k: int, calls: int, repe
         assert serial == conc == [1.0] * k
     t_serial, t_conc = statistics.median(serial_runs), statistics.median(conc_runs)
     rows: list[Row] = [
-        {"impl": "orsgen adapter (pickled partial)", "serial_s": t_serial, "concurrent_s": t_conc, "speedup": t_serial / t_conc}
+        {
+            "impl": "orsgen adapter (pickled partial)",
+            "serial_s": t_serial,
+            "concurrent_s": t_conc,
+            "speedup": t_serial / t_conc,
+        }
     ]
     try:
         pickle.dumps(trl_spec(server.url).environment_factory)
         note = "pickles"
     except Exception as exc:  # noqa: BLE001
         note = f"cannot run: factory does not pickle ({type(exc).__name__})"
-    rows.append({"impl": "TRL bridge", "serial_s": None, "concurrent_s": None, "speedup": None, "note": note})
+    rows.append(
+        {
+            "impl": "TRL bridge",
+            "serial_s": None,
+            "concurrent_s": None,
+            "speedup": None,
+            "note": note,
+        }
+    )
     return rows
 
 
 def _child(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH), str(ROOT / "tests")])}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=timeout)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH), str(ROOT / "tests")]),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def bench_leaks(server: ors_server.RunningServer) -> list[Row]:
@@ -348,17 +410,22 @@ def bench_leaks(server: ors_server.RunningServer) -> list[Row]:
     del envs, e
     gc.collect()
     after_gc = settle()
-    child = _child(
-        f"""
+    child = _child(f"""
         import benchenv
         envs = [benchenv.BenchEnv(base_url={url!r}, group_size=4) for _ in range(4)]
         for e in envs:
             e.reset(task_index=32)
-        """
-    )
+        """)
     assert child.returncode == 0, child.stderr
     after_exit = settle()
-    rows.append({"impl": "orsgen adapter", "after_close": after_close, "after_gc": after_gc, "after_exit": after_exit})
+    rows.append(
+        {
+            "impl": "orsgen adapter",
+            "after_close": after_close,
+            "after_gc": after_gc,
+            "after_exit": after_exit,
+        }
+    )
 
     factory = trl_spec(url).environment_factory
     envs = [factory() for _ in range(4)]
@@ -375,8 +442,7 @@ def bench_leaks(server: ors_server.RunningServer) -> list[Row]:
     time.sleep(0.5)
     b_gc = server.open_sessions() - base
     base = server.open_sessions()
-    child = _child(
-        f"""
+    child = _child(f"""
         import os
         os.environ["OPENREWARD_API_URL"] = os.environ["OPENREWARD_SESSION_URL"] = {url!r}
         from trl.experimental.openreward import OpenRewardSpec
@@ -384,12 +450,13 @@ def bench_leaks(server: ors_server.RunningServer) -> list[Row]:
         envs = [f() for _ in range(4)]
         for e in envs:
             e.reset(task_index=35)
-        """
-    )
+        """)
     assert child.returncode == 0, child.stderr
     time.sleep(0.5)
     b_exit = server.open_sessions() - base
-    rows.append({"impl": "TRL bridge", "after_close": b_close, "after_gc": b_gc, "after_exit": b_exit})
+    rows.append(
+        {"impl": "TRL bridge", "after_close": b_close, "after_gc": b_gc, "after_exit": b_exit}
+    )
     return rows
 
 
@@ -397,7 +464,9 @@ def _importtime(module: str) -> float:
     child = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"import {module}"],
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH)])},
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     best = 0
     for line in child.stderr.splitlines():
@@ -411,7 +480,10 @@ def bench_import() -> list[Row]:
     return [
         {"impl": "orsgen adapter (import benchenv)", "seconds": _importtime("benchenv")},
         {"impl": "raw SDK (import openreward)", "seconds": _importtime("openreward")},
-        {"impl": "TRL bridge (import trl.experimental.openreward)", "seconds": _importtime("trl.experimental.openreward")},
+        {
+            "impl": "TRL bridge (import trl.experimental.openreward)",
+            "seconds": _importtime("trl.experimental.openreward"),
+        },
     ]
 
 
@@ -438,10 +510,20 @@ def verdicts(res: dict[str, Any], setup_delay: float, k: int) -> list[tuple[str,
     ratio_l = learned["seconds"] / setup_delay if setup_delay else float("nan")
     left = leaks["after_close"] + leaks["after_gc"] + leaks["after_exit"]
     return [
-        ("dataset: time vs raw HTTP (+ same Dataset)", "<= 1.5x", f"{ratio_ds:.2f}x", ratio_ds <= 1.5),
+        (
+            "dataset: time vs raw HTTP (+ same Dataset)",
+            "<= 1.5x",
+            f"{ratio_ds:.2f}x",
+            ratio_ds <= 1.5,
+        ),
         ("dataset: requests", "<= 2", str(gen_ds["requests"]), gen_ds["requests"] <= 2),
         ("tool call: median vs raw HTTP", "<= 1.25x", f"{ratio_c:.2f}x", ratio_c <= 1.25),
-        ("tool call: requests per call", "1", f"{gen_c['requests_per_call']:.2f}", gen_c["requests_per_call"] <= 1.0),
+        (
+            "tool call: requests per call",
+            "1",
+            f"{gen_c['requests_per_call']:.2f}",
+            gen_c["requests_per_call"] <= 1.0,
+        ),
         ("group reset (fixed G) vs one setup", "<= 1.5x", f"{ratio_g:.2f}x", ratio_g <= 1.5),
         ("group reset (learned G) vs one setup", "<= 1.5x", f"{ratio_l:.2f}x", ratio_l <= 1.5),
         (f"K={k} concurrent vs serial", ">= 7x", f"{conc['speedup']:.2f}x", conc["speedup"] >= 7),
@@ -458,47 +540,92 @@ def render(res: dict[str, Any], meta: dict[str, Any]) -> str:
             return f"{v:.3f}{unit}" if v < 10 else f"{v:.2f}{unit}"
         return f"{v}{unit}"
 
-    out = [f"# orsgen runtime benchmark\n", f"{meta['date']} on {meta['machine']}; {meta['params']}\n"]
-    out.append(f"\n## Dataset of {meta['tasks']} tasks\n\n| implementation | seconds | requests |\n|---|---:|---:|")
+    out = [
+        f"# orsgen runtime benchmark\n",
+        f"{meta['date']} on {meta['machine']}; {meta['params']}\n",
+    ]
+    out.append(
+        f"\n## Dataset of {meta['tasks']} tasks\n\n| implementation | seconds | requests |\n|---|---:|---:|"
+    )
     out += [f"| {r['impl']} | {fmt(r['seconds'])} | {r['requests']} |" for r in res["dataset"]]
-    out.append("\n## Tool call\n\n| implementation | median ms | p90 ms | requests/call |\n|---|---:|---:|---:|")
-    out += [f"| {r['impl']} | {fmt(r['median_ms'])} | {fmt(r['p90_ms'])} | {r['requests_per_call']:.2f} |" for r in res["tool_call"]]
-    out.append(f"\n## Group of {meta['group']} serial resets, setup {meta['setup_delay']} s\n\n| implementation | seconds | x one setup |\n|---|---:|---:|")
-    out += [f"| {r['impl']} | {fmt(r['seconds'])} | {r['seconds'] / meta['setup_delay']:.2f} |" for r in res["group_reset"]]
-    out.append(f"\n## K={meta['k']} rollouts through a pickled factory\n\n| implementation | serial s (median of 3) | concurrent s (median of 3) | speedup |\n|---|---:|---:|---:|")
+    out.append(
+        "\n## Tool call\n\n| implementation | median ms | p90 ms | requests/call |\n|---|---:|---:|---:|"
+    )
+    out += [
+        f"| {r['impl']} | {fmt(r['median_ms'])} | {fmt(r['p90_ms'])} | {r['requests_per_call']:.2f} |"
+        for r in res["tool_call"]
+    ]
+    out.append(
+        f"\n## Group of {meta['group']} serial resets, setup {meta['setup_delay']} s\n\n| implementation | seconds | x one setup |\n|---|---:|---:|"
+    )
+    out += [
+        f"| {r['impl']} | {fmt(r['seconds'])} | {r['seconds'] / meta['setup_delay']:.2f} |"
+        for r in res["group_reset"]
+    ]
+    out.append(
+        f"\n## K={meta['k']} rollouts through a pickled factory\n\n| implementation | serial s (median of 3) | concurrent s (median of 3) | speedup |\n|---|---:|---:|---:|"
+    )
     out += [
         f"| {r['impl']} | {fmt(r['serial_s'])} | {fmt(r['concurrent_s'])} | {fmt(r['speedup'], 'x') if r['speedup'] else r.get('note', '-')} |"
         for r in res["concurrency"]
     ]
-    out.append("\n## Sessions left open (4 rollouts each)\n\n| implementation | after close | after GC | after exit |\n|---|---:|---:|---:|")
-    out += [f"| {r['impl']} | {r['after_close']} | {r['after_gc']} | {r['after_exit']} |" for r in res["leaks"]]
+    out.append(
+        "\n## Sessions left open (4 rollouts each)\n\n| implementation | after close | after GC | after exit |\n|---|---:|---:|---:|"
+    )
+    out += [
+        f"| {r['impl']} | {r['after_close']} | {r['after_gc']} | {r['after_exit']} |"
+        for r in res["leaks"]
+    ]
     out.append("\n## Cold import\n\n| module | seconds |\n|---|---:|")
     out += [f"| {r['impl']} | {fmt(r['seconds'])} |" for r in res["import"]]
-    out.append("\n## Targets (ratios within this run)\n\n| target | goal | measured | met |\n|---|---|---:|---|")
+    out.append(
+        "\n## Targets (ratios within this run)\n\n| target | goal | measured | met |\n|---|---|---:|---|"
+    )
     out += [f"| {a} | {b} | {c} | {'yes' if d else 'NO'} |" for a, b, c, d in res["verdicts"]]
     return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tasks", type=int, default=500, help="tasks in the environment and in the dataset benchmark")
-    p.add_argument("--setup-delay", type=float, default=0.5, help="seconds each session's setup() takes")
-    p.add_argument("--tool-latency", type=float, default=0.0, help="seconds each tool call takes on the server")
-    p.add_argument("--calls", type=int, default=1000, help="tool calls per implementation (taken in turns)")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--tasks",
+        type=int,
+        default=500,
+        help="tasks in the environment and in the dataset benchmark",
+    )
+    p.add_argument(
+        "--setup-delay", type=float, default=0.5, help="seconds each session's setup() takes"
+    )
+    p.add_argument(
+        "--tool-latency", type=float, default=0.0, help="seconds each tool call takes on the server"
+    )
+    p.add_argument(
+        "--calls", type=int, default=1000, help="tool calls per implementation (taken in turns)"
+    )
     p.add_argument("--group", type=int, default=8, help="GRPO group size (num_generations)")
     p.add_argument("--k", type=int, default=8, help="concurrent rollouts")
-    p.add_argument("--rollout-calls", type=int, default=3, help="tool calls per rollout in the K-way run")
+    p.add_argument(
+        "--rollout-calls", type=int, default=3, help="tool calls per rollout in the K-way run"
+    )
     p.add_argument("--out", type=Path, default=BENCH / "results")
     opts = p.parse_args(argv)
 
-    base_env = {"BENCH_TASKS": str(max(opts.tasks, 64)), "BENCH_TOOL_LATENCY": str(opts.tool_latency)}
+    base_env = {
+        "BENCH_TASKS": str(max(opts.tasks, 64)),
+        "BENCH_TOOL_LATENCY": str(opts.tool_latency),
+    }
     os.environ.update(base_env, BENCH_SETUP_DELAY="0")
     fast = ors_server.start(BENCH / "bench_env.py")
     os.environ["BENCH_SETUP_DELAY"] = str(opts.setup_delay)
     slow = ors_server.start(BENCH / "bench_env.py")
     res: dict[str, Any] = {}
     try:
-        print(f"servers up: {fast.url} (no setup delay), {slow.url} (setup {opts.setup_delay} s)", flush=True)
+        print(
+            f"servers up: {fast.url} (no setup delay), {slow.url} (setup {opts.setup_delay} s)",
+            flush=True,
+        )
         res["dataset"] = bench_dataset(fast, opts.tasks)
         print("dataset done", flush=True)
         res["tool_call"] = bench_calls(fast, opts.calls)
@@ -523,7 +650,10 @@ def main(argv: list[str] | None = None) -> int:
             f"tasks={opts.tasks} setup_delay={opts.setup_delay}s tool_latency={opts.tool_latency}s "
             f"calls={opts.calls} group={opts.group} k={opts.k}"
         ),
-        "tasks": opts.tasks, "setup_delay": opts.setup_delay, "group": opts.group, "k": opts.k,
+        "tasks": opts.tasks,
+        "setup_delay": opts.setup_delay,
+        "group": opts.group,
+        "k": opts.k,
     }
     text = render(res, meta)
     print(text)
