@@ -109,6 +109,7 @@ def _serve(path: Path, ready_timeout: float) -> Generator[tuple[str, dict[str, s
         raise TargetError(
             f"{path}: not a valid ORS environment file: {type(exc).__name__}: {exc}"
         ) from None
+    _fresh_sse_exit_event()
     # Bind here and hand uvicorn the socket: choosing a free port and binding it later
     # races with every other process picking ports on this machine.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -128,6 +129,19 @@ def _serve(path: Path, ready_timeout: float) -> Generator[tuple[str, dict[str, s
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def _fresh_sse_exit_event() -> None:
+    """sse-starlette (the SDK server's streams) keeps one process-wide exit event, bound to
+    the event loop of the first server that streamed. Every later in-process server runs a
+    loop of its own, so its first stream fails ("bound to a different event loop") and the
+    server logs a traceback. Serving one file after another in a process is ordinary for
+    Python callers of the pipeline (and for the tests), so each server starts unbound."""
+    try:
+        from sse_starlette.sse import AppStatus  # pyright: ignore[reportMissingTypeStubs]
+    except ImportError:  # the SDK no longer streams through sse-starlette
+        return
+    AppStatus.should_exit_event = None
 
 
 def _wait_ready(url: str, thread: threading.Thread, timeout: float) -> None:
