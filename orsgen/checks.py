@@ -71,13 +71,16 @@ def live_drift(
 
 
 def _live_target(stored: Mapping[str, Any], given: str | None) -> Target:
-    recorded = as_object(stored.get("target"))
-    if given:
+    """The target to re-snapshot: ``given`` (``--target``) if any, else the recorded one."""
+    if given is not None:
         target = classify(given)
-    elif recorded.get("kind") in ("catalog", "url", "file"):
-        target = Target(recorded["kind"], str(recorded["value"]))
-    else:
+        if target.kind == "file" and not Path(target.value).is_file():
+            raise RequestError(f"target {target.value} does not exist")
+        return target
+    recorded = as_object(stored.get("target"))
+    if recorded.get("kind") not in ("catalog", "url", "file"):
         raise RequestError("the snapshot records no live target; pass --target")
+    target = Target(recorded["kind"], str(recorded["value"]))
     if target.kind == "file" and not Path(target.value).is_file():
         raise RequestError(f"recorded target {target.value} does not exist here; pass --target")
     return target

@@ -63,3 +63,32 @@ def test_a_file_importing_a_sibling_module(tmp_path: Path, orsgen_cli) -> None:
     import sys
 
     assert str(project) not in sys.path  # put back as it was
+
+
+def test_live_check_of_a_moved_file_target(tmp_path: Path, orsgen_cli) -> None:
+    """The recorded file target is gone: ``check --live`` says so only when it is the
+    recorded one it looked for, and a given ``--target`` is the one it snapshots."""
+    project = tmp_path / "project"
+    project.mkdir()
+    helper = "orsgen_moved_tasks_2c9e"  # unique: never importable from anywhere else
+    (project / f"{helper}.py").write_text(textwrap.dedent(HELPER))
+    recorded = project / "moved_env.py"
+    recorded.write_text(textwrap.dedent(ENV.format(helper=helper)))
+    out = tmp_path / "moved"
+    assert orsgen_cli([str(recorded), "-o", str(out), "-q"]).code == 0
+    moved = tmp_path / "elsewhere"
+    project.rename(moved)
+
+    run = orsgen_cli(["check", str(out), "--live", "-q"])
+    assert run.code == 2
+    assert f"recorded target {recorded.as_posix()} does not exist here; pass --target" in run.stderr
+
+    given = moved / "gone_env.py"
+    run = orsgen_cli(["check", str(out), "--live", "-q", "--target", str(given)])
+    assert run.code == 2
+    assert f"target {given} does not exist" in run.stderr
+    assert "recorded target" not in run.stderr and "pass --target" not in run.stderr
+
+    run = orsgen_cli(["check", str(out), "--live", "--target", str(moved / "moved_env.py")])
+    assert run.code == 0, run.stdout + run.stderr
+    assert "no drift" in run.stderr
