@@ -97,6 +97,17 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+@dataclass
+class _Probe:
+    """What the task-tool probe sessions found (:func:`_probe_task_tools`)."""
+
+    task_tools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    indices: list[int] = field(default_factory=list[int])
+    diagnostics: list[Diagnostic] = field(default_factory=list[Diagnostic])
+    # Whether any probed prompt held an image (``None``: no prompt could be read).
+    images: bool | None = None
+
+
 async def _facts(
     endpoint: Endpoint, options: FetchOptions, progress: Progress
 ) -> tuple[dict[str, Any], list[Diagnostic]]:
@@ -104,22 +115,11 @@ async def _facts(
     env = await environment(endpoint)
     prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
     progress("reading server version and tools")
-    version: Any
-    try:
-        version = await ask(endpoint, env, "GET", "/version", progress=progress)
-    except Exception:  # noqa: BLE001 - optional endpoint
-        version = {}
+    version = await _server_version(endpoint, env, progress)
     tools_res = await ask(endpoint, env, "GET", f"{prefix}/tools", progress=progress)
     shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
-    splits: list[dict[str, Any]] = []
-    for split in await ask(endpoint, env, "GET", f"{prefix}/splits", progress=progress):
-        name = split["name"] if is_object(split) else str(split)
-        kind = split.get("type") if is_object(split) else None
-        body = {"split": name}
-        answer = await ask(endpoint, env, "POST", f"{prefix}/num_tasks", body, progress=progress)
-        count = answer["num_tasks"]
-        splits.append({"name": name, "type": kind, "num_tasks": int(count)})
+    splits = await _read_splits(endpoint, env, prefix, progress)
     # Chosen with or without probes: the split becomes the package's default.
     chosen, why = choose_split(
         [str(s["name"]) for s in splits], options.split, options.previous_split
@@ -128,37 +128,69 @@ async def _facts(
         progress(why)
     options = replace(options, split=chosen)
     splits.sort(key=lambda s: str(s["name"]))
-    task_tools: list[dict[str, Any]] = []
-    probed: list[int] = []
-    prompt_images: bool | None = None
+    probe = _Probe()
     if options.task_tools or options.toolset:
-        task_tools, probed, probe_diags, prompt_images = await _probe_task_tools(
-            endpoint, env, options, splits, shared, progress
-        )
-        diagnostics += probe_diags
+        probe = await _probe_task_tools(endpoint, env, options, splits, shared, progress)
+        diagnostics += probe.diagnostics
     if options.toolset:  # the bound toolset's tools replace same-named environment tools
-        overridden = {t["name"] for t in task_tools}
+        overridden = {t["name"] for t in probe.task_tools}
         shared = [t for t in shared if t["name"] not in overridden]
+    return _facts_section(endpoint, options, version, tools_res, splits, shared, probe), diagnostics
+
+
+async def _server_version(endpoint: Endpoint, env: Any, progress: Progress) -> Any:
+    """The server software's version, if it says (``/version`` is optional)."""
+    try:
+        version = await ask(endpoint, env, "GET", "/version", progress=progress)
+    except Exception:  # noqa: BLE001 - optional endpoint
+        return None
+    return version.get("version") if is_object(version) else None
+
+
+async def _read_splits(
+    endpoint: Endpoint, env: Any, prefix: str, progress: Progress
+) -> list[dict[str, Any]]:
+    """Every split with its type and task count, in the server's order."""
+    splits: list[dict[str, Any]] = []
+    for split in await ask(endpoint, env, "GET", f"{prefix}/splits", progress=progress):
+        name = split["name"] if is_object(split) else str(split)
+        kind = split.get("type") if is_object(split) else None
+        body = {"split": name}
+        answer = await ask(endpoint, env, "POST", f"{prefix}/num_tasks", body, progress=progress)
+        count = answer["num_tasks"]
+        splits.append({"name": name, "type": kind, "num_tasks": int(count)})
+    return splits
+
+
+def _facts_section(
+    endpoint: Endpoint,
+    options: FetchOptions,
+    version: Any,
+    tools_res: Mapping[str, Any],
+    splits: list[dict[str, Any]],
+    shared: list[dict[str, Any]],
+    probe: _Probe,
+) -> dict[str, Any]:
+    """The snapshot's ``environment`` section from what :func:`_facts` read."""
     identity: dict[str, Any] = {"env_name": endpoint.env_name, "deployment": endpoint.deployment}
     if options.toolset:
         identity["toolset"] = options.toolset
-    facts: dict[str, Any] = {
+    return {
         "identity": identity,
-        "images": {"in_prompt": prompt_images},
-        "server_version": version.get("version") if is_object(version) else None,
+        "images": {"in_prompt": probe.images},
+        "server_version": version,
         "splits": splits,
         "tools": shared,
-        "task_tools": task_tools,
+        "task_tools": probe.task_tools,
         "task_tools_probe": {
             "enabled": options.task_tools or bool(options.toolset),
             "split": options.split,
-            "indices": probed,
+            "indices": probe.indices,
         },
         "terminal_tool": tools_res.get("terminal_tool"),
         "supports_score_group": bool(tools_res.get("supports_score_group")),
         "message_block_types": sorted(tools_res.get("message_block_types") or []),
     }
-    return facts, diagnostics
 
 
 async def _probe_task_tools(
@@ -168,11 +200,10 @@ async def _probe_task_tools(
     splits: list[dict[str, Any]],
     shared: list[dict[str, Any]],
     progress: Progress,
-) -> tuple[list[dict[str, Any]], list[int], list[Diagnostic], bool | None]:
+) -> _Probe:
     """Open one short session per probe index and merge their tool lists by name, as
     TRL's bridge does; a tool whose schema differs between probes is a warning. Also
-    says whether any probed prompt held an image (``None``: no prompt could be read)."""
-    diagnostics: list[Diagnostic] = []
+    says whether any probed prompt held an image."""
     counts = {s["name"]: s["num_tasks"] for s in splits}
     total = counts[options.split]
     if options.probe_indices is None and total == 0:
@@ -182,7 +213,30 @@ async def _probe_task_tools(
             "task tools; the package has the shared tools only. Regenerate once the split "
             "has tasks, or pass --no-task-tools to skip the probe"
         )
-        return [], [], [warning(None, "", note)], None
+        return _Probe(diagnostics=[warning(None, "", note)])
+    probe = _Probe(indices=_probe_indices(options, total))
+    secrets = session_secrets(endpoint, options.secrets)
+    # With a toolset bound, its tools override same-named shared ones: the session decides.
+    seen: dict[str, tuple[dict[str, Any], int]] = (
+        {} if options.toolset else {t["name"]: (t, -1) for t in shared}
+    )
+    merged: dict[str, dict[str, Any]] = {}
+    for index in probe.indices:
+        progress(f"probing task tools with a session on task {index}")
+        listed, seen_image = await _probe_session(env, options, secrets, index, probe.diagnostics)
+        if seen_image is not None:
+            probe.images = bool(probe.images) or seen_image
+        specs = _unique(listed, f"/task_tools of task {index}", probe.diagnostics)
+        _merge_probed(specs, index, seen, merged, probe.diagnostics)
+    if options.toolset:  # a toolset's tools are session tools even where they shadow shared ones
+        shared_specs = {t["name"]: t for t in shared}
+        merged = {n: t for n, t in merged.items() if shared_specs.get(n) != t}
+    probe.task_tools = [merged[n] for n in sorted(merged)]
+    return probe
+
+
+def _probe_indices(options: FetchOptions, total: int) -> list[int]:
+    """The task indices to probe (task 0 by default), each checked against the split."""
     indices = sorted(set(options.probe_indices or (0,)))
     bad = [i for i in indices if not 0 <= i < total]
     if bad:
@@ -190,46 +244,51 @@ async def _probe_task_tools(
             f"probe index {bad[0]} is out of range for split {options.split!r} ({total} tasks); "
             "choose another with --probe-index, or pass --no-task-tools"
         )
-    secrets = session_secrets(endpoint, options.secrets)
-    # With a toolset bound, its tools override same-named shared ones: the session decides.
-    seen: dict[str, tuple[dict[str, Any], int]] = (
-        {} if options.toolset else {t["name"]: (t, -1) for t in shared}
+    return indices
+
+
+async def _probe_session(
+    env: Any,
+    options: FetchOptions,
+    secrets: dict[str, Any] | None,
+    index: int,
+    diagnostics: list[Diagnostic],
+) -> tuple[list[dict[str, Any]], bool | None]:
+    """One short session on task ``index``: its tool list, and whether its prompt holds an
+    image (``None``: the prompt could not be read)."""
+    session = env.session(
+        split=options.split, index=index, secrets=secrets, toolset=options.toolset
     )
-    images: bool | None = None
-    merged: dict[str, dict[str, Any]] = {}
-    for index in indices:
-        progress(f"probing task tools with a session on task {index}")
-        session = env.session(
-            split=options.split, index=index, secrets=secrets, toolset=options.toolset
-        )
-        await session.__aenter__()
-        try:
-            listed = [spec_dict(s) for s in await session.list_tools()]
-            seen_image = await _prompt_has_image(session, index, diagnostics)
-        finally:
-            await session.__aexit__(None, None, None)
-        if seen_image is not None:
-            images = bool(images) or seen_image
-        specs = _unique(listed, f"/task_tools of task {index}", diagnostics)
-        for spec in specs:
-            name = spec["name"]
-            if name not in seen:
-                seen[name] = (spec, index)
-                merged[name] = spec
-            elif seen[name][0] != spec:
-                first = seen[name][1]
-                where = "the shared tool list" if first < 0 else f"task {first}"
-                diagnostics.append(
-                    warning(
-                        name,
-                        "",
-                        f"schema differs between {where} and task {index}; keeping the first",
-                    )
+    await session.__aenter__()
+    try:
+        listed = [spec_dict(s) for s in await session.list_tools()]
+        return listed, await _prompt_has_image(session, index, diagnostics)
+    finally:
+        await session.__aexit__(None, None, None)
+
+
+def _merge_probed(
+    specs: list[dict[str, Any]],
+    index: int,
+    seen: dict[str, tuple[dict[str, Any], int]],
+    merged: dict[str, dict[str, Any]],
+    diagnostics: list[Diagnostic],
+) -> None:
+    """Merge task ``index``'s tools into ``merged`` by name: the first schema seen (``seen``:
+    name -> schema and the task it came from, -1 for the shared list) wins, with a warning."""
+    for spec in specs:
+        name = spec["name"]
+        if name not in seen:
+            seen[name] = (spec, index)
+            merged[name] = spec
+        elif seen[name][0] != spec:
+            first = seen[name][1]
+            where = "the shared tool list" if first < 0 else f"task {first}"
+            diagnostics.append(
+                warning(
+                    name, "", f"schema differs between {where} and task {index}; keeping the first"
                 )
-    if options.toolset:  # a toolset's tools are session tools even where they shadow shared ones
-        shared_specs = {t["name"]: t for t in shared}
-        merged = {n: t for n, t in merged.items() if shared_specs.get(n) != t}
-    return [merged[n] for n in sorted(merged)], indices, diagnostics, images
+            )
 
 
 async def _prompt_has_image(session: Any, index: int, diagnostics: list[Diagnostic]) -> bool | None:
