@@ -19,7 +19,7 @@ from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
 from orsgen.runtime import RUNTIME_VERSION
 from orsgen.snapshot.model import SnapshotError, dump, tools_sha256
-from orsgen.snapshot.stored import Environment, parse
+from orsgen.snapshot.stored import Environment, Snapshot, parse
 from orsgen.wording import plural
 
 PY_FILES = ("__init__.py", "adapter.py", "dataset.py", "models.py", "rewards.py", "version.py")
@@ -128,9 +128,28 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
     if has_errors(result.diagnostics):
         return result
     models_body = _attach_models(tools, result.diagnostics)
+    context = _template_context(snapshot, stored, tools, models_body)
+    for name in PY_FILES:
+        if name == "models.py" and not models_body:
+            continue  # nothing to validate client-side: no models module at all
+        formatted = _render_python(name, context, result.diagnostics)
+        if formatted is None:
+            return result
+        result.files[name] = formatted
+    result.files["snapshot.json"] = dump(dict(snapshot))
+    result.files["CHANGES.md"] = changelog(package.history)
+    result.files["py.typed"] = ""
+    return result
+
+
+def _template_context(
+    snapshot: Mapping[str, Any], stored: Snapshot, tools: list[ToolView], models_body: str
+) -> dict[str, Any]:
+    """What every template receives: names, reprs and precomputed blocks, no logic."""
+    environment, package = stored.environment, stored.package
     ident, target = environment.identity, environment.target
     class_name = package.class_name
-    context: dict[str, Any] = {
+    return {
         "package": package.name,
         "class_name": class_name,
         "scored_class_name": f"Scored{class_name}",
@@ -154,24 +173,22 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "runtime_version": repr(RUNTIME_VERSION),
         "runtime_requirement": "requires_" + RUNTIME_VERSION.replace(".", "_"),
     }
-    for name in PY_FILES:
-        if name == "models.py" and not models_body:
-            continue  # nothing to validate client-side: no models module at all
-        source = render(f"{name}.jinja", **context)
-        try:
-            # Checked once, before black: black keeps the syntax tree, and its error on
-            # source that does not parse would name no line. Checking after it instead
-            # would hold two big trees at once (peak memory).
-            self_check(name, source)
-            formatted = format_python(source)
-        except SelfCheckError as exc:
-            result.diagnostics.append(error(None, "", str(exc)))
-            return result
-        except Exception as exc:  # noqa: BLE001 - black's errors are not one type
-            result.diagnostics.append(error(None, "", f"{name}: formatting failed: {exc}"))
-            return result
-        result.files[name] = formatted
-    result.files["snapshot.json"] = dump(dict(snapshot))
-    result.files["CHANGES.md"] = changelog(package.history)
-    result.files["py.typed"] = ""
-    return result
+
+
+def _render_python(
+    name: str, context: Mapping[str, Any], diagnostics: list[Diagnostic]
+) -> str | None:
+    """The module ``name`` rendered, checked and formatted; ``None`` (with an error in
+    ``diagnostics``) when it does not parse or black fails."""
+    source = render(f"{name}.jinja", **context)
+    try:
+        # Checked once, before black: black keeps the syntax tree, and its error on
+        # source that does not parse would name no line. Checking after it instead
+        # would hold two big trees at once (peak memory).
+        self_check(name, source)
+        return format_python(source)
+    except SelfCheckError as exc:
+        diagnostics.append(error(None, "", str(exc)))
+    except Exception as exc:  # noqa: BLE001 - black's errors are not one type
+        diagnostics.append(error(None, "", f"{name}: formatting failed: {exc}"))
+    return None
