@@ -107,13 +107,7 @@ def compare(
     """
     shared = {t["name"]: t for t in as_array(snapshot_env.get("tools"))}
     task = {t["name"]: t for t in as_array(snapshot_env.get("task_tools"))}
-    probe = as_object(snapshot_env.get("task_tools_probe"))
-    probed = (
-        index is not None
-        and bool(probe.get("enabled"))
-        and probe.get("split") == split
-        and index in (probe.get("indices") or [])
-    )
+    probed = _was_probed(snapshot_env, split, index)
     live = {d["name"]: d for d in (spec_dict(s) for s in live_specs)}
 
     live_shared = [live[n] for n in sorted(live) if n in shared]
@@ -123,7 +117,32 @@ def compare(
     live_task.sort(key=lambda t: t["name"])
     if sha256_of({"tools": live_shared, "task_tools": live_task}) == expected_sha:
         return []
+    return _named_changes(shared, task, live, probed, split, index) or [
+        "the tool list differs from the snapshot (hash mismatch)"
+    ]
 
+
+def _was_probed(snapshot_env: Mapping[str, Any], split: str, index: int | None) -> bool:
+    """Whether the snapshot's task-tool probe opened a session on this very task."""
+    probe = as_object(snapshot_env.get("task_tools_probe"))
+    return (
+        index is not None
+        and bool(probe.get("enabled"))
+        and probe.get("split") == split
+        and index in (probe.get("indices") or [])
+    )
+
+
+def _named_changes(
+    shared: Mapping[str, Any],
+    task: Mapping[str, Any],
+    live: Mapping[str, Any],
+    probed: bool,
+    split: str,
+    index: int | None,
+) -> list[str]:
+    """Each tool added, changed or removed between the snapshot (``shared`` and ``task``
+    tools, by name) and a live session's tools (``live``)."""
     changes: list[str] = []
     for name in sorted(live):
         known = shared.get(name) or task.get(name)
@@ -147,8 +166,6 @@ def compare(
         for name in sorted(task):
             if name not in live:
                 changes.append(f"task tool {name!r} removed")
-    if not changes:
-        changes.append("the tool list differs from the snapshot (hash mismatch)")
     return changes
 
 
