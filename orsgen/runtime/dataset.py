@@ -35,38 +35,49 @@ def _status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-async def _fetch(
-    endpoint: Endpoint, split: str, num_tasks: int | None, indices: Sequence[int] | None
-) -> tuple[list[int], list[Any]]:
-    env = await environment(endpoint)
+class _SplitReader:
+    """Reads one split's task specs, falling back for servers without ``/task_range``."""
 
-    async def task_range(start: int | None, stop: int | None) -> list[Any]:
-        payload: dict[str, Any] = {"split": split}
+    def __init__(self, endpoint: Endpoint, env: Any, split: str) -> None:
+        self.endpoint, self.env, self.split = endpoint, env, split
+
+    async def num_tasks(self) -> Any:
+        return (await _post(self.endpoint, self.env, "/num_tasks", {"split": self.split}))[
+            "num_tasks"
+        ]
+
+    async def task(self, i: int) -> Any:
+        payload = {"split": self.split, "index": i}
+        return (await _post(self.endpoint, self.env, "/task", payload))["task"]
+
+    async def task_range(self, start: int | None, stop: int | None) -> list[Any]:
+        payload: dict[str, Any] = {"split": self.split}
         if start is not None:
             payload["start"] = start
         if stop is not None:
             payload["stop"] = stop
         try:
-            return list((await _post(endpoint, env, "/task_range", payload))["tasks"])
+            return list((await _post(self.endpoint, self.env, "/task_range", payload))["tasks"])
         except Exception as exc:
             if _status(exc) not in (404, 405):
                 raise
         # An older server without /task_range: the whole split, then per index.
         try:
-            tasks = list((await _post(endpoint, env, "/tasks", {"split": split}))["tasks"])
-            return tasks[start:stop]
+            whole = await _post(self.endpoint, self.env, "/tasks", {"split": self.split})
+            return list(whole["tasks"])[start:stop]
         except Exception as exc:
             if _status(exc) not in (400, 404, 405):
                 raise
-        total = (await _post(endpoint, env, "/num_tasks", {"split": split}))["num_tasks"]
-        wanted = range(total)[slice(start, stop)]
-        return list(await asyncio.gather(*(get_task(i) for i in wanted)))
+        wanted = range(await self.num_tasks())[slice(start, stop)]
+        return list(await asyncio.gather(*(self.task(i) for i in wanted)))
 
-    async def get_task(i: int) -> Any:
-        return (await _post(endpoint, env, "/task", {"split": split, "index": i}))["task"]
 
+async def _fetch(
+    endpoint: Endpoint, split: str, num_tasks: int | None, indices: Sequence[int] | None
+) -> tuple[list[int], list[Any]]:
+    reader = _SplitReader(endpoint, await environment(endpoint), split)
     if indices is None:
-        specs = await task_range(0 if num_tasks is not None else None, num_tasks)
+        specs = await reader.task_range(0 if num_tasks is not None else None, num_tasks)
         return list(range(len(specs))), specs
     wanted = list(indices)
     if not wanted:
@@ -75,22 +86,18 @@ async def _fetch(
         raise ValueError(f"indices must be non-negative, got {min(wanted)}")
     lo, hi = min(wanted), max(wanted) + 1
     if hi - lo <= _MAX_RANGE_WASTE * len(set(wanted)):
-        window = await task_range(lo, hi)
+        window = await reader.task_range(lo, hi)
         if len(window) < hi - lo:
             # A short window means the split ended early; name the first index past its end
             # (which needs the true count when the window is empty).
-            total = lo + len(window)
-            if not window:
-                total = int(
-                    (await _post(endpoint, env, "/num_tasks", {"split": split}))["num_tasks"]
-                )
+            total = lo + len(window) if window else int(await reader.num_tasks())
             bad = next(i for i in wanted if i >= total)
             raise IndexError(
                 f"task index {bad} is out of range for split {split!r} ({total} tasks)"
             )
         return wanted, [window[i - lo] for i in wanted]
     unique = sorted(set(wanted))
-    fetched = dict(zip(unique, await asyncio.gather(*(get_task(i) for i in unique))))
+    fetched = dict(zip(unique, await asyncio.gather(*(reader.task(i) for i in unique))))
     return wanted, [fetched[i] for i in wanted]
 
 
