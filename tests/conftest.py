@@ -130,16 +130,26 @@ def import_generated(directory: Path) -> ModuleType:
     return importlib.import_module(directory.name)
 
 
+def generate_and_import(target: str | Path, out: Path, **options: Any) -> ModuleType:
+    """Run orsgen's pipeline (``orsgen.pipeline.run``) on ``target`` (an environment file,
+    a server URL, ...) into ``out``, a fresh package directory, and import the package it
+    wrote. ``options`` are ``Request`` fields (``class_name=``, ``task_tools=``, ...)."""
+    from orsgen.pipeline import Request, run
+
+    result = run(Request(str(target), out, **options))
+    assert result.written, [d.format() for d in result.diagnostics]
+    return import_generated(out)
+
+
 @pytest.fixture(scope="session")
 def generate_package(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., ModuleType]:
-    """Generate a package with the CLI (in process) into a fresh directory named
-    ``package`` and import it. Package names must be unique within the test session."""
+    """:func:`generate_and_import` into a fresh directory named ``package``. Package names
+    must be unique within the test session."""
 
-    def make(package: str, target: str, *options: str) -> ModuleType:
-        out = tmp_path_factory.mktemp(f"gen-{package}") / package
-        run = _run_cli_in_process([target, "-o", str(out), *options])
-        assert run.code == 0, run.stderr
-        return import_generated(out)
+    def make(package: str, target: str, **options: Any) -> ModuleType:
+        return generate_and_import(
+            target, tmp_path_factory.mktemp(f"gen-{package}") / package, **options
+        )
 
     return make
 
@@ -163,7 +173,7 @@ def rules_pkg(
     rules_server: ors_server.RunningServer, generate_package: Callable[..., ModuleType]
 ) -> ModuleType:
     """The rules environment's adapter package, generated with the default probe (task 0)."""
-    return generate_package("rules_default", rules_server.url, "--class-name", "RulesEnv", "-q")
+    return generate_package("rules_default", rules_server.url, class_name="RulesEnv")
 
 
 @pytest.fixture
@@ -176,22 +186,6 @@ def fresh_runtime() -> Iterator[None]:
     yield
     runtime_hooks.forget_learned_state()
     runtime_hooks.drain()
-
-
-def generate_and_import(env_file: Path, out: Path) -> Any:
-    """Run orsgen's pipeline on an environment file into ``out`` (a fresh package
-    directory) and import the package it wrote."""
-    import importlib
-
-    from orsgen.pipeline import Request, run
-
-    result = run(Request(str(env_file), out))
-    assert result.written, [d.format() for d in result.diagnostics]
-    sys.path.insert(0, str(out.parent))
-    try:
-        return importlib.import_module(out.name)
-    finally:
-        sys.path.remove(str(out.parent))
 
 
 def served_package(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import RULES_SHARED_TOOLS as SHARED
-from conftest import trl_tools
+from conftest import import_generated, trl_tools
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -28,11 +28,14 @@ def snapshot_of(module: Any) -> dict[str, Any]:
     return dict(json.loads((Path(module.__file__).parent / "snapshot.json").read_text()))
 
 
-def test_no_task_tools_binds_shared_tools_only(rules_server, generate_package) -> None:
+def test_no_task_tools_binds_shared_tools_only(rules_server, orsgen_cli, tmp_path) -> None:
     rules_server.reset_counts()
-    pkg = generate_package(
-        "rules_shared_only", rules_server.url, "--class-name", "RulesEnv", "--no-task-tools"
-    )
+    out = tmp_path / "rules_shared_only"
+    # Through the CLI: the one test of --no-task-tools that generates a package.
+    args = [rules_server.url, "-o", str(out), "--class-name", "RulesEnv", "--no-task-tools", "-q"]
+    run = orsgen_cli(args)
+    assert run.code == 0, run.stderr
+    pkg = import_generated(out)
     assert trl_tools(pkg.RulesEnv) == SHARED
     assert set(pkg.RulesEnv.WIRE_NAMES) == SHARED
     # Without probes no session is ever opened.
@@ -46,19 +49,11 @@ def test_a_task_tool_of_task_2_appears_only_when_2_is_probed(
 ) -> None:
     assert "only_two" not in trl_tools(rules_pkg.RulesEnv)  # default probe: task 0
     only2 = generate_package(
-        "rules_probe_2", rules_server.url, "--class-name", "RulesEnv", "--probe-index", "2", "-q"
+        "rules_probe_2", rules_server.url, class_name="RulesEnv", probe_indices=(2,)
     )
     assert trl_tools(only2.RulesEnv) == SHARED | {"only_two"}  # task 2 has no shifty
     both = generate_package(
-        "rules_probe_0_2",
-        rules_server.url,
-        "--class-name",
-        "RulesEnv",
-        "--probe-index",
-        "2",
-        "--probe-index",
-        "0",
-        "-q",
+        "rules_probe_0_2", rules_server.url, class_name="RulesEnv", probe_indices=(2, 0)
     )
     assert trl_tools(both.RulesEnv) == SHARED | {"only_two", "shifty"}
     assert snapshot_of(both)["environment"]["task_tools_probe"]["indices"] == [0, 2]
@@ -133,7 +128,7 @@ def test_an_unknown_split_is_a_usage_error(rules_server, orsgen_cli, tmp_path, p
 
 def test_split_option_becomes_the_package_default(rules_server, generate_package) -> None:
     pkg = generate_package(
-        "rules_test_split", rules_server.url, "--class-name", "RulesEnv", "--split", "test", "-q"
+        "rules_test_split", rules_server.url, class_name="RulesEnv", split="test"
     )
     assert pkg.RulesEnv.DEFAULT_SPLIT == "test"
     assert pkg.load_tasks(base_url=rules_server.url)["task_index"] == [0, 1]
