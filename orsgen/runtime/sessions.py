@@ -73,35 +73,45 @@ def _session_class() -> Any:
             if self._dead_exception is not None:  # before making the request coroutine
                 raise self._dead_exception
             try:
-                res = await self._run_or_die(
-                    sdk.resumable_sse(
-                        self.client,
-                        self._env_path("/call"),
-                        sid=self.sid,
-                        deployment=self.deployment,
-                        token=self.api_key,
-                        json={"name": tool_name, "input": dict(input or {})},
-                        max_retries=5,
-                        resumable_only=True,
-                    )
-                )
+                res = await self._run_or_die(_call_stream(sdk, self, tool_name, input))
             except sdk._RemoteSSEError as e:  # the tool raised: the SDK ends the session
                 self._mark_dead(sdk.ErrorResponse(type="error", message=str(e)))
                 raise sdk.ToolFailed(str(e)) from e
-            if res["ok"]:
-                out = res["output"]
-                return sdk.ToolOutput(
-                    blocks=sdk._parse_blocks(out["blocks"]),
-                    metadata=out["metadata"],
-                    reward=out["reward"],
-                    finished=out["finished"],
-                )
-            reason = res.get("reason")
-            if reason not in sdk._VALID_REASONS:
-                reason = sdk._infer_invalid_reason(res["error"])
-            raise sdk.ToolCallError(reason=reason, detail=res["error"])
+            return _tool_output(sdk, res)
 
     return KeepaliveSession
+
+
+def _call_stream(sdk: Any, session: Any, tool_name: str, input: Any) -> Any:
+    """The SDK's ``/call`` request for ``session``, resumed only after the server's task id
+    (``resumable_only=True``), so a tool is never run twice."""
+    return sdk.resumable_sse(
+        session.client,
+        session._env_path("/call"),
+        sid=session.sid,
+        deployment=session.deployment,
+        token=session.api_key,
+        json={"name": tool_name, "input": dict(input or {})},
+        max_retries=5,
+        resumable_only=True,
+    )
+
+
+def _tool_output(sdk: Any, res: Mapping[str, Any]) -> Any:
+    """The SDK's ``ToolOutput`` for a ``/call`` result, or its ``ToolCallError``, as the
+    SDK's own ``call_tool`` makes them."""
+    if res["ok"]:
+        out = res["output"]
+        return sdk.ToolOutput(
+            blocks=sdk._parse_blocks(out["blocks"]),
+            metadata=out["metadata"],
+            reward=out["reward"],
+            finished=out["finished"],
+        )
+    reason = res.get("reason")
+    if reason not in sdk._VALID_REASONS:
+        reason = sdk._infer_invalid_reason(res["error"])
+    raise sdk.ToolCallError(reason=reason, detail=res["error"])
 
 
 async def open_session(
@@ -122,35 +132,19 @@ async def open_session(
     an aborted open never leaks a session.
     """
     env = await environment(endpoint)
-    cls = _session_class()
     # The SDK's keywords for a bound harness toolset and container environment variables.
     bound = {"toolset_name": toolset, "env_overrides": env_overrides}
-    task: Any = None
     if task_spec is not None:
-        from openreward.api.environments.types import Task  # type: ignore[import-untyped]
-
-        task = Task(
-            server_name=env.server,
-            environment_name=endpoint.env_name or env.name,
-            task_spec=dict(task_spec),
-            namespace=env.namespace,
-        )
-        session = cls(env, task=task, secrets=secrets, api_key=env.api_key, **bound)
+        task = _task(endpoint, env, task_spec)
+        session = _session_class()(env, task=task, secrets=secrets, api_key=env.api_key, **bound)
     else:
-        session = cls(env, secrets=secrets, api_key=env.api_key, split=split, index=index, **bound)
+        session = _session_class()(
+            env, secrets=secrets, api_key=env.api_key, split=split, index=index, **bound
+        )
     session.keepalive = keepalive
     try:
         await session.__aenter__()
-        tools: list[Any] | None = None
-        if fetch_tools:
-            blocks, listed = await asyncio.gather(
-                _prompt(session), _tools_or_none(session), return_exceptions=False
-            )
-            tools = listed
-        else:
-            blocks = await _prompt(session)
-        blocks = list(blocks or [])
-        return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools, blocks=blocks)
+        return await _read_opened(session, fetch_tools)
     except BaseException:
         if session.sid is not None or getattr(session, "_pending_task_id", None) is not None:
             try:
@@ -158,6 +152,32 @@ async def open_session(
             except BaseException:  # noqa: BLE001 - best effort; the server reaps the rest
                 pass
         raise
+
+
+async def _read_opened(session: Any, fetch_tools: bool) -> Opened:
+    """An entered session's prompt, and its tool list when ``fetch_tools`` (concurrently)."""
+    tools: list[Any] | None = None
+    if fetch_tools:
+        blocks, listed = await asyncio.gather(
+            _prompt(session), _tools_or_none(session), return_exceptions=False
+        )
+        tools = listed
+    else:
+        blocks = await _prompt(session)
+    blocks = list(blocks or [])
+    return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools, blocks=blocks)
+
+
+def _task(endpoint: Endpoint, env: Any, task_spec: Mapping[str, Any]) -> Any:
+    """The SDK's ``Task`` for a session opened on an explicit task spec."""
+    from openreward.api.environments.types import Task  # type: ignore[import-untyped]
+
+    return Task(
+        server_name=env.server,
+        environment_name=endpoint.env_name or env.name,
+        task_spec=dict(task_spec),
+        namespace=env.namespace,
+    )
 
 
 async def _prompt(session: Any) -> Any:
