@@ -96,6 +96,16 @@ def _task_key(index: int | None, task_spec: Mapping[str, Any] | None) -> tuple[s
         return ("spec-id", str(id(task_spec)))
 
 
+def _check_settings(group_size: int | None, keepalive: float | None, reconnect_for: float) -> None:
+    """Reject constructor settings that no session could honour."""
+    if group_size is not None and group_size < 1:
+        raise ValueError(f"group_size must be at least 1, got {group_size}")
+    if keepalive is not None and keepalive <= 0:
+        raise ValueError(f"keepalive must be positive, got {keepalive}")
+    if reconnect_for < 0:
+        raise ValueError(f"reconnect_for must be non-negative, got {reconnect_for}")
+
+
 class OrsAdapter:
     """Base class of generated ORS adapters. Construct freely: no network I/O happens
     until :meth:`reset`.
@@ -166,27 +176,9 @@ class OrsAdapter:
         multimodal: bool = False,
         env_overrides: Mapping[str, str] | None = None,
     ) -> None:
-        if group_size is not None and group_size < 1:
-            raise ValueError(f"group_size must be at least 1, got {group_size}")
-        if keepalive is not None and keepalive <= 0:
-            raise ValueError(f"keepalive must be positive, got {keepalive}")
-        if reconnect_for < 0:
-            raise ValueError(f"reconnect_for must be non-negative, got {reconnect_for}")
-        # No server configured is reported by reset(), not here: TRL constructs one
-        # instance only to read the tool schemas.
+        _check_settings(group_size, keepalive, reconnect_for)
         self._no_server: ServerNotConfiguredError | None = None
-        try:
-            self._endpoint = resolve(
-                base_url=base_url,
-                api_key=api_key,
-                env_name=env_name,
-                deployment=deployment if deployment is not None else self.DEPLOYMENT,
-                default_url=self.DEFAULT_URL,
-                default_env_name=self.ENV_NAME,
-            )
-        except ServerNotConfiguredError as exc:
-            self._no_server = exc
-            self._endpoint = Endpoint("", "", env_name or self.ENV_NAME, None)
+        self._endpoint = self._resolve_endpoint(base_url, api_key, env_name, deployment)
         self._secrets = session_secrets(self._endpoint, secrets)
         self._split = split or self.DEFAULT_SPLIT
         self._timeout = float(timeout)
@@ -204,6 +196,28 @@ class OrsAdapter:
         self._finalizer = weakref.finalize(self, _finalize, self._slot)
         self._finalizer.atexit = False  # the runtime's exit shutdown closes sessions in order
         self._clear_state()
+
+    def _resolve_endpoint(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        env_name: str | None,
+        deployment: str | None,
+    ) -> Endpoint:
+        """Where sessions go. No server configured is reported by reset(), not here
+        (``_no_server``): TRL constructs one instance only to read the tool schemas."""
+        try:
+            return resolve(
+                base_url=base_url,
+                api_key=api_key,
+                env_name=env_name,
+                deployment=deployment if deployment is not None else self.DEPLOYMENT,
+                default_url=self.DEFAULT_URL,
+                default_env_name=self.ENV_NAME,
+            )
+        except ServerNotConfiguredError as exc:
+            self._no_server = exc
+            return Endpoint("", "", env_name or self.ENV_NAME, None)
 
     # -- state -------------------------------------------------------------------------
 
