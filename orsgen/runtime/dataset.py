@@ -140,12 +140,7 @@ def load_tasks(
     Raises :class:`ServerNotConfiguredError` at once when there is no server to ask, and
     :class:`TaskLoadError` (cause chained) when the server fails or does not answer within
     ``timeout``."""
-    if num_tasks is not None and indices is not None:
-        raise ValueError("Provide num_tasks or indices, not both.")
-    if num_tasks is not None and num_tasks < 0:
-        raise ValueError(f"num_tasks must be non-negative, got {num_tasks}")
-    if indices is not None and any(i < 0 for i in indices):
-        raise ValueError(f"indices must be non-negative, got {min(indices)}")
+    _check_selection(num_tasks, indices)
     try:
         endpoint = resolve(
             base_url=base_url,
@@ -157,18 +152,37 @@ def load_tasks(
         )
     except ServerNotConfiguredError as exc:
         raise ServerNotConfiguredError(f"load_tasks: {exc}") from None
+    task_indices, specs = _fetch_or_raise(endpoint, split, num_tasks, indices, timeout)
+    outage.server(endpoint.session_url).answered()  # reached: later outages are ridden out
+    return to_dataset(task_rows(task_indices, specs, include_metadata))
+
+
+def _check_selection(num_tasks: int | None, indices: Sequence[int] | None) -> None:
+    """Reject a task selection no split could satisfy, before any request."""
+    if num_tasks is not None and indices is not None:
+        raise ValueError("Provide num_tasks or indices, not both.")
+    if num_tasks is not None and num_tasks < 0:
+        raise ValueError(f"num_tasks must be non-negative, got {num_tasks}")
+    if indices is not None and any(i < 0 for i in indices):
+        raise ValueError(f"indices must be non-negative, got {min(indices)}")
+
+
+def _fetch_or_raise(
+    endpoint: Endpoint,
+    split: str,
+    num_tasks: int | None,
+    indices: Sequence[int] | None,
+    timeout: float,
+) -> tuple[list[int], list[Any]]:
+    """:func:`_fetch` on the runtime loop; a failure or timeout becomes a ``TaskLoadError``."""
     try:
-        task_indices, specs = current().run(
-            _fetch(endpoint, split, num_tasks, indices), timeout=timeout
-        )
+        return current().run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
     except IndexError:  # an index past the split's end: already a clear message
         raise
     except Exception as exc:
         raise TaskLoadError(
             f"could not load the tasks of split {split!r} from {endpoint.label}: {describe(exc)}"
         ) from exc
-    outage.server(endpoint.session_url).answered()  # reached: later outages are ridden out
-    return to_dataset(task_rows(task_indices, specs, include_metadata))
 
 
 def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
