@@ -175,20 +175,8 @@ def build_tool(
     required_raw: Any = schema.get("required") or []
     required = [str(r) for r in required_raw] if is_array(required_raw) else []
     wires = _wire_params(spec, props, required, diagnostics)
-    if "patternProperties" in schema:
-        message = "patternProperties cannot be expressed as parameters; ignored"
-        diagnostics.append(warning(wire, "/patternProperties", message))
-    if schema.get("additionalProperties") not in (None, False, {}):
-        message = "extra undeclared arguments cannot be passed through a typed method"
-        diagnostics.append(warning(wire, "/additionalProperties", message))
-    preferred = _checked_renames(
-        wire, param_renames or {}, wires, naming.RESERVED_PARAMS, "rename.params", diagnostics
-    )
-    names = naming.param_names(wires, preferred)
-    for w in wires:
-        if names[w] != w and w not in preferred:
-            message = f"parameter {_show(w)} is named {names[w]!r} in Python"
-            diagnostics.append(warning(wire, child("/properties", w), message))
+    _warn_unexpressible(wire, schema, diagnostics)
+    names = _python_names(wire, wires, param_renames or {}, diagnostics)
     declared = {f.name: f for f in object_fields(ctx, schema, "")}
     fields = [declared.get(w) or field_of(ctx, w, {}, child("/properties", w), True) for w in wires]
     params = [_param(ctx, f, names[f.name]) for f in fields]
@@ -206,6 +194,34 @@ def build_tool(
     tool.params = [p for p in params if p.required] + [p for p in params if not p.required]
     tool.docstring = method_docstring(tool)
     return tool
+
+
+def _warn_unexpressible(
+    wire: str, schema: Mapping[str, Any], diagnostics: list[Diagnostic]
+) -> None:
+    """Warn about the parts of an arguments schema that a typed method cannot take."""
+    if "patternProperties" in schema:
+        message = "patternProperties cannot be expressed as parameters; ignored"
+        diagnostics.append(warning(wire, "/patternProperties", message))
+    if schema.get("additionalProperties") not in (None, False, {}):
+        message = "extra undeclared arguments cannot be passed through a typed method"
+        diagnostics.append(warning(wire, "/additionalProperties", message))
+
+
+def _python_names(
+    wire: str, wires: list[str], renames: Mapping[str, str], diagnostics: list[Diagnostic]
+) -> dict[str, str]:
+    """Each wire parameter's Python name: the configured rename, else the sanitized wire
+    name, with a warning for every name that changed unasked."""
+    preferred = _checked_renames(
+        wire, renames, wires, naming.RESERVED_PARAMS, "rename.params", diagnostics
+    )
+    names = naming.param_names(wires, preferred)
+    for w in wires:
+        if names[w] != w and w not in preferred:
+            message = f"parameter {_show(w)} is named {names[w]!r} in Python"
+            diagnostics.append(warning(wire, child("/properties", w), message))
+    return names
 
 
 def _param_description(field: ir.Field) -> str:
