@@ -128,16 +128,14 @@ def assign(
             result[wire] = name
             taken.add(name)
 
-    def base(wire: str) -> str:
-        name = sanitize(wire, fallback)
-        if name in reserved or _dunder(wire):
-            name = f"{name}_"
-        return name
-
     # Exact, unreserved identifiers claim their names first, so a renamed tool can
     # never take the name of one that needed no rename.
     for wire in unique:
-        if wire not in result and base(wire) == wire and wire not in taken:
+        if (
+            wire not in result
+            and _base_name(wire, reserved, fallback) == wire
+            and wire not in taken
+        ):
             result[wire] = wire
             taken.add(wire)
     # Then the rest: a name that only needed a reserved-word suffix (``class``) comes
@@ -145,15 +143,28 @@ def assign(
     for wire in sorted(unique, key=lambda w: (sanitize(w, fallback) != w, w)):
         if wire in result:
             continue
-        candidate = base(wire)
-        n = 2
-        name = candidate
-        while name in taken:
-            name = f"{candidate}_{n}"
-            n += 1
+        name = _numbered(_base_name(wire, reserved, fallback), taken)
         result[wire] = name
         taken.add(name)
     return result
+
+
+def _base_name(wire: str, reserved: frozenset[str], fallback: str) -> str:
+    """``wire`` sanitized, with a trailing ``_`` when reserved or a dunder."""
+    name = sanitize(wire, fallback)
+    if name in reserved or _dunder(wire):
+        name = f"{name}_"
+    return name
+
+
+def _numbered(candidate: str, taken: set[str]) -> str:
+    """``candidate``, or ``candidate_2``, ``candidate_3``... : the first one not taken."""
+    n = 2
+    name = candidate
+    while name in taken:
+        name = f"{candidate}_{n}"
+        n += 1
+    return name
 
 
 def method_names(
