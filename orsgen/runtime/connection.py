@@ -76,6 +76,12 @@ def resolve(
             "base_url='http://HOST:PORT' (for a trainer: functools.partial(Env, "
             "base_url=...)) or set OPENREWARD_SESSION_URL."
         )
+    return _platform_endpoint(name, deployment, key)
+
+
+def _platform_endpoint(name: str | None, deployment: str, key: str) -> Endpoint:
+    """A catalog deployment on the platform, reached through ``OPENREWARD_SESSION_URL`` and
+    ``OPENREWARD_API_URL`` or derived from ``OPENREWARD_URL``."""
     platform = os.environ.get("OPENREWARD_URL", DEFAULT_PLATFORM_URL)
     session_url = os.environ.get("OPENREWARD_SESSION_URL") or _with_subdomain(platform, "sessions")
     api_url = os.environ.get("OPENREWARD_API_URL") or _with_subdomain(platform, "api")
