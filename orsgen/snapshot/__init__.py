@@ -36,31 +36,15 @@ def __getattr__(name: str) -> Any:
 def _endpoint(
     target: Target, api_key: str | None, titles: dict[str, str]
 ) -> Generator[Endpoint, None, None]:
-    from orsgen.runtime.connection import resolve
-
     if target.kind == "file":
         from orsgen.snapshot.local import serve_file
 
         with serve_file(Path(target.value)) as (url, served):
             titles.update(served)
-            yield resolve(
-                base_url=url,
-                api_key=api_key or "",
-                env_name=None,
-                deployment=None,
-                default_url=None,
-                default_env_name=None,
-            )
+            yield _resolved(base_url=url, api_key=api_key or "")
         return
     if target.kind == "url":
-        yield resolve(
-            base_url=target.value,
-            api_key=api_key,
-            env_name=None,
-            deployment=None,
-            default_url=None,
-            default_env_name=None,
-        )
+        yield _resolved(base_url=target.value, api_key=api_key)
         return
     if target.kind == "catalog":
         key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY")
@@ -68,16 +52,25 @@ def _endpoint(
             raise TargetError(
                 f"catalog target {target.value!r} needs an API key: set OPENREWARD_API_KEY or pass --api-key"
             )
-        yield resolve(
-            base_url=None,
-            api_key=key,
-            env_name=None,
-            deployment=target.value,
-            default_url=None,
-            default_env_name=None,
-        )
+        yield _resolved(base_url=None, api_key=key, deployment=target.value)
         return
     raise TargetError(f"{target.value!r} is a snapshot, not a live target")
+
+
+def _resolved(
+    *, base_url: str | None, api_key: str | None, deployment: str | None = None
+) -> Endpoint:
+    """The endpoint of a snapshot target: a URL or a deployment, never a recorded default."""
+    from orsgen.runtime.connection import resolve
+
+    return resolve(
+        base_url=base_url,
+        api_key=api_key,
+        env_name=None,
+        deployment=deployment,
+        default_url=None,
+        default_env_name=None,
+    )
 
 
 def take(
