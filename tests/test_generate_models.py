@@ -57,7 +57,10 @@ def test_different_shapes_keep_their_own_classes() -> None:
 
 
 TREE = {
-    "properties": {"label": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/Inner"}}},
+    "properties": {
+        "label": {"type": "string"},
+        "kids": {"type": "array", "items": {"$ref": "#/$defs/Inner"}},
+    },
     "required": ["label"],
     "type": "object",
 }
@@ -74,3 +77,47 @@ def test_a_recursive_shape_shared_by_tools_is_one_class() -> None:
     model.model_validate({"inner": {"label": "a", "kids": [{"label": "b", "kids": []}]}})
     with pytest.raises(Exception, match="validation error"):
         model.model_validate({"inner": {"label": "a", "kids": [{"kids": []}]}})
+
+
+def _failing_attempt(monkeypatch: pytest.MonkeyPatch, fails: Any) -> None:
+    """Make model generation fail for the request lists ``fails`` picks."""
+    from orsgen.generate import models
+
+    real = models._attempt
+
+    def attempt(requests: list[Any]) -> tuple[str, dict[str, str]]:
+        if fails(requests):
+            raise RuntimeError("boom")
+        return real(requests)
+
+    monkeypatch.setattr(models, "_attempt", attempt)
+
+
+def _warnings(result: Any) -> dict[str | None, str]:
+    return {d.tool: d.message for d in result.diagnostics if d.level == "warning"}
+
+
+def test_a_tool_whose_model_fails_alone_is_left_out_with_a_warning(monkeypatch) -> None:
+    _failing_attempt(monkeypatch, lambda reqs: any(r.wire == "bad" for r in reqs))
+    result = generate(_snapshot([_tool("good", INNER), _tool("bad", INNER)]))
+    assert result.ok
+    assert _warnings(result) == {
+        "bad": "nested arguments are described but not validated client-side: "
+        "no model could be generated (boom)"
+    }
+    adapter = result.files["adapter.py"]
+    assert "_check_arguments" in adapter.split("def good(")[1].split("def ")[0]
+    assert "_check_arguments" not in adapter.split("def bad(")[1].split("def ")[0]
+
+
+def test_models_that_only_fail_together_leave_every_tool_unvalidated(monkeypatch) -> None:
+    _failing_attempt(monkeypatch, lambda reqs: len(reqs) > 1)
+    result = generate(_snapshot([_tool("good", INNER), _tool("bad", INNER)]))
+    assert result.ok
+    why = "nested arguments are described but not validated client-side: "
+    assert _warnings(result) == {
+        "bad": why + "models could not be combined (RuntimeError)",
+        "good": why + "models could not be combined (RuntimeError)",
+    }
+    assert "models.py" not in result.files
+    assert "_check_arguments" not in result.files["adapter.py"]

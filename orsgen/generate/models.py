@@ -367,6 +367,25 @@ def _attempt(requests: list[ModelRequest]) -> tuple[str, dict[str, str]]:
     return source, classes
 
 
+def _each_alone(requests: list[ModelRequest], diagnostics: list[Diagnostic]) -> list[ModelRequest]:
+    """The requests whose models generate on their own; each other one is a warning."""
+    good: list[ModelRequest] = []
+    for req in requests:
+        try:
+            _attempt([req])
+            good.append(req)
+        except Exception as exc:  # noqa: BLE001 - any failure is this tool's
+            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+            diagnostics.append(_unvalidated(req, f"no model could be generated ({reason})"))
+    return good
+
+
+def _unvalidated(req: ModelRequest, why: str) -> Diagnostic:
+    return warning(
+        req.wire, "", f"nested arguments are described but not validated client-side: {why}"
+    )
+
+
 def build_models(requests: list[ModelRequest]) -> ModelsResult:
     """One models module for every request; a request that breaks generation is
     isolated and left out with a warning naming its tool."""
@@ -377,37 +396,15 @@ def build_models(requests: list[ModelRequest]) -> ModelsResult:
     try:
         source, classes = _attempt(requests)
     except Exception:  # noqa: BLE001 - find the culprits one tool at a time
-        good: list[ModelRequest] = []
-        for req in requests:
-            try:
-                _attempt([req])
-                good.append(req)
-            except Exception as exc:  # noqa: BLE001 - any failure is this tool's
-                reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-                result.diagnostics.append(
-                    warning(
-                        req.wire,
-                        "",
-                        "nested arguments are described but not validated client-side: "
-                        f"no model could be generated ({reason})",
-                    )
-                )
-        if not good:
+        requests = _each_alone(requests, result.diagnostics)
+        if not requests:
             return result
         try:
-            source, classes = _attempt(good)
+            source, classes = _attempt(requests)
         except Exception as exc:  # noqa: BLE001 - each alone worked; together they do not
-            for req in good:
-                result.diagnostics.append(
-                    warning(
-                        req.wire,
-                        "",
-                        "nested arguments are described but not validated client-side: "
-                        f"models could not be combined ({type(exc).__name__})",
-                    )
-                )
+            why = f"models could not be combined ({type(exc).__name__})"
+            result.diagnostics += [_unvalidated(req, why) for req in requests]
             return result
-        requests = good
     result.body = source
     for req in requests:
         nested = {f.name: req.python_names[f.name] for f in req.params}
