@@ -121,3 +121,48 @@ def test_models_that_only_fail_together_leave_every_tool_unvalidated(monkeypatch
     }
     assert "models.py" not in result.files
     assert "_check_arguments" not in result.files["adapter.py"]
+
+
+GOOD_MODELS = '''"""doc"""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Inner(BaseModel):
+    """An inner shape."""
+
+    label: str = Field(..., description="x")
+    weight: float | None = None
+    KIND = "inner"
+
+
+class Empty(BaseModel):
+    pass
+
+
+Inner.model_rebuild()
+'''
+
+
+def test_the_models_whitelist_accepts_plain_model_classes() -> None:
+    from orsgen.generate.models import check_models_source
+
+    assert check_models_source(GOOD_MODELS) == ["Inner", "Empty"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("class Empty(BaseModel):", "@dataclass\nclass Empty(BaseModel):"), "decorators"),
+        (("    pass", "    def run(self) -> None: ..."), "class Empty: unexpected FunctionDef"),
+        (("from pydantic import", "from os import"), "unexpected import from 'os'"),
+        (("Inner.model_rebuild()", "print(1)"), "unexpected top-level Expr"),
+    ],
+    ids=["decorator", "method", "import", "top-level call"],
+)
+def test_the_models_whitelist_rejects_anything_else(change: tuple[str, str], message: str) -> None:
+    from orsgen.generate.models import check_models_source
+
+    with pytest.raises(ValueError, match=message):
+        check_models_source(GOOD_MODELS.replace(*change))

@@ -283,6 +283,29 @@ _ALLOWED_CALLS = frozenset({"Field", "ConfigDict"})
 _ALLOWED_IMPORTS = frozenset({"__future__", "typing", "pydantic", "enum"})
 
 
+def _check_class(node: ast.ClassDef) -> None:
+    """A model class: plain bases, and a body of annotated fields, constants, a docstring
+    or ``pass``, each value passing :func:`_check_expr`."""
+    if node.decorator_list or node.keywords:
+        raise ValueError(f"class {node.name} has decorators or keywords")
+    for base in node.bases:
+        _check_expr(base)
+    for stmt in node.body:
+        if isinstance(stmt, ast.Pass):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            _check_expr(stmt.annotation)
+            if stmt.value is not None:
+                _check_expr(stmt.value)
+            continue
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            _check_expr(stmt.value)
+            continue
+        raise ValueError(f"class {node.name}: unexpected {type(stmt).__name__}")
+
+
 def check_models_source(source: str) -> list[str]:
     """Class names defined by ``source``, after a whitelist check of its whole tree.
 
@@ -302,26 +325,7 @@ def check_models_source(source: str) -> list[str]:
             if node.module not in _ALLOWED_IMPORTS or node.level:
                 raise ValueError(f"unexpected import from {node.module!r}")
         elif isinstance(node, ast.ClassDef):
-            if node.decorator_list or node.keywords:
-                raise ValueError(f"class {node.name} has decorators or keywords")
-            for base in node.bases:
-                _check_expr(base)
-            for stmt in node.body:
-                if isinstance(stmt, ast.Pass):
-                    continue
-                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-                    continue
-                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                    _check_expr(stmt.annotation)
-                    if stmt.value is not None:
-                        _check_expr(stmt.value)
-                    continue
-                if isinstance(stmt, ast.Assign) and all(
-                    isinstance(t, ast.Name) for t in stmt.targets
-                ):
-                    _check_expr(stmt.value)
-                    continue
-                raise ValueError(f"class {node.name}: unexpected {type(stmt).__name__}")
+            _check_class(node)
             classes.append(node.name)
         elif _rebuild_target(node) in classes:
             continue
