@@ -55,12 +55,28 @@ def mark_lost(session: Any, exc: BaseException) -> None:
         runtime.loop.call_soon(_dead)
 
 
-async def ping_loop(session: Any, interval: float) -> None:
-    """Ping every ``interval`` seconds until the session dies, is lost, or is closed."""
+async def _ping(session: Any) -> None:
+    """One ``/ping`` of ``session``, given up after ``PING_TIMEOUT`` seconds."""
     from openreward.api._session.http import (  # type: ignore[import-untyped]  # pyright: ignore[reportMissingTypeStubs]
         request_retryable,
     )
 
+    await asyncio.wait_for(
+        request_retryable(
+            session.client,
+            "POST",
+            "/ping",
+            expect_json=False,
+            token=session.api_key,
+            sid=session.sid,
+            deployment=session.deployment,
+        ),
+        PING_TIMEOUT,
+    )
+
+
+async def ping_loop(session: Any, interval: float) -> None:
+    """Ping every ``interval`` seconds until the session dies, is lost, or is closed."""
     record = outage.server(session.base_url)
     warned = False
     while True:
@@ -70,18 +86,7 @@ async def ping_loop(session: Any, interval: float) -> None:
         except asyncio.TimeoutError:
             pass
         try:
-            await asyncio.wait_for(
-                request_retryable(
-                    session.client,
-                    "POST",
-                    "/ping",
-                    expect_json=False,
-                    token=session.api_key,
-                    sid=session.sid,
-                    deployment=session.deployment,
-                ),
-                PING_TIMEOUT,
-            )
+            await _ping(session)
             record.answered()
         except asyncio.CancelledError:
             raise
