@@ -191,6 +191,15 @@ def type_of(
     return _schema_type(ctx, resolved, pointer, depth)
 
 
+def _implied_kind(schema: Mapping[str, Any]) -> str | None:
+    """The ``type`` a schema without one implies by its keywords, if any."""
+    if "properties" in schema or "additionalProperties" in schema:
+        return "object"
+    if "items" in schema or "prefixItems" in schema:
+        return "array"
+    return None
+
+
 def _schema_type(
     ctx: TypeContext, resolved: Resolved, pointer: str, depth: int
 ) -> tuple[Node, bool]:
@@ -216,11 +225,8 @@ def _schema_type(
         nodes = [type_of(ctx, {**schema, "type": k}, pointer, seen, depth + 1)[0] for k in kinds]
         return union(nodes), is_null
     if kind is None:
-        if "properties" in schema or "additionalProperties" in schema:
-            kind = "object"
-        elif "items" in schema or "prefixItems" in schema:
-            kind = "array"
-        else:
+        kind = _implied_kind(schema)
+        if kind is None:
             return ANY, is_null
     if kind == "null":
         return NONE, False
