@@ -63,3 +63,52 @@ def test_a_file_importing_a_sibling_module(tmp_path: Path, orsgen_cli) -> None:
     import sys
 
     assert str(project) not in sys.path  # put back as it was
+
+
+NESTED_ENV = """
+from pydantic import BaseModel, Field
+from openreward.environments import Environment, TextBlock, ToolOutput, tool
+
+
+class Address(BaseModel):  # fields deliberately not in sorted order
+    street: str = Field(description="Street and number.")
+    city: str
+    zip_code: str | None = None
+
+
+class Order(BaseModel):
+    ship_to: Address
+    item: str
+
+
+class NestedOrderEnv(Environment):
+    def __init__(self, task_spec: dict = {}, secrets: dict = {}) -> None:
+        super().__init__(task_spec, secrets)
+
+    @classmethod
+    def list_splits(cls):
+        return ["test"]
+
+    @classmethod
+    def list_tasks(cls, split):
+        return [{"item": "hat"}]
+
+    def get_prompt(self):
+        return [TextBlock(text="order")]
+
+    @tool
+    def order(self, params: Order) -> ToolOutput:
+        \"\"\"Place an order.\"\"\"
+        return ToolOutput(blocks=[TextBlock(text="ok")], reward=1.0)
+"""
+
+
+def test_a_fresh_package_is_up_to_date(tmp_path: Path, orsgen_cli) -> None:
+    # What a live snapshot generates must be what its stored snapshot.json generates, even
+    # when a nested model's properties arrive unsorted (the stored JSON sorts them).
+    (tmp_path / "nested_env.py").write_text(textwrap.dedent(NESTED_ENV))
+    out = tmp_path / "nested"
+    run = orsgen_cli([str(tmp_path / "nested_env.py"), "-o", str(out), "-q"])
+    assert run.code == 0, run.stderr
+    check = orsgen_cli(["check", str(out), "-q"])
+    assert check.code == 0, check.stdout + check.stderr

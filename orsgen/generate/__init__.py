@@ -5,6 +5,7 @@ It reads no network and writes no disk. The CLI decides what to do with the resu
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -114,12 +115,21 @@ def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
 
 def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
     """Generate every file of the adapter package described by ``snapshot`` (the stored
-    mapping; it is validated here, once, into typed models)."""
+    mapping; it is validated here, once, into typed models).
+
+    It generates from the stored form, ``snapshot.json``'s text read back: JSON objects
+    keep no order there (keys are sorted), so a live snapshot whose nested properties arrive
+    unsorted generates exactly what ``orsgen check`` regenerates from the file."""
     result = GenerateResult()
     try:
-        stored = parse(snapshot)
+        text = dump(dict(snapshot))
+        data: dict[str, Any] = json.loads(text)
+        stored = parse(data)
     except SnapshotError as exc:
         result.diagnostics.append(error(None, "", str(exc)))
+        return result
+    except (TypeError, ValueError) as exc:  # not JSON data
+        result.diagnostics.append(error(None, "", f"the snapshot is not JSON data: {exc}"))
         return result
     environment, package = stored.environment, stored.package
     tools = build_tools(tool_specs(environment, package), result.diagnostics, package.rename)
@@ -140,7 +150,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "deployment": repr(ident.deployment),
         "default_url": repr(target.value if target is not None and target.kind == "url" else None),
         "default_split": repr(package.split),
-        "tools_sha256": repr(tools_sha256(snapshot["environment"])),
+        "tools_sha256": repr(tools_sha256(data["environment"])),
         "terminal_tool": _terminal_tool(environment),
         "supports_score_group": repr(environment.supports_score_group),
         "toolset": repr(ident.toolset),
@@ -171,7 +181,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
             result.diagnostics.append(error(None, "", f"{name}: formatting failed: {exc}"))
             return result
         result.files[name] = formatted
-    result.files["snapshot.json"] = dump(dict(snapshot))
+    result.files["snapshot.json"] = text
     result.files["CHANGES.md"] = changelog(package.history)
     result.files["py.typed"] = ""
     return result
