@@ -112,3 +112,14 @@ def test_a_fresh_package_is_up_to_date(tmp_path: Path, orsgen_cli) -> None:
     assert run.code == 0, run.stderr
     check = orsgen_cli(["check", str(out), "-q"])
     assert check.code == 0, check.stdout + check.stderr
+
+
+def test_a_file_package_checked_live_against_its_server_has_no_drift(
+    echo_server, orsgen_cli
+) -> None:
+    # generated/echo was snapshotted from examples/echo_env.py; a server running that file
+    # reports only the lower-cased environment name, which is not drift.
+    echo = Path(__file__).resolve().parents[1] / "generated" / "echo"
+    run = orsgen_cli(["check", str(echo), "--live", "--target", echo_server.url, "-q"])
+    assert run.code == 0, run.stdout + run.stderr
+    assert "drift" not in run.stdout
