@@ -149,6 +149,9 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         "env_name": repr(ident.env_name),
         "deployment": repr(ident.deployment),
         "default_url": repr(target.value if target is not None and target.kind == "url" else None),
+        # The usage example needs no base_url where the package records a server or a catalog
+        # name (or a snapshot without its target, from before targets were recorded).
+        "server_known": target is None or target.kind != "file" or ident.deployment is not None,
         "default_split": repr(package.split),
         "tools_sha256": repr(tools_sha256(data["environment"])),
         "terminal_tool": _terminal_tool(environment),
