@@ -102,7 +102,9 @@ def _generate_parser() -> argparse.ArgumentParser:
     p.add_argument("--package", help="Python package name (default: from the output directory)")
     p.add_argument("--class-name", help="adapter class name (default: from the environment name)")
     p.add_argument("--config", help="config file (default: nearest orsgen.toml or [tool.orsgen])")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole snapshot")
+    p.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds for the whole snapshot (default 120)"
+    )
     p.add_argument("--fail-on-warning", action="store_true", help="treat warnings as errors")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument("--version", action="version", version=f"orsgen {__version__}")
@@ -126,10 +128,23 @@ def _check_parser() -> argparse.ArgumentParser:
         default="any",
         help="with --live: exit 1 on any drift (default) or only on breaking drift",
     )
-    p.add_argument("--api-key", help="API key (default: OPENREWARD_API_KEY)")
-    p.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--timeout", type=float, default=120.0)
-    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument(
+        "--api-key", help="with --live: API key (default: OPENREWARD_API_KEY); never written"
+    )
+    p.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --live: per-session secret (repeatable); never written anywhere",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="with --live: seconds for the whole snapshot (default 120)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     return p
 
 

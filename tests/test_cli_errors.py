@@ -140,3 +140,11 @@ def test_check_of_a_near_miss_directory_says_what_to_type(tmp_path: Path, orsgen
     assert run.code == 2 and f"`orsgen check {package}`" in run.stderr, run.stderr
     run = orsgen_cli(["check", str(package.parent)])
     assert run.code == 2 and f"`orsgen check {package}`" in run.stderr, run.stderr
+
+
+def test_every_option_is_explained_in_help() -> None:
+    from orsgen.cli import _check_parser, _generate_parser
+
+    for parser in (_generate_parser(), _check_parser()):
+        unexplained = [a.dest for a in parser._actions if not a.help]
+        assert unexplained == [], (parser.prog, unexplained)
