@@ -123,3 +123,14 @@ def test_a_file_package_checked_live_against_its_server_has_no_drift(
     run = orsgen_cli(["check", str(echo), "--live", "--target", echo_server.url, "-q"])
     assert run.code == 0, run.stdout + run.stderr
     assert "drift" not in run.stdout
+
+
+def test_a_file_that_only_imports_an_environment_names_it(tmp_path: Path, orsgen_cli) -> None:
+    helper = "orsgen_reexported_env_5b1d"  # unique: never importable from anywhere else
+    (tmp_path / f"{helper}.py").write_text(textwrap.dedent(NESTED_ENV))
+    (tmp_path / "reexport.py").write_text(f"from {helper} import NestedOrderEnv\n")
+    run = orsgen_cli([str(tmp_path / "reexport.py"), "-o", str(tmp_path / "out")])
+    assert run.code == 2, run.stderr
+    assert f"imports NestedOrderEnv (from {helper})" in run.stderr, run.stderr
+    assert "name the file that defines it" in run.stderr
+    assert not (tmp_path / "out").exists()
