@@ -67,6 +67,12 @@ def live_drift(
         raise RequestError(str(exc)) from exc
     # What the client or the server software is does not change what the model sees.
     live["target"] = stored.get("target")
+    # A served file reports only its lower-cased environment name; the class name that a
+    # file target recorded is unknown over a URL, not changed.
+    recorded_class = as_object(stored.get("identity")).get("class_name")
+    live_identity = as_object(live.get("identity"))
+    if recorded_class is not None and "class_name" not in live_identity:
+        live["identity"] = {**live_identity, "class_name": recorded_class}
     return Drift(live_target, diagnostics, classify_drift(stored, live))
 
 

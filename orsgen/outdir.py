@@ -76,10 +76,13 @@ def check_output_dir(directory: Path, produced: Iterable[str]) -> None:
     if not present:
         return
     if not is_orsgen_package(directory):
+        # `-o generated` beside generated/echo: the package's own directory was meant.
+        packages = any(p.is_dir() and is_orsgen_package(p) for p in present)
+        where = f", e.g. -o {directory / 'NAME'} for a package named NAME" if packages else ""
         raise OutputDirError(
             f"{directory} is not empty and is not a package orsgen generated (it holds "
             f"{_listing(p.name for p in present)}); orsgen writes only into a new or empty "
-            "directory or over its own package: choose another -o"
+            f"directory or over its own package: choose another -o{where}"
         )
     in_the_way = [
         name for name in produced if (directory / name).exists() and not _ours(directory / name)

@@ -112,3 +112,39 @@ def test_the_output_file_was_left_alone(results, tmp_path_factory) -> None:
     run, _, _ = results["output is a file"]
     path = Path(run.stderr.split("error: ", 1)[1].split(" ", 1)[0])
     assert path.read_text() == "not a package directory\n"
+
+
+def test_near_miss_targets_say_what_to_type(tmp_path: Path, orsgen_cli) -> None:
+    # In process: these are refused before any network or import of the SDK.
+    package = tmp_path / "generated" / "shop"
+    package.mkdir(parents=True)
+    (package / "snapshot.json").write_text("{}\n")
+    near_misses = {
+        "localhost:8091": "did you mean http://localhost:8091?",
+        "127.0.0.1:8091/": "did you mean http://127.0.0.1:8091/?",
+        str(package): f"`orsgen {package.as_posix()}/snapshot.json -o {package}`",
+    }
+    for target, hint in near_misses.items():
+        run = orsgen_cli([target, "-o", str(tmp_path / "out")])
+        assert run.code == 2, (target, run.stderr)
+        assert hint in run.stderr, (target, run.stderr)
+        assert run.stderr.count("\n") == 1, run.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_check_of_a_near_miss_directory_says_what_to_type(tmp_path: Path, orsgen_cli) -> None:
+    package = tmp_path / "generated" / "shop"
+    package.mkdir(parents=True)
+    (package / "snapshot.json").write_text("{}\n")
+    run = orsgen_cli(["check", str(package / "snapshot.json")])
+    assert run.code == 2 and f"`orsgen check {package}`" in run.stderr, run.stderr
+    run = orsgen_cli(["check", str(package.parent)])
+    assert run.code == 2 and f"`orsgen check {package}`" in run.stderr, run.stderr
+
+
+def test_every_option_is_explained_in_help() -> None:
+    from orsgen.cli import _check_parser, _generate_parser
+
+    for parser in (_generate_parser(), _check_parser()):
+        unexplained = [a.dest for a in parser._actions if not a.help]
+        assert unexplained == [], (parser.prog, unexplained)

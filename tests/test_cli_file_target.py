@@ -92,3 +92,74 @@ def test_live_check_of_a_moved_file_target(tmp_path: Path, orsgen_cli) -> None:
     run = orsgen_cli(["check", str(out), "--live", "--target", str(moved / "moved_env.py")])
     assert run.code == 0, run.stdout + run.stderr
     assert "no drift" in run.stderr
+
+
+NESTED_ENV = """
+from pydantic import BaseModel, Field
+from openreward.environments import Environment, TextBlock, ToolOutput, tool
+
+
+class Address(BaseModel):  # fields deliberately not in sorted order
+    street: str = Field(description="Street and number.")
+    city: str
+    zip_code: str | None = None
+
+
+class Order(BaseModel):
+    ship_to: Address
+    item: str
+
+
+class NestedOrderEnv(Environment):
+    def __init__(self, task_spec: dict = {}, secrets: dict = {}) -> None:
+        super().__init__(task_spec, secrets)
+
+    @classmethod
+    def list_splits(cls):
+        return ["test"]
+
+    @classmethod
+    def list_tasks(cls, split):
+        return [{"item": "hat"}]
+
+    def get_prompt(self):
+        return [TextBlock(text="order")]
+
+    @tool
+    def order(self, params: Order) -> ToolOutput:
+        \"\"\"Place an order.\"\"\"
+        return ToolOutput(blocks=[TextBlock(text="ok")], reward=1.0)
+"""
+
+
+def test_a_fresh_package_is_up_to_date(tmp_path: Path, orsgen_cli) -> None:
+    # What a live snapshot generates must be what its stored snapshot.json generates, even
+    # when a nested model's properties arrive unsorted (the stored JSON sorts them).
+    (tmp_path / "nested_env.py").write_text(textwrap.dedent(NESTED_ENV))
+    out = tmp_path / "nested"
+    run = orsgen_cli([str(tmp_path / "nested_env.py"), "-o", str(out), "-q"])
+    assert run.code == 0, run.stderr
+    check = orsgen_cli(["check", str(out), "-q"])
+    assert check.code == 0, check.stdout + check.stderr
+
+
+def test_a_file_package_checked_live_against_its_server_has_no_drift(
+    echo_server, orsgen_cli
+) -> None:
+    # generated/echo was snapshotted from examples/echo_env.py; a server running that file
+    # reports only the lower-cased environment name, which is not drift.
+    echo = Path(__file__).resolve().parents[1] / "generated" / "echo"
+    run = orsgen_cli(["check", str(echo), "--live", "--target", echo_server.url, "-q"])
+    assert run.code == 0, run.stdout + run.stderr
+    assert "drift" not in run.stdout
+
+
+def test_a_file_that_only_imports_an_environment_names_it(tmp_path: Path, orsgen_cli) -> None:
+    helper = "orsgen_reexported_env_5b1d"  # unique: never importable from anywhere else
+    (tmp_path / f"{helper}.py").write_text(textwrap.dedent(NESTED_ENV))
+    (tmp_path / "reexport.py").write_text(f"from {helper} import NestedOrderEnv\n")
+    run = orsgen_cli([str(tmp_path / "reexport.py"), "-o", str(tmp_path / "out")])
+    assert run.code == 2, run.stderr
+    assert f"imports NestedOrderEnv (from {helper})" in run.stderr, run.stderr
+    assert "name the file that defines it" in run.stderr
+    assert not (tmp_path / "out").exists()

@@ -70,3 +70,12 @@ def test_plural() -> None:
     from orsgen.wording import plural
 
     assert [plural(n, "file") for n in (0, 1, 2)] == ["0 files", "1 file", "2 files"]
+
+
+def test_a_file_target_says_it_is_served_before_connecting(orsgen_cli, tmp_path) -> None:
+    env_file = ENVS / "split_defaults_env.py"
+    run = orsgen_cli([str(env_file), "--env-name", "emptytrain", "-o", str(tmp_path / "served")])
+    assert run.code == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert lines[0] == f"orsgen: serving {env_file} in this process for the snapshot"
+    assert lines[1].startswith("orsgen: connecting to the ORS server at http://127.0.0.1:")

@@ -37,7 +37,8 @@ def test_a_local_env_file_is_served_snapshotted_and_written(
     assert (result.version, result.level, result.tool_count) == ("1.0.0", "initial", 2)
     assert on_disk(out) == result.files
     assert json.loads(result.files["snapshot.json"])["package"]["name"] == "echo_lib"
-    assert said[0].startswith("connecting to the ORS server at http://127.0.0.1:")
+    assert said[0] == f"serving {ECHO_ENV} in this process for the snapshot"
+    assert said[1].startswith("connecting to the ORS server at http://127.0.0.1:")
     assert any(m.startswith("connected to echoenv") for m in said)
     # Progress went to the callback only, and nothing else was printed.
     printed = capfd.readouterr()

@@ -143,3 +143,14 @@ def test_load_tasks_against_a_dead_server_raises() -> None:
     port = ors_server.free_port()
     with pytest.raises(Exception, match=str(port)):
         load_tasks(base_url=f"http://127.0.0.1:{port}")
+
+
+def test_without_datasets_installed_the_error_says_what_to_install(
+    echo_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "datasets", None)  # what `import datasets` sees without it
+    with pytest.raises(ImportError, match=r"pip install datasets") as raised:
+        load_tasks(base_url=echo_server.url)
+    assert raised.value.name == "datasets"

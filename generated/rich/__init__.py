@@ -5,18 +5,23 @@
 Usage, for this package written to ``generated/rich`` (change the import path to
 where it lives)::
 
+    import functools
+
     from generated.rich import RichEnv, load_tasks, outcome_reward
 
+    URL = "http://127.0.0.1:8080"  # the ORS server that serves 'richenv'
     trainer = GRPOTrainer(
         model=...,
         args=GRPOConfig(...),
-        train_dataset=load_tasks(num_tasks=64),
-        environment_factory=RichEnv,
+        train_dataset=load_tasks(num_tasks=64, base_url=URL),
+        environment_factory=functools.partial(RichEnv, base_url=URL),
         reward_funcs=outcome_reward,
     )
 
-For AsyncGRPOTrainer, whose rollout loop scores each environment through
-``get_reward()``, use ``environment_factory=ScoredRichEnv`` and ``reward_funcs=[]``.
+The package records no server (it was snapshotted from a local file): pass ``base_url``
+(or set ``OPENREWARD_SESSION_URL``). For AsyncGRPOTrainer, whose rollout loop scores each
+environment through ``get_reward()``, use ``functools.partial(ScoredRichEnv, base_url=URL)``
+and ``reward_funcs=[]``.
 """
 
 from .adapter import RichEnv, ScoredRichEnv

@@ -5,6 +5,7 @@ It reads no network and writes no disk. The CLI decides what to do with the resu
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -114,12 +115,21 @@ def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
 
 def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
     """Generate every file of the adapter package described by ``snapshot`` (the stored
-    mapping; it is validated here, once, into typed models)."""
+    mapping; it is validated here, once, into typed models).
+
+    It generates from the stored form, ``snapshot.json``'s text read back: JSON objects
+    keep no order there (keys are sorted), so a live snapshot whose nested properties arrive
+    unsorted generates exactly what ``orsgen check`` regenerates from the file."""
     result = GenerateResult()
     try:
-        stored = parse(snapshot)
+        text = dump(dict(snapshot))
+        data: dict[str, Any] = json.loads(text)
+        stored = parse(data)
     except SnapshotError as exc:
         result.diagnostics.append(error(None, "", str(exc)))
+        return result
+    except (TypeError, ValueError) as exc:  # not JSON data
+        result.diagnostics.append(error(None, "", f"the snapshot is not JSON data: {exc}"))
         return result
     environment, package = stored.environment, stored.package
     tools = build_tools(tool_specs(environment, package), result.diagnostics, package.rename)
@@ -128,7 +138,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
     if has_errors(result.diagnostics):
         return result
     models_body = _attach_models(tools, result.diagnostics)
-    context = _template_context(snapshot, stored, tools, models_body)
+    context = _template_context(data, stored, tools, models_body)
     for name in PY_FILES:
         if name == "models.py" and not models_body:
             continue  # nothing to validate client-side: no models module at all
@@ -136,16 +146,17 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         if formatted is None:
             return result
         result.files[name] = formatted
-    result.files["snapshot.json"] = dump(dict(snapshot))
+    result.files["snapshot.json"] = text
     result.files["CHANGES.md"] = changelog(package.history)
     result.files["py.typed"] = ""
     return result
 
 
 def _template_context(
-    snapshot: Mapping[str, Any], stored: Snapshot, tools: list[ToolView], models_body: str
+    data: Mapping[str, Any], stored: Snapshot, tools: list[ToolView], models_body: str
 ) -> dict[str, Any]:
-    """What every template receives: names, reprs and precomputed blocks, no logic."""
+    """What every template receives: names, reprs and precomputed blocks, no logic.
+    ``data`` is the snapshot in its stored form (``snapshot.json`` read back)."""
     environment, package = stored.environment, stored.package
     ident, target = environment.identity, environment.target
     class_name = package.class_name
@@ -158,8 +169,11 @@ def _template_context(
         "env_name": repr(ident.env_name),
         "deployment": repr(ident.deployment),
         "default_url": repr(target.value if target is not None and target.kind == "url" else None),
+        # The usage example needs no base_url where the package records a server or a catalog
+        # name (or a snapshot without its target, from before targets were recorded).
+        "server_known": target is None or target.kind != "file" or ident.deployment is not None,
         "default_split": repr(package.split),
-        "tools_sha256": repr(tools_sha256(snapshot["environment"])),
+        "tools_sha256": repr(tools_sha256(data["environment"])),
         "terminal_tool": _terminal_tool(environment),
         "supports_score_group": repr(environment.supports_score_group),
         "toolset": repr(ident.toolset),

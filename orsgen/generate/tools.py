@@ -300,7 +300,8 @@ def build_tools(
         wire = spec.name
         if methods[wire] != wire and wire not in preferred:
             diagnostics.append(
-                warning(wire, "", f"tool {_show(wire)} is named {methods[wire]!r} in Python")
+                # The diagnostic names the tool already: `tool 'a-b': the Python method is ...`.
+                warning(wire, "", f"the Python method is named {methods[wire]!r}")
             )
         view = build_tool(spec, methods[wire], diagnostics, renames.params.get(wire))
         if view is not None:

@@ -189,7 +189,14 @@ def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
     """``Dataset.from_dict``, except that a metadata column whose values Arrow cannot
     hold in one type (``5`` in one task, ``"five"`` in another) becomes JSON text with
     a warning, instead of failing the whole dataset."""
-    from datasets import Dataset  # pyright: ignore[reportMissingTypeStubs]
+    try:
+        from datasets import Dataset  # pyright: ignore[reportMissingTypeStubs]
+    except ImportError as exc:
+        raise ImportError(
+            "load_tasks returns a datasets.Dataset, and the datasets package is not "
+            "installed: pip install datasets (or 'orsgen[train]' for TRL and all it needs)",
+            name="datasets",
+        ) from exc
 
     # `datasets` annotates the mapping as a bare `dict`, which strict pyright calls unknown.
     from_dict = cast(

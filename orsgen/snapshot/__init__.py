@@ -86,6 +86,8 @@ def take(
 
     titles: dict[str, str] = {}
     with _endpoint(target, api_key, titles) as endpoint:
+        if target.kind == "file":  # once it imported: a bad file's error is the only line
+            progress(f"serving {target.value} in this process for the snapshot")
         facts, diagnostics = fetch(endpoint, env_name, options, progress)
     # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
     from openreward._version import __version__ as sdk_version  # type: ignore[import-untyped]

@@ -58,14 +58,19 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
         raise TargetError(f"{path}: defines no ORS Environment subclass")
     from openreward.environments import Environment  # type: ignore[import-untyped]
 
-    found = [
+    concrete = [
         obj
         for _, obj in inspect.getmembers(module, inspect.isclass)
-        if issubclass(obj, Environment)
-        and obj is not Environment
-        and obj.__module__ == module.__name__
-        and not inspect.isabstract(obj)
+        if issubclass(obj, Environment) and obj is not Environment and not inspect.isabstract(obj)
     ]
+    found = [obj for obj in concrete if obj.__module__ == module.__name__]
+    if not found and concrete:
+        imported = sorted(f"{obj.__name__} (from {obj.__module__})" for obj in concrete)
+        raise TargetError(
+            f"{path}: defines no ORS Environment subclass of its own; it imports "
+            f"{', '.join(imported)}, and orsgen serves only the classes a file defines: "
+            "name the file that defines it"
+        )
     if not found:
         raise TargetError(f"{path}: defines no ORS Environment subclass")
     return sorted(found, key=lambda cls: cls.__name__)

@@ -12,6 +12,8 @@ from orsgen.snapshot.errors import TargetError
 
 Kind = Literal["catalog", "url", "file", "snapshot"]
 _CATALOG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# `localhost:8080`, `127.0.0.1:8080/`: a server address without its scheme.
+_HOST_PORT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*:[0-9]+/?$")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,14 @@ def classify(text: str) -> Target:
         return Target("snapshot", text)
     if text.endswith(".py") or Path(text).is_file():
         return Target("file", text)
+    if (Path(text) / "snapshot.json").is_file():  # `orsgen DIR`, as in `orsgen check DIR`
+        stored = (Path(text) / "snapshot.json").as_posix()
+        raise TargetError(
+            f"{text} is a generated package, not a target; "
+            f"to regenerate it offline: `orsgen {stored} -o {text}`"
+        )
+    if _HOST_PORT.match(text):
+        raise TargetError(f"{text!r} is not a URL; did you mean http://{text}?")
     if _CATALOG.match(text):
         return Target("catalog", text)
     raise TargetError(
