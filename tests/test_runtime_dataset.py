@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
 import ors_server
 from conftest import RULES_ENV
 from generated.echo import load_tasks
+from orsgen.runtime.errors import TaskLoadError
 
 _spec = importlib.util.spec_from_file_location("_rules_env_tasks", RULES_ENV)
 assert _spec is not None and _spec.loader is not None
@@ -154,3 +156,14 @@ def test_without_datasets_installed_the_error_says_what_to_install(
     with pytest.raises(ImportError, match=r"pip install datasets") as raised:
         load_tasks(base_url=echo_server.url)
     assert raised.value.name == "datasets"
+
+
+def test_an_unknown_split_names_the_splits_the_server_has(rules_pkg, rules_server) -> None:
+    """The server's own answer is a bare "Invalid split" (HTTP 400)."""
+    stored = json.loads((Path(rules_pkg.__file__).parent / "snapshot.json").read_text())
+    splits = sorted(s["name"] for s in stored["environment"]["splits"])
+    with pytest.raises(TaskLoadError) as caught:
+        rules_pkg.load_tasks(split="nope", base_url=rules_server.url)
+    message = str(caught.value)
+    assert message.startswith("split 'nope' does not exist on ")
+    assert f"its splits: {', '.join(splits)};" in message

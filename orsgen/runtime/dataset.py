@@ -75,7 +75,35 @@ class _SplitReader:
 async def _fetch(
     endpoint: Endpoint, split: str, num_tasks: int | None, indices: Sequence[int] | None
 ) -> tuple[list[int], list[Any]]:
-    reader = _SplitReader(endpoint, await environment(endpoint), split)
+    env = await environment(endpoint)
+    try:
+        return await _read(_SplitReader(endpoint, env, split), num_tasks, indices)
+    except Exception as exc:
+        if _status(exc) == 400:
+            await _raise_if_no_such_split(endpoint, env, split)
+        raise
+
+
+async def _raise_if_no_such_split(endpoint: Endpoint, env: Any, split: str) -> None:
+    """The server answers an unknown split with a bare "Invalid split" (HTTP 400): name
+    the splits it has instead. Any other 400 keeps its own message."""
+    prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
+    try:
+        listed: list[Any] = list(await stateless(endpoint, env, "GET", f"{prefix}/splits"))
+    except Exception:  # noqa: BLE001 - only a better message; the original error stands
+        return
+    names = sorted(str(s.get("name")) if is_object(s) else str(s) for s in listed)
+    if split not in names:
+        raise TaskLoadError(
+            f"split {split!r} does not exist on {endpoint.label}; its splits: "
+            f"{', '.join(names) or '(none)'}; pass one as split="
+        )
+
+
+async def _read(
+    reader: _SplitReader, num_tasks: int | None, indices: Sequence[int] | None
+) -> tuple[list[int], list[Any]]:
+    split = reader.split
     if indices is None:
         specs = await reader.task_range(0 if num_tasks is not None else None, num_tasks)
         return list(range(len(specs))), specs
@@ -177,7 +205,7 @@ def _fetch_or_raise(
     """:func:`_fetch` on the runtime loop; a failure or timeout becomes a ``TaskLoadError``."""
     try:
         return current().run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
-    except IndexError:  # an index past the split's end: already a clear message
+    except (IndexError, TaskLoadError):  # an index past the end, an unknown split: clear
         raise
     except Exception as exc:
         raise TaskLoadError(
