@@ -34,6 +34,11 @@ class Endpoint:
         who = self.deployment or self.env_name or "<default environment>"
         return f"{who} at {self.session_url}"
 
+    def env_path(self, path: str) -> str:
+        """``path`` under this environment's own prefix (``/NAME/tools``) when the server
+        hosts several environments and one is named, else ``path`` itself."""
+        return f"/{self.env_name}{path}" if self.env_name else path
+
 
 def _with_subdomain(url: str, sub: str) -> str:
     parsed = urlparse(url)

@@ -26,8 +26,7 @@ DEFAULT_TIMEOUT = 600.0
 
 async def _post(endpoint: Endpoint, env: Any, path: str, payload: dict[str, Any]) -> Any:
     """A stateless POST to this environment's own path (no redirect)."""
-    prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
-    return await stateless(endpoint, env, "POST", f"{prefix}{path}", payload)
+    return await stateless(endpoint, env, "POST", endpoint.env_path(path), payload)
 
 
 def _status(exc: BaseException) -> int | None:
@@ -87,9 +86,10 @@ async def _fetch(
 async def _raise_if_no_such_split(endpoint: Endpoint, env: Any, split: str) -> None:
     """The server answers an unknown split with a bare "Invalid split" (HTTP 400): name
     the splits it has instead. Any other 400 keeps its own message."""
-    prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
     try:
-        listed: list[Any] = list(await stateless(endpoint, env, "GET", f"{prefix}/splits"))
+        listed: list[Any] = list(
+            await stateless(endpoint, env, "GET", endpoint.env_path("/splits"))
+        )
     except Exception:  # noqa: BLE001 - only a better message; the original error stands
         return
     names = sorted(str(s.get("name")) if is_object(s) else str(s) for s in listed)

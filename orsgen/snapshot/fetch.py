@@ -113,13 +113,12 @@ async def _facts(
 ) -> tuple[dict[str, Any], list[Diagnostic]]:
     diagnostics: list[Diagnostic] = []
     env = await environment(endpoint)
-    prefix = f"/{endpoint.env_name}" if endpoint.env_name else ""
     progress("reading server version and tools")
     version = await _server_version(endpoint, env, progress)
-    tools_res = await ask(endpoint, env, "GET", f"{prefix}/tools", progress=progress)
+    tools_res = await ask(endpoint, env, "GET", endpoint.env_path("/tools"), progress=progress)
     shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
-    splits = await _read_splits(endpoint, env, prefix, progress)
+    splits = await _read_splits(endpoint, env, progress)
     # Chosen with or without probes: the split becomes the package's default.
     chosen, why = choose_split(
         [str(s["name"]) for s in splits], options.split, options.previous_split
@@ -147,16 +146,16 @@ async def _server_version(endpoint: Endpoint, env: Any, progress: Progress) -> A
     return version.get("version") if is_object(version) else None
 
 
-async def _read_splits(
-    endpoint: Endpoint, env: Any, prefix: str, progress: Progress
-) -> list[dict[str, Any]]:
+async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list[dict[str, Any]]:
     """Every split with its type and task count, in the server's order."""
     splits: list[dict[str, Any]] = []
-    for split in await ask(endpoint, env, "GET", f"{prefix}/splits", progress=progress):
+    for split in await ask(endpoint, env, "GET", endpoint.env_path("/splits"), progress=progress):
         name = split["name"] if is_object(split) else str(split)
         kind = split.get("type") if is_object(split) else None
         body = {"split": name}
-        answer = await ask(endpoint, env, "POST", f"{prefix}/num_tasks", body, progress=progress)
+        answer = await ask(
+            endpoint, env, "POST", endpoint.env_path("/num_tasks"), body, progress=progress
+        )
         count = answer["num_tasks"]
         splits.append({"name": name, "type": kind, "num_tasks": int(count)})
     return splits
