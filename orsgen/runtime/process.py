@@ -91,6 +91,9 @@ class Runtime:
     @property
     def loop(self) -> LoopThread:
         """The process's loop thread, started on first use (and again if it ended)."""
+        started = self._loop  # every tool call comes here: no lock while the loop runs
+        if started is not None and started.alive():
+            return started
         with self._lock:
             if self._loop is None or not self._loop.alive():
                 self._loop = LoopThread()
