@@ -10,6 +10,7 @@ import aiohttp
 
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.runtime.connection import Endpoint, environment, session_secrets
+from orsgen.runtime.errors import describe
 from orsgen.runtime.process import current
 from orsgen.canonical import spec_dict
 from orsgen.snapshot.errors import TargetError
@@ -74,7 +75,8 @@ async def _choose_env_name(
         if endpoint.deployment is not None and isinstance(exc, aiohttp.ClientResponseError):
             # The platform answered but may not expose the listing; address the deployment.
             return requested, []
-        raise TargetError(f"cannot reach an ORS server at {endpoint.session_url}: {_short(exc)}")
+        # The runtime's wording ("connection refused (is the server running?)"), not aiohttp's.
+        raise TargetError(f"cannot reach an ORS server at {endpoint.session_url}: {describe(exc)}")
     if requested is not None:
         if requested.lower() not in names:
             raise TargetError(
