@@ -1,15 +1,19 @@
 """Command line: argument parsing, progress output and exit codes only.
 
 Exit codes: 0 success; 1 error diagnostics, drift or staleness; 2 usage error or an
-unusable target.
+unusable target; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import logging
+import re
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,18 +22,36 @@ from orsgen import __version__, checks, pipeline
 from orsgen.diagnostics import Diagnostic, has_errors
 from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
-from orsgen.wording import plural
+from orsgen.wording import did_you_mean, plural
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
     """Bad arguments or an unusable target: one line on stderr, exit code 2."""
 
 
+# Progress comes from the runtime loop's thread too (retry lines): once the user pressed
+# Ctrl-C, "interrupted" is the last line, whatever that thread still does before exit.
+_output = threading.Lock()
+_interrupted = False
+
+
 def _say(message: str, quiet: bool = False) -> None:
-    if not quiet:
-        print(f"orsgen: {message}", file=sys.stderr, flush=True)
+    with _output:
+        if not quiet and not _interrupted:
+            print(f"orsgen: {message}", file=sys.stderr, flush=True)
+
+
+def _say_interrupted() -> None:
+    global _interrupted
+    with _output:
+        _interrupted = True
+        print("orsgen: interrupted", file=sys.stderr, flush=True)
+    # What the loop thread was doing is cut short at exit: a coroutine it never started, an
+    # SDK import the exit broke. Their complaints would follow "interrupted" as tracebacks.
+    warnings.simplefilter("ignore")
+    logging.getLogger("asyncio").disabled = True
 
 
 def _error(exc: BaseException | str) -> None:
@@ -54,8 +76,39 @@ def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
     return out
 
 
-def _generate_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that names the closest option for a mistyped one (``--spilt``: did you
+    mean ``--split``?); Python 3.11's argparse has no ``suggest_on_error``."""
+
+    def parse(self, argv: Sequence[str]) -> argparse.Namespace:
+        options = [o for action in self._actions for o in action.option_strings]
+        unknown = _unknown_option(argv, options)
+        if unknown is not None:  # before parse_args, whose missing -o error would come first
+            self.error(f"unrecognized arguments: {unknown}{did_you_mean(unknown, options)}")
+        return self.parse_args(argv)
+
+
+def _unknown_option(argv: Sequence[str], options: Sequence[str]) -> str | None:
+    """The first argument that looks like an option and that argparse would not accept."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-") or arg == "-" or _NUMBER.match(arg):
+            continue
+        name = arg.split("=", 1)[0]
+        if name in options or (arg[:2] in options and not arg.startswith("--")):
+            continue  # an option, or a short one with its value attached (-ogenerated/x)
+        if name.startswith("--") and any(o.startswith(name) for o in options):
+            continue  # argparse accepts an unambiguous prefix (--spl for --split)
+        return name
+    return None
+
+
+def _generate_parser() -> _Parser:
+    p = _Parser(
         prog="orsgen",
         description="Snapshot an ORS environment and generate a typed TRL adapter package. "
         "Also: `orsgen check DIR [--live]`.",
@@ -111,8 +164,8 @@ def _generate_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _check_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _check_parser() -> _Parser:
+    p = _Parser(
         prog="orsgen check",
         description="Exit 1 when a generated package is stale (offline), or with --live when "
         "the environment has drifted from its snapshot.",
@@ -180,7 +233,7 @@ def _refusal(result: Result) -> str:
 
 
 def run_generate(argv: Sequence[str]) -> int:
-    args = _generate_parser().parse_args(argv)
+    args = _generate_parser().parse(argv)
     started = time.perf_counter()
     try:
         result = pipeline.run(_request(args), progress=lambda m: _say(m, args.quiet))
@@ -275,7 +328,7 @@ def _not_a_package(directory: Path) -> str:
 def run_check(argv: Sequence[str]) -> int:
     from orsgen.snapshot.model import SnapshotError, load_text
 
-    args = _check_parser().parse_args(argv)
+    args = _check_parser().parse(argv)
     directory = Path(args.directory)
     path = directory / "snapshot.json"
     if not path.is_file():
@@ -306,6 +359,8 @@ def run_check(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global _interrupted
+    _interrupted = False  # main() runs more than once in one process (tests, embedding)
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] == "check":
@@ -315,8 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(exc)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        _say("interrupted")
-        return 130
+        _say_interrupted()
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
