@@ -22,7 +22,7 @@ from orsgen import __version__, checks, pipeline
 from orsgen.diagnostics import Diagnostic, has_errors
 from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
-from orsgen.wording import did_you_mean, plural
+from orsgen.wording import closest, did_you_mean, plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -358,6 +358,13 @@ def run_check(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def _mistyped_command(word: str) -> bool:
+    """``orsgen chek DIR``: a bare word near "check" that is no file is no target either (a
+    target is a path, a URL or namespace/name), so say so before argparse asks for -o."""
+    bare = not any(c in word for c in "/:.\\") and not word.startswith("-")
+    return bare and closest(word, ["check"]) is not None and not Path(word).exists()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     global _interrupted
     _interrupted = False  # main() runs more than once in one process (tests, embedding)
@@ -365,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] == "check":
             return run_check(argv[1:])
+        if argv and _mistyped_command(argv[0]):
+            raise UsageError(f"unknown command {argv[0]!r}; did you mean 'check'?")
         return run_generate(argv)
     except UsageError as exc:
         _error(exc)

@@ -59,7 +59,9 @@ def test_no_suggestion_for_what_is_not_close(orsgen_subprocess, tmp_path) -> Non
 def test_valid_spellings_are_not_flagged(orsgen_subprocess, tmp_path) -> None:
     # A unique prefix (--no-task for --no-task-tools), -o with its value attached, NAME=VALUE.
     out = tmp_path / "echo"
-    run = orsgen_subprocess([str(SNAPSHOT), f"-o{out}", "--no-task", "--secret=token=zq-unused-91f", "-q"])
+    run = orsgen_subprocess(
+        [str(SNAPSHOT), f"-o{out}", "--no-task", "--secret=token=zq-unused-91f", "-q"]
+    )
     assert run.code == 0, run.stderr
     assert (out / "adapter.py").is_file()
 
@@ -104,3 +106,9 @@ def test_the_cli_shows_the_config_suggestion(orsgen_subprocess, tmp_path) -> Non
     assert run.code == 2, run.stderr
     assert "exclud: unknown key; did you mean 'exclude'?" in run.stderr
     assert not (tmp_path / "gen").exists()
+
+
+def test_a_mistyped_command_names_check(orsgen_subprocess, tmp_path) -> None:
+    run = orsgen_subprocess(["chek", str(SNAPSHOT.parent)])
+    assert run.code == 2, run.stderr
+    assert run.stderr == "orsgen: error: unknown command 'chek'; did you mean 'check'?\n"
