@@ -15,6 +15,8 @@ echo "== orsgen check generated/echo"
 echo "== mypy --strict generated"
 "$PY" -m mypy --strict generated
 echo "== basedpyright generated (strict mode, the pyright most editors run)"
-"$PY" -m basedpyright generated
+# --pythonpath: basedpyright otherwise resolves imports with the python on PATH (or ./.venv),
+# not PYTHON=..., and fails on every import of orsgen, pydantic and datasets.
+"$PY" -m basedpyright --pythonpath "$PY" generated
 echo "== GRPOTrainer on CPU with the generated package"
 "$PY" examples/train_echo.py
