@@ -273,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--result-dir",
         type=Path,
-        help="write rank-N.json (this process's steps, per-step figures and last-batch rewards) here",
+        help="write rank-N.json (this process's steps, per-step figures and last-batch "
+        "rewards) here",
     )
     opts = parser.parse_args(argv)
     rank, world = _rank()
