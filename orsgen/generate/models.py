@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
-from orsgen.generate import ir, naming
+from orsgen.generate import ir, model_defaults, naming
 
 ROOT_CLASS = "OrsgenModelsRoot"
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -158,12 +158,17 @@ class _Emitter:
     def object(self, fields: tuple[ir.Field, ...], extra: ir.Node | bool | None) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": "object",
-            "properties": {f.name: self.emit(f.type) for f in fields},
+            "properties": {f.name: self.field(f) for f in fields},
             "required": [f.name for f in fields if f.required],
         }
         if extra is not None:
             out["additionalProperties"] = extra if isinstance(extra, bool) else self.emit(extra)
         return out
+
+    def field(self, f: ir.Field) -> Any:
+        schema = self.emit(f.type)
+        has_default, value = model_defaults.schema_default(f)
+        return {**schema, "default": value} if has_default else schema
 
     def emit(self, node: ir.Node) -> Any:
         if node == ir.NONE:
@@ -226,6 +231,7 @@ def _run_codegen(schema: dict[str, Any]) -> str:
             use_field_description=False,
             use_schema_description=False,
             allow_remote_refs=False,
+            strict_nullable=True,  # a default does not make a field nullable
             class_name=ROOT_CLASS,
         )
     if not isinstance(out, str):
@@ -280,6 +286,8 @@ _ALLOWED_EXPR = (
     ast.Call,
     ast.keyword,
     ast.Dict,
+    ast.Lambda,  # ``Field(default_factory=lambda: [...])``; only Field/ConfigDict calls pass
+    ast.arguments,
 )
 _ALLOWED_CALLS = frozenset({"Field", "ConfigDict"})
 _ALLOWED_IMPORTS = frozenset({"__future__", "typing", "pydantic", "enum"})
@@ -364,7 +372,7 @@ def _build_check(source: str) -> None:
 
 def _attempt(requests: list[ModelRequest]) -> tuple[str, dict[str, str]]:
     schema, classes = _combined_schema(requests)
-    source = _strip(_run_codegen(schema))
+    source = model_defaults.typed(_strip(_run_codegen(schema)))
     defined = set(check_models_source(source))
     missing = [c for c in classes.values() if c not in defined]
     if missing:
