@@ -14,7 +14,7 @@ from typing import Any
 from orsgen import __version__ as ORSGEN_VERSION
 from orsgen.changelog import changelog
 from orsgen.diagnostics import Diagnostic, error, has_errors
-from orsgen.generate import docstrings, emit, ir
+from orsgen.generate import docstrings, emit, ir, layout
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check
 from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
@@ -200,6 +200,8 @@ def _render_python(
         # source that does not parse would name no line. Checking after it instead
         # would hold two big trees at once (peak memory).
         self_check(name, source)
+        if name == "adapter.py":  # hundreds of methods alike: each shape through black once
+            return layout.format_module(source, format_python)
         return format_python(source)
     except SelfCheckError as exc:
         diagnostics.append(error(None, "", str(exc)))
