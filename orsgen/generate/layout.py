@@ -80,8 +80,8 @@ class _Layout:
         ):
             return None
         wire = last.value.args[0].value
-        if not _PLAIN.fullmatch(wire):
-            return None
+        if not _PLAIN.fullmatch(wire) or not node.name.isascii():
+            return None  # a placeholder of the same width must lay out alike
 
         def at(number: int) -> int:  # a line number of the module, as an index into ``lines``
             return number - first
