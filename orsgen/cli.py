@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from orsgen import __version__, checks, pipeline
-from orsgen.diagnostics import Diagnostic, has_errors
+from orsgen.diagnostics import Diagnostic, grouped, has_errors
 from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
 from orsgen.wording import closest, did_you_mean, plural
@@ -59,9 +59,9 @@ def _error(exc: BaseException | str) -> None:
     _say(f"error: {' '.join(str(exc).split())}")
 
 
-def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
-    for diag in sorted(diagnostics, key=lambda d: (d.level != "error", d.tool or "", d.pointer)):
-        print(f"  {diag.format()}", file=sys.stderr)
+def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> None:
+    for line in grouped(diagnostics, verbose):
+        print(f"  {line}", file=sys.stderr)
 
 
 def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
@@ -160,6 +160,9 @@ def _generate_parser() -> _Parser:
     )
     p.add_argument("--fail-on-warning", action="store_true", help="treat warnings as errors")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.add_argument(
+        "--verbose", action="store_true", help="each warning on its own line, never grouped"
+    )
     p.add_argument("--version", action="version", version=f"orsgen {__version__}")
     return p
 
@@ -198,6 +201,9 @@ def _check_parser() -> _Parser:
         help="with --live: seconds for the whole snapshot (default 120)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.add_argument(
+        "--verbose", action="store_true", help="each warning on its own line, never grouped"
+    )
     return p
 
 
@@ -245,7 +251,7 @@ def run_generate(argv: Sequence[str]) -> int:
         _say(
             f"{plural(len(diagnostics), 'diagnostic')}:", args.quiet and not has_errors(diagnostics)
         )
-        _print_diagnostics(diagnostics)
+        _print_diagnostics(diagnostics, args.verbose)
     if not result.written:
         _say(f"error: {_refusal(result)}")
         return EXIT_FAIL
@@ -275,7 +281,7 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
     except (pipeline.RequestError, UsageError) as exc:
         _error(exc)
         return EXIT_USAGE
-    _print_diagnostics(drift.diagnostics)
+    _print_diagnostics(drift.diagnostics, args.verbose)
     changes = drift.changes
     if changes.level == "unchanged":
         _say(f"no drift: the live environment matches {args.directory}/snapshot.json", args.quiet)
@@ -343,7 +349,7 @@ def run_check(argv: Sequence[str]) -> int:
         return run_check_live(args, snapshot)
     generated, stale = checks.stale_files(directory, snapshot)
     if not generated.ok:
-        _print_diagnostics(generated.diagnostics)
+        _print_diagnostics(generated.diagnostics, args.verbose)
         return EXIT_FAIL
     for each in stale:
         _print_stale(directory, each)

@@ -97,9 +97,10 @@ def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[
         for value in sorted(new_values - old_values):
             out.append(Change(tool, "minor", f"{where}: enum value {value} added"))
         return
+    # Members as the hint shows them: a nested object's own fields are compared field by field.
     old_set = {ir.render(m) for m in old_members}
     new_set = {ir.render(m) for m in new_members}
-    if "Any" in new_set or old_set < new_set:
+    if any(isinstance(m, ir.AnyOf) for m in new_members) or old_set < new_set:
         out.append(Change(tool, "minor", f"{where}: type widened from {old_hint} to {new_hint}"))
     elif new_set < old_set:
         out.append(Change(tool, "major", f"{where}: type narrowed from {old_hint} to {new_hint}"))

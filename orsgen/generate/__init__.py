@@ -14,7 +14,7 @@ from typing import Any
 from orsgen import __version__ as ORSGEN_VERSION
 from orsgen.changelog import changelog
 from orsgen.diagnostics import Diagnostic, error, has_errors
-from orsgen.generate import docstrings, ir
+from orsgen.generate import docstrings, emit, ir, layout
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check
 from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
@@ -90,7 +90,7 @@ def _imports(tools: list[ToolView]) -> list[str]:
         f"from typing import {', '.join(typing_names)}",
         "",
     ]
-    if any(p.default == "_UNSET" for t in tools for p in t.params):
+    if any(not p.required and p.default is emit.UNSET for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
     lines.append("from orsgen.runtime.adapter import Content as _Content")
     lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")
@@ -200,6 +200,8 @@ def _render_python(
         # source that does not parse would name no line. Checking after it instead
         # would hold two big trees at once (peak memory).
         self_check(name, source)
+        if name == "adapter.py":  # hundreds of methods alike: each shape through black once
+            return layout.format_module(source, format_python)
         return format_python(source)
     except SelfCheckError as exc:
         diagnostics.append(error(None, "", str(exc)))
