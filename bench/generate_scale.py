@@ -17,7 +17,10 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orsgen.snapshot.stored import Snapshot
 
 RESULTS = Path(__file__).resolve().parent / "results" / "generate.json"
 
@@ -56,7 +59,7 @@ def tool(i: int) -> dict[str, Any]:
     }
 
 
-def snapshot(n: int) -> dict[str, Any]:
+def snapshot(n: int) -> Snapshot:
     from orsgen.snapshot.model import build
 
     environment = {

@@ -12,12 +12,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from orsgen import __version__, checks, pipeline
 from orsgen.diagnostics import Diagnostic, has_errors
 from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
+from orsgen.snapshot.stored import Snapshot
 from orsgen.wording import plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -205,7 +205,7 @@ def run_generate(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
-def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
+def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
     """Re-snapshot the recorded (or given) target and classify every difference."""
     from orsgen.versioning import WORDS
 

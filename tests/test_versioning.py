@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from orsgen.versioning import bump, classify
+from orsgen.snapshot.stored import parse_environment
+from orsgen.versioning import Classification, bump
+from orsgen.versioning import classify as classify_environments
+
+
+def classify(old: dict[str, Any], new: dict[str, Any]) -> Classification:
+    """Versioning compares typed sections; these tests write them as JSON."""
+    return classify_environments(parse_environment(old), parse_environment(new))
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIFT_ENV = ROOT / "tests" / "envs" / "drift_env.py"
