@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from orsgen import config
 from orsgen.diagnostics import Diagnostic
 from orsgen.generate import GenerateResult, generate
+from orsgen.package_section import SELECTION, Names, package_section
 from orsgen.pipeline import (
     Progress,
     Request,
@@ -33,6 +35,14 @@ class Drift:
     target: Target
     diagnostics: list[Diagnostic]
     changes: Classification
+
+
+@dataclass(frozen=True)
+class ConfigMismatch:
+    """A package whose config table no longer says what it was generated with."""
+
+    path: Path  # the config file
+    differences: list[str]  # "key: recorded ..., configured ..."
 
 
 @dataclass(frozen=True)
@@ -125,3 +135,26 @@ def stale_files(directory: Path, snapshot: Snapshot) -> tuple[GenerateResult, li
     for name in stray_generated(directory, generated.files):
         stale.append(StaleFile(name, (directory / name).read_text(encoding="utf-8"), None))
     return generated, stale
+
+
+def config_mismatch(
+    directory: Path, snapshot: Snapshot, config_file: Path | None = None
+) -> ConfigMismatch | None:
+    """Whether the config table in force for ``directory`` (found as generation finds it)
+    would generate another package than the one ``snapshot`` records; ``None`` when it
+    matches or when no table names the package (then the recorded one stays)."""
+    try:
+        path = config.find(Path.cwd(), config_file)
+        table = config.for_output(path, directory) if path is not None else None
+    except config.ConfigError as exc:
+        raise RequestError(str(exc)) from exc
+    if path is None or table is None:
+        return None
+    recorded = snapshot.package
+    expected = package_section(snapshot.environment, directory, Names(), table, snapshot).package
+    differences = [
+        f"{key}: {getattr(recorded, key)!r} in snapshot.json, {getattr(expected, key)!r} configured"
+        for key in ("name", "class_name", "split", *SELECTION)
+        if getattr(recorded, key) != getattr(expected, key)
+    ]
+    return ConfigMismatch(path, differences) if differences else None

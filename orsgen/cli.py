@@ -301,6 +301,18 @@ def run_check(argv: Sequence[str]) -> int:
             f"regenerate with `orsgen {path} -o {directory}`"
         )
         return EXIT_FAIL
+    try:
+        mismatch = checks.config_mismatch(directory, snapshot)
+    except pipeline.RequestError as exc:
+        _error(exc)
+        return EXIT_USAGE
+    if mismatch is not None:
+        _say(
+            f"{directory} was generated with another configuration than {mismatch.path} "
+            f"sets ({'; '.join(mismatch.differences)}); regenerate with "
+            f"`orsgen {path} -o {directory}`"
+        )
+        return EXIT_FAIL
     _say(f"{directory} is up to date ({plural(len(generated.files), 'file')})", args.quiet)
     return EXIT_OK
 

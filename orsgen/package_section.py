@@ -3,8 +3,14 @@
 Each name comes from the first source that sets it: the caller, the config file, the
 package already in the output directory, then a default derived from the environment.
 
-The version starts at 1.0.0 and is bumped by how the environment changed since the
-snapshot already in the output directory (``orsgen.versioning``).
+Which tools the package has, and their Python names (``include``, ``exclude``,
+``rename``), come from the package's config table when there is one, in full: a key the
+table no longer sets is back to its default. With no table (regenerating elsewhere, or
+from a snapshot.json alone) the package keeps what its snapshot recorded.
+
+The version starts at 1.0.0 and is bumped by how the package's surface changed since the
+package already in the output directory (``orsgen.versioning``): a change the
+environment made and one the configuration made count alike.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from typing import Any
 
 from orsgen.config import PackageConfig
 from orsgen.generate import naming
+from orsgen.generate.tools import tool_specs
 from orsgen.snapshot.stored import Environment, HistoryEntry, Package, Renames, Snapshot
-from orsgen.versioning import Classification, bump, classify
+from orsgen.versioning import Change, Classification, bump, classify
 
 FIRST_VERSION = "1.0.0"
 # The package fields a config table sets; recorded so that ``orsgen check`` regenerates them.
@@ -35,7 +42,7 @@ class Names:
 @dataclass(frozen=True)
 class Section:
     package: Package
-    # How the environment changed since the previous snapshot; None for the first one.
+    # How the package's surface changed since the previous snapshot; None for the first one.
     changes: Classification | None
 
 
@@ -72,17 +79,11 @@ def _names(
 
 def _selection(configured: PackageConfig | None, previous: Package | None) -> dict[str, Any]:
     """``include``/``exclude``/``rename`` as the package records them (only what is set):
-    the config table's when it sets anything, else the previous package's."""
-    chosen = _configured_selection(configured) if configured is not None else {}
-    names = configured is not None and any(
-        (configured.package, configured.class_name, configured.split)
-    )
-    if chosen or names or previous is None:
-        return chosen
-    return {k: getattr(previous, k) for k in SELECTION if k in previous.model_fields_set}
-
-
-def _configured_selection(configured: PackageConfig) -> dict[str, Any]:
+    the config table's when there is one, else the previous package's."""
+    if configured is None:
+        if previous is None:
+            return {}
+        return {k: getattr(previous, k) for k in SELECTION if k in previous.model_fields_set}
     renames = configured.rename
     selected = {
         "include": None if configured.include is None else sorted(configured.include),
@@ -94,9 +95,42 @@ def _configured_selection(configured: PackageConfig) -> dict[str, Any]:
     return {k: v for k, v in selected.items() if v is not None}
 
 
+def surface(environment: Environment, package: Package) -> Environment:
+    """``environment`` with only the tools ``package`` generates (its include/exclude)."""
+    kept = {s.name for s in tool_specs(environment, package)}
+    return environment.model_copy(
+        update={
+            "tools": [t for t in environment.tools if t.name in kept],
+            "task_tools": [t for t in environment.task_tools if t.name in kept],
+        }
+    )
+
+
+def _renamed(old: Renames, new: Renames, tools: set[str]) -> list[Change]:
+    """A configured rename changes the name the model calls a tool or parameter by: as
+    breaking as removing it and adding another."""
+    out: list[Change] = []
+    for wire in sorted(tools & (set(old.tools) | set(new.tools))):
+        before, after = old.tools.get(wire, wire), new.tools.get(wire, wire)
+        if before != after:
+            out.append(Change(wire, "major", f"tool {wire!r} renamed: {before!r} -> {after!r}"))
+    for wire in sorted(tools & (set(old.params) | set(new.params))):
+        was, now = old.params.get(wire, {}), new.params.get(wire, {})
+        for param in sorted(set(was) | set(now)):
+            before, after = was.get(param, param), now.get(param, param)
+            if before != after:
+                where = f"parameter {param!r} of tool {wire!r}"
+                out.append(Change(wire, "major", f"{where} renamed: {before!r} -> {after!r}"))
+    return out
+
+
 def _changes(old: Snapshot, environment: Environment, package: Package) -> Classification:
-    """How the environment changed since the previous snapshot."""
-    return classify(old.environment, environment)
+    """How the generated surface changed: the environment's tools as each package selects them."""
+    new_surface = surface(environment, package)
+    changes = classify(surface(old.environment, old.package), new_surface)
+    kept = {t.name for t in new_surface.all_tools}
+    changes.changes += _renamed(old.package.rename, package.rename, kept)
+    return changes
 
 
 def _history(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from orsgen import config
 from orsgen.diagnostics import Diagnostic, has_errors, warning
 from orsgen.generate import generate, naming
+from orsgen.generate.tools import tool_specs
 from orsgen.outdir import OutputDirError, check_output_dir
 from orsgen.package_section import Names, package_section
 from orsgen.snapshot import Target, TargetError, classify, take
@@ -118,7 +119,8 @@ class Result:
 
     @property
     def tool_count(self) -> int:
-        return len(self.snapshot.environment.all_tools)
+        """The tools the package has (what its configuration selects)."""
+        return len(tool_specs(self.snapshot.environment, self.snapshot.package))
 
 
 @dataclass
