@@ -196,6 +196,8 @@ def run_generate(argv: Sequence[str]) -> int:
     if not result.written:
         _say(f"error: {_refusal(result)}")
         return EXIT_FAIL
+    for note in result.notes:  # printed even with -q, as warnings are
+        _say(f"warning: {note}")
     _say(
         f"wrote {plural(len(result.files), 'file')} to {result.output} ({result.class_name}, "
         f"{plural(result.tool_count, 'tool')}, "

@@ -95,6 +95,8 @@ class Result:
     diagnostics: list[Diagnostic]
     changes: Classification | None  # since the package already in ``output``; None: new
     refused: Refusal | None
+    # What the user should know that is not a finding about the package (see _loopback_note).
+    notes: tuple[str, ...] = ()
 
     @property
     def written(self) -> bool:
@@ -155,7 +157,47 @@ def run(request: Request, progress: Progress = silent) -> Result:
     refused = _refusal(request, diagnostics, generated.files)
     if refused is None:
         _write(request.output, generated.files)
-    return Result(request.output, snapshot, generated.files, diagnostics, section.changes, refused)
+    note = _loopback_note(inputs.environment, inputs.previous)
+    return Result(
+        request.output,
+        snapshot,
+        generated.files,
+        diagnostics,
+        section.changes,
+        refused,
+        (note,) if note else (),
+    )
+
+
+def _loopback_note(environment: Environment, previous: Snapshot | None) -> str | None:
+    """A loopback default server works on this machine only. Said when it becomes the
+    package's default, not on every regeneration; not a diagnostic, since the package is
+    right (``--fail-on-warning`` must not refuse generating from a local server)."""
+    url = environment.default_url
+    if url is None or not is_loopback(url):
+        return None
+    if previous is not None and previous.environment.default_url == url:
+        return None
+    return (
+        f"the package's default server is {url}, a loopback address that only this machine "
+        "reaches; where training runs elsewhere, pass base_url=... (or set "
+        "OPENREWARD_SESSION_URL) to load_tasks() and the adapter"
+    )
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine (``localhost``, ``127.0.0.0/8``, ``::1``, ``0.0.0.0``)."""
+    import ipaddress
+    from urllib.parse import urlparse
+
+    host = urlparse(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def _inputs(request: Request, progress: Progress) -> _Inputs:
