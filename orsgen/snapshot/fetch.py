@@ -248,7 +248,8 @@ async def _probe_task_tools(
     """Open one short session per probe index and merge their tool lists by name, as
     TRL's bridge does; a tool whose schema differs between probes is a warning. Also
     says whether any probed prompt held an image."""
-    (total,) = [s.num_tasks for s in splits if s.name == options.split]
+    # choose_split checked that the split exists; a server listing it twice counts once.
+    total = next(s.num_tasks for s in splits if s.name == options.split)
     if options.probe_indices is None and total == 0:
         # As TRL's bridge does: no task to open a session on, so the shared tools only.
         note = (
