@@ -25,7 +25,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orsgen.snapshot.stored import Snapshot
 
 RESULTS = Path(__file__).resolve().parent / "results" / "generate.json"
 
@@ -64,7 +67,7 @@ def tool(i: int) -> dict[str, Any]:
     }
 
 
-def snapshot(n: int) -> dict[str, Any]:
+def snapshot(n: int) -> Snapshot:
     from orsgen.snapshot.model import build
 
     environment = {

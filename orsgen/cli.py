@@ -16,12 +16,12 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from orsgen import __version__, checks, pipeline
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
 from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
+from orsgen.snapshot.stored import Snapshot
 from orsgen.wording import closest, did_you_mean, plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -255,6 +255,8 @@ def run_generate(argv: Sequence[str]) -> int:
     if not result.written:
         _say(f"error: {_refusal(result)}")
         return EXIT_FAIL
+    for note in result.notes:  # printed even with -q, as warnings are
+        _say(f"warning: {note}")
     _say(
         f"wrote {plural(len(result.files), 'file')} to {result.output} ({result.class_name}, "
         f"{plural(result.tool_count, 'tool')}, "
@@ -264,7 +266,7 @@ def run_generate(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
-def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
+def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
     """Re-snapshot the recorded (or given) target and classify every difference."""
     from orsgen.versioning import WORDS
 
@@ -358,6 +360,18 @@ def run_check(argv: Sequence[str]) -> int:
             f"{plural(len(stale), 'file')} in {directory} "
             f"{'differs' if len(stale) == 1 else 'differ'} from what snapshot.json generates; "
             f"regenerate with `orsgen {path} -o {directory}`"
+        )
+        return EXIT_FAIL
+    try:
+        mismatch = checks.config_mismatch(directory, snapshot)
+    except pipeline.RequestError as exc:
+        _error(exc)
+        return EXIT_USAGE
+    if mismatch is not None:
+        _say(
+            f"{directory} was generated with another configuration than {mismatch.path} "
+            f"sets ({'; '.join(mismatch.differences)}); regenerate with "
+            f"`orsgen {path} -o {directory}`"
         )
         return EXIT_FAIL
     _say(f"{directory} is up to date ({plural(len(generated.files), 'file')})", args.quiet)

@@ -12,6 +12,8 @@ import pytest
 NETWORK = ["aiohttp", "openreward", "orsgen.snapshot.fetch", "orsgen.runtime.loop"]
 NETWORK += ["orsgen.runtime.connection"]
 GENERATOR = ["jinja2", "black", "datamodel_code_generator", "orsgen.generate"]
+# The typed snapshot models: the drift guard compares hashes of snapshot.json as JSON.
+GENERATOR += ["orsgen.snapshot.stored", "orsgen.snapshot.model"]
 
 
 def _loaded_after(statement: str, names: list[str]) -> list[str]:
