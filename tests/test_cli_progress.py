@@ -87,13 +87,14 @@ def _many_tools_snapshot(directory, count: int):
 
     from conftest import ROOT
     from orsgen.snapshot.model import build, dump
+    from orsgen.snapshot.stored import stored_form
 
     sys.path.insert(0, str(ROOT / "bench"))
     try:
         import generate_scale
     finally:
         sys.path.remove(str(ROOT / "bench"))
-    snap = generate_scale.snapshot(count)
+    snap = stored_form(generate_scale.snapshot(count))
     for spec in snap["environment"]["tools"]:
         schema = spec["input_schema"]
         schema["properties"]["tags"] = {"type": "array", "items": {"type": "string"}, "default": []}
