@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from generated.echo import EchoEnv
-from orsgen.runtime import drift, prefetch, sessions
+from orsgen.runtime import drift
 
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")

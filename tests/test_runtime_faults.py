@@ -17,7 +17,7 @@ import pytest
 
 import ors_server
 from envs.runtime_support import FAULT_ENV, FaultAdapter, FaultProxy
-from orsgen.runtime import prefetch, sessions
+
 from orsgen.runtime.adapter import SessionOpenError
 
 MARGIN = 4.0  # scheduling slack on a shared 2-core machine; far below any hang

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from generated.echo import EchoEnv
-from orsgen.runtime import drift, prefetch, sessions
+from orsgen.runtime import drift
 
 WORDS = ["apple", "banana", "cherry", "damson"]
 
