@@ -9,12 +9,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.canonical import sha256_of
+from orsgen.jsonobject import is_object
 from orsgen.runtime import drift, health, pool, sdk
 from orsgen.runtime.endpoint import Endpoint
 from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError, describe
 from orsgen.runtime.health import Action, CallPolicy
 from orsgen.runtime.options import task_key
+from orsgen.runtime.process import current
 from orsgen.runtime.sdk import Opened
+
+# How long a failed reset may spend asking how many tasks its split has.
+COUNT_TIMEOUT = 10.0
+
+
+def _is_bad_request(exc: BaseException) -> bool:
+    """Whether the server answered HTTP 400 (the request itself was refused)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "status", None) == 400:
+            return True
+        seen = seen.__cause__
+    return False
+
+
+async def _num_tasks(endpoint: Endpoint, split: str) -> object:
+    env = await sdk.environment(endpoint)
+    path = endpoint.env_path("/num_tasks")
+    answer = await sdk.stateless(endpoint, env, "POST", path, {"split": split})
+    return answer.get("num_tasks") if is_object(answer) else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,7 +122,21 @@ class SessionOptions:
             stream = self.prefetcher(owner)
             return stream.take(key, opener, self.group_size, check, self.open_timeout)
         except Exception as exc:
+            if index is not None and _is_bad_request(exc) and self._split_is_empty():
+                # The server's own answer is a bare "Invalid index" (HTTP 400).
+                raise SessionOpenError(
+                    f"{self._failed(index)}: split {self.split!r} has no tasks; pass a split "
+                    "that has tasks as split= (or train on task_spec=... rows)"
+                ) from exc
             raise SessionOpenError(f"{self._failed(index)}: {describe(exc)}") from exc
+
+    def _split_is_empty(self) -> bool:
+        """Whether the server says this split has 0 tasks (``False`` when it cannot say)."""
+        try:
+            count = current().run(_num_tasks(self.endpoint, self.split), timeout=COUNT_TIMEOUT)
+        except Exception:  # noqa: BLE001 - only a better message; the original error stands
+            return False
+        return count == 0
 
     def _failed(self, index: int | None) -> str:
         which = "the given task_spec" if index is None else f"task {index}"
