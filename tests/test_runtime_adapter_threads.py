@@ -1,4 +1,4 @@
-"""Async-ready factories.
+"""Async-ready factories (orsgen/runtime/adapter.py).
 
 The adapter class and functools.partial of it pickle and work in spawned processes,
 and instances can be driven from a thread pool the way AsyncGRPOTrainer's rollout

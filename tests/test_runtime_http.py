@@ -19,7 +19,7 @@ from aiohttp import web
 
 from generated.echo import EchoEnv
 import runtime_hooks
-from orsgen.runtime import http, sdk
+from orsgen.runtime import http
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
@@ -240,24 +240,3 @@ def test_one_client_per_url_shared_by_adapters(echo_server) -> None:
     assert runtime_hooks.clients_for(echo_server.url) == 1
     first.close()
     second.close()
-
-
-
-def test_session_client_has_the_sdks_env_server_retry_policy_in_any_order() -> None:
-    """The SDK retries env-server errors narrowly (a 500 there is user code failing);
-    a URL that serves as both API and session URL gets that policy whichever came first,
-    and an API-only URL keeps the SDK's default."""
-    from openreward.api._session.http import _resolve_policy
-
-    from orsgen.runtime.process import current
-
-    async def clients() -> tuple[Any, Any, Any]:
-        both = "http://127.0.0.1:9"  # never contacted
-        api_first = sdk.client_for(both, env_server=False)
-        return api_first, sdk.client_for(both, env_server=True), sdk.client_for(
-            "http://127.0.0.1:10", env_server=False
-        )
-
-    api_first, session, api_only = current().run(clients(), timeout=5)
-    assert api_first is session and _resolve_policy(session) == "env-server"
-    assert _resolve_policy(api_only) == "api"
