@@ -9,9 +9,10 @@ from typing import Any
 import aiohttp
 
 from orsgen.diagnostics import Diagnostic, warning
-from orsgen.runtime.connection import Endpoint, environment, session_secrets
+from orsgen.runtime.endpoint import Endpoint, session_secrets
 from orsgen.runtime.errors import describe
 from orsgen.runtime.process import current
+from orsgen.runtime.sdk import environment
 from orsgen.canonical import spec_dict
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.retries import ask
