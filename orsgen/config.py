@@ -135,27 +135,3 @@ def unknown_tools(table: PackageConfig, tool_names: Iterable[str]) -> list[str]:
     ):
         problems += [f"{key}: unknown tool {name!r}" for name in names if name not in known]
     return problems
-
-
-def record(table: PackageConfig) -> dict[str, Any]:
-    """What goes into the snapshot's ``package`` section (only what was set)."""
-    out: dict[str, Any] = {}
-    for key in ("package", "class_name", "split"):
-        value = getattr(table, key)
-        if value:
-            out[key] = value
-    if table.include is not None:
-        out["include"] = sorted(table.include)
-    if table.exclude:
-        out["exclude"] = sorted(table.exclude)
-    if table.rename.tools or table.rename.params:
-        out["rename"] = table.rename.model_dump()
-    return out
-
-
-def for_environment(path: Path, table: PackageConfig, tool_names: Iterable[str]) -> dict[str, Any]:
-    """What the table at ``path`` sets for a package, checked against its tools' names."""
-    problems = unknown_tools(table, tool_names)
-    if problems:
-        raise ConfigError(f"{path}: " + "; ".join(problems))
-    return record(table)
