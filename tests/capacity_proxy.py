@@ -234,6 +234,24 @@ def _first_env(upstream: str) -> str:
 # -- starting and stopping it, for tests and benchmarks ------------------------------------
 
 
+def _json(url: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(body or {}).encode() if method == "POST" else None
+    req = urllib.request.Request(
+        f"{url}{path}", method=method, data=data, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def stats(url: str) -> dict[str, Any]:
+    """The stats of the proxy at ``url`` (from a process that did not start it)."""
+    return dict(_json(url, "GET", "/_proxy/stats"))
+
+
+def reset_counts(url: str) -> None:
+    _json(url, "POST", "/_proxy/reset")
+
+
 @dataclass
 class Proxy:
     """A running proxy process; :meth:`stop` ends it by PID."""
@@ -244,18 +262,12 @@ class Proxy:
     log: Path
 
     def _json(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body or {}).encode() if method == "POST" else None
-        req = urllib.request.Request(
-            f"{self.url}{path}", method=method, data=data,
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return json.loads(resp.read())
+        return _json(self.url, method, path, body)
 
     def stats(self) -> dict[str, Any]:
         """Open sessions now (``open``), most ever open (``max_open``), ``created``,
         ``deleted``, ``reaped``, ``refused_limit``, ``refused_random``, ``requests``."""
-        return dict(self._json("GET", "/_proxy/stats"))
+        return stats(self.url)
 
     def open_sessions(self) -> int:
         return int(self.stats()["open"])
