@@ -114,3 +114,25 @@ def test_load_tasks_reads_from_the_first_server_that_answers(
 def test_an_empty_sequence_of_servers_is_refused() -> None:
     with pytest.raises(ValueError, match="base_url"):
         EchoEnv(base_url=[])
+
+
+# -- the placement rule alone (orsgen/runtime/placement.py) --------------------------------
+
+
+def test_placement_picks_the_fewest_open_then_the_earlier_url() -> None:
+    from orsgen.runtime.placement import choose, order
+
+    urls = ["http://a", "http://b", "http://c"]
+    assert choose(urls, {}, {}) == 0
+    assert choose(urls, {"http://a": 2, "http://b": 1, "http://c": 1}, {}) == 1
+    assert order(urls, {"http://a": 2, "http://b": 1, "http://c": 1}, {}) == [1, 2, 0]
+
+
+def test_placement_skips_a_server_that_is_down_unless_all_are() -> None:
+    from orsgen.runtime.placement import choose, order
+
+    urls = ["http://a", "http://b"]
+    assert choose(urls, {"http://b": 5}, {"http://a": 10.0}) == 1
+    assert order(urls, {"http://b": 5}, {"http://a": 10.0}) == [1, 0]
+    # All down: the one that went away last (its window ends last).
+    assert choose(urls, {}, {"http://a": 10.0, "http://b": 20.0}) == 1
