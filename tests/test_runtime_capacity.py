@@ -170,6 +170,27 @@ def test_max_sessions_keeps_the_process_under_the_cap(
     assert proxy.wait_open(0) == 0
 
 
+def test_a_cap_lower_than_one_sync_step_says_so_at_once_with_the_number_needed(
+    echo_server: ors_server.RunningServer, capacity_proxy: Callable[..., Any]
+) -> None:
+    """Sync GRPOTrainer resets a step's whole batch, in its main thread, before it generates:
+    with 4 rollouts per step and max_sessions=2 the third reset could never get a place. It
+    says so at once (not after reconnect_for), naming the number needed."""
+    from orsgen.runtime.places import SessionCapError
+
+    proxy = capacity_proxy(echo_server.url)
+    batch = [EchoEnv(base_url=proxy.url, max_sessions=2, prefetch=False) for _ in range(4)]
+    try:
+        batch[0].reset(task_index=0)
+        batch[1].reset(task_index=1)
+        with pytest.raises(SessionCapError, match=r"max_sessions=2 .* at least 4"):
+            batch[2].reset(task_index=2)
+        assert proxy.stats()["created"] == 2
+    finally:
+        EchoEnv.close_all()
+    assert proxy.wait_open(0) == 0
+
+
 def test_max_sessions_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_sessions"):
         EchoEnv(base_url="http://127.0.0.1:9", max_sessions=0)
