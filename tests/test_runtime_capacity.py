@@ -217,8 +217,8 @@ def test_a_refused_stretch_logs_once_when_it_starts_and_once_when_it_ends(
     try:
         assert outcome.get("prompt") == "Call echo with the word 'damson'.", outcome
         lines = [r.getMessage() for r in caplog.records if r.name == "orsgen.runtime"]
-        refusing = [line for line in lines if "refus" in line]
-        accepting = [line for line in lines if "accepts" in line]
+        refusing = [line for line in lines if "refuses new sessions" in line]
+        accepting = [line for line in lines if "accepts new sessions again" in line]
         assert len(refusing) == 1 and len(accepting) == 1, lines
         assert proxy.url in refusing[0] and proxy.url in accepting[0]
     finally:

@@ -11,7 +11,7 @@ from orsgen.runtime.places import Places, SessionCapError
 
 
 class Env:
-    pass
+    _max_sessions = 3  # what the adapter records of its cap
 
 
 def test_no_more_places_than_the_limit_and_a_release_frees_one() -> None:
