@@ -115,6 +115,9 @@ def child(opts: argparse.Namespace) -> None:
     lines = _Lines()
     logging.getLogger().addHandler(lines)
     factory, reward = _contender(opts.child, opts.url, opts.limit)
+    # orsgen imports the SDK at its first reset, the bridge at start-up: import it here for
+    # both, so the memory growth below is the rollouts' own.
+    import openreward.api.environments.client  # noqa: F401
     capacity_proxy.reset_counts(opts.url)  # the bridge's tool-discovery session is no rollout
     envs: list[Any] = [None] * opts.rollouts
     rewards: list[float | None] = [None] * opts.rollouts
