@@ -194,3 +194,24 @@ def served_package(
     """Generate and import the package for an environment file, and the session's server
     for that file."""
     return generate_and_import(env_file, out), servers(env_file)
+
+
+@pytest.fixture
+def capacity_proxy(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """``capacity_proxy(upstream_url, limit=..., refuse=..., seed=...)`` starts a
+    capacity-limiting proxy (``tests/capacity_proxy.py``) in front of a real server, as its
+    own process on 127.0.0.1; every proxy a test started is stopped by PID at its end."""
+    import capacity_proxy as _capacity_proxy
+
+    started: list[_capacity_proxy.Proxy] = []
+
+    def make(upstream: str, **options: Any) -> _capacity_proxy.Proxy:
+        proxy = _capacity_proxy.start(upstream, log_dir=tmp_path, **options)
+        started.append(proxy)
+        return proxy
+
+    try:
+        yield make
+    finally:
+        for proxy in started:
+            proxy.stop()

@@ -4,7 +4,7 @@ Usage: python tests/serve_env.py FILE.py --port N [--envs A,B] [--reaper S] [--d
 
 It serves the Environment classes defined in FILE.py (all of them, or those named
 in --envs, in that order) with the openreward server framework, plus two test-only
-routes on every environment: ``GET /{env}/_stats`` (open sessions, a count of
+routes on every environment: ``GET /{env}/_stats`` (open sessions and their ids, a count of
 requests per method and path, and how many new TCP connections each one opened) and ``POST /{env}/_stats/reset``.
 """
 
@@ -95,6 +95,8 @@ def main() -> None:
         return {
             "pid": os.getpid(),  # lets the starter tell its server from a port thief's
             "sessions": len(server._active_envs),
+            # Live session ids: a proxy in front (tests/capacity_proxy.py) tells reaped ones.
+            "sids": sorted(server._active_envs),
             "requests": dict(counts),
             "deployments": dict(deployments),
             "secret_names": dict(secret_names),

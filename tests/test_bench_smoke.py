@@ -27,3 +27,23 @@ def test_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     assert gen("tool_call")["requests_per_call"] == 1.0
     assert gen("leaks") == {"impl": "orsgen adapter", "after_close": 0, "after_gc": 0, "after_exit": 0}
     assert "| target | goal | measured | met |" in md
+
+
+def test_capacity_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
+    """bench/capacity.py: 8 rollouts against a 2-session limit with random refusals."""
+    child = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "capacity.py"), "--rollouts", "8", "--limit", "2",
+         "--refuse", "0.1", "--setup-delay", "0.1", "--tool-latency", "0.1",
+         "--out", str(tmp_path)],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=600,
+    )
+    assert child.returncode == 0, child.stdout[-2000:] + child.stderr[-4000:]
+    data = json.loads((tmp_path / "capacity.json").read_text())
+    md = (tmp_path / "capacity.md").read_text()
+    assert data["meta"]["ideal_s"] == 4 * 0.2 and data["meta"]["date"] in md
+    rows = {r["impl"]: r for r in data["rows"]}
+    assert set(rows) == {"orsgen adapter", "TRL bridge"}
+    ors = rows["orsgen adapter"]
+    assert (ors["scored"], ors["exceptions"]) == (8, 0), ors
+    assert ors["max_open"] <= 2 and ors["left_after_exit"] == 0
+    assert "| rollouts scored | 8/8 |" in md

@@ -36,7 +36,8 @@ def test_tool_call_is_one_request_without_redirect(echo_server) -> None:
 
 
 def test_reset_and_close_request_counts(echo_server) -> None:
-    drift.claim_check(EchoEnv)  # the guard's one request is tested on its own
+    # The guard's one request per server is tested on its own.
+    drift.claim_check(EchoEnv, echo_server.url)
     env = EchoEnv(base_url=echo_server.url, prefetch=False)
     echo_server.reset_counts()
     assert "apple" in env.reset(task_index=0)

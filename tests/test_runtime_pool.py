@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from orsgen.runtime import pool
+from orsgen.runtime import places
+from orsgen.runtime.places import Place
 from orsgen.runtime.pool import Prefetcher, SessionSlot
 from orsgen.runtime.sdk import Opened
 
@@ -165,9 +167,11 @@ def test_every_open_goes_through_the_one_place_a_cap_would_wait(
     seen: list[bool] = []
     real = pool._open  # pyright: ignore[reportPrivateUsage]
 
-    def counting(opener: pool.Opener, fetch_tools: bool) -> pool.Pending:
+    def counting(
+        opener: pool.Opener, fetch_tools: bool, place: Place | None = None
+    ) -> pool.Pending:
         seen.append(fetch_tools)
-        return real(opener, fetch_tools)
+        return real(opener, fetch_tools, place)
 
     monkeypatch.setattr(pool, "_open", counting)
     pf, opener = Prefetcher(_owner()), Opener(fail=frozenset({1}))
@@ -192,3 +196,38 @@ def test_close_sessions_of_one_class_leaves_the_others() -> None:
     assert [s.closed for s in opener.sessions if s.n >= 2] == [False] * 2
     pool.close_sessions(5.0)
     assert _eventually(lambda: all(s.closed for s in opener.sessions))
+
+
+# -- places under a session cap (orsgen/runtime/places.py) --------------------------------
+
+
+def test_prefetch_opens_only_into_free_places() -> None:
+    owner = _owner()
+    pf, opener = Prefetcher(owner), Opener()
+    claim = places.claim(owner, 2, 5.0)
+    first = pf.take("task 0", opener, 4, False, timeout=5.0, claim=claim, url="http://a")
+    assert len(opener.fetches) == 2 and pf.unused == 1  # 1 + 1 prefetched, not 1 + 3
+    assert places.of(owner).open_on() == {"http://a": 2}
+    assert first.place is not None
+
+
+def test_a_failed_open_gives_its_place_back() -> None:
+    owner = _owner()
+    pf, opener = Prefetcher(owner), Opener(fail=frozenset({0}))
+    with pytest.raises(ConnectionError):
+        pf.take("task 0", opener, 1, False, timeout=5.0, claim=places.claim(owner, 1, 5.0))
+    assert _eventually(lambda: places.of(owner).taken == 0)
+
+
+def test_a_closed_session_gives_its_place_back_once_its_close_is_done() -> None:
+    owner = _owner()
+    opener = Opener()
+    opened = Prefetcher(owner).take(
+        "task 0", opener, 1, False, timeout=5.0, claim=places.claim(owner, 1, 5.0)
+    )
+    slot = SessionSlot(owner)
+    slot.hold(opened.session, opened.place)
+    assert places.of(owner).taken == 1
+    slot.close(wait=True)
+    assert opener.sessions[0].closed
+    assert _eventually(lambda: places.of(owner).taken == 0)

@@ -20,8 +20,9 @@ WORDS = ["apple", "banana", "cherry", "damson"]
 
 
 @pytest.fixture(autouse=True)
-def _fresh_runtime(fresh_runtime: None) -> None:
-    drift.claim_check(EchoEnv)  # keep the guard's one extra request out of these counts
+def _fresh_runtime(fresh_runtime: None, echo_server) -> None:
+    # Keep the guard's one extra request (per server) out of these counts.
+    drift.claim_check(EchoEnv, echo_server.url)
 
 
 def _close_all(envs: list[EchoEnv]) -> None:

@@ -26,13 +26,13 @@ import concurrent.futures
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from orsgen.runtime import drift, health, images, pool, sdk
+from orsgen.runtime import drift, health, images, places, pool, sdk
 from orsgen.runtime.blocks import blocks_to_content
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
-from orsgen.runtime.endpoint import Endpoint, resolve, session_secrets
+from orsgen.runtime.endpoint import session_secrets
 from orsgen.runtime.errors import (
     CallTimeout,
     OrsRuntimeError,
@@ -41,8 +41,8 @@ from orsgen.runtime.errors import (
 )
 from orsgen.runtime.health import Action
 from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
-from orsgen.runtime.opening import SessionOptions
-from orsgen.runtime.options import UNSET, check_settings, overrides, task_key
+from orsgen.runtime.opening import SessionOptions, resolve_servers
+from orsgen.runtime.options import UNSET, check_limits, check_settings, overrides, task_key
 from orsgen.runtime.pool import EXIT_BUDGET, SessionSlot
 from orsgen.runtime.process import current
 from orsgen.runtime.rewards import outcome_reward
@@ -90,10 +90,11 @@ class OrsAdapter(RolloutState):
     until :meth:`reset`.
 
     Args:
-        base_url: URL of a single-host ORS server. Defaults to ``OPENREWARD_SESSION_URL``,
-            then the URL recorded in the snapshot; a catalog package defaults to the
-            platform. With none of these (a package generated from a local file),
-            ``reset()`` raises :class:`ServerNotConfiguredError`.
+        base_url: URL of a single-host ORS server, or a sequence of URLs of servers of the
+            same environment (each session goes to the one with the fewest open sessions).
+            Defaults to ``OPENREWARD_SESSION_URL``, then the URL recorded in the snapshot; a
+            catalog package defaults to the platform. With none of these (a package
+            generated from a local file), ``reset()`` raises :class:`ServerNotConfiguredError`.
         api_key: API key; defaults to ``OPENREWARD_API_KEY``. Never stored in generated code.
         secrets: per-session secrets, sent in the ``X-Secrets`` header.
         env_name: environment name on the server; defaults to the snapshot's.
@@ -115,6 +116,10 @@ class OrsAdapter(RolloutState):
         env_overrides: environment variables for the environment's container, sent at
             session creation (the SDK's ``env_overrides``). Treated like secrets: never
             logged or stored.
+        max_sessions: at most this many sessions of the class open in this process at once
+            (prefetched ones included); a reset waits for a place within ``reconnect_for``.
+        rollout_timeout: seconds from ``reset()`` after which tool calls end the episode,
+            unscored, without a round trip.
     """
 
     ENV_NAME: ClassVar[str | None] = None
@@ -139,7 +144,7 @@ class OrsAdapter(RolloutState):
     def __init__(
         self,
         *,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         secrets: Mapping[str, str] | None = None,
         env_name: str | None = None,
@@ -154,10 +159,17 @@ class OrsAdapter(RolloutState):
         reconnect_for: float = health.DEFAULT_RECONNECT_FOR,
         multimodal: bool = False,
         env_overrides: Mapping[str, str] | None = None,
+        max_sessions: int | None = None,
+        rollout_timeout: float | None = None,
     ) -> None:
         check_settings(group_size, keepalive, reconnect_for)
-        self._no_server: ServerNotConfiguredError | None = None
-        self._endpoint = self._resolve_endpoint(base_url, api_key, env_name, deployment)
+        check_limits(max_sessions, rollout_timeout)
+        defaults = (self.DEPLOYMENT, self.DEFAULT_URL, self.ENV_NAME)
+        servers, self._no_server = resolve_servers(
+            base_url, api_key, env_name, deployment, defaults
+        )
+        self._endpoint = servers[0]  # then the server of the rollout's session
+        self._max_sessions, self._rollout_timeout = max_sessions, rollout_timeout
         self._split = split or self.DEFAULT_SPLIT
         self._timeout = float(timeout)
         self._strict = strict
@@ -175,34 +187,16 @@ class OrsAdapter(RolloutState):
             open_timeout=float(open_timeout),
             reconnect_for=float(reconnect_for),
             strict=strict,
+            servers=servers,
+            max_sessions=max_sessions,
         )
+        self._here = self._sessions  # the options on the rollout's server
+        places.of(type(self)).adopt(self)
         self._lock = threading.RLock()
         self._slot = SessionSlot(type(self))
         self._finalizer = weakref.finalize(self, _finalize, self._slot)
         self._finalizer.atexit = False  # the runtime's exit shutdown closes sessions in order
         self._clear_state()
-
-    def _resolve_endpoint(
-        self,
-        base_url: str | None,
-        api_key: str | None,
-        env_name: str | None,
-        deployment: str | None,
-    ) -> Endpoint:
-        """Where sessions go. No server configured is reported by reset(), not here
-        (``_no_server``): TRL constructs one instance only to read the tool schemas."""
-        try:
-            return resolve(
-                base_url=base_url,
-                api_key=api_key,
-                env_name=env_name,
-                deployment=deployment if deployment is not None else self.DEPLOYMENT,
-                default_url=self.DEFAULT_URL,
-                default_env_name=self.ENV_NAME,
-            )
-        except ServerNotConfiguredError as exc:
-            self._no_server = exc
-            return Endpoint("", "", env_name or self.ENV_NAME, None)
 
     @property
     def _prefetcher(self) -> pool.Prefetcher:
@@ -229,12 +223,14 @@ class OrsAdapter(RolloutState):
             if opened is None:
                 self._degrade()
                 return UNAVAILABLE_PROMPT
+            self._here = self._sessions.at(opened.endpoint)
+            self._endpoint, url = self._here.endpoint, self._here.endpoint.session_url
             self._task = task_key(index, task_spec)
-            self._slot.hold(opened.session)
+            self._slot.hold(opened.session, opened.place)
             if opened.tools is not None:
-                drift.record(type(self), opened.tools, self._split, index)
+                drift.record(type(self), opened.tools, self._split, index, url)
             try:
-                drift.enforce(type(self), self._strict, self._endpoint.label)
+                drift.enforce(type(self), self._strict, self._endpoint.label, url)
             except ToolDriftError:
                 self._slot.close(wait=False)
                 raise
@@ -289,16 +285,16 @@ class OrsAdapter(RolloutState):
     def _call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
         """Call a tool by its wire name. Never raises: failures come back as ``Error: ...``."""
         with self._lock:
+            left = self._time_left()
             session = self._slot.session
             if session is None:
-                if self._void:
-                    return self._fail("environment unavailable")
-                return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+                return self._no_session(wire_name)
             if session.lost:
                 return self._lost(wire_name)
             if session.dead_error is not None:  # the SDK already knows; skip a doomed request
                 return self._call_error(wire_name, session.dead_error)
-            policy, until = self._sessions.policy(), time.monotonic() + self._timeout
+            budget = self._timeout if left is None else min(self._timeout, left)
+            policy, until = self._here.policy(), time.monotonic() + budget
             while True:
                 try:
                     left = max(until - time.monotonic(), 0.001)
@@ -309,7 +305,9 @@ class OrsAdapter(RolloutState):
                         continue
                     return self._gave_up(wire_name, session, exc, action)
                 policy.succeeded()
-                return self._finish_call(wire_name, out)
+                text = self._finish_call(wire_name, out)
+                self._release_if_over()
+                return text
 
     def _gave_up(self, wire_name: str, session: Any, exc: Exception, action: Action) -> str:
         """What the model sees when the call policy gives up on a call."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from orsgen.jsonobject import is_object
 from orsgen.runtime import health
-from orsgen.runtime.endpoint import Endpoint, resolve
+from orsgen.runtime.endpoint import Endpoint, resolve_all
 from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
 from orsgen.runtime.process import current
 from orsgen.runtime.sdk import environment, stateless
@@ -156,7 +156,7 @@ def load_tasks(
     num_tasks: int | None = None,
     indices: Sequence[int] | None = None,
     include_metadata: bool = True,
-    base_url: str | None = None,
+    base_url: str | Sequence[str] | None = None,
     api_key: str | None = None,
     env_name: str | None = None,
     deployment: str | None = None,
@@ -166,12 +166,13 @@ def load_tasks(
 ) -> "Dataset":
     """Fetch tasks and return a ``datasets.Dataset`` ready for ``GRPOTrainer(train_dataset=...)``.
 
+    ``base_url`` may name several servers of the environment: the first that answers is read.
     Raises :class:`ServerNotConfiguredError` at once when there is no server to ask, and
     :class:`TaskLoadError` (cause chained) when the server fails or does not answer within
     ``timeout``."""
     _check_selection(num_tasks, indices)
     try:
-        endpoint = resolve(
+        endpoints = resolve_all(
             base_url=base_url,
             api_key=api_key,
             env_name=env_name,
@@ -181,9 +182,17 @@ def load_tasks(
         )
     except ServerNotConfiguredError as exc:
         raise ServerNotConfiguredError(f"load_tasks: {exc}") from None
-    task_indices, specs = _fetch_or_raise(endpoint, split, num_tasks, indices, timeout)
-    health.record(endpoint.session_url).answered()  # reached: later outages are ridden out
-    return to_dataset(task_rows(task_indices, specs, include_metadata))
+    for n, endpoint in enumerate(endpoints):
+        try:
+            task_indices, specs = _fetch_or_raise(endpoint, split, num_tasks, indices, timeout)
+        except TaskLoadError as exc:
+            cause = exc.__cause__
+            if n + 1 < len(endpoints) and cause is not None and health.unreachable(cause):
+                continue  # not there: the next server may answer
+            raise
+        health.record(endpoint.session_url).answered()  # reached: later outages are ridden out
+        return to_dataset(task_rows(task_indices, specs, include_metadata))
+    raise AssertionError("resolve_all gives at least one endpoint")
 
 
 def _check_selection(num_tasks: int | None, indices: Sequence[int] | None) -> None:

@@ -179,12 +179,13 @@ class DriftState:
         self.warned = False
 
 
-class Verdicts(Records[type, DriftState]):
-    """The process's drift states by generated class (a :meth:`Process.part`)."""
+class Verdicts(Records[tuple[type, str], DriftState]):
+    """The process's drift states by generated class and server URL (a
+    :meth:`Process.part`): with several servers, each one's tools are checked."""
 
 
-def _state(owner: type) -> DriftState:
-    return current().part(Verdicts).get(owner, DriftState)
+def _state(owner: type, url: str) -> DriftState:
+    return current().part(Verdicts).get((owner, url), DriftState)
 
 
 def forget() -> None:
@@ -192,13 +193,13 @@ def forget() -> None:
     current().part(Verdicts).clear()
 
 
-def claim_check(cls: type) -> bool:
-    """True exactly once per class and process: the caller makes the one extra request.
-    False when the class has no snapshot to compare with."""
+def claim_check(cls: type, url: str = "") -> bool:
+    """True exactly once per class, server and process: the caller makes the one extra
+    request. False when the class has no snapshot to compare with."""
     owner = _owner(cls)
     if owner is None:
         return False
-    state = _state(owner)
+    state = _state(owner, url)
     with state.lock:
         if state.checked:
             return False
@@ -206,7 +207,9 @@ def claim_check(cls: type) -> bool:
         return True
 
 
-def record(cls: type, live_specs: list[Any] | None, split: str, index: int | None) -> None:
+def record(
+    cls: type, live_specs: list[Any] | None, split: str, index: int | None, url: str = ""
+) -> None:
     """Compare a live tool list with the class's snapshot and remember the outcome."""
     owner = _owner(cls)
     if owner is None or live_specs is None:
@@ -222,7 +225,7 @@ def record(cls: type, live_specs: list[Any] | None, split: str, index: int | Non
         ]
     else:
         changes = compare(env, expected, live_specs, split, index)
-    state = _state(owner)
+    state = _state(owner, url)
     with state.lock:
         state.changes = changes
 
@@ -236,12 +239,13 @@ def describe(cls: type, changes: list[str], where: str) -> str:
     )
 
 
-def enforce(cls: type, strict: bool, where: str) -> None:
-    """Warn once per class and process about a recorded drift; raise with ``strict``."""
+def enforce(cls: type, strict: bool, where: str, url: str = "") -> None:
+    """Warn once per class, server and process about a recorded drift; raise with
+    ``strict``."""
     owner = _owner(cls)
     if owner is None:
         return
-    state = _state(owner)
+    state = _state(owner, url)
     with state.lock:
         changes = state.changes
         if not changes:

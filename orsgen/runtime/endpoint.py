@@ -1,14 +1,15 @@
 """Where an adapter connects: resolved from constructor keywords, the standard
 ``OPENREWARD_*`` environment variables and the facts recorded in the snapshot.
 
-Pure resolution: nothing here does network I/O or holds state. (An :class:`Endpoint` names
-one server; several servers would be a list of them, each with its own health record.)
+Pure resolution: nothing here does network I/O or holds state. An :class:`Endpoint` names
+one server; ``base_url=[a, b, ...]`` resolves to one endpoint per server
+(:func:`resolve_all`), each with its own health record.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse, urlunparse
@@ -82,6 +83,40 @@ def resolve(
             "base_url=...)) or set OPENREWARD_SESSION_URL."
         )
     return _platform_endpoint(name, deployment, key)
+
+
+def resolve_all(
+    *,
+    base_url: str | Sequence[str] | None,
+    api_key: str | None,
+    env_name: str | None,
+    deployment: str | None,
+    default_url: str | None,
+    default_env_name: str | None,
+) -> tuple[Endpoint, ...]:
+    """:func:`resolve` for each server when ``base_url`` is a sequence of URLs of servers
+    that serve the same environment (in that order); one endpoint otherwise."""
+    rest = {
+        "api_key": api_key,
+        "env_name": env_name,
+        "deployment": deployment,
+        "default_url": default_url,
+        "default_env_name": default_env_name,
+    }
+    if base_url is None or isinstance(base_url, str):
+        return (resolve(base_url=base_url, **rest),)
+    urls: list[object] = list(base_url)
+    if not urls:
+        raise ValueError("base_url is an empty sequence: name at least one ORS server URL")
+    bad = [u for u in urls if not isinstance(u, str)]
+    if bad:
+        raise TypeError(f"base_url must hold URL strings, got {bad[0]!r}")
+    found = tuple(resolve(base_url=str(u), **rest) for u in urls)
+    seen = [e.session_url for e in found]
+    twice = sorted({u for u in seen if seen.count(u) > 1})
+    if twice:
+        raise ValueError(f"base_url names {twice[0]} more than once")
+    return found
 
 
 def _platform_endpoint(name: str | None, deployment: str, key: str) -> Endpoint:

@@ -48,13 +48,20 @@ WAIT_SLACK = PROBE_TIMEOUT + 5.0
 # Statuses a gateway answers for a server that is not there (the server never saw the request).
 _AWAY_STATUSES = frozenset({502, 503, 504})
 LOST_SESSION_TEXT = "Active environment not found"
+# How a platform says it is full when it does not answer 429 (matched in the message of a
+# 400/403/409/503 to a session creation).
+_CAPACITY_TEXTS = ("too many sessions", "concurrency", "max pods", "capacity")
+# How often a server known to be down is probed in the background, so that it rejoins a
+# list of several servers (``base_url=[...]``) that no reset is waiting on.
+REJOIN_EVERY = 5.0
 
 Clock = Callable[[], float]
 
 
 class ServerHealth:
-    """What this process knows about one server URL. (A server that refuses work for a
-    while, e.g. HTTP 429 with ``Retry-After``, is one more state of this record.)"""
+    """What this process knows about one server URL: reached or not, away since when,
+    refusing new sessions since when (HTTP 429, 503 with ``Retry-After``), and its
+    degraded rollouts and refusals."""
 
     def __init__(self, url: str, clock: Clock = time.monotonic) -> None:
         self.url = url
@@ -65,6 +72,12 @@ class ServerHealth:
         # Degraded rollouts per adapter class, all time; and the total when this stretch began.
         self._degraded: Counter[type] = Counter()
         self._stretch_from = 0
+        # A stretch of refusals: since when, the opens waiting in it, refusals in it.
+        self.refusing_since: float | None = None
+        self._refused_opens = 0
+        self._stretch_refusals = 0
+        self.refusals = 0  # capacity refusals seen from this server, all time
+        self._probed_at = -REJOIN_EVERY
 
     @property
     def down(self) -> bool:
@@ -125,6 +138,58 @@ class ServerHealth:
                 self.url,
                 window,
             )
+
+
+    def refused(self, exc: BaseException, first: bool) -> None:
+        """A session creation was refused for capacity (``first``: the first refusal of
+        this open). A refusal is an answer. The first of a stretch is logged."""
+        self.answered()
+        with self._lock:
+            self.refusals += 1
+            self._stretch_refusals += 1
+            self._refused_opens += 1 if first else 0
+            starts = self.refusing_since is None
+            if starts:
+                self.refusing_since = self._clock()
+        if starts:
+            log.warning(
+                "orsgen: the ORS server at %s refuses new sessions (%s); resets wait for a "
+                "place (Retry-After honoured) within reconnect_for",
+                self.url,
+                describe(exc),
+            )
+
+    def done_waiting(self, accepted: bool) -> None:
+        """An open that was refused is over (``accepted``: it got its session). When no
+        open waits any more, the stretch ends; logged when the server accepted."""
+        with self._lock:
+            self._refused_opens = max(0, self._refused_opens - 1)
+            if self._refused_opens or self.refusing_since is None:
+                return
+            took, refusals = self._clock() - self.refusing_since, self._stretch_refusals
+            self.refusing_since, self._stretch_refusals = None, 0
+        if accepted:
+            log.warning(
+                "orsgen: the ORS server at %s accepts new sessions again after %.1f s "
+                "(%d refusal(s) meanwhile)",
+                self.url,
+                took,
+                refusals,
+            )
+
+    def probe_later(self) -> None:
+        """Probe a server known to be down in the background (at most every
+        ``REJOIN_EVERY`` s): when it answers it is up again, and gets new sessions."""
+        with self._lock:
+            now = self._clock()
+            if self.down_since is None or now - self._probed_at < REJOIN_EVERY:
+                return
+            self._probed_at = now
+        current().submit(self._rejoin())
+
+    async def _rejoin(self) -> None:
+        if await probe(self.url):
+            self.answered()
 
 
 class Health(Records[str, ServerHealth]):
@@ -188,6 +253,27 @@ def unreachable(exc: BaseException) -> bool:
     return False
 
 
+def refusal(exc: BaseException) -> float | None:
+    """How long the server asks to wait when the failure is a capacity refusal ("not now":
+    HTTP 429, a 503 with ``Retry-After``, or a platform's capacity error), ``0.0`` when it
+    names no delay; ``None`` when the failure is something else."""
+    import aiohttp
+
+    for e in _chain(exc):
+        if isinstance(e, aiohttp.ClientResponseError):
+            after = getattr(e, "retry_after", None)  # the SDK's SessionResponseError
+            if after is None and e.headers is not None:
+                text = e.headers.get("Retry-After", "").strip()
+                after = float(text) if text.isdigit() else None
+            full = any(t in str(e.message).lower() for t in _CAPACITY_TEXTS)
+            if e.status == 429 or (e.status == 503 and after is not None) or (
+                full and e.status in (400, 403, 409, 503)
+            ):
+                return float(after) if isinstance(after, (int, float)) else 0.0
+            return None
+    return None
+
+
 def is_lost(exc: BaseException) -> bool:
     """Whether the server answered that it no longer knows the session (it restarted)."""
     import aiohttp
@@ -234,7 +320,7 @@ class CallPolicy:
     """The one policy for every session open and tool call against one server.
 
     ``run`` blocks on a coroutine (default: the runtime loop); ``clock``, ``sleep``,
-    ``jitter`` and ``probe`` are injectable for tests."""
+    ``pause`` (a blocking sleep), ``jitter`` and ``probe`` are injectable for tests."""
 
     def __init__(
         self,
@@ -247,12 +333,13 @@ class CallPolicy:
         jitter: Callable[[float, float], float] = random.uniform,
         probe: Callable[[str], Awaitable[bool]] = probe,
         run: Callable[[Coroutine[Any, Any, bool], float], bool] = _run_on_loop,
+        pause: Callable[[float], None] = time.sleep,
     ) -> None:
         self.health = health
         self.reconnect_for = reconnect_for
         self.strict = strict
         self._clock, self._sleep, self._jitter = clock, sleep, jitter
-        self._probe, self._run = probe, run
+        self._probe, self._run, self._pause = probe, run, pause
 
     def before_open(self) -> Action:
         """A known outage is waited out before opening (skipping the SDK's retries)."""
@@ -267,6 +354,21 @@ class CallPolicy:
         if cause is None or not unreachable(cause) or not self.health.reached:
             return Action.FAIL
         return Action.RETRY if self._wait_back(cause) else self._past_window()
+
+    def open_refused(self, cause: BaseException, since: float, attempt: int) -> Action:
+        """A session creation was refused for capacity (``since``: this open's first
+        refusal; ``attempt``: refusals before this one). Waits as the server asks
+        (``Retry-After``, never sooner, up to 1.5x later so waiting opens spread out) or with
+        jittered exponential backoff, then ``RETRY``; past ``reconnect_for`` from ``since``
+        the rollout degrades (``strict``: ``UNAVAILABLE``)."""
+        self.health.refused(cause, first=attempt == 0)
+        left = since + self.reconnect_for - self._clock()
+        if left <= 0:
+            return self._past_window()
+        after = refusal(cause) or 0.0
+        base = after if after > 0 else min(BACKOFF_FIRST * 2**attempt, BACKOFF_MAX)
+        self._pause(min(left, self._jitter(base, base * 1.5)))
+        return Action.RETRY
 
     def call_failed(self, exc: BaseException, until: float) -> Action:
         """A tool call failed; ``until`` is when its own ``timeout`` ends."""

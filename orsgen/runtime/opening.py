@@ -1,19 +1,28 @@
 """Opening a rollout's session: what every session of one adapter is opened with, which
-prefetch stream its resets share, and one reset's open under the call policy."""
+prefetch stream its resets share, and one reset's open under the call policy: on which of
+several servers (:mod:`orsgen.runtime.placement`), in which place under the session cap
+(:mod:`orsgen.runtime.places`), and waiting out outages and capacity refusals."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.canonical import sha256_of
 from orsgen.jsonobject import is_object
-from orsgen.runtime import drift, health, pool, sdk
-from orsgen.runtime.endpoint import Endpoint
-from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError, describe
-from orsgen.runtime.health import Action, CallPolicy
+from orsgen.runtime import drift, health, placement, places, pool, sdk
+from orsgen.runtime.endpoint import Endpoint, resolve_all
+from orsgen.runtime.errors import (
+    EnvironmentUnavailableError,
+    ServerNotConfiguredError,
+    SessionOpenError,
+    describe,
+)
+from orsgen.runtime.health import Action, CallPolicy, ServerHealth
 from orsgen.runtime.options import task_key
 from orsgen.runtime.process import current
 from orsgen.runtime.sdk import Opened
@@ -53,6 +62,16 @@ class SessionOptions:
     open_timeout: float
     reconnect_for: float
     strict: bool
+    # Every server of the environment (``base_url=[...]``); ``endpoint`` is the first, or
+    # the one a session is on (:meth:`at`).
+    servers: tuple[Endpoint, ...] = ()
+    max_sessions: int | None = None  # per adapter class and process
+
+    def at(self, endpoint: Endpoint | None) -> SessionOptions:
+        """These options on one server (the one a session was opened on)."""
+        if endpoint is None or endpoint == self.endpoint:
+            return self
+        return dataclasses.replace(self, endpoint=endpoint)
 
     def stream_key(self, owner: type) -> tuple[Any, ...]:
         """Which resets share one prefetch stream: same class, endpoint and session options."""
@@ -80,30 +99,24 @@ class SessionOptions:
     def open(
         self, owner: type, index: int | None, task_spec: Mapping[str, Any] | None
     ) -> Opened | None:
-        """Open a session of ``owner`` (an adapter class) as the call policy says, waiting
-        for a server that went away. ``None``: the reconnect window passed and the rollout
-        runs degraded. Raises :class:`SessionOpenError`."""
-        policy = self.policy()
-        action, err = policy.before_open(), None
-        while action in (Action.GO, Action.RETRY):
-            try:
-                opened = self._take(owner, index, task_spec)
-            except SessionOpenError as exc:
-                action, err = policy.open_failed(exc.__cause__), exc
-                if action is Action.FAIL:
-                    raise
-                continue
-            policy.succeeded()
-            return opened
-        if action is Action.UNAVAILABLE:
-            last = f"; last: {describe(err.__cause__)}" if err and err.__cause__ else ""
-            raise EnvironmentUnavailableError(
-                f"{self._failed(index)}: the server did not answer within "
-                f"reconnect_for={self.reconnect_for:g} s (strict=True){last}"
-            ) from err
-        return None
+        """Open a session of ``owner`` (an adapter class) as the call policy says: on the
+        server placement picks, in a place under the cap, waiting for a server that went
+        away or refuses for now. ``None``: the reconnect window passed and the rollout runs
+        degraded. Raises :class:`SessionOpenError`, or ``SessionCapError`` at once for a
+        cap that could never let this reset through."""
+        attempt = _Attempt(self, owner, index, task_spec)
+        try:
+            return attempt.run()
+        finally:
+            attempt.finish()
 
-    def _take(self, owner: type, index: int | None, task_spec: Mapping[str, Any] | None) -> Opened:
+    def take(
+        self,
+        owner: type,
+        index: int | None,
+        task_spec: Mapping[str, Any] | None,
+        claim: places.Claim | None = None,
+    ) -> Opened:
         opener = functools.partial(
             sdk.open_session,
             self.endpoint,
@@ -115,20 +128,23 @@ class SessionOptions:
             toolset=self.toolset,
             env_overrides=self.env_overrides,
         )
-        # The class's first session in this process also lists its tools (the drift guard).
-        check = drift.claim_check(owner)
+        # The class's first session on this server also lists its tools (the drift guard).
+        url = self.endpoint.session_url
+        check = drift.claim_check(owner, url)
         key = task_key(index, task_spec)
         try:
             stream = self.prefetcher(owner)
-            return stream.take(key, opener, self.group_size, check, self.open_timeout)
+            return stream.take(key, opener, self.group_size, check, self.open_timeout, claim, url)
+        except (places.NoPlace, places.SessionCapError):
+            raise
         except Exception as exc:
             if index is not None and _is_bad_request(exc) and self._split_is_empty():
                 # The server's own answer is a bare "Invalid index" (HTTP 400).
                 raise SessionOpenError(
-                    f"{self._failed(index)}: split {self.split!r} has no tasks; pass a split "
+                    f"{self.failure(index)}: split {self.split!r} has no tasks; pass a split "
                     "that has tasks as split= (or train on task_spec=... rows)"
                 ) from exc
-            raise SessionOpenError(f"{self._failed(index)}: {describe(exc)}") from exc
+            raise SessionOpenError(f"{self.failure(index)}: {describe(exc)}") from exc
 
     def _split_is_empty(self) -> bool:
         """Whether the server says this split has 0 tasks (``False`` when it cannot say)."""
@@ -138,9 +154,132 @@ class SessionOptions:
             return False
         return count == 0
 
-    def _failed(self, index: int | None) -> str:
+    def failure(self, index: int | None) -> str:
         which = "the given task_spec" if index is None else f"task {index}"
         return (
             f"could not open an ORS session for {which} of split {self.split!r} on "
             f"{self.endpoint.label}"
         )
+
+
+def resolve_servers(
+    base_url: str | Sequence[str] | None,
+    api_key: str | None,
+    env_name: str | None,
+    deployment: str | None,
+    defaults: tuple[str | None, str | None, str | None],
+) -> tuple[tuple[Endpoint, ...], ServerNotConfiguredError | None]:
+    """Where an adapter class's sessions go: one endpoint per server. ``defaults`` are the
+    class's ``DEPLOYMENT``, ``DEFAULT_URL`` and ``ENV_NAME``. No server configured is
+    reported by reset(), not here (TRL constructs one instance only to read the tool
+    schemas): the error comes back beside a placeholder endpoint."""
+    default_deployment, default_url, default_env_name = defaults
+    try:
+        found = resolve_all(
+            base_url=base_url,
+            api_key=api_key,
+            env_name=env_name,
+            deployment=deployment if deployment is not None else default_deployment,
+            default_url=default_url,
+            default_env_name=default_env_name,
+        )
+    except ServerNotConfiguredError as exc:
+        return (Endpoint("", "", env_name or default_env_name, None),), exc
+    return found, None
+
+
+class _Attempt:
+    """One reset's open, across servers and retries."""
+
+    def __init__(
+        self,
+        options: SessionOptions,
+        owner: type,
+        index: int | None,
+        task_spec: Mapping[str, Any] | None,
+    ) -> None:
+        self.options, self.owner, self.index, self.task_spec = options, owner, index, task_spec
+        self.claim = places.claim(owner, options.max_sessions, options.reconnect_for)
+        self.servers = options.servers or (options.endpoint,)
+        self.failed: set[str] = set()  # servers that did not answer this open
+        self.refused: dict[str, ServerHealth] = {}  # servers that refused it, for the log
+        self.first_refusal: float | None = None
+        self.refusals = 0
+        self.accepted = False
+
+    def run(self) -> Opened | None:
+        err: SessionOpenError | None = None
+        while True:
+            here = self.options.at(self._pick())
+            policy = here.policy()
+            action = policy.before_open()
+            if action is Action.GO:
+                try:
+                    opened = here.take(self.owner, self.index, self.task_spec, self.claim)
+                except places.NoPlace as exc:
+                    return self._past_window(here, policy, exc)
+                except SessionOpenError as exc:
+                    err = exc
+                    action = self._after_failure(here, policy, exc.__cause__)
+                    if action is Action.FAIL:
+                        raise
+                    if action is Action.RETRY:
+                        continue
+                else:
+                    policy.succeeded()
+                    self.accepted = True
+                    return opened
+            return self._past_window(here, policy, err)
+
+    def _pick(self) -> Endpoint:
+        """The server for the next try: fewest open sessions of this class among those up
+        and not failed in this open; all of them again when every one failed."""
+        urls = [e.session_url for e in self.servers]
+        if len(urls) == 1:
+            return self.servers[0]
+        records = {url: health.record(url) for url in urls}
+        for record in records.values():
+            record.probe_later()  # a server that is down rejoins when it answers
+        candidates = [u for u in urls if u not in self.failed] or urls
+        down = {u: records[u].down_since for u in candidates}
+        chosen = candidates[placement.choose(candidates, places.of(self.owner).open_on(), down)]
+        return self.servers[urls.index(chosen)]
+
+    def _after_failure(
+        self, here: SessionOptions, policy: CallPolicy, cause: BaseException | None
+    ) -> Action:
+        url = here.endpoint.session_url
+        if cause is not None and health.refusal(cause) is not None:
+            self.refused[url] = policy.health
+            if self.first_refusal is None:
+                self.first_refusal = time.monotonic()
+            action = policy.open_refused(cause, self.first_refusal, self.refusals)
+            self.refusals += 1
+            return action
+        if cause is not None and health.unreachable(cause) and len(self.servers) > 1:
+            policy.health.away(cause)
+            self.failed.add(url)
+            if len(self.failed) < len(self.servers):
+                return Action.RETRY  # another server may answer: try it at once
+        return policy.open_failed(cause)
+
+    def _past_window(
+        self, here: SessionOptions, policy: CallPolicy, err: BaseException | None
+    ) -> Opened | None:
+        """The window passed: degrade (``None``), or with ``strict`` raise."""
+        if not self.options.strict:
+            return None
+        failed = here.failure(self.index)
+        if isinstance(err, places.NoPlace):
+            raise EnvironmentUnavailableError(f"{failed}: {err} (strict=True)") from None
+        cause = err.__cause__ if err is not None else None
+        last = f"; last: {describe(cause)}" if cause is not None else ""
+        why = "refused new sessions" if self.refusals else "did not answer"
+        raise EnvironmentUnavailableError(
+            f"{failed}: the server {why} within reconnect_for={self.options.reconnect_for:g} s "
+            f"(strict=True){last}"
+        ) from err
+
+    def finish(self) -> None:
+        for record in self.refused.values():
+            record.done_waiting(self.accepted)

@@ -18,6 +18,14 @@ def check_settings(group_size: int | None, keepalive: float | None, reconnect_fo
         raise ValueError(f"reconnect_for must be non-negative, got {reconnect_for}")
 
 
+def check_limits(max_sessions: int | None, rollout_timeout: float | None) -> None:
+    """Reject a session cap or a rollout deadline that no rollout could run under."""
+    if max_sessions is not None and (isinstance(max_sessions, bool) or max_sessions < 1):
+        raise ValueError(f"max_sessions must be at least 1 (or None), got {max_sessions}")
+    if rollout_timeout is not None and rollout_timeout <= 0:
+        raise ValueError(f"rollout_timeout must be positive (or None), got {rollout_timeout}")
+
+
 def task_key(index: int | None, task_spec: Mapping[str, Any] | None) -> tuple[str, str]:
     """Which task a reset opens, as a hashable key (equal keys: one GRPO group)."""
     if index is not None:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
 from orsgen.runtime import sdk
+from orsgen.runtime.places import Claim, Place
 from orsgen.runtime.process import Process, Records, at_shutdown, current
 from orsgen.runtime.sdk import Opened
 
@@ -106,17 +107,22 @@ def drain(timeout: float = CLOSE_WAIT) -> None:
     sessions().drain(timeout)
 
 
-def close_later(session: Any) -> concurrent.futures.Future[None]:
-    """Close a session in the background on the runtime loop; tracked until done."""
+def close_later(session: Any, place: Place | None = None) -> concurrent.futures.Future[None]:
+    """Close a session in the background on the runtime loop; tracked until done. Its
+    ``place`` under the session cap is given back once the server answered the delete."""
+    if place is not None:
+        place.closing = True
     fut = current().submit(sdk.close_async(session))
     sessions().closing(fut)
+    if place is not None:
+        fut.add_done_callback(lambda _: place.release())
     return fut
 
 
-def close_now(session: Any, wait: float = CLOSE_WAIT) -> None:
+def close_now(session: Any, wait: float = CLOSE_WAIT, place: Place | None = None) -> None:
     """Close a session and wait for it at most ``wait`` seconds (the rest goes on in the
     background). From the loop thread itself it only schedules."""
-    fut = close_later(session)
+    fut = close_later(session, place)
     if current().in_loop_thread():
         return
     try:
@@ -131,27 +137,29 @@ class SessionSlot:
 
     def __init__(self, owner: type) -> None:
         self.session: Any = None
+        self.place: Place | None = None  # the session's place under the cap
         self.owner = owner
         self._process: Process | None = None
 
-    def hold(self, session: Any) -> None:
+    def hold(self, session: Any, place: Place | None = None) -> None:
         """Hold a session just opened; the process closes it at exit."""
         self._process = current()
         self._process.part(Sessions).hold(self)
-        self.session = session
+        self.session, self.place = session, place
 
     def take(self) -> Any:
         session, self.session = self.session, None
         return session
 
     def close(self, wait: bool = True) -> None:
-        session = self.take()
+        session, place = self.take(), self.place
+        self.place = None
         if session is None or self._process is not current():
             return  # nothing held, or a forked child's copy of its parent's session
         if wait:
-            close_now(session)
+            close_now(session, place=place)
         else:
-            close_later(session)
+            close_later(session, place)
 
 
 class Pending:
@@ -159,11 +167,17 @@ class Pending:
     without a leak: cut short while opening (the open deletes its own sid), or closed
     once open. ``future`` settles only after that cleanup."""
 
-    def __init__(self, coro: Coroutine[Any, Any, Opened]) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Opened], place: Place | None = None) -> None:
         self.discarded = False
+        self.place = place  # handed on with the session (``Opened.place``), else given back
         self._task: asyncio.Task[Opened] | None = None
         self.future: concurrent.futures.Future[Opened] = current().submit(self._run(coro))
+        self.future.add_done_callback(self._give_back_unless_opened)
         sessions().opening(self)
+
+    def _give_back_unless_opened(self, f: concurrent.futures.Future[Opened]) -> None:
+        if self.place is not None and (f.cancelled() or f.exception() is not None):
+            self.place.release()  # no session came of it (or it was closed already)
 
     async def _run(self, coro: Coroutine[Any, Any, Opened]) -> Opened:
         self._task = asyncio.current_task()
@@ -174,6 +188,7 @@ class Pending:
         if self.discarded:
             await sdk.close_async(opened.session)
             raise asyncio.CancelledError()
+        opened.place = self.place
         return opened
 
     def _cancel_task(self) -> None:
@@ -182,10 +197,12 @@ class Pending:
 
     def discard(self) -> None:
         self.discarded = True
+        if self.place is not None:
+            self.place.closing = True
 
         def _close_if_opened(f: concurrent.futures.Future[Opened]) -> None:
             if not f.cancelled() and f.exception() is None:
-                close_later(f.result().session)
+                close_later(f.result().session, self.place)
 
         try:
             current().loop.call_soon(self._cancel_task)
@@ -233,17 +250,20 @@ class Prefetcher:
         group_size: int | None,
         check_tools: bool,
         timeout: float,
+        claim: Claim | None = None,
+        url: str = "",
     ) -> Opened:
         """This reset's session, open within ``timeout`` seconds. A prefetched session that
         failed to open (or was cut short) is tried once more on demand. Raises the open's
-        own error."""
-        pending, prefetched = self.acquire(key, opener, group_size, check_tools)
+        own error. ``claim`` gives each new session its place under the session cap (on
+        server ``url``): the reset's own waits for one, prefetched ones only take free ones."""
+        pending, prefetched = self.acquire(key, opener, group_size, check_tools, claim, url)
         try:
             return _wait(pending, timeout)
         except Exception:
             if not prefetched:
                 raise
-        return _wait(_open(opener, False), timeout)
+        return _wait(_open(opener, False, _place(claim, url, True)), timeout)
 
     def acquire(
         self,
@@ -251,6 +271,8 @@ class Prefetcher:
         opener: Opener,
         group_size: int | None,
         check_tools: bool,
+        claim: Claim | None = None,
+        url: str = "",
     ) -> tuple[Pending, bool]:
         """A future of this reset's session, and whether it was prefetched.
 
@@ -259,6 +281,8 @@ class Prefetcher:
         learned, and a stream without repeats never prefetches).
         """
         stale: list[Pending] = []
+        fut: Pending | None = None
+        prefetched = False
         with self._lock:
             if key != self._key:
                 if self._key is not None and self._run > 0:
@@ -269,20 +293,38 @@ class Prefetcher:
                 self._run = 0
             self._run += 1
             if self._pool:
-                fut = self._pool.popleft()
+                fut, prefetched = self._pool.popleft(), True
                 self.stats["used_prefetched"] += 1
-                prefetched = True
             else:
                 size = group_size if group_size is not None else (self.learned or 1)
-                size = max(1, int(size))
-                fut = _open(opener, check_tools)
-                self._pool.extend(_open(opener, False) for _ in range(size - 1))
-                self.stats["opened"] += size
-                prefetched = False
+                fut = self._open_group(opener, check_tools, max(1, int(size)), claim, url)
             self.stats["discarded"] += len(stale)
         for old in stale:
-            old.discard()
+            old.discard()  # their places come free as they close
+        if fut is None:
+            # The cap is full: wait for a place outside the lock (no prefetch: none is free).
+            fut = _open(opener, check_tools, _place(claim, url, True))
+            with self._lock:
+                self.stats["opened"] += 1
         return fut, prefetched
+
+    def _open_group(
+        self, opener: Opener, check_tools: bool, size: int, claim: Claim | None, url: str
+    ) -> Pending | None:
+        """Open this reset's session and up to ``size - 1`` more for its group, into free
+        places only; ``None`` when no place is free for the first."""
+        places: list[Place | None] = []
+        for _ in range(size):
+            place = _place(claim, url, False)
+            if claim is not None and place is None:
+                break
+            places.append(place)
+        if not places:
+            return None
+        first = _open(opener, check_tools, places[0])
+        self._pool.extend(_open(opener, False, place) for place in places[1:])
+        self.stats["opened"] += len(places)
+        return first
 
     def clear(self) -> list[concurrent.futures.Future[Opened]]:
         """Close every unused session (and forget the current run); returns their futures,
@@ -303,10 +345,14 @@ class Prefetcher:
             return len(self._pool)
 
 
-def _open(opener: Opener, fetch_tools: bool) -> Pending:
-    """Start opening one session. Every session this process opens starts here: a cap on
-    open sessions (per class or per server) would wait here for a free place."""
-    return Pending(opener(fetch_tools))
+def _place(claim: Claim | None, url: str, wait: bool) -> Place | None:
+    return None if claim is None else claim(url, wait)
+
+
+def _open(opener: Opener, fetch_tools: bool, place: Place | None = None) -> Pending:
+    """Start opening one session. Every session this process opens starts here, with its
+    place under the session cap (:mod:`orsgen.runtime.places`) already taken."""
+    return Pending(opener(fetch_tools), place)
 
 
 def prefetcher(key: Hashable, owner: type) -> Prefetcher:

@@ -9,6 +9,7 @@ reward functions' view of it (``rollout``, a :class:`~orsgen.runtime.rewards.Rol
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from collections.abc import Hashable
 from typing import Any, ClassVar
@@ -43,6 +44,8 @@ class RolloutState:
     _split: str
     _timeout: float
     _multimodal: bool
+    _max_sessions: int | None
+    _rollout_timeout: float | None
 
     def _call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
         raise NotImplementedError
@@ -57,6 +60,13 @@ class RolloutState:
         self.last_output = ""
         # The rollout cannot be scored: its session was lost, or it ran degraded.
         self._void = False
+        # Its episode is over and scored, and the session closed to free its place (cap).
+        self._over = False
+        # When its time is up (``rollout_timeout`` from reset), and whether that came.
+        self._deadline = None if self._rollout_timeout is None else (
+            time.monotonic() + self._rollout_timeout
+        )
+        self._timed_out = False
 
     def _record(self, text: str, reward: float | None, metadata: dict[str, Any] | None) -> str:
         self.rewards.append(reward)
@@ -84,6 +94,47 @@ class RolloutState:
         if self._multimodal:  # a content list when an image survived decoding, else str
             return blocks_to_content(blocks, True) or text
         return text
+
+    def _no_session(self, wire_name: str) -> str:
+        """What a call gets when the rollout holds no session."""
+        if self._timed_out:
+            return self._fail(
+                f"the rollout's time limit (rollout_timeout={self._rollout_timeout:g} s) "
+                "passed; the episode ends unscored"
+            )
+        if self._over:
+            return self._fail(
+                "the episode is over (it finished and was scored, and its session was closed "
+                "to free its place under max_sessions); call reset() for a new one"
+            )
+        if self._void:
+            return self._fail("environment unavailable")
+        return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+
+    def _time_left(self) -> float | None:
+        """Seconds until the rollout's deadline (``None``: none). At the deadline the
+        episode ends unscored and its session closes, with no round trip."""
+        if self._deadline is None:
+            return None
+        left = self._deadline - time.monotonic()
+        if left <= 0 and not self._timed_out:
+            self._timed_out = self._void = self.finished = True
+            self._slot.close(wait=False)
+        return left
+
+    def _release_if_over(self) -> None:
+        """Under a session cap, a scored episode that finished closes its session at once:
+        an open session would still count against the server's limit. (An environment that
+        judges groups keeps it for ``group_reward``.)"""
+        if (
+            self._max_sessions is not None
+            and self.finished
+            and self.reward is not None
+            and not self._void
+            and not self.SUPPORTS_SCORE_GROUP
+        ):
+            self._over = True
+            self._slot.close(wait=False)
 
     def _call_error(self, wire_name: str, exc: BaseException) -> str:
         if isinstance(exc, CallTimeout):

@@ -55,6 +55,9 @@ class Opened:
     prompt: str
     tools: list[Any] | None = None
     blocks: list[Any] = field(default_factory=list)
+    # Where it was opened, and its place under the session cap (``orsgen.runtime.places``).
+    endpoint: Endpoint | None = None
+    place: Any = None
 
 
 @functools.cache
@@ -167,7 +170,9 @@ async def open_session(
     session.keepalive = keepalive
     try:
         await session.__aenter__()
-        return await _read_opened(session, fetch_tools)
+        opened = await _read_opened(session, fetch_tools)
+        opened.endpoint = endpoint
+        return opened
     except BaseException:
         if session.sid is not None or getattr(session, "_pending_task_id", None) is not None:
             try:

@@ -1,0 +1,75 @@
+"""A deadline per rollout (issue 18): ``rollout_timeout`` seconds after ``reset()``, tool calls
+answer without a round trip and the episode ends unscored.
+
+A real echo ORS server of this file's own, whose request counts (``/{env}/_stats``) show that
+no call went out after the deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+import ors_server
+from conftest import ECHO_ENV
+from generated.echo import EchoEnv, outcome_reward
+
+pytestmark = [pytest.mark.usefixtures("fresh_runtime"), pytest.mark.timeout(120)]
+
+CALL = "POST /echoenv/call"
+LIMIT = "the rollout's time limit"
+
+
+def said(call: Callable[[], object]) -> str:
+    """What the model reads from a tool call: the text it returns, or the text of what it
+    raises (TRL catches a tool's exception and shows the model ``{"error": str(e)}``)."""
+    try:
+        return str(call())
+    except Exception as exc:  # noqa: BLE001 - either way, the model reads this text
+        return str(exc)
+
+
+@pytest.fixture(scope="module")
+def server(ors_servers: ors_server.Servers) -> Iterator[ors_server.RunningServer]:
+    yield ors_servers.own(ECHO_ENV)
+
+
+def test_after_the_deadline_a_call_ends_the_rollout_without_a_round_trip(
+    server: ors_server.RunningServer,
+) -> None:
+    env = EchoEnv(base_url=server.url, prefetch=False, rollout_timeout=1.0)
+    try:
+        env.reset(task_index=0)
+        assert env.echo(text="pear") == "echo: pear"  # before the deadline: a real call
+        time.sleep(1.5)
+        server.reset_counts()
+        out = said(lambda: env.echo(text="apple"))
+        assert LIMIT in out, out
+        assert "1 s" in out and "passed" in out
+        assert server.requests().get(CALL, 0) == 0
+        assert env.finished
+        assert outcome_reward([env]) == [None]  # cut short: unscored, even after an earlier 0.0
+        assert LIMIT in said(lambda: env.echo(text="apple"))
+        assert server.requests().get(CALL, 0) == 0
+    finally:
+        EchoEnv.close_all()
+
+
+def test_the_deadline_restarts_at_every_reset(server: ors_server.RunningServer) -> None:
+    env = EchoEnv(base_url=server.url, prefetch=False, rollout_timeout=1.0)
+    try:
+        env.reset(task_index=0)
+        time.sleep(1.5)
+        assert LIMIT in said(lambda: env.echo(text="apple"))
+        env.reset(task_index=0)
+        env.echo(text="apple")
+        assert outcome_reward([env]) == [1.0]
+    finally:
+        EchoEnv.close_all()
+
+
+def test_rollout_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="rollout_timeout"):
+        EchoEnv(base_url="http://127.0.0.1:9", rollout_timeout=0)
