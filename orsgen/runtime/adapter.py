@@ -24,16 +24,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import os
+import sys
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, ClassVar, NoReturn
 
 from orsgen.canonical import sha256_of
 from orsgen.jsonobject import is_object
-from orsgen.runtime import drift, images, keepalive, outage, prefetch, sessions
+from orsgen.runtime import dataset, drift, images, keepalive, metrics, outage, prefetch, sessions
 from orsgen.runtime.blocks import blocks_to_content, blocks_to_text
 from orsgen.runtime.connection import Endpoint, resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
@@ -43,11 +45,17 @@ from orsgen.runtime.errors import (
     OrsRuntimeError,
     ServerNotConfiguredError,
     SessionOpenError,
+    ToolCallFailure,
+    ToolEnvironmentError,
+    ToolInputError,
+    tool_failure,
 )
 from orsgen.runtime.errors import describe as _describe
+from orsgen.runtime.episode import Outcome
+from orsgen.runtime.rollout import RolloutBook, Settings, choose_task
 from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
 from orsgen.runtime.process import EXIT_BUDGET, current
-from orsgen.runtime.rewards import Rollout, outcome_reward
+from orsgen.runtime.rewards import Rollout
 from orsgen.runtime.sessions import Opened, SessionSlot
 
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -75,6 +83,13 @@ __all__ = [
 
 # What reset() returns for a degraded rollout: short, and says why nothing works.
 UNAVAILABLE_PROMPT = "(The environment is unavailable right now. This episode is not scored.)"
+
+
+def _open_sessions() -> int:
+    return sum(1 for slot in current().held() if slot.session is not None)
+
+
+metrics.accumulator.open_sessions = _open_sessions
 
 
 def close_all_sessions(timeout: float = EXIT_BUDGET) -> None:
@@ -136,6 +151,14 @@ class OrsAdapter:
         env_overrides: environment variables for the environment's container, sent at
             session creation (the SDK's ``env_overrides``). Treated like secrets: never
             logged or stored.
+        seed: the order in which a reset that gets no task (``train_dataset=None``) walks
+            the split; defaults to the trainer's ``args.seed`` (GRPOTrainer), else 0.
+        num_tasks: with ``train_dataset=None``, choose among the split's first ``num_tasks``.
+        indices: with ``train_dataset=None``, choose among exactly these task indices.
+        unfinished_reward: the reward of a rollout whose session worked but that never got a
+            score (``None``: unscored). Infrastructure and grader failures stay ``None``.
+        trajectories: a JSON-lines file that gets one record per rollout (one file per
+            process); ``None`` (default) writes nothing.
     """
 
     ENV_NAME: ClassVar[str | None] = None
@@ -175,8 +198,16 @@ class OrsAdapter:
         reconnect_for: float = outage.DEFAULT_RECONNECT_FOR,
         multimodal: bool = False,
         env_overrides: Mapping[str, str] | None = None,
+        seed: int | None = None,
+        num_tasks: int | None = None,
+        indices: Sequence[int] | None = None,
+        unfinished_reward: float | None = None,
+        trajectories: str | os.PathLike[str] | None = None,
     ) -> None:
         _check_settings(group_size, keepalive, reconnect_for)
+        self._book = RolloutBook(
+            Settings.of(seed, num_tasks, indices, group_size, unfinished_reward, trajectories)
+        )
         self._no_server: ServerNotConfiguredError | None = None
         self._endpoint = self._resolve_endpoint(base_url, api_key, env_name, deployment)
         self._secrets = session_secrets(self._endpoint, secrets)
@@ -223,6 +254,7 @@ class OrsAdapter:
 
     def _clear_state(self) -> None:
         self._final_submitted = False
+        self._call_finished = False
         self._task: tuple[str, str] | None = None
         self.reward = None
         self.rewards = []
@@ -266,10 +298,17 @@ class OrsAdapter:
         if self._no_server is not None:
             raise ServerNotConfiguredError(f"{type(self).__name__}: {self._no_server}")
         with self._lock:
+            self._book.write(type(self).__name__, self._split, self.rewards, self.finished)
             self._slot.close(wait=False)
             self._clear_state()
+            chosen = task_index is None and task_spec is None
+            if chosen:
+                task_index = self._choose_task()
             index = None if task_spec is not None else int(task_index or 0)
+            self._book.begin(index, task_spec is not None, chosen)
+            started = time.monotonic()
             opened = self._open_riding_out(index, task_spec)
+            self._book.reset_took(time.monotonic() - started)
             if opened is None:
                 self._degrade()
                 return UNAVAILABLE_PROMPT
@@ -285,6 +324,17 @@ class OrsAdapter:
             if self._multimodal:
                 return blocks_to_content(opened.blocks, True)
             return opened.prompt
+
+    def _choose_task(self) -> int:
+        """The task of a reset that got none (TRL's ``train_dataset=None``)."""
+        endpoint, split = self._endpoint, self._split
+        return choose_task(
+            self._book.settings,
+            self._stream_key(),
+            f"{type(self).__name__} on {endpoint.label}",
+            split,
+            lambda: dataset.split_size(endpoint, split, timeout=self._open_timeout),
+        )
 
     def _open_riding_out(
         self, index: int | None, task_spec: Mapping[str, Any] | None
@@ -349,6 +399,7 @@ class OrsAdapter:
         if self._void:
             return
         self._void = self.finished = True
+        self._book.void("unavailable")
         current().count_degraded(type(self))
         outage.server(self._endpoint.session_url).degrade(self._reconnect_for)
 
@@ -455,8 +506,38 @@ class OrsAdapter:
         self.last_output = text
         return text
 
-    def _fail(self, message: str) -> str:
-        return self._record(f"Error: {message}", None, None)
+    def _fail(self, message: str) -> NoReturn:
+        """A call the model got wrong before anything was sent (client-side validation,
+        called by generated methods): recorded, then raised so that TRL counts it."""
+        method = sys._getframe(1).f_code.co_name  # pyright: ignore[reportPrivateUsage]
+        wire = self.WIRE_NAMES.get(method, (method, {}))[0]
+        self._raise(wire, {}, ToolInputError(wire, "invalid_arguments", message), time.monotonic())
+
+    def _raise(
+        self, wire_name: str, arguments: dict[str, Any], failure: ToolCallFailure, start: float
+    ) -> NoReturn:
+        """Record a failed call (reward ``None``) and raise it: TRL counts it and gives the
+        model ``{"error": str(failure)}``."""
+        self._record(f"Error: {failure}", None, None)
+        self._book.failed(wire_name, arguments, failure, time.monotonic() - start)
+        raise failure
+
+    def _settle(
+        self,
+        wire_name: str,
+        arguments: dict[str, Any],
+        result: Content | ToolCallFailure,
+        start: float,
+    ) -> Content:
+        """Record a call's result in the rollout; a failure raises (:meth:`_raise`)."""
+        if isinstance(result, ToolCallFailure):
+            self._raise(wire_name, arguments, result, start)
+        reward = self.rewards[-1] if self.rewards else None
+        seconds = time.monotonic() - start
+        self._book.called(
+            wire_name, arguments, self.last_output, reward, self._call_finished, seconds
+        )
+        return result
 
     def _finish_call(self, wire_name: str, out: Any) -> Content:
         reward: float | None = None
@@ -465,6 +546,7 @@ class OrsAdapter:
                 reward = float(out.reward)
             except (TypeError, ValueError):
                 reward = None
+        self._call_finished = bool(out.finished)
         if out.finished:
             self.finished = True
         meta = dict(out.metadata) if is_object(out.metadata) else None
@@ -474,22 +556,35 @@ class OrsAdapter:
             return blocks_to_content(blocks, True) or text
         return text
 
-    def _call_error(self, wire_name: str, exc: BaseException) -> str:
+    def _call_error(self, wire_name: str, exc: BaseException) -> ToolCallFailure:
         if isinstance(exc, CallTimeout):
-            return self._fail(
-                f"tool {wire_name!r} got no answer within {self._timeout:g} s from "
-                f"{self._endpoint.label}"
+            return ToolEnvironmentError(
+                wire_name,
+                "timeout",
+                f"no answer within {self._timeout:g} s from {self._endpoint.label}",
             )
-        return self._fail(f"tool {wire_name!r} failed: {_describe(exc)}")
+        return tool_failure(wire_name, exc)
+
+    def _no_session(self, wire_name: str) -> ToolCallFailure:
+        if self._void:
+            return ToolEnvironmentError(
+                wire_name, "unavailable", "environment unavailable; this episode is not scored"
+            )
+        return ToolEnvironmentError(wire_name, "no_session", "no open session; call reset() first")
 
     def _call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
-        """Call a tool by its wire name. Never raises: failures come back as ``Error: ...``."""
+        """Call a tool by its wire name. A failure raises :class:`ToolCallFailure`
+        (:class:`ToolInputError` for the model's mistakes, :class:`ToolEnvironmentError`
+        for the environment's), which TRL catches and counts."""
+        start = time.monotonic()
+        with self._lock:
+            return self._settle(wire_name, arguments, self._call_once(wire_name, arguments), start)
+
+    def _call_once(self, wire_name: str, arguments: dict[str, Any]) -> Content | ToolCallFailure:
         with self._lock:
             session = self._slot.session
             if session is None:
-                if self._void:
-                    return self._fail("environment unavailable")
-                return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+                return self._no_session(wire_name)
             if getattr(session, "lost", False):
                 return self._lost(wire_name)
             dead = getattr(session, "_dead_exception", None)
@@ -515,28 +610,37 @@ class OrsAdapter:
                     if time.monotonic() < self._window_end(server):
                         return self._call_error(wire_name, CallTimeout("no answer in time"))
                     self._degrade()
-                    return self._fail("environment unavailable")
+                    return self._no_session(wire_name)
                 server.answered()
                 return self._finish_call(wire_name, out)
 
-    def _lost(self, wire_name: str) -> str:
+    def _lost(self, wire_name: str) -> ToolCallFailure:
         """The server no longer knows this session: the episode is over, unscored."""
         self._void = self.finished = True
-        return self._fail(
-            f"tool {wire_name!r} failed: HTTP 404: {outage.LOST_SESSION_TEXT} (the server "
-            "restarted, or reaped the session); the episode ends unscored"
+        self._book.void("lost_session")
+        return ToolEnvironmentError(
+            wire_name,
+            "lost_session",
+            f"HTTP 404: {outage.LOST_SESSION_TEXT} (the server restarted, or reaped the "
+            "session); the episode ends unscored",
         )
 
     async def _acall(self, wire_name: str, arguments: dict[str, Any]) -> Content:
         """The awaitable twin of :meth:`_call`, for ``async def`` tool methods (which
         AsyncGRPOTrainer awaits on its own loop). The request runs on the runtime loop;
-        the caller's loop only waits for it. Never raises. (It does not wait out an
-        outage: a refused connection comes back as an error at once.)"""
+        the caller's loop only waits for it. Raises as :meth:`_call` does. (It does not wait
+        out an outage: a refused connection comes back as an error at once.)"""
+        start = time.monotonic()
+        result = await self._acall_once(wire_name, arguments)
+        with self._lock:
+            return self._settle(wire_name, arguments, result, start)
+
+    async def _acall_once(
+        self, wire_name: str, arguments: dict[str, Any]
+    ) -> Content | ToolCallFailure:
         session = self._slot.session
         if session is None:
-            if self._void:
-                return self._fail("environment unavailable")
-            return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+            return self._no_session(wire_name)
         if getattr(session, "lost", False):
             return self._lost(wire_name)
         fut = current().submit(session.call_tool(wire_name, arguments))
@@ -578,6 +682,19 @@ class OrsAdapter:
         def scorable(self) -> bool:
             return not self._env._void
 
+        def outcome(self) -> Outcome:
+            """How the rollout ended, with ``unfinished_reward`` applied."""
+            return self._env._book.outcome(self._env.rewards)
+
+        def settle(self) -> Outcome:
+            """The outcome, counted once in the process's metrics and written once to the
+            trajectory log (when configured)."""
+            env = self._env
+            with env._lock:
+                outcome = env._book.count(env.rewards, env.finished)
+                env._book.write(type(env).__name__, env._split, env.rewards, env.finished)
+                return outcome
+
         @property
         def takes_final_answer(self) -> bool:
             return self._env.TERMINAL_TOOL is not None
@@ -592,7 +709,10 @@ class OrsAdapter:
                     return None
                 env._final_submitted = True
             name, arg = terminal
-            env._call(name, {} if arg is None else {arg: message})
+            try:
+                env._call(name, {} if arg is None else {arg: message})
+            except ToolCallFailure:
+                pass  # recorded in the rollout: it stays unscored
             return env.last_output
 
         @property
@@ -659,8 +779,13 @@ class SelfScoring(OrsAdapter):
     """
 
     def get_reward(self) -> float | None:
-        """The rollout's last non-null reward, or ``None`` when it was never scored."""
-        return outcome_reward([self])[0]
+        """The rollout's last non-null reward; ``unfinished_reward`` when the session
+        worked but nothing scored; ``None`` after an infrastructure or grader failure.
+        In AsyncGRPO's rollout child it also sends the process's ``ors/*`` metrics to
+        the trainer's log (:func:`orsgen.runtime.metrics.push_to_worker`)."""
+        outcome = self.rollout.settle()
+        metrics.push_to_worker()
+        return outcome.reward
 
 
 class _Unset:

@@ -26,6 +26,7 @@ from orsgen.canonical import sha256_of
 from orsgen.canonical import spec_dict as spec_dict  # re-exported: older callers import it here
 from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.runtime import metrics
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.process import current
 
@@ -216,6 +217,8 @@ def record(cls: type, live_specs: list[Any] | None, split: str, index: int | Non
     state = _state(owner)
     with state.lock:
         state.changes = changes
+    if changes:
+        metrics.accumulator.drift_seen()
 
 
 def describe(cls: type, changes: list[str], where: str) -> str:
