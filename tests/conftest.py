@@ -194,3 +194,16 @@ def served_package(
     """Generate and import the package for an environment file, and the session's server
     for that file."""
     return generate_and_import(env_file, out), servers(env_file)
+
+
+def failed(call: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
+    """Run a tool call that must fail; returns the ``ToolCallFailure`` it raised. A failed
+    call raises so that TRL counts it (``trl/trainer/grpo_trainer.py``, the ``except
+    Exception`` around each tool call, around line 1981) and shows the model its text."""
+    from orsgen.runtime.errors import ToolCallFailure
+
+    try:
+        out = call(*args, **kwargs)
+    except ToolCallFailure as exc:
+        return exc
+    raise AssertionError(f"the call did not raise a ToolCallFailure; it returned {out!r}")
