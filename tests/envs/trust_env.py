@@ -59,7 +59,9 @@ class TrustEnv(Environment):
         reward = 1.0 if params.text == self.task_spec["word"] else 0.0
         if mode == "crash":
             raise RuntimeError(f"grader crashed while scoring {params.text!r}")
-        return ToolOutput(blocks=[TextBlock(text=f"echo: {params.text}")], reward=reward, finished=True)
+        return ToolOutput(
+            blocks=[TextBlock(text=f"echo: {params.text}")], reward=reward, finished=True
+        )
 
     @tool
     async def hint(self, params: HintInput) -> ToolOutput:
