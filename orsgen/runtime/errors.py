@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from typing import Literal
 
 MAX_ERROR_TEXT = 500
@@ -70,6 +71,9 @@ _SDK_MODEL_REASONS: dict[str, ModelReason] = {
     "not_found": "unknown_tool",
     "episode_finished": "episode_finished",
 }
+
+
+_SESSION_ID = re.compile(r"\(environment session sid=[^)]*\)\s*")
 
 
 class ToolCallFailure(OrsRuntimeError):
@@ -128,7 +132,8 @@ def tool_failure(tool: str, exc: BaseException) -> ToolCallFailure:
             return ToolInputError(tool, model_reason, detail)
         return ToolEnvironmentError(tool, "server_error", detail)
     if type(exc).__name__ == "ToolFailed":
-        return ToolEnvironmentError(tool, "tool_raised", describe(exc))
+        # The SDK prefixes the server's message with the session id: noise for the model.
+        return ToolEnvironmentError(tool, "tool_raised", _SESSION_ID.sub("", describe(exc)))
     return ToolEnvironmentError(tool, "server_error", describe(exc))
 
 
