@@ -18,6 +18,7 @@ import pytest
 
 import ors_server
 from conftest import ECHO_ENV, failed
+from orsgen.runtime.errors import ToolCallFailure
 from generated.echo import EchoEnv, ScoredEchoEnv, outcome_reward
 from orsgen.runtime.adapter import UNAVAILABLE_PROMPT
 from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError
@@ -164,13 +165,18 @@ def test_a_session_lost_in_a_restart(outage: Outage, caplog: pytest.LogCaptureFi
 
 
 def _rollouts(envs: list[EchoEnv], stop: threading.Event, log: list[tuple[float, float | None]]) -> None:
-    """A trainer's rollout loop: reset plus one tool call per adapter, round after round."""
+    """A trainer's rollout loop: reset plus one tool call per adapter, round after round.
+    As in TRL, a tool call's counted failure (``ToolCallFailure``) is caught; anything else,
+    and anything ``reset()`` raises, reaches the caller."""
     task = 0
     while not stop.is_set():
         for env in envs:
             start = time.monotonic()
             env.reset(task_index=task % len(TARGETS))
-            env.echo(text=TARGETS[task % len(TARGETS)])
+            try:
+                env.echo(text=TARGETS[task % len(TARGETS)])
+            except ToolCallFailure:
+                pass
             log.append((start, outcome_reward([env])[0]))
             task += 1
 
