@@ -35,7 +35,7 @@ from typing import Any, ClassVar, NoReturn
 
 from orsgen.canonical import sha256_of
 from orsgen.jsonobject import is_object
-from orsgen.runtime import dataset, drift, images, keepalive, metrics, outage, prefetch, sessions
+from orsgen.runtime import drift, images, keepalive, metrics, outage, prefetch, sessions
 from orsgen.runtime.blocks import blocks_to_content, blocks_to_text
 from orsgen.runtime.connection import Endpoint, resolve, session_secrets
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
@@ -205,9 +205,10 @@ class OrsAdapter:
         trajectories: str | os.PathLike[str] | None = None,
     ) -> None:
         _check_settings(group_size, keepalive, reconnect_for)
-        self._book = RolloutBook(
-            Settings.of(seed, num_tasks, indices, group_size, unfinished_reward, trajectories)
+        settings = Settings.of(
+            seed, num_tasks, indices, group_size, unfinished_reward, trajectories
         )
+        self._book = RolloutBook(settings, open_timeout)
         self._no_server: ServerNotConfiguredError | None = None
         self._endpoint = self._resolve_endpoint(base_url, api_key, env_name, deployment)
         self._secrets = session_secrets(self._endpoint, secrets)
@@ -303,7 +304,7 @@ class OrsAdapter:
             self._clear_state()
             chosen = task_index is None and task_spec is None
             if chosen:
-                task_index = self._choose_task()
+                task_index = self._book.choose(type(self), self._endpoint, self._split)
             index = None if task_spec is not None else int(task_index or 0)
             self._book.begin(index, task_spec is not None, chosen)
             started = time.monotonic()
@@ -324,17 +325,6 @@ class OrsAdapter:
             if self._multimodal:
                 return blocks_to_content(opened.blocks, True)
             return opened.prompt
-
-    def _choose_task(self) -> int:
-        """The task of a reset that got none (TRL's ``train_dataset=None``)."""
-        endpoint, split = self._endpoint, self._split
-        return choose_task(
-            self._book.settings,
-            self._stream_key(),
-            f"{type(self).__name__} on {endpoint.label}",
-            split,
-            lambda: dataset.split_size(endpoint, split, timeout=self._open_timeout),
-        )
 
     def _open_riding_out(
         self, index: int | None, task_spec: Mapping[str, Any] | None

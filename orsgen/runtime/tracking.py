@@ -15,7 +15,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orsgen.runtime import metrics, tasks, trainer, trajectories
+from orsgen.runtime import dataset, metrics, tasks, trainer, trajectories
+from orsgen.runtime.connection import Endpoint
 from orsgen.runtime.episode import Episode, Outcome, classify, record
 from orsgen.runtime.errors import ToolCallFailure
 
@@ -95,9 +96,20 @@ def choose_task(
 class RolloutBook:
     """One adapter's current rollout and what has been counted and written of it."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, open_timeout: float = dataset.DEFAULT_TIMEOUT) -> None:
         self.settings = settings
         self.episode = Episode()
+        self._count_timeout = float(open_timeout)
+
+    def choose(self, owner: type, endpoint: Endpoint, split: str) -> int:
+        """The task of a reset that got none (TRL's ``train_dataset=None``)."""
+        return choose_task(
+            self.settings,
+            (owner.__module__, owner.__qualname__, endpoint, split),
+            f"{owner.__name__} on {endpoint.label}",
+            split,
+            lambda: dataset.split_size(endpoint, split, timeout=self._count_timeout),
+        )
 
     def begin(self, index: int | None, from_spec: bool, chosen: bool) -> Episode:
         self.episode = Episode(task_index=index, task_spec=from_spec, chosen=chosen)

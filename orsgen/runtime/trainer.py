@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import multiprocessing
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any, cast
@@ -52,8 +53,19 @@ def _grpo_trainer(frame: Any) -> TrainerFacts | None:
     return None
 
 
+# (pid, arguments): a process's start arguments never change, so they are read once.
+_read: tuple[int, dict[str, Any] | None] | None = None
+
+
 def _worker_arguments() -> dict[str, Any] | None:
     """The arguments of AsyncGRPO's ``_child_main`` when this is its spawned child."""
+    global _read
+    if _read is None or _read[0] != os.getpid():
+        _read = (os.getpid(), _start_arguments())
+    return _read[1]
+
+
+def _start_arguments() -> dict[str, Any] | None:
     process: Any = multiprocessing.current_process()
     target = getattr(process, "_target", None)
     if getattr(target, "__name__", None) != "_child_main" or target is None:
