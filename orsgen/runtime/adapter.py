@@ -52,7 +52,7 @@ from orsgen.runtime.errors import (
 )
 from orsgen.runtime.errors import describe as _describe
 from orsgen.runtime.episode import Outcome
-from orsgen.runtime.tracking import RolloutBook, Settings, choose_task
+from orsgen.runtime.tracking import RolloutBook, Settings
 from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
 from orsgen.runtime.process import EXIT_BUDGET, current
 from orsgen.runtime.rewards import Rollout
