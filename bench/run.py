@@ -291,9 +291,9 @@ def bench_group(server: ors_server.RunningServer, g: int) -> list[Row]:
     rows.append(
         {"impl": "orsgen adapter (learned G)", "seconds": group(learned, 3, lambda e: e.close())}
     )
-    from orsgen.runtime import prefetch
+    from orsgen.runtime import pool
 
-    prefetch.forget()
+    pool.forget()
     off = functools.partial(benchenv.BenchEnv, base_url=url, prefetch=False)
     rows.append(
         {"impl": "orsgen adapter (prefetch off)", "seconds": group(off, 4, lambda e: e.close())}

@@ -11,7 +11,9 @@
   the model's own tokens: about 150 AdamW steps at lr 1e-2, continued in short
   chunks until every target token is likely (a tiny model sometimes plateaus on
   "call the tool with a random argument"). A random model never emits a valid
-  tool call; after the warm-up it makes the right one.
+  tool call; after the warm-up it makes the right one. Episodes that teach one
+  prompt several answers (a right and a wrong word, say) teach that mix: each
+  answer then comes as often as its share of the episodes.
 
 Usage::
 
@@ -225,8 +227,26 @@ def build_model(vocab_size: int, pad_id: int, eos_id: int, seed: int = 0) -> Any
     return Qwen3ForCausalLM(config)
 
 
-def _min_token_prob(model: Any, batch: dict[str, Any], labels: Any) -> float:
-    """The smallest probability the model gives any of its own target tokens."""
+def _ceilings(sequences: Sequence[tuple[list[int], list[int]]]) -> list[list[float]]:
+    """For every token of every sequence, the highest probability a model can give it on
+    this data: the share of the sequences with the same prefix that go on with it (1.0
+    where they all agree, each answer's share where the episodes teach a mix)."""
+    nexts: dict[tuple[int, ...], list[int]] = {}
+    for ids, _ in sequences:
+        for pos in range(len(ids)):
+            nexts.setdefault(tuple(ids[:pos]), []).append(ids[pos])
+    return [
+        [
+            nexts[tuple(ids[:pos])].count(ids[pos]) / len(nexts[tuple(ids[:pos])])
+            for pos in range(len(ids))
+        ]
+        for ids, _ in sequences
+    ]
+
+
+def _min_token_ratio(model: Any, batch: dict[str, Any], labels: Any, ceilings: Any) -> float:
+    """The smallest ratio, over the model's own target tokens, of the probability the model
+    gives the token to the highest it could (``_ceilings``)."""
     import torch
 
     with torch.no_grad():
@@ -234,7 +254,7 @@ def _min_token_prob(model: Any, batch: dict[str, Any], labels: Any) -> float:
     target = labels[:, 1:]
     keep = target != -100
     probs = logits.softmax(-1).gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-    return float(probs[keep].min())
+    return float((probs / ceilings[:, 1:])[keep].min())
 
 
 def warm_up(
@@ -250,10 +270,11 @@ def warm_up(
     """Plain-PyTorch AdamW on whole rollouts, with the loss only on the model's own tokens.
 
     Runs ``steps`` steps, then goes on in chunks of 50 (up to ``max_steps``) until the
-    model gives every one of its target tokens probability >= ``min_prob``: a tiny
-    model sometimes sits on a plateau where it makes a tool call but picks the
-    argument at random, and sampling would then miss the right word. Raises when it
-    never gets there.
+    model gives every one of its target tokens at least ``min_prob`` of the probability
+    it could give it on this data (all of it where the episodes agree; where they teach
+    a mix of answers, each answer's share): a tiny model sometimes sits on a plateau
+    where it makes a tool call but picks the argument at random, and sampling would then
+    miss the right word. Raises when it never gets there.
     """
     import torch
 
@@ -263,11 +284,13 @@ def warm_up(
     input_ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
     attention = torch.zeros((len(sequences), width), dtype=torch.long)
     labels = torch.full((len(sequences), width), -100, dtype=torch.long)
-    for row, (ids, mask) in enumerate(sequences):
+    ceilings = torch.ones((len(sequences), width))
+    for row, ((ids, mask), ceiling) in enumerate(zip(sequences, _ceilings(sequences))):
         start = width - len(ids)
         input_ids[row, start:] = torch.tensor(ids)
         attention[row, start:] = 1
         labels[row, start:] = torch.tensor([t if m else -100 for t, m in zip(ids, mask)])
+        ceilings[row, start:] = torch.tensor(ceiling)
     batch = {
         "input_ids": input_ids,
         "attention_mask": attention,
@@ -287,15 +310,16 @@ def warm_up(
             loss_value = float(loss.detach())
             done += 1
         model.eval()
-        worst = _min_token_prob(model, batch, labels)
+        worst = _min_token_ratio(model, batch, labels, ceilings)
         if worst >= min_prob:
             break
         if done >= max_steps:
             raise RuntimeError(
                 f"warm-up did not converge in {done} steps: the least likely target token has "
-                f"probability {worst:.3f} (< {min_prob}), loss {loss_value:.4f}"
+                f"{worst:.3f} (< {min_prob}) of the probability it could have, "
+                f"loss {loss_value:.4f}"
             )
-    return {"steps": float(done), "final_loss": loss_value, "min_token_prob": worst}
+    return {"steps": float(done), "final_loss": loss_value, "min_token_ratio": worst}
 
 
 def build_tiny_model(
@@ -311,7 +335,8 @@ def build_tiny_model(
     """Build, warm up and save the tokenizer and model to ``out_dir``; return the path.
 
     ``tools`` are the callables GRPOTrainer will offer the model (an adapter's tool
-    methods); ``episodes`` the rollouts to teach, one per task.
+    methods); ``episodes`` the rollouts to teach, one per task or several (a mix of
+    answers to one prompt is taught as that mix).
     """
     import torch
 
@@ -335,14 +360,15 @@ def build_tiny_model(
     return out
 
 
-def cpu_grpo_config(output_dir: Path, max_steps: int) -> Any:
+def cpu_grpo_config(output_dir: Path, max_steps: int, **overrides: Any) -> Any:
     """The GRPOConfig that makes sense for a tiny model on a CPU: bf16 and activation
     checkpointing default to on and make no sense there; two rollouts per group.
     (``activation_checkpointing`` is transformers 5's name; the old ``gradient_checkpointing``
-    still works but warns that it is deprecated.)"""
+    still works but warns that it is deprecated.) ``overrides`` are further GRPOConfig
+    fields (``learning_rate=...``, ``num_generations=...``) that win over these."""
     from trl import GRPOConfig  # type: ignore[attr-defined]
 
-    return GRPOConfig(
+    settings: dict[str, Any] = dict(
         output_dir=str(output_dir),
         max_steps=max_steps,
         per_device_train_batch_size=2,
@@ -360,3 +386,4 @@ def cpu_grpo_config(output_dir: Path, max_steps: int) -> Any:
         logging_steps=1,
         seed=0,
     )
+    return GRPOConfig(**{**settings, **overrides})

@@ -22,11 +22,21 @@ On several processes (CPU, gloo), every rank against one running server::
 There is no model hub here: the model is a ~115k-parameter Qwen3 built locally by
 examples/tiny_model.py and warmed up for a second on the task, so that the two
 GRPO steps show real tool calls reaching the server and real rewards.
+
+To watch it learn (what scripts/demo.sh runs), warm it up to echo the right word
+only in a share of its tries, so the rollouts of one group differ in reward::
+
+    python examples/train_echo.py --steps 30 --right-share 0.33 --learning-rate 5e-4 \
+        --group-size 4 --batch-size 16 --output-dir runs/demo
+
+It prints a per-step table (reward mean and std, scoring coverage, grad norm) and,
+with --output-dir, writes it to steps.csv and plots it to reward.png there.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -37,6 +47,7 @@ import tempfile
 import time
 import warnings
 import urllib.request
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +70,14 @@ sys.path.insert(0, str(HERE))
 
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
 from tiny_model import Episode, build_tiny_model, cpu_grpo_config  # noqa: E402
+from training_report import (  # noqa: E402
+    ScoringCount,
+    format_table,
+    step_rows,
+    summary,
+    write_csv,
+    write_plot,
+)
 
 ENV_NAME = "echoenv"
 
@@ -106,16 +125,31 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=10)
 
 
-def warm_up_episodes(url: str, dataset: Any) -> list[Episode]:
-    """Read each task's real prompt and the echo tool's real answer through the adapter,
-    so the tiny model is taught exactly the text the rollouts will see."""
+def warm_up_episodes(url: str, dataset: Any, right_share: float = 1.0) -> list[Episode]:
+    """Read each task's real prompt and the echo tool's real answers through the adapter,
+    so the tiny model is taught exactly the text the rollouts will see.
+
+    With ``right_share`` below 1, every task is taught several times: that share of its
+    episodes echo the task's own word, the others the next task's word (a wrong answer,
+    which the environment scores 0.0). The model then solves each task only some of the
+    time, so the rollouts of one GRPO group differ in reward and GRPO has something to
+    learn from."""
+    share = Fraction(right_share).limit_denominator(8)
+    if not 0 < share <= 1:
+        raise ValueError(f"right_share must be in (0, 1], not {right_share}")
+    n_right, n_wrong = share.numerator, share.denominator - share.numerator
+    targets = list(dataset["target"])
     env = EchoEnv(base_url=url)
     episodes = []
     try:
-        for row in dataset:
+        for i, row in enumerate(dataset):
             prompt = env.reset(**row)
-            answer = env.echo(text=row["target"])
-            episodes.append(Episode(prompt, {"text": row["target"]}, answer))
+            right, wrong = row["target"], targets[(i + 1) % len(targets)]
+            # The wrong word first: it leaves the episode open, so one session answers both.
+            wrong_answer = env.echo(text=wrong) if n_wrong else ""
+            right_answer = env.echo(text=right)
+            episodes += [Episode(prompt, {"text": right}, right_answer)] * n_right
+            episodes += [Episode(prompt, {"text": wrong}, wrong_answer)] * n_wrong
     finally:
         env.close()
     return episodes
@@ -126,8 +160,19 @@ def _rank() -> tuple[int, int]:
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def train(url: str, workdir: Path, steps: int) -> dict[str, Any]:
-    """Train; return what this process did: its steps and its last batch's rewards."""
+def train(
+    url: str,
+    workdir: Path,
+    steps: int,
+    *,
+    right_share: float = 1.0,
+    grpo: dict[str, Any] | None = None,
+    report_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Train; print the per-step table; return what this process did: its steps, its
+    per-step figures and its last batch's rewards. ``grpo`` overrides GRPOConfig fields;
+    with ``report_dir`` the table also goes to ``steps.csv`` and the plot to ``reward.png``
+    there."""
     import torch
     from trl import GRPOTrainer  # type: ignore[attr-defined]
 
@@ -145,18 +190,19 @@ def train(url: str, workdir: Path, steps: int) -> dict[str, Any]:
     model_dir = build_tiny_model(
         workdir / "tiny-model",
         tools=[tools.echo, tools.hint],
-        episodes=warm_up_episodes(url, train_dataset),
+        episodes=warm_up_episodes(url, train_dataset, right_share),
         tool_name="echo",
     )
     print(f"tiny model: {model_dir} {json.loads((model_dir / 'warmup.json').read_text())}")
 
-    args = cpu_grpo_config(workdir / "grpo", max_steps=steps)
+    args = cpu_grpo_config(workdir / "grpo", max_steps=steps, **(grpo or {}))
+    reward = ScoringCount(outcome_reward)
     trainer = GRPOTrainer(
         model=str(model_dir),
         args=args,
         train_dataset=train_dataset,
         environment_factory=functools.partial(EchoEnv, base_url=url),
-        reward_funcs=outcome_reward,
+        reward_funcs=reward,
     )
     try:
         trainer.train()
@@ -166,14 +212,18 @@ def train(url: str, workdir: Path, steps: int) -> dict[str, Any]:
         # the class in this process (a classmethod, so TRL never offers it as a tool).
         EchoEnv.close_all()
 
-    for entry in trainer.state.log_history:
-        if "rewards/outcome_reward/mean" in entry:
-            print(
-                f"step {entry['step']}: reward mean {entry['rewards/outcome_reward/mean']:.3f} "
-                f"(std {entry['rewards/outcome_reward/std']:.3f}), "
-                f"tool calls per rollout {entry.get('tools/call_frequency', 0.0):.2f}, "
-                f"grad_norm {entry.get('grad_norm', float('nan')):.4f}"
-            )
+    rows = step_rows(trainer.state.log_history, reward.coverage())
+    print(format_table(rows))
+    figures = summary(rows)
+    print(
+        f"reward mean over the first {figures['window']:.0f} steps {figures['first_reward']:.3f}, "
+        f"over the last {figures['window']:.0f} {figures['last_reward']:.3f}; "
+        f"grad norm > 0 on {figures['nonzero_grad_steps']:.0f} of {len(rows)} steps"
+    )
+    if report_dir is not None:
+        write_csv(rows, report_dir / "steps.csv")
+        write_plot(rows, report_dir / "reward.png")
+        print(f"table: {report_dir / 'steps.csv'}; plot: {report_dir / 'reward.png'}")
     rank, world = _rank()
     who = f"rank {rank} of {world}: " if world > 1 else ""
     print(f"{who}rewards of this process's last batch: {last_batch}")
@@ -181,6 +231,8 @@ def train(url: str, workdir: Path, steps: int) -> dict[str, Any]:
         "rank": rank,
         "world_size": world,
         "steps": trainer.state.global_step,
+        "per_step": [dataclasses.asdict(row) for row in rows],
+        "summary": figures,
         "last_batch_rewards": last_batch,
     }
 
@@ -193,11 +245,36 @@ def main(argv: list[str] | None = None) -> int:
         "--base-url", help="a running echo ORS server (default: start one on 127.0.0.1)"
     )
     parser.add_argument("--steps", type=int, default=2, help="GRPO steps (default: 2)")
-    parser.add_argument("--output-dir", type=Path, help="keep the model and trainer output here")
+    parser.add_argument(
+        "--right-share",
+        type=float,
+        default=1.0,
+        help="share of the warm-up episodes that echo the right word; the rest echo a wrong "
+        "one, so the model starts out solving each task only that often (default: 1.0)",
+    )
+    parser.add_argument(
+        "--learning-rate", type=float, help="GRPO's learning rate (default: TRL's, 1e-6)"
+    )
+    parser.add_argument(
+        "--group-size", type=int, default=2, help="rollouts per GRPO group (default: 2)"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=2,
+        help="rollouts per step, a multiple of --group-size (default: 2)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        help="keep the model and trainer output here, with the per-step table (steps.csv) "
+        "and its plot (reward.png)",
+    )
     parser.add_argument(
         "--result-dir",
         type=Path,
-        help="write rank-N.json (this process's steps and last-batch rewards) here",
+        help="write rank-N.json (this process's steps, per-step figures and last-batch "
+        "rewards) here",
     )
     opts = parser.parse_args(argv)
     rank, world = _rank()
@@ -217,7 +294,20 @@ def main(argv: list[str] | None = None) -> int:
             server, url = start_server(Path(tmp) / "echo-server.log")
             print(f"echo server: {url} (pid {server.pid})")
         try:
-            result = train(url.rstrip("/"), workdir, opts.steps)
+            grpo: dict[str, Any] = {
+                "num_generations": opts.group_size,
+                "per_device_train_batch_size": opts.batch_size,
+            }
+            if opts.learning_rate is not None:
+                grpo["learning_rate"] = opts.learning_rate
+            result = train(
+                url.rstrip("/"),
+                workdir,
+                opts.steps,
+                right_share=opts.right_share,
+                grpo=grpo,
+                report_dir=workdir if opts.output_dir is not None else None,
+            )
             if opts.result_dir is not None:
                 opts.result_dir.mkdir(parents=True, exist_ok=True)
                 (opts.result_dir / f"rank-{rank}.json").write_text(json.dumps(result))

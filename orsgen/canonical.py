@@ -28,7 +28,9 @@ def sha256_of(value: Any) -> str:
 
 def tools_sha256(environment: Mapping[str, Any]) -> str:
     """Hash of the tool surface alone (shared plus task tools), for the runtime drift guard."""
-    return sha256_of({"tools": environment["tools"], "task_tools": environment["task_tools"]})
+    # A section that lists no task tools hashes as one with an empty list.
+    tools, task_tools = environment.get("tools", []), environment.get("task_tools", [])
+    return sha256_of({"tools": tools, "task_tools": task_tools})
 
 
 def spec_dict(spec: Any) -> dict[str, Any]:

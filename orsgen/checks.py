@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
+from orsgen import config
 from orsgen.diagnostics import Diagnostic
 from orsgen.generate import GenerateResult, generate
-from orsgen.jsonobject import as_array, as_object
+from orsgen.package_section import SELECTION, Names, package_section
 from orsgen.pipeline import (
     Progress,
     Request,
@@ -21,6 +21,8 @@ from orsgen.pipeline import (
     take_snapshot,
 )
 from orsgen.snapshot import Target, TargetError, classify
+from orsgen.snapshot.targets import Kind
+from orsgen.snapshot.stored import Snapshot, TaskToolsProbe
 from orsgen.versioning import Classification
 from orsgen.versioning import classify as classify_drift
 from orsgen.write import read_package, stray_generated
@@ -36,6 +38,14 @@ class Drift:
 
 
 @dataclass(frozen=True)
+class ConfigMismatch:
+    """A package whose config table no longer says what it was generated with."""
+
+    path: Path  # the config file
+    differences: list[str]  # "key: recorded ..., configured ..."
+
+
+@dataclass(frozen=True)
 class StaleFile:
     """A file that differs from what the stored snapshot generates."""
 
@@ -46,7 +56,7 @@ class StaleFile:
 
 def live_drift(
     directory: Path,
-    snapshot: Mapping[str, Any],
+    snapshot: Snapshot,
     *,
     target: str | None = None,
     secrets: Mapping[str, str] | None = None,
@@ -57,67 +67,60 @@ def live_drift(
     """Re-snapshot the environment that ``directory``'s stored ``snapshot`` records (or
     ``target``) the way it was snapshotted, and classify every difference."""
     quiet_sdk()
-    stored = as_object(snapshot["environment"])
+    stored = snapshot.environment
     try:
-        live_target = _live_target(stored, target)
+        live_target = _live_target(snapshot, target)
         recorded = _recorded_request(directory, snapshot, live_target)
         request = replace(recorded, secrets=secrets, api_key=api_key, timeout=timeout)
-        live, diagnostics = take_snapshot(live_target, request, fetch_options(request), progress)
+        # Recorded as the stored target, whatever --target says, and with the stored class
+        # name where the server reports only its lower-cased environment name: neither
+        # changes what the model sees.
+        options = fetch_options(request)
+        live, diagnostics = take_snapshot(live_target, request, options, progress, stored)
     except TargetError as exc:
         raise RequestError(str(exc)) from exc
-    # What the client or the server software is does not change what the model sees.
-    live["target"] = stored.get("target")
-    # A served file reports only its lower-cased environment name; the class name that a
-    # file target recorded is unknown over a URL, not changed.
-    recorded_class = as_object(stored.get("identity")).get("class_name")
-    live_identity = as_object(live.get("identity"))
-    if recorded_class is not None and "class_name" not in live_identity:
-        live["identity"] = {**live_identity, "class_name": recorded_class}
     return Drift(live_target, diagnostics, classify_drift(stored, live))
 
 
-def _live_target(stored: Mapping[str, Any], given: str | None) -> Target:
+# The recorded target kinds that can be snapshotted again.
+_LIVE_KINDS: dict[str, Kind] = {"catalog": "catalog", "url": "url", "file": "file"}
+
+
+def _live_target(snapshot: Snapshot, given: str | None) -> Target:
     """The target to re-snapshot: ``given`` (``--target``) if any, else the recorded one."""
     if given is not None:
         target = classify(given)
         if target.kind == "file" and not Path(target.value).is_file():
             raise RequestError(f"target {target.value} does not exist")
         return target
-    recorded = as_object(stored.get("target"))
-    if recorded.get("kind") not in ("catalog", "url", "file"):
+    recorded = snapshot.environment.target
+    kind = _LIVE_KINDS.get(recorded.kind) if recorded is not None else None
+    if recorded is None or kind is None:
         raise RequestError("the snapshot records no live target; pass --target")
-    target = Target(recorded["kind"], str(recorded["value"]))
+    target = Target(kind, recorded.value)
     if target.kind == "file" and not Path(target.value).is_file():
         raise RequestError(f"recorded target {target.value} does not exist here; pass --target")
     return target
 
 
-def _recorded_request(
-    directory: Path,
-    snapshot: Mapping[str, Any],
-    target: Target,
-) -> Request:
+def _recorded_request(directory: Path, snapshot: Snapshot, target: Target) -> Request:
     """The request that took ``snapshot``, as far as the snapshot records it (no secrets)."""
-    stored = as_object(snapshot["environment"])
-    identity = as_object(stored.get("identity"))
-    probe = as_object(stored.get("task_tools_probe"))
-    split = probe.get("split") or as_object(snapshot["package"]).get("split")
-    indices = [int(i) for i in as_array(probe.get("indices"))]
+    identity = snapshot.environment.identity
+    probe = snapshot.environment.task_tools_probe or TaskToolsProbe()
+    indices = probe.indices
     return Request(
         target=target.value,
         output=directory,
-        env_name=identity.get("env_name"),
-        split=str(split) if split else None,
-        task_tools=bool(probe.get("enabled", True)),
+        env_name=identity.env_name,
+        split=probe.split or snapshot.package.split or None,
+        task_tools=probe.enabled,
         # [] and [0] are what the default probe records; it was not asked for by index.
         probe_indices=None if indices in ([], [0]) else tuple(indices),
-        toolset=identity.get("toolset"),
+        toolset=identity.toolset,
     )
 
 
-def stale_files(
-    directory: Path, snapshot: Mapping[str, Any]
-) -> tuple[GenerateResult, list[StaleFile]]:
+def stale_files(directory: Path, snapshot: Snapshot) -> tuple[GenerateResult, list[StaleFile]]:
     """Regenerate ``directory``'s package from its stored ``snapshot`` in memory and list
     every file that differs on disk (``orsgen check``). Nothing is written."""
     generated = generate(snapshot)
@@ -132,3 +135,26 @@ def stale_files(
     for name in stray_generated(directory, generated.files):
         stale.append(StaleFile(name, (directory / name).read_text(encoding="utf-8"), None))
     return generated, stale
+
+
+def config_mismatch(
+    directory: Path, snapshot: Snapshot, config_file: Path | None = None
+) -> ConfigMismatch | None:
+    """Whether the config table in force for ``directory`` (found as generation finds it)
+    would generate another package than the one ``snapshot`` records; ``None`` when it
+    matches or when no table names the package (then the recorded one stays)."""
+    try:
+        path = config.find(Path.cwd(), config_file)
+        table = config.for_output(path, directory) if path is not None else None
+    except config.ConfigError as exc:
+        raise RequestError(str(exc)) from exc
+    if path is None or table is None:
+        return None
+    recorded = snapshot.package
+    expected = package_section(snapshot.environment, directory, Names(), table, snapshot).package
+    differences = [
+        f"{key}: {getattr(recorded, key)!r} in snapshot.json, {getattr(expected, key)!r} configured"
+        for key in ("name", "class_name", "split", *SELECTION)
+        if getattr(recorded, key) != getattr(expected, key)
+    ]
+    return ConfigMismatch(path, differences) if differences else None

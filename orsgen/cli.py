@@ -1,35 +1,57 @@
 """Command line: argument parsing, progress output and exit codes only.
 
 Exit codes: 0 success; 1 error diagnostics, drift or staleness; 2 usage error or an
-unusable target.
+unusable target; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import logging
+import re
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from orsgen import __version__, checks, pipeline
-from orsgen.diagnostics import Diagnostic, has_errors
+from orsgen.diagnostics import Diagnostic, grouped, has_errors
 from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
-from orsgen.wording import plural
+from orsgen.snapshot.stored import Snapshot
+from orsgen.wording import closest, did_you_mean, plural
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
     """Bad arguments or an unusable target: one line on stderr, exit code 2."""
 
 
+# Progress comes from the runtime loop's thread too (retry lines): once the user pressed
+# Ctrl-C, "interrupted" is the last line, whatever that thread still does before exit.
+_output = threading.Lock()
+_interrupted = False
+
+
 def _say(message: str, quiet: bool = False) -> None:
-    if not quiet:
-        print(f"orsgen: {message}", file=sys.stderr, flush=True)
+    with _output:
+        if not quiet and not _interrupted:
+            print(f"orsgen: {message}", file=sys.stderr, flush=True)
+
+
+def _say_interrupted() -> None:
+    global _interrupted
+    with _output:
+        _interrupted = True
+        print("orsgen: interrupted", file=sys.stderr, flush=True)
+    # What the loop thread was doing is cut short at exit: a coroutine it never started, an
+    # SDK import the exit broke. Their complaints would follow "interrupted" as tracebacks.
+    warnings.simplefilter("ignore")
+    logging.getLogger("asyncio").disabled = True
 
 
 def _error(exc: BaseException | str) -> None:
@@ -37,9 +59,9 @@ def _error(exc: BaseException | str) -> None:
     _say(f"error: {' '.join(str(exc).split())}")
 
 
-def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
-    for diag in sorted(diagnostics, key=lambda d: (d.level != "error", d.tool or "", d.pointer)):
-        print(f"  {diag.format()}", file=sys.stderr)
+def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> None:
+    for line in grouped(diagnostics, verbose):
+        print(f"  {line}", file=sys.stderr)
 
 
 def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
@@ -54,8 +76,39 @@ def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
     return out
 
 
-def _generate_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that names the closest option for a mistyped one (``--spilt``: did you
+    mean ``--split``?); Python 3.11's argparse has no ``suggest_on_error``."""
+
+    def parse(self, argv: Sequence[str]) -> argparse.Namespace:
+        options = [o for action in self._actions for o in action.option_strings]
+        unknown = _unknown_option(argv, options)
+        if unknown is not None:  # before parse_args, whose missing -o error would come first
+            self.error(f"unrecognized arguments: {unknown}{did_you_mean(unknown, options)}")
+        return self.parse_args(argv)
+
+
+def _unknown_option(argv: Sequence[str], options: Sequence[str]) -> str | None:
+    """The first argument that looks like an option and that argparse would not accept."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-") or arg == "-" or _NUMBER.match(arg):
+            continue
+        name = arg.split("=", 1)[0]
+        if name in options or (arg[:2] in options and not arg.startswith("--")):
+            continue  # an option, or a short one with its value attached (-ogenerated/x)
+        if name.startswith("--") and any(o.startswith(name) for o in options):
+            continue  # argparse accepts an unambiguous prefix (--spl for --split)
+        return name
+    return None
+
+
+def _generate_parser() -> _Parser:
+    p = _Parser(
         prog="orsgen",
         description="Snapshot an ORS environment and generate a typed TRL adapter package. "
         "Also: `orsgen check DIR [--live]`.",
@@ -107,12 +160,15 @@ def _generate_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--fail-on-warning", action="store_true", help="treat warnings as errors")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.add_argument(
+        "--verbose", action="store_true", help="each warning on its own line, never grouped"
+    )
     p.add_argument("--version", action="version", version=f"orsgen {__version__}")
     return p
 
 
-def _check_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _check_parser() -> _Parser:
+    p = _Parser(
         prog="orsgen check",
         description="Exit 1 when a generated package is stale (offline), or with --live when "
         "the environment has drifted from its snapshot.",
@@ -145,6 +201,9 @@ def _check_parser() -> argparse.ArgumentParser:
         help="with --live: seconds for the whole snapshot (default 120)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.add_argument(
+        "--verbose", action="store_true", help="each warning on its own line, never grouped"
+    )
     return p
 
 
@@ -180,7 +239,7 @@ def _refusal(result: Result) -> str:
 
 
 def run_generate(argv: Sequence[str]) -> int:
-    args = _generate_parser().parse_args(argv)
+    args = _generate_parser().parse(argv)
     started = time.perf_counter()
     try:
         result = pipeline.run(_request(args), progress=lambda m: _say(m, args.quiet))
@@ -192,10 +251,12 @@ def run_generate(argv: Sequence[str]) -> int:
         _say(
             f"{plural(len(diagnostics), 'diagnostic')}:", args.quiet and not has_errors(diagnostics)
         )
-        _print_diagnostics(diagnostics)
+        _print_diagnostics(diagnostics, args.verbose)
     if not result.written:
         _say(f"error: {_refusal(result)}")
         return EXIT_FAIL
+    for note in result.notes:  # printed even with -q, as warnings are
+        _say(f"warning: {note}")
     _say(
         f"wrote {plural(len(result.files), 'file')} to {result.output} ({result.class_name}, "
         f"{plural(result.tool_count, 'tool')}, "
@@ -205,7 +266,7 @@ def run_generate(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
-def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
+def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
     """Re-snapshot the recorded (or given) target and classify every difference."""
     from orsgen.versioning import WORDS
 
@@ -222,7 +283,7 @@ def run_check_live(args: argparse.Namespace, snapshot: dict[str, Any]) -> int:
     except (pipeline.RequestError, UsageError) as exc:
         _error(exc)
         return EXIT_USAGE
-    _print_diagnostics(drift.diagnostics)
+    _print_diagnostics(drift.diagnostics, args.verbose)
     changes = drift.changes
     if changes.level == "unchanged":
         _say(f"no drift: the live environment matches {args.directory}/snapshot.json", args.quiet)
@@ -275,7 +336,7 @@ def _not_a_package(directory: Path) -> str:
 def run_check(argv: Sequence[str]) -> int:
     from orsgen.snapshot.model import SnapshotError, load_text
 
-    args = _check_parser().parse_args(argv)
+    args = _check_parser().parse(argv)
     directory = Path(args.directory)
     path = directory / "snapshot.json"
     if not path.is_file():
@@ -290,7 +351,7 @@ def run_check(argv: Sequence[str]) -> int:
         return run_check_live(args, snapshot)
     generated, stale = checks.stale_files(directory, snapshot)
     if not generated.ok:
-        _print_diagnostics(generated.diagnostics)
+        _print_diagnostics(generated.diagnostics, args.verbose)
         return EXIT_FAIL
     for each in stale:
         _print_stale(directory, each)
@@ -301,22 +362,45 @@ def run_check(argv: Sequence[str]) -> int:
             f"regenerate with `orsgen {path} -o {directory}`"
         )
         return EXIT_FAIL
+    try:
+        mismatch = checks.config_mismatch(directory, snapshot)
+    except pipeline.RequestError as exc:
+        _error(exc)
+        return EXIT_USAGE
+    if mismatch is not None:
+        _say(
+            f"{directory} was generated with another configuration than {mismatch.path} "
+            f"sets ({'; '.join(mismatch.differences)}); regenerate with "
+            f"`orsgen {path} -o {directory}`"
+        )
+        return EXIT_FAIL
     _say(f"{directory} is up to date ({plural(len(generated.files), 'file')})", args.quiet)
     return EXIT_OK
 
 
+def _mistyped_command(word: str) -> bool:
+    """``orsgen chek DIR``: a bare word near "check" that is no file is no target either (a
+    target is a path, a URL or namespace/name), so say so before argparse asks for -o."""
+    bare = not any(c in word for c in "/:.\\") and not word.startswith("-")
+    return bare and closest(word, ["check"]) is not None and not Path(word).exists()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    global _interrupted
+    _interrupted = False  # main() runs more than once in one process (tests, embedding)
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] == "check":
             return run_check(argv[1:])
+        if argv and _mistyped_command(argv[0]):
+            raise UsageError(f"unknown command {argv[0]!r}; did you mean 'check'?")
         return run_generate(argv)
     except UsageError as exc:
         _error(exc)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        _say("interrupted")
-        return 130
+        _say_interrupted()
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -23,11 +23,12 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orsgen.jsonobject import is_object
+from orsgen.wording import did_you_mean
 
 
 class ConfigError(ValueError):
@@ -83,6 +84,19 @@ def find(start: Path, explicit: Path | None = None) -> Path | None:
     return None
 
 
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys valid beside the last part of ``loc`` (an error's path from the top table)."""
+    kind: Any = FileConfig
+    for part in loc[:-1]:
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            field = kind.model_fields.get(str(part))
+            kind = field.annotation if field is not None else None
+        else:  # a table keyed by the user's names (packages, params): its values' type
+            args = get_args(kind)
+            kind = args[-1] if args else None
+    return list(kind.model_fields) if isinstance(kind, type) and issubclass(kind, BaseModel) else []
+
+
 def load(path: Path) -> FileConfig:
     table = _table(path)
     try:
@@ -91,7 +105,11 @@ def load(path: Path) -> FileConfig:
         problems: list[str] = []
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"])
-            problems.append(f"{key}: {err['msg']}")
+            if err["type"] == "extra_forbidden":  # a typo, most likely: name the key it missed
+                hint = did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"]))
+                problems.append(f"{key}: unknown key{hint}")
+            else:
+                problems.append(f"{key}: {err['msg']}")
         raise ConfigError(f"{path}: " + "; ".join(problems)) from None
 
 

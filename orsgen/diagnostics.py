@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,3 +45,41 @@ def error(tool: str | None, pointer: str, message: str) -> Diagnostic:
 
 def has_errors(diagnostics: list[Diagnostic]) -> bool:
     return any(d.level == "error" for d in diagnostics)
+
+
+GROUP_AT = 3  # this many tools with the same finding make one line
+_SHOWN = 3  # tools named on a grouped line
+
+
+def grouped(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> list[str]:
+    """Readable lines, errors first. The same finding (level, pointer and message) in
+    ``GROUP_AT`` or more tools is one line naming how many and the first few; with
+    ``verbose`` every finding is its own line. Counts (``--fail-on-warning``) stay per
+    finding: this changes only how they are shown."""
+    ordered = sorted(diagnostics, key=lambda d: (d.level != "error", d.tool or "", d.pointer))
+    if verbose:
+        return [d.format() for d in ordered]
+    tools: dict[tuple[str, str, str], list[str]] = {}
+    for d in ordered:
+        if d.tool is not None:
+            tools.setdefault((d.level, d.pointer, d.message), []).append(d.tool)
+    lines: list[str] = []
+    done: set[tuple[str, str, str]] = set()
+    for d in ordered:
+        key = (d.level, d.pointer, d.message)
+        names = tools.get(key, [])
+        if len(names) < GROUP_AT:
+            lines.append(d.format())
+        elif key not in done:
+            done.add(key)
+            lines.append(_group_line(d, names))
+    return lines
+
+
+def _group_line(first: Diagnostic, tools: list[str]) -> str:
+    where = f" at {_clip(first.pointer)}" if first.pointer else ""
+    shown = ", ".join(_clip(repr(t), 40) for t in tools[:_SHOWN])
+    return (
+        f"{first.level}{where}: {_clip(first.message, 600)} ... in {len(tools)} tools: "
+        f"{shown}, ... (use --verbose for each)"
+    )

@@ -2,22 +2,32 @@
 
 Each name comes from the first source that sets it: the caller, the config file, the
 package already in the output directory, then a default derived from the environment.
-The version starts at 1.0.0 and is bumped by how the environment changed since the
-snapshot already in the output directory (``orsgen.versioning``).
+
+Which tools the package has, and their Python names (``include``, ``exclude``,
+``rename``), come from the package's config table when there is one, in full: a key the
+table no longer sets is back to its default. With no table (regenerating elsewhere, or
+from a snapshot.json alone) the package keeps what its snapshot recorded.
+
+The version starts at 1.0.0 and is bumped by how the package's surface changed since the
+package already in the output directory (``orsgen.versioning``): a change the
+environment made and one the configuration made count alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orsgen.config import PackageConfig
 from orsgen.generate import naming
-from orsgen.jsonobject import as_array, as_object
-from orsgen.versioning import Classification, bump, classify
+from orsgen.generate.tools import tool_specs
+from orsgen.snapshot.stored import Environment, HistoryEntry, Package, Renames, Snapshot
+from orsgen.versioning import Change, Classification, bump, classify
 
 FIRST_VERSION = "1.0.0"
+# The package fields a config table sets; recorded so that ``orsgen check`` regenerates them.
+SELECTION = ("include", "exclude", "rename")
 
 
 @dataclass(frozen=True)
@@ -31,78 +41,130 @@ class Names:
 
 @dataclass(frozen=True)
 class Section:
-    package: dict[str, Any]
-    # How the environment changed since the previous snapshot; None for the first one.
+    package: Package
+    # How the package's surface changed since the previous snapshot; None for the first one.
     changes: Classification | None
 
 
-def _label(environment: Mapping[str, Any], output: Path) -> str:
+def _label(environment: Environment, output: Path) -> str:
     """What the adapter class is named after: the deployment, the class, the environment."""
-    ident = as_object(environment.get("identity"))
-    label = ident.get("deployment") or ident.get("class_name") or ident.get("env_name")
-    return str(label or output.name)
+    ident = environment.identity
+    return ident.deployment or ident.class_name or ident.env_name or output.name
 
 
 def _names(
-    environment: Mapping[str, Any],
+    environment: Environment,
     output: Path,
     asked: Names,
-    configured: Mapping[str, Any],
-    previous: Mapping[str, Any],
-) -> dict[str, Any]:
-    probe = as_object(environment.get("task_tools_probe"))
+    configured: PackageConfig,
+    previous: Package | None,
+) -> dict[str, str]:
+    probe = environment.task_tools_probe
     return {
         "name": asked.package
-        or configured.get("package")
-        or previous.get("name")
+        or configured.package
+        or (previous.name if previous else None)
         or naming.package_name(output.resolve().name),
         "class_name": asked.class_name
-        or configured.get("class_name")
-        or previous.get("class_name")
+        or configured.class_name
+        or (previous.class_name if previous else None)
         or naming.class_name(_label(environment, output)),
         "split": asked.split
-        or configured.get("split")
-        or previous.get("split")
-        or probe.get("split")
+        or configured.split
+        or (previous.split if previous else None)
+        or (probe.split if probe else None)
         or "train",
     }
 
 
-def _history(previous: Mapping[str, Any], changes: Classification | None) -> tuple[str, list[Any]]:
-    """The new version and the history, newest first."""
-    if changes is None:
-        return FIRST_VERSION, [
-            {"version": FIRST_VERSION, "level": "initial", "changes": ["first snapshot"]}
-        ]
-    history = list(as_array(previous.get("history")))
-    version = bump(str(previous.get("version", FIRST_VERSION)), changes.level)
-    if changes.level == "unchanged":
-        return version, history
-    entry = {
-        "version": version,
-        "level": changes.level,
-        "changes": [c.line() for c in sorted(changes.changes)],
+def _selection(configured: PackageConfig | None, previous: Package | None) -> dict[str, Any]:
+    """``include``/``exclude``/``rename`` as the package records them (only what is set):
+    the config table's when there is one, else the previous package's."""
+    if configured is None:
+        if previous is None:
+            return {}
+        return {k: getattr(previous, k) for k in SELECTION if k in previous.model_fields_set}
+    renames = configured.rename
+    selected = {
+        "include": None if configured.include is None else sorted(configured.include),
+        "exclude": sorted(configured.exclude) or None,
+        "rename": Renames(tools=renames.tools, params=renames.params)
+        if renames.tools or renames.params
+        else None,
     }
-    return version, [entry, *history]
+    return {k: v for k, v in selected.items() if v is not None}
+
+
+def surface(environment: Environment, package: Package) -> Environment:
+    """``environment`` with only the tools ``package`` generates (its include/exclude)."""
+    kept = {s.name for s in tool_specs(environment, package)}
+    return environment.model_copy(
+        update={
+            "tools": [t for t in environment.tools if t.name in kept],
+            "task_tools": [t for t in environment.task_tools if t.name in kept],
+        }
+    )
+
+
+def _renamed(old: Renames, new: Renames, tools: set[str]) -> list[Change]:
+    """A configured rename changes the name the model calls a tool or parameter by: as
+    breaking as removing it and adding another."""
+    out: list[Change] = []
+    for wire in sorted(tools & (set(old.tools) | set(new.tools))):
+        before, after = old.tools.get(wire, wire), new.tools.get(wire, wire)
+        if before != after:
+            out.append(Change(wire, "major", f"tool {wire!r} renamed: {before!r} -> {after!r}"))
+    for wire in sorted(tools & (set(old.params) | set(new.params))):
+        was, now = old.params.get(wire, {}), new.params.get(wire, {})
+        for param in sorted(set(was) | set(now)):
+            before, after = was.get(param, param), now.get(param, param)
+            if before != after:
+                where = f"parameter {param!r} of tool {wire!r}"
+                out.append(Change(wire, "major", f"{where} renamed: {before!r} -> {after!r}"))
+    return out
+
+
+def _changes(old: Snapshot, environment: Environment, package: Package) -> Classification:
+    """How the generated surface changed: the environment's tools as each package selects them."""
+    new_surface = surface(environment, package)
+    changes = classify(surface(old.environment, old.package), new_surface)
+    kept = {t.name for t in new_surface.all_tools}
+    changes.changes += _renamed(old.package.rename, package.rename, kept)
+    return changes
+
+
+def _history(
+    previous: Package | None, changes: Classification | None
+) -> tuple[str, list[HistoryEntry]]:
+    """The new version and the history, newest first."""
+    if previous is None or changes is None:
+        first = HistoryEntry(version=FIRST_VERSION, level="initial", changes=["first snapshot"])
+        return FIRST_VERSION, [first]
+    version = bump(previous.version, changes.level)
+    if changes.level == "unchanged":
+        return version, list(previous.history)
+    entry = HistoryEntry(
+        version=version,
+        level=changes.level,
+        changes=[c.line() for c in sorted(changes.changes)],
+    )
+    return version, [entry, *previous.history]
 
 
 def package_section(
-    environment: Mapping[str, Any],
+    environment: Environment,
     output: Path,
     asked: Names,
-    configured: Mapping[str, Any],
-    old: Mapping[str, Any] | None,
+    configured: PackageConfig | None,
+    old: Snapshot | None,
 ) -> Section:
     """The ``package`` section for ``environment`` written to ``output``. ``configured`` is
-    what the config file sets (``orsgen.config.for_environment``); ``old`` the snapshot
-    already in the output directory, if any."""
-    previous = as_object(old["package"] if old else None)
-    package = _names(environment, output, asked, configured, previous)
-    for key in ("include", "exclude", "rename"):
-        if key in configured:
-            package[key] = configured[key]
-        elif key in previous and not configured:
-            package[key] = previous[key]
-    changes = classify(old["environment"], environment) if old else None
-    package["version"], package["history"] = _history(previous, changes)
+    the package's config table, if there is one; ``old`` the snapshot already in the
+    output directory, if any."""
+    previous = old.package if old else None
+    names = _names(environment, output, asked, configured or PackageConfig(), previous)
+    package = Package.model_validate({**names, **_selection(configured, previous)})
+    changes = _changes(old, environment, package) if old else None
+    version, history = _history(previous, changes)
+    package = package.model_copy(update={"version": version, "history": history})
     return Section(package, changes)

@@ -21,16 +21,17 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from orsgen import config
 from orsgen.diagnostics import Diagnostic, has_errors, warning
 from orsgen.generate import generate, naming
-from orsgen.jsonobject import as_array, as_object
+from orsgen.generate.tools import tool_specs
 from orsgen.outdir import OutputDirError, check_output_dir
 from orsgen.package_section import Names, package_section
 from orsgen.snapshot import Target, TargetError, classify, take
 from orsgen.snapshot.model import SnapshotError, build, load_text
+from orsgen.snapshot.stored import Environment, Snapshot, TargetRef
 from orsgen.versioning import Classification
 from orsgen.write import write_package
 
@@ -89,11 +90,13 @@ class Result:
     snapshot's, the naming's and the generator's findings, in that order."""
 
     output: Path
-    snapshot: dict[str, Any]
+    snapshot: Snapshot
     files: dict[str, str]
     diagnostics: list[Diagnostic]
     changes: Classification | None  # since the package already in ``output``; None: new
     refused: Refusal | None
+    # What the user should know that is not a finding about the package (see _loopback_note).
+    notes: tuple[str, ...] = ()
 
     @property
     def written(self) -> bool:
@@ -101,15 +104,15 @@ class Result:
 
     @property
     def package(self) -> str:
-        return str(self.snapshot["package"]["name"])
+        return self.snapshot.package.name
 
     @property
     def class_name(self) -> str:
-        return str(self.snapshot["package"]["class_name"])
+        return self.snapshot.package.class_name
 
     @property
     def version(self) -> str:
-        return str(self.snapshot["package"]["version"])
+        return self.snapshot.package.version
 
     @property
     def level(self) -> Level:
@@ -118,18 +121,18 @@ class Result:
 
     @property
     def tool_count(self) -> int:
-        environment = self.snapshot["environment"]
-        return len(environment["tools"]) + len(environment["task_tools"])
+        """The tools the package has (what its configuration selects)."""
+        return len(tool_specs(self.snapshot.environment, self.snapshot.package))
 
 
 @dataclass
 class _Inputs:
     """What generation starts from: the environment facts and what shapes the package."""
 
-    environment: dict[str, Any]
+    environment: Environment
     diagnostics: list[Diagnostic]
-    previous: dict[str, Any] | None  # the snapshot already in the output directory
-    configured: dict[str, Any]
+    previous: Snapshot | None  # the snapshot already in the output directory
+    configured: config.PackageConfig | None  # the package's config table, checked
 
 
 def run(request: Request, progress: Progress = silent) -> Result:
@@ -148,13 +151,53 @@ def run(request: Request, progress: Progress = silent) -> Result:
     generated = generate(snapshot)
     diagnostics = [
         *inputs.diagnostics,
-        *_name_warnings(request.output, str(section.package["name"])),
+        *_name_warnings(request.output, section.package.name),
         *generated.diagnostics,
     ]
     refused = _refusal(request, diagnostics, generated.files)
     if refused is None:
         _write(request.output, generated.files)
-    return Result(request.output, snapshot, generated.files, diagnostics, section.changes, refused)
+    note = _loopback_note(inputs.environment, inputs.previous)
+    return Result(
+        request.output,
+        snapshot,
+        generated.files,
+        diagnostics,
+        section.changes,
+        refused,
+        (note,) if note else (),
+    )
+
+
+def _loopback_note(environment: Environment, previous: Snapshot | None) -> str | None:
+    """A loopback default server works on this machine only. Said when it becomes the
+    package's default, not on every regeneration; not a diagnostic, since the package is
+    right (``--fail-on-warning`` must not refuse generating from a local server)."""
+    url = environment.default_url
+    if url is None or not is_loopback(url):
+        return None
+    if previous is not None and previous.environment.default_url == url:
+        return None
+    return (
+        f"the package's default server is {url}, a loopback address that only this machine "
+        "reaches; where training runs elsewhere, pass base_url=... (or set "
+        "OPENREWARD_SESSION_URL) to load_tasks() and the adapter"
+    )
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine (``localhost``, ``127.0.0.0/8``, ``::1``, ``0.0.0.0``)."""
+    import ipaddress
+    from urllib.parse import urlparse
+
+    host = urlparse(url).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def _inputs(request: Request, progress: Progress) -> _Inputs:
@@ -169,7 +212,7 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
             if not path.is_file():
                 raise RequestError(f"{path}: no such snapshot file")
             stored = load_text(path.read_text(encoding="utf-8"), str(path))
-            environment = stored["environment"]
+            environment = stored.environment
             previous = previous or stored
             progress(f"regenerating offline from {path}")
             table = _config_table(request)
@@ -186,7 +229,7 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
 def fetch_options(
     request: Request,
     configured: tuple[Path, config.PackageConfig] | None = None,
-    previous: Mapping[str, Any] | None = None,
+    previous: Snapshot | None = None,
 ) -> FetchOptions:
     """How to snapshot: the one place both generation and ``check --live`` build it.
     ``configured`` is the config file and its table; ``previous`` the snapshot already in
@@ -203,20 +246,29 @@ def fetch_options(
         probe_indices=request.probe_indices,
         secrets=request.secrets,
         timeout=request.timeout,
-        previous_split=as_object(as_object(previous).get("package")).get("split"),
+        previous_split=previous.package.split if previous is not None else None,
     )
 
 
 def take_snapshot(
-    target: Target, request: Request, options: FetchOptions, progress: Progress
-) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """The live environment's facts (the snapshot's ``environment`` section) and findings."""
+    target: Target,
+    request: Request,
+    options: FetchOptions,
+    progress: Progress,
+    recorded: Environment | None = None,
+) -> tuple[Environment, list[Diagnostic]]:
+    """The live environment's facts (the snapshot's ``environment`` section) and findings.
+    ``recorded``: a stored section whose target and class name the live one records
+    (``check --live``: neither changes what the model sees)."""
+    record_as: TargetRef | None = recorded.target if recorded is not None else None
     return take(
         target,
         env_name=request.env_name,
         options=options,
         api_key=request.api_key,
         progress=progress,
+        record_as=record_as,
+        class_name=recorded.identity.class_name if recorded is not None else None,
     )
 
 
@@ -245,15 +297,19 @@ def _config_table(request: Request) -> tuple[Path, config.PackageConfig] | None:
 
 
 def _configured(
-    table: tuple[Path, config.PackageConfig] | None, environment: Mapping[str, Any]
-) -> dict[str, Any]:
+    table: tuple[Path, config.PackageConfig] | None, environment: Environment
+) -> config.PackageConfig | None:
+    """The package's config table, checked against the environment's tool names."""
     if table is None:
-        return {}
-    specs = [*as_array(environment.get("tools")), *as_array(environment.get("task_tools"))]
-    return config.for_environment(*table, [str(as_object(t).get("name")) for t in specs])
+        return None
+    path, package = table
+    problems = config.unknown_tools(package, [t.name for t in environment.all_tools])
+    if problems:
+        raise config.ConfigError(f"{path}: " + "; ".join(problems))
+    return package
 
 
-def _stored_in(directory: Path) -> dict[str, Any] | None:
+def _stored_in(directory: Path) -> Snapshot | None:
     """The snapshot of the package already in ``directory``; None when there is none
     (or it is unreadable: the output directory check decides whether it may be replaced)."""
     path = directory / "snapshot.json"

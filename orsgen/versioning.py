@@ -12,13 +12,14 @@ The rules follow what breaks code and models that were trained against the old t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel
 
 from orsgen.generate import ir
 from orsgen.generate.typemap import tool_tree
-from orsgen.snapshot.stored import Environment, ToolSpec
+from orsgen.snapshot.stored import Environment, ToolSpec, stored_form
 
 Level = Literal["unchanged", "patch", "minor", "major"]
 _RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
@@ -97,9 +98,10 @@ def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[
         for value in sorted(new_values - old_values):
             out.append(Change(tool, "minor", f"{where}: enum value {value} added"))
         return
+    # Members as the hint shows them: a nested object's own fields are compared field by field.
     old_set = {ir.render(m) for m in old_members}
     new_set = {ir.render(m) for m in new_members}
-    if "Any" in new_set or old_set < new_set:
+    if any(isinstance(m, ir.AnyOf) for m in new_members) or old_set < new_set:
         out.append(Change(tool, "minor", f"{where}: type widened from {old_hint} to {new_hint}"))
     elif new_set < old_set:
         out.append(Change(tool, "major", f"{where}: type narrowed from {old_hint} to {new_hint}"))
@@ -145,12 +147,11 @@ def _object(node: ir.Node) -> ir.ObjectOf | None:
     return node if isinstance(node, ir.ObjectOf) else None
 
 
-def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
+def classify(old: Environment, new: Environment) -> Classification:
     """Compare two snapshots' ``environment`` sections."""
     result = Classification()
     out = result.changes
-    old_tools = _tools(Environment.model_validate(dict(old)))
-    new_tools = _tools(Environment.model_validate(dict(new)))
+    old_tools, new_tools = _tools(old), _tools(new)
     for name in sorted(set(old_tools) - set(new_tools)):
         out.append(Change(name, "major", f"tool {name!r} removed"))
     for name in sorted(set(new_tools) - set(old_tools)):
@@ -170,19 +171,27 @@ def classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> Classification:
                     name, "patch", f"schema of tool {name!r} changed in titles or annotations only"
                 )
             )
-    old_set, new_set = (e.get("identity", {}).get("toolset") for e in (old, new))
-    if (
-        old_set != new_set
-    ):  # another harness's tool surface: what the model learned no longer applies
+    old_set, new_set = old.identity.toolset, new.identity.toolset
+    if old_set != new_set:  # another harness's tool surface: what the model learned no longer applies
         out.append(Change("", "major", f"toolset changed: {old_set!r} -> {new_set!r}"))
-    for key in ("splits", "terminal_tool", "supports_score_group", "identity", "target"):
-        if old.get(key) != new.get(key):
-            out.append(
-                Change(
-                    "", "patch", f"{key} changed: {_brief(old.get(key))} -> {_brief(new.get(key))}"
-                )
-            )
+    for key in _FACTS:
+        before, after = _fact(old, key), _fact(new, key)
+        if before != after:
+            out.append(Change("", "patch", f"{key} changed: {_brief(before)} -> {_brief(after)}"))
     return result
+
+
+# Environment facts besides the tools that a version records (as patch changes); what the
+# client or the server software is does not change what the model sees.
+_FACTS = ("splits", "terminal_tool", "supports_score_group", "identity", "target")
+
+
+def _fact(environment: Environment, key: str) -> Any:
+    """One of :data:`_FACTS` as the snapshot stores it (``None`` when it records none)."""
+    value: Any = getattr(environment, key) if key in environment.model_fields_set else None
+    if isinstance(value, list):
+        return [stored_form(v) for v in cast(list[BaseModel], value)]
+    return stored_form(value) if isinstance(value, BaseModel) else value
 
 
 def _brief(value: Any) -> str:

@@ -1,8 +1,24 @@
-"""Counts in messages read as English: "1 tool", "2 tools"."""
+"""How messages word things: counts in English ("1 tool", "2 tools") and the closest
+valid name for a typo ("did you mean 'exclude'?"), for every layer that words a message."""
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
     """``plural(1, "tool")`` is ``"1 tool"``; ``plural(2, "tool")`` is ``"2 tools"``."""
     return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def closest(name: str, valid: Iterable[str]) -> str | None:
+    """The valid name nearest to ``name`` (``"--spilt"`` -> ``"--split"``), if any is close."""
+    found = difflib.get_close_matches(name, sorted(set(valid)), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def did_you_mean(name: str, valid: Iterable[str]) -> str:
+    """``"; did you mean '--split'?"`` for a near miss, else ``""`` (to append to a message)."""
+    match = closest(name, valid)
+    return f"; did you mean {match!r}?" if match is not None else ""

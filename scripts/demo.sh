@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled example environment, from a fresh clone:
 # install, snapshot + generate the adapter package, prove it is current and type-clean,
-# then train a tiny model with GRPOTrainer on CPU through the generated package.
+# then train a tiny model with GRPOTrainer on CPU through the generated package, long enough
+# to watch it learn: a per-step table, and its plot in runs/demo/reward.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -15,6 +16,12 @@ echo "== orsgen check generated/echo"
 echo "== mypy --strict generated"
 "$PY" -m mypy --strict generated
 echo "== basedpyright generated (strict mode, the pyright most editors run)"
-"$PY" -m basedpyright generated
+# --pythonpath: basedpyright otherwise resolves imports with the python on PATH (or ./.venv),
+# not PYTHON=..., and fails on every import of orsgen, pydantic and datasets.
+"$PY" -m basedpyright --pythonpath "$PY" generated
 echo "== GRPOTrainer on CPU with the generated package"
-"$PY" examples/train_echo.py
+# The tiny model is warmed up to echo the right word in 1 of 3 tries and a wrong one in the
+# others, so a GRPO group of 4 rollouts of one task differs in reward: the gradient is not
+# zero, and the reward rises as the model learns which word scores.
+"$PY" examples/train_echo.py --steps 30 --right-share 0.33 --learning-rate 5e-4 \
+    --group-size 4 --batch-size 16 --output-dir runs/demo

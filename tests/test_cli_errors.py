@@ -148,3 +148,14 @@ def test_every_option_is_explained_in_help() -> None:
     for parser in (_generate_parser(), _check_parser()):
         unexplained = [a.dest for a in parser._actions if not a.help]
         assert unexplained == [], (parser.prog, unexplained)
+
+
+def test_an_unreachable_server_is_worded_as_the_runtime_words_it(results) -> None:
+    # orsgen.runtime.errors.describe, which load_tasks and reset() use too; not aiohttp's
+    # "Cannot connect to host ... ssl:default [Connect call failed ...]".
+    run, _, mention = results["unreachable url"]
+    last = run.stderr.splitlines()[-1]
+    assert last.endswith(
+        f"cannot connect to {mention}: connection refused (is the server running?)"
+    )
+    assert "ssl:default" not in run.stderr and "Connect call failed" not in run.stderr

@@ -79,3 +79,54 @@ def test_a_file_target_says_it_is_served_before_connecting(orsgen_cli, tmp_path)
     lines = run.stderr.splitlines()
     assert lines[0] == f"orsgen: serving {env_file} in this process for the snapshot"
     assert lines[1].startswith("orsgen: connecting to the ORS server at http://127.0.0.1:")
+
+
+def _many_tools_snapshot(directory, count: int):
+    """A stored snapshot of ``count`` tools that each hold a list default (one warning each)."""
+    import sys
+
+    from conftest import ROOT
+    from orsgen.snapshot.model import build, dump
+    from orsgen.snapshot.stored import stored_form
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import generate_scale
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    snap = stored_form(generate_scale.snapshot(count))
+    for spec in snap["environment"]["tools"]:
+        schema = spec["input_schema"]
+        schema["properties"]["tags"] = {"type": "array", "items": {"type": "string"}, "default": []}
+        spec["property_order"] = [*spec["property_order"], "tags"]
+    package = {"class_name": "ScaleEnv", "name": "scale", "split": "train", "version": "1.0.0"}
+    directory.mkdir()
+    path = directory / "snapshot.json"
+    path.write_text(dump(build(snap["environment"], package)), encoding="utf-8")
+    return path
+
+
+MUTABLE = "mutable default is documented, not used as the Python default"
+
+
+def test_the_same_warning_in_600_tools_is_one_line(orsgen_cli, tmp_path) -> None:
+    path = _many_tools_snapshot(tmp_path / "src", 600)
+    run = orsgen_cli([str(path), "-o", str(tmp_path / "many" / "scale"), "-q"])
+    assert run.code == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert len(lines) <= 10, run.stderr
+    (line,) = [li for li in lines if MUTABLE in li]
+    assert "in 600 tools: 'tool_000', 'tool_001', 'tool_002', ... (use --verbose for each)" in line
+    assert line.lstrip().startswith("warning at /properties/tags/default: ")
+
+
+def test_verbose_prints_each_warning_and_fail_on_warning_counts_each(orsgen_cli, tmp_path) -> None:
+    path = _many_tools_snapshot(tmp_path / "src", 4)
+    run = orsgen_cli([str(path), "-o", str(tmp_path / "each" / "scale"), "-q", "--verbose"])
+    assert run.code == 0, run.stderr
+    each = [li for li in run.stderr.splitlines() if MUTABLE in li]
+    assert [li.split("'")[1] for li in each] == [f"tool_00{i}" for i in range(4)]
+    run = orsgen_cli([str(path), "-o", str(tmp_path / "refused" / "scale"), "--fail-on-warning"])
+    assert run.code == 1
+    assert sum(MUTABLE in li for li in run.stderr.splitlines()) == 1  # grouped when shown
+    assert "--fail-on-warning and 4 warnings" in run.stderr  # but counted one by one

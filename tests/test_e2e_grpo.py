@@ -8,7 +8,9 @@ instrumented openreward server over loopback. What happened is counted at the se
 
 from __future__ import annotations
 
+import csv
 import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -120,4 +122,48 @@ def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path
     # adapters, the server holds none.
     assert open_after_train >= 1, open_after_train
     assert envs, "the trainer made no environments"
+    assert server.wait_sessions(0, timeout=30) == 0
+
+
+@pytest.mark.timeout(300)
+def test_demo_training_path_learns_and_reports(
+    ors_servers: ors_server.Servers, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scripts/demo.sh's training path (examples/train_echo.py) with small settings: the
+    mixed warm-up gives GRPO groups whose rewards differ, so the gradient is not zero, and
+    the run prints the per-step table and writes it with its plot."""
+    import train_echo  # examples/, as demo.sh runs it
+
+    server = ors_servers.own(ECHO_ENV)
+    out, results = tmp_path / "demo", tmp_path / "results"
+    code = train_echo.main(
+        [
+            "--base-url", server.url, "--steps", "4", "--right-share", "0.5",
+            "--learning-rate", "5e-4", "--group-size", "4", "--batch-size", "8",
+            "--output-dir", str(out), "--result-dir", str(results),
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0
+    result = json.loads((results / "rank-0.json").read_text())
+    per_step = result["per_step"]
+    assert [row["step"] for row in per_step] == [1, 2, 3, 4], per_step
+    # Every step's coverage was counted (this branch's runtime logs no ors/scored_frac), and
+    # the warm-up's right-and-wrong mix gave some group rewards that differ.
+    assert all(row["coverage"] is not None and 0 < row["coverage"] <= 1 for row in per_step)
+    assert any(row["grad_norm"] > 0 for row in per_step), per_step
+    assert any(0 < row["reward_mean"] < 1 for row in per_step), per_step
+    # The table, printed: a header and one line per step, with the figures of the result.
+    lines = printed.splitlines()
+    header = lines.index("step  reward mean  reward std  scored  grad norm")
+    table = [line.split() for line in lines[header + 1 : header + 5]]
+    assert [int(cells[0]) for cells in table] == [1, 2, 3, 4], printed[-3000:]
+    assert [cells[4] for cells in table] == [f"{r['grad_norm']:.4f}" for r in per_step]
+    # ... written next to the run's output, with its plot.
+    with (out / "steps.csv").open() as f:
+        written = list(csv.DictReader(f))
+    assert [int(row["step"]) for row in written] == [1, 2, 3, 4]
+    assert [float(row["coverage"]) for row in written] == [r["coverage"] for r in per_step]
+    png = (out / "reward.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, len(png)
     assert server.wait_sessions(0, timeout=30) == 0

@@ -25,6 +25,7 @@ from orsgen.cli import main as orsgen_main
 from orsgen.generate import generate
 from orsgen.pipeline import Request, run
 from orsgen.snapshot.model import build
+from orsgen.snapshot.stored import stored_form
 from orsgen.write import write_package
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +49,7 @@ def generated(server: ors_server.RunningServer, tmp_path_factory: pytest.TempPat
     assert result.written, [d.format() for d in result.diagnostics]
     sys.path.insert(0, str(base))
     module = importlib.import_module("hostile")
-    return {"module": module, "dir": base, "snapshot": result.snapshot,
+    return {"module": module, "dir": base, "snapshot": stored_form(result.snapshot),
             "diagnostics": result.diagnostics, "files": result.files}
 
 

@@ -166,3 +166,50 @@ def test_the_models_whitelist_rejects_anything_else(change: tuple[str, str], mes
 
     with pytest.raises(ValueError, match=message):
         check_models_source(GOOD_MODELS.replace(*change))
+
+
+def _models_module(files: dict[str, str]) -> dict[str, Any]:
+    """Run the generated models.py (declarations only) and return its namespace."""
+    import sys
+    import types
+
+    module = types.ModuleType("_strict_models_test")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(files["models.py"], "models.py", "exec"), module.__dict__)  # noqa: S102
+        for value in list(module.__dict__.values()):
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                value.model_rebuild()
+    finally:
+        del sys.modules[module.__name__]
+    return module.__dict__
+
+
+STRICT = {
+    "properties": {
+        "low": {"type": "integer", "default": 0},
+        "tags": {"type": "array", "items": {"type": "string"}, "default": ["a", "b"]},
+        "kinds": {"type": "array", "items": {"type": "string"}},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "bad": {"type": "integer", "default": "not an int"},
+    },
+    "type": "object",
+}
+
+
+def test_models_are_as_strict_as_the_schema() -> None:
+    result = generate(_snapshot([_tool("a", STRICT)]))
+    assert result.ok, result.diagnostics
+    source = result.files["models.py"]
+    assert "low: int = 0" in source
+    assert 'tags: list[str] = Field(default_factory=lambda: ["a", "b"])' in source
+    assert "note: str | None = None" in source
+    namespace = _models_module(result.files)
+    inner = namespace["AInner"]  # one tool alone: its classes are named after it
+    made = inner.model_validate({})
+    assert (made.low, made.tags, made.note) == (0, ["a", "b"], None)
+    assert inner.model_validate({}).tags is not made.tags  # a fresh list each time
+    inner.model_validate({"note": None})  # the schema allows null here
+    for field in ("low", "tags", "kinds", "bad"):  # and nowhere else
+        with pytest.raises(ValueError):
+            inner.model_validate({field: None})

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from orsgen.generate import generate
 from orsgen.snapshot.model import build
+from orsgen.snapshot.stored import Snapshot, stored_form
 from orsgen.write import write_package
 
 _counter = itertools.count()
@@ -65,7 +66,7 @@ TOOLS = st.lists(
 )
 
 
-def _snapshot(tools: list[tuple[str, str, dict[str, Any], bool]]) -> dict[str, Any]:
+def _snapshot(tools: list[tuple[str, str, dict[str, Any], bool]]) -> Snapshot:
     specs = []
     for name, desc, props, all_required in tools:
         schema: dict[str, Any] = {"type": "object", "properties": props}
@@ -147,7 +148,7 @@ def _check_one(tools: Any, tmp_path_factory: Any, refusals: list[str]) -> str:
     assert {m for m in set(sys.modules) - before if not m.startswith("prop_pkg_")} == set()
     assert sorted(p.name for p in where.iterdir()) == [module.__name__]
     cls = module.PropEnv
-    specs = {s["name"]: s for s in snapshot["environment"]["tools"]}
+    specs = {s["name"]: s for s in stored_form(snapshot)["environment"]["tools"]}
     for method, (wire, params) in cls.WIRE_NAMES.items():
         shown = get_json_schema(getattr(cls, method))["function"]["parameters"]
         assert set(shown["properties"]) == set(params)

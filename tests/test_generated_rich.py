@@ -45,3 +45,26 @@ def test_invalid_nested_arguments_fail_without_a_round_trip(env: Any, rich_serve
     assert rich_server.requests().get("POST /richenv/call", 0) == 0
     assert env.search(query="x") == "0 results for 'x'"  # a valid call is one request
     assert rich_server.requests().get("POST /richenv/call", 0) == 1
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{"tags": None}, {"year": {"low": None}}, {"kind": "book", "tags": ["a", None]}],
+    ids=["tags-null", "low-null", "tag-null"],
+)
+def test_null_where_the_schema_allows_none_fails_client_side(
+    env: Any, rich_server: Any, filters: dict[str, Any]
+) -> None:
+    # tags and low are optional but never null on the server (low defaults to 0).
+    rich_server.reset_counts()
+    text = str(failed(env.import_, ids=[1], filters=filters))
+    # The wire name ("import"), not the Python one, and the model's own mistake.
+    assert text.startswith("tool 'import' rejected the call: ") and "filters" in text, text
+    assert rich_server.requests().get("POST /richenv/call", 0) == 0
+
+
+def test_null_where_the_schema_allows_it_is_sent(env: Any, rich_server: Any) -> None:
+    rich_server.reset_counts()
+    assert env.import_(ids=[1], filters={"kind": None, "year": {"high": None}}) == "saved 1"
+    assert env.import_(ids=[1], filters={"year": None}) == "saved 1"
+    assert rich_server.requests().get("POST /richenv/call", 0) == 2

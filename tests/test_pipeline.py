@@ -140,3 +140,28 @@ def test_serving_files_one_after_another_in_one_process_prints_nothing(
         assert result.written and result.tool_count == 2
     printed = capfd.readouterr()
     assert printed.out == "" and printed.err == "", printed
+
+
+def test_a_url_target_is_the_packages_default_and_a_loopback_one_is_said(
+    tmp_path: Path, echo_server: Any, orsgen_cli: Any
+) -> None:
+    """The README and the code agree (issue 16, item 8): a package generated from a URL
+    records that server as its default, and a loopback address is pointed out when it
+    becomes one, even with -q (it means nothing on another machine)."""
+    out = tmp_path / "from_url"
+    result = run(Request(echo_server.url, out))
+    assert result.written, [d.format() for d in result.diagnostics]
+    assert f'DEFAULT_URL: ClassVar[str | None] = "{echo_server.url}"' in result.files["adapter.py"]
+    (note,) = result.notes
+    assert echo_server.url in note and "loopback" in note and "base_url" in note
+    # Not a diagnostic: --fail-on-warning still writes a package that works on this machine.
+    assert not any("loopback" in d.message for d in result.diagnostics)
+    # Regenerated over itself the default is not new: nothing more to say.
+    assert run(Request(echo_server.url, out)).notes == ()
+
+    printed = orsgen_cli([echo_server.url, "-o", str(tmp_path / "quiet_url"), "-q"])
+    assert printed.code == 0, printed.stderr
+    (line,) = [m for m in printed.stderr.splitlines() if "loopback" in m]
+    assert line.startswith("orsgen: warning: ") and echo_server.url in line
+    # A file target records no server, so there is nothing to warn about.
+    assert run(Request(str(ECHO_ENV), tmp_path / "from_file")).notes == ()

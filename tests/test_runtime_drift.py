@@ -14,7 +14,7 @@ import pytest
 import ors_server
 from envs.runtime_support import DRIFT_ENV
 from generated.echo import EchoEnv
-from orsgen.runtime import drift, prefetch, sessions
+from orsgen.runtime import drift
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning, compare, tools_sha256
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,7 +1,8 @@
-"""The runtime loop's blocking hand-off (``Runtime.run``), which every sync tool call and
-reset goes through: results and errors come back to the calling thread, a timeout
-cancels the coroutine on the loop, and nothing but an ``Exception`` ever escapes. Also the
-runtime's life: a forked child gets its own, and shutdown leaves it usable again."""
+"""orsgen/runtime/loop.py: the blocking hand-off (``LoopThread.run``, through
+``Process.run``), which every sync tool call and reset goes through: results and errors
+come back to the calling thread, a timeout cancels the coroutine on the loop, and nothing
+but an ``Exception`` ever escapes. The process's life (fork, shutdown):
+tests/test_runtime_process.py."""
 
 from __future__ import annotations
 
@@ -83,34 +84,3 @@ def test_refused_on_the_loop_thread() -> None:
 def test_what_the_loop_cannot_start_is_raised_to_the_caller() -> None:
     with pytest.raises(TypeError):
         current().run(42, timeout=5)  # type: ignore[arg-type]  # lost, it would time out instead
-
-
-def test_a_forked_child_gets_its_own_runtime() -> None:
-    """The child must not use its parent's loop thread (it does not exist there) or its
-    parent's sessions and clients."""
-    parent = current()
-    parent_thread = parent.loop.thread
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report, then leave without running the parent's exit hooks
-        ok = 0
-        try:
-            child = current()
-            fresh = child is not parent and child.loop.thread is not parent_thread
-            ok = int(fresh and child.run(_value(4), timeout=5) == 8)
-        finally:
-            os.write(write, str(ok).encode())
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as answer:
-        assert answer.read() == "1"
-    os.waitpid(pid, 0)
-    assert current() is parent and parent.run(_value(1), timeout=5) == 2
-
-
-def test_shutdown_stops_the_loop_and_the_runtime_starts_again() -> None:
-    runtime = current()
-    first = runtime.loop
-    runtime.shutdown()
-    assert not first.alive()
-    assert runtime.run(_value(3), timeout=5) == 6 and runtime.loop is not first

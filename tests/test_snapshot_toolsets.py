@@ -78,11 +78,12 @@ def test_unknown_toolset_exits_2_listing_the_valid_ones(tmp_path: Path, orsgen_c
 
 
 def test_a_toolset_change_is_a_breaking_version_change() -> None:
+    from orsgen.snapshot.stored import parse_environment
     from orsgen.versioning import classify
 
     base = {"tools": [], "task_tools": [], "identity": {"env_name": "e"}}
     bound = {**base, "identity": {"env_name": "e", "toolset": "claude-code"}}
-    change = classify(base, bound)
+    change = classify(parse_environment(base), parse_environment(bound))
     assert change.level == "major"
     assert any("toolset changed: None -> 'claude-code'" in c.message for c in change.changes)
 

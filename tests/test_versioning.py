@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from orsgen.versioning import bump, classify
+from orsgen.snapshot.stored import parse_environment
+from orsgen.versioning import Classification, bump
+from orsgen.versioning import classify as classify_environments
+
+
+def classify(old: dict[str, Any], new: dict[str, Any]) -> Classification:
+    """Versioning compares typed sections; these tests write them as JSON."""
+    return classify_environments(parse_environment(old), parse_environment(new))
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIFT_ENV = ROOT / "tests" / "envs" / "drift_env.py"
@@ -245,3 +252,60 @@ def test_config_renames_reach_the_wire(tmp_path: Path, echo_server: Any) -> None
     (tmp_path / "orsgen.toml").write_text('[packages."renamed_echo"]\nrename = { tools = { hint = "reset" } }\n')
     bad = _orsgen(str(snapshot), "-o", "renamed_echo", cwd=tmp_path)
     assert bad.returncode == 1 and "rename.tools" in bad.stderr and "'reset' is reserved" in bad.stderr
+
+
+def _tool_methods(pkg: Path) -> set[str]:
+    adapter = (pkg / "adapter.py").read_text()
+    return {name for name in ("echo", "hint") if f"    def {name}(" in adapter}
+
+
+def test_a_configuration_change_is_versioned_and_checked(tmp_path: Path) -> None:
+    """The README's own config example, as a newcomer tried it (issue 16, item 8): the
+    configuration in force decides the package's tools, a change to it is versioned like
+    a change of the environment, and ``orsgen check`` reports a package it no longer matches."""
+    snapshot = ROOT / "generated" / "echo" / "snapshot.json"
+    pyproject = tmp_path / "pyproject.toml"
+    pkg = tmp_path / "gen" / "echo"
+    first = _orsgen(str(snapshot), "-o", "gen/echo", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert _version(pkg) == "1.0.0" and _tool_methods(pkg) == {"echo", "hint"}
+
+    # Excluding a tool removes a method: breaking, recorded, and counted everywhere.
+    pyproject.write_text('[tool.orsgen.packages."gen/echo"]\nexclude = ["hint"]\n')
+    assert _orsgen("check", "gen/echo", cwd=tmp_path).returncode == 1  # not yet regenerated
+    excluded = _orsgen(str(pkg / "snapshot.json"), "-o", "gen/echo", cwd=tmp_path)
+    assert excluded.returncode == 0, excluded.stderr
+    assert _tool_methods(pkg) == {"echo"} and _version(pkg) == "2.0.0"
+    assert "EchoEnv, 1 tool, version 2.0.0" in excluded.stderr
+    changes = (pkg / "CHANGES.md").read_text()
+    assert "## 2.0.0 (breaking)" in changes and "tool 'hint' removed" in changes
+    assert _orsgen("check", "gen/echo", cwd=tmp_path).returncode == 0
+
+    # `exclude = []` is the configuration in force: the tool comes back, as an addition.
+    pyproject.write_text('[tool.orsgen.packages."gen/echo"]\nexclude = []\n')
+    stale = _orsgen("check", "gen/echo", cwd=tmp_path)
+    assert stale.returncode == 1
+    assert "exclude" in stale.stderr and "['hint']" in stale.stderr and str(pyproject) in stale.stderr
+    back = _orsgen(str(pkg / "snapshot.json"), "-o", "gen/echo", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert _tool_methods(pkg) == {"echo", "hint"} and _version(pkg) == "2.1.0"
+    assert "EchoEnv, 2 tools, version 2.1.0" in back.stderr
+    assert "tool 'hint' added" in (pkg / "CHANGES.md").read_text()
+    assert _orsgen("check", "gen/echo", cwd=tmp_path).returncode == 0
+
+    # Deleting the setting (the table stays, setting something else) is the same.
+    pyproject.write_text('[tool.orsgen.packages."gen/echo"]\nexclude = ["hint"]\n')
+    assert _orsgen(str(pkg / "snapshot.json"), "-o", "gen/echo", cwd=tmp_path).returncode == 0
+    assert _tool_methods(pkg) == {"echo"} and _version(pkg) == "3.0.0"
+    pyproject.write_text('[tool.orsgen.packages."gen/echo"]\nclass_name = "EchoEnv"\n')
+    assert _orsgen(str(pkg / "snapshot.json"), "-o", "gen/echo", cwd=tmp_path).returncode == 0
+    assert _tool_methods(pkg) == {"echo", "hint"} and _version(pkg) == "3.1.0"
+
+
+def test_a_configured_rename_is_a_breaking_change(tmp_path: Path) -> None:
+    snapshot = ROOT / "generated" / "echo" / "snapshot.json"
+    (tmp_path / "orsgen.toml").write_text('[packages."renamed"]\nrename = { tools = { hint = "get_hint" } }\n')
+    proc = _orsgen(str(snapshot), "-o", "renamed", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _version(tmp_path / "renamed") == "2.0.0"
+    assert "tool 'hint' renamed: 'hint' -> 'get_hint'" in (tmp_path / "renamed" / "CHANGES.md").read_text()

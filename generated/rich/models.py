@@ -6,18 +6,18 @@ Written by datamodel-code-generator from the structural part of the snapshot's s
 """
 
 from __future__ import annotations
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from typing import Literal
 
 
 class Range(BaseModel):
     high: int | None = None
-    low: int | None = None
+    low: int = 0
 
 
 class Filters(BaseModel):
     kind: Literal["book", "paper", "code"] | None = None
-    tags: list[str] | None = None
+    tags: list[str] = Field(None)  # type: ignore
     year: Range | None = None
 
 

@@ -5,7 +5,6 @@ It reads no network and writes no disk. The CLI decides what to do with the resu
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,13 +13,13 @@ from typing import Any
 from orsgen import __version__ as ORSGEN_VERSION
 from orsgen.changelog import changelog
 from orsgen.diagnostics import Diagnostic, error, has_errors
-from orsgen.generate import docstrings, ir
+from orsgen.generate import docstrings, emit, ir, layout
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check
 from orsgen.generate.models import build_models
 from orsgen.generate.tools import ToolView, build_tools, tool_specs
 from orsgen.runtime import RUNTIME_VERSION
-from orsgen.snapshot.model import SnapshotError, dump, tools_sha256
-from orsgen.snapshot.stored import Environment, Snapshot, parse
+from orsgen.snapshot.model import dump, tools_sha256
+from orsgen.snapshot.stored import Environment, Snapshot, stored_form
 from orsgen.wording import plural
 
 PY_FILES = ("__init__.py", "adapter.py", "dataset.py", "models.py", "rewards.py", "version.py")
@@ -90,7 +89,7 @@ def _imports(tools: list[ToolView]) -> list[str]:
         f"from typing import {', '.join(typing_names)}",
         "",
     ]
-    if any(p.default == "_UNSET" for t in tools for p in t.params):
+    if any(not p.required and p.default is emit.UNSET for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
     lines.append("from orsgen.runtime.adapter import Content as _Content")
     lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")
@@ -113,24 +112,11 @@ def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
     return built.body
 
 
-def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
-    """Generate every file of the adapter package described by ``snapshot`` (the stored
-    mapping; it is validated here, once, into typed models).
-
-    It generates from the stored form, ``snapshot.json``'s text read back: JSON objects
-    keep no order there (keys are sorted), so a live snapshot whose nested properties arrive
-    unsorted generates exactly what ``orsgen check`` regenerates from the file."""
+def generate(stored: Snapshot) -> GenerateResult:
+    """Generate every file of the adapter package described by the typed snapshot.
+    Its models hold schemas with sorted keys, as ``snapshot.json`` does, so a live
+    snapshot generates exactly what ``orsgen check`` regenerates from the file."""
     result = GenerateResult()
-    try:
-        text = dump(dict(snapshot))
-        data: dict[str, Any] = json.loads(text)
-        stored = parse(data)
-    except SnapshotError as exc:
-        result.diagnostics.append(error(None, "", str(exc)))
-        return result
-    except (TypeError, ValueError) as exc:  # not JSON data
-        result.diagnostics.append(error(None, "", f"the snapshot is not JSON data: {exc}"))
-        return result
     environment, package = stored.environment, stored.package
     tools = build_tools(tool_specs(environment, package), result.diagnostics, package.rename)
     if not tools and not has_errors(result.diagnostics):
@@ -138,7 +124,7 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
     if has_errors(result.diagnostics):
         return result
     models_body = _attach_models(tools, result.diagnostics)
-    context = _template_context(data, stored, tools, models_body)
+    context = _template_context(stored, tools, models_body)
     for name in PY_FILES:
         if name == "models.py" and not models_body:
             continue  # nothing to validate client-side: no models module at all
@@ -146,17 +132,14 @@ def generate(snapshot: Mapping[str, Any]) -> GenerateResult:
         if formatted is None:
             return result
         result.files[name] = formatted
-    result.files["snapshot.json"] = text
+    result.files["snapshot.json"] = dump(stored)
     result.files["CHANGES.md"] = changelog(package.history)
     result.files["py.typed"] = ""
     return result
 
 
-def _template_context(
-    data: Mapping[str, Any], stored: Snapshot, tools: list[ToolView], models_body: str
-) -> dict[str, Any]:
-    """What every template receives: names, reprs and precomputed blocks, no logic.
-    ``data`` is the snapshot in its stored form (``snapshot.json`` read back)."""
+def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str) -> dict[str, Any]:
+    """What every template receives: names, reprs and precomputed blocks, no logic."""
     environment, package = stored.environment, stored.package
     ident, target = environment.identity, environment.target
     class_name = package.class_name
@@ -168,12 +151,12 @@ def _template_context(
         "env_label": _label(environment),
         "env_name": repr(ident.env_name),
         "deployment": repr(ident.deployment),
-        "default_url": repr(target.value if target is not None and target.kind == "url" else None),
+        "default_url": repr(environment.default_url),
         # The usage example needs no base_url where the package records a server or a catalog
         # name (or a snapshot without its target, from before targets were recorded).
         "server_known": target is None or target.kind != "file" or ident.deployment is not None,
         "default_split": repr(package.split),
-        "tools_sha256": repr(tools_sha256(data["environment"])),
+        "tools_sha256": repr(tools_sha256(stored_form(environment))),
         "terminal_tool": _terminal_tool(environment),
         "supports_score_group": repr(environment.supports_score_group),
         "toolset": repr(ident.toolset),
@@ -200,6 +183,8 @@ def _render_python(
         # source that does not parse would name no line. Checking after it instead
         # would hold two big trees at once (peak memory).
         self_check(name, source)
+        if name == "adapter.py":  # hundreds of methods alike: each shape through black once
+            return layout.format_module(source, format_python)
         return format_python(source)
     except SelfCheckError as exc:
         diagnostics.append(error(None, "", str(exc)))

@@ -8,7 +8,6 @@ out in docstrings (``describe``), the schema handed to datamodel-code-generator
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -58,10 +57,10 @@ class Field:
     node: Node  # without the ``| None`` that ``nullable`` adds
     nullable: bool
     required: bool
-    description: str = field(default="", compare=False, repr=False)  # or else the title
-    title: str = field(default="", compare=False, repr=False)
-    has_default: bool = field(default=False, compare=False, repr=False)
-    default: Any = field(default=None, compare=False, repr=False)
+    description: str = field(default="", compare=False)  # or else the title
+    title: str = field(default="", compare=False)
+    has_default: bool = field(default=False, compare=False)
+    default: Any = field(default=None, compare=False)
 
     @property
     def type(self) -> Node:
@@ -75,7 +74,7 @@ class ObjectOf:
     class. ``extra`` is its ``additionalProperties`` (``None`` when absent)."""
 
     fields: tuple[Field, ...]
-    ref: str = field(default="", compare=False, repr=False)  # a name, not part of the shape
+    ref: str = field(default="", compare=False)  # a name, not part of the shape
     extra: Node | bool | None = None
 
 
@@ -148,10 +147,46 @@ def render(node: Node) -> str:
     return "Any"
 
 
-def _identity(node: Node) -> str:
+Shape: TypeAlias = tuple[Any, ...]
+
+
+def _value_key(value: Any) -> tuple[str, str]:
+    # By type too: ``1``, ``1.0`` and ``True`` are equal but distinct schema values.
+    return type(value).__name__, repr(value)
+
+
+def shape_key(node: Node | bool | None) -> Shape:
+    """What makes two nodes the same shape, explicitly: every fact a model validates
+    (types, field names, nullability, requiredness, enum values, extras), and none that
+    only documents (descriptions, titles, defaults) or names a class (an object's ``ref``)."""
+    if node is None or isinstance(node, bool):
+        return ("flag", node)
+    if isinstance(node, Primitive):
+        return ("primitive", node.name, tuple(_value_key(v) for v in node.choices))
+    if isinstance(node, LiteralOf):
+        return ("literal", tuple(_value_key(v) for v in node.values))
+    if isinstance(node, ObjectOf):
+        fields = tuple(field_key(f) for f in node.fields)
+        return ("object", fields, shape_key(node.extra))
+    if isinstance(node, Recursive):
+        return ("recursive", node.ref)
+    if isinstance(node, AnyOf):
+        choices = tuple(_value_key(v) for v in node.choices)
+        return ("any", node.reason, choices, tuple(shape_key(m) for m in node.absorbed))
+    return (type(node).__name__, tuple(shape_key(n) for n in children(node)))
+
+
+def field_key(f: Field) -> Shape:
+    """A field's part of its object's shape."""
+    # The default is part of a model's shape: the model holds it.
+    default = _value_key(f.default) if f.has_default else None
+    return (f.name, shape_key(f.node), f.nullable, f.required, default)
+
+
+def _identity(node: Node) -> Shape | str:
     """What makes two union members the same. The rendered hint, since ``Literal[1]``
     and ``Literal[True]`` compare equal; objects and enum choices also by their shape."""
-    return repr(node) if has_structure(node) else render(node)
+    return shape_key(node) if has_structure(node) else render(node)
 
 
 def union(members: list[Node]) -> Node:
@@ -246,14 +281,3 @@ def fits(value: Any, node: Node) -> bool:
         ok = isinstance(value, _SCALAR_TYPES[node.name])
         return ok and (node.name == "bool" or not isinstance(value, bool))
     return False
-
-
-def default_source(value: Any, node: Node, is_nullable: bool) -> str | None:
-    """``repr`` of a schema default when it is an immutable literal that fits ``node``."""
-    if value is None:
-        return "None" if is_nullable else None
-    if not isinstance(value, (bool, int, float, str)):
-        return None  # lists and objects are mutable: documented, never a Python default
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # ``repr`` would be ``nan``/``inf``, which is not a literal
-    return repr(value) if fits(value, node) else None

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.diagnostics import Diagnostic, warning
-from orsgen.generate import ir, naming
+from orsgen.generate import ir, model_defaults, naming
 
 ROOT_CLASS = "OrsgenModelsRoot"
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
@@ -75,9 +75,8 @@ def _referenced(node: ir.Node) -> Iterator[ir.ObjectOf]:
                 yield from _referenced(inner.extra)
 
 
-def _args_shape(params: tuple[ir.Field, ...]) -> str:
-    # ``repr`` holds exactly what makes a shape (never the descriptions, never the ref).
-    return "args " + repr(params)
+def _args_shape(params: tuple[ir.Field, ...]) -> ir.Shape:
+    return ("args", tuple(ir.field_key(f) for f in params))
 
 
 class _Names:
@@ -87,11 +86,11 @@ class _Names:
 
     def __init__(self) -> None:
         self.taken = {ROOT_CLASS}
-        self.by_shape: dict[str, str] = {}
+        self.by_shape: dict[ir.Shape, str] = {}
         self.plain: dict[str, str] = {}  # class -> the name it takes when shared
         self.users: dict[str, set[tuple[str, str]]] = {}  # class -> {(method, ref)}
 
-    def claim(self, shape: str, wanted: str, plain: str, user: tuple[str, str]) -> None:
+    def claim(self, shape: ir.Shape, wanted: str, plain: str, user: tuple[str, str]) -> None:
         if shape not in self.by_shape:
             name, n = wanted, 2
             while name in self.taken:
@@ -100,7 +99,7 @@ class _Names:
             self.by_shape[shape], self.plain[name], self.users[name] = name, plain, set()
         self.users[self.by_shape[shape]].add(user)
 
-    def final(self) -> dict[str, str]:
+    def final(self) -> dict[ir.Shape, str]:
         """Shape -> class name. A shared nested class is named as in the schema, a shared
         ``Args`` class after the parameters it holds, since no single tool owns it."""
         rename: dict[str, str] = {}
@@ -124,7 +123,7 @@ def _tail(ref: str) -> str:
     return naming.pascal_case(ref.rsplit("/", 1)[-1] if ref not in ("#", "#/") else "Root")
 
 
-def _class_names(requests: list[ModelRequest]) -> dict[str, str]:
+def _class_names(requests: list[ModelRequest]) -> dict[ir.Shape, str]:
     names = _Names()
     for req in requests:
         prefix = _class_prefix(req.method, names.taken)
@@ -133,7 +132,10 @@ def _class_names(requests: list[ModelRequest]) -> dict[str, str]:
         for f in req.params:
             for obj in _referenced(f.type):
                 names.claim(
-                    repr(obj), prefix + _tail(obj.ref), _tail(obj.ref), (req.method, obj.ref)
+                    ir.shape_key(obj),
+                    prefix + _tail(obj.ref),
+                    _tail(obj.ref),
+                    (req.method, obj.ref),
                 )
     return names.final()
 
@@ -142,7 +144,7 @@ class _Emitter:
     """Writes nodes as the structural JSON Schema datamodel-code-generator reads: one
     ``$defs`` entry per class (an object reached through a ``$ref``, or a tool's ``Args``)."""
 
-    def __init__(self, classes: dict[str, str]) -> None:
+    def __init__(self, classes: dict[ir.Shape, str]) -> None:
         self.classes = classes  # shape -> class name
         self.defs: dict[str, Any] = {}
         self.refs: dict[str, str] = {}  # the current tool's local refs -> class name
@@ -156,12 +158,17 @@ class _Emitter:
     def object(self, fields: tuple[ir.Field, ...], extra: ir.Node | bool | None) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": "object",
-            "properties": {f.name: self.emit(f.type) for f in fields},
+            "properties": {f.name: self.field(f) for f in fields},
             "required": [f.name for f in fields if f.required],
         }
         if extra is not None:
             out["additionalProperties"] = extra if isinstance(extra, bool) else self.emit(extra)
         return out
+
+    def field(self, f: ir.Field) -> Any:
+        schema = self.emit(f.type)
+        has_default, value = model_defaults.schema_default(f)
+        return {**schema, "default": value} if has_default else schema
 
     def emit(self, node: ir.Node) -> Any:
         if node == ir.NONE:
@@ -188,7 +195,7 @@ class _Emitter:
         if isinstance(node, ir.ObjectOf):
             if not node.ref:
                 return self.object(node.fields, node.extra)
-            self.refs[node.ref] = self.classes[repr(node)]
+            self.refs[node.ref] = self.classes[ir.shape_key(node)]
             return self.define(self.refs[node.ref], node.fields, node.extra)
         return {"enum": list(node.choices)} if node.choices else {}
 
@@ -224,6 +231,7 @@ def _run_codegen(schema: dict[str, Any]) -> str:
             use_field_description=False,
             use_schema_description=False,
             allow_remote_refs=False,
+            strict_nullable=True,  # a default does not make a field nullable
             class_name=ROOT_CLASS,
         )
     if not isinstance(out, str):
@@ -278,6 +286,8 @@ _ALLOWED_EXPR = (
     ast.Call,
     ast.keyword,
     ast.Dict,
+    ast.Lambda,  # ``Field(default_factory=lambda: [...])``; only Field/ConfigDict calls pass
+    ast.arguments,
 )
 _ALLOWED_CALLS = frozenset({"Field", "ConfigDict"})
 _ALLOWED_IMPORTS = frozenset({"__future__", "typing", "pydantic", "enum"})
@@ -362,7 +372,7 @@ def _build_check(source: str) -> None:
 
 def _attempt(requests: list[ModelRequest]) -> tuple[str, dict[str, str]]:
     schema, classes = _combined_schema(requests)
-    source = _strip(_run_codegen(schema))
+    source = model_defaults.typed(_strip(_run_codegen(schema)))
     defined = set(check_models_source(source))
     missing = [c for c in classes.values() if c not in defined]
     if missing:

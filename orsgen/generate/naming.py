@@ -242,17 +242,21 @@ def shadowed_module(name: str, directory: Path) -> str | None:
         return None
     if name in sys.stdlib_module_names:
         return f"the standard-library module {name!r}"
-    distributions = importlib.metadata.packages_distributions().get(name)
-    if distributions:
-        return f"the installed module {name!r} (from {', '.join(sorted(set(distributions)))})"
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
-        return None
-    origin = spec.origin if spec is not None else None
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        spec = None
+    if spec is None:
+        return None  # nothing importable by that name (the common case: no metadata scan)
+    # Reading every installed distribution's file list takes most of a second; only a
+    # name that imports is worth it, to say which distribution installed it.
+    distributions = importlib.metadata.packages_distributions().get(name)
+    if distributions:
+        return f"the installed module {name!r} (from {', '.join(sorted(set(distributions)))})"
+    origin = spec.origin
+    locations = list(spec.submodule_search_locations or [])
     where = origin or (locations[0] if locations else None)
-    if spec is None or where is None or _inside(Path(where), directory):
+    if where is None or _inside(Path(where), directory):
         return None  # nothing, a namespace package, or this package itself
     return f"the installed module {name!r} ({where})"
 

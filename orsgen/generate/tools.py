@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.diagnostics import Diagnostic, error, warning
-from orsgen.generate import docstrings, naming
+from orsgen.generate import docstrings, emit, naming
 from orsgen.generate import ir
 from orsgen.generate.describe import describe
 from orsgen.generate.models import ModelRequest
@@ -16,8 +16,8 @@ from orsgen.generate.typemap import (
     child,
     deref,
     field_of,
-    object_fields,
     short_json,
+    tool_tree,
 )
 from orsgen.jsonobject import is_array, is_object
 from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
@@ -29,17 +29,22 @@ class ParamView:
     wire: str
     type: ir.Node  # with ``Optional`` when the schema admits null
     required: bool
-    default: str  # Python source of the default ("" when required)
-    send_condition: str  # when an optional argument is sent
+    default: Any  # the Python default's value, or ``emit.UNSET`` (unused when required)
     description: str
 
     @property
     def hint(self) -> str:
-        return ir.render(self.type)
+        return emit.hint(self.type)
 
     @property
     def signature(self) -> str:
-        return f"{self.name}: {self.hint}" + ("" if self.required else f" = {self.default}")
+        default = "" if self.required else f" = {emit.default(self.default)}"
+        return f"{self.name}: {self.hint}{default}"
+
+    @property
+    def send_condition(self) -> str:
+        """When an optional argument is sent (Python source)."""
+        return emit.send_condition(self.name, self.default)
 
     @property
     def wire_literal(self) -> str:
@@ -84,10 +89,9 @@ def _show(wire: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
-def _arguments(
-    spec: ToolSpec, ctx: TypeContext, diagnostics: list[Diagnostic]
-) -> Mapping[str, Any] | None:
-    """The tool's (dereferenced) arguments object, or ``None`` after an error naming it."""
+def _arguments(spec: ToolSpec, diagnostics: list[Diagnostic]) -> Mapping[str, Any] | None:
+    """The tool's (dereferenced) arguments object, or ``None`` after an error naming it.
+    Quiet about refs: :func:`tool_tree` warns about those while it types the fields."""
     wire = spec.name
     schema: Any = {} if spec.input_schema is None else spec.input_schema
     if not is_object(schema):
@@ -95,7 +99,7 @@ def _arguments(
             error(wire, "", "input_schema is not a JSON object; cannot type this tool")
         )
         return None
-    resolved = deref(ctx, schema, "", frozenset()).schema
+    resolved = deref(TypeContext(root=schema, tool=wire), schema, "", frozenset()).schema
     arguments: Mapping[str, Any] = resolved if is_object(resolved) else {}
     kind: Any = arguments.get("type")
     if kind not in (None, "object") and not (is_array(kind) and "object" in kind):
@@ -128,33 +132,27 @@ def _wire_params(
 
 
 def _param(ctx: TypeContext, field: ir.Field, name: str) -> ParamView:
-    """One parameter: its type, and for an optional one the Python default and when it is sent."""
+    """One parameter: its type, and for an optional one its Python default."""
     view = ParamView(
         name=name,
         wire=field.name,
         type=field.type,
         required=field.required,
-        default="",
-        send_condition="",
+        default=emit.UNSET,
         description=_param_description(field),
     )
-    if field.required:
+    if field.required or not field.has_default:
         return view
-    raw = field.default if field.has_default else ...
-    source = None if raw is ... else ir.default_source(raw, field.node, field.nullable)
-    if raw is not ... and source is None and raw is not None:
+    raw = field.default
+    view.default = emit.python_default(raw, field.node, field.nullable)
+    if view.default is emit.UNSET and raw is not None:
         if isinstance(raw, (list, dict)):
             message = "mutable default is documented, not used as the Python default"
         else:
-            hint = ir.render(field.node)
-            message = f"default {short_json(raw)} does not fit type {hint}; left unset"
+            message = (
+                f"default {short_json(raw)} does not fit type {emit.hint(field.node)}; left unset"
+            )
         ctx.warn(child("/properties", field.name, "default"), message)
-    if source is None:
-        view.default, view.send_condition = "_UNSET", f"{name} is not _UNSET"
-    elif source in ("None", "True", "False"):
-        view.default, view.send_condition = source, f"{name} is not {source}"
-    else:
-        view.default, view.send_condition = source, f"{name} != {source}"
     return view
 
 
@@ -167,17 +165,19 @@ def build_tool(
     """The view of one tool, or ``None`` after an error diagnostic that names it."""
     wire = spec.name
     raw = spec.input_schema
-    ctx = TypeContext(root=raw if is_object(raw) else {}, tool=wire)
-    schema = _arguments(spec, ctx, diagnostics)
+    schema = _arguments(spec, diagnostics)
     if schema is None:
         return None
+    # The one argument tree (versioning reads the same one), its warnings collected here.
+    ctx = TypeContext(root=raw if is_object(raw) else {}, tool=wire)
+    tree = tool_tree(raw, wire, ctx)
     props: Mapping[str, Any] = schema.get("properties") or {}
     required_raw: Any = schema.get("required") or []
     required = [str(r) for r in required_raw] if is_array(required_raw) else []
     wires = _wire_params(spec, props, required, diagnostics)
     _warn_unexpressible(wire, schema, diagnostics)
     names = _python_names(wire, wires, param_renames or {}, diagnostics)
-    declared = {f.name: f for f in object_fields(ctx, schema, "")}
+    declared = {f.name: f for f in tree.fields}
     fields = [declared.get(w) or field_of(ctx, w, {}, child("/properties", w), True) for w in wires]
     params = [_param(ctx, f, names[f.name]) for f in fields]
     diagnostics.extend(ctx.diagnostics)

@@ -387,10 +387,11 @@ def field_of(
     )
 
 
-def tool_tree(input_schema: Any, tool: str) -> ObjectOf:
-    """A tool's arguments as one object node, quietly (for comparing two snapshots; the
-    generator reports its warnings and refusals while it builds the same fields)."""
-    ctx = TypeContext(root=input_schema if is_object(input_schema) else {}, tool=tool)
+def tool_tree(input_schema: Any, tool: str, ctx: TypeContext | None = None) -> ObjectOf:
+    """A tool's arguments as one object node: the one tree the generator's views and
+    versioning both read. Its warnings go to ``ctx`` (dropped when it is ``None``)."""
+    if ctx is None:
+        ctx = TypeContext(root=input_schema if is_object(input_schema) else {}, tool=tool)
     arguments = deref(ctx, ctx.root, "", frozenset()).schema
     if not is_object(arguments):
         return ObjectOf(())

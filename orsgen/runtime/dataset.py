@@ -8,11 +8,12 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from orsgen.runtime import outage
-from orsgen.runtime.connection import Endpoint, environment, resolve, stateless
 from orsgen.jsonobject import is_object
+from orsgen.runtime import health
+from orsgen.runtime.endpoint import Endpoint, resolve
 from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
 from orsgen.runtime.process import current
+from orsgen.runtime.sdk import environment, stateless
 
 if TYPE_CHECKING:
     # Re-exported for generated packages; `datasets` ships no type information (see pyproject).
@@ -181,7 +182,7 @@ def load_tasks(
     except ServerNotConfiguredError as exc:
         raise ServerNotConfiguredError(f"load_tasks: {exc}") from None
     task_indices, specs = _fetch_or_raise(endpoint, split, num_tasks, indices, timeout)
-    outage.server(endpoint.session_url).answered()  # reached: later outages are ridden out
+    health.record(endpoint.session_url).answered()  # reached: later outages are ridden out
     return to_dataset(task_rows(task_indices, specs, include_metadata))
 
 

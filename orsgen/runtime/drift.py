@@ -28,7 +28,7 @@ from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime import metrics
 from orsgen.runtime.errors import OrsRuntimeError
-from orsgen.runtime.process import current
+from orsgen.runtime.process import Records, current
 
 
 class ToolDriftWarning(UserWarning):
@@ -180,8 +180,17 @@ class DriftState:
         self.warned = False
 
 
+class Verdicts(Records[type, DriftState]):
+    """The process's drift states by generated class (a :meth:`Process.part`)."""
+
+
 def _state(owner: type) -> DriftState:
-    return current().drift.get(owner, DriftState)
+    return current().part(Verdicts).get(owner, DriftState)
+
+
+def forget() -> None:
+    """Forget every verdict: the next session of each class checks its tools again."""
+    current().part(Verdicts).clear()
 
 
 def claim_check(cls: type) -> bool:

@@ -1,13 +1,13 @@
-"""Everything the runtime holds in one process, in one object.
+"""The runtime of one process: its loop, fork, exit, and an ordered list of shutdown hooks.
 
-The :class:`Runtime` owns the event loop that drives the async openreward SDK, the HTTP
-clients, the sessions adapters hold, open or close, the group-prefetch streams, the drift
-verdicts, the outage records and the degraded-rollout counts. Every module reaches it
-through :func:`current`.
+:func:`current` gives this process's :class:`Process`. It runs the event loop that drives
+the async openreward SDK, and keeps each module's per-process state as a *part*
+(:meth:`Process.part`): one instance of that module's own class, made on first use. The
+process knows no part's meaning; each module owns its state and its shutdown step.
 
-A forked child starts with a fresh, empty runtime: it shares no loop, socket or session
-with its parent (``os.register_at_fork``). Interpreter exit shuts the process's runtime
-down in one order (:meth:`Runtime.shutdown`).
+A forked child starts with a fresh, empty process: it shares no loop, socket or session
+with its parent (``os.register_at_fork``). Interpreter exit runs the shutdown hooks in
+their order (sessions before the HTTP clients they use), then stops the loop.
 """
 
 from __future__ import annotations
@@ -16,31 +16,33 @@ import atexit
 import concurrent.futures
 import os
 import threading
-import time
-import weakref
-from collections.abc import Callable, Coroutine, Hashable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, TypeVar, cast
 
 from orsgen.runtime.loop import LoopThread
-
-if TYPE_CHECKING:
-    from orsgen.runtime.drift import DriftState
-    from orsgen.runtime.outage import Server
-    from orsgen.runtime.prefetch import Pending, Prefetcher
-    from orsgen.runtime.sessions import SessionSlot
 
 K = TypeVar("K")
 V = TypeVar("V")
 T = TypeVar("T")
+P = TypeVar("P")
 
-# Upper bound for closing what is left at interpreter exit, and for each later step.
-EXIT_BUDGET = 5.0
-CLIENTS_BUDGET = 5.0
 LOOP_BUDGET = 2.0
+
+Hook = Callable[["Process"], None]
+# (order, hook): run in ascending order at shutdown. Module-level, so a forked child's
+# fresh process runs the same steps.
+_hooks: list[tuple[int, Hook]] = []
+
+
+def at_shutdown(order: int, hook: Hook) -> None:
+    """Run ``hook(process)`` at shutdown, after every hook of a lower ``order``. Each hook
+    must be bounded in time; one that raises does not stop the others."""
+    _hooks.append((order, hook))
+    _hooks.sort(key=lambda entry: entry[0])
 
 
 class Records(Generic[K, V]):
-    """Per-process records by key, each made on first use. Thread-safe."""
+    """Records by key, each made on first use. Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -57,6 +59,10 @@ class Records(Generic[K, V]):
         with self._lock:
             return list(self._items.items())
 
+    def values(self) -> list[V]:
+        with self._lock:
+            return list(self._items.values())
+
     def clear(self) -> list[V]:
         """Forget every record; returns them."""
         with self._lock:
@@ -65,26 +71,15 @@ class Records(Generic[K, V]):
             return gone
 
 
-class Runtime:
-    """The runtime state of one process. Use :func:`current`, never the constructor."""
+class Process:
+    """The runtime of one process. Use :func:`current`, never the constructor."""
 
     def __init__(self) -> None:
         # Reentrant: an adapter's finalizer (closing its session) may run from garbage
         # collection on a thread that already holds it.
         self._lock = threading.RLock()
         self._loop: LoopThread | None = None
-        # The HTTP client per server URL; made and used on the loop thread only.
-        self.clients: dict[str, Any] = {}
-        self.prefetchers: Records[Hashable, Prefetcher] = Records()
-        self.servers: Records[str, Server] = Records()
-        self.drift: Records[type, DriftState] = Records()
-        # Sessions held by adapters, opens in flight (weak: their owners keep them), and
-        # background closes not yet done.
-        self._held: weakref.WeakSet[SessionSlot] = weakref.WeakSet()
-        self._opening: weakref.WeakSet[Pending] = weakref.WeakSet()
-        self._closing: set[concurrent.futures.Future[None]] = set()
-        # Rollouts per adapter class that ran degraded (the server stayed away too long).
-        self._degraded: dict[type, int] = {}
+        self._parts: dict[type[Any], Any] = {}
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -111,104 +106,31 @@ class Runtime:
         """Schedule a coroutine on the loop without waiting for it."""
         return self.loop.submit(coro)
 
-    # -- sessions ------------------------------------------------------------------------
+    # -- the modules' state --------------------------------------------------------------
 
-    def hold(self, slot: SessionSlot) -> None:
-        """Track a slot that holds a session, so exit can close it."""
-        with self._lock:
-            self._held.add(slot)
-
-    def held(self) -> list[SessionSlot]:
-        with self._lock:
-            return list(self._held)
-
-    def opening(self, pending: Pending) -> None:
-        """Track a session being opened, so exit can cut it short."""
-        with self._lock:
-            self._opening.add(pending)
-
-    def closing(self, fut: concurrent.futures.Future[None]) -> None:
-        """Track a background close until it is done."""
-        with self._lock:
-            self._closing.add(fut)
-
-        def _done(f: concurrent.futures.Future[None]) -> None:
+    def part(self, kind: type[P]) -> P:
+        """This process's one ``kind()``, made on first use (fresh after a fork)."""
+        found = self._parts.get(kind)  # the hot path: made long ago
+        if found is None:
             with self._lock:
-                self._closing.discard(f)
-
-        fut.add_done_callback(_done)
-
-    def drain(self, timeout: float) -> None:
-        """Wait for background closes to finish, at most ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._lock:
-                pending = list(self._closing)
-            left = deadline - time.monotonic()
-            if not pending or left <= 0:
-                return
-            concurrent.futures.wait(pending, timeout=left)
-
-    # -- outages -------------------------------------------------------------------------
-
-    def count_degraded(self, cls: type) -> None:
-        with self._lock:
-            self._degraded[cls] = self._degraded.get(cls, 0) + 1
-
-    def degraded(self, cls: type) -> int:
-        """Rollouts of ``cls`` and its subclasses that ran degraded in this process."""
-        with self._lock:
-            return sum(n for klass, n in self._degraded.items() if issubclass(klass, cls))
+                found = self._parts.get(kind)
+                if found is None:
+                    found = self._parts[kind] = kind()
+        return cast(P, found)
 
     # -- shutdown ------------------------------------------------------------------------
 
-    def close_sessions(
-        self, timeout: float = EXIT_BUDGET, of: Callable[[type], bool] | None = None
-    ) -> None:
-        """Stop prefetching and close sessions, concurrently, within about ``timeout``
-        seconds: the held and unused prefetched sessions of the adapter classes that ``of``
-        accepts. Without ``of`` (at exit) every session, and opens still in flight are cut
-        short."""
-        stale = [
-            fut
-            for _, pf in self.prefetchers.items()
-            if of is None or of(pf.owner)
-            for fut in pf.clear()
-        ]
-        if of is None:
-            with self._lock:
-                opening = [p for p in self._opening if not p.future.done()]
-            for pending in opening:
-                pending.discard()
-            stale += [pending.future for pending in opening]
-        for slot in self.held():
-            if of is None or of(slot.owner):
-                slot.close(wait=False)
-        if stale:
-            concurrent.futures.wait(stale, timeout=timeout)
-        self.drain(timeout)
-
-    def close_clients(self) -> None:
-        """Close the HTTP clients (after the sessions that use them)."""
-        if self.clients:
-            self.run(self._close_clients(), timeout=CLIENTS_BUDGET)
-
-    async def _close_clients(self) -> None:
-        while self.clients:
-            _, client = self.clients.popitem()
-            await client.close()
-
     def shutdown(self) -> None:
-        """The one exit order: stop prefetching and close every session, then the HTTP
-        clients they used, then the loop. Each step is bounded; none raises."""
+        """Run the shutdown hooks in order, then stop the loop. Each step is bounded; none
+        raises."""
         if self._loop is None or self.in_loop_thread():
             return  # nothing ever ran here (or an exit from the loop itself: nothing to wait on)
-        steps: list[Callable[[], None]] = [self.close_sessions, self.close_clients, self._stop_loop]
-        for step in steps:
+        for _, hook in list(_hooks):
             try:
-                step()
+                hook(self)
             except Exception:  # noqa: BLE001 - exit must go on
                 pass
+        self._stop_loop()
 
     def _stop_loop(self) -> None:
         with self._lock:
@@ -217,20 +139,20 @@ class Runtime:
             loop.stop(LOOP_BUDGET)
 
 
-_current: Runtime | None = None
+_current: Process | None = None
 _current_lock = threading.Lock()
 
 
-def current() -> Runtime:
+def current() -> Process:
     """This process's runtime (a fresh one in a forked child)."""
     global _current
-    runtime = _current
-    if runtime is None:
+    process = _current
+    if process is None:
         with _current_lock:
             if _current is None:
-                _current = Runtime()
-            runtime = _current
-    return runtime
+                _current = Process()
+            process = _current
+    return process
 
 
 def _forget_in_child() -> None:

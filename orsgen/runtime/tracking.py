@@ -15,12 +15,19 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orsgen.runtime import dataset, metrics, tasks, trainer, trajectories
-from orsgen.runtime.connection import Endpoint
+from orsgen.runtime import dataset, metrics, pool, tasks, trainer, trajectories
+from orsgen.runtime.endpoint import Endpoint
 from orsgen.runtime.episode import Episode, Outcome, classify, record
 from orsgen.runtime.errors import ToolCallFailure
 
 logger = logging.getLogger("orsgen.runtime")
+
+
+def _open_sessions() -> int:
+    return sum(1 for slot in pool.sessions().held() if slot.session is not None)
+
+
+metrics.accumulator.open_sessions = _open_sessions  # the pool owns the count; metrics reads it
 
 
 @dataclass(frozen=True)

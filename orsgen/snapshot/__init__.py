@@ -18,8 +18,9 @@ from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.targets import Target, classify
 
 if TYPE_CHECKING:
-    from orsgen.runtime.connection import Endpoint
+    from orsgen.runtime.endpoint import Endpoint
     from orsgen.snapshot.fetch import FetchOptions
+    from orsgen.snapshot.stored import Environment, TargetRef
 
 __all__ = ["FetchOptions", "Target", "TargetError", "classify", "take"]
 
@@ -61,7 +62,7 @@ def _resolved(
     *, base_url: str | None, api_key: str | None, deployment: str | None = None
 ) -> Endpoint:
     """The endpoint of a snapshot target: a URL or a deployment, never a recorded default."""
-    from orsgen.runtime.connection import resolve
+    from orsgen.runtime.endpoint import resolve
 
     return resolve(
         base_url=base_url,
@@ -73,6 +74,15 @@ def _resolved(
     )
 
 
+def recorded_target(target: Target) -> TargetRef:
+    """How a snapshot records ``target``. A local file's URL has a random port, so the
+    file is recorded, never the URL it was served on."""
+    from orsgen.snapshot.stored import TargetRef
+
+    value = Path(target.value).as_posix() if target.kind == "file" else target.value
+    return TargetRef(kind=target.kind, value=value)
+
+
 def take(
     target: Target,
     *,
@@ -80,26 +90,17 @@ def take(
     options: FetchOptions,
     api_key: str | None = None,
     progress: Callable[[str], None] = lambda _: None,
-) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """Snapshot a live target; returns the ``environment`` section and diagnostics."""
-    from orsgen.snapshot.fetch import fetch
+    record_as: TargetRef | None = None,
+    class_name: str | None = None,
+) -> tuple[Environment, list[Diagnostic]]:
+    """Snapshot a live target; returns the typed ``environment`` section and diagnostics.
+    ``record_as`` is the target to record (default: ``target``); ``class_name`` the class
+    name to record when the server cannot tell it (``check --live`` passes the stored ones)."""
+    from orsgen.snapshot.fetch import Provenance, fetch
 
     titles: dict[str, str] = {}
     with _endpoint(target, api_key, titles) as endpoint:
         if target.kind == "file":  # once it imported: a bad file's error is the only line
             progress(f"serving {target.value} in this process for the snapshot")
-        facts, diagnostics = fetch(endpoint, env_name, options, progress)
-    # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
-    from openreward._version import __version__ as sdk_version  # type: ignore[import-untyped]
-
-    # A local file tells us the class name the server lower-cased.
-    title = titles.get(str(facts["identity"].get("env_name")))
-    if title:
-        facts["identity"]["class_name"] = title
-    # A local file's URL has a random port; recording it would make snapshots unstable.
-    facts["target"] = {
-        "kind": target.kind,
-        "value": Path(target.value).as_posix() if target.kind == "file" else target.value,
-    }
-    facts["sdk_version"] = sdk_version
-    return facts, diagnostics
+        provenance = Provenance(record_as or recorded_target(target), titles, class_name)
+        return fetch(endpoint, env_name, options, provenance, progress)

@@ -9,13 +9,25 @@ from typing import Any
 import aiohttp
 
 from orsgen.diagnostics import Diagnostic, warning
-from orsgen.runtime.connection import Endpoint, environment, session_secrets
+from orsgen.runtime.endpoint import Endpoint, session_secrets
+from orsgen.runtime.errors import describe
 from orsgen.runtime.process import current
+from orsgen.runtime.sdk import environment
 from orsgen.canonical import spec_dict
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.retries import ask
 from orsgen.snapshot.splits import choose_split
-from orsgen.jsonobject import is_object
+from orsgen.snapshot.stored import (
+    Environment,
+    Identity,
+    Images,
+    Split,
+    TargetRef,
+    TaskToolsProbe,
+    TerminalTool,
+    ToolSpec,
+)
+from orsgen.jsonobject import as_array, as_object, is_object
 
 Progress = Callable[[str], None]
 # Seconds a probe waits for a prompt (it waits for the environment's setup).
@@ -37,6 +49,18 @@ class FetchOptions:
     previous_split: str | None = None
     # An SDK harness toolset the probe sessions bind (``--toolset``); part of the identity.
     toolset: str | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a snapshot records besides what the server says: the target it stands for
+    (``check --live`` re-snapshots elsewhere but records the stored target), the class
+    names a served file defines by environment name, and the class name to record when
+    the server cannot tell (it reports only lower-cased names)."""
+
+    target: TargetRef
+    class_names: Mapping[str, str] = field(default_factory=dict[str, str])
+    class_name: str | None = None
 
 
 def _unique(
@@ -74,7 +98,8 @@ async def _choose_env_name(
         if endpoint.deployment is not None and isinstance(exc, aiohttp.ClientResponseError):
             # The platform answered but may not expose the listing; address the deployment.
             return requested, []
-        raise TargetError(f"cannot reach an ORS server at {endpoint.session_url}: {_short(exc)}")
+        # The runtime's wording ("connection refused (is the server running?)"), not aiohttp's.
+        raise TargetError(f"cannot reach an ORS server at {endpoint.session_url}: {describe(exc)}")
     if requested is not None:
         if requested.lower() not in names:
             raise TargetError(
@@ -109,8 +134,8 @@ class _Probe:
 
 
 async def _facts(
-    endpoint: Endpoint, options: FetchOptions, progress: Progress
-) -> tuple[dict[str, Any], list[Diagnostic]]:
+    endpoint: Endpoint, options: FetchOptions, provenance: Provenance, progress: Progress
+) -> tuple[Environment, list[Diagnostic]]:
     diagnostics: list[Diagnostic] = []
     env = await environment(endpoint)
     progress("reading server version and tools")
@@ -120,13 +145,11 @@ async def _facts(
     progress("reading splits and task counts")
     splits = await _read_splits(endpoint, env, progress)
     # Chosen with or without probes: the split becomes the package's default.
-    chosen, why = choose_split(
-        [str(s["name"]) for s in splits], options.split, options.previous_split
-    )
+    chosen, why = choose_split([s.name for s in splits], options.split, options.previous_split)
     if why:
         progress(why)
     options = replace(options, split=chosen)
-    splits.sort(key=lambda s: str(s["name"]))
+    splits.sort(key=lambda s: s.name)
     probe = _Probe()
     if options.task_tools or options.toolset:
         probe = await _probe_task_tools(endpoint, env, options, splits, shared, progress)
@@ -134,21 +157,23 @@ async def _facts(
     if options.toolset:  # the bound toolset's tools replace same-named environment tools
         overridden = {t["name"] for t in probe.task_tools}
         shared = [t for t in shared if t["name"] not in overridden]
-    return _facts_section(endpoint, options, version, tools_res, splits, shared, probe), diagnostics
+    read = _Read(version, tools_res, splits, shared, probe)
+    return _environment(endpoint, options, provenance, read), diagnostics
 
 
-async def _server_version(endpoint: Endpoint, env: Any, progress: Progress) -> Any:
+async def _server_version(endpoint: Endpoint, env: Any, progress: Progress) -> str | None:
     """The server software's version, if it says (``/version`` is optional)."""
     try:
         version = await ask(endpoint, env, "GET", "/version", progress=progress)
     except Exception:  # noqa: BLE001 - optional endpoint
         return None
-    return version.get("version") if is_object(version) else None
+    said = version.get("version") if is_object(version) else None
+    return None if said is None else str(said)
 
 
-async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list[dict[str, Any]]:
+async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list[Split]:
     """Every split with its type and task count, in the server's order."""
-    splits: list[dict[str, Any]] = []
+    splits: list[Split] = []
     for split in await ask(endpoint, env, "GET", endpoint.env_path("/splits"), progress=progress):
         name = split["name"] if is_object(split) else str(split)
         kind = split.get("type") if is_object(split) else None
@@ -157,54 +182,77 @@ async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list
             endpoint, env, "POST", endpoint.env_path("/num_tasks"), body, progress=progress
         )
         count = answer["num_tasks"]
-        splits.append({"name": name, "type": kind, "num_tasks": int(count)})
+        splits.append(Split(name=str(name), type=kind, num_tasks=int(count)))
     return splits
 
 
-def _facts_section(
-    endpoint: Endpoint,
-    options: FetchOptions,
-    version: Any,
-    tools_res: Mapping[str, Any],
-    splits: list[dict[str, Any]],
-    shared: list[dict[str, Any]],
-    probe: _Probe,
-) -> dict[str, Any]:
-    """The snapshot's ``environment`` section from what :func:`_facts` read."""
-    identity: dict[str, Any] = {"env_name": endpoint.env_name, "deployment": endpoint.deployment}
+@dataclass(frozen=True)
+class _Read:
+    """What :func:`_facts` read from the server, as it came (tool specs in stored form)."""
+
+    version: str | None
+    tools_res: Mapping[str, Any]
+    splits: list[Split]
+    shared: list[dict[str, Any]]
+    probe: _Probe
+
+
+def _terminal_tool(said: Any) -> TerminalTool | None:
+    """The ``@terminal`` tool the server describes, in the fields a snapshot stores (a
+    field a newer server adds is not one of them)."""
+    if not is_object(said):
+        return None
+    return TerminalTool.model_validate({k: said[k] for k in TerminalTool.model_fields if k in said})
+
+
+def _environment(
+    endpoint: Endpoint, options: FetchOptions, provenance: Provenance, read: _Read
+) -> Environment:
+    """The snapshot's ``environment`` section: built here, once, from what was read."""
+    # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
+    from openreward._version import __version__ as sdk_version  # type: ignore[import-untyped]
+
+    env_name = endpoint.env_name
+    identity = Identity(env_name=env_name, deployment=endpoint.deployment)
+    class_name = provenance.class_names.get(str(env_name)) or provenance.class_name
+    if class_name:  # a local file tells us the class name the server lower-cased
+        identity = identity.model_copy(update={"class_name": class_name})
     if options.toolset:
-        identity["toolset"] = options.toolset
-    return {
-        "identity": identity,
-        "images": {"in_prompt": probe.images},
-        "server_version": version,
-        "splits": splits,
-        "tools": shared,
-        "task_tools": probe.task_tools,
-        "task_tools_probe": {
-            "enabled": options.task_tools or bool(options.toolset),
-            "split": options.split,
-            "indices": probe.indices,
-        },
-        "terminal_tool": tools_res.get("terminal_tool"),
-        "supports_score_group": bool(tools_res.get("supports_score_group")),
-        "message_block_types": sorted(tools_res.get("message_block_types") or []),
-    }
+        identity = identity.model_copy(update={"toolset": options.toolset})
+    listed = as_object(read.tools_res)
+    return Environment(
+        identity=identity,
+        images=Images(in_prompt=read.probe.images),
+        target=provenance.target,
+        server_version=read.version,
+        sdk_version=str(sdk_version),
+        splits=read.splits,
+        tools=[ToolSpec.model_validate(t) for t in read.shared],
+        task_tools=[ToolSpec.model_validate(t) for t in read.probe.task_tools],
+        task_tools_probe=TaskToolsProbe(
+            enabled=options.task_tools or bool(options.toolset),
+            split=options.split,
+            indices=read.probe.indices,
+        ),
+        terminal_tool=_terminal_tool(listed.get("terminal_tool")),
+        supports_score_group=bool(listed.get("supports_score_group")),
+        message_block_types=sorted(str(t) for t in as_array(listed.get("message_block_types"))),
+    )
 
 
 async def _probe_task_tools(
     endpoint: Endpoint,
     env: Any,
     options: FetchOptions,
-    splits: list[dict[str, Any]],
+    splits: list[Split],
     shared: list[dict[str, Any]],
     progress: Progress,
 ) -> _Probe:
     """Open one short session per probe index and merge their tool lists by name, as
     TRL's bridge does; a tool whose schema differs between probes is a warning. Also
     says whether any probed prompt held an image."""
-    counts = {s["name"]: s["num_tasks"] for s in splits}
-    total = counts[options.split]
+    # choose_split checked that the split exists; a server listing it twice counts once.
+    total = next(s.num_tasks for s in splits if s.name == options.split)
     if options.probe_indices is None and total == 0:
         # As TRL's bridge does: no task to open a session on, so the shared tools only.
         note = (
@@ -307,9 +355,13 @@ async def _prompt_has_image(session: Any, index: int, diagnostics: list[Diagnost
 
 
 def fetch(
-    endpoint: Endpoint, requested_env: str | None, options: FetchOptions, progress: Progress
-) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """All facts for the snapshot's ``environment`` section (never any secret)."""
+    endpoint: Endpoint,
+    requested_env: str | None,
+    options: FetchOptions,
+    provenance: Provenance,
+    progress: Progress,
+) -> tuple[Environment, list[Diagnostic]]:
+    """The snapshot's ``environment`` section, typed (never any secret)."""
     import time
 
     deadline = time.monotonic() + options.timeout
@@ -322,7 +374,7 @@ def fetch(
         # Reported once the server answered, so a target that fails prints its error alone.
         progress(f"connected to {endpoint.label}")
         remaining = max(deadline - time.monotonic(), 0.001)  # --timeout bounds the whole snapshot
-        return current().run(_facts(endpoint, options, progress), timeout=remaining)
+        return current().run(_facts(endpoint, options, provenance, progress), timeout=remaining)
     except TargetError:
         raise
     except TimeoutError as exc:

@@ -7,6 +7,10 @@ Layout::
      "environment": {...what the server said...},
      "package": {...how to generate: name, class name, version, options...}}
 
+In memory a snapshot is the typed :class:`orsgen.snapshot.stored.Snapshot`; this module
+is where it becomes text and where text becomes it again. The canonical text is the
+sorted dump of the model.
+
 Secrets never enter it: the snapshotter never copies them, and ``orsgen.pipeline``
 refuses to write a snapshot (or code) whose text contains a secret value it was given.
 """
@@ -14,35 +18,52 @@ refuses to write a snapshot (or code) whose text contains a secret value it was 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 # One definition, shared with the runtime drift guard (which must not import the generator).
 from orsgen.canonical import canonical_json as canonical_json
 from orsgen.canonical import sha256_of as sha256_of
 from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import is_object
+from orsgen.snapshot.errors import SnapshotError as SnapshotError
+from orsgen.snapshot.stored import (
+    Environment,
+    Package,
+    Snapshot,
+    parse,
+    parse_environment,
+    parse_package,
+    stored_form,
+)
 
-FORMAT = 1
-
-
-class SnapshotError(ValueError):
-    """A snapshot file is missing, malformed or of an unknown format."""
-
-
-def build(environment: dict[str, Any], package: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "sha256": sha256_of(environment),
-        "environment": environment,
-        "package": package,
-    }
+FORMAT: Literal[1] = 1
 
 
-def dump(snapshot: dict[str, Any]) -> str:
-    return canonical_json(snapshot)
+def build(
+    environment: Environment | Mapping[str, Any], package: Package | Mapping[str, Any]
+) -> Snapshot:
+    """The snapshot of ``environment`` generated as ``package``, hashed. Either may be JSON
+    data (a test's or a benchmark's hand-written section), validated here."""
+    if not isinstance(environment, Environment):
+        environment = parse_environment(environment)
+    if not isinstance(package, Package):
+        package = parse_package(package)
+    return Snapshot(
+        format=FORMAT,
+        sha256=sha256_of(stored_form(environment)),
+        environment=environment,
+        package=package,
+    )
 
 
-def load_text(text: str, where: str) -> dict[str, Any]:
+def dump(snapshot: Snapshot) -> str:
+    """``snapshot.json``'s text: the model's sorted dump."""
+    return canonical_json(stored_form(snapshot))
+
+
+def load_text(text: str, where: str) -> Snapshot:
+    """A ``snapshot.json``'s text, checked (format, hash, every field) and typed."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -57,4 +78,4 @@ def load_text(text: str, where: str) -> dict[str, Any]:
             f"{where}: sha256 does not match its contents; it was edited by hand. "
             "Take a fresh snapshot with `orsgen TARGET -o DIR`."
         )
-    return dict(data)
+    return parse(data, where)

@@ -1,10 +1,15 @@
-"""The stored snapshot, typed: validated once when the generator reads it, so every
-layer after that reads fields (mypy checks them) instead of ``.get`` chains.
+"""The stored snapshot, typed: every layer that reads a snapshot reads these models.
 
-The raw mapping stays the source of truth for what is written and hashed: these models
-read it, they never re-serialise it. Unknown keys are kept (``extra="allow"``), so a
-newer snapshot still loads. A tool's ``input_schema`` stays raw JSON: it is untrusted,
-and the generator normalises it separately, reporting each problem by pointer.
+The fetcher builds them, ``orsgen.snapshot.model`` loads and dumps them, and the pipeline,
+the checks, versioning and the generator read fields (mypy checks them) instead of
+``.get`` chains. Raw JSON exists only where a snapshot enters (``parse``) or leaves
+(:func:`stored_form`).
+
+Format 1 is closed: an unknown key is an error that names it (a snapshot from a newer
+orsgen, or a hand edit), never a field silently carried along. A tool's ``input_schema``
+stays raw JSON: it is untrusted, and the generator normalises it separately, reporting
+each problem by pointer. Its keys are sorted on the way in, so a live snapshot generates
+exactly what the same snapshot read back from ``snapshot.json`` (sorted keys) generates.
 """
 
 from __future__ import annotations
@@ -12,13 +17,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from orsgen.snapshot.model import SnapshotError
+from orsgen.jsonobject import is_array, is_object
+from orsgen.snapshot.errors import SnapshotError
 
 
 class _Stored(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _sorted_json(value: Any) -> Any:
+    """``value`` with every object's keys sorted, as ``snapshot.json`` stores it."""
+    if is_object(value):
+        return {k: _sorted_json(value[k]) for k in sorted(value)}
+    if is_array(value):
+        return [_sorted_json(v) for v in value]
+    return value
 
 
 class ToolSpec(_Stored):
@@ -26,6 +41,11 @@ class ToolSpec(_Stored):
     description: str = ""
     input_schema: Any = None  # raw JSON Schema (untrusted)
     property_order: list[str] | None = None
+
+    @field_validator("input_schema")
+    @classmethod
+    def _sorted(cls, value: Any) -> Any:
+        return _sorted_json(value)
 
 
 class Identity(_Stored):
@@ -47,6 +67,7 @@ class TargetRef(_Stored):
 class TerminalTool(_Stored):
     name: str
     arg: str | None = None
+    description: str = ""
 
 
 class Images(_Stored):
@@ -54,14 +75,46 @@ class Images(_Stored):
     in_prompt: bool | None = None
 
 
+class Split(_Stored):
+    name: str
+    type: str | None = None
+    num_tasks: int
+
+
+class TaskToolsProbe(_Stored):
+    """How task tools were looked for: whether probe sessions were opened, on which split
+    and task indices (what ``orsgen check --live`` repeats)."""
+
+    enabled: bool = True
+    split: str | None = None
+    indices: list[int] = Field(default_factory=list)
+
+
 class Environment(_Stored):
     identity: Identity = Field(default_factory=Identity)
     images: Images = Field(default_factory=Images)
     target: TargetRef | None = None
+    server_version: str | None = None
+    sdk_version: str | None = None
+    splits: list[Split] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(default_factory=list)
     task_tools: list[ToolSpec] = Field(default_factory=list)
+    task_tools_probe: TaskToolsProbe | None = None
     terminal_tool: TerminalTool | None = None
     supports_score_group: bool = False
+    message_block_types: list[str] = Field(default_factory=list)
+
+    @property
+    def all_tools(self) -> list[ToolSpec]:
+        """Shared tools, then task tools."""
+        return [*self.tools, *self.task_tools]
+
+    @property
+    def default_url(self) -> str | None:
+        """The server a package records as its default: the URL it was snapshotted from.
+        A file target's URL had a random local port, and a catalog name needs none."""
+        target = self.target
+        return target.value if target is not None and target.kind == "url" else None
 
 
 class Renames(_Stored):
@@ -93,14 +146,52 @@ class Snapshot(_Stored):
     package: Package
 
 
-def parse(data: Mapping[str, Any], where: str = "snapshot") -> Snapshot:
-    """The typed view of a stored snapshot; :class:`SnapshotError` names the bad field."""
+def stored_form(model: BaseModel) -> dict[str, Any]:
+    """A model as JSON data, with exactly the keys it was given: a snapshot read from a
+    file dumps back to that file's contents (so its hash holds), whatever defaults later
+    versions add."""
+    return model.model_dump(mode="json", exclude_unset=True)
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    loc = [str(p) for p in error["loc"]]
+    if error["type"] == "extra_forbidden":
+        parent = "/".join(loc[:-1]) or "the top level"
+        return (
+            f"unknown key {loc[-1]!r} in {parent} (format 1 has no such field; "
+            "was it written by a newer orsgen, or edited by hand?)"
+        )
+    return f"field {'/'.join(loc) or '(top level)'}: {error['msg']}"
+
+
+def _validated(cls: type[Any], data: Any, where: str, section: str = "") -> Any:
+    """``data`` validated as ``cls``; ``section`` names where it sits in a snapshot."""
     try:
-        return Snapshot.model_validate(dict(data))
+        return cls.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        place = "/".join(str(p) for p in first["loc"]) or "(top level)"
+        if section:
+            first = {**first, "loc": (section, *first["loc"])}
         raise SnapshotError(
-            f"{where}: field {place}: {first['msg']} ({exc.error_count()} problem(s)); "
+            f"{where}: {_problem(first)} ({exc.error_count()} problem(s)); "
             "take a fresh snapshot with `orsgen TARGET -o DIR`"
         ) from None
+
+
+def parse(data: Mapping[str, Any], where: str = "snapshot") -> Snapshot:
+    """The typed view of a stored snapshot; :class:`SnapshotError` names the bad field
+    or the unknown key."""
+    snapshot: Snapshot = _validated(Snapshot, dict(data), where)
+    return snapshot
+
+
+def parse_environment(data: Mapping[str, Any], where: str = "snapshot") -> Environment:
+    """An ``environment`` section alone (e.g. one a test or a tool wrote by hand)."""
+    environment: Environment = _validated(Environment, dict(data), where, "environment")
+    return environment
+
+
+def parse_package(data: Mapping[str, Any], where: str = "snapshot") -> Package:
+    """A ``package`` section alone."""
+    package: Package = _validated(Package, dict(data), where, "package")
+    return package

@@ -1,4 +1,4 @@
-"""A tool call is one request, addressed to the environment by name
+"""The adapter on the wire (orsgen/runtime/adapter.py): a tool call is one request, addressed to the environment by name
 (no 308 redirect); reset and close cost exactly the SDK's session requests."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from conftest import failed
 from generated.echo import EchoEnv
-from orsgen.runtime import drift, prefetch, sessions
+from orsgen.runtime import drift
 
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")

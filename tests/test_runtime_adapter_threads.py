@@ -1,4 +1,4 @@
-"""Async-ready factories.
+"""Async-ready factories (orsgen/runtime/adapter.py).
 
 The adapter class and functools.partial of it pickle and work in spawned processes,
 and instances can be driven from a thread pool the way AsyncGRPOTrainer's rollout
@@ -24,7 +24,7 @@ import pytest
 
 from envs.runtime_support import partial_echo, spawned_rollout
 from generated.echo import EchoEnv
-from orsgen.runtime import drift, prefetch, sessions
+from orsgen.runtime import drift
 
 WORDS = ["apple", "banana", "cherry", "damson"]
 
@@ -37,7 +37,7 @@ def test_class_and_partial_pickle() -> None:
     factory = functools.partial(EchoEnv, base_url="http://127.0.0.1:9", group_size=8, timeout=5)
     clone = pickle.loads(pickle.dumps(factory))
     env = clone()  # constructing does no I/O
-    assert type(env) is EchoEnv and env._group_size == 8 and env._timeout == 5
+    assert type(env) is EchoEnv and env._sessions.group_size == 8 and env._timeout == 5
 
 
 def test_spawned_processes_run_rollouts(echo_server) -> None:
@@ -103,20 +103,3 @@ def test_one_instance_hammered_from_many_threads(echo_server) -> None:
     assert outs == [f"echo: w{i}" for i in range(24)]
     assert env.rewards == [0.0] * 24 and len(env.metadata) == 24
     env.close()
-
-
-def test_async_call_twin(echo_server) -> None:
-    """``_acall`` (for async tool methods) runs the request on the runtime loop."""
-    env = EchoEnv(base_url=echo_server.url, prefetch=False, timeout=5)
-    # Task 1's word is "banana": neither call finishes the episode, so their order on
-    # the server does not matter.
-    env.reset(task_index=1)
-
-    async def main() -> list[str]:
-        return list(await asyncio.gather(*(env._acall("echo", {"text": w}) for w in ("apple", "kiwi"))))
-
-    try:
-        assert asyncio.run(main()) == ["echo: apple", "echo: kiwi"]
-        assert env.rewards == [0.0, 0.0]
-    finally:
-        env.close()

@@ -1,4 +1,5 @@
-"""The aiohttp client that the openreward SDK runs on, built by orsgen.
+"""The aiohttp clients that the openreward SDK runs on, built by orsgen: one per server URL
+and process (:func:`client`), closed at shutdown after the sessions that use them.
 
 Every request still goes through the SDK (``AsyncSession.call_tool`` and its retries,
 stream resumption and error types); orsgen only supplies the HTTP client, instead of
@@ -8,7 +9,7 @@ letting ``AsyncEnvironmentsAPI`` make one, to remove two costs that the benchmar
 - The SDK returns from an SSE stream (``/call``, ``/create_session``) at its ``end``
   event, a moment before the server's final chunk arrives. aiohttp then closes the
   connection because the body was not read to the end, so every call paid for a new
-  TCP connection on both sides. :class:`KeepAliveClient` reads that final chunk in the
+  TCP connection on both sides. :class:`DrainingClient` reads that final chunk in the
   background, and the connection goes back to the pool.
 - With ``trust_env=True`` aiohttp looks up proxy and netrc settings in a worker thread
   twice per request. :func:`uses_environment` decides once, when the client is made:
@@ -23,14 +24,21 @@ import urllib.request
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-import aiohttp
+from orsgen.runtime.process import Process, at_shutdown, current
+
+if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated package
+    import aiohttp
 
 # How long a finished stream may take to deliver its final chunk before the
 # connection is closed instead of reused (the server normally sends it at once).
 DRAIN_TIMEOUT = 5.0
+# Upper bound for closing the clients at shutdown.
+CLIENTS_BUDGET = 5.0
+# Shutdown order: after the sessions (pool), which still need the clients.
+SHUTDOWN_ORDER = 20
 
 
 def uses_environment(url: str) -> bool:
@@ -52,6 +60,8 @@ def uses_environment(url: str) -> bool:
 def make_session(base_url: str) -> aiohttp.ClientSession:
     """A client configured as the SDK configures its own (``AsyncEnvironmentsAPI.get``).
     Must be called on the runtime loop."""
+    import aiohttp
+
     return aiohttp.ClientSession(
         base_url=base_url,
         timeout=aiohttp.ClientTimeout(total=None),
@@ -60,7 +70,7 @@ def make_session(base_url: str) -> aiohttp.ClientSession:
     )
 
 
-class KeepAliveClient:
+class DrainingClient:
     """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end after the
     caller is done with them, so their connections are reused. Everything else is the
     wrapped session's own."""
@@ -93,7 +103,7 @@ class _Drained:
 
     def __init__(
         self,
-        owner: KeepAliveClient,
+        owner: DrainingClient,
         request: AbstractAsyncContextManager[aiohttp.ClientResponse],
     ) -> None:
         self._owner = owner
@@ -135,3 +145,36 @@ class _Drained:
 async def _read_to_end(content: aiohttp.StreamReader) -> None:
     while await content.readany():
         pass
+
+
+class Clients:
+    """The process's clients by server URL (a :meth:`Process.part`); made and used on
+    the loop thread only."""
+
+    def __init__(self) -> None:
+        self.by_url: dict[str, DrainingClient] = {}
+
+
+def client(url: str) -> DrainingClient:
+    """The process's HTTP client for a server URL, made on first use; on the runtime loop."""
+    clients = current().part(Clients).by_url
+    found = clients.get(url)
+    if found is None:
+        found = clients[url] = DrainingClient(make_session(url))
+    return found
+
+
+async def _close_all(clients: dict[str, DrainingClient]) -> None:
+    while clients:
+        _, found = clients.popitem()
+        await found.close()
+
+
+def close_clients(process: Process) -> None:
+    """Close the process's HTTP clients (after the sessions that use them)."""
+    clients = process.part(Clients).by_url
+    if clients:
+        process.run(_close_all(clients), timeout=CLIENTS_BUDGET)
+
+
+at_shutdown(SHUTDOWN_ORDER, close_clients)

@@ -1,4 +1,4 @@
-"""Fault tolerance with bounded timeouts.
+"""The adapter's fault tolerance with bounded timeouts (orsgen/runtime/adapter.py).
 
 Every failure in a rollout raises a ToolEnvironmentError (TRL counts it and shows the
 model its text) with a None step reward, returns within the configured timeout (plus a margin for a loaded
@@ -18,7 +18,7 @@ import pytest
 import ors_server
 from conftest import failed
 from envs.runtime_support import FAULT_ENV, FaultAdapter, FaultProxy
-from orsgen.runtime import prefetch, sessions
+
 from orsgen.runtime.adapter import SessionOpenError
 
 MARGIN = 4.0  # scheduling slack on a shared 2-core machine; far below any hang
@@ -132,7 +132,7 @@ def test_server_killed_mid_rollout_then_restarted(ors_servers: ors_server.Server
     port = int(srv.url.rsplit(":", 1)[1])
     try:
         # No reconnect window, strict: a reset while the server is down raises at once
-        # (the window and degradation are tests/test_runtime_outage.py's subject).
+        # (the window and degradation are tests/test_runtime_health_outage.py's subject).
         env = FaultAdapter(
             base_url=srv.url, prefetch=False, timeout=4, open_timeout=8, reconnect_for=0, strict=True
         )

@@ -1,4 +1,5 @@
-"""Training survives an environment outage (orsgen/runtime/outage.py).
+"""Training survives an environment outage: orsgen/runtime/health.py's records and call
+policy on a real server (the same rules on an injected clock: tests/test_runtime_health.py).
 
 Real echo ORS servers, stopped by PID and restarted on the same port. Most tests use a
 short ``reconnect_for`` so the outage can be short; ``test_30s_outage_at_default_settings``

@@ -1,4 +1,4 @@
-"""No leaked sessions, counted by the server itself. Sessions close on reset(), close(),
+"""No leaked sessions (orsgen/runtime/pool.py), counted by the server itself. Sessions close on reset(), close(),
 garbage collection of the adapter (a weakref.finalize, no resurrection) and interpreter
 exit, including prefetched sessions nobody took and sessions still opening; ``load_tasks``
 opens none. (Probe sessions of a snapshot: tests/test_snapshot_probes.py.)"""

@@ -1,4 +1,5 @@
-"""Group prefetch for GRPOTrainer's serial reset pattern.
+"""Group prefetch (orsgen/runtime/pool.py) for GRPOTrainer's serial reset pattern, on a real
+server (the same logic with fake sessions: tests/test_runtime_pool.py).
 
 GRPO calls reset(task_index=i) G times in a row, on different pooled instances of one
 class. The first reset of a group opens the group's G sessions concurrently; the rest
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from generated.echo import EchoEnv
-from orsgen.runtime import drift, prefetch, sessions
+from orsgen.runtime import drift
 
 WORDS = ["apple", "banana", "cherry", "damson"]
 

@@ -1,4 +1,4 @@
-"""The transport under the SDK (orsgen/runtime/transport.py): finished streams give their connection
+"""The transport under the SDK (orsgen/runtime/http.py): finished streams give their connection
 back to the pool (so a tool call does not pay for a new TCP connection), a late or
 never-ending stream never leaks or hangs, and proxy/netrc lookups stay on exactly when
 the environment could change a request.
@@ -19,7 +19,7 @@ from aiohttp import web
 
 from generated.echo import EchoEnv
 import runtime_hooks
-from orsgen.runtime import connection, transport
+from orsgen.runtime import http
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
@@ -79,7 +79,7 @@ def test_finished_streams_reuse_one_connection() -> None:
     async def body() -> None:
         async with stream_server() as (stream, url):
             stream.release.set()
-            client = transport.KeepAliveClient(transport.make_session(url))
+            client = http.DrainingClient(http.make_session(url))
             for _ in range(5):
                 await read_first_event(client)
                 while client._drains:  # the final chunk is read in the background
@@ -89,7 +89,7 @@ def test_finished_streams_reuse_one_connection() -> None:
 
             # The same requests on the bare aiohttp session close their connection every time.
             stream.ports.clear()
-            plain = transport.make_session(url)
+            plain = http.make_session(url)
             for _ in range(5):
                 await read_first_event(plain)
             await plain.close()
@@ -103,7 +103,7 @@ def test_body_already_arrived_is_released_without_a_background_read() -> None:
         async with stream_server() as (stream, url):
             stream.delay = 0.0
             stream.release.set()
-            client = transport.KeepAliveClient(transport.make_session(url))
+            client = http.DrainingClient(http.make_session(url))
             for _ in range(3):
                 async with client.post("/stream") as response:
                     assert await response.content.readline() == b"event: end\n"
@@ -117,11 +117,11 @@ def test_body_already_arrived_is_released_without_a_background_read() -> None:
 
 
 def test_final_chunk_that_never_comes_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transport, "DRAIN_TIMEOUT", 0.2)
+    monkeypatch.setattr(http, "DRAIN_TIMEOUT", 0.2)
 
     async def body() -> None:
         async with stream_server() as (stream, url):
-            client = transport.KeepAliveClient(transport.make_session(url))
+            client = http.DrainingClient(http.make_session(url))
             await read_first_event(client)
             assert len(client._drains) == 1
             await asyncio.gather(*client._drains)
@@ -139,7 +139,7 @@ def test_final_chunk_that_never_comes_is_given_up(monkeypatch: pytest.MonkeyPatc
 def test_close_cancels_pending_drains() -> None:
     async def body() -> None:
         async with stream_server() as (stream, url):
-            client = transport.KeepAliveClient(transport.make_session(url))
+            client = http.DrainingClient(http.make_session(url))
             await read_first_event(client)
             (drain,) = client._drains
             await client.close()  # the server still holds the final chunk back
@@ -151,7 +151,7 @@ def test_close_cancels_pending_drains() -> None:
 def test_error_inside_releases_at_once() -> None:
     async def body() -> None:
         async with stream_server() as (_stream, url):
-            client = transport.KeepAliveClient(transport.make_session(url))
+            client = http.DrainingClient(http.make_session(url))
             with pytest.raises(RuntimeError, match="caller gave up"):
                 async with client.post("/stream") as response:
                     await response.content.readline()
@@ -188,7 +188,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
 
 
 def test_environment_lookups_off_without_proxy_or_netrc(clean_env: pytest.MonkeyPatch) -> None:
-    assert not transport.uses_environment("http://127.0.0.1:8080")
+    assert not http.uses_environment("http://127.0.0.1:8080")
 
 
 @pytest.mark.parametrize(
@@ -207,22 +207,22 @@ def test_environment_lookups_follow_proxy_settings(
 ) -> None:
     for name, value in variables.items():
         clean_env.setenv(name, value)
-    assert transport.uses_environment(url) is expected
+    assert http.uses_environment(url) is expected
 
 
 def test_environment_lookups_on_with_a_netrc(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / ".netrc").write_text("machine ors.invalid login u password p\n")
-    assert transport.uses_environment("http://ors.invalid")
+    assert http.uses_environment("http://ors.invalid")
     (tmp_path / ".netrc").unlink()
     clean_env.setenv("NETRC", str(tmp_path / "elsewhere"))
-    assert transport.uses_environment("http://ors.invalid")
+    assert http.uses_environment("http://ors.invalid")
 
 
 def test_session_trusts_environment_only_when_it_applies(clean_env: pytest.MonkeyPatch) -> None:
     async def body() -> None:
-        quiet = transport.make_session("http://127.0.0.1:1")
+        quiet = http.make_session("http://127.0.0.1:1")
         clean_env.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
-        proxied = transport.make_session("http://127.0.0.1:1")
+        proxied = http.make_session("http://127.0.0.1:1")
         try:
             assert (quiet.trust_env, proxied.trust_env) == (False, True)
         finally:
@@ -240,24 +240,3 @@ def test_one_client_per_url_shared_by_adapters(echo_server) -> None:
     assert runtime_hooks.clients_for(echo_server.url) == 1
     first.close()
     second.close()
-
-
-
-def test_session_client_has_the_sdks_env_server_retry_policy_in_any_order() -> None:
-    """The SDK retries env-server errors narrowly (a 500 there is user code failing);
-    a URL that serves as both API and session URL gets that policy whichever came first,
-    and an API-only URL keeps the SDK's default."""
-    from openreward.api._session.http import _resolve_policy
-
-    from orsgen.runtime.process import current
-
-    async def clients() -> tuple[Any, Any, Any]:
-        both = "http://127.0.0.1:9"  # never contacted
-        api_first = connection.client_for(both, env_server=False)
-        return api_first, connection.client_for(both, env_server=True), connection.client_for(
-            "http://127.0.0.1:10", env_server=False
-        )
-
-    api_first, session, api_only = current().run(clients(), timeout=5)
-    assert api_first is session and _resolve_policy(session) == "env-server"
-    assert _resolve_policy(api_only) == "api"

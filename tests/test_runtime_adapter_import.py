@@ -1,4 +1,4 @@
-"""Importing a generated package is light. It loads neither
+"""Importing a generated package (its adapter on orsgen/runtime/adapter.py) is light. It loads neither
 openreward (whose package import pulls in the server framework) nor datasets; they
 load on first use. Measured in a fresh interpreter with ``python -X importtime``;
 the time is reported, not asserted (benchmarks are not tests)."""

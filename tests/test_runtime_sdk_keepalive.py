@@ -1,4 +1,4 @@
-"""Keepalive: a rollout idle for longer than the server's stale-session threshold
+"""Keepalive pings (orsgen/runtime/sdk.py's session wrapper): a rollout idle for longer than the server's stale-session threshold
 keeps its session. The server's reaper is shortened to 3 s; the idle is ~2x that.
 The SDK's own 10 s ping is too slow for that server (the control case loses its
 session); ``keepalive=1`` pings often enough."""

@@ -1,7 +1,8 @@
 """Where an adapter connects: resolved from constructor keywords, the standard
 ``OPENREWARD_*`` environment variables and the facts recorded in the snapshot.
 
-Nothing here does network I/O until :func:`environment` is awaited.
+Pure resolution: nothing here does network I/O or holds state. (An :class:`Endpoint` names
+one server; several servers would be a list of them, each with its own health record.)
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 from urllib.parse import urlparse, urlunparse
 
 from orsgen.runtime.errors import ServerNotConfiguredError
-from orsgen.runtime.process import current
 
 DEFAULT_PLATFORM_URL = "https://openreward.ai"
 
@@ -125,65 +125,3 @@ def _sdk_secrets(secrets: Mapping[str, str]) -> dict[str, Any]:
         str(name): value if name in WELL_KNOWN_SECRETS else (value, ())
         for name, value in secrets.items()
     }
-
-
-def client_for(url: str, *, env_server: bool = True) -> Any:
-    """The process's HTTP client for a server URL, made on first use; on the runtime loop.
-
-    ``env_server`` gives it the SDK's narrow retry policy for environment servers, as
-    ``AsyncEnvironmentsAPI.get`` sets it (also when the URL's client came first as an API
-    client)."""
-    from openreward.api._session.http import set_retry_policy  # type: ignore[import-untyped]
-
-    from orsgen.runtime import transport  # aiohttp: loaded on first use
-
-    clients = current().clients
-    client = clients.get(url)
-    if client is None:
-        client = clients[url] = transport.KeepAliveClient(transport.make_session(url))
-    if env_server:  # KeepAliveClient stands in for the ClientSession the SDK annotates
-        set_retry_policy(client, "env-server")  # pyright: ignore[reportArgumentType]
-    return client
-
-
-async def environment(endpoint: Endpoint) -> Any:
-    """The SDK's ``AsyncEnvironment`` for an endpoint; must be awaited on the runtime loop.
-
-    Addressing the environment by name (the SDK's ``variant``) puts it in every
-    path, so no call pays for the server's redirect to the default environment.
-    The HTTP clients are orsgen's (see :mod:`orsgen.runtime.transport`), one per URL
-    and process, shared by every adapter.
-    """
-    from openreward.api.environments.client import AsyncEnvironment  # type: ignore[import-untyped]
-
-    target = endpoint.deployment or endpoint.env_name or "env"
-    namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
-    return AsyncEnvironment(
-        namespace=namespace or None,
-        name=name,
-        variant=endpoint.env_name,
-        client=client_for(endpoint.session_url),
-        api_key=endpoint.api_key,
-        api_client=client_for(endpoint.api_url, env_server=False),
-    )
-
-
-async def stateless(
-    endpoint: Endpoint, env: Any, method: str, path: str, payload: dict[str, Any] | None = None
-) -> Any:
-    """One stateless request (listing, tools, splits, tasks) through the SDK transport, on
-    the runtime loop. The SDK's own helpers open and delete a throwaway session around each
-    such call (three requests); the server needs none."""
-    from openreward.api._session.http import (  # pyright: ignore[reportMissingTypeStubs]
-        request_retryable,
-    )
-
-    return await request_retryable(
-        env.client,
-        method,
-        path,
-        expect_json=True,
-        token=endpoint.api_key or None,
-        json=payload,
-        deployment=endpoint.deployment or endpoint.env_name,
-    )

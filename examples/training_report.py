@@ -1,0 +1,171 @@
+"""What a GRPO run did, step by step: reward, scoring coverage and gradient norm, as a
+table and as a PNG plot (examples/train_echo.py prints and writes them).
+
+Scoring coverage is the fraction of a step's rollouts whose reward is not ``None``.
+TRL's ``reward`` and ``rewards/<name>/mean`` are NaN-means, so they cannot show it.
+``scoring_coverage`` reads the runtime's own ``ors/scored_frac`` from the trainer's log
+when that key is there, and otherwise what ``ScoringCount`` counted in this process.
+
+Usage::
+
+    reward = ScoringCount(outcome_reward)
+    trainer = GRPOTrainer(..., reward_funcs=reward)
+    trainer.train()
+    rows = step_rows(trainer.state.log_history, reward.coverage())
+    print(format_table(rows))
+    write_plot(rows, out_dir / "reward.png")
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+# The key the orsgen runtime logs coverage under (issue 17, item 3), once it does.
+SCORED_FRAC = "ors/scored_frac"
+
+
+class ScoringCount:
+    """A reward function that is ``reward_func`` itself, and that also counts, per
+    training step, how many of its rollouts got a score (a reward that is not ``None``).
+
+    The step is ``trainer_state.global_step + 1``: TRL computes a step's rewards before
+    that step's optimizer update, and logs the step under the incremented number. This
+    holds while every step generates its own batch (``steps_per_generation`` 1, TRL's
+    default without gradient accumulation)."""
+
+    def __init__(self, reward_func: Callable[..., list[float | None]]) -> None:
+        self._reward_func = reward_func
+        # TRL names the logged reward (rewards/<name>/mean) after the function.
+        self.__name__ = reward_func.__name__
+        self._counts: dict[int, tuple[int, int]] = {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
+        rewards = self._reward_func(*args, **kwargs)
+        state = kwargs.get("trainer_state")
+        step = int(getattr(state, "global_step", len(self._counts))) + 1
+        scored, total = self._counts.get(step, (0, 0))
+        self._counts[step] = (scored + sum(r is not None for r in rewards), total + len(rewards))
+        return rewards
+
+    def coverage(self) -> dict[int, float]:
+        """Per step: the fraction of this process's rollouts that got a score."""
+        return {step: scored / total for step, (scored, total) in self._counts.items() if total}
+
+
+def scoring_coverage(entry: Mapping[str, Any], counted: Mapping[int, float]) -> float | None:
+    """One logged step's scoring coverage: ``ors/scored_frac`` when the trainer logged it,
+    else our own count for that step; ``None`` when neither knows."""
+    if SCORED_FRAC in entry:
+        return float(entry[SCORED_FRAC])
+    return counted.get(int(entry["step"]))
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One training step, as the table and the plot show it."""
+
+    step: int
+    reward_mean: float
+    reward_std: float
+    coverage: float | None
+    grad_norm: float
+
+
+def step_rows(
+    log_history: Sequence[Mapping[str, Any]],
+    counted: Mapping[int, float],
+    reward_name: str = "outcome_reward",
+) -> list[StepRow]:
+    """The trainer's per-step log entries (those that carry the reward), as rows."""
+    mean_key, std_key = f"rewards/{reward_name}/mean", f"rewards/{reward_name}/std"
+    return [
+        StepRow(
+            step=int(entry["step"]),
+            reward_mean=float(entry[mean_key]),
+            reward_std=float(entry.get(std_key, math.nan)),
+            coverage=scoring_coverage(entry, counted),
+            grad_norm=float(entry.get("grad_norm", math.nan)),
+        )
+        for entry in log_history
+        if mean_key in entry
+    ]
+
+
+def _fmt(value: float | None, digits: int) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def format_table(rows: Sequence[StepRow]) -> str:
+    """A fixed-width table, one line per step."""
+    lines = [
+        f"{'step':>4}  {'reward mean':>11}  {'reward std':>10}  {'scored':>6}  {'grad norm':>9}"
+    ]
+    lines += [
+        f"{r.step:>4}  {_fmt(r.reward_mean, 3):>11}  {_fmt(r.reward_std, 3):>10}  "
+        f"{_fmt(r.coverage, 2):>6}  {_fmt(r.grad_norm, 4):>9}"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def _mean(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def summary(rows: Sequence[StepRow], window: int = 5) -> dict[str, float]:
+    """The figures a reader checks: mean reward over the first and the last ``window``
+    steps, and on how many steps the gradient was not zero."""
+    rewards = [r.reward_mean for r in rows]
+    return {
+        "window": float(window),
+        "steps": float(len(rows)),
+        "first_reward": _mean(rewards[:window]),
+        "last_reward": _mean(rewards[-window:]),
+        "nonzero_grad_steps": float(sum(r.grad_norm > 0 for r in rows)),
+        "max_grad_norm": max(
+            (r.grad_norm for r in rows if not math.isnan(r.grad_norm)), default=0.0
+        ),
+        "min_coverage": min((r.coverage for r in rows if r.coverage is not None), default=math.nan),
+    }
+
+
+def write_csv(rows: Sequence[StepRow], path: Path) -> None:
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow([f.name for f in fields(StepRow)])
+        writer.writerows(astuple(r) for r in rows)
+
+
+def write_plot(
+    rows: Sequence[StepRow], path: Path, title: str = "GRPO on the echo environment"
+) -> None:
+    """Mean reward and scoring coverage per step above, grad norm below. Needs
+    matplotlib (the dev extra); draws off-screen."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display here, and no GUI toolkit needed
+    import matplotlib.pyplot as plt
+
+    steps = [r.step for r in rows]
+    coverage = [math.nan if r.coverage is None else r.coverage for r in rows]
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(7, 4.8), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+    )
+    top.plot(steps, [r.reward_mean for r in rows], marker="o", markersize=3, label="reward mean")
+    top.plot(steps, coverage, linestyle="--", label="scoring coverage")
+    top.set_ylim(-0.05, 1.05)
+    top.set_ylabel("per step")
+    top.legend(loc="lower right", fontsize=8)
+    top.set_title(title)
+    bottom.bar(steps, [r.grad_norm for r in rows], color="tab:gray")
+    bottom.set_ylabel("grad norm")
+    bottom.set_xlabel("step")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

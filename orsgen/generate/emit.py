@@ -1,0 +1,58 @@
+"""IR to Python source, in one place: a parameter's hint, its default and when it is sent.
+
+The views (``tools.ParamView``) hold nodes and values; only this module turns them into
+source, and every value reaches source through ``repr``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+from orsgen.generate import ir
+
+
+class Unset:
+    """The marker for an optional parameter with no Python default (``_UNSET`` in source)."""
+
+    _instance: Unset | None = None
+
+    def __new__(cls) -> Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = Unset()
+UNSET_SOURCE = "_UNSET"  # the runtime's marker, imported privately by the adapter
+
+
+def hint(node: ir.Node) -> str:
+    """The Python type hint of ``node``."""
+    return ir.render(node)
+
+
+def python_default(value: Any, node: ir.Node, is_nullable: bool) -> Any:
+    """A schema default when it is an immutable literal that fits ``node``, else ``UNSET``."""
+    if value is None:
+        return None if is_nullable else UNSET
+    if not isinstance(value, (bool, int, float, str)):
+        return UNSET  # lists and objects are mutable: documented, never a Python default
+    if isinstance(value, float) and not math.isfinite(value):
+        return UNSET  # ``repr`` would be ``nan``/``inf``, which is not a literal
+    return value if ir.fits(value, node) else UNSET
+
+
+def default(value: Any) -> str:
+    """The source of a Python default (a value, or ``UNSET``)."""
+    return UNSET_SOURCE if isinstance(value, Unset) else repr(value)
+
+
+def send_condition(name: str, value: Any) -> str:
+    """When an optional argument is sent: whenever it is not its default."""
+    if isinstance(value, Unset) or value is None or isinstance(value, bool):
+        return f"{name} is not {default(value)}"
+    return f"{name} != {default(value)}"

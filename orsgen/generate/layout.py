@@ -1,0 +1,122 @@
+"""black, applied to the adapter one method at a time, each distinct method shape once.
+
+A big adapter is hundreds of methods that differ only in their name, docstring and the
+tool's wire name. black lays out each method by its own tokens (its indentation fixed by
+the class), so formatting a method inside a stand-in class gives the same text as
+formatting the whole module. The method is formatted with its name and wire name replaced
+by placeholders of the same width and its docstring by a stub; methods of one shape then
+share one black run, and the real text goes back into the formatted lines. The docstring
+is formatted on its own. A method this cannot abstract exactly (a wire name black would
+re-quote) is formatted as it is. The output is byte-for-byte black's on the whole module:
+``tests/test_generate_layout.py`` checks that.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+Formatter = Callable[[str], str]
+
+_STAND_IN = "class _:\n"
+_DOC_STUB = '        """D"""'
+_PLAIN = re.compile(r"[A-Za-z0-9_.\-]*")  # repr and black quote these alike: 'x' -> "x"
+
+
+def _methods(tree: ast.Module) -> tuple[ast.ClassDef, list[ast.FunctionDef]] | None:
+    """The first class whose body ends in methods, and those methods."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            defs = [n for n in node.body if isinstance(n, ast.FunctionDef)]
+            if defs and not any(d.decorator_list for d in defs):
+                return node, defs
+    return None
+
+
+class _Layout:
+    def __init__(self, black: Formatter) -> None:
+        self.black = black
+        self.shapes: dict[str, str] = {}
+
+    def in_class(self, lines: list[str], prefix: str = _STAND_IN) -> str:
+        out = self.black(prefix + "\n".join(lines) + "\n")
+        return out[len(prefix) :]
+
+    def method(self, lines: list[str], node: ast.FunctionDef) -> str:
+        abstract = self._abstract(lines, node)
+        if abstract is None:
+            return self.in_class(lines)
+        text, name_stub, wire_stub, doc_lines = abstract
+        shape = self.shapes.get(text)
+        if shape is None:
+            shape = self.shapes[text] = self.in_class(text.split("\n"))
+        wire_literal = f'"{wire_stub[1]}"'
+        if shape.count(_DOC_STUB + "\n") != 1 or shape.count(wire_literal) != 1:
+            return self.in_class(lines)
+        out = shape.replace(f"    def {name_stub}(", f"    def {node.name}(", 1)
+        out = out.replace(wire_literal, f'"{wire_stub[0]}"', 1)
+        doc = self.in_class(doc_lines, _STAND_IN + "    def _(self):\n")
+        return out.replace(_DOC_STUB + "\n", doc, 1)
+
+    def _abstract(
+        self, lines: list[str], node: ast.FunctionDef
+    ) -> tuple[str, str, tuple[str, str], list[str]] | None:
+        """The method with name, wire name and docstring stubbed, or ``None``."""
+        first = node.lineno
+        doc = node.body[0] if node.body else None
+        last = node.body[-1]
+        if not (
+            isinstance(doc, ast.Expr)
+            and isinstance(doc.value, ast.Constant)
+            and isinstance(doc.value.value, str)
+            and doc.end_lineno is not None
+            and isinstance(last, ast.Return)
+            and isinstance(last.value, ast.Call)
+            and last.value.args
+            and isinstance(last.value.args[0], ast.Constant)
+            and isinstance(last.value.args[0].value, str)
+            and last.lineno == last.end_lineno
+        ):
+            return None
+        wire = last.value.args[0].value
+        if not _PLAIN.fullmatch(wire) or not node.name.isascii():
+            return None  # a placeholder of the same width must lay out alike
+
+        def at(number: int) -> int:  # a line number of the module, as an index into ``lines``
+            return number - first
+
+        name_stub = "m" * len(node.name)
+        wire_stub = "w" * len(wire)
+        head = lines[0].replace(f"def {node.name}(", f"def {name_stub}(", 1)
+        ret = lines[at(last.lineno)].replace(repr(wire), repr(wire_stub), 1)
+        text = "\n".join(
+            [
+                head,
+                *lines[1 : at(doc.lineno)],
+                _DOC_STUB,
+                *lines[at(doc.end_lineno) + 1 : at(last.lineno)],
+                ret,
+            ]
+        )
+        doc_lines = lines[at(doc.lineno) : at(doc.end_lineno) + 1]
+        return text, name_stub, (wire, wire_stub), doc_lines
+
+
+def format_module(source: str, black: Formatter) -> str:
+    """``black(source)``, method by method when ``source`` holds a class of methods."""
+    tree = ast.parse(source)
+    found = _methods(tree)
+    if found is None:
+        return black(source)
+    cls, defs = found
+    lines = source.split("\n")
+    body_end = max(d.end_lineno or d.lineno for d in defs)
+    if cls.end_lineno != body_end or cls.body[len(cls.body) - len(defs) :] != defs:
+        return black(source)  # methods not last in the class: lay it out whole
+    layout = _Layout(black)
+    head = black("\n".join(lines[: defs[0].lineno - 1]) + "\n")
+    methods = [layout.method(lines[d.lineno - 1 : d.end_lineno or d.lineno], d) for d in defs]
+    rest = "\n".join(lines[body_end:]).strip("\n")
+    tail = "\n\n" + black(rest + "\n") if rest else ""
+    return head + "\n" + "\n".join(methods) + tail

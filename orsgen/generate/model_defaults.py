@@ -1,0 +1,113 @@
+"""Defaults in the validation models, as strict as the schema.
+
+A field the schema lets be null is ``X | None``; every other optional field keeps its
+type. Its default is the schema's when that is a literal of the field's type (``low:
+int = 0``; a list or map through ``Field(default_factory=...)``), else ``Field(None)``:
+omitting it validates, but an explicit ``None`` does not (pydantic never validates a
+default), just as on the server.
+
+datamodel-code-generator writes the defaults (``strict_nullable``); :func:`typed` then
+rewrites the two forms mypy or a shared mutable would object to.
+A rewritten line ends in a comment, so the value must be the last thing on its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any
+
+from orsgen.generate import ir
+from orsgen.jsonobject import is_array, is_object
+
+NO_DEFAULT: Any = None  # what a non-null optional field without a usable default gets
+# ``None`` is not of the field's type, and is meant not to be: it only lets the field be
+# omitted. Which code mypy names varies with pydantic's ``Field`` overloads.
+_OMITTABLE = "  # type: ignore"
+
+
+def schema_default(f: ir.Field) -> tuple[bool, Any]:
+    """``(True, value)`` when the model's schema should carry ``default: value``."""
+    if f.required:
+        return False, None
+    if f.has_default and _fits(f.default, f.node):
+        return True, f.default
+    return (False, None) if f.nullable else (True, NO_DEFAULT)
+
+
+def _fits(value: Any, node: ir.Node) -> bool:
+    """A default the field's annotation accepts: a JSON literal, or a list or map of them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return False  # ``nan``/``inf`` have no literal
+    if is_array(value):
+        return isinstance(node, ir.ListOf) and all(_fits(v, node.item) for v in value)
+    if is_object(value):
+        return isinstance(node, ir.DictOf) and all(_fits(v, node.value) for v in value.values())
+    if value is None:
+        return False
+    return ir.fits(value, node)
+
+
+def _admits_none(annotation: ast.expr) -> bool:
+    if isinstance(annotation, ast.Constant) and annotation.value is None:
+        return True
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _admits_none(annotation.left) or _admits_none(annotation.right)
+    return False
+
+
+def _replacement(stmt: ast.AnnAssign) -> tuple[ast.expr, str] | None:
+    """The value expression to replace in a field line, and its new source."""
+    value = stmt.value
+    if value is None:
+        return None
+    if isinstance(value, ast.Constant) and value.value is None:
+        return None if _admits_none(stmt.annotation) else (value, "Field(None)" + _OMITTABLE)
+    if isinstance(value, (ast.List, ast.Dict)):
+        return value, f"Field(default_factory=lambda: {ast.unparse(value)})"
+    if not isinstance(value, ast.Call) or not value.args:
+        return None
+    first = value.args[0]
+    if isinstance(first, (ast.List, ast.Dict)):
+        return first, f"default_factory=lambda: {ast.unparse(first)}"
+    if isinstance(first, ast.Constant) and first.value is None:
+        if not _admits_none(stmt.annotation):
+            return value, ast.unparse(value) + _OMITTABLE  # ``Field(None, alias=...)``
+    return None
+
+
+def typed(source: str) -> str:
+    """``x: T = None`` (a non-null field) becomes ``x: T = Field(None)``, and a list or
+    map default a ``default_factory``; ``Field`` is imported when that needs it."""
+    tree = ast.parse(source)
+    lines = source.split("\n")
+    edits: list[tuple[int, int, int, str]] = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            found = _replacement(stmt) if isinstance(stmt, ast.AnnAssign) else None
+            if found is None or stmt.lineno != stmt.end_lineno:
+                continue
+            expr, text = found
+            edits.append((expr.lineno - 1, expr.col_offset, expr.end_col_offset or 0, text))
+    if not edits:
+        return source
+    for row, start, end, text in sorted(edits, reverse=True):
+        line = lines[row].encode()  # ast offsets count UTF-8 bytes
+        lines[row] = (line[:start] + text.encode() + line[end:]).decode()
+    out = "\n".join(lines)
+    return _import_field(out)
+
+
+def _import_field(source: str) -> str:
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "pydantic":
+            if any(a.name == "Field" for a in node.names):
+                return source
+            lines = source.split("\n")
+            names = sorted([*(a.name for a in node.names), "Field"])
+            lines[node.lineno - 1] = f"from pydantic import {', '.join(names)}"
+            return "\n".join(lines)
+    return source

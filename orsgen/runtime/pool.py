@@ -1,0 +1,347 @@
+"""The sessions of this process: held by adapters, prefetched for a group, being opened or
+being closed.
+
+Every session this process opens is held by an adapter (its :class:`SessionSlot`), waiting
+in a group-prefetch pool, being opened (:class:`Pending`), or being closed in the
+background. :class:`Sessions`, a part of the process (:meth:`Process.part`), tracks all of
+them, so that ``close_all()`` and interpreter exit close whatever is left, concurrently and
+within a bounded time.
+
+Group prefetch for GRPO's reset pattern: GRPOTrainer repeats each prompt
+``num_generations`` times in a row and calls ``reset(task_index=i)`` serially, on
+*different* pooled instances of the same class. Opened one after another, a group of G
+sessions costs G environment setups. A :class:`Prefetcher` turns that into one: on the first
+reset of a group it opens the group's G sessions concurrently on the shared loop; each later
+reset of the group takes a ready (or still opening) session. There is one prefetcher per
+(adapter class, endpoint, split, secrets, keepalive), shared by any instance in any thread.
+Waste is bounded: at most one group of unused sessions exists at a time, and it is closed as
+soon as a reset for a different task arrives, on ``close()`` of any adapter of the class,
+and at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Coroutine, Hashable
+from typing import Any
+
+from orsgen.runtime import sdk
+from orsgen.runtime.process import Process, Records, at_shutdown, current
+from orsgen.runtime.sdk import Opened
+
+# How long an explicit ``adapter.close()`` or ``close_all()`` waits before leaving the rest
+# to the background; and the bound for closing what is left at interpreter exit.
+CLOSE_WAIT = 5.0
+EXIT_BUDGET = 5.0
+# Shutdown order: sessions first, while the HTTP clients they need are still open.
+SHUTDOWN_ORDER = 10
+
+Opener = Callable[[bool], Coroutine[Any, Any, Opened]]
+
+
+class Sessions:
+    """The process's sessions: held, being opened (weak: their owners keep them), being
+    closed, and the prefetch streams."""
+
+    def __init__(self) -> None:
+        # Reentrant: an adapter's finalizer (closing its session) may run from garbage
+        # collection on a thread that already holds it.
+        self._lock = threading.RLock()
+        self._held: weakref.WeakSet[SessionSlot] = weakref.WeakSet()
+        self._opening: weakref.WeakSet[Pending] = weakref.WeakSet()
+        self._closing: set[concurrent.futures.Future[None]] = set()
+        self.streams: Records[Hashable, Prefetcher] = Records()
+
+    def hold(self, slot: SessionSlot) -> None:
+        with self._lock:
+            self._held.add(slot)
+
+    def held(self) -> list[SessionSlot]:
+        with self._lock:
+            return list(self._held)
+
+    def opening(self, pending: Pending) -> None:
+        with self._lock:
+            self._opening.add(pending)
+
+    def still_opening(self) -> list[Pending]:
+        with self._lock:
+            return [p for p in self._opening if not p.future.done()]
+
+    def closing(self, fut: concurrent.futures.Future[None]) -> None:
+        """Track a background close until it is done."""
+        with self._lock:
+            self._closing.add(fut)
+
+        def _done(f: concurrent.futures.Future[None]) -> None:
+            with self._lock:
+                self._closing.discard(f)
+
+        fut.add_done_callback(_done)
+
+    def drain(self, timeout: float) -> None:
+        """Wait for background closes to finish, at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                pending = list(self._closing)
+            left = deadline - time.monotonic()
+            if not pending or left <= 0:
+                return
+            concurrent.futures.wait(pending, timeout=left)
+
+
+def sessions() -> Sessions:
+    """This process's sessions (fresh after a fork)."""
+    return current().part(Sessions)
+
+
+def drain(timeout: float = CLOSE_WAIT) -> None:
+    """Wait for this process's background closes, at most ``timeout`` seconds."""
+    sessions().drain(timeout)
+
+
+def close_later(session: Any) -> concurrent.futures.Future[None]:
+    """Close a session in the background on the runtime loop; tracked until done."""
+    fut = current().submit(sdk.close_async(session))
+    sessions().closing(fut)
+    return fut
+
+
+def close_now(session: Any, wait: float = CLOSE_WAIT) -> None:
+    """Close a session and wait for it at most ``wait`` seconds (the rest goes on in the
+    background). From the loop thread itself it only schedules."""
+    fut = close_later(session)
+    if current().in_loop_thread():
+        return
+    try:
+        fut.result(timeout=wait)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+class SessionSlot:
+    """Holds an adapter's open SDK session apart from the adapter, so a finalizer can close
+    it without keeping the adapter alive."""
+
+    def __init__(self, owner: type) -> None:
+        self.session: Any = None
+        self.owner = owner
+        self._process: Process | None = None
+
+    def hold(self, session: Any) -> None:
+        """Hold a session just opened; the process closes it at exit."""
+        self._process = current()
+        self._process.part(Sessions).hold(self)
+        self.session = session
+
+    def take(self) -> Any:
+        session, self.session = self.session, None
+        return session
+
+    def close(self, wait: bool = True) -> None:
+        session = self.take()
+        if session is None or self._process is not current():
+            return  # nothing held, or a forked child's copy of its parent's session
+        if wait:
+            close_now(session)
+        else:
+            close_later(session)
+
+
+class Pending:
+    """A session being opened on the runtime loop, which can be discarded at any moment
+    without a leak: cut short while opening (the open deletes its own sid), or closed
+    once open. ``future`` settles only after that cleanup."""
+
+    def __init__(self, coro: Coroutine[Any, Any, Opened]) -> None:
+        self.discarded = False
+        self._task: asyncio.Task[Opened] | None = None
+        self.future: concurrent.futures.Future[Opened] = current().submit(self._run(coro))
+        sessions().opening(self)
+
+    async def _run(self, coro: Coroutine[Any, Any, Opened]) -> Opened:
+        self._task = asyncio.current_task()
+        if self.discarded:
+            coro.close()
+            raise asyncio.CancelledError()
+        opened = await coro
+        if self.discarded:
+            await sdk.close_async(opened.session)
+            raise asyncio.CancelledError()
+        return opened
+
+    def _cancel_task(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def discard(self) -> None:
+        self.discarded = True
+
+        def _close_if_opened(f: concurrent.futures.Future[Opened]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                close_later(f.result().session)
+
+        try:
+            current().loop.call_soon(self._cancel_task)
+        except RuntimeError:  # the loop is gone (late at exit): nothing left to cut short
+            pass
+        self.future.add_done_callback(_close_if_opened)
+
+    def result(self, timeout: float) -> Opened:
+        """Wait for the session; on timeout it is discarded and ``TimeoutError`` raised."""
+        try:
+            return self.future.result(timeout=timeout)
+        except TimeoutError:
+            self.discard()
+            raise
+
+
+def _wait(pending: Pending, timeout: float) -> Opened:
+    try:
+        return pending.result(timeout=timeout)
+    except TimeoutError:
+        raise TimeoutError(f"no session within open_timeout={timeout:g} s") from None
+    except BaseException as exc:
+        # concurrent.futures.CancelledError is not an Exception subclass everywhere
+        if type(exc).__name__ == "CancelledError":
+            raise RuntimeError("the session open was cancelled") from None
+        raise
+
+
+class Prefetcher:
+    """One reset stream (one adapter class on one endpoint)."""
+
+    def __init__(self, owner: type) -> None:
+        self.owner = owner  # the adapter class whose resets these are
+        self._lock = threading.Lock()
+        self._key: Hashable | None = None
+        self._run = 0  # resets seen for the current key
+        self.learned: int | None = None  # length of the last completed run
+        self._pool: deque[Pending] = deque()
+        self.stats = {"opened": 0, "used_prefetched": 0, "discarded": 0}
+
+    def take(
+        self,
+        key: Hashable,
+        opener: Opener,
+        group_size: int | None,
+        check_tools: bool,
+        timeout: float,
+    ) -> Opened:
+        """This reset's session, open within ``timeout`` seconds. A prefetched session that
+        failed to open (or was cut short) is tried once more on demand. Raises the open's
+        own error."""
+        pending, prefetched = self.acquire(key, opener, group_size, check_tools)
+        try:
+            return _wait(pending, timeout)
+        except Exception:
+            if not prefetched:
+                raise
+        return _wait(_open(opener, False), timeout)
+
+    def acquire(
+        self,
+        key: Hashable,
+        opener: Opener,
+        group_size: int | None,
+        check_tools: bool,
+    ) -> tuple[Pending, bool]:
+        """A future of this reset's session, and whether it was prefetched.
+
+        ``group_size`` fixes G; ``None`` uses the length of the last completed run of
+        identical resets (so the first group is opened serially while the pattern is
+        learned, and a stream without repeats never prefetches).
+        """
+        stale: list[Pending] = []
+        with self._lock:
+            if key != self._key:
+                if self._key is not None and self._run > 0:
+                    self.learned = self._run
+                stale = list(self._pool)
+                self._pool.clear()
+                self._key = key
+                self._run = 0
+            self._run += 1
+            if self._pool:
+                fut = self._pool.popleft()
+                self.stats["used_prefetched"] += 1
+                prefetched = True
+            else:
+                size = group_size if group_size is not None else (self.learned or 1)
+                size = max(1, int(size))
+                fut = _open(opener, check_tools)
+                self._pool.extend(_open(opener, False) for _ in range(size - 1))
+                self.stats["opened"] += size
+                prefetched = False
+            self.stats["discarded"] += len(stale)
+        for old in stale:
+            old.discard()
+        return fut, prefetched
+
+    def clear(self) -> list[concurrent.futures.Future[Opened]]:
+        """Close every unused session (and forget the current run); returns their futures,
+        which settle once each open has finished or been cut short."""
+        with self._lock:
+            stale = list(self._pool)
+            self._pool.clear()
+            self._key = None
+            self._run = 0
+            self.stats["discarded"] += len(stale)
+        for old in stale:
+            old.discard()
+        return [old.future for old in stale]
+
+    @property
+    def unused(self) -> int:
+        with self._lock:
+            return len(self._pool)
+
+
+def _open(opener: Opener, fetch_tools: bool) -> Pending:
+    """Start opening one session. Every session this process opens starts here: a cap on
+    open sessions (per class or per server) would wait here for a free place."""
+    return Pending(opener(fetch_tools))
+
+
+def prefetcher(key: Hashable, owner: type) -> Prefetcher:
+    """The process's prefetcher for a stream key (fresh after a fork)."""
+    return sessions().streams.get(key, lambda: Prefetcher(owner))
+
+
+def forget() -> list[concurrent.futures.Future[Opened]]:
+    """Close every unused prefetched session and forget every learned pattern."""
+    return [fut for pf in sessions().streams.clear() for fut in pf.clear()]
+
+
+def close_sessions(timeout: float = EXIT_BUDGET, of: Callable[[type], bool] | None = None) -> None:
+    """Stop prefetching and close sessions, concurrently, within about ``timeout`` seconds:
+    the held and unused prefetched sessions of the adapter classes that ``of`` accepts.
+    Without ``of`` (at exit) every session, and opens still in flight are cut short."""
+    known = sessions()
+    stale = [
+        fut for _, pf in known.streams.items() if of is None or of(pf.owner) for fut in pf.clear()
+    ]
+    if of is None:
+        opening = known.still_opening()
+        for pending in opening:
+            pending.discard()
+        stale += [pending.future for pending in opening]
+    for slot in known.held():
+        if of is None or of(slot.owner):
+            slot.close(wait=False)
+    if stale:
+        concurrent.futures.wait(stale, timeout=timeout)
+    known.drain(timeout)
+
+
+def _close_at_exit(_process: Process) -> None:
+    close_sessions()
+
+
+at_shutdown(SHUTDOWN_ORDER, _close_at_exit)
