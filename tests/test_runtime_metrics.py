@@ -93,3 +93,20 @@ def test_a_forked_window_starts_empty() -> None:
     acc.reset_done(1.0)
     acc._pid = -1  # as a forked child sees its parent's accumulator
     assert "ors/reset_s" not in acc.drain()
+
+
+def test_drift_is_read_from_the_drift_guard(rules_pkg, rules_server) -> None:  # type: ignore[no-untyped-def]
+    from orsgen.runtime import drift
+    from orsgen.runtime.drift import ToolDriftWarning
+
+    drift.forget()
+    assert metrics.accumulator.drain()["ors/drift"] == 0.0
+    env = rules_pkg.RulesEnv(base_url=rules_server.url, prefetch=False)
+    try:
+        with pytest.warns(ToolDriftWarning):
+            env.reset(task_index=2)  # task 2 has a tool the snapshot's probe never saw
+    finally:
+        env.close()
+    assert metrics.accumulator.drain()["ors/drift"] == 1.0
+    drift.forget()
+    assert metrics.accumulator.drain()["ors/drift"] == 0.0

@@ -26,7 +26,6 @@ from orsgen.canonical import sha256_of
 from orsgen.canonical import spec_dict as spec_dict  # re-exported: older callers import it here
 from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import as_array, as_object, is_object
-from orsgen.runtime import metrics
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.process import Records, current
 
@@ -193,6 +192,11 @@ def forget() -> None:
     current().part(Verdicts).clear()
 
 
+def drifted() -> bool:
+    """Whether the live tools of any class differ from its snapshot, in this process."""
+    return any(state.changes for _owner_cls, state in current().part(Verdicts).items())
+
+
 def claim_check(cls: type) -> bool:
     """True exactly once per class and process: the caller makes the one extra request.
     False when the class has no snapshot to compare with."""
@@ -226,8 +230,6 @@ def record(cls: type, live_specs: list[Any] | None, split: str, index: int | Non
     state = _state(owner)
     with state.lock:
         state.changes = changes
-    if changes:
-        metrics.accumulator.drift_seen()
 
 
 def describe(cls: type, changes: list[str], where: str) -> str:

@@ -98,12 +98,13 @@ class Accumulator:
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._window = Window()
-        self._drift = False
+        # Gauges read from their owners (the pool, the drift guard) when a window is drained.
         self.open_sessions: Callable[[], int] | None = None
+        self.drifted: Callable[[], bool] | None = None
 
     def _current(self) -> Window:
         if self._pid != os.getpid():
-            self._pid, self._window, self._drift = os.getpid(), Window(), False
+            self._pid, self._window = os.getpid(), Window()
         return self._window
 
     def reset_done(self, seconds: float) -> None:
@@ -129,36 +130,31 @@ class Accumulator:
             window.lost += int(outcome.reason == "lost_session")
             window.degraded += int(outcome.reason == "unavailable")
 
-    def drift_seen(self) -> None:
-        with self._lock:
-            self._current()
-            self._drift = True
-
-    def _take(self) -> tuple[Window, bool]:
+    def _take(self) -> Window:
         with self._lock:
             window = self._current()
             self._window = Window()
-            return window, self._drift
+            return window
 
-    def _gauges(self, drift: bool) -> dict[str, float]:
-        gauges = {"ors/drift": 1.0 if drift else 0.0}
-        if self.open_sessions is not None:
-            try:
+    def _gauges(self) -> dict[str, float]:
+        gauges: dict[str, float] = {}
+        try:
+            if self.drifted is not None:
+                gauges["ors/drift"] = 1.0 if self.drifted() else 0.0
+            if self.open_sessions is not None:
                 gauges["ors/open_sessions"] = float(self.open_sessions())
-            except Exception:  # noqa: BLE001 - a gauge never breaks the reward path
-                pass
+        except Exception:  # noqa: BLE001 - a gauge never breaks the reward path
+            pass
         return gauges
 
     def drain(self) -> dict[str, float]:
         """The window's metrics as plain floats, and a new window."""
-        window, drift = self._take()
-        return {**window.values(), **self._gauges(drift)}
+        return {**self._take().values(), **self._gauges()}
 
     def drain_rates(self) -> dict[str, float | Rate]:
         """The window's metrics as AsyncGRPO rates (and gauges), and a new window."""
-        window, drift = self._take()
-        out: dict[str, float | Rate] = dict(window.rates())
-        out.update(self._gauges(drift))
+        out: dict[str, float | Rate] = dict(self._take().rates())
+        out.update(self._gauges())
         return out
 
 

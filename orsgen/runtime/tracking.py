@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orsgen.runtime import dataset, metrics, pool, tasks, trainer, trajectories
+from orsgen.runtime import dataset, drift, metrics, pool, tasks, trainer, trajectories
 from orsgen.runtime.endpoint import Endpoint
 from orsgen.runtime.episode import Episode, Outcome, classify, record
 from orsgen.runtime.errors import ToolCallFailure
@@ -27,7 +27,9 @@ def _open_sessions() -> int:
     return sum(1 for slot in pool.sessions().held() if slot.session is not None)
 
 
-metrics.accumulator.open_sessions = _open_sessions  # the pool owns the count; metrics reads it
+# The pool owns the session count and the drift guard its verdicts; the metrics read them.
+metrics.accumulator.open_sessions = _open_sessions
+metrics.accumulator.drifted = drift.drifted
 
 
 @dataclass(frozen=True)
