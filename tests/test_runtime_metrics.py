@@ -23,7 +23,7 @@ def server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
 
 @pytest.fixture(autouse=True)
 def _empty_window() -> None:
-    metrics.accumulator.drain()
+    metrics.counts().drain()
 
 
 def _batch(url: str) -> list[TrustAdapter]:
@@ -62,10 +62,27 @@ def test_outcome_reward_logs_the_batch_health(server) -> None:  # type: ignore[n
     assert one["ors/reset_s"] > 0 and one["ors/tool_call_s"] > 0
     assert one["ors/drift"] == 0.0 and one["ors/lost_frac"] == 0.0
     assert "ors/open_sessions" in one
-    # A second scoring of the same rollouts counts nothing again; the window is new.
+    # A second scoring logs that batch again; the calls and resets were drained with the first.
     again: dict[str, float] = {}
     outcome_reward(envs, log_metric=again.__setitem__)
-    assert again["ors/rollouts"] == 0.0 and "ors/scored_frac" not in again
+    assert again["ors/rollouts"] == 4.0 and again["ors/scored_frac"] == 0.5
+    assert "ors/tool_error_frac" not in again and "ors/reset_s" not in again
+
+
+def test_rollouts_scored_before_training_never_land_in_a_step(server) -> None:  # type: ignore[no-untyped-def]
+    early = _batch(server.url)  # e.g. a user's own probes before trainer.train()
+    try:
+        outcome_reward(early)  # no log_metric: counted in the window, never logged
+        env = TrustAdapter(base_url=server.url, prefetch=False)
+        env.reset(task_index=0)
+        env.echo(text="apple")
+        step: dict[str, float] = {}
+        outcome_reward([env], log_metric=step.__setitem__)
+        env.close()
+    finally:
+        for e in early:
+            e.close()
+    assert step["ors/rollouts"] == 1.0 and step["ors/scored_frac"] == 1.0
 
 
 def test_rates_reduce_like_asyncgrpo_logs_them() -> None:
@@ -76,9 +93,9 @@ def test_rates_reduce_like_asyncgrpo_logs_them() -> None:
     pushes = []
     for kind in ("scored", "scored", "failed"):
         acc.call_done(0.2, failed=kind == "failed", by_environment=True)
-        acc.rollout_done(Outcome(None, kind), finished=kind == "scored")  # type: ignore[arg-type]
+        acc.rollout_done(Outcome(None, kind, finished=kind == "scored"))  # type: ignore[arg-type]
         pushes.append(acc.drain_rates())
-    acc.rollout_done(Outcome(None, "unfinished"), finished=False)
+    acc.rollout_done(Outcome(None, "unfinished"))
     pushes.append(acc.drain_rates())
     reduced = {k: _reduce_metric(k, [p[k] for p in pushes]) for k in pushes[0]}
     assert (
@@ -88,11 +105,14 @@ def test_rates_reduce_like_asyncgrpo_logs_them() -> None:
     assert abs(reduced["ors/tool_call_s"] - 0.2) < 1e-9
 
 
-def test_a_forked_window_starts_empty() -> None:
-    acc = metrics.Accumulator()
-    acc.reset_done(1.0)
-    acc._pid = -1  # as a forked child sees its parent's accumulator
-    assert "ors/reset_s" not in acc.drain()
+def test_the_counts_are_the_processs_own() -> None:
+    from orsgen.runtime.process import current
+
+    # A process part: a forked child's fresh process starts from zero (process.py).
+    assert metrics.counts() is current().part(metrics.Accumulator)
+    metrics.counts().reset_done(1.0)
+    assert metrics.counts().drain()["ors/reset_s"] == 1.0
+    assert "ors/reset_s" not in metrics.counts().drain()
 
 
 def test_drift_is_read_from_the_drift_guard(rules_pkg, rules_server) -> None:  # type: ignore[no-untyped-def]
@@ -100,13 +120,13 @@ def test_drift_is_read_from_the_drift_guard(rules_pkg, rules_server) -> None:  #
     from orsgen.runtime.drift import ToolDriftWarning
 
     drift.forget()
-    assert metrics.accumulator.drain()["ors/drift"] == 0.0
+    assert metrics.counts().drain()["ors/drift"] == 0.0
     env = rules_pkg.RulesEnv(base_url=rules_server.url, prefetch=False)
     try:
         with pytest.warns(ToolDriftWarning):
             env.reset(task_index=2)  # task 2 has a tool the snapshot's probe never saw
     finally:
         env.close()
-    assert metrics.accumulator.drain()["ors/drift"] == 1.0
+    assert metrics.counts().drain()["ors/drift"] == 1.0
     drift.forget()
-    assert metrics.accumulator.drain()["ors/drift"] == 0.0
+    assert metrics.counts().drain()["ors/drift"] == 0.0

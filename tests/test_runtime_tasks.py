@@ -26,7 +26,7 @@ PLACEHOLDER = {
 
 @pytest.fixture(autouse=True)
 def _fresh_choosers() -> None:
-    tasks.choosers.clear()
+    tasks.choosers().clear()
 
 
 @pytest.fixture(scope="module")

@@ -49,7 +49,7 @@ def test_one_line_per_rollout_without_secrets(server, tmp_path: Path) -> None:  
     finally:
         for env in (right, crash, silent):
             env.close()
-        trajectories.writers.close()
+        trajectories.writers().close()
     text = path.read_text()
     assert SECRET not in text and OVERRIDE not in text and "BACKEND_TOKEN" not in text
     lines = [json.loads(line) for line in text.splitlines()]

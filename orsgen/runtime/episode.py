@@ -40,6 +40,7 @@ class Outcome:
     reward: float | None
     kind: Kind
     reason: str | None = None
+    finished: bool = False  # whether the episode finished
 
 
 @dataclass
@@ -123,17 +124,20 @@ class Episode:
 
 
 def classify(
-    episode: Episode, rewards: list[float | None], unfinished_reward: float | None
+    episode: Episode,
+    rewards: list[float | None],
+    unfinished_reward: float | None,
+    finished: bool = False,
 ) -> Outcome:
     """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring)."""
     if episode.void_reason is not None:
-        return Outcome(None, "failed", episode.void_reason)
+        return Outcome(None, "failed", episode.void_reason, finished)
     scored = [r for r in rewards if r is not None]
     if scored:
-        return Outcome(float(scored[-1]), "scored")
+        return Outcome(float(scored[-1]), "scored", None, finished)
     failure = episode.environment_failure
     if failure is not None:
-        return Outcome(None, "failed", failure)
+        return Outcome(None, "failed", failure, finished)
     if not episode.calls:
         reason = "no tool call"
     elif any(c.finished for c in episode.calls):
@@ -142,7 +146,7 @@ def classify(
         reason = "only invalid calls"
     else:
         reason = "no call scored"
-    return Outcome(unfinished_reward, "unfinished", reason)
+    return Outcome(unfinished_reward, "unfinished", reason, finished)
 
 
 def record(

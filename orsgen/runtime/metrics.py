@@ -30,13 +30,13 @@ averages them per logging step and across ranks); :meth:`Accumulator.drain_rates
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from orsgen.runtime import trainer
 from orsgen.runtime.episode import Outcome
+from orsgen.runtime.process import current
 
 Rate = tuple[float, float]
 
@@ -58,6 +58,28 @@ class Window:
     resets: int = 0
     reset_seconds: float = 0.0
     call_seconds: float = 0.0
+
+    def count(self, outcome: Outcome) -> None:
+        """Count one rollout's outcome."""
+        self.rollouts += 1
+        self.finished += int(outcome.finished)
+        setattr(self, outcome.kind, getattr(self, outcome.kind) + 1)
+        self.lost += int(outcome.reason == "lost_session")
+        self.degraded += int(outcome.reason == "unavailable")
+
+    def only(self, outcomes: Sequence[Outcome]) -> Window:
+        """These counts of calls and resets, with exactly ``outcomes`` as the rollouts."""
+        window = Window(
+            calls=self.calls,
+            failed_calls=self.failed_calls,
+            env_failed_calls=self.env_failed_calls,
+            resets=self.resets,
+            reset_seconds=self.reset_seconds,
+            call_seconds=self.call_seconds,
+        )
+        for outcome in outcomes:
+            window.count(outcome)
+        return window
 
     def rates(self) -> dict[str, Rate]:
         """Every metric as (numerator, denominator); a mean or fraction over nothing is
@@ -90,75 +112,76 @@ class Window:
         return out
 
 
+# Gauges, read from their owners (the pool, the drift guard) when a window is drained.
+_gauges: dict[str, Callable[[], float]] = {}
+
+
+def gauge(name: str, read: Callable[[], float]) -> None:
+    """Report ``read()`` as ``name`` with every drained window."""
+    _gauges[name] = read
+
+
+def _read_gauges() -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, read in list(_gauges.items()):
+        try:
+            out[name] = float(read())
+        except Exception:  # noqa: BLE001 - a gauge never breaks the reward path
+            pass
+    return out
+
+
 class Accumulator:
-    """The counts of this process since the last drain. Thread-safe; a forked child starts
-    from zero."""
+    """The counts of one process since the last drain (a
+    :meth:`~orsgen.runtime.process.Process.part`: a forked child starts from zero).
+    Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pid = os.getpid()
         self._window = Window()
-        # Gauges read from their owners (the pool, the drift guard) when a window is drained.
-        self.open_sessions: Callable[[], int] | None = None
-        self.drifted: Callable[[], bool] | None = None
-
-    def _current(self) -> Window:
-        if self._pid != os.getpid():
-            self._pid, self._window = os.getpid(), Window()
-        return self._window
 
     def reset_done(self, seconds: float) -> None:
         with self._lock:
-            window = self._current()
+            window = self._window
             window.resets += 1
             window.reset_seconds += seconds
 
     def call_done(self, seconds: float, failed: bool = False, by_environment: bool = False) -> None:
         with self._lock:
-            window = self._current()
+            window = self._window
             window.calls += 1
             window.call_seconds += seconds
             window.failed_calls += int(failed)
             window.env_failed_calls += int(failed and by_environment)
 
-    def rollout_done(self, outcome: Outcome, finished: bool) -> None:
+    def rollout_done(self, outcome: Outcome) -> None:
         with self._lock:
-            window = self._current()
-            window.rollouts += 1
-            window.finished += int(finished)
-            setattr(window, outcome.kind, getattr(window, outcome.kind) + 1)
-            window.lost += int(outcome.reason == "lost_session")
-            window.degraded += int(outcome.reason == "unavailable")
+            self._window.count(outcome)
 
     def _take(self) -> Window:
         with self._lock:
-            window = self._current()
+            window = self._window
             self._window = Window()
             return window
 
-    def _gauges(self) -> dict[str, float]:
-        gauges: dict[str, float] = {}
-        try:
-            if self.drifted is not None:
-                gauges["ors/drift"] = 1.0 if self.drifted() else 0.0
-            if self.open_sessions is not None:
-                gauges["ors/open_sessions"] = float(self.open_sessions())
-        except Exception:  # noqa: BLE001 - a gauge never breaks the reward path
-            pass
-        return gauges
+    def drain_window(self) -> Window:
+        """The window's counts, and a new window."""
+        return self._take()
 
     def drain(self) -> dict[str, float]:
-        """The window's metrics as plain floats, and a new window."""
-        return {**self._take().values(), **self._gauges()}
+        """The window's metrics as plain floats, with the gauges, and a new window."""
+        return {**self._take().values(), **_read_gauges()}
 
     def drain_rates(self) -> dict[str, float | Rate]:
-        """The window's metrics as AsyncGRPO rates (and gauges), and a new window."""
+        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window."""
         out: dict[str, float | Rate] = dict(self._take().rates())
-        out.update(self._gauges())
+        out.update(_read_gauges())
         return out
 
 
-accumulator = Accumulator()
+def counts() -> Accumulator:
+    """This process's counts."""
+    return current().part(Accumulator)
 
 
 def push_to_worker() -> bool:
@@ -169,13 +192,16 @@ def push_to_worker() -> bool:
     if queue is None:
         return False
     try:
-        queue.put_nowait(accumulator.drain_rates())
+        queue.put_nowait(counts().drain_rates())
     except Exception:  # noqa: BLE001 - a full queue drops a window, as TRL's own pushes do
         return False
     return True
 
 
-def emit(log_metric: Callable[[str, float], object]) -> None:
-    """Drain this process's window into TRL's ``log_metric`` (GRPOTrainer's reward path)."""
-    for name, value in sorted(accumulator.drain().items()):
+def emit(log_metric: Callable[[str, float], object], batch: Sequence[Outcome]) -> None:
+    """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
+    batch's own rollouts, and the calls and resets of the window, which is drained. (A
+    rollout scored outside a trainer, before training, never lands in a step.)"""
+    window = counts().drain_window().only(batch)
+    for name, value in sorted({**window.values(), **_read_gauges()}.items()):
         log_metric(name, value)

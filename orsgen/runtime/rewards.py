@@ -131,10 +131,10 @@ def outcome_reward(
             with ThreadPoolExecutor(max_workers=min(32, len(jobs))) as pool:
                 for future in [pool.submit(r.submit_final, text) for r, text in jobs]:
                     future.result()
-    rewards = [None if r is None else r.settle().reward for r in rollouts]
+    outcomes = [None if r is None else r.settle() for r in rollouts]
     if log_metric is not None:
-        metrics.emit(log_metric)
-    return rewards
+        metrics.emit(log_metric, [o for o in outcomes if o is not None])
+    return [None if o is None else o.reward for o in outcomes]
 
 
 def group_reward(

@@ -223,7 +223,7 @@ class RolloutState:
 
         def outcome(self) -> Outcome:
             """How the rollout ended, with ``unfinished_reward`` applied."""
-            return self._env._book.outcome(self._env.rewards)
+            return self._env._book.outcome(self._env.rewards, self._env.finished)
 
         def settle(self) -> Outcome:
             """The outcome, counted once in the process's metrics and written once to the

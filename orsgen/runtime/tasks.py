@@ -33,6 +33,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 from orsgen.runtime.errors import OrsRuntimeError
+from orsgen.runtime.process import current
 
 DEFAULT_SEED = 0
 
@@ -129,30 +130,23 @@ class Chooser:
         )
 
 
-class _Choosers:
-    """The choosers of this process. A forked child starts with none (it must not
-    continue its parent's streams)."""
+class Choosers:
+    """The choosers of this process (a :meth:`~orsgen.runtime.process.Process.part`: a
+    forked child starts with none, so it never continues its parent's streams)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pid = os.getpid()
         self._items: dict[Hashable, Chooser] = {}
-
-    def _mine(self) -> dict[Hashable, Chooser]:
-        if self._pid != os.getpid():
-            self._pid, self._items = os.getpid(), {}
-        return self._items
 
     def peek(self, key: Hashable) -> Chooser | None:
         with self._lock:
-            return self._mine().get(key)
+            return self._items.get(key)
 
     def get(
         self, key: Hashable, tasks: Sequence[int], seed: int, group_size: int
     ) -> tuple[Chooser, bool]:
         """The chooser for ``key`` and whether it was made by this call."""
         with self._lock:
-            self._mine()
             found = self._items.get(key)
             if found is not None:
                 return found, False
@@ -164,4 +158,6 @@ class _Choosers:
             self._items.clear()
 
 
-choosers = _Choosers()
+def choosers() -> Choosers:
+    """This process's choosers."""
+    return current().part(Choosers)

@@ -3,7 +3,7 @@
 An adapter owns one :class:`RolloutBook` (its settings: ``seed``, ``num_tasks``,
 ``indices``, ``group_size``, ``unfinished_reward``, ``trajectories``) and tells it what
 happens; the book keeps the current :class:`~orsgen.runtime.episode.Episode`, feeds the
-process's :data:`~orsgen.runtime.metrics.accumulator` and writes trajectory lines. The
+process's metrics (:func:`orsgen.runtime.metrics.counts`) and writes trajectory lines. The
 adapter itself stays the TRL surface.
 """
 
@@ -28,8 +28,8 @@ def _open_sessions() -> int:
 
 
 # The pool owns the session count and the drift guard its verdicts; the metrics read them.
-metrics.accumulator.open_sessions = _open_sessions
-metrics.accumulator.drifted = drift.drifted
+metrics.gauge("ors/open_sessions", _open_sessions)
+metrics.gauge("ors/drift", lambda: 1.0 if drift.drifted() else 0.0)
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,10 @@ def choose_task(
     if seed is None:
         seed = facts.seed if facts is not None and facts.seed is not None else tasks.DEFAULT_SEED
     stream = (key, settings.num_tasks, settings.indices, seed, group)
-    found = tasks.choosers.peek(stream)
+    found = tasks.choosers().peek(stream)
     if found is None:
         candidates = tasks.candidates(split_size(), settings.num_tasks, settings.indices)
-        found, made = tasks.choosers.get(stream, candidates, seed, group)
+        found, made = tasks.choosers().get(stream, candidates, seed, group)
         if made:
             where = (
                 f" (group size from {facts.source})" if facts and not settings.group_size else ""
@@ -126,7 +126,7 @@ class RolloutBook:
 
     def reset_took(self, seconds: float) -> None:
         self.episode.reset_seconds = seconds
-        metrics.accumulator.reset_done(seconds)
+        metrics.counts().reset_done(seconds)
 
     def called(
         self,
@@ -138,28 +138,28 @@ class RolloutBook:
         seconds: float,
     ) -> None:
         self.episode.called(tool, arguments, text, reward, finished, seconds)
-        metrics.accumulator.call_done(seconds)
+        metrics.counts().call_done(seconds)
 
     def failed(
         self, tool: str, arguments: dict[str, Any], failure: ToolCallFailure, seconds: float
     ) -> None:
         self.episode.failed(tool, arguments, failure, seconds)
-        metrics.accumulator.call_done(seconds, True, failure.environment_failed)
+        metrics.counts().call_done(seconds, True, failure.environment_failed)
 
     def void(self, reason: str) -> None:
         """The rollout can no longer be scored (``lost_session``, ``unavailable``)."""
         if self.episode.void_reason is None:
             self.episode.void_reason = reason
 
-    def outcome(self, rewards: list[float | None]) -> Outcome:
-        return classify(self.episode, rewards, self.settings.unfinished_reward)
+    def outcome(self, rewards: list[float | None], finished: bool = False) -> Outcome:
+        return classify(self.episode, rewards, self.settings.unfinished_reward, finished)
 
     def count(self, rewards: list[float | None], finished: bool) -> Outcome:
         """Count the rollout's outcome in the metrics, once."""
-        outcome = self.outcome(rewards)
+        outcome = self.outcome(rewards, finished)
         if not self.episode.counted:
             self.episode.counted = True
-            metrics.accumulator.rollout_done(outcome, finished)
+            metrics.counts().rollout_done(outcome)
         return outcome
 
     def write(self, env: str, split: str, rewards: list[float | None], finished: bool) -> None:
@@ -169,9 +169,9 @@ class RolloutBook:
         if path is None or self.episode.written or not self._opened():
             return
         self.episode.written = True
-        line = record(self.episode, self.outcome(rewards), env, split, finished)
+        line = record(self.episode, self.outcome(rewards, finished), env, split, finished)
         try:
-            trajectories.writers.write(path, line)
+            trajectories.writers().write(path, line)
         except OSError as exc:  # a full disk must not end the run; say it once per rollout
             logger.warning("could not write a trajectory line to %s: %s", path, exc)
 

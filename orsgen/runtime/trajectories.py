@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from orsgen.runtime.process import Process, at_shutdown, current
 from orsgen.runtime.tasks import world_size
 
 
@@ -38,23 +39,27 @@ def _rank() -> int:
         return 0
 
 
-class _Writers:
-    """The open trajectory files of this process, by configured path."""
+# The process that imported this module first; a forked child inherits it, a spawned
+# child (AsyncGRPO's rollout worker) imports it anew.
+_FIRST_PID = os.getpid()
+SHUTDOWN_ORDER = 50  # independent of sessions and clients
+
+
+class Writers:
+    """This process's open trajectory files, by configured path (a
+    :meth:`~orsgen.runtime.process.Process.part`: a forked child opens its own)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pid = os.getpid()
-        self._forked = False
         self._files: dict[str, Any] = {}
 
     def write(self, path: str, line: dict[str, Any]) -> None:
         text = json.dumps(line, sort_keys=True, default=repr) + "\n"
         with self._lock:
-            if self._pid != os.getpid():  # a forked child: its own files
-                self._pid, self._forked, self._files = os.getpid(), True, {}
             handle = self._files.get(path)
             if handle is None:
-                target = process_path(path, _rank(), world_size(), self._forked)
+                forked = os.getpid() != _FIRST_PID
+                target = process_path(path, _rank(), world_size(), forked)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 handle = self._files[path] = target.open("a", encoding="utf-8")
             handle.write(text)
@@ -67,4 +72,13 @@ class _Writers:
             self._files.clear()
 
 
-writers = _Writers()
+def writers() -> Writers:
+    """This process's trajectory files."""
+    return current().part(Writers)
+
+
+def _close_at_exit(process: Process) -> None:
+    process.part(Writers).close()
+
+
+at_shutdown(SHUTDOWN_ORDER, _close_at_exit)
