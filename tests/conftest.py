@@ -215,3 +215,16 @@ def capacity_proxy(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     finally:
         for proxy in started:
             proxy.stop()
+
+
+def failed(call: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
+    """Run a tool call that must fail; returns the ``ToolCallFailure`` it raised. A failed
+    call raises so that TRL counts it (``trl/trainer/grpo_trainer.py``, the ``except
+    Exception`` around each tool call, around line 1981) and shows the model its text."""
+    from orsgen.runtime.errors import ToolCallFailure
+
+    try:
+        out = call(*args, **kwargs)
+    except ToolCallFailure as exc:
+        return exc
+    raise AssertionError(f"the call did not raise a ToolCallFailure; it returned {out!r}")

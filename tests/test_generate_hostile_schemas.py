@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import ors_server
+from conftest import failed
 from orsgen.cli import main as orsgen_main
 from orsgen.generate import generate
 from orsgen.pipeline import Request, run
@@ -232,8 +233,9 @@ def test_invalid_nested_arguments_fail_without_a_round_trip(
             ({"mode": "r", "class": "three"}, "opts.class"),
         ]
         for opts, needle in bad_cases:
-            out = env.nested(opts=opts)
-            assert out.startswith("Error: ") and "opts" in out and needle in out, out
+            out = str(failed(env.nested, opts=opts))
+            assert out.startswith("tool 'nested' rejected the call: "), out
+            assert "opts" in out and needle in out, out
             assert env.rewards[-1] is None
         assert not any(path.endswith("/call") for path in server.requests())
     finally:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from conftest import failed
 from generated.rich import RichEnv
 
 
@@ -37,8 +38,10 @@ def test_calls_reach_the_server_under_wire_names(env: Any) -> None:
 
 def test_invalid_nested_arguments_fail_without_a_round_trip(env: Any, rich_server: Any) -> None:
     rich_server.reset_counts()
-    text = env.search(query="x", filters={"year": {"low": "last year"}})
-    assert text.startswith("Error:") and "year" in text
+    failure = failed(env.search, query="x", filters={"year": {"low": "last year"}})
+    text = str(failure)
+    assert text.startswith("tool 'search' rejected the call: invalid argument(s)") and "year" in text
+    assert failure.reason == "invalid_arguments" and not failure.environment_failed
     assert rich_server.requests().get("POST /richenv/call", 0) == 0
     assert env.search(query="x") == "0 results for 'x'"  # a valid call is one request
     assert rich_server.requests().get("POST /richenv/call", 0) == 1
@@ -54,8 +57,9 @@ def test_null_where_the_schema_allows_none_fails_client_side(
 ) -> None:
     # tags and low are optional but never null on the server (low defaults to 0).
     rich_server.reset_counts()
-    text = env.import_(ids=[1], filters=filters)
-    assert text.startswith("Error:") and "filters" in text, text
+    text = str(failed(env.import_, ids=[1], filters=filters))
+    # The wire name ("import"), not the Python one, and the model's own mistake.
+    assert text.startswith("tool 'import' rejected the call: ") and "filters" in text, text
     assert rich_server.requests().get("POST /richenv/call", 0) == 0
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from conftest import failed
 from generated.echo import EchoEnv
 from orsgen.runtime import drift
 
@@ -27,7 +28,8 @@ def test_tool_call_is_one_request_without_redirect(echo_server) -> None:
     echo_server.reset_counts()
     for word in ("pear", "plum", "apple"):
         env.echo(text=word)
-    env.hint(level=2)
+    # The episode finished: the server refuses the call, the model's mistake (one request).
+    assert failed(env.hint, level=2).reason == "episode_finished"
     req = echo_server.requests()
     req.pop("POST /ping", None)  # the SDK's keepalive, on its own clock
     assert req == {"POST /echoenv/call": 4}, req

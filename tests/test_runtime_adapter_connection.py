@@ -1,6 +1,6 @@
 """The adapter and its connection: construction does no I/O, a failed ``reset`` raises
 ``SessionOpenError`` naming the task and server, a tool call after the server died comes
-back as ``Error: ...`` with a ``None`` reward, secrets reach the environment, and
+back as a raised ``ToolEnvironmentError`` with a ``None`` reward, secrets reach the environment, and
 ``OPENREWARD_SESSION_URL`` and ``base_url`` override the URL recorded at generation."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import socket
 import pytest
 
 import ors_server
-from conftest import ECHO_ENV
+from conftest import ECHO_ENV, failed
 from generated.echo import EchoEnv, outcome_reward
 from orsgen.runtime.adapter import SessionOpenError
 
@@ -43,8 +43,8 @@ def test_reset_against_a_dead_server_raises_session_open_error() -> None:
     assert "task 3" in message
     assert f"127.0.0.1:{port}" in message
     assert "orsgen-fake-key-d41d8c" not in message
-    # The adapter is still usable afterwards: a call fails softly.
-    assert env.echo(text="x").startswith("Error:")
+    # The adapter is still usable afterwards: a call raises a counted failure.
+    assert str(failed(env.echo, text="x")).startswith("tool 'echo' failed in the environment")
     assert env.rewards == [None]
 
 
@@ -57,11 +57,11 @@ def test_a_call_after_the_server_died_is_an_error_text(ors_servers: ors_server.S
         assert env.echo(text="apple") == "echo: apple"  # a real call first: reward 0.0
     finally:
         server.stop()
-    out = env.echo(text="banana")
-    assert isinstance(out, str) and out.startswith("Error:")
+    out = str(failed(env.echo, text="banana"))
+    assert out.startswith("tool 'echo' failed in the environment"), out
     assert env.rewards == [0.0, None]
     assert env.reward == 0.0 and not env.finished
-    assert env.last_output == out
+    assert env.last_output == f"Error: {out}"
     assert outcome_reward([env]) == [0.0]
     env.close()  # best effort; must not raise
 

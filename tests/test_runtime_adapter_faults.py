@@ -1,7 +1,7 @@
 """The adapter's fault tolerance with bounded timeouts (orsgen/runtime/adapter.py).
 
-Every failure in a rollout comes back to the model as "Error: ..." text with a None
-step reward, returns within the configured timeout (plus a margin for a loaded
+Every failure in a rollout raises a ToolEnvironmentError (TRL counts it and shows the
+model its text) with a None step reward, returns within the configured timeout (plus a margin for a loaded
 2-core machine), leaks nothing on the server, and the next reset() recovers once the
 server is back. A reset() that cannot open a session raises SessionOpenError naming
 the task and the server. Real openreward servers throughout; the HTTP 500 and cut
@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 import ors_server
+from conftest import failed
 from envs.runtime_support import FAULT_ENV, FaultAdapter, FaultProxy
 
 from orsgen.runtime.adapter import SessionOpenError
@@ -50,12 +51,16 @@ def _timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
 def test_tool_raising_on_the_server(server) -> None:
     env = FaultAdapter(base_url=server.url, prefetch=False, timeout=10)
     env.reset(task_index=0)
-    out = env.boom()
-    assert out.startswith("Error: tool 'boom' failed: the tool raised on the server"), out
-    assert "blew up on purpose" in out
+    failure = failed(env.boom)
+    out = str(failure)
+    assert out.startswith(
+        "tool 'boom' failed in the environment (tool_raised): the tool raised on the server"
+    ), out
+    assert "blew up on purpose" in out and failure.environment_failed
+    assert env.last_output == f"Error: {out}"
     assert env.rewards == [None] and env.reward is None
-    # The SDK ends the session after a raising tool; later calls say so, still no raise.
-    assert env.ok().startswith("Error: tool 'ok' failed:")
+    # The SDK ends the session after a raising tool; later calls say so.
+    assert str(failed(env.ok)).startswith("tool 'ok' failed in the environment")
     assert "Fault task t1" in env.reset(task_index=1)
     assert env.ok(text="again") == "ok again" and env.rewards == [1.0]
     env.close()
@@ -65,11 +70,13 @@ def test_tool_raising_on_the_server(server) -> None:
 def test_tool_exceeding_the_timeout(server) -> None:
     env = FaultAdapter(base_url=server.url, prefetch=False, timeout=1.5)
     env.reset(task_index=0)
-    out, took = _timed(env.slow, seconds=30)
+    failure, took = _timed(failed, env.slow, seconds=30)
     assert took < 1.5 + MARGIN
-    assert out == (
-        f"Error: tool 'slow' got no answer within 1.5 s from faultenv at {server.url}"
-    ), out
+    assert str(failure) == (
+        "tool 'slow' failed in the environment (timeout): no answer within 1.5 s from "
+        f"faultenv at {server.url}"
+    ), failure
+    assert failure.reason == "timeout"
     assert env.rewards == [None]
     assert env.ok(text="still") == "ok still"  # the session survives a slow call
     env.close()
@@ -80,9 +87,11 @@ def test_http_500(server, proxy) -> None:
     env = FaultAdapter(base_url=proxy.url, prefetch=False, timeout=10)
     env.reset(task_index=0)
     proxy.mode = "500"
-    out, took = _timed(env.ok, text="x")
+    failure, took = _timed(failed, env.ok, text="x")
     assert took < 10 + MARGIN
-    assert out == "Error: tool 'ok' failed: HTTP 500: injected by the fault proxy", out
+    assert str(failure) == (
+        "tool 'ok' failed in the environment (server_error): HTTP 500: injected by the fault proxy"
+    ), failure
     assert proxy.injected == 1  # a 500 is not retried: the tool may have run
     assert env.rewards == [None]
     proxy.mode = "pass"
@@ -108,9 +117,11 @@ def test_sse_stream_cut_every_time_is_bounded(server, proxy) -> None:
     env = FaultAdapter(base_url=proxy.url, prefetch=False, timeout=3)
     env.reset(task_index=0)
     proxy.mode = "cut"
-    out, took = _timed(env.slow, seconds=0.5)
+    failure, took = _timed(failed, env.slow, seconds=0.5)
     assert took < 3 + MARGIN
-    assert out.startswith("Error: tool 'slow' got no answer within 3 s"), out
+    assert str(failure).startswith(
+        "tool 'slow' failed in the environment (timeout): no answer within 3 s"
+    ), failure
     assert proxy.cut >= 1 and env.rewards == [None]
     env.close()
     assert server.wait_sessions(0) == 0
@@ -126,9 +137,9 @@ def test_server_killed_mid_rollout_then_restarted(ors_servers: ors_server.Server
             base_url=srv.url, prefetch=False, timeout=4, open_timeout=8, reconnect_for=0, strict=True
         )
         env.reset(task_index=0)
-        out, took = _timed(env.die)  # the tool kills its own server mid-call
+        failure, took = _timed(failed, env.die)  # the tool kills its own server mid-call
         assert took < 4 + MARGIN
-        assert out.startswith("Error: tool 'die' "), out
+        assert str(failure).startswith("tool 'die' failed in the environment"), failure
         assert env.rewards == [None]
         assert srv.process.wait(timeout=10) == 17
         # While the server is down, reset() raises a clear, bounded error.

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import failed
+from orsgen.runtime.tasks import TaskChoiceError
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -72,9 +75,12 @@ def test_wrong_call(make_env) -> None:
 
 
 def test_reset_is_keyword_compatible_with_trl(make_env) -> None:
-    """TRL passes dataset columns as keywords; ``task_index`` defaults to 0."""
+    """TRL passes dataset columns as keywords. With no task and no trainer to learn the
+    group size from, reset() says what to pass instead of opening task 0 (the adapter
+    choosing tasks is tests/test_runtime_tasks.py's subject)."""
     env = make_env()
-    assert env.reset() == "Answer with the word 'alpha'."
+    with pytest.raises(TaskChoiceError, match="pass group_size="):
+        env.reset(prompt=[{"role": "user", "content": ""}])
     assert env.reset(task_index=4, target="ignored", level=1, prompt=[]) == (
         "Answer with the word 'echo'."
     )
@@ -115,10 +121,13 @@ def test_instances_are_isolated(make_env, rules_server) -> None:
     assert rules_server.wait_sessions(2) == 2
 
 
-def test_a_call_before_reset_is_an_error_text(make_env) -> None:
+def test_a_call_before_reset_is_a_raised_failure(make_env) -> None:
     env = make_env()
-    out = env.answer(text="alpha")
-    assert out.startswith("Error:")
+    failure = failed(env.answer, text="alpha")
+    assert str(failure) == (
+        "tool 'answer' failed in the environment (no_session): no open session; call reset() first"
+    )
+    assert env.last_output == f"Error: {failure}"
     assert env.rewards == [None] and env.reward is None
 
 

@@ -1,5 +1,6 @@
 """A deadline per rollout (issue 18): ``rollout_timeout`` seconds after ``reset()``, tool calls
-answer without a round trip and the episode ends unscored.
+answer without a round trip and the episode ends unfinished (``unfinished_reward``, ``None``
+by default), whatever scored before.
 
 A real echo ORS server of this file's own, whose request counts (``/{env}/_stats``) show that
 no call went out after the deadline.
@@ -15,6 +16,7 @@ import pytest
 import ors_server
 from conftest import ECHO_ENV
 from generated.echo import EchoEnv, outcome_reward
+from orsgen.runtime.errors import ToolInputError
 
 pytestmark = [pytest.mark.usefixtures("fresh_runtime"), pytest.mark.timeout(120)]
 
@@ -66,6 +68,27 @@ def test_the_deadline_restarts_at_every_reset(server: ors_server.RunningServer) 
         env.reset(task_index=0)
         env.echo(text="apple")
         assert outcome_reward([env]) == [1.0]
+    finally:
+        EchoEnv.close_all()
+
+
+def test_a_rollout_cut_by_its_deadline_is_unfinished_and_gets_unfinished_reward(
+    server: ors_server.RunningServer,
+) -> None:
+    env = EchoEnv(
+        base_url=server.url, prefetch=False, rollout_timeout=1.0, unfinished_reward=-1.0
+    )
+    try:
+        env.reset(task_index=0)
+        env.echo(text="pear")  # a wrong answer the environment scores 0.0
+        time.sleep(1.5)
+        with pytest.raises(ToolInputError) as raised:
+            env.echo(text="apple")
+        assert raised.value.reason == "time_limit"
+        assert not raised.value.environment_failed
+        outcome = env.rollout.outcome()
+        assert (outcome.kind, outcome.reason) == ("unfinished", "rollout_timeout passed")
+        assert outcome_reward([env]) == [-1.0]
     finally:
         EchoEnv.close_all()
 

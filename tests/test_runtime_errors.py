@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import pytest
 
 import ors_server
-from conftest import ECHO_ENV, ROOT
+from conftest import ECHO_ENV, ROOT, failed
 from generated.echo import EchoEnv, load_tasks, outcome_reward
 from orsgen.runtime.adapter import OrsAdapter, SelfScoring
 from orsgen.runtime.errors import (
@@ -59,7 +59,8 @@ def test_file_package_without_a_url_raises_at_once(monkeypatch: pytest.MonkeyPat
         load_tasks()
     assert "base_url=" in str(info.value) and "OPENREWARD_SESSION_URL" in str(info.value)
     assert isinstance(info.value, OrsRuntimeError)
-    assert env.echo(text="x").startswith("Error: no open session")  # a tool call still never raises
+    # A tool call raises only the counted failure TRL catches, never the configuration error.
+    assert failed(env.echo, text="x").reason == "no_session"
 
 
 def test_the_variable_or_base_url_serves_a_file_package(
@@ -156,4 +157,4 @@ def test_close_all_with_a_dead_server(ors_servers: ors_server.Servers) -> None:
         env.reset(task_index=0)
     server.stop()
     EchoEnv.close_all()  # best effort, bounded: never raises
-    assert envs[0].echo(text="apple").startswith("Error: no open session")
+    assert "no open session" in str(failed(envs[0].echo, text="apple"))

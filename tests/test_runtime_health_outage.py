@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 import ors_server
-from conftest import ECHO_ENV
+from conftest import ECHO_ENV, failed
+from orsgen.runtime.errors import ToolCallFailure
 from generated.echo import EchoEnv, ScoredEchoEnv, outcome_reward
 from orsgen.runtime.adapter import UNAVAILABLE_PROMPT
 from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError
@@ -108,7 +109,10 @@ def test_degrades_after_the_window_and_recovers(
     outage.stop()
     for env in envs:  # no raise: a short prompt, tools that say so, no reward
         assert env.reset(task_index=1) == UNAVAILABLE_PROMPT
-        assert env.echo(text="banana") == "Error: environment unavailable"
+        assert str(failed(env.echo, text="banana")) == (
+            "tool 'echo' failed in the environment (unavailable): environment unavailable; "
+            "this episode is not scored"
+        )
         assert env.get_reward() is None
     assert outcome_reward(envs) == [None, None, None]
     assert ScoredEchoEnv.degraded_rollouts() - before == 3
@@ -142,10 +146,14 @@ def test_a_session_lost_in_a_restart(outage: Outage, caplog: pytest.LogCaptureFi
     deadline = time.monotonic() + 30
     while not _lines(caplog, sids[0]) and time.monotonic() < deadline:
         time.sleep(0.2)
-    out = called.echo(text="apple")
-    assert out.startswith("Error: tool 'echo' failed: HTTP 404: Active environment not found"), out
+    out = str(failed(called.echo, text="apple"))
+    assert out.startswith(
+        "tool 'echo' failed in the environment (lost_session): HTTP 404: Active environment not found"
+    ), out
     assert called.finished and outcome_reward([called]) == [None]  # finished, unscored
-    assert pinged.echo(text="apple").startswith("Error: tool 'echo' failed: HTTP 404")
+    assert str(failed(pinged.echo, text="apple")).startswith(
+        "tool 'echo' failed in the environment (lost_session): HTTP 404"
+    )
     assert pinged.finished and outcome_reward([pinged]) == [None]
     pings = server.requests().get("POST /ping", 0)
     time.sleep(2.0)  # four of pinged's keepalive intervals
@@ -158,13 +166,18 @@ def test_a_session_lost_in_a_restart(outage: Outage, caplog: pytest.LogCaptureFi
 
 
 def _rollouts(envs: list[EchoEnv], stop: threading.Event, log: list[tuple[float, float | None]]) -> None:
-    """A trainer's rollout loop: reset plus one tool call per adapter, round after round."""
+    """A trainer's rollout loop: reset plus one tool call per adapter, round after round.
+    As in TRL, a tool call's counted failure (``ToolCallFailure``) is caught; anything else,
+    and anything ``reset()`` raises, reaches the caller."""
     task = 0
     while not stop.is_set():
         for env in envs:
             start = time.monotonic()
             env.reset(task_index=task % len(TARGETS))
-            env.echo(text=TARGETS[task % len(TARGETS)])
+            try:
+                env.echo(text=TARGETS[task % len(TARGETS)])
+            except ToolCallFailure:
+                pass
             log.append((start, outcome_reward([env])[0]))
             task += 1
 

@@ -19,6 +19,7 @@ import pytest
 
 import ors_server
 from conftest import ENVS, served_package
+from conftest import failed as failed_call
 
 VISION_ENV = ENVS / "vision_env.py"
 PIL = pytest.importorskip("PIL.Image")
@@ -145,7 +146,7 @@ def test_env_overrides_reach_session_creation_and_are_never_written(
         try:
             env.reset(task_index=0)
             env.answer(text="blue")
-            failed = env.answer(text="again")  # the episode finished: an error text
+            failed = failed_call(env.answer, text="again")  # the episode finished: raised
         finally:
             env.close()
     seen = server.env_overrides()
@@ -159,6 +160,7 @@ def test_env_overrides_reach_session_creation_and_are_never_written(
         captured.out,
         captured.err,
         str(failed),
+        repr(failed),
         repr(env),
         repr(env.__dict__),
         *(str(w.message) for w in caught),

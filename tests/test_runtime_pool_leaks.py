@@ -15,7 +15,7 @@ import weakref
 import pytest
 
 import ors_server
-from conftest import ECHO_ENV, ROOT
+from conftest import ECHO_ENV, ROOT, failed
 from envs.runtime_support import FAULT_ENV
 from generated.echo import EchoEnv, load_tasks
 import runtime_hooks
@@ -78,7 +78,7 @@ def test_close_ends_the_session_and_is_idempotent(server) -> None:
         env.close()
     assert server.wait_sessions(0) == 0
     envs[0].close()  # closing twice is harmless
-    assert envs[0].echo(text="apple").startswith("Error: no open session")
+    assert "no open session; call reset() first" in str(failed(envs[0].echo, text="apple"))
     assert envs[0].rewards == [None]
 
 

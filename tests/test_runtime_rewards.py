@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from orsgen.runtime.errors import ToolCallFailure
+
 pytestmark = pytest.mark.timeout(120)
 
 # (steps, expected outcome). A step is ("score", value | None), ("explode",) or ("answer", text).
@@ -43,10 +45,18 @@ def run_steps(env, steps) -> list[str]:
         if step[0] == "score":
             outputs.append(env.score() if step[1] is None else env.score(value=step[1]))
         elif step[0] == "explode":
-            outputs.append(env.explode())
+            outputs.append(_raised(env.explode))
         else:
-            outputs.append(env.answer(text=step[1]))
+            outputs.append(_raised(env.answer, text=step[1]))
     return outputs
+
+
+def _raised(call, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """The tool's text, or the ToolCallFailure it raised (TRL counts and shows it)."""
+    try:
+        return call(*args, **kwargs)
+    except ToolCallFailure as exc:
+        return exc
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -57,7 +67,7 @@ def test_outcome_reward_rules(name, env, rules_pkg) -> None:
     assert len(env.rewards) == len(steps)
     for step, out, reward in zip(steps, outputs, env.rewards):
         if step[0] == "explode":
-            assert out.startswith("Error:") and reward is None
+            assert isinstance(out, ToolCallFailure) and out.environment_failed and reward is None
     (got,) = rules_pkg.outcome_reward(environments=[env])
     if expected is None:
         assert got is None
@@ -70,7 +80,8 @@ def test_outcome_reward_rules(name, env, rules_pkg) -> None:
 def test_the_refused_call_is_a_failed_call(env) -> None:
     outputs = run_steps(env, [("answer", "alpha"), ("answer", "alpha")])
     assert outputs[0] == "right"
-    assert outputs[1].startswith("Error:")
+    assert isinstance(outputs[1], ToolCallFailure), outputs[1]
+    assert not outputs[1].environment_failed  # the episode finished: the model's own mistake
     assert env.rewards == [1.0, None]
 
 

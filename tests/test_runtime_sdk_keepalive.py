@@ -10,6 +10,7 @@ import time
 import pytest
 
 import ors_server
+from conftest import failed
 from envs.runtime_support import FAULT_ENV, FaultAdapter
 import runtime_hooks
 
@@ -30,8 +31,8 @@ def test_idle_rollout_keeps_its_session(reaping_server) -> None:
     time.sleep(2 * REAPER + 1)  # the model "thinks" for twice the stale threshold
     assert kept.ok(text="after") == "ok after"
     assert kept.rewards == [1.0, 1.0]
-    late = control.ok(text="after")
-    assert late.startswith("Error: tool 'ok' failed:") and "404" in late, late
+    late = failed(control.ok, text="after")
+    assert str(late).startswith("tool 'ok' failed in the environment") and "404" in str(late), late
     assert control.rewards == [None]
     kept.close()
     control.close()

@@ -14,7 +14,7 @@ Training-scale behaviour (see ``docs/runtime.md``):
 - picklable and thread-safe: the class (or a ``functools.partial`` of it) is the
   factory, instances hold a lock, and all I/O runs on one loop per process;
 - no leaks: sessions close on ``reset()``, ``close()``, garbage collection and exit;
-- bounded time: every call has a timeout, and every failure is ``"Error: ..."`` text;
+- bounded time: every call has a timeout; a failed call raises (TRL counts it);
 - outages: one call policy (:mod:`orsgen.runtime.health`) waits, retries, degrades or fails;
 - the drift guard: the first session per class and process checks the live tools
   against the snapshot (:mod:`orsgen.runtime.drift`).
@@ -23,21 +23,22 @@ Training-scale behaviour (see ``docs/runtime.md``):
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from orsgen.runtime import drift, health, images, places, pool, sdk
+from orsgen.runtime import drift, health, images, metrics, places, pool
 from orsgen.runtime.blocks import blocks_to_content
 from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
 from orsgen.runtime.endpoint import session_secrets
 from orsgen.runtime.errors import (
-    CallTimeout,
     OrsRuntimeError,
     ServerNotConfiguredError,
     SessionOpenError,
+    ToolCallFailure,
 )
 from orsgen.runtime.health import Action
 from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
@@ -45,8 +46,8 @@ from orsgen.runtime.opening import SessionOptions, resolve_servers
 from orsgen.runtime.options import UNSET, check_limits, check_settings, overrides, task_key
 from orsgen.runtime.pool import EXIT_BUDGET, SessionSlot
 from orsgen.runtime.process import current
-from orsgen.runtime.rewards import outcome_reward
 from orsgen.runtime.rollout import RolloutState
+from orsgen.runtime.tracking import RolloutBook, Settings
 
 DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0
@@ -120,6 +121,9 @@ class OrsAdapter(RolloutState):
             (prefetched ones included); a reset waits for a place within ``reconnect_for``.
         rollout_timeout: seconds from ``reset()`` after which tool calls end the episode,
             unscored, without a round trip.
+        seed, num_tasks, indices, unfinished_reward, trajectories: task choice for
+            ``train_dataset=None``, the unfinished-rollout reward and the trajectory log
+            (:class:`orsgen.runtime.tracking.Settings`, ``docs/runtime.md``).
     """
 
     ENV_NAME: ClassVar[str | None] = None
@@ -161,9 +165,18 @@ class OrsAdapter(RolloutState):
         env_overrides: Mapping[str, str] | None = None,
         max_sessions: int | None = None,
         rollout_timeout: float | None = None,
+        seed: int | None = None,
+        num_tasks: int | None = None,
+        indices: Sequence[int] | None = None,
+        unfinished_reward: float | None = None,
+        trajectories: str | os.PathLike[str] | None = None,
     ) -> None:
         check_settings(group_size, keepalive, reconnect_for)
         check_limits(max_sessions, rollout_timeout)
+        settings = Settings.of(
+            seed, num_tasks, indices, group_size, unfinished_reward, trajectories
+        )
+        self._book = RolloutBook(settings, open_timeout)
         defaults = (self.DEPLOYMENT, self.DEFAULT_URL, self.ENV_NAME)
         servers, self._no_server = resolve_servers(
             base_url, api_key, env_name, deployment, defaults
@@ -217,9 +230,11 @@ class OrsAdapter(RolloutState):
             raise ServerNotConfiguredError(f"{type(self).__name__}: {self._no_server}")
         with self._lock:
             self._slot.close(wait=False)
-            self._clear_state()
-            index = None if task_spec is not None else int(task_index or 0)
+            self._here, self._endpoint = self._sessions, self._sessions.endpoint  # until placed
+            index = self._begin(task_index, task_spec)  # with neither, a task chosen here
+            started = time.monotonic()
             opened = self._sessions.open(type(self), index, task_spec)
+            self._book.reset_took(time.monotonic() - started)
             if opened is None:
                 self._degrade()
                 return UNAVAILABLE_PROMPT
@@ -245,6 +260,7 @@ class OrsAdapter(RolloutState):
         if self._void:
             return
         self._void = self.finished = True
+        self._book.void("unavailable")
         reconnect_for = self._sessions.reconnect_for
         health.record(self._endpoint.session_url).degrade(type(self), reconnect_for)
 
@@ -282,8 +298,8 @@ class OrsAdapter(RolloutState):
 
     # -- tool calls --------------------------------------------------------------------
 
-    def _call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
-        """Call a tool by its wire name. Never raises: failures come back as ``Error: ...``."""
+    def _call_once(self, wire_name: str, arguments: dict[str, Any]) -> Content | ToolCallFailure:
+        """Call a tool by its wire name; a failure is returned (``_call`` raises it)."""
         with self._lock:
             left = self._time_left()
             session = self._slot.session
@@ -299,7 +315,7 @@ class OrsAdapter(RolloutState):
                 try:
                     left = max(until - time.monotonic(), 0.001)
                     out = current().run(session.call_tool(wire_name, arguments), timeout=left)
-                except Exception as exc:  # noqa: BLE001 - the trainer must never see a raise
+                except Exception as exc:  # noqa: BLE001 - the policy decides; _call raises
                     action = policy.call_failed(exc, until)
                     if action is Action.RETRY:
                         continue
@@ -308,18 +324,6 @@ class OrsAdapter(RolloutState):
                 text = self._finish_call(wire_name, out)
                 self._release_if_over()
                 return text
-
-    def _gave_up(self, wire_name: str, session: Any, exc: Exception, action: Action) -> str:
-        """What the model sees when the call policy gives up on a call."""
-        if action is Action.LOST:
-            sdk.mark_lost(session, exc)
-            return self._lost(wire_name)
-        if action is Action.TIMED_OUT:
-            return self._call_error(wire_name, CallTimeout("no answer in time"))
-        if action is Action.DEGRADE:
-            self._degrade()
-            return self._fail("environment unavailable")
-        return self._call_error(wire_name, exc)
 
 
 class SelfScoring(OrsAdapter):
@@ -333,5 +337,9 @@ class SelfScoring(OrsAdapter):
     """
 
     def get_reward(self) -> float | None:
-        """The rollout's last non-null reward, or ``None`` when it was never scored."""
-        return outcome_reward([self])[0]
+        """The rollout's last non-null reward; ``unfinished_reward`` when the session worked
+        but nothing scored; ``None`` after an infrastructure or grader failure. In
+        AsyncGRPO's rollout child it also sends the ``ors/*`` metrics to the trainer's log."""
+        outcome = self.rollout.settle()
+        metrics.push_to_worker()
+        return outcome.reward

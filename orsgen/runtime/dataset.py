@@ -205,6 +205,29 @@ def _check_selection(num_tasks: int | None, indices: Sequence[int] | None) -> No
         raise ValueError(f"indices must be non-negative, got {min(indices)}")
 
 
+async def _split_size(endpoint: Endpoint, split: str) -> int:
+    env = await environment(endpoint)
+    try:
+        return int(await _SplitReader(endpoint, env, split).num_tasks())
+    except Exception as exc:
+        if _status(exc) == 400:
+            await _raise_if_no_such_split(endpoint, env, split)
+        raise
+
+
+def split_size(endpoint: Endpoint, split: str, timeout: float = DEFAULT_TIMEOUT) -> int:
+    """How many tasks ``split`` has (one ``/num_tasks`` request); a failure is a
+    ``TaskLoadError`` naming the split and the server."""
+    try:
+        return current().run(_split_size(endpoint, split), timeout=timeout)
+    except TaskLoadError:
+        raise
+    except Exception as exc:
+        raise TaskLoadError(
+            f"could not count the tasks of split {split!r} on {endpoint.label}: {describe(exc)}"
+        ) from exc
+
+
 def _fetch_or_raise(
     endpoint: Endpoint,
     split: str,

@@ -193,6 +193,12 @@ def forget() -> None:
     current().part(Verdicts).clear()
 
 
+def drifted() -> bool:
+    """Whether the live tools of any class differ from its snapshot on any server, in this
+    process."""
+    return any(state.changes for _key, state in current().part(Verdicts).items())
+
+
 def claim_check(cls: type, url: str = "") -> bool:
     """True exactly once per class, server and process: the caller makes the one extra
     request. False when the class has no snapshot to compare with."""

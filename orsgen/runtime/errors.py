@@ -2,8 +2,8 @@
 
 Every error a generated package raises at the user derives from :class:`OrsRuntimeError`
 and names the server, the environment and the cause; the SDK's or aiohttp's exception
-stays reachable as ``__cause__``. Tool calls never raise: they return ``"Error: ..."``
-text built with :func:`describe`.
+stays reachable as ``__cause__``. A failed tool call raises a :class:`ToolCallFailure`
+(TRL catches it, counts it and shows the model its text), built with :func:`describe`.
 
 ::
 
@@ -14,14 +14,24 @@ text built with :func:`describe`.
     ├── TaskLoadError: load_tasks() could not fetch the task list
     └── ToolDriftError (orsgen.runtime.drift): strict=True, the live tools differ
 
+    ToolCallFailure (OrsRuntimeError): a tool call failed; raised from the tool method so
+    that TRL counts it (``tools/failure_frequency``, AsyncGRPO's ``tools/<name>/failure_total``)
+    and hands the model ``{"error": str(exc)}``
+    ├── ToolInputError: the model's own mistake (invalid arguments, an unknown value or
+    │   tool, a call after the episode finished); the rollout may still finish and score
+    └── ToolEnvironmentError: the environment failed (server error, the tool or grader
+        raised, timeout, lost session, environment unavailable); the rollout stays unscored
+
     CallTimeout (TimeoutError): a call on the runtime loop got no answer in time; the
-    adapter turns it into ``"Error: ... got no answer within ..."`` text
+    adapter turns it into a ``ToolEnvironmentError`` (reason ``timeout``)
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+from typing import Literal
 
 MAX_ERROR_TEXT = 500
 
@@ -45,6 +55,89 @@ class EnvironmentUnavailableError(SessionOpenError):
 
 class TaskLoadError(OrsRuntimeError):
     """``load_tasks()`` could not fetch the task list."""
+
+
+# Why a call failed. The model's own mistakes first, then the environment's failures.
+# time_limit: rollout_timeout passed; like the tool-call limit, the rollout is unfinished.
+ModelReason = Literal["invalid_arguments", "unknown_tool", "episode_finished", "time_limit"]
+EnvReason = Literal[
+    "tool_raised", "server_error", "timeout", "lost_session", "unavailable", "no_session"
+]
+MODEL_REASONS: frozenset[str] = frozenset(
+    {"invalid_arguments", "unknown_tool", "episode_finished", "time_limit"}
+)
+# The SDK's ToolCallError reasons (openreward/api/environments/client.py _VALID_REASONS)
+# that mean the call itself was wrong; any other reason is the environment's.
+_SDK_MODEL_REASONS: dict[str, ModelReason] = {
+    "input_validation": "invalid_arguments",
+    "bad_input_shape": "invalid_arguments",
+    "not_found": "unknown_tool",
+    "episode_finished": "episode_finished",
+}
+
+
+_SESSION_ID = re.compile(r"\(environment session sid=[^)]*\)\s*")
+
+
+class ToolCallFailure(OrsRuntimeError):
+    """A tool call failed. ``str(exc)`` is what the model reads (TRL gives it
+    ``{"error": str(exc)}``); ``tool`` is the wire name and ``reason`` says why."""
+
+    reason: str
+
+    def __init__(self, tool: str, reason: str, detail: str) -> None:
+        self.tool = tool
+        self.reason = reason
+        self.detail = detail
+        super().__init__(self._text())
+
+    @property
+    def environment_failed(self) -> bool:
+        """Whether the environment failed (``True``) rather than the model's call."""
+        return self.reason not in MODEL_REASONS
+
+    def _text(self) -> str:
+        return f"tool {self.tool!r} failed: {self.detail}"
+
+
+class ToolInputError(ToolCallFailure):
+    """The model's own mistake: fix the call and try again."""
+
+    def __init__(self, tool: str, reason: ModelReason, detail: str) -> None:
+        super().__init__(tool, reason, detail)
+
+    def _text(self) -> str:
+        return f"tool {self.tool!r} rejected the call: {self.detail}"
+
+
+class ToolEnvironmentError(ToolCallFailure):
+    """The environment failed; nothing in the call was wrong. The rollout stays unscored."""
+
+    def __init__(self, tool: str, reason: EnvReason, detail: str) -> None:
+        super().__init__(tool, reason, detail)
+
+    def _text(self) -> str:
+        return f"tool {self.tool!r} failed in the environment ({self.reason}): {self.detail}"
+
+
+def tool_failure(tool: str, exc: BaseException) -> ToolCallFailure:
+    """The failure to raise for an exception a tool call ended with: the SDK's
+    ``ToolCallError`` reasons for a bad call are the model's, everything else
+    (the tool raised, HTTP errors, a cut connection) is the environment's."""
+    if isinstance(exc, ToolCallFailure):
+        return exc
+    if isinstance(exc, CallTimeout):
+        return ToolEnvironmentError(tool, "timeout", describe(exc))
+    if type(exc).__name__ == "ToolCallError":
+        model_reason = _SDK_MODEL_REASONS.get(str(getattr(exc, "reason", "")))
+        detail = str(getattr(exc, "detail", "") or exc).strip() or "rejected"
+        if model_reason is not None:
+            return ToolInputError(tool, model_reason, detail)
+        return ToolEnvironmentError(tool, "server_error", detail)
+    if type(exc).__name__ == "ToolFailed":
+        # The SDK prefixes the server's message with the session id: noise for the model.
+        return ToolEnvironmentError(tool, "tool_raised", _SESSION_ID.sub("", describe(exc)))
+    return ToolEnvironmentError(tool, "server_error", describe(exc))
 
 
 class CallTimeout(TimeoutError):

@@ -6,11 +6,13 @@ which ``OrsAdapter.rollout`` implements; this module imports nothing of the adap
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 from orsgen.jsonobject import is_object, is_sequence
+from orsgen.runtime import metrics
+from orsgen.runtime.episode import Outcome
 
 
 class Rollout(Protocol):
@@ -24,6 +26,16 @@ class Rollout(Protocol):
     @property
     def scorable(self) -> bool:
         """``False`` when the session was lost or the rollout ran degraded: no reward."""
+        ...
+
+    def outcome(self) -> Outcome:
+        """How the rollout ended (scored, unfinished, failed) and its reward after the
+        adapter's ``unfinished_reward`` policy."""
+        ...
+
+    def settle(self) -> Outcome:
+        """:meth:`outcome`, counted once in the process's ``ors/*`` metrics and written
+        once to the trajectory log."""
         ...
 
     @property
@@ -82,14 +94,24 @@ def final_message(completion: Any) -> str | None:
 
 
 def outcome_reward(
-    environments: Sequence[Any], completions: Sequence[Any] | None = None, **_: Any
+    environments: Sequence[Any],
+    completions: Sequence[Any] | None = None,
+    log_metric: Callable[[str, float], object] | None = None,
+    **_: Any,
 ) -> list[float | None]:
-    """The last non-null reward of each rollout, or ``None`` when the rollout was never scored.
+    """The last non-null reward of each rollout, or, when the rollout was never scored,
+    the adapter's ``unfinished_reward`` if its session worked and ``None`` if it failed.
 
-    ``None`` covers no call at all, only unscored calls and only failed calls, and a
-    rollout whose session the server lost or that ran degraded (environment unavailable);
-    otherwise a later unscored or failed call never erases an earlier score; ``0.0`` and negative rewards
-    are real scores.
+    A rollout that never scored is *unfinished* when its session worked (no call at all,
+    only unscored calls or only the model's own invalid calls): it gets the adapter's
+    ``unfinished_reward``, ``None`` by default. It *failed* when the tool or grader raised
+    on the server, the server errored or timed out, the session was lost or the rollout
+    ran degraded: ``None``, whatever ``unfinished_reward`` says. A later unscored or failed
+    call never erases an earlier score; ``0.0`` and negative rewards are real scores.
+
+    With TRL's ``log_metric`` (GRPOTrainer passes it to every reward function), the
+    batch's rollout health goes into the trainer's log as ``ors/*`` metrics
+    (:mod:`orsgen.runtime.metrics`).
 
     An environment with a terminal tool grades the model's final plain message: when
     ``completions`` are given, each rollout's final assistant message is submitted
@@ -109,14 +131,10 @@ def outcome_reward(
             with ThreadPoolExecutor(max_workers=min(32, len(jobs))) as pool:
                 for future in [pool.submit(r.submit_final, text) for r, text in jobs]:
                     future.result()
-    return [_last_reward(rollout) for rollout in rollouts]
-
-
-def _last_reward(rollout: Rollout | None) -> float | None:
-    if rollout is None or not rollout.scorable:  # its session was lost, or it ran degraded
-        return None
-    scored = [r for r in rollout.rewards if r is not None]
-    return float(scored[-1]) if scored else None
+    outcomes = [None if r is None else r.settle() for r in rollouts]
+    if log_metric is not None:
+        metrics.emit(log_metric, [o for o in outcomes if o is not None])
+    return [None if o is None else o.reward for o in outcomes]
 
 
 def group_reward(

@@ -4,25 +4,39 @@
 one rollout produced (the public ``reward``, ``rewards``, ``metadata``, ``finished`` and
 ``last_output``), what ends it unscored (a lost session, a degraded rollout), and the
 reward functions' view of it (``rollout``, a :class:`~orsgen.runtime.rewards.Rollout`).
+Its :class:`~orsgen.runtime.tracking.RolloutBook` chooses tasks, keeps the rollout's record
+and feeds the metrics and the trajectory log. A failed tool call is recorded, then raised
+as a :class:`~orsgen.runtime.errors.ToolCallFailure`, so that TRL counts it.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import warnings
-from collections.abc import Hashable
-from typing import Any, ClassVar
+from collections.abc import Hashable, Mapping
+from typing import Any, ClassVar, NoReturn
 
 from orsgen.jsonobject import is_object
 from orsgen.runtime import health, sdk
 from orsgen.runtime.blocks import blocks_to_content, blocks_to_text
 from orsgen.runtime.endpoint import Endpoint
-from orsgen.runtime.errors import CallTimeout, describe
+from orsgen.runtime.episode import Outcome
+from orsgen.runtime.errors import (
+    CallTimeout,
+    ToolCallFailure,
+    ToolEnvironmentError,
+    ToolInputError,
+    describe,
+    tool_failure,
+)
+from orsgen.runtime.health import Action
 from orsgen.runtime.images import Content
 from orsgen.runtime.pool import SessionSlot
 from orsgen.runtime.process import current
 from orsgen.runtime.rewards import Rollout
+from orsgen.runtime.tracking import RolloutBook
 
 
 class RolloutState:
@@ -46,12 +60,38 @@ class RolloutState:
     _multimodal: bool
     _max_sessions: int | None
     _rollout_timeout: float | None
+    _book: RolloutBook
+    WIRE_NAMES: ClassVar[Mapping[str, tuple[str, Mapping[str, str]]]]
+
+    def _call_once(self, wire_name: str, arguments: dict[str, Any]) -> Content | ToolCallFailure:
+        raise NotImplementedError
+
+    def _degrade(self) -> None:
+        raise NotImplementedError
+
+    def _begin(self, task_index: int | None, task_spec: Mapping[str, Any] | None) -> int | None:
+        """End the previous rollout (its trajectory line, once) and start this one: clear the
+        state, choose a task when the trainer gave none, and return the index to open."""
+        self._book.write(type(self).__name__, self._split, self.rewards, self.finished)
+        self._clear_state()
+        chosen = task_index is None and task_spec is None
+        if chosen:
+            task_index = self._book.choose(type(self), self._endpoint, self._split)
+        index = None if task_spec is not None else int(task_index or 0)
+        self._book.begin(index, task_spec is not None, chosen)
+        return index
 
     def _call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
-        raise NotImplementedError
+        """Call a tool by its wire name. A failure raises :class:`ToolCallFailure`
+        (:class:`ToolInputError` for the model's mistakes, :class:`ToolEnvironmentError`
+        for the environment's), which TRL catches and counts."""
+        start = time.monotonic()
+        with self._lock:
+            return self._settle(wire_name, arguments, self._call_once(wire_name, arguments), start)
 
     def _clear_state(self) -> None:
         self._final_submitted = False
+        self._call_finished = False
         self._task: tuple[str, str] | None = None
         self.reward = None
         self.rewards = []
@@ -76,8 +116,38 @@ class RolloutState:
         self.last_output = text
         return text
 
-    def _fail(self, message: str) -> str:
-        return self._record(f"Error: {message}", None, None)
+    def _fail(self, message: str) -> NoReturn:
+        """A call the model got wrong before anything was sent (client-side validation,
+        called by generated methods): recorded, then raised so that TRL counts it."""
+        method = sys._getframe(1).f_code.co_name  # pyright: ignore[reportPrivateUsage]
+        wire = self.WIRE_NAMES.get(method, (method, {}))[0]
+        self._raise(wire, {}, ToolInputError(wire, "invalid_arguments", message), time.monotonic())
+
+    def _raise(
+        self, wire_name: str, arguments: dict[str, Any], failure: ToolCallFailure, start: float
+    ) -> NoReturn:
+        """Record a failed call (reward ``None``) and raise it: TRL counts it and gives the
+        model ``{"error": str(failure)}``."""
+        self._record(f"Error: {failure}", None, None)
+        self._book.failed(wire_name, arguments, failure, time.monotonic() - start)
+        raise failure
+
+    def _settle(
+        self,
+        wire_name: str,
+        arguments: dict[str, Any],
+        result: Content | ToolCallFailure,
+        start: float,
+    ) -> Content:
+        """Record a call's result in the rollout; a failure raises (:meth:`_raise`)."""
+        if isinstance(result, ToolCallFailure):
+            self._raise(wire_name, arguments, result, start)
+        reward = self.rewards[-1] if self.rewards else None
+        seconds = time.monotonic() - start
+        self._book.called(
+            wire_name, arguments, self.last_output, reward, self._call_finished, seconds
+        )
+        return result
 
     def _finish_call(self, wire_name: str, out: Any) -> Content:
         reward: float | None = None
@@ -86,6 +156,7 @@ class RolloutState:
                 reward = float(out.reward)
             except (TypeError, ValueError):
                 reward = None
+        self._call_finished = bool(out.finished)
         if out.finished:
             self.finished = True
         meta = dict(out.metadata) if is_object(out.metadata) else None
@@ -95,30 +166,38 @@ class RolloutState:
             return blocks_to_content(blocks, True) or text
         return text
 
-    def _no_session(self, wire_name: str) -> str:
+    def _no_session(self, wire_name: str) -> ToolCallFailure:
         """What a call gets when the rollout holds no session."""
         if self._timed_out:
-            return self._fail(
+            return ToolInputError(
+                wire_name,
+                "time_limit",
                 f"the rollout's time limit (rollout_timeout={self._rollout_timeout:g} s) "
-                "passed; the episode ends unscored"
+                "passed; the episode ends",
             )
         if self._over:
-            return self._fail(
+            return ToolInputError(
+                wire_name,
+                "episode_finished",
                 "the episode is over (it finished and was scored, and its session was closed "
-                "to free its place under max_sessions); call reset() for a new one"
+                "to free its place under max_sessions); call reset() for a new one",
             )
         if self._void:
-            return self._fail("environment unavailable")
-        return self._fail(f"no open session for tool {wire_name!r}; call reset() first")
+            return ToolEnvironmentError(
+                wire_name, "unavailable", "environment unavailable; this episode is not scored"
+            )
+        return ToolEnvironmentError(wire_name, "no_session", "no open session; call reset() first")
 
     def _time_left(self) -> float | None:
         """Seconds until the rollout's deadline (``None``: none). At the deadline the
-        episode ends unscored and its session closes, with no round trip."""
+        episode ends, its session closes with no round trip, and it counts as unfinished
+        (``unfinished_reward``, ``None`` by default), even after an earlier score."""
         if self._deadline is None:
             return None
         left = self._deadline - time.monotonic()
         if left <= 0 and not self._timed_out:
-            self._timed_out = self._void = self.finished = True
+            self._timed_out = self.finished = True
+            self._book.timed_out()
             self._slot.close(wait=False)
         return left
 
@@ -136,21 +215,39 @@ class RolloutState:
             self._over = True
             self._slot.close(wait=False)
 
-    def _call_error(self, wire_name: str, exc: BaseException) -> str:
+    def _call_error(self, wire_name: str, exc: BaseException) -> ToolCallFailure:
         if isinstance(exc, CallTimeout):
-            return self._fail(
-                f"tool {wire_name!r} got no answer within {self._timeout:g} s from "
-                f"{self._endpoint.label}"
+            return ToolEnvironmentError(
+                wire_name,
+                "timeout",
+                f"no answer within {self._timeout:g} s from {self._endpoint.label}",
             )
-        return self._fail(f"tool {wire_name!r} failed: {describe(exc)}")
+        return tool_failure(wire_name, exc)
 
-    def _lost(self, wire_name: str) -> str:
+    def _lost(self, wire_name: str) -> ToolCallFailure:
         """The server no longer knows this session: the episode is over, unscored."""
         self._void = self.finished = True
-        return self._fail(
-            f"tool {wire_name!r} failed: HTTP 404: {health.LOST_SESSION_TEXT} (the server "
-            "restarted, or reaped the session); the episode ends unscored"
+        self._book.void("lost_session")
+        return ToolEnvironmentError(
+            wire_name,
+            "lost_session",
+            f"HTTP 404: {health.LOST_SESSION_TEXT} (the server restarted, or reaped the "
+            "session); the episode ends unscored",
         )
+
+    def _gave_up(
+        self, wire_name: str, session: Any, exc: Exception, action: Action
+    ) -> ToolCallFailure:
+        """The failure to raise when the call policy gives up on a call."""
+        if action is Action.LOST:
+            sdk.mark_lost(session, exc)
+            return self._lost(wire_name)
+        if action is Action.TIMED_OUT:
+            return self._call_error(wire_name, CallTimeout("no answer in time"))
+        if action is Action.DEGRADE:
+            self._degrade()
+            return self._no_session(wire_name)
+        return self._call_error(wire_name, exc)
 
     @property
     def rollout(self) -> Rollout:
@@ -175,6 +272,19 @@ class RolloutState:
         def scorable(self) -> bool:
             return not self._env._void
 
+        def outcome(self) -> Outcome:
+            """How the rollout ended, with ``unfinished_reward`` applied."""
+            return self._env._book.outcome(self._env.rewards, self._env.finished)
+
+        def settle(self) -> Outcome:
+            """The outcome, counted once in the process's metrics and written once to the
+            trajectory log (when configured)."""
+            env = self._env
+            with env._lock:
+                outcome = env._book.count(env.rewards, env.finished)
+                env._book.write(type(env).__name__, env._split, env.rewards, env.finished)
+                return outcome
+
         @property
         def takes_final_answer(self) -> bool:
             return self._env.TERMINAL_TOOL is not None
@@ -189,7 +299,10 @@ class RolloutState:
                     return None
                 env._final_submitted = True
             name, arg = terminal
-            env._call(name, {} if arg is None else {arg: message})
+            try:
+                env._call(name, {} if arg is None else {arg: message})
+            except ToolCallFailure:
+                pass  # recorded in the rollout: it stays unscored
             return env.last_output
 
         @property

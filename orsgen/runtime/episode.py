@@ -1,0 +1,174 @@
+"""One rollout's record, and what its outcome is.
+
+An adapter keeps one :class:`Episode` per rollout: which task it opened (and whether the
+adapter chose it), how long the reset took, and every tool call (tool, arguments, a
+truncated output, reward, failure, seconds). The reward functions, the metrics and the
+trajectory log all read the rollout through it.
+
+A rollout ends in one of three outcomes (:func:`classify`):
+
+- ``scored``: the environment gave a reward (the last non-null one; ``0.0`` and negative
+  values are real scores);
+- ``unfinished``: the session worked but no call scored (no call, only the model's own
+  mistakes, the tool-call limit, an answer the environment does not score), or the
+  rollout's ``rollout_timeout`` passed (even after an earlier score). It gets the
+  user's ``unfinished_reward`` (``None`` by default);
+- ``failed``: the infrastructure or the grader failed (the tool raised on the server, a
+  server error, a timeout, a lost session, the environment unavailable). ``None``,
+  whatever ``unfinished_reward`` says: there is nothing to learn from it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from orsgen.runtime.errors import ToolCallFailure
+
+MAX_OUTPUT_TEXT = 500
+MAX_ARGUMENTS_TEXT = 2000
+
+Kind = Literal["scored", "unfinished", "failed"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a rollout ended: its reward after the ``unfinished_reward`` policy, its kind,
+    and why it got no score (``None`` when scored)."""
+
+    reward: float | None
+    kind: Kind
+    reason: str | None = None
+    finished: bool = False  # whether the episode finished
+
+
+@dataclass
+class Call:
+    """One tool call of a rollout."""
+
+    tool: str
+    arguments: dict[str, Any]
+    output: str
+    reward: float | None
+    finished: bool
+    seconds: float
+    failure: str | None = None  # the ToolCallFailure reason
+    environment_failed: bool = False
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "arguments": _bounded_arguments(self.arguments),
+            "output": _truncate(self.output, MAX_OUTPUT_TEXT),
+            "reward": self.reward,
+            "finished": self.finished,
+            "error": self.failure,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _bounded_arguments(arguments: dict[str, Any]) -> Any:
+    text = json.dumps(arguments, sort_keys=True, default=repr)
+    if len(text) <= MAX_ARGUMENTS_TEXT:
+        return json.loads(text)
+    return _truncate(text, MAX_ARGUMENTS_TEXT)
+
+
+@dataclass
+class Episode:
+    """The record of one rollout, from its reset on."""
+
+    task_index: int | None = None
+    task_spec: bool = False  # opened on an explicit task_spec (its content is not logged)
+    chosen: bool = False  # the adapter chose the task (the trainer gave none)
+    reset_seconds: float = 0.0
+    started_at: float = field(default_factory=time.time)
+    calls: list[Call] = field(default_factory=lambda: [])
+    void_reason: str | None = None  # "lost_session" / "unavailable": no reward possible
+    timed_out: bool = False  # rollout_timeout passed: unfinished, whatever scored before
+    written: bool = False  # already in the trajectory log
+    counted: bool = False  # already in the metrics
+
+    def called(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        output: str,
+        reward: float | None,
+        finished: bool,
+        seconds: float,
+    ) -> Call:
+        call = Call(tool, dict(arguments), output, reward, finished, seconds)
+        self.calls.append(call)
+        return call
+
+    def failed(
+        self, tool: str, arguments: dict[str, Any], failure: ToolCallFailure, seconds: float
+    ) -> Call:
+        call = Call(tool, dict(arguments), str(failure), None, False, seconds)
+        call.failure = failure.reason
+        call.environment_failed = failure.environment_failed
+        self.calls.append(call)
+        return call
+
+    @property
+    def environment_failure(self) -> str | None:
+        """Why the environment failed this rollout, when it did."""
+        if self.void_reason is not None:
+            return self.void_reason
+        return next((c.failure for c in self.calls if c.environment_failed), None)
+
+
+def classify(
+    episode: Episode,
+    rewards: list[float | None],
+    unfinished_reward: float | None,
+    finished: bool = False,
+) -> Outcome:
+    """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring)."""
+    if episode.void_reason is not None:
+        return Outcome(None, "failed", episode.void_reason, finished)
+    if episode.timed_out:
+        return Outcome(unfinished_reward, "unfinished", "rollout_timeout passed", finished)
+    scored = [r for r in rewards if r is not None]
+    if scored:
+        return Outcome(float(scored[-1]), "scored", None, finished)
+    failure = episode.environment_failure
+    if failure is not None:
+        return Outcome(None, "failed", failure, finished)
+    if not episode.calls:
+        reason = "no tool call"
+    elif any(c.finished for c in episode.calls):
+        reason = "finished without a score"
+    elif all(c.failure is not None for c in episode.calls):
+        reason = "only invalid calls"
+    else:
+        reason = "no call scored"
+    return Outcome(unfinished_reward, "unfinished", reason, finished)
+
+
+def record(
+    episode: Episode, outcome: Outcome, env: str, split: str, finished: bool
+) -> dict[str, Any]:
+    """The trajectory line of a rollout. No secret, override or task-spec content."""
+    return {
+        "env": env,
+        "split": split,
+        "task_index": episode.task_index,
+        "task_spec": episode.task_spec,
+        "task_chosen": episode.chosen,
+        "outcome": outcome.kind,
+        "why_unscored": outcome.reason,
+        "reward": outcome.reward,
+        "finished": finished,
+        "reset_s": round(episode.reset_seconds, 4),
+        "duration_s": round(time.time() - episode.started_at, 4),
+        "started_at": round(episode.started_at, 3),
+        "calls": [c.record() for c in episode.calls],
+    }

@@ -1,0 +1,132 @@
+"""Rollout health metrics (orsgen/runtime/metrics.py): counted per process, drained per
+logging step through TRL's ``log_metric`` (GRPOTrainer) or as (num, den) rates that
+AsyncGRPO's own ``_reduce_metric`` reduces. Real trustenv sessions."""
+
+from __future__ import annotations
+
+import pytest
+
+import ors_server
+from conftest import failed
+from envs.trust_support import TRUST_ENV, TrustAdapter
+from orsgen.runtime import metrics
+from orsgen.runtime.episode import Outcome
+from orsgen.runtime.rewards import outcome_reward
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
+
+
+@pytest.fixture(scope="module")
+def server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    return ors_servers(TRUST_ENV)
+
+
+@pytest.fixture(autouse=True)
+def _empty_window() -> None:
+    metrics.counts().drain()
+
+
+def _batch(url: str) -> list[TrustAdapter]:
+    """Four rollouts: scored, scored 0.0, a grader crash, hints only (unfinished)."""
+    envs = [TrustAdapter(base_url=url, prefetch=False) for _ in range(4)]
+    envs[0].reset(task_index=0)
+    envs[0].echo(text="apple")
+    envs[1].reset(task_index=2)
+    envs[1].echo(text="pear")
+    envs[2].reset(task_index=1)
+    failed(envs[2].echo, text="banana")
+    envs[3].reset(task_index=3)
+    envs[3].hint()
+    failed(envs[3]._call, "echo", {"text": 7})  # the model's mistake
+    return envs
+
+
+def test_outcome_reward_logs_the_batch_health(server) -> None:  # type: ignore[no-untyped-def]
+    envs = _batch(server.url)
+    logged: dict[str, list[float]] = {}
+    try:
+        rewards = outcome_reward(envs, log_metric=lambda k, v: logged.setdefault(k, []).append(v))
+    finally:
+        for env in envs:
+            env.close()
+    assert rewards == [1.0, 0.0, None, None]
+    one = {k: v[0] for k, v in logged.items()}
+    assert all(len(v) == 1 for v in logged.values()), logged
+    assert one["ors/rollouts"] == 4.0
+    assert one["ors/scored_frac"] == 0.5
+    assert one["ors/unfinished_frac"] == 0.25 and one["ors/failed_frac"] == 0.25
+    assert one["ors/finished_frac"] == 0.5  # the two echo answers finished their episodes
+    assert one["ors/tool_error_frac"] == 2 / 5 and one["ors/env_error_frac"] == 1 / 5
+    assert one["ors/model_error_frac"] == 1 / 5
+    assert one["ors/calls_per_rollout"] == 5 / 4
+    assert one["ors/reset_s"] > 0 and one["ors/tool_call_s"] > 0
+    assert one["ors/drift"] == 0.0 and one["ors/lost_frac"] == 0.0
+    assert "ors/open_sessions" in one
+    # A second scoring logs that batch again; the calls and resets were drained with the first.
+    again: dict[str, float] = {}
+    outcome_reward(envs, log_metric=again.__setitem__)
+    assert again["ors/rollouts"] == 4.0 and again["ors/scored_frac"] == 0.5
+    assert "ors/tool_error_frac" not in again and "ors/reset_s" not in again
+
+
+def test_rollouts_scored_before_training_never_land_in_a_step(server) -> None:  # type: ignore[no-untyped-def]
+    early = _batch(server.url)  # e.g. a user's own probes before trainer.train()
+    try:
+        outcome_reward(early)  # no log_metric: counted in the window, never logged
+        env = TrustAdapter(base_url=server.url, prefetch=False)
+        env.reset(task_index=0)
+        env.echo(text="apple")
+        step: dict[str, float] = {}
+        outcome_reward([env], log_metric=step.__setitem__)
+        env.close()
+    finally:
+        for e in early:
+            e.close()
+    assert step["ors/rollouts"] == 1.0 and step["ors/scored_frac"] == 1.0
+
+
+def test_rates_reduce_like_asyncgrpo_logs_them() -> None:
+    pytest.importorskip("trl")
+    from trl.experimental.async_grpo.async_grpo_trainer import _reduce_metric
+
+    acc = metrics.Accumulator()
+    pushes = []
+    for kind in ("scored", "scored", "failed"):
+        acc.call_done(0.2, failed=kind == "failed", by_environment=True)
+        acc.rollout_done(Outcome(None, kind, finished=kind == "scored"))  # type: ignore[arg-type]
+        pushes.append(acc.drain_rates())
+    acc.rollout_done(Outcome(None, "unfinished"))
+    pushes.append(acc.drain_rates())
+    reduced = {k: _reduce_metric(k, [p[k] for p in pushes]) for k in pushes[0]}
+    assert (
+        reduced["ors/scored_frac"] == 0.5
+    )  # 2 of 4 rollouts over four pushes, not a mean of means
+    assert reduced["ors/env_error_frac"] == 1 / 3
+    assert abs(reduced["ors/tool_call_s"] - 0.2) < 1e-9
+
+
+def test_the_counts_are_the_processs_own() -> None:
+    from orsgen.runtime.process import current
+
+    # A process part: a forked child's fresh process starts from zero (process.py).
+    assert metrics.counts() is current().part(metrics.Accumulator)
+    metrics.counts().reset_done(1.0)
+    assert metrics.counts().drain()["ors/reset_s"] == 1.0
+    assert "ors/reset_s" not in metrics.counts().drain()
+
+
+def test_drift_is_read_from_the_drift_guard(rules_pkg, rules_server) -> None:  # type: ignore[no-untyped-def]
+    from orsgen.runtime import drift
+    from orsgen.runtime.drift import ToolDriftWarning
+
+    drift.forget()
+    assert metrics.counts().drain()["ors/drift"] == 0.0
+    env = rules_pkg.RulesEnv(base_url=rules_server.url, prefetch=False)
+    try:
+        with pytest.warns(ToolDriftWarning):
+            env.reset(task_index=2)  # task 2 has a tool the snapshot's probe never saw
+    finally:
+        env.close()
+    assert metrics.counts().drain()["ors/drift"] == 1.0
+    drift.forget()
+    assert metrics.counts().drain()["ors/drift"] == 0.0
