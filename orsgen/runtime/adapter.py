@@ -119,8 +119,8 @@ class OrsAdapter(RolloutState):
             logged or stored.
         max_sessions: at most this many sessions of the class open in this process at once
             (prefetched ones included); a reset waits for a place within ``reconnect_for``.
-        rollout_timeout: seconds from ``reset()`` after which tool calls end the episode,
-            unscored, without a round trip.
+        rollout_timeout: seconds from ``reset()``'s open session after which tool calls
+            end the episode, unfinished, without a round trip.
         seed, num_tasks, indices, unfinished_reward, trajectories: task choice for
             ``train_dataset=None``, the unfinished-rollout reward and the trajectory log
             (:class:`orsgen.runtime.tracking.Settings`, ``docs/runtime.md``).
@@ -249,6 +249,7 @@ class OrsAdapter(RolloutState):
             except ToolDriftError:
                 self._slot.close(wait=False)
                 raise
+            self._start_clock()
             if self._multimodal:
                 return blocks_to_content(opened.blocks, True)
             return opened.prompt

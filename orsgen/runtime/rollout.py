@@ -102,10 +102,9 @@ class RolloutState:
         self._void = False
         # Its episode is over and scored, and the session closed to free its place (cap).
         self._over = False
-        # When its time is up (``rollout_timeout`` from reset), and whether that came.
-        self._deadline = None if self._rollout_timeout is None else (
-            time.monotonic() + self._rollout_timeout
-        )
+        # When its time is up (``rollout_timeout`` once reset opened the session), and
+        # whether that came.
+        self._deadline: float | None = None
         self._timed_out = False
 
     def _record(self, text: str, reward: float | None, metadata: dict[str, Any] | None) -> str:
@@ -187,6 +186,12 @@ class RolloutState:
                 wire_name, "unavailable", "environment unavailable; this episode is not scored"
             )
         return ToolEnvironmentError(wire_name, "no_session", "no open session; call reset() first")
+
+    def _start_clock(self) -> None:
+        """Start the rollout's ``rollout_timeout`` once its session is open: time spent
+        waiting for a place or a server (within ``reconnect_for``) is not the rollout's."""
+        if self._rollout_timeout is not None:
+            self._deadline = time.monotonic() + self._rollout_timeout
 
     def _time_left(self) -> float | None:
         """Seconds until the rollout's deadline (``None``: none). At the deadline the
