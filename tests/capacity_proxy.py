@@ -298,13 +298,9 @@ class Proxy:
         return n
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        from ors_server import stop_process  # the one way this suite stops what it started
+
+        stop_process(self.process)
 
 
 def start(

@@ -217,6 +217,15 @@ def capacity_proxy(tmp_path: Path) -> Iterator[Callable[..., Any]]:
             proxy.stop()
 
 
+def said(call: Callable[[], object]) -> str:
+    """What the model reads from a tool call: the text it returns, or the text of what it
+    raises (TRL catches a tool's exception and shows the model ``{"error": str(e)}``)."""
+    try:
+        return str(call())
+    except Exception as exc:  # noqa: BLE001 - either way, the model reads this text
+        return str(exc)
+
+
 def failed(call: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
     """Run a tool call that must fail; returns the ``ToolCallFailure`` it raised. A failed
     call raises so that TRL counts it (``trl/trainer/grpo_trainer.py``, the ``except

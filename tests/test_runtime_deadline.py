@@ -9,12 +9,12 @@ no call went out after the deadline.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 import ors_server
-from conftest import ECHO_ENV
+from conftest import ECHO_ENV, said
 from generated.echo import EchoEnv, outcome_reward
 from orsgen.runtime.errors import ToolInputError
 
@@ -22,15 +22,6 @@ pytestmark = [pytest.mark.usefixtures("fresh_runtime"), pytest.mark.timeout(120)
 
 CALL = "POST /echoenv/call"
 LIMIT = "the rollout's time limit"
-
-
-def said(call: Callable[[], object]) -> str:
-    """What the model reads from a tool call: the text it returns, or the text of what it
-    raises (TRL catches a tool's exception and shows the model ``{"error": str(e)}``)."""
-    try:
-        return str(call())
-    except Exception as exc:  # noqa: BLE001 - either way, the model reads this text
-        return str(exc)
 
 
 @pytest.fixture(scope="module")

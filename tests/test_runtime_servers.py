@@ -8,12 +8,11 @@ its own sessions, and ``load_tasks`` reads from the first server that answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import pytest
 
 import ors_server
-from conftest import ECHO_ENV
+from conftest import ECHO_ENV, said
 from generated.echo import EchoEnv, load_tasks, outcome_reward
 from orsgen.runtime.adapter import UNAVAILABLE_PROMPT
 
@@ -21,15 +20,6 @@ pytestmark = [pytest.mark.usefixtures("fresh_runtime"), pytest.mark.timeout(300)
 
 TARGETS = ["apple", "banana", "cherry", "damson"]
 CALL = "POST /echoenv/call"
-
-
-def said(call: Callable[[], object]) -> str:
-    """What the model reads from a tool call: the text it returns, or the text of what it
-    raises (TRL catches a tool's exception and shows the model ``{"error": str(e)}``)."""
-    try:
-        return str(call())
-    except Exception as exc:  # noqa: BLE001 - either way, the model reads this text
-        return str(exc)
 
 
 def _pair(ors_servers: ors_server.Servers) -> tuple[ors_server.RunningServer, ...]:
