@@ -21,7 +21,7 @@ def load_tasks(
     indices: Sequence[int] | None = None,
     include_metadata: bool = True,
     *,
-    base_url: str | None = None,
+    base_url: str | Sequence[str] | None = None,
     api_key: str | None = None,
     env_name: str | None = None,
     deployment: str | None = None,
@@ -33,7 +33,8 @@ def load_tasks(
         num_tasks: Take the first ``num_tasks`` tasks (all when ``None``).
         indices: Take exactly these task indices, in this order.
         include_metadata: Add one column per task-spec key (never over ``prompt`` or ``task_index``).
-        base_url: ORS server URL; see ``RichEnv`` for the defaults.
+        base_url: ORS server URL, or the URLs of several servers of the environment (the
+            first that answers is read); see ``RichEnv`` for the defaults.
         api_key: API key; defaults to ``OPENREWARD_API_KEY``.
         env_name: Environment name on the server.
         deployment: Catalog name (``namespace/name``).
