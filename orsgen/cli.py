@@ -49,9 +49,11 @@ def _say_interrupted() -> None:
         _interrupted = True
         print("orsgen: interrupted", file=sys.stderr, flush=True)
     # What the loop thread was doing is cut short at exit: a coroutine it never started, an
-    # SDK import the exit broke. Their complaints would follow "interrupted" as tracebacks.
+    # SDK import the exit broke, an event loop the interrupt caught half-built (its __del__
+    # fails at exit). Their complaints would follow "interrupted" as tracebacks.
     warnings.simplefilter("ignore")
     logging.getLogger("asyncio").disabled = True
+    sys.unraisablehook = lambda _unraisable: None
 
 
 def _error(exc: BaseException | str) -> None:
