@@ -164,6 +164,16 @@ def client(url: str) -> DrainingClient:
     return found
 
 
+def forget(url: str) -> None:
+    """Close and drop the process's client for a server that is going away for good (a
+    local file's in-process server): its pooled keep-alive connections would otherwise be
+    reused by a later server that gets the same port, and wait on the old one forever."""
+    process = current()
+    found = process.part(Clients).by_url.pop(url, None)
+    if found is not None:
+        process.run(found.close(), timeout=CLIENTS_BUDGET)
+
+
 async def _close_all(clients: dict[str, DrainingClient]) -> None:
     while clients:
         _, found = clients.popitem()

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from orsgen.runtime import http
 from orsgen.snapshot.errors import TargetError
 
 
@@ -131,6 +132,7 @@ def _serve(path: Path, ready_timeout: float) -> Generator[tuple[str, dict[str, s
         _wait_ready(url, thread, ready_timeout)
         yield url, {cls.name().lower(): cls.__name__ for cls in envs}
     finally:
+        http.forget(url)  # before the server goes: its port may serve another server next
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
