@@ -290,12 +290,9 @@ class Proxy:
 
     def wait_open(self, expected: int, timeout: float = 10.0) -> int:
         """Sessions close in the background; poll until the open count settles."""
-        deadline = time.monotonic() + timeout
-        n = self.open_sessions()
-        while n != expected and time.monotonic() < deadline:
-            time.sleep(0.05)
-            n = self.open_sessions()
-        return n
+        from ors_server import settle
+
+        return settle(self.open_sessions, expected, timeout)
 
     def stop(self) -> None:
         from ors_server import stop_process  # the one way this suite stops what it started

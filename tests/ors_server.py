@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,15 +68,20 @@ class RunningServer:
 
     def wait_sessions(self, expected: int, timeout: float = 10.0) -> int:
         """Sessions close asynchronously on the server; poll until the count settles."""
-        deadline = time.monotonic() + timeout
-        n = self.open_sessions()
-        while n != expected and time.monotonic() < deadline:
-            time.sleep(0.05)
-            n = self.open_sessions()
-        return n
+        return settle(self.open_sessions, expected, timeout)
 
     def stop(self) -> None:
         stop_process(self.process)
+
+
+def settle(read: Callable[[], int], expected: int, timeout: float = 10.0) -> int:
+    """Poll ``read`` until it returns ``expected`` or ``timeout`` passes; its last value."""
+    deadline = time.monotonic() + timeout
+    n = read()
+    while n != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+        n = read()
+    return n
 
 
 def stop_process(process: subprocess.Popen[Any]) -> None:
