@@ -53,4 +53,8 @@ class BenchEnv(Environment):
         if TOOL_LATENCY > 0:
             await asyncio.sleep(TOOL_LATENCY)
         right = params.text == self.task_spec["target"]
-        return ToolOutput(blocks=[TextBlock(text=f"got {params.text}")], reward=1.0 if right else 0.0, finished=right)
+        return ToolOutput(
+            blocks=[TextBlock(text=f"got {params.text}")],
+            reward=1.0 if right else 0.0,
+            finished=right,
+        )

@@ -118,6 +118,7 @@ def child(opts: argparse.Namespace) -> None:
     # orsgen imports the SDK at its first reset, the bridge at start-up: import it here for
     # both, so the memory growth below is the rollouts' own.
     import openreward.api.environments.client  # noqa: F401
+
     capacity_proxy.reset_counts(opts.url)  # the bridge's tool-discovery session is no rollout
     envs: list[Any] = [None] * opts.rollouts
     rewards: list[float | None] = [None] * opts.rollouts
@@ -168,15 +169,24 @@ def child(opts: argparse.Namespace) -> None:
 # -- the run -----------------------------------------------------------------------------
 
 
-def _run_contender(name: str, server: ors_server.RunningServer, opts: argparse.Namespace,
-                   log_dir: Path) -> dict[str, Any]:
+def _run_contender(
+    name: str, server: ors_server.RunningServer, opts: argparse.Namespace, log_dir: Path
+) -> dict[str, Any]:
     proxy = capacity_proxy.start(
         server.url, limit=opts.limit, refuse=opts.refuse, seed=opts.seed, log_dir=log_dir
     )
     try:
         args = [
-            sys.executable, str(Path(__file__).resolve()), "--child", name, "--url", proxy.url,
-            "--rollouts", str(opts.rollouts), "--limit", str(opts.limit),
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            name,
+            "--url",
+            proxy.url,
+            "--rollouts",
+            str(opts.rollouts),
+            "--limit",
+            str(opts.limit),
         ]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH)])}
         done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
@@ -212,11 +222,18 @@ def _markdown(data: dict[str, Any]) -> str:
     line("rollouts scored", lambda r: f"{r['scored']}/{n}")
     line("exceptions that reached the caller", lambda r: str(r["exceptions"]))
     line("most sessions open at once", lambda r: f"{r['max_open']} (limit {meta['limit']})")
-    line("sessions left open after the rollouts / after exit",
-         lambda r: f"{r['left_open']} / {r['left_after_exit']}")
-    line("wall time (x ideal)", lambda r: f"{r['wall_s']:.1f} s ({r['wall_s'] / meta['ideal_s']:.2f}x)")
-    line("client memory per open session", lambda r: (
-        "-" if r["kb_per_open_session"] is None else f"{r['kb_per_open_session']} KB"))
+    line(
+        "sessions left open after the rollouts / after exit",
+        lambda r: f"{r['left_open']} / {r['left_after_exit']}",
+    )
+    line(
+        "wall time (x ideal)",
+        lambda r: f"{r['wall_s']:.1f} s ({r['wall_s'] / meta['ideal_s']:.2f}x)",
+    )
+    line(
+        "client memory per open session",
+        lambda r: ("-" if r["kb_per_open_session"] is None else f"{r['kb_per_open_session']} KB"),
+    )
     line("refusals (limit / random)", lambda r: f"{r['refused_limit']} / {r['refused_random']}")
     line("log lines", lambda r: str(len(r["log_lines"])))
     out = [head, "", *table, ""]

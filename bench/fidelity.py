@@ -42,8 +42,15 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "fidelity.json"
 TOOLSETS = [ExcelToolset, WordToolset, PowerPointToolset, PDFToolset, CLIToolset, WebToolset]
 CATEGORIES = [
-    "tool_description", "property", "required", "type", "enum", "items_type", "nullable",
-    "description", "nested_field",
+    "tool_description",
+    "property",
+    "required",
+    "type",
+    "enum",
+    "items_type",
+    "nullable",
+    "description",
+    "nested_field",
 ]
 
 
@@ -65,6 +72,7 @@ class ToolsetsEnv(Environment):
 
 
 # ---- schema facts -------------------------------------------------------------------
+
 
 def _norm(text: Any) -> str:
     return " ".join(str(text or "").split())
@@ -152,8 +160,9 @@ def _nested_fields(schema: Any, root: Mapping[str, Any], depth: int = 0) -> set[
     return out
 
 
-def score_tool(spec: Mapping[str, Any], shown: Mapping[str, Any] | None,
-               names: Mapping[str, str]) -> Counter[str]:
+def score_tool(
+    spec: Mapping[str, Any], shown: Mapping[str, Any] | None, names: Mapping[str, str]
+) -> Counter[str]:
     """Facts of one wire tool spec and how many of them ``shown`` (a get_json_schema
     function entry, or ``None`` when the tool was dropped) conveys. ``names`` maps wire
     parameter names to the names the model sees."""
@@ -168,20 +177,29 @@ def score_tool(spec: Mapping[str, Any], shown: Mapping[str, Any] | None,
         facts[f"{category}:seen"] += int(bool(ok) and shown is not None)
 
     if _norm(spec.get("description")):
-        fact("tool_description", _norm(spec["description"]) in _norm((shown or {}).get("description")))
+        fact(
+            "tool_description",
+            _norm(spec["description"]) in _norm((shown or {}).get("description")),
+        )
     required = set(root.get("required") or [])
     for wire, raw in (root.get("properties") or {}).items():
         seen = shown_props.get(names.get(wire, wire))
         fact("property", seen is not None)
         seen = seen or {}
-        fact("required", (wire in required) == (names.get(wire, wire) in shown_required) and bool(seen))
+        fact(
+            "required",
+            (wire in required) == (names.get(wire, wire) in shown_required) and bool(seen),
+        )
         types = _types(raw, root)
         if types:
             fact("type", types == _types(seen, {}))
         values = _enum(raw, root)
         if values:
-            fact("enum", _enum(seen, {}) is not None
-                 and sorted(map(repr, values)) == sorted(map(repr, _enum(seen, {}) or [])))
+            fact(
+                "enum",
+                _enum(seen, {}) is not None
+                and sorted(map(repr, values)) == sorted(map(repr, _enum(seen, {}) or [])),
+            )
         items = _items(raw, root)
         if items is not None and _types(items, root):
             fact("items_type", _types(items, root) == _types(_items(seen, {}) or {}, {}))
@@ -197,7 +215,10 @@ def score_tool(spec: Mapping[str, Any], shown: Mapping[str, Any] | None,
 
 # ---- the two bridges ----------------------------------------------------------------
 
-def orsgen_view(url: str, workdir: Path) -> tuple[dict[str, dict[str, Any] | None], dict[str, dict[str, str]]]:
+
+def orsgen_view(
+    url: str, workdir: Path
+) -> tuple[dict[str, dict[str, Any] | None], dict[str, dict[str, str]]]:
     from transformers.utils import get_json_schema
 
     from orsgen.pipeline import Request, run
@@ -264,7 +285,8 @@ def measure() -> dict[str, Any]:
             total += score_tool(spec, shown.get(wire), names.get(wire, {}))
         by_category = {
             c: {"seen": total[f"{c}:seen"], "total": total[f"{c}:total"]}
-            for c in CATEGORIES if total[f"{c}:total"]
+            for c in CATEGORIES
+            if total[f"{c}:total"]
         }
         seen = sum(v["seen"] for v in by_category.values())
         facts = sum(v["total"] for v in by_category.values())
@@ -286,8 +308,12 @@ def table(report: Mapping[str, Any]) -> str:
             v = report[side]["categories"].get(c)
             cells.append(f"{v['seen']}/{v['total']}" if v else "-")
         rows.append(f"{c:<18}{cells[0]:>16}{cells[1]:>16}")
-    rows.append(f"{'tools bound':<18}{report['orsgen']['tools_bound']:>16}{report['trl']['tools_bound']:>16}")
-    rows.append(f"{'FIDELITY':<18}{report['orsgen']['fidelity']:>16.4f}{report['trl']['fidelity']:>16.4f}")
+    rows.append(
+        f"{'tools bound':<18}{report['orsgen']['tools_bound']:>16}{report['trl']['tools_bound']:>16}"
+    )
+    rows.append(
+        f"{'FIDELITY':<18}{report['orsgen']['fidelity']:>16.4f}{report['trl']['fidelity']:>16.4f}"
+    )
     return "\n".join(rows)
 
 

@@ -88,9 +88,11 @@ def _selection(configured: PackageConfig | None, previous: Package | None) -> di
     selected = {
         "include": None if configured.include is None else sorted(configured.include),
         "exclude": sorted(configured.exclude) or None,
-        "rename": Renames(tools=renames.tools, params=renames.params)
-        if renames.tools or renames.params
-        else None,
+        "rename": (
+            Renames(tools=renames.tools, params=renames.params)
+            if renames.tools or renames.params
+            else None
+        ),
     }
     return {k: v for k, v in selected.items() if v is not None}
 

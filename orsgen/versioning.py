@@ -172,7 +172,9 @@ def classify(old: Environment, new: Environment) -> Classification:
                 )
             )
     old_set, new_set = old.identity.toolset, new.identity.toolset
-    if old_set != new_set:  # another harness's tool surface: what the model learned no longer applies
+    if (
+        old_set != new_set
+    ):  # another harness's tool surface: what the model learned no longer applies
         out.append(Change("", "major", f"toolset changed: {old_set!r} -> {new_set!r}"))
     for key in _FACTS:
         before, after = _fact(old, key), _fact(new, key)

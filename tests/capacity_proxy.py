@@ -123,7 +123,9 @@ def serve(upstream: str, port: int, capacity: Capacity) -> None:
         # No pool limit: a benchmark opens well over aiohttp's default 100 connections.
         connector = aiohttp.TCPConnector(limit=0)
         state["client"] = aiohttp.ClientSession(
-            upstream, connector=connector, auto_decompress=False,
+            upstream,
+            connector=connector,
+            auto_decompress=False,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
         )
 
@@ -189,15 +191,16 @@ def serve(upstream: str, port: int, capacity: Capacity) -> None:
         body = await request.read()
         try:
             upstream_resp = await client.request(
-                request.method, request.path_qs, headers=headers, data=body or None,
+                request.method,
+                request.path_qs,
+                headers=headers,
+                data=body or None,
                 allow_redirects=False,
             )
         except (aiohttp.ClientError, OSError) as exc:
             return web.json_response({"detail": f"upstream: {exc}"}, status=502)
         async with upstream_resp:
-            out_headers = {
-                k: v for k, v in upstream_resp.headers.items() if k.lower() not in _HOP
-            }
+            out_headers = {k: v for k, v in upstream_resp.headers.items() if k.lower() not in _HOP}
             if upstream_resp.ok and creating and sid:
                 capacity.created(sid)
             if upstream_resp.ok and request.path == "/delete" and sid:
@@ -316,9 +319,18 @@ def start(
     for _ in range(4):  # another process may take the chosen port before we bind it
         port = free_port()
         args = [
-            sys.executable, str(Path(__file__).resolve()), "--upstream", upstream,
-            "--port", str(port), "--refuse", str(refuse), "--seed", str(seed),
-            "--retry-after", str(retry_after),
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--upstream",
+            upstream,
+            "--port",
+            str(port),
+            "--refuse",
+            str(refuse),
+            "--seed",
+            str(seed),
+            "--retry-after",
+            str(retry_after),
         ]
         if limit is not None:
             args += ["--limit", str(limit)]

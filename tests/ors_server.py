@@ -33,7 +33,9 @@ class RunningServer:
     args: list[str] = field(default_factory=list)
 
     def _json(self, method: str, path: str) -> Any:
-        req = urllib.request.Request(f"{self.url}{path}", method=method, data=b"" if method == "POST" else None)
+        req = urllib.request.Request(
+            f"{self.url}{path}", method=method, data=b"" if method == "POST" else None
+        )
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.loads(resp.read())
 
@@ -95,16 +97,23 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
             process.wait(timeout=10)
 
 
-def start(env_file: Path | str, envs: list[str] | None = None, port: int | None = None,
-          reaper: float | None = None, log_dir: Path | None = None, timeout: float = 60.0,
-          drop_routes: list[str] | None = None) -> RunningServer:
+def start(
+    env_file: Path | str,
+    envs: list[str] | None = None,
+    port: int | None = None,
+    reaper: float | None = None,
+    log_dir: Path | None = None,
+    timeout: float = 60.0,
+    drop_routes: list[str] | None = None,
+) -> RunningServer:
     """Start a server; with no fixed port, retry on a fresh one when another process took
     the chosen port between choosing and binding (several test runs share this machine)."""
     attempts = 1 if port else 4
     for attempt in range(attempts):
         try:
-            return _start_once(env_file, envs, port or free_port(), reaper, log_dir, timeout,
-                               drop_routes)
+            return _start_once(
+                env_file, envs, port or free_port(), reaper, log_dir, timeout, drop_routes
+            )
         except _PortTaken:
             if attempt == attempts - 1:
                 raise RuntimeError("ORS server could not bind a free port") from None
@@ -115,9 +124,15 @@ class _PortTaken(Exception):
     pass
 
 
-def _start_once(env_file: Path | str, envs: list[str] | None, port: int, reaper: float | None,
-                log_dir: Path | None, timeout: float,
-                drop_routes: list[str] | None) -> RunningServer:
+def _start_once(
+    env_file: Path | str,
+    envs: list[str] | None,
+    port: int,
+    reaper: float | None,
+    log_dir: Path | None,
+    timeout: float,
+    drop_routes: list[str] | None,
+) -> RunningServer:
     args = [sys.executable, str(SERVE), str(env_file), "--port", str(port)]
     if envs:
         args += ["--envs", ",".join(envs)]
@@ -130,7 +145,7 @@ def _start_once(env_file: Path | str, envs: list[str] | None, port: int, reaper:
     with log.open("wb") as fh:
         process = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    first = (envs[0] if envs else None)
+    first = envs[0] if envs else None
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
@@ -180,7 +195,7 @@ class Servers:
         *,
         envs: Sequence[str] = (),
         reaper: float | None = None,
-        drop_routes: Sequence[str] = ()
+        drop_routes: Sequence[str] = (),
     ) -> RunningServer:
         key = (str(env_file), tuple(envs), reaper, tuple(drop_routes))
         if key not in self._shared:
@@ -196,7 +211,7 @@ class Servers:
         envs: Sequence[str] = (),
         reaper: float | None = None,
         drop_routes: Sequence[str] = (),
-        port: int | None = None
+        port: int | None = None,
     ) -> RunningServer:
         server = start(
             env_file,

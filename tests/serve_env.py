@@ -37,7 +37,9 @@ def load_envs(path: str, names: list[str] | None) -> list[type]:
     found = {
         obj.__name__: obj
         for _, obj in inspect.getmembers(module, inspect.isclass)
-        if issubclass(obj, Environment) and obj is not Environment and obj.__module__ == module.__name__
+        if issubclass(obj, Environment)
+        and obj is not Environment
+        and obj.__module__ == module.__name__
     }
     if names:
         return [found[n] for n in names]
@@ -52,7 +54,9 @@ def main() -> None:
     parser.add_argument("file")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--envs", default="")
-    parser.add_argument("--reaper", type=float, default=None, help="stale-session threshold, seconds")
+    parser.add_argument(
+        "--reaper", type=float, default=None, help="stale-session threshold, seconds"
+    )
     parser.add_argument(
         "--drop-routes",
         default="",
@@ -63,7 +67,9 @@ def main() -> None:
     app = server.app
     dropped = {p for p in opts.drop_routes.split(",") if p}
     if dropped:
-        app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in dropped]
+        app.router.routes[:] = [
+            r for r in app.router.routes if getattr(r, "path", None) not in dropped
+        ]
     counts: collections.Counter[str] = collections.Counter()
     # X-Deployment values and the names (never the values) of X-Secrets entries seen.
     deployments: collections.Counter[str] = collections.Counter()

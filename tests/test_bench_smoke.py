@@ -14,28 +14,72 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     child = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "run.py"), "--tasks", "20", "--calls", "10",
-         "--setup-delay", "0.2", "--group", "3", "--k", "3", "--rollout-calls", "1", "--out", str(tmp_path)],
-        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(ROOT / "bench" / "run.py"),
+            "--tasks",
+            "20",
+            "--calls",
+            "10",
+            "--setup-delay",
+            "0.2",
+            "--group",
+            "3",
+            "--k",
+            "3",
+            "--rollout-calls",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert child.returncode == 0, child.stdout[-2000:] + child.stderr[-4000:]
     data = json.loads((tmp_path / "latest.json").read_text())
     md = (tmp_path / "latest.md").read_text()
     assert data["meta"]["machine"] and data["meta"]["date"] in md
-    gen = lambda section: next(r for r in data[section] if r["impl"].startswith("orsgen"))  # noqa: E731
+    gen = lambda section: next(
+        r for r in data[section] if r["impl"].startswith("orsgen")
+    )  # noqa: E731
     assert gen("dataset")["requests"] <= 2
     assert gen("tool_call")["requests_per_call"] == 1.0
-    assert gen("leaks") == {"impl": "orsgen adapter", "after_close": 0, "after_gc": 0, "after_exit": 0}
+    assert gen("leaks") == {
+        "impl": "orsgen adapter",
+        "after_close": 0,
+        "after_gc": 0,
+        "after_exit": 0,
+    }
     assert "| target | goal | measured | met |" in md
 
 
 def test_capacity_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     """bench/capacity.py: 8 rollouts against a 2-session limit with random refusals."""
     child = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "capacity.py"), "--rollouts", "8", "--limit", "2",
-         "--refuse", "0.1", "--setup-delay", "0.1", "--tool-latency", "0.1",
-         "--out", str(tmp_path)],
-        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "bench" / "capacity.py"),
+            "--rollouts",
+            "8",
+            "--limit",
+            "2",
+            "--refuse",
+            "0.1",
+            "--setup-delay",
+            "0.1",
+            "--tool-latency",
+            "0.1",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert child.returncode == 0, child.stdout[-2000:] + child.stderr[-4000:]
     data = json.loads((tmp_path / "capacity.json").read_text())

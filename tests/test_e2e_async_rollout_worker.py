@@ -51,6 +51,7 @@ pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
+
 pytest.importorskip("aiohttp")
 
 from generated.echo import EchoEnv, ScoredEchoEnv, load_tasks  # noqa: E402

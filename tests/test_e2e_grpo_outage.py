@@ -87,7 +87,9 @@ def test_grpo_train_survives_an_outage(outage: ors_server.RunningServer, tmp_pat
     episodes = []
     for row in train_dataset:
         prompt = probe.reset(**row)
-        episodes.append(tiny_model.Episode(prompt, {"text": row["target"]}, probe.echo(text=row["target"])))
+        episodes.append(
+            tiny_model.Episode(prompt, {"text": row["target"]}, probe.echo(text=row["target"]))
+        )
     probe.close()
     model_dir = tiny_model.build_tiny_model(
         tmp_path / "tiny", tools=[probe.echo, probe.hint], episodes=episodes, tool_name="echo"
@@ -107,7 +109,9 @@ def test_grpo_train_survives_an_outage(outage: ors_server.RunningServer, tmp_pat
         model=str(model_dir),
         args=tiny_model.cpu_grpo_config(tmp_path / "out", max_steps=4),
         train_dataset=train_dataset,
-        environment_factory=functools.partial(OutageEchoEnv, base_url=outage.url, timeout=5, reconnect_for=120),
+        environment_factory=functools.partial(
+            OutageEchoEnv, base_url=outage.url, timeout=5, reconnect_for=120
+        ),
         reward_funcs=recording_reward,
     )
     try:

@@ -99,8 +99,10 @@ def test_vlm_grpo_sees_the_environment_image_and_gets_rewards(served, tmp_path: 
         hook.remove()
     took = time.perf_counter() - started
     with_pixels = [s for s in seen if s["pixel_values"] is not None]
-    print(f"\ntrain() {took:.1f} s; forwards {len(seen)}, with pixel_values {len(with_pixels)}: "
-          f"{with_pixels[:2]}; rewards {returned}")
+    print(
+        f"\ntrain() {took:.1f} s; forwards {len(seen)}, with pixel_values {len(with_pixels)}: "
+        f"{with_pixels[:2]}; rewards {returned}"
+    )
     assert with_pixels and all(s["image_tokens"] > 0 for s in with_pixels), seen
     assert len(returned) == 4 and all(r in (0.0, 1.0) for r in returned), returned
     assert server.requests().get("POST /vlmenv/call", 0) >= 4  # the terminal submits

@@ -49,8 +49,13 @@ def generated(server: ors_server.RunningServer, tmp_path_factory: pytest.TempPat
     assert result.written, [d.format() for d in result.diagnostics]
     sys.path.insert(0, str(base))
     module = importlib.import_module("hostile")
-    return {"module": module, "dir": base, "snapshot": stored_form(result.snapshot),
-            "diagnostics": result.diagnostics, "files": result.files}
+    return {
+        "module": module,
+        "dir": base,
+        "snapshot": stored_form(result.snapshot),
+        "diagnostics": result.diagnostics,
+        "files": result.files,
+    }
 
 
 def _specs(snapshot: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -74,15 +79,23 @@ def test_every_rename_is_a_warning_naming_both_names(generated: Any) -> None:
     messages = [d for d in generated["diagnostics"] if d.level == "warning"]
     for method, (wire, params) in generated["module"].HostileEnv.WIRE_NAMES.items():
         if method != wire:
-            assert any(d.tool == wire and d.pointer == "" and repr(method) in d.message
-                       for d in messages), wire
+            assert any(
+                d.tool == wire and d.pointer == "" and repr(method) in d.message for d in messages
+            ), wire
             # Named once per line, by the "tool '...':" prefix (a very long name is clipped there).
-            assert all(d.format().count(repr(wire)) <= 1 for d in messages
-                       if d.tool == wire and d.pointer == "" and repr(method) in d.message), wire
+            assert all(
+                d.format().count(repr(wire)) <= 1
+                for d in messages
+                if d.tool == wire and d.pointer == "" and repr(method) in d.message
+            ), wire
         for py, pw in params.items():
             if py != pw:
-                assert any(d.tool == wire and d.pointer.startswith("/properties/") and repr(py) in d.message
-                           for d in messages), (wire, pw)
+                assert any(
+                    d.tool == wire
+                    and d.pointer.startswith("/properties/")
+                    and repr(py) in d.message
+                    for d in messages
+                ), (wire, pw)
 
 
 def test_warnings_for_fallbacks_carry_pointers(generated: Any) -> None:
@@ -98,7 +111,10 @@ def test_generated_code_is_mypy_strict_clean(generated: Any) -> None:
     env = {**os.environ, "MYPYPATH": str(generated["dir"])}
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "hostile"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -207,8 +223,11 @@ def test_every_method_reaches_the_server_under_its_wire_names(
             assert echoed["name"] == wire
             assert echoed["input"] == json.loads(json.dumps(expected)), wire
             # Left-out optional arguments are not sent at all.
-            optional = [p for p in inspect.signature(getattr(cls, method)).parameters.values()
-                        if p.default is not inspect.Parameter.empty]
+            optional = [
+                p
+                for p in inspect.signature(getattr(cls, method)).parameters.values()
+                if p.default is not inspect.Parameter.empty
+            ]
             required = {py: kwargs[py] for py in kwargs if py not in {p.name for p in optional}}
             echoed = json.loads(getattr(env, method)(**required))
             assert set(echoed["input"]) == {params[py] for py in required}, wire
@@ -269,26 +288,39 @@ def _scale_tool(i: int, nparams: int, nested: bool) -> dict[str, Any]:
         {"enum": ["a", "b"]},
         {"type": "array", "items": {"type": "number"}},
         {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None},
-        {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
-        if nested else {"type": "string"},
+        (
+            {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+            if nested
+            else {"type": "string"}
+        ),
     ]
     props = {f"p{j}": kinds[j % len(kinds)] for j in range(nparams)}
-    return {"name": f"tool-{i}", "description": f"Tool {i}.",
-            "input_schema": {"type": "object", "properties": props, "required": ["p0"]}}
+    return {
+        "name": f"tool-{i}",
+        "description": f"Tool {i}.",
+        "input_schema": {"type": "object", "properties": props, "required": ["p0"]},
+    }
 
 
 def test_scale_600_tools_and_a_300_parameter_tool_pass_mypy(tmp_path: Path) -> None:
     """Figures (timings) are recorded in docs/types.md; this checks the outcome only."""
     tools = [_scale_tool(i, 6, i % 10 == 0) for i in range(600)] + [_scale_tool(600, 300, True)]
-    environment = {"identity": {"env_name": "scale", "deployment": None},
-                   "target": {"kind": "file", "value": "x.py"}, "splits": [],
-                   "tools": tools, "task_tools": []}
+    environment = {
+        "identity": {"env_name": "scale", "deployment": None},
+        "target": {"kind": "file", "value": "x.py"},
+        "splits": [],
+        "tools": tools,
+        "task_tools": [],
+    }
     result = generate(build(environment, {**PACKAGE, "name": "scale", "class_name": "ScaleEnv"}))
     unexpected = [d.format() for d in result.diagnostics if "is named" not in d.message]
     assert result.ok and not unexpected, unexpected[:5]
     write_package(tmp_path / "scale", result.files)
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "scale"],
-        cwd=ROOT, env={**os.environ, "MYPYPATH": str(tmp_path)}, capture_output=True, text=True,
+        cwd=ROOT,
+        env={**os.environ, "MYPYPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stdout[-2000:]

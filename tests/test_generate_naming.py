@@ -11,11 +11,48 @@ from orsgen.generate import naming
 from orsgen.runtime.adapter import OrsAdapter
 
 HOSTILE = [
-    "class", "import", "from", "self", "cls", "match", "case", "_", "reset", "get_reward",
-    "_private", "__class__", "__init__", "reward", "rewards", "metadata", "finished",
-    "last_output", "close", "WIRE_NAMES", "str", "Any", "read-file", "fs.read", "read file",
-    "read_file", "lire_é", "日本語", "3d", "", "x" * 300, "x" * 299 + "y", "tool", "tool_2",
-    "a\nb", "a\u2028b", "a\x00b", "{{ x }}", "__import__('os')", "type", "None", "True",
+    "class",
+    "import",
+    "from",
+    "self",
+    "cls",
+    "match",
+    "case",
+    "_",
+    "reset",
+    "get_reward",
+    "_private",
+    "__class__",
+    "__init__",
+    "reward",
+    "rewards",
+    "metadata",
+    "finished",
+    "last_output",
+    "close",
+    "WIRE_NAMES",
+    "str",
+    "Any",
+    "read-file",
+    "fs.read",
+    "read file",
+    "read_file",
+    "lire_é",
+    "日本語",
+    "3d",
+    "",
+    "x" * 300,
+    "x" * 299 + "y",
+    "tool",
+    "tool_2",
+    "a\nb",
+    "a\u2028b",
+    "a\x00b",
+    "{{ x }}",
+    "__import__('os')",
+    "type",
+    "None",
+    "True",
 ]
 
 
@@ -36,8 +73,23 @@ def test_every_name_is_a_valid_unique_public_identifier(assign) -> None:
 
 def test_reserved_method_names_are_renamed() -> None:
     names = naming.method_names(HOSTILE)
-    for wire in ("class", "import", "self", "match", "reset", "get_reward", "reward", "rewards",
-                 "metadata", "finished", "last_output", "close", "WIRE_NAMES", "str", "Any"):
+    for wire in (
+        "class",
+        "import",
+        "self",
+        "match",
+        "reset",
+        "get_reward",
+        "reward",
+        "rewards",
+        "metadata",
+        "finished",
+        "last_output",
+        "close",
+        "WIRE_NAMES",
+        "str",
+        "Any",
+    ):
         assert names[wire] == f"{wire}_", wire
     assert names["__class__"] != "__class__" and names["__init__"] != "__init__"
     assert names["read_file"] == "read_file"  # a clean identifier keeps its name
@@ -54,13 +106,19 @@ def test_every_public_base_attribute_is_reserved() -> None:
 def test_parameter_names_never_shadow_what_a_method_body_uses() -> None:
     names = naming.param_names(["self", "str", "Any", "dict", "from", "lambda"])
     assert names == {
-        "self": "self_", "str": "str_", "Any": "Any_", "dict": "dict_", "from": "from_",
+        "self": "self_",
+        "str": "str_",
+        "Any": "Any_",
+        "dict": "dict_",
+        "from": "from_",
         "lambda": "lambda_",
     }
 
 
 def test_non_identifiers_are_sanitized_readably() -> None:
-    names = naming.method_names(["read-file", "fs.read", "lire_fichier_é", "3d_render", "日本語", ""])
+    names = naming.method_names(
+        ["read-file", "fs.read", "lire_fichier_é", "3d_render", "日本語", ""]
+    )
     assert names["read-file"] == "read_file"
     assert names["fs.read"] == "fs_read"
     assert names["lire_fichier_é"] == "lire_fichier_e"  # transliterated

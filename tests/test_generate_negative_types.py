@@ -13,9 +13,18 @@ MISUSE = ROOT / "tests" / "typecheck" / "misuse.py"
 
 def test_misuse_fails_mypy_on_every_marked_line() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--show-error-codes",
-         str(MISUSE.relative_to(ROOT))],
-        cwd=ROOT, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--show-error-codes",
+            str(MISUSE.relative_to(ROOT)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     found = {

@@ -32,7 +32,8 @@ SCALARS = st.sampled_from(
 )
 ENUM_VALUES = st.lists(
     st.one_of(st.text(max_size=6), st.integers(-5, 5), st.booleans(), st.none()),
-    min_size=1, max_size=4,
+    min_size=1,
+    max_size=4,
 )
 
 
@@ -40,9 +41,16 @@ def schemas(depth: int = 2) -> st.SearchStrategy[Any]:
     leaf = st.one_of(
         SCALARS,
         ENUM_VALUES.map(lambda v: {"enum": v}),
-        st.sampled_from([{"type": "quaternion"}, {"$ref": "#/$defs/Missing"},
-                         {"$ref": "https://example.invalid/x"}, {"type": ["string", "null"]},
-                         {"type": "string", "nullable": True}, {"const": "k"}]),
+        st.sampled_from(
+            [
+                {"type": "quaternion"},
+                {"$ref": "#/$defs/Missing"},
+                {"$ref": "https://example.invalid/x"},
+                {"type": ["string", "null"]},
+                {"type": "string", "nullable": True},
+                {"const": "k"},
+            ]
+        ),
         st.builds(lambda d, s: {**s, "description": d, "default": d}, TEXT, SCALARS),
     )
     if depth == 0:
@@ -62,7 +70,9 @@ def schemas(depth: int = 2) -> st.SearchStrategy[Any]:
 
 TOOLS = st.lists(
     st.tuples(TEXT, TEXT, st.dictionaries(TEXT, schemas(), max_size=4), st.booleans()),
-    min_size=1, max_size=4, unique_by=lambda t: t[0],
+    min_size=1,
+    max_size=4,
+    unique_by=lambda t: t[0],
 )
 
 
@@ -72,12 +82,20 @@ def _snapshot(tools: list[tuple[str, str, dict[str, Any], bool]]) -> Snapshot:
         schema: dict[str, Any] = {"type": "object", "properties": props}
         if all_required:
             schema["required"] = sorted(props)
-        specs.append({"name": name, "description": desc, "input_schema": schema,
-                      "property_order": list(props)})
+        specs.append(
+            {
+                "name": name,
+                "description": desc,
+                "input_schema": schema,
+                "property_order": list(props),
+            }
+        )
     environment = {
         "identity": {"env_name": "prop", "deployment": None},
         "target": {"kind": "file", "value": "x.py"},
-        "splits": [], "tools": specs, "task_tools": [],
+        "splits": [],
+        "tools": specs,
+        "task_tools": [],
     }
     package = {"name": "prop", "class_name": "PropEnv", "split": "train", "version": "1.0.0"}
     return build(environment, package)
@@ -160,8 +178,15 @@ def _check_one(tools: Any, tmp_path_factory: Any, refusals: list[str]) -> str:
         for py, w in params.items():
             source = schema["properties"][w]
             seen = shown["properties"][py]
-            if source.get("type") in ("string", "integer", "number", "boolean") and not source.get("nullable"):
-                expected = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
+            if source.get("type") in ("string", "integer", "number", "boolean") and not source.get(
+                "nullable"
+            ):
+                expected = {
+                    "string": "string",
+                    "integer": "integer",
+                    "number": "number",
+                    "boolean": "boolean",
+                }
                 assert seen.get("type") == expected[source["type"]], (w, seen)
             if "enum" in source:
                 values = [v for v in source["enum"] if v is not None]

@@ -16,7 +16,10 @@ from orsgen.generate.typemap import TypeContext, field_of, type_of
 ROOT: dict[str, Any] = {
     "$defs": {
         "Level": {"enum": ["low", "high"]},
-        "Node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}},
+        "Node": {
+            "type": "object",
+            "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+        },
         "Base": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
         "Loop": {"$ref": "#/$defs/Loop"},
     },
@@ -51,22 +54,40 @@ def hint(schema: Any) -> tuple[str, list[str]]:
         ({"type": "array", "items": {"type": "string"}}, "list[str]"),
         ({"type": "array"}, "list[Any]"),
         ({"type": "array", "items": {"enum": ["a"]}}, "list[Literal['a']]"),
-        ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
-         "tuple[str, int]"),
-        ({"type": "array", "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": False},
-         "tuple[str, int]"),
+        (
+            {
+                "type": "array",
+                "prefixItems": [{"type": "string"}, {"type": "integer"}],
+                "items": False,
+            },
+            "tuple[str, int]",
+        ),
+        (
+            {
+                "type": "array",
+                "items": [{"type": "string"}, {"type": "integer"}],
+                "additionalItems": False,
+            },
+            "tuple[str, int]",
+        ),
         ({"type": "object", "additionalProperties": {"type": "number"}}, "dict[str, float]"),
         ({"type": "object"}, "dict[str, Any]"),
         ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "int | None"),
         ({"type": ["string", "null"]}, "str | None"),
         ({"type": "string", "nullable": True}, "str | None"),
         ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, "str | int"),
-        ({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}, "str | int | None"),
+        (
+            {"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+            "str | int | None",
+        ),
         ({"type": ["string", "integer"]}, "str | int"),
         ({"$ref": "#/$defs/Level"}, "Literal['low', 'high']"),
         ({"$ref": "#/definitions/Color"}, "Literal['red', 'green']"),
         ({"$ref": "#/$defs/Node"}, "dict[str, Any]"),
-        ({"allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"b": {"type": "integer"}}}]}, "dict[str, Any]"),
+        (
+            {"allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"b": {"type": "integer"}}}]},
+            "dict[str, Any]",
+        ),
         ({"allOf": [{"type": "string"}, {"description": "x"}]}, "str"),
         ({}, "Any"),
         (True, "Any"),
@@ -107,8 +128,12 @@ def test_remote_ref_is_never_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", refuse)
     from orsgen.generate.models import ModelRequest, build_models
 
-    schema = {"type": "object", "properties": {"o": {"type": "object", "properties": {
-        "r": {"$ref": "http://127.0.0.1:9/remote.json"}}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "o": {"type": "object", "properties": {"r": {"$ref": "http://127.0.0.1:9/remote.json"}}}
+        },
+    }
     text, _ = hint(schema["properties"]["o"]["properties"]["r"])
     assert text == "Any"
     field = field_of(TypeContext(root=schema, tool="t"), "o", schema["properties"]["o"], "", False)
@@ -168,10 +193,16 @@ def test_boundary_literals_type_check(tmp_path: Path) -> None:
         lines.append(f"x{i}: {hint({'enum': v})[0]} = {value}")
     (tmp_path / "hints.py").write_text("\n".join(lines) + "\n")
     (tmp_path / "pyrightconfig.json").write_text('{"typeCheckingMode": "strict"}')
-    for cmd in (["mypy", "--strict", "--no-incremental"], ["basedpyright", "--pythonpath", sys.executable]):
+    for cmd in (
+        ["mypy", "--strict", "--no-incremental"],
+        ["basedpyright", "--pythonpath", sys.executable],
+    ):
         proc = subprocess.run(
             [sys.executable, "-m", *cmd, "hints.py"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -180,18 +211,36 @@ def test_boundary_literals_type_check(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("schema", "structure"),
     [
-        ({"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
-                    {"type": "object", "properties": {"b": {"type": "integer"}}}]},
-         "{a: str (required)} or {b: int}"),
+        (
+            {
+                "anyOf": [
+                    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                    {"type": "object", "properties": {"b": {"type": "integer"}}},
+                ]
+            },
+            "{a: str (required)} or {b: int}",
+        ),
         ({"type": "array", "items": {"enum": [0.5, 1.5]}}, "list of 0.5 | 1.5"),
         ({"$ref": "#/$defs/Node"}, "{kids: list of (recursive #/$defs/Node)}"),
         ({"anyOf": [{"$ref": "#/$defs/Base"}, {"type": "null"}]}, "{a: str (required)} or null"),
-        ({"type": "object", "properties": {
-            "m": {"type": "object", "additionalProperties": {"type": "integer"}},
-            "t": {"type": "array", "prefixItems": [{"type": "string"}, {"$ref": "#/$defs/Level"}],
-                  "items": False}}},
-         '{m: map of str to int, t: [str, "low" | "high"]}'),
-        ({"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {}]}, "{a: str} or any"),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+                    "t": {
+                        "type": "array",
+                        "prefixItems": [{"type": "string"}, {"$ref": "#/$defs/Level"}],
+                        "items": False,
+                    },
+                },
+            },
+            '{m: map of str to int, t: [str, "low" | "high"]}',
+        ),
+        (
+            {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {}]},
+            "{a: str} or any",
+        ),
         ({"type": "array", "items": {"type": "string"}}, None),
         ({"enum": ["a", "b"]}, None),
     ],
@@ -208,8 +257,12 @@ def test_structure_is_described_from_the_node(schema: Any, structure: str | None
 def test_each_shape_of_a_union_of_objects_is_validated() -> None:
     from orsgen.generate.models import ModelRequest, build_models
 
-    schema = {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
-                        {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}]}
+    schema = {
+        "anyOf": [
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]},
+        ]
+    }
     field = field_of(TypeContext(root=ROOT, tool="t"), "u", schema, "", True)
     assert ir.render(field.type) == "dict[str, Any]" and ir.has_model(field.type)
     built = build_models([ModelRequest("t", "t", (field,), {"u": "u"})])

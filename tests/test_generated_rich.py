@@ -40,7 +40,9 @@ def test_invalid_nested_arguments_fail_without_a_round_trip(env: Any, rich_serve
     rich_server.reset_counts()
     failure = failed(env.search, query="x", filters={"year": {"low": "last year"}})
     text = str(failure)
-    assert text.startswith("tool 'search' rejected the call: invalid argument(s)") and "year" in text
+    assert (
+        text.startswith("tool 'search' rejected the call: invalid argument(s)") and "year" in text
+    )
     assert failure.reason == "invalid_arguments" and not failure.environment_failed
     assert rich_server.requests().get("POST /richenv/call", 0) == 0
     assert env.search(query="x") == "0 results for 'x'"  # a valid call is one request

@@ -16,8 +16,21 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.timeout(300)
 def test_wheel_ships_templates_and_console_script(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
-        check=True, capture_output=True, timeout=280,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=280,
     )
     wheel = next(tmp_path.glob("orsgen-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -36,10 +49,18 @@ def test_runtime_does_not_import_generator_dependencies() -> None:
         "assert not bad, bad\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
 
 
 def test_python_dash_m_and_version() -> None:
-    proc = subprocess.run([sys.executable, "-m", "orsgen", "--version"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "orsgen", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert proc.returncode == 0 and proc.stdout.startswith("orsgen ")

@@ -11,13 +11,18 @@ from conftest import failed
 from generated.echo import EchoEnv
 from orsgen.runtime import drift
 
-
 pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
 
 def _no_redirects(requests: dict[str, int]) -> None:
     # Every environment-scoped path carries the env name; root paths are the SDK's session routes.
-    root_ok = {"POST /create_session", "POST /create", "POST /ping", "POST /delete", "POST /delete_session"}
+    root_ok = {
+        "POST /create_session",
+        "POST /create",
+        "POST /ping",
+        "POST /delete",
+        "POST /delete_session",
+    }
     for key in requests:
         assert key in root_ok or key.split(" ", 1)[1].startswith("/echoenv/"), key
 

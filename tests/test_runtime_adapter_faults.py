@@ -134,7 +134,12 @@ def test_server_killed_mid_rollout_then_restarted(ors_servers: ors_server.Server
         # No reconnect window, strict: a reset while the server is down raises at once
         # (the window and degradation are tests/test_runtime_health_outage.py's subject).
         env = FaultAdapter(
-            base_url=srv.url, prefetch=False, timeout=4, open_timeout=8, reconnect_for=0, strict=True
+            base_url=srv.url,
+            prefetch=False,
+            timeout=4,
+            open_timeout=8,
+            reconnect_for=0,
+            strict=True,
         )
         env.reset(task_index=0)
         failure, took = _timed(failed, env.die)  # the tool kills its own server mid-call

@@ -12,13 +12,28 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("openreward", "datasets", "fastapi", "uvicorn", "aiohttp", "torch", "transformers", "trl", "PIL")
+HEAVY = (
+    "openreward",
+    "datasets",
+    "fastapi",
+    "uvicorn",
+    "aiohttp",
+    "torch",
+    "transformers",
+    "trl",
+    "PIL",
+)
 
 
 def _child(code: str, *flags: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, *flags, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, *flags, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -38,8 +53,12 @@ def test_generated_package_import_loads_no_heavy_modules() -> None:
 def test_importtime_of_generated_package() -> None:
     child = _child("import generated.echo", "-X", "importtime")
     assert child.returncode == 0, child.stderr
-    rows = [line.split("|") for line in child.stderr.splitlines() if line.startswith("import time:")]
+    rows = [
+        line.split("|") for line in child.stderr.splitlines() if line.startswith("import time:")
+    ]
     cumulative = {r[2].strip(): int(r[1]) for r in rows if len(r) == 3 and r[1].strip().isdigit()}
     assert "generated.echo" in cumulative
-    print(f"\ngenerated.echo cold import: {cumulative['generated.echo'] / 1e6:.3f} s (target < 0.2 s)")
+    print(
+        f"\ngenerated.echo cold import: {cumulative['generated.echo'] / 1e6:.3f} s (target < 0.2 s)"
+    )
     assert not any(name.split(".")[0] in HEAVY for name in cumulative)

@@ -70,7 +70,9 @@ def test_async_grpo_access_pattern(echo_server) -> None:
 
     async def rollout(env: EchoEnv, row: dict) -> tuple[str, float | None]:
         loop = asyncio.get_running_loop()
-        out = await loop.run_in_executor(pool, functools.partial(env.echo, text=WORDS[row["task_index"]]))
+        out = await loop.run_in_executor(
+            pool, functools.partial(env.echo, text=WORDS[row["task_index"]])
+        )
         return out, env.reward
 
     async def main() -> list[tuple[str, float | None]]:

@@ -35,7 +35,10 @@ def test_bundle_rows_route_to_their_environment(echo_server: Any, quiz: Any) -> 
     )
     assert data["environment"] == ["echo"] * 4 + ["quiz"] * 2
     assert data["task_index"] == [0, 1, 2, 3, 0, 1]
-    assert data["target"][:4] == ["apple", "banana", "cherry", "damson"] and data["target"][4:] == [None, None]
+    assert data["target"][:4] == ["apple", "banana", "cherry", "damson"] and data["target"][4:] == [
+        None,
+        None,
+    ]
     assert data["question"][4:] == ["6 x 7", "2 + 2"] and data["question"][:4] == [None] * 4
     # What TRL does with a dict environment_factory: pick the factory by the row's
     # environment and pass every other column to reset().
@@ -52,8 +55,17 @@ def test_bundle_rows_route_to_their_environment(echo_server: Any, quiz: Any) -> 
             expected = row["target"] if row["environment"] == "echo" else row["question"]
             assert expected in prompt
         assert envs[0].echo(text="apple") == "echo: apple"
-        completions = [[{"role": "assistant", "content": "x"}]] * 5 + [[{"role": "assistant", "content": "4"}]]
-        assert module.outcome_reward(envs, completions=completions) == [1.0, None, None, None, 0.0, 1.0]
+        completions = [[{"role": "assistant", "content": "x"}]] * 5 + [
+            [{"role": "assistant", "content": "4"}]
+        ]
+        assert module.outcome_reward(envs, completions=completions) == [
+            1.0,
+            None,
+            None,
+            None,
+            0.0,
+            1.0,
+        ]
     finally:
         EchoEnv.close_all()
         module.QuizEnv.close_all()

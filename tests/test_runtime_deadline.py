@@ -66,9 +66,7 @@ def test_the_deadline_restarts_at_every_reset(server: ors_server.RunningServer) 
 def test_a_rollout_cut_by_its_deadline_is_unfinished_and_gets_unfinished_reward(
     server: ors_server.RunningServer,
 ) -> None:
-    env = EchoEnv(
-        base_url=server.url, prefetch=False, rollout_timeout=1.0, unfinished_reward=-1.0
-    )
+    env = EchoEnv(base_url=server.url, prefetch=False, rollout_timeout=1.0, unfinished_reward=-1.0)
     try:
         env.reset(task_index=0)
         env.echo(text="pear")  # a wrong answer the environment scores 0.0

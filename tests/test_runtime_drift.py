@@ -60,7 +60,10 @@ def test_drift_warns_once_naming_what_changed(drifted) -> None:
     with pytest.warns(ToolDriftWarning) as caught:
         env.reset(task_index=0)
     message = str(caught[0].message)
-    assert "tool 'echo' changed its schema (removed style; added lang; required list changed)" in message
+    assert (
+        "tool 'echo' changed its schema (removed style; added lang; required list changed)"
+        in message
+    )
     assert "tool 'shout' added" in message
     assert "task tool 'hint' removed" in message
     assert drifted.url in message and "EchoEnv" in message
@@ -90,7 +93,13 @@ def test_compare_rules() -> None:
     live = env["tools"] + env["task_tools"]
     assert compare(env, EchoEnv.TOOLS_SHA256, live, "train", 0) == []
     assert compare(env, EchoEnv.TOOLS_SHA256, env["tools"], "train", 1) == []  # unprobed task
-    assert compare(env, EchoEnv.TOOLS_SHA256, env["tools"], "train", 0) == ["task tool 'hint' removed"]
+    assert compare(env, EchoEnv.TOOLS_SHA256, env["tools"], "train", 0) == [
+        "task tool 'hint' removed"
+    ]
     changed = [dict(env["tools"][0], description="Echo, differently.")] + env["task_tools"]
-    assert compare(env, EchoEnv.TOOLS_SHA256, changed, "train", 0) == ["tool 'echo' changed its description"]
-    assert compare(env, EchoEnv.TOOLS_SHA256, env["task_tools"], "train", 0) == ["tool 'echo' removed"]
+    assert compare(env, EchoEnv.TOOLS_SHA256, changed, "train", 0) == [
+        "tool 'echo' changed its description"
+    ]
+    assert compare(env, EchoEnv.TOOLS_SHA256, env["task_tools"], "train", 0) == [
+        "tool 'echo' removed"
+    ]

@@ -165,7 +165,9 @@ def test_a_session_lost_in_a_restart(outage: Outage, caplog: pytest.LogCaptureFi
     called.close()
 
 
-def _rollouts(envs: list[EchoEnv], stop: threading.Event, log: list[tuple[float, float | None]]) -> None:
+def _rollouts(
+    envs: list[EchoEnv], stop: threading.Event, log: list[tuple[float, float | None]]
+) -> None:
     """A trainer's rollout loop: reset plus one tool call per adapter, round after round.
     As in TRL, a tool call's counted failure (``ToolCallFailure``) is caught; anything else,
     and anything ``reset()`` raises, reaches the caller."""
@@ -220,8 +222,10 @@ def test_30s_outage_at_default_settings(outage: Outage, caplog: pytest.LogCaptur
     assert len(after) >= 8 and all(r == 1.0 for r in after), after
     recovered = [r.getMessage() for r in caplog.records if "answers again after" in r.getMessage()]
     print("log lines:", *[r.getMessage() for r in caplog.records], sep="\n  ")
-    print(f"recovered {time.monotonic() - back_at:.1f} s after the restart; rollouts: "
-          f"{len(during)} during (rewards {during}), {len(after)} after")
+    print(
+        f"recovered {time.monotonic() - back_at:.1f} s after the restart; rollouts: "
+        f"{len(during)} during (rewards {during}), {len(after)} after"
+    )
     assert len(recovered) == 1, caplog.text
     for env in envs:
         env.close()

@@ -198,8 +198,16 @@ def test_environment_lookups_off_without_proxy_or_netrc(clean_env: pytest.Monkey
         ({"http_proxy": "http://proxy.invalid:3128"}, "http://ors.invalid", True),
         ({"HTTPS_PROXY": "http://proxy.invalid:3128"}, "http://ors.invalid", False),
         ({"HTTPS_PROXY": "http://proxy.invalid:3128"}, "https://ors.invalid", True),
-        ({"HTTP_PROXY": "http://proxy.invalid:3128", "NO_PROXY": "ors.invalid"}, "http://ors.invalid", False),
-        ({"HTTP_PROXY": "http://proxy.invalid:3128", "NO_PROXY": "other.invalid"}, "http://ors.invalid", True),
+        (
+            {"HTTP_PROXY": "http://proxy.invalid:3128", "NO_PROXY": "ors.invalid"},
+            "http://ors.invalid",
+            False,
+        ),
+        (
+            {"HTTP_PROXY": "http://proxy.invalid:3128", "NO_PROXY": "other.invalid"},
+            "http://ors.invalid",
+            True,
+        ),
     ],
 )
 def test_environment_lookups_follow_proxy_settings(

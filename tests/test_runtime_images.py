@@ -52,7 +52,10 @@ def test_text_mode_shows_mime_and_pixel_size_never_the_payload(vision) -> None:
     env = module.VisionEnv(base_url=server.url)
     try:
         prompt = env.reset(task_index=0)
-        assert prompt == "What colour is this image?\n[image: image/png, 64x48]\nAnswer with the answer tool."
+        assert (
+            prompt
+            == "What colour is this image?\n[image: image/png, 64x48]\nAnswer with the answer tool."
+        )
         assert env.show(kind="png") == "before\n[image: image/png, 32x32]\nafter"
         assert "corrupt base64" in str(env.show(kind="corrupt"))
         assert "[image: image/svg+xml," in str(env.show(kind="svg"))
@@ -91,7 +94,9 @@ def test_multimodal_returns_trl_content_lists_in_block_order(vision) -> None:
         ("huge", "20000x20000 is more than"),
     ],
 )
-def test_an_image_that_cannot_be_shown_becomes_a_clear_text_part(vision, kind: str, why: str) -> None:
+def test_an_image_that_cannot_be_shown_becomes_a_clear_text_part(
+    vision, kind: str, why: str
+) -> None:
     module, server, _ = vision
     env = module.VisionEnv(base_url=server.url, multimodal=True)
     try:
@@ -108,7 +113,9 @@ def test_an_image_that_cannot_be_shown_becomes_a_clear_text_part(vision, kind: s
 
 def test_multimodal_factory_is_a_picklable_partial(vision) -> None:
     module, server, _ = vision
-    factory = pickle.loads(pickle.dumps(functools.partial(module.VisionEnv, base_url=server.url, multimodal=True)))
+    factory = pickle.loads(
+        pickle.dumps(functools.partial(module.VisionEnv, base_url=server.url, multimodal=True))
+    )
     env = factory()
     try:
         assert isinstance(env.reset(task_index=1)[1]["image"], PIL.Image)

@@ -34,7 +34,13 @@ def test_each_group_is_judged_once(judge: Any) -> None:
         for env, task in zip(envs, [0, 0, 0, 1, 1]):
             env.reset(task_index=task)
         server.reset_counts()
-        completions = [_answer("apple"), _answer("ape"), _answer("xyz"), _answer("banana"), _answer("nab")]
+        completions = [
+            _answer("apple"),
+            _answer("ape"),
+            _answer("xyz"),
+            _answer("banana"),
+            _answer("nab"),
+        ]
         rewards = module.group_reward(envs, completions=completions)
         # apple: {a,p,l,e}; "ape" has 3 of 4 letters; banana: {b,a,n}; "nab" has all 3.
         assert rewards == [1.0, 0.75, 0.0, 1.0, 1.0]
@@ -51,7 +57,9 @@ def test_environments_without_a_judge_get_none(echo_server: Any) -> None:
     env = EchoEnv(base_url=echo_server.url, prefetch=False)
     try:
         env.reset(task_index=0)
-        judged = lambda: sum(n for path, n in echo_server.requests().items() if "score_group" in path)  # noqa: E731
+        judged = lambda: sum(
+            n for path, n in echo_server.requests().items() if "score_group" in path
+        )  # noqa: E731
         before = judged()
         assert group_reward([env], completions=[_answer("apple")]) == [None]
         assert judged() == before  # nothing was sent

@@ -37,7 +37,9 @@ def test_terminal_tool_is_recorded_not_exposed(quiz: Any) -> None:
 
 def test_final_message_is_graded_once(quiz: Any) -> None:
     module, server = quiz
-    right, wrong, tool_end, silent = (module.QuizEnv(base_url=server.url, prefetch=False) for _ in range(4))
+    right, wrong, tool_end, silent = (
+        module.QuizEnv(base_url=server.url, prefetch=False) for _ in range(4)
+    )
     try:
         for env in (right, wrong, tool_end, silent):
             env.reset(task_index=0)
@@ -46,7 +48,13 @@ def test_final_message_is_graded_once(quiz: Any) -> None:
         completions = [
             [{"role": "assistant", "content": "42"}],
             [{"role": "assistant", "content": "41"}],
-            [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "scratch"}}]}],
+            [
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"function": {"name": "scratch"}}],
+                }
+            ],
         ]
         rewards = module.outcome_reward([right, wrong, tool_end], completions=completions)
         assert rewards == [1.0, 0.0, None]
@@ -60,7 +68,9 @@ def test_final_message_is_graded_once(quiz: Any) -> None:
         assert _calls(server) - before == 2
         # reset() starts a new episode that can be graded again.
         right.reset(task_index=1)
-        assert module.outcome_reward([right], completions=[[{"role": "assistant", "content": "4"}]]) == [1.0]
+        assert module.outcome_reward(
+            [right], completions=[[{"role": "assistant", "content": "4"}]]
+        ) == [1.0]
     finally:
         module.QuizEnv.close_all()
     assert server.wait_sessions(0) == 0

@@ -26,8 +26,13 @@ def test_the_echo_snapshot_reads_as_fields() -> None:
     # Every fact the fetcher records is a field, not an extra key.
     assert [(s.name, s.num_tasks) for s in environment.splits] == [("test", 1), ("train", 4)]
     assert environment.task_tools_probe is not None
-    assert (environment.task_tools_probe.split, environment.task_tools_probe.indices) == ("train", [0])
-    assert environment.server_version == environment.sdk_version == ECHO["environment"]["sdk_version"]
+    assert (environment.task_tools_probe.split, environment.task_tools_probe.indices) == (
+        "train",
+        [0],
+    )
+    assert (
+        environment.server_version == environment.sdk_version == ECHO["environment"]["sdk_version"]
+    )
     assert "text" in environment.message_block_types
 
 

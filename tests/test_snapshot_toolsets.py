@@ -94,9 +94,7 @@ def _config(tmp_path: Path, toolset: str) -> Path:
     return path
 
 
-def test_toolset_from_the_config_file_binds_the_probe_sessions(
-    tmp_path: Path, orsgen_cli
-) -> None:
+def test_toolset_from_the_config_file_binds_the_probe_sessions(tmp_path: Path, orsgen_cli) -> None:
     out = tmp_path / "sandbox_cfg"
     config = _config(tmp_path, "claude-code")
     run = orsgen_cli([str(SANDBOX_ENV), "--config", str(config), "-o", str(out), "-q"])

@@ -20,11 +20,14 @@ def classify(old: dict[str, Any], new: dict[str, Any]) -> Classification:
     """Versioning compares typed sections; these tests write them as JSON."""
     return classify_environments(parse_environment(old), parse_environment(new))
 
+
 ROOT = Path(__file__).resolve().parents[1]
 DRIFT_ENV = ROOT / "tests" / "envs" / "drift_env.py"
 
 
-def _tool(name: str, props: dict[str, Any], required: list[str], description: str = "d") -> dict[str, Any]:
+def _tool(
+    name: str, props: dict[str, Any], required: list[str], description: str = "d"
+) -> dict[str, Any]:
     return {
         "name": name,
         "description": description,
@@ -61,19 +64,50 @@ def _props(env: dict[str, Any], tool: int = 0) -> dict[str, Any]:
 
 CASES = [
     ("tool removed", lambda e: e["tools"].pop(1), "major"),
-    ("required param added", lambda e: (_props(e).update(force={"type": "boolean"}),
-                                        e["tools"][0]["input_schema"]["required"].append("force")), "major"),
+    (
+        "required param added",
+        lambda e: (
+            _props(e).update(force={"type": "boolean"}),
+            e["tools"][0]["input_schema"]["required"].append("force"),
+        ),
+        "major",
+    ),
     ("param removed", lambda e: _props(e).pop("size"), "major"),
     ("type narrowed", lambda e: _props(e).update(size={"type": "integer"}), "major"),
-    ("type changed", lambda e: _props(e).update(path={"type": "integer", "description": "p"}), "major"),
-    ("enum value removed", lambda e: _props(e).update(mode={"enum": ["w"], "default": "w"}), "major"),
-    ("optional became required", lambda e: e["tools"][0]["input_schema"]["required"].append("mode"), "major"),
+    (
+        "type changed",
+        lambda e: _props(e).update(path={"type": "integer", "description": "p"}),
+        "major",
+    ),
+    (
+        "enum value removed",
+        lambda e: _props(e).update(mode={"enum": ["w"], "default": "w"}),
+        "major",
+    ),
+    (
+        "optional became required",
+        lambda e: e["tools"][0]["input_schema"]["required"].append("mode"),
+        "major",
+    ),
     ("tool added", lambda e: e["task_tools"].append(_tool("hint", {}, [])), "minor"),
     ("optional param added", lambda e: _props(e).update(force={"type": "boolean"}), "minor"),
-    ("enum value added", lambda e: _props(e).update(mode={"enum": ["a", "w", "x"], "default": "w"}), "minor"),
-    ("type widened", lambda e: _props(e).update(path={"anyOf": [{"type": "string"}, {"type": "null"}],
-                                                     "description": "p"}), "minor"),
-    ("required became optional", lambda e: e["tools"][0]["input_schema"].update(required=[]), "minor"),
+    (
+        "enum value added",
+        lambda e: _props(e).update(mode={"enum": ["a", "w", "x"], "default": "w"}),
+        "minor",
+    ),
+    (
+        "type widened",
+        lambda e: _props(e).update(
+            path={"anyOf": [{"type": "string"}, {"type": "null"}], "description": "p"}
+        ),
+        "minor",
+    ),
+    (
+        "required became optional",
+        lambda e: e["tools"][0]["input_schema"].update(required=[]),
+        "minor",
+    ),
     ("tool description", lambda e: e["tools"][1].update(description="new words"), "patch"),
     ("param description", lambda e: _props(e)["path"].update(description="q"), "patch"),
     ("identical", lambda e: None, "unchanged"),
@@ -90,10 +124,16 @@ def test_classification_rules(name: str, edit: Any, level: str) -> None:
 
 # A nullable object reached through a $ref, as pydantic writes an optional nested model.
 NESTED_SCHEMA: dict[str, Any] = {
-    "$defs": {"Filters": {"type": "object", "properties": {
-        "kind": {"enum": ["book", "paper"], "description": "k"},
-        "year": {"type": "integer"},
-    }, "required": ["kind"]}},
+    "$defs": {
+        "Filters": {
+            "type": "object",
+            "properties": {
+                "kind": {"enum": ["book", "paper"], "description": "k"},
+                "year": {"type": "integer"},
+            },
+            "required": ["kind"],
+        }
+    },
     "type": "object",
     "properties": {"filters": {"anyOf": [{"$ref": "#/$defs/Filters"}, {"type": "null"}]}},
 }
@@ -102,24 +142,50 @@ NESTED_SCHEMA: dict[str, Any] = {
 def _nested(edit: Any) -> dict[str, Any]:
     schema = copy.deepcopy(NESTED_SCHEMA)
     edit(schema["$defs"]["Filters"]["properties"], schema["$defs"]["Filters"])
-    return {"tools": [{"name": "search", "description": "d", "input_schema": schema}], "task_tools": []}
+    return {
+        "tools": [{"name": "search", "description": "d", "input_schema": schema}],
+        "task_tools": [],
+    }
 
 
 NESTED_CASES = [
-    ("enum value removed", lambda p, f: p.update(kind={"enum": ["book"], "description": "k"}), "major",
-     "parameter 'filters.kind' of tool 'search': enum value 'paper' removed"),
-    ("field removed", lambda p, f: p.pop("year"), "major", "parameter 'filters.year' of tool 'search' removed"),
-    ("field became required", lambda p, f: f.update(required=["kind", "year"]), "major",
-     "parameter 'filters.year' of tool 'search' became required"),
-    ("optional field added", lambda p, f: p.update(tag={"type": "string"}), "minor",
-     "optional parameter 'filters.tag' added to tool 'search'"),
-    ("field description", lambda p, f: p["kind"].update(description="kind of result"), "patch",
-     "description of parameter 'filters.kind' of tool 'search' changed"),
+    (
+        "enum value removed",
+        lambda p, f: p.update(kind={"enum": ["book"], "description": "k"}),
+        "major",
+        "parameter 'filters.kind' of tool 'search': enum value 'paper' removed",
+    ),
+    (
+        "field removed",
+        lambda p, f: p.pop("year"),
+        "major",
+        "parameter 'filters.year' of tool 'search' removed",
+    ),
+    (
+        "field became required",
+        lambda p, f: f.update(required=["kind", "year"]),
+        "major",
+        "parameter 'filters.year' of tool 'search' became required",
+    ),
+    (
+        "optional field added",
+        lambda p, f: p.update(tag={"type": "string"}),
+        "minor",
+        "optional parameter 'filters.tag' added to tool 'search'",
+    ),
+    (
+        "field description",
+        lambda p, f: p["kind"].update(description="kind of result"),
+        "patch",
+        "description of parameter 'filters.kind' of tool 'search' changed",
+    ),
 ]
 
 
 @pytest.mark.parametrize("name,edit,level,message", NESTED_CASES, ids=[c[0] for c in NESTED_CASES])
-def test_fields_of_an_optional_nested_object_are_compared(name: str, edit: Any, level: str, message: str) -> None:
+def test_fields_of_an_optional_nested_object_are_compared(
+    name: str, edit: Any, level: str, message: str
+) -> None:
     result = classify(_nested(lambda p, f: None), _nested(edit))
     assert result.level == level, result.report()
     assert [c.message for c in result.changes] == [message]
@@ -135,7 +201,12 @@ def test_bump() -> None:
 def _orsgen(*args: str, variant: str = "v1", cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ORSGEN_DRIFT_VARIANT": variant, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "orsgen", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=180
+        [sys.executable, "-m", "orsgen", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=180,
     )
 
 
@@ -156,7 +227,9 @@ def test_versions_changes_and_live_drift(tmp_path: Path) -> None:
     live = _orsgen("check", str(pkg), "--live", variant="v2")
     assert live.returncode == 1
     assert "'encoding'" in live.stdout and "read:" in live.stdout and "additive" in live.stdout
-    assert _orsgen("check", str(pkg), "--live", "--fail-on", "breaking", variant="v2").returncode == 0
+    assert (
+        _orsgen("check", str(pkg), "--live", "--fail-on", "breaking", variant="v2").returncode == 0
+    )
     assert _orsgen(str(DRIFT_ENV), "-o", str(pkg), variant="v2").returncode == 0
     assert _version(pkg) == "1.1.0"
     changes = (pkg / "CHANGES.md").read_text()
@@ -193,12 +266,18 @@ def test_versions_changes_and_live_drift(tmp_path: Path) -> None:
 
 def test_runtime_incompatibility_message(tmp_path: Path) -> None:
     pkg = tmp_path / "old"
-    assert _orsgen(str(ROOT / "generated" / "echo" / "snapshot.json"), "-o", str(pkg)).returncode == 0
+    assert (
+        _orsgen(str(ROOT / "generated" / "echo" / "snapshot.json"), "-o", str(pkg)).returncode == 0
+    )
     version = pkg / "version.py"
     version.write_text(version.read_text().replace("requires_1_0", "requires_7_3"))
     proc = subprocess.run(
-        [sys.executable, "-c", "import old"], capture_output=True, text=True, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}, timeout=60,
+        [sys.executable, "-c", "import old"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"},
+        timeout=60,
     )
     assert proc.returncode != 0
     assert "runtime 7.3" in proc.stderr and "regenerate" in proc.stderr
@@ -219,7 +298,9 @@ def test_config_include_and_validation(tmp_path: Path) -> None:
     bad_key = _orsgen(str(snapshot), "-o", "gen/echo", cwd=tmp_path)
     assert bad_key.returncode == 2 and "clas_name" in bad_key.stderr
 
-    (tmp_path / "pyproject.toml").write_text('[tool.orsgen.packages."gen/echo"]\nexclude = ["ecoh"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.orsgen.packages."gen/echo"]\nexclude = ["ecoh"]\n'
+    )
     bad_tool = _orsgen(str(snapshot), "-o", "gen/echo", cwd=tmp_path)
     assert bad_tool.returncode == 2 and "exclude: unknown tool 'ecoh'" in bad_tool.stderr
 
@@ -249,9 +330,13 @@ def test_config_renames_reach_the_wire(tmp_path: Path, echo_server: Any) -> None
     finally:
         env.close()
 
-    (tmp_path / "orsgen.toml").write_text('[packages."renamed_echo"]\nrename = { tools = { hint = "reset" } }\n')
+    (tmp_path / "orsgen.toml").write_text(
+        '[packages."renamed_echo"]\nrename = { tools = { hint = "reset" } }\n'
+    )
     bad = _orsgen(str(snapshot), "-o", "renamed_echo", cwd=tmp_path)
-    assert bad.returncode == 1 and "rename.tools" in bad.stderr and "'reset' is reserved" in bad.stderr
+    assert (
+        bad.returncode == 1 and "rename.tools" in bad.stderr and "'reset' is reserved" in bad.stderr
+    )
 
 
 def _tool_methods(pkg: Path) -> set[str]:
@@ -285,7 +370,9 @@ def test_a_configuration_change_is_versioned_and_checked(tmp_path: Path) -> None
     pyproject.write_text('[tool.orsgen.packages."gen/echo"]\nexclude = []\n')
     stale = _orsgen("check", "gen/echo", cwd=tmp_path)
     assert stale.returncode == 1
-    assert "exclude" in stale.stderr and "['hint']" in stale.stderr and str(pyproject) in stale.stderr
+    assert (
+        "exclude" in stale.stderr and "['hint']" in stale.stderr and str(pyproject) in stale.stderr
+    )
     back = _orsgen(str(pkg / "snapshot.json"), "-o", "gen/echo", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     assert _tool_methods(pkg) == {"echo", "hint"} and _version(pkg) == "2.1.0"
@@ -304,8 +391,13 @@ def test_a_configuration_change_is_versioned_and_checked(tmp_path: Path) -> None
 
 def test_a_configured_rename_is_a_breaking_change(tmp_path: Path) -> None:
     snapshot = ROOT / "generated" / "echo" / "snapshot.json"
-    (tmp_path / "orsgen.toml").write_text('[packages."renamed"]\nrename = { tools = { hint = "get_hint" } }\n')
+    (tmp_path / "orsgen.toml").write_text(
+        '[packages."renamed"]\nrename = { tools = { hint = "get_hint" } }\n'
+    )
     proc = _orsgen(str(snapshot), "-o", "renamed", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert _version(tmp_path / "renamed") == "2.0.0"
-    assert "tool 'hint' renamed: 'hint' -> 'get_hint'" in (tmp_path / "renamed" / "CHANGES.md").read_text()
+    assert (
+        "tool 'hint' renamed: 'hint' -> 'get_hint'"
+        in (tmp_path / "renamed" / "CHANGES.md").read_text()
+    )

@@ -17,9 +17,10 @@ def outcome_reward(
     A later unscored or failed call never erases an earlier score; ``0.0`` and
     negative rewards are real scores. For an environment with a terminal tool, the
     rollout's final plain assistant message (from ``completions``) is first submitted
-    through it, once, as ORS prescribes.
+    through it, once, as ORS prescribes. TRL's keywords (``log_metric``, ``log_extra``,
+    ``trainer_state``, ...) are passed on, so the ``ors/*`` metrics reach the trainer's log.
     """
-    return _outcome_reward(environments, completions)
+    return _outcome_reward(environments, completions, **kwargs)
 
 
 def group_reward(
@@ -29,4 +30,4 @@ def group_reward(
     each GRPO group's final answers are judged together. ``None`` where the environment
     does not judge groups. Use alongside ``outcome_reward`` to combine both signals.
     """
-    return _group_reward(environments, completions)
+    return _group_reward(environments, completions, **kwargs)

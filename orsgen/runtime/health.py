@@ -139,7 +139,6 @@ class ServerHealth:
                 window,
             )
 
-
     def refused(self, exc: BaseException, first: bool) -> None:
         """A session creation was refused for capacity (``first``: the first refusal of
         this open). A refusal is an answer. The first of a stretch is logged."""
@@ -266,8 +265,10 @@ def refusal(exc: BaseException) -> float | None:
                 text = e.headers.get("Retry-After", "").strip()
                 after = float(text) if text.isdigit() else None
             full = any(t in str(e.message).lower() for t in _CAPACITY_TEXTS)
-            if e.status == 429 or (e.status == 503 and after is not None) or (
-                full and e.status in (400, 403, 409, 503)
+            if (
+                e.status == 429
+                or (e.status == 503 and after is not None)
+                or (full and e.status in (400, 403, 409, 503))
             ):
                 return float(after) if isinstance(after, (int, float)) else 0.0
             return None

@@ -6,7 +6,14 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from openreward.environments import Environment, GroupCandidate, GroupScore, TextBlock, ToolOutput, tool
+from openreward.environments import (
+    Environment,
+    GroupCandidate,
+    GroupScore,
+    TextBlock,
+    ToolOutput,
+    tool,
+)
 
 
 class Guess(BaseModel):

@@ -42,7 +42,9 @@ class EchoEnv(Environment):
     def echo(self, params: EchoInput) -> ToolOutput:
         """Echo a word back; scores 1.0 when it is the target word."""
         right = params.text == self.task_spec["target"]
-        return ToolOutput(blocks=[TextBlock(text=f"echo: {params.text}")], reward=1.0 if right else 0.0)
+        return ToolOutput(
+            blocks=[TextBlock(text=f"echo: {params.text}")], reward=1.0 if right else 0.0
+        )
 
     @tool
     def shout(self, params: ShoutInput) -> ToolOutput:

@@ -141,7 +141,9 @@ class FaultProxy:
                 await writer.drain()
                 return
             up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-            up_w.write(b"\r\n".join([lines[0], *headers, b"Connection: close"]) + b"\r\n\r\n" + body)
+            up_w.write(
+                b"\r\n".join([lines[0], *headers, b"Connection: close"]) + b"\r\n\r\n" + body
+            )
             await up_w.drain()
             if mode == "cut":
                 buf = b""

@@ -22,8 +22,12 @@ class LocalSandbox:
 
     async def run(self, command: str, timeout: float | None = None, **_: object) -> tuple[str, int]:
         proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", command, cwd=self.root,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            "bash",
+            "-c",
+            command,
+            cwd=self.root,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
         )
         out, _err = await asyncio.wait_for(proc.communicate(), timeout or 30)
         return out.decode(errors="replace"), int(proc.returncode or 0)

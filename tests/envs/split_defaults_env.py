@@ -70,7 +70,9 @@ class OnlyTest(_Base):
         if not self.task_spec.get("hint"):
             return ListToolsOutput(tools=[])
         schema = AnswerInput.model_json_schema()
-        return ListToolsOutput(tools=[ToolSpec(name="hint", description="A hint.", input_schema=schema)])
+        return ListToolsOutput(
+            tools=[ToolSpec(name="hint", description="A hint.", input_schema=schema)]
+        )
 
 
 class NoTrain(_Base):

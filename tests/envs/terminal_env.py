@@ -37,4 +37,6 @@ class QuizEnv(Environment):
     def submit(self, params: Answer) -> ToolOutput:
         """Grade the final answer."""
         right = params.answer.strip() == self.task_spec["answer"]
-        return ToolOutput(blocks=[TextBlock(text="graded")], reward=1.0 if right else 0.0, finished=True)
+        return ToolOutput(
+            blocks=[TextBlock(text="graded")], reward=1.0 if right else 0.0, finished=True
+        )

@@ -22,11 +22,18 @@ def png(width: int, height: int, rgb: tuple[int, int, int] = (200, 30, 30)) -> b
     """A solid-colour RGB PNG, built by hand."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     row = b"\x00" + bytes(rgb) * width
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(row * height)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(row * height))
+        + chunk(b"IEND", b"")
+    )
 
 
 def b64(data: bytes) -> str:
@@ -37,7 +44,12 @@ def huge_png_header() -> bytes:
     """Valid signature and IHDR for 20000x20000, then a tiny (wrong) IDAT."""
     full = png(1, 1)
     ihdr = struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0)
-    chunk = struct.pack(">I", len(ihdr)) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    chunk = (
+        struct.pack(">I", len(ihdr))
+        + b"IHDR"
+        + ihdr
+        + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    )
     return full[:8] + chunk + full[8 + 25 :]
 
 
@@ -84,7 +96,11 @@ class VisionEnv(Environment):
         """Show another image."""
         mime, data = IMAGES[params.kind]
         return ToolOutput(
-            blocks=[TextBlock(text="before"), ImageBlock(data=data, mimeType=mime), TextBlock(text="after")],
+            blocks=[
+                TextBlock(text="before"),
+                ImageBlock(data=data, mimeType=mime),
+                TextBlock(text="after"),
+            ],
             reward=0.0,
             finished=False,
         )
@@ -93,4 +109,8 @@ class VisionEnv(Environment):
     def answer(self, params: AnswerInput) -> ToolOutput:
         """Name the colour."""
         right = params.text.strip().lower() == "red"
-        return ToolOutput(blocks=[TextBlock(text="right" if right else "wrong")], reward=1.0 if right else 0.0, finished=True)
+        return ToolOutput(
+            blocks=[TextBlock(text="right" if right else "wrong")],
+            reward=1.0 if right else 0.0,
+            finished=True,
+        )

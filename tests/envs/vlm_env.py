@@ -51,4 +51,6 @@ class VlmEnv(Environment):
     def submit(self, params: Answer) -> ToolOutput:
         """Grade the answer."""
         right = "red" in params.answer.lower()
-        return ToolOutput(blocks=[TextBlock(text="graded")], reward=1.0 if right else 0.0, finished=True)
+        return ToolOutput(
+            blocks=[TextBlock(text="graded")], reward=1.0 if right else 0.0, finished=True
+        )
