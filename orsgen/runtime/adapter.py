@@ -124,6 +124,9 @@ class OrsAdapter(RolloutState):
         seed, num_tasks, indices, unfinished_reward, trajectories: task choice for
             ``train_dataset=None``, the unfinished-rollout reward and the trajectory log
             (:class:`orsgen.runtime.tracking.Settings`, ``docs/runtime.md``).
+        curriculum: how ``train_dataset=None`` chooses tasks: ``None`` / ``"uniform"``
+            (seeded uniform passes), ``"pass_rate"`` (favour tasks the model sometimes
+            solves, :mod:`orsgen.runtime.curriculum`), or a ``PassRateCurriculum``.
     """
 
     ENV_NAME: ClassVar[str | None] = None
@@ -170,11 +173,12 @@ class OrsAdapter(RolloutState):
         indices: Sequence[int] | None = None,
         unfinished_reward: float | None = None,
         trajectories: str | os.PathLike[str] | None = None,
+        curriculum: object = None,
     ) -> None:
         check_settings(group_size, keepalive, reconnect_for)
         check_limits(max_sessions, rollout_timeout)
         settings = Settings.of(
-            seed, num_tasks, indices, group_size, unfinished_reward, trajectories
+            seed, num_tasks, indices, group_size, unfinished_reward, trajectories, curriculum
         )
         self._book = RolloutBook(settings, open_timeout)
         defaults = (self.DEPLOYMENT, self.DEFAULT_URL, self.ENV_NAME)

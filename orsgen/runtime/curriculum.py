@@ -260,6 +260,23 @@ class PassRateCurriculum:
             self._open = {g: Group(g, t, list(r)) for g, t, r in state["open"]}
 
 
+def report(curricula: Sequence[PassRateCurriculum]) -> dict[str, float]:
+    """The ``ors/curriculum/*`` metrics of ``curricula`` together, each drained."""
+    if not curricula:
+        return {}
+    total, pools = Window(), {p: 0 for p in POOLS}
+    for one in curricula:
+        window = one.drain()
+        total.groups += window.groups
+        total.zero_variance += window.zero_variance
+        for p in POOLS:
+            total.rollouts[p] += window.rollouts[p]
+            pools[p] += one.pools()[p]
+    out = curricula[0].metrics(total)
+    out.update({f"ors/curriculum/tasks_{p}": float(n) for p, n in pools.items()})
+    return out
+
+
 def make(curriculum: object) -> PassRateCurriculum | None:
     """The curriculum an adapter's ``curriculum=`` names: ``None`` or ``"uniform"`` (the
     seeded uniform passes of :mod:`orsgen.runtime.tasks`), ``"pass_rate"`` with its

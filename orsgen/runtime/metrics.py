@@ -121,8 +121,22 @@ def gauge(name: str, read: Callable[[], float]) -> None:
     _gauges[name] = read
 
 
+# Sources of several metrics at once, each drained with every window.
+_sources: list[Callable[[], dict[str, float]]] = []
+
+
+def source(read: Callable[[], dict[str, float]]) -> None:
+    """Report ``read()``'s metrics with every drained window (``read`` drains its own)."""
+    _sources.append(read)
+
+
 def _read_gauges() -> dict[str, float]:
     out: dict[str, float] = {}
+    for read_many in list(_sources):
+        try:
+            out.update(read_many())
+        except Exception:  # noqa: BLE001 - a metric never breaks the reward path
+            pass
     for name, read in list(_gauges.items()):
         try:
             out[name] = float(read())

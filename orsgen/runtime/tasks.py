@@ -15,9 +15,14 @@ TRL 1.16 lets ``train_dataset`` be omitted when an ``environment_factory`` owns 
   next row (``async_rollout_worker.py``, around lines 549-583 and 878-887).
 
 Under several processes a group's rows can land on different ranks (the sampler's own
-diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``), and no rank can tell which of its resets belong
-to a group another rank also serves. :func:`check_single_process` therefore refuses to
-choose there, with an error that says to pass ``train_dataset=load_tasks(...)``.
+diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``). Every rank therefore maps its own resets onto
+the run's global rows (:class:`Layout`: accelerate gives rank ``r`` the ``r``-th block of
+``per_device_train_batch_size * steps_per_generation`` rows of each generation) and
+chooses by *global group*: a task is a function of the seed and the group index (and,
+with a curriculum, of statistics every rank holds alike), so a group split across ranks
+stays on one task and all ranks agree on the order. When the layout is unknown (several
+processes, no GRPOTrainer calling), :func:`check_single_process` refuses to choose, with
+an error that says to pass ``train_dataset=load_tasks(...)``.
 
 Pure: no I/O. The adapter fetches the split's task count and says once, in the log, what
 it chose.
@@ -29,8 +34,9 @@ import os
 import random
 import sys
 import threading
-from collections.abc import Hashable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.process import current
@@ -94,10 +100,11 @@ def world_size() -> int:
         return 1
 
 
-def check_single_process(env_label: str) -> None:
-    """Refuse to choose tasks when a group's resets may be spread over processes."""
+def check_single_process(env_label: str, layout: Layout | None = None) -> None:
+    """Refuse to choose tasks when a group's resets may be spread over processes that
+    cannot place them (no :class:`Layout`)."""
     size = world_size()
-    if size > 1:
+    if size > 1 and (layout is None or layout.world != size):
         raise TaskChoiceError(
             f"{env_label}: reset() got no task_index or task_spec (train_dataset=None) in a "
             f"run of {size} processes. A GRPO group's rollouts can be split across processes, "
@@ -106,27 +113,113 @@ def check_single_process(env_label: str) -> None:
         )
 
 
+def group_task(tasks: Sequence[int], seed: int, group: int) -> int:
+    """The task of global group ``group`` in the seeded uniform passes: the same as the
+    ``group``-th block of :func:`order`."""
+    shuffled = list(tasks)
+    random.Random(f"{seed}:{group // len(shuffled)}").shuffle(shuffled)
+    return shuffled[group % len(shuffled)]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a rank's resets sit among the run's rows: each generation, rank ``rank`` of
+    ``world`` resets rows ``rank * rows .. (rank + 1) * rows - 1`` of ``world * rows``."""
+
+    rank: int
+    world: int
+    rows: int
+
+    def slot(self, reset: int) -> int:
+        """The global row of this rank's ``reset``-th reset (0, 1, ...)."""
+        generation, row = divmod(reset, self.rows)
+        return (generation * self.world + self.rank) * self.rows + row
+
+
+class Curriculum(Protocol):
+    """What a :class:`Chooser` needs of a curriculum (:mod:`orsgen.runtime.curriculum`)."""
+
+    def start(self, tasks: Sequence[int], seed: int, group_size: int) -> None: ...
+    def choose(self, group: int) -> int: ...
+    def observe(self, group: int, task: int, reward: float | None) -> None: ...
+
+
 class Chooser:
     """One stream of chosen tasks, shared by every adapter instance of a stream key in a
-    process. Thread-safe (AsyncGRPO resets from a thread pool)."""
+    process. Thread-safe (AsyncGRPO resets from a thread pool).
 
-    def __init__(self, tasks: Sequence[int], seed: int, group_size: int) -> None:
+    Without a curriculum, group ``g`` gets :func:`group_task`; with one, the curriculum
+    chooses once per group. ``share`` (several processes) exchanges the outcomes the
+    ranks observed, at the first reset of each generation: every rank is there, after the
+    previous generation was scored and before any task of this one is chosen."""
+
+    def __init__(
+        self,
+        tasks: Sequence[int],
+        seed: int,
+        group_size: int,
+        curriculum: Curriculum | None = None,
+        layout: Layout | None = None,
+        share: Callable[[object], list[Any]] | None = None,
+    ) -> None:
         self.tasks = list(tasks)
         self.seed = seed
         self.group_size = group_size
-        self._order = order(self.tasks, seed, group_size)
+        self.curriculum, self.layout, self._share = curriculum, layout, share
+        if curriculum is not None:
+            curriculum.start(self.tasks, seed, group_size)
         self._lock = threading.Lock()
+        self._current: tuple[int, int] | None = None  # (group, task) last chosen
+        self._unshared: list[tuple[int, int, float | None]] = []
         self.handed_out = 0
 
     def next(self) -> int:
+        return self.next_choice()[0]
+
+    def next_choice(self) -> tuple[int, int]:
+        """The next reset's task and its global GRPO group."""
         with self._lock:
-            self.handed_out += 1
-            return next(self._order)
+            reset, self.handed_out = self.handed_out, self.handed_out + 1
+            layout = self.layout
+            if layout is not None and layout.world > 1 and reset % layout.rows == 0:
+                self._exchange()
+            group = (reset if layout is None else layout.slot(reset)) // self.group_size
+            if self._current is None or self._current[0] != group:
+                if self.curriculum is None:
+                    task = group_task(self.tasks, self.seed, group)
+                else:
+                    task = self.curriculum.choose(group)
+                self._current = (group, task)
+            return self._current[1], group
+
+    def observe(self, group: int, task: int, reward: float | None) -> None:
+        """A settled rollout of ``group``: its reward, ``None`` when it was not scored."""
+        if self.curriculum is None:
+            return
+        with self._lock:
+            if self._share is not None and self.layout is not None and self.layout.world > 1:
+                self._unshared.append((group, task, reward))
+            else:
+                self.curriculum.observe(group, task, reward)
+
+    def _exchange(self) -> None:
+        if self.curriculum is None or self._share is None:
+            return
+        mine, self._unshared = self._unshared, []
+        for outcomes in self._share(mine):
+            for group, task, reward in outcomes:
+                self.curriculum.observe(group, task, reward)
 
     def describe(self) -> str:
+        how = (
+            f"in an order shuffled by seed={self.seed}"
+            if self.curriculum is None
+            else f"by a {type(self.curriculum).__name__} seeded by seed={self.seed}"
+        )
+        where = "" if self.layout is None else f", groups counted across {self.layout.world} ranks"
         return (
-            f"{len(self.tasks)} tasks in an order shuffled by seed={self.seed}, each task for "
-            f"{self.group_size} consecutive resets (one GRPO group)"
+            f"{len(self.tasks)} tasks {how}, each task for {self.group_size} consecutive "
+            f"resets (one GRPO group){where}"
         )
 
 
@@ -142,16 +235,19 @@ class Choosers:
         with self._lock:
             return self._items.get(key)
 
-    def get(
-        self, key: Hashable, tasks: Sequence[int], seed: int, group_size: int
-    ) -> tuple[Chooser, bool]:
-        """The chooser for ``key`` and whether it was made by this call."""
+    def get(self, key: Hashable, make: Callable[[], Chooser]) -> tuple[Chooser, bool]:
+        """The chooser for ``key`` (``make()`` when there is none) and whether it was made
+        by this call."""
         with self._lock:
             found = self._items.get(key)
             if found is not None:
                 return found, False
-            made = self._items[key] = Chooser(tasks, seed, group_size)
+            made = self._items[key] = make()
             return made, True
+
+    def all(self) -> list[Chooser]:
+        with self._lock:
+            return list(self._items.values())
 
     def clear(self) -> None:
         with self._lock:

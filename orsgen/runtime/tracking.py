@@ -15,7 +15,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orsgen.runtime import dataset, drift, metrics, pool, tasks, trainer, trajectories
+from orsgen.runtime import curriculum as curricula
+from orsgen.runtime import dataset, drift, metrics, pool, ranks, tasks, trainer, trajectories
 from orsgen.runtime.endpoint import Endpoint
 from orsgen.runtime.episode import Episode, Outcome, classify, record
 from orsgen.runtime.errors import ToolCallFailure
@@ -42,6 +43,8 @@ class Settings:
     group_size: int | None = None
     unfinished_reward: float | None = None
     trajectories: str | None = None
+    # None / "uniform", "pass_rate", or a PassRateCurriculum (shared by its adapters).
+    curriculum: object = None
 
     @staticmethod
     def of(
@@ -51,9 +54,11 @@ class Settings:
         group_size: int | None,
         unfinished_reward: float | None,
         trajectories: str | os.PathLike[str] | None,
+        curriculum: object = None,
     ) -> Settings:
         if num_tasks is not None and indices is not None:
             raise ValueError("pass num_tasks or indices, not both")
+        curricula.make(curriculum)  # refuses an unknown name or object now, not at reset
         return Settings(
             seed=None if seed is None else int(seed),
             num_tasks=num_tasks,
@@ -61,17 +66,21 @@ class Settings:
             group_size=group_size,
             unfinished_reward=None if unfinished_reward is None else float(unfinished_reward),
             trajectories=None if trajectories is None else os.fspath(trajectories),
+            curriculum=None if curriculum == "uniform" else curriculum,
         )
 
 
 def choose_task(
     settings: Settings, key: Hashable, label: str, split: str, split_size: Callable[[], int]
-) -> int:
-    """The task for a reset that got none: the next of this stream's seeded order. The
-    first choice of a stream says, once, what it does; it raises
+) -> tuple[int, int, tasks.Chooser]:
+    """The task for a reset that got none, its global GRPO group and the stream that chose
+    it. The first choice of a stream says, once, what it does; it raises
     :class:`~orsgen.runtime.tasks.TaskChoiceError` when groups could not stay whole."""
-    tasks.check_single_process(label)
     facts = trainer.facts()
+    layout = None
+    if facts is not None and facts.rows is not None and facts.world > 1:
+        layout = tasks.Layout(facts.rank, facts.world, facts.rows)
+    tasks.check_single_process(label, layout)
     group = settings.group_size or (facts.num_generations if facts else None)
     if group is None:
         raise tasks.TaskChoiceError(
@@ -82,11 +91,21 @@ def choose_task(
     seed = settings.seed
     if seed is None:
         seed = facts.seed if facts is not None and facts.seed is not None else tasks.DEFAULT_SEED
-    stream = (key, settings.num_tasks, settings.indices, seed, group)
+    stream = (key, settings.num_tasks, settings.indices, seed, group, settings.curriculum, layout)
     found = tasks.choosers().peek(stream)
     if found is None:
         candidates = tasks.candidates(split_size(), settings.num_tasks, settings.indices)
-        found, made = tasks.choosers().get(stream, candidates, seed, group)
+        found, made = tasks.choosers().get(
+            stream,
+            lambda: tasks.Chooser(
+                candidates,
+                seed,
+                group,
+                curricula.make(settings.curriculum),
+                layout,
+                ranks.all_gather,
+            ),
+        )
         if made:
             where = (
                 f" (group size from {facts.source})" if facts and not settings.group_size else ""
@@ -99,7 +118,17 @@ def choose_task(
                 found.describe(),
                 where,
             )
-    return found.next()
+    task, group_index = found.next_choice()
+    return task, group_index, found
+
+
+def _curriculum_metrics() -> dict[str, float]:
+    """``ors/curriculum/*`` of this process's curricula (one per stream, usually one)."""
+    found = [c.curriculum for c in tasks.choosers().all()]
+    return curricula.report([c for c in found if isinstance(c, curricula.PassRateCurriculum)])
+
+
+metrics.source(_curriculum_metrics)
 
 
 class RolloutBook:
@@ -109,19 +138,25 @@ class RolloutBook:
         self.settings = settings
         self.episode = Episode()
         self._count_timeout = float(open_timeout)
+        # The stream and global group of a chosen task: its settled outcome goes back there.
+        self._choice: tuple[tasks.Chooser, int] | None = None
+        self._chosen: tuple[tasks.Chooser, int] | None = None
 
     def choose(self, owner: type, endpoint: Endpoint, split: str) -> int:
         """The task of a reset that got none (TRL's ``train_dataset=None``)."""
-        return choose_task(
+        task, group, stream = choose_task(
             self.settings,
             (owner.__module__, owner.__qualname__, endpoint, split),
             f"{owner.__name__} on {endpoint.label}",
             split,
             lambda: dataset.split_size(endpoint, split, timeout=self._count_timeout),
         )
+        self._chosen = (stream, group)
+        return task
 
     def begin(self, index: int | None, from_spec: bool, chosen: bool) -> Episode:
         self.episode = Episode(task_index=index, task_spec=from_spec, chosen=chosen)
+        self._choice, self._chosen = (self._chosen if chosen else None), None
         return self.episode
 
     def reset_took(self, seconds: float) -> None:
@@ -164,6 +199,11 @@ class RolloutBook:
         if not self.episode.counted:
             self.episode.counted = True
             metrics.counts().rollout_done(outcome)
+            if self._choice is not None and self.episode.task_index is not None:
+                # Only a score says how hard the task is: unfinished and failed say nothing.
+                stream, group = self._choice
+                scored = outcome.reward if outcome.kind == "scored" else None
+                stream.observe(group, self.episode.task_index, scored)
         return outcome
 
     def write(self, env: str, split: str, rewards: list[float | None], finished: bool) -> None:
