@@ -11,13 +11,14 @@ chooses every task, so it can spend groups where they teach:
   ``None``) say nothing about the task: they never count as failures.
 - **selection**, one choice per GRPO group: the first pass visits every task once in a
   seeded order (unseen first); after it, a task is drawn with its pool's weight
-  (``learning`` 1, ``solved`` / ``unsolved`` 0.02, ``unseen`` 4 by default). Rarely is not
-  never: a task whose last scored group is more than ``revisit`` groups old is due and
+  (``learning`` 1, ``solved`` / ``unsolved`` 0.01, ``unseen`` 4 by default). Rarely is not
+  never: a task last chosen more than ``revisit`` groups ago is due and
   is chosen before any other, so a task the model starts or stops solving comes back.
-- **reproducible and order-free**: group ``g``'s task is a function of the seed, ``g``
-  and the groups observed so far (random draws use ``Random(f"{seed}:{g}")``, the
-  statistics are kept in group order), never of the order outcomes arrived in. Processes
-  that observe the same outcomes therefore choose the same task for the same group.
+- **reproducible and order-free**: groups are planned in order, each from the seed, its
+  index (random draws use ``Random(f"{seed}:{g}")``), the groups planned before it and
+  the outcomes observed so far, kept in group order, never in the order they arrived.
+  Processes that observe the same outcomes before planning the same groups therefore
+  choose the same task for the same group (:meth:`PassRateCurriculum.plan_through`).
 
 Pure: no I/O, no clock. :meth:`PassRateCurriculum.state_dict` is JSON-able.
 """
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 POOLS = ("unseen", "learning", "solved", "unsolved")
+KEEP_PLANNED = 4096  # planned groups remembered (a group is chosen within a generation)
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,8 @@ class Weights:
 
     unseen: float = 4.0
     learning: float = 1.0
-    solved: float = 0.02
-    unsolved: float = 0.02
+    solved: float = 0.01
+    unsolved: float = 0.01
 
     def of(self, pool: str) -> float:
         return float(getattr(self, pool))
@@ -82,7 +84,7 @@ class PassRateCurriculum:
         weights: relative draw weight per pool (:class:`Weights`).
         window: how many recent scored groups of a task decide its pool.
         threshold: a scored rollout passes when its reward is at least this.
-        revisit: a task whose last scored group is more than this many groups old is due
+        revisit: a task last chosen more than this many groups ago is due
             and is chosen first; ``None`` means five times the number of tasks.
     """
 
@@ -109,6 +111,9 @@ class PassRateCurriculum:
         self._first_pass: list[int] = []
         self._history: dict[int, list[Group]] = {}  # task -> its scored groups, in group order
         self._open: dict[int, Group] = {}  # group -> outcomes still arriving
+        self._plan: dict[int, int] = {}  # group -> its task, for the recent planned groups
+        self._planned = 0  # groups 0 .. _planned - 1 are planned
+        self._last_chosen: dict[int, int] = {}  # task -> the last group planned on it
         self._window = Window()
         self._lock = threading.RLock()
 
@@ -131,6 +136,7 @@ class PassRateCurriculum:
             self._first_pass = list(self.tasks)
             random.Random(f"{self.seed}:first").shuffle(self._first_pass)
             self._history = {t: [] for t in self.tasks}
+            self._open, self._plan, self._planned, self._last_chosen = {}, {}, 0, {}
 
     @property
     def revisit(self) -> int:
@@ -177,10 +183,6 @@ class PassRateCurriculum:
         history.insert(bisect.bisect(keys, done.group), done)
         del history[: -max(self.window, 1)]  # only the recent groups are ever read
 
-    def _last_seen(self, task: int) -> int:
-        history = self._history.get(task)
-        return history[-1].group if history else -1
-
     # -- selection ----------------------------------------------------------------------
 
     def choose(self, group: int) -> int:
@@ -188,19 +190,33 @@ class PassRateCurriculum:
         with self._lock:
             if not self.tasks:
                 raise RuntimeError("the curriculum was never started (start(tasks, ...))")
-            if group < len(self._first_pass):
-                task = self._first_pass[group]
-            else:
-                task = self._draw(group)
+            self.plan_through(group)
+            task = self._plan.get(group)
+            if task is None:  # planned so long ago that it was forgotten
+                raise ValueError(f"group {group} was planned too long ago to choose again")
             self._window.rollouts[self.pool(task)] += self.group_size
             return task
 
+    def plan_through(self, group: int) -> None:
+        """Plan every group up to ``group`` with what is known now. Several processes call
+        this for the last group of a generation before they apply its outcomes, so the
+        groups another process served are planned from the same statistics everywhere."""
+        with self._lock:
+            while self._planned <= group:
+                g = self._planned
+                task = self._first_pass[g] if g < len(self._first_pass) else self._draw(g)
+                self._plan[g], self._last_chosen[task] = task, g
+                self._planned += 1
+            for old in [g for g in self._plan if g < self._planned - KEEP_PLANNED]:
+                del self._plan[old]
+
     def _draw(self, group: int) -> int:
         rng = random.Random(f"{self.seed}:{group}")
-        due = [t for t in self.tasks if group - self._last_seen(t) > self.revisit]
+        last = {t: self._last_chosen.get(t, -1) for t in self.tasks}
+        due = [t for t in self.tasks if group - last[t] > self.revisit]
         if due:  # the most overdue first; ties broken by the seeded draw
-            oldest = min(self._last_seen(t) for t in due)
-            return rng.choice([t for t in due if self._last_seen(t) == oldest])
+            oldest = min(last[t] for t in due)
+            return rng.choice([t for t in due if last[t] == oldest])
         weights = [self.weights.of(self.pool(t)) for t in self.tasks]
         if not any(weights):
             return rng.choice(self.tasks)
@@ -241,6 +257,9 @@ class PassRateCurriculum:
                 "group_size": self.group_size,
                 "history": rows([g for t in self.tasks for g in self._history[t]]),
                 "open": rows([self._open[k] for k in sorted(self._open)]),
+                "planned": self._planned,
+                "plan": [[g, self._plan[g]] for g in sorted(self._plan)],
+                "last_chosen": [[t, self._last_chosen[t]] for t in sorted(self._last_chosen)],
             }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -258,6 +277,9 @@ class PassRateCurriculum:
             for history in self._history.values():
                 history.sort(key=lambda g: g.group)
             self._open = {g: Group(g, t, list(r)) for g, t, r in state["open"]}
+            self._planned = int(state["planned"])
+            self._plan = {int(g): int(t) for g, t in state["plan"]}
+            self._last_chosen = {int(t): int(g) for t, g in state["last_chosen"]}
 
 
 def report(curricula: Sequence[PassRateCurriculum]) -> dict[str, float]:

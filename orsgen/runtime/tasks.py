@@ -142,6 +142,7 @@ class Curriculum(Protocol):
     def start(self, tasks: Sequence[int], seed: int, group_size: int) -> None: ...
     def choose(self, group: int) -> int: ...
     def observe(self, group: int, task: int, reward: float | None) -> None: ...
+    def plan_through(self, group: int) -> None: ...
 
 
 class Chooser:
@@ -182,7 +183,8 @@ class Chooser:
             reset, self.handed_out = self.handed_out, self.handed_out + 1
             layout = self.layout
             if layout is not None and layout.world > 1 and reset % layout.rows == 0:
-                self._exchange()
+                generation_start = (reset // layout.rows) * layout.world * layout.rows
+                self._exchange(generation_start // self.group_size)
             group = (reset if layout is None else layout.slot(reset)) // self.group_size
             if self._current is None or self._current[0] != group:
                 if self.curriculum is None:
@@ -202,9 +204,14 @@ class Chooser:
             else:
                 self.curriculum.observe(group, task, reward)
 
-    def _exchange(self) -> None:
+    def _exchange(self, first_group: int) -> None:
+        """Share the outcomes of the generation before the one whose first global group is
+        ``first_group``. Its groups are all planned first, so every rank plans them from
+        the statistics they were chosen from, whichever rank served them."""
         if self.curriculum is None or self._share is None:
             return
+        if first_group > 0:
+            self.curriculum.plan_through(first_group - 1)
         mine, self._unshared = self._unshared, []
         for outcomes in self._share(mine):
             for group, task, reward in outcomes:
