@@ -19,7 +19,12 @@ pytestmark = pytest.mark.timeout(240)
 
 GOLDEN = ROOT / "generated" / "echo"
 # echo: the smallest package; rich: renames, enums, nested models, task and terminal tools.
-GOLDENS = [GOLDEN, ROOT / "generated" / "rich", ROOT / "bench" / "benchenv"]
+GOLDENS = [
+    GOLDEN,
+    ROOT / "generated" / "rich",
+    ROOT / "bench" / "benchenv",
+    ROOT / "bench" / "coinenv",
+]
 
 
 def files_of(directory: Path) -> dict[str, bytes]:
@@ -39,7 +44,16 @@ def test_committed_package_is_current(orsgen_subprocess, package: Path) -> None:
 
 def test_mypy_strict_passes_on_generated_and_orsgen() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "generated", "orsgen", "bench/benchenv"],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "generated",
+            "orsgen",
+            "bench/benchenv",
+            "bench/coinenv",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -52,7 +66,7 @@ def test_basedpyright_strict_passes_on_generated_and_orsgen() -> None:
     """pyright strict, as most editors run it ([tool.basedpyright] sets only the mode)."""
     proc = subprocess.run(
         [sys.executable, "-m", "basedpyright", "--pythonpath", sys.executable]
-        + ["generated", "orsgen", "bench/benchenv"],
+        + ["generated", "orsgen", "bench/benchenv", "bench/coinenv"],
         cwd=ROOT,
         capture_output=True,
         text=True,

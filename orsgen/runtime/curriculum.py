@@ -132,11 +132,25 @@ class PassRateCurriculum:
         if group_size < 1:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
         with self._lock:
-            self.tasks, self.seed, self.group_size = [int(t) for t in tasks], int(seed), group_size
+            binding = ([int(t) for t in tasks], int(seed), group_size)
+            if self.tasks and self._planned:  # restored from a checkpoint: continue there
+                if binding != (self.tasks, self.seed, self.group_size):
+                    raise ValueError(
+                        "this curriculum was started for other tasks, seed or group size "
+                        f"({len(self.tasks)} tasks, seed={self.seed}, group_size="
+                        f"{self.group_size}): one curriculum serves one stream of tasks"
+                    )
+                return
+            self.tasks, self.seed, self.group_size = binding
             self._first_pass = list(self.tasks)
             random.Random(f"{self.seed}:first").shuffle(self._first_pass)
             self._history = {t: [] for t in self.tasks}
             self._open, self._plan, self._planned, self._last_chosen = {}, {}, 0, {}
+
+    @property
+    def next_group(self) -> int:
+        """The first group never planned: where a resumed run's groups continue."""
+        return self._planned
 
     @property
     def revisit(self) -> int:
@@ -271,6 +285,7 @@ class PassRateCurriculum:
             self.weights = Weights(**parameters["weights"])
             self.window, self.threshold = int(parameters["window"]), float(parameters["threshold"])
             self.revisit_after = parameters["revisit"]
+            self.tasks, self._planned = [], 0  # a fresh start, then the saved state
             self.start(state["tasks"], state["seed"], state["group_size"])
             for group, task, rewards in state["history"]:
                 self._history[task].append(Group(group, task, list(rewards)))

@@ -143,6 +143,8 @@ class Curriculum(Protocol):
     def choose(self, group: int) -> int: ...
     def observe(self, group: int, task: int, reward: float | None) -> None: ...
     def plan_through(self, group: int) -> None: ...
+    @property
+    def next_group(self) -> int: ...
 
 
 class Chooser:
@@ -167,8 +169,10 @@ class Chooser:
         self.seed = seed
         self.group_size = group_size
         self.curriculum, self.layout, self._share = curriculum, layout, share
+        self._first_group = 0  # a curriculum restored from a checkpoint continues there
         if curriculum is not None:
             curriculum.start(self.tasks, seed, group_size)
+            self._first_group = curriculum.next_group
         self._lock = threading.Lock()
         self._current: tuple[int, int] | None = None  # (group, task) last chosen
         self._unshared: list[tuple[int, int, float | None]] = []
@@ -184,8 +188,9 @@ class Chooser:
             layout = self.layout
             if layout is not None and layout.world > 1 and reset % layout.rows == 0:
                 generation_start = (reset // layout.rows) * layout.world * layout.rows
-                self._exchange(generation_start // self.group_size)
-            group = (reset if layout is None else layout.slot(reset)) // self.group_size
+                self._exchange(self._first_group + generation_start // self.group_size)
+            slot = reset if layout is None else layout.slot(reset)
+            group = self._first_group + slot // self.group_size
             if self._current is None or self._current[0] != group:
                 if self.curriculum is None:
                     task = group_task(self.tasks, self.seed, group)
@@ -210,7 +215,7 @@ class Chooser:
         the statistics they were chosen from, whichever rank served them."""
         if self.curriculum is None or self._share is None:
             return
-        if first_group > 0:
+        if first_group > self._first_group:
             self.curriculum.plan_through(first_group - 1)
         mine, self._unshared = self._unshared, []
         for outcomes in self._share(mine):
