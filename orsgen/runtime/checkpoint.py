@@ -1,7 +1,8 @@
 """The curriculum's state in TRL's checkpoints, so ``resume_from_checkpoint`` continues it.
 
     from orsgen.runtime.checkpoint import CurriculumCheckpoint
-    from orsgen.runtime.curriculum import PassRateCurriculum
+    from orsgen.runtime import tasks
+from orsgen.runtime.curriculum import PassRateCurriculum
 
     curriculum = PassRateCurriculum()
     trainer = GRPOTrainer(..., environment_factory=partial(Env, curriculum=curriculum),
@@ -9,8 +10,9 @@
     trainer.train(resume_from_checkpoint=True)
 
 Every save writes ``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
-(``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``; only the main
-process writes: every rank holds the same state). A run that starts at a saved step (a
+(``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``). Under several
+processes the ranks first share the step's outcomes (a collective: every rank saves), so
+they hold the same state, and only the main process writes it. A run that starts at a saved step (a
 resumed run: transformers restores ``state.global_step`` before ``on_train_begin``) loads
 that file back before the first reset chooses a task.
 
@@ -27,6 +29,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
+from orsgen.runtime import tasks
 from orsgen.runtime.curriculum import PassRateCurriculum
 
 FILE = "orsgen_curriculum.json"
@@ -68,6 +71,11 @@ class CurriculumCheckpoint:
         self.restored_from = saved
 
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        # Every rank saves (transformers calls on_save everywhere): the outcomes of this
+        # step's generation are shared first, so the state saved is every rank's.
+        for chooser in tasks.choosers().all():
+            if chooser.curriculum is self.curriculum:
+                chooser.synchronize()
         if not getattr(state, "is_world_process_zero", True):
             return
         target = path(args.output_dir, int(state.global_step))

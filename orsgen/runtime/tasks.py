@@ -209,6 +209,19 @@ class Chooser:
             else:
                 self.curriculum.observe(group, task, reward)
 
+    def synchronize(self) -> None:
+        """Share the outcomes of the generation in progress now, not at the next one's
+        first reset: every rank calls it at the same point (a checkpoint's save, the end of
+        training), after which all ranks hold the same curriculum state."""
+        with self._lock:
+            layout = self.layout
+            if layout is None or layout.world <= 1 or self.handed_out == 0:
+                return
+            generations = -(-self.handed_out // layout.rows)  # the ones that started
+            self._exchange(
+                self._first_group + generations * layout.world * layout.rows // self.group_size
+            )
+
     def _exchange(self, first_group: int) -> None:
         """Share the outcomes of the generation before the one whose first global group is
         ``first_group``. Its groups are all planned first, so every rank plans them from
