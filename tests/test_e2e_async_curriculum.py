@@ -54,7 +54,7 @@ def test_async_rollout_loop_follows_the_curriculum(
         tokenizer = tiny_model.build_tokenizer(
             tiny_model._render_corpus([probe.echo], episodes, "echo")
         )
-        samples, pushed = run_rollouts(
+        run = run_rollouts(
             functools.partial(ScoredCoinEchoAdapter, base_url=server.url, curriculum="pass_rate"),
             tokenizer,
             NUM_GENERATIONS,
@@ -64,6 +64,7 @@ def test_async_rollout_loop_follows_the_curriculum(
         )
     finally:
         server.stop()
+    samples, pushed = run.samples, run.metrics
 
     groups: dict[int, list[int]] = defaultdict(list)
     for sample in samples:

@@ -59,7 +59,7 @@ def test_async_rollout_loop_with_environment_owned_data(
         tokenizer = tiny_model.build_tokenizer(
             tiny_model._render_corpus([probe.echo, probe.hint], episodes, "echo")
         )
-        samples, pushed = run_rollouts(
+        run = run_rollouts(
             functools.partial(ScoredTrustAdapter, base_url=server.url),
             tokenizer,
             NUM_GENERATIONS,
@@ -68,6 +68,7 @@ def test_async_rollout_loop_with_environment_owned_data(
         )
     finally:
         server.stop()
+    samples, pushed = run.samples, run.metrics
 
     # Every group on one task, and the tasks vary.
     groups: dict[int, list[str]] = defaultdict(list)
