@@ -4,6 +4,7 @@ unseen first, rare but never dropped, seeded, order-free and resumable. Pure and
 from __future__ import annotations
 
 import json
+import pickle
 import random
 
 import pytest
@@ -139,3 +140,11 @@ def test_make_and_bad_parameters() -> None:
         PassRateCurriculum(weights={"learning": 0.0})
     with pytest.raises(RuntimeError, match="never started"):
         PassRateCurriculum().choose(0)
+
+
+def test_pickles_with_its_state() -> None:
+    made = _started(seed=4)
+    _run(made, range(30), random.Random(2))
+    again = pickle.loads(pickle.dumps(made))
+    assert again.state_dict() == made.state_dict()
+    assert [again.choose(g) for g in range(30, 60)] == [made.choose(g) for g in range(30, 60)]

@@ -117,6 +117,16 @@ class PassRateCurriculum:
         self._window = Window()
         self._lock = threading.RLock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (AsyncGRPO pickles the environment factory into its rollout child)."""
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     def parameters(self) -> dict[str, Any]:
         return {
             "weights": {p: self.weights.of(p) for p in POOLS},
