@@ -290,7 +290,7 @@ _ALLOWED_EXPR = (
     ast.arguments,
 )
 _ALLOWED_CALLS = frozenset({"Field", "ConfigDict"})
-_ALLOWED_IMPORTS = frozenset({"__future__", "typing", "pydantic", "enum"})
+_ALLOWED_IMPORTS = frozenset({"__future__", "typing", "pydantic", "enum", model_defaults.RUNTIME})
 
 
 def _check_class(node: ast.ClassDef) -> None:

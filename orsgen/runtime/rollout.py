@@ -11,7 +11,6 @@ as a :class:`~orsgen.runtime.errors.ToolCallFailure`, so that TRL counts it.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import warnings
@@ -61,7 +60,6 @@ class RolloutState:
     _max_sessions: int | None
     _rollout_timeout: float | None
     _book: RolloutBook
-    WIRE_NAMES: ClassVar[Mapping[str, tuple[str, Mapping[str, str]]]]
 
     def _call_once(self, wire_name: str, arguments: dict[str, Any]) -> Content | ToolCallFailure:
         raise NotImplementedError
@@ -115,12 +113,12 @@ class RolloutState:
         self.last_output = text
         return text
 
-    def _fail(self, message: str) -> NoReturn:
-        """A call the model got wrong before anything was sent (client-side validation,
-        called by generated methods): recorded, then raised so that TRL counts it."""
-        method = sys._getframe(1).f_code.co_name  # pyright: ignore[reportPrivateUsage]
-        wire = self.WIRE_NAMES.get(method, (method, {}))[0]
-        self._raise(wire, {}, ToolInputError(wire, "invalid_arguments", message), time.monotonic())
+    def _fail(self, wire_name: str, message: str) -> NoReturn:
+        """A call the model got wrong before anything was sent (client-side validation;
+        generated methods pass their tool's wire name): recorded, then raised so that TRL
+        counts it."""
+        failure = ToolInputError(wire_name, "invalid_arguments", message)
+        self._raise(wire_name, {}, failure, time.monotonic())
 
     def _raise(
         self, wire_name: str, arguments: dict[str, Any], failure: ToolCallFailure, start: float
