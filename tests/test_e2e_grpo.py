@@ -46,25 +46,30 @@ def _episodes(url: str, dataset: Any) -> list[Any]:
     return episodes
 
 
-@pytest.mark.timeout(300)
-def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path: Path) -> None:
+def _warmed_model(server: ors_server.RunningServer, tmp_path: Path) -> tuple[Any, Path]:
+    """The echo tasks, and a tiny model warmed up on them so that it makes real tool calls."""
     import torch
-    from trl import GRPOTrainer
 
     torch.set_num_threads(1)
-    tiny = tiny_model
-    server = ors_servers.own(ECHO_ENV)  # a server of its own: the counts are this test's alone
-
     train_dataset = load_tasks(base_url=server.url)
     assert train_dataset["target"] == ["apple", "banana", "cherry", "damson"]
     probe = EchoEnv(base_url=server.url)  # no I/O: only to hand the tool methods to the builder
-    model_dir = tiny.build_tiny_model(
+    model_dir = tiny_model.build_tiny_model(
         tmp_path / "tiny",
         tools=[probe.echo, probe.hint],
         episodes=_episodes(server.url, train_dataset),
         tool_name="echo",
     )
     assert server.wait_sessions(0) == 0
+    return train_dataset, model_dir
+
+
+@pytest.mark.timeout(300)
+def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path: Path) -> None:
+    from trl import GRPOTrainer
+
+    server = ors_servers.own(ECHO_ENV)  # a server of its own: the counts are this test's alone
+    train_dataset, model_dir = _warmed_model(server, tmp_path)
     server.reset_counts()
 
     returned: list[float | None] = []
@@ -122,6 +127,43 @@ def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path
     # adapters, the server holds none.
     assert open_after_train >= 1, open_after_train
     assert envs, "the trainer made no environments"
+    assert server.wait_sessions(0, timeout=30) == 0
+
+
+@pytest.mark.timeout(300)
+def test_the_generated_outcome_reward_puts_ors_metrics_in_the_trainers_log(
+    ors_servers: ors_server.Servers, tmp_path: Path
+) -> None:
+    """issue 23: ``reward_funcs=outcome_reward`` exactly as the README shows, the function
+    imported from the generated package (not the runtime's), and TRL's ``log_metric``
+    reaches the runtime through it: ``ors/*`` land in ``trainer.state.log_history``, next
+    to TRL's own figures of the same step (``_calculate_rewards`` passes ``log_metric`` to
+    every reward function, trl/trainer/grpo_trainer.py around line 1585)."""
+    from trl import GRPOTrainer
+
+    assert outcome_reward.__module__ == "generated.echo.rewards"
+    server = ors_servers.own(ECHO_ENV)
+    train_dataset, model_dir = _warmed_model(server, tmp_path)
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        args=tiny_model.cpu_grpo_config(tmp_path / "out", max_steps=2),
+        train_dataset=train_dataset,
+        environment_factory=functools.partial(EchoEnv, base_url=server.url),
+        reward_funcs=outcome_reward,
+    )
+    try:
+        trainer.train()
+    finally:
+        EchoEnv.close_all()
+
+    steps = [h for h in trainer.state.log_history if "rewards/outcome_reward/mean" in h]
+    assert len(steps) == 2, trainer.state.log_history
+    for logged in steps:
+        ors = {k: v for k, v in logged.items() if k.startswith("ors/")}
+        # Each step scored its own 2 rollouts (one group of num_generations=2).
+        assert ors.get("ors/rollouts") == 2.0, logged
+        assert {"ors/scored_frac", "ors/finished_frac", "ors/open_sessions"} <= set(ors), logged
+        assert ors["ors/scored_frac"] in (0.0, 0.5, 1.0), logged
     assert server.wait_sessions(0, timeout=30) == 0
 
 
