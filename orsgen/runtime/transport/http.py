@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from orsgen.runtime.process import Process, at_shutdown, current
+from orsgen.runtime.transport.process import Process, at_shutdown, current
 
 if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated package
     import aiohttp
