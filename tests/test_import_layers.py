@@ -190,3 +190,46 @@ def test_one_runtime_module_touches_private_openreward_modules() -> None:
     users = {name: _private_openreward(mods) for name, mods in runtime_imports().items()}
     users = {name: mods for name, mods in users.items() if mods}
     assert set(users) == {"orsgen.runtime.transport.sdk"}, users
+
+
+def _private_reads(tree: ast.AST) -> set[str]:
+    """``x._name`` (or ``getattr(x, "_name", ...)``) where ``x`` is not ``self`` or ``cls``
+    (dunders aside)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and node.args[1].value.startswith("_")
+            and not node.args[1].value.startswith("__")
+        ):
+            found.add(f"getattr({ast.unparse(node.args[0])}, {node.args[1].value!r})")
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
+            found.add(f"{ast.unparse(node.value)}.{node.attr}")
+    return found
+
+
+# Objects that are not the runtime's: the SDK's private API (sdk.py alone, see above), the
+# stack frame the generated methods' _fail reads, namedtuple's public _replace, and the
+# start arguments of AsyncGRPO's rollout process (trainer_facts.py alone reads them).
+FOREIGN_PRIVATE = {"sys._getframe", "parsed._replace"}
+FOREIGN_PRIVATE |= {f"getattr(process, {name!r})" for name in ("_target", "_args", "_kwargs")}
+
+
+def test_no_runtime_module_reads_another_objects_private_attribute() -> None:
+    reads = {
+        path.name: sorted(_private_reads(ast.parse(path.read_text(encoding="utf-8"))))
+        for path in sorted(RUNTIME.rglob("*.py"))
+        if path.name != "sdk.py"
+    }
+    reads = {name: [r for r in found if r not in FOREIGN_PRIVATE] for name, found in reads.items()}
+    assert {name: found for name, found in reads.items() if found} == {}
