@@ -2,7 +2,7 @@
 that visits every task once per pass, handed out in blocks of the group size, restricted
 by ``num_tasks`` / ``indices``, and refused (not mixed) under several processes.
 
-Pure tests of orsgen/runtime/tasks.py, then the adapter against a real trustenv server.
+Pure tests of orsgen/runtime/rollouts/tasks.py, then the adapter against a real trustenv server.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 import itertools
 import logging
 
-import pytest
-
 import ors_server
+import pytest
 from envs.trust_support import TRUST_ENV, TrustAdapter
-from orsgen.runtime import tasks, trainer
-from orsgen.runtime.tasks import TaskChoiceError
+
+from orsgen.runtime.rollouts import tasks, trainer_facts
+from orsgen.runtime.rollouts.tasks import TaskChoiceError
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 
@@ -26,7 +26,7 @@ PLACEHOLDER = {
 
 @pytest.fixture(autouse=True)
 def _fresh_choosers() -> None:
-    tasks.choosers().clear()
+    tasks.samplers().clear()
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_adapter_chooses_groups_of_one_task(server, caplog) -> None:  # type: ig
         for _step in range(6):
             for env in envs:  # TRL resets a group's slots one after another
                 prompts.append(env.reset(**PLACEHOLDER))
-                assert env._book.episode.chosen
+                assert env.rollout.episode.chosen
     finally:
         for env in envs:
             env.close()
@@ -103,7 +103,7 @@ def test_an_explicit_task_is_never_overridden(server) -> None:  # type: ignore[n
     env = TrustAdapter(base_url=server.url, group_size=2)
     try:
         assert env.reset(task_index=3, **PLACEHOLDER) == "Call echo with the word 'damson'."
-        assert env._book.episode.chosen is False
+        assert env.rollout.episode.chosen is False
     finally:
         env.close()
 
@@ -127,7 +127,7 @@ def test_several_processes_raise_instead_of_mixing(server, monkeypatch) -> None:
 
 
 class _FakeTrainer:
-    """Only what trainer.facts() reads of a GRPOTrainer: num_generations, environments, args.seed."""
+    """Only what trainer_facts.facts() reads of a GRPOTrainer: num_generations, environments, args.seed."""
 
     class args:  # noqa: N801 - mirrors trainer.args
         seed = 11
@@ -151,5 +151,5 @@ def test_group_size_and_seed_come_from_the_calling_trainer(server) -> None:  # t
 
 
 def test_trainer_facts_outside_any_trainer() -> None:
-    assert trainer.facts() is None
-    assert trainer.worker_metrics_queue() is None
+    assert trainer_facts.facts() is None
+    assert trainer_facts.worker_metrics_queue() is None

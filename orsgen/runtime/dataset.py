@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from orsgen.jsonobject import is_object
-from orsgen.runtime import health
-from orsgen.runtime.endpoint import Endpoint, resolve_all
 from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
-from orsgen.runtime.process import current
-from orsgen.runtime.sdk import environment, stateless
+from orsgen.runtime.transport import health
+from orsgen.runtime.transport.endpoint import Endpoint, resolve_all
+from orsgen.runtime.transport.process import current
+from orsgen.runtime.transport.sdk import environment, stateless
 
 if TYPE_CHECKING:
     # Re-exported for generated packages; `datasets` ships no type information (see pyproject).

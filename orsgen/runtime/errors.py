@@ -12,7 +12,7 @@ stays reachable as ``__cause__``. A failed tool call raises a :class:`ToolCallFa
     ├── SessionOpenError: reset() could not open a session
     │   └── EnvironmentUnavailableError: strict=True, the server stayed away past reconnect_for
     ├── TaskLoadError: load_tasks() could not fetch the task list
-    └── ToolDriftError (orsgen.runtime.drift): strict=True, the live tools differ
+    └── ToolDriftError (orsgen.runtime.sessions.drift): strict=True, the live tools differ
 
     ToolCallFailure (OrsRuntimeError): a tool call failed; raised from the tool method so
     that TRL counts it (``tools/failure_frequency``, AsyncGRPO's ``tools/<name>/failure_total``)

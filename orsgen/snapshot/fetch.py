@@ -8,12 +8,13 @@ from typing import Any
 
 import aiohttp
 
-from orsgen.diagnostics import Diagnostic, warning
-from orsgen.runtime.endpoint import Endpoint, session_secrets
-from orsgen.runtime.errors import describe
-from orsgen.runtime.process import current
-from orsgen.runtime.sdk import environment
 from orsgen.canonical import spec_dict
+from orsgen.diagnostics import Diagnostic, warning
+from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.runtime.errors import describe
+from orsgen.runtime.transport.endpoint import Endpoint, session_secrets
+from orsgen.runtime.transport.process import current
+from orsgen.runtime.transport.sdk import environment
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.retries import ask
 from orsgen.snapshot.splits import choose_split
@@ -27,7 +28,6 @@ from orsgen.snapshot.stored import (
     TerminalTool,
     ToolSpec,
 )
-from orsgen.jsonobject import as_array, as_object, is_object
 
 Progress = Callable[[str], None]
 # Seconds a probe waits for a prompt (it waits for the environment's setup).

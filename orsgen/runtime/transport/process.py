@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, TypeVar, cast
 
-from orsgen.runtime.loop import LoopThread
+from orsgen.runtime.transport.loop import LoopThread
 
 K = TypeVar("K")
 V = TypeVar("V")

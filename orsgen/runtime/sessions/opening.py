@@ -1,12 +1,13 @@
 """Opening a rollout's session: what every session of one adapter is opened with, which
 prefetch stream its resets share, and one reset's open under the call policy: on which of
-several servers (:mod:`orsgen.runtime.placement`), in which place under the session cap
-(:mod:`orsgen.runtime.places`), and waiting out outages and capacity refusals."""
+several servers (:mod:`orsgen.runtime.sessions.placement`), in which place under the session cap
+(:mod:`orsgen.runtime.sessions.cap`), and waiting out outages and capacity refusals."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,18 +15,19 @@ from typing import Any
 
 from orsgen.canonical import sha256_of
 from orsgen.jsonobject import is_object
-from orsgen.runtime import drift, health, placement, places, pool, sdk
-from orsgen.runtime.endpoint import Endpoint, resolve_all
 from orsgen.runtime.errors import (
     EnvironmentUnavailableError,
     ServerNotConfiguredError,
     SessionOpenError,
     describe,
 )
-from orsgen.runtime.health import Action, CallPolicy, ServerHealth
-from orsgen.runtime.options import task_key
-from orsgen.runtime.process import current
-from orsgen.runtime.sdk import Opened
+from orsgen.runtime.sessions import cap, drift, placement, pool
+from orsgen.runtime.transport import health, sdk
+from orsgen.runtime.transport.endpoint import Endpoint, resolve_all
+from orsgen.runtime.transport.health import ServerHealth
+from orsgen.runtime.transport.policy import Action, CallPolicy
+from orsgen.runtime.transport.process import current
+from orsgen.runtime.transport.sdk import Opened
 
 # How long a failed reset may spend asking how many tasks its split has.
 COUNT_TIMEOUT = 10.0
@@ -48,6 +50,16 @@ async def _num_tasks(endpoint: Endpoint, split: str) -> object:
     return answer.get("num_tasks") if is_object(answer) else None
 
 
+def task_key(index: int | None, task_spec: Mapping[str, Any] | None) -> tuple[str, str]:
+    """Which task a reset opens, as a hashable key (equal keys: one GRPO group)."""
+    if index is not None:
+        return ("index", str(index))
+    try:
+        return ("spec", json.dumps(task_spec, sort_keys=True, default=repr))
+    except (TypeError, ValueError):
+        return ("spec-id", str(id(task_spec)))
+
+
 @dataclass(frozen=True, eq=False)
 class SessionOptions:
     """Where and how an adapter's sessions open. Secrets and overrides stay out of ``repr``."""
@@ -58,7 +70,9 @@ class SessionOptions:
     keepalive: float | None
     toolset: str | None
     env_overrides: dict[str, str] | None = field(repr=False)
-    group_size: int | None  # None: learned from the resets; 1: no prefetch
+    # How many consecutive resets of one task open at once (GRPO's group, prefetch):
+    # None learns it from the resets, 1 turns prefetch off.
+    prefetch_group: int | None
     open_timeout: float
     reconnect_for: float
     strict: bool
@@ -115,7 +129,7 @@ class SessionOptions:
         owner: type,
         index: int | None,
         task_spec: Mapping[str, Any] | None,
-        claim: places.Claim | None = None,
+        claim: cap.Claim | None = None,
     ) -> Opened:
         opener = functools.partial(
             sdk.open_session,
@@ -134,8 +148,10 @@ class SessionOptions:
         key = task_key(index, task_spec)
         try:
             stream = self.prefetcher(owner)
-            return stream.take(key, opener, self.group_size, check, self.open_timeout, claim, url)
-        except (places.NoPlace, places.SessionCapError):
+            return stream.take(
+                key, opener, self.prefetch_group, check, self.open_timeout, claim, url
+            )
+        except (cap.NoPlace, cap.SessionCapError):
             raise
         except Exception as exc:
             if index is not None and _is_bad_request(exc) and self._split_is_empty():
@@ -199,7 +215,7 @@ class _Attempt:
         task_spec: Mapping[str, Any] | None,
     ) -> None:
         self.options, self.owner, self.index, self.task_spec = options, owner, index, task_spec
-        self.claim = places.claim(owner, options.max_sessions, options.reconnect_for)
+        self.claim = cap.claim(owner, options.max_sessions, options.reconnect_for)
         self.servers = options.servers or (options.endpoint,)
         self.failed: set[str] = set()  # servers that did not answer this open
         self.refused: dict[str, ServerHealth] = {}  # servers that refused it, for the log
@@ -216,8 +232,8 @@ class _Attempt:
             if action is Action.GO:
                 try:
                     opened = here.take(self.owner, self.index, self.task_spec, self.claim)
-                except places.NoPlace as exc:
-                    return self._past_window(here, policy, exc)
+                except cap.NoPlace as exc:
+                    return self._past_window(here, exc)
                 except SessionOpenError as exc:
                     err = exc
                     action = self._after_failure(here, policy, exc.__cause__)
@@ -229,7 +245,7 @@ class _Attempt:
                     policy.succeeded()
                     self.accepted = True
                     return opened
-            return self._past_window(here, policy, err)
+            return self._past_window(here, err)
 
     def _pick(self) -> Endpoint:
         """The server for the next try: fewest open sessions of this class among those up
@@ -242,7 +258,7 @@ class _Attempt:
             record.probe_later()  # a server that is down rejoins when it answers
         candidates = [u for u in urls if u not in self.failed] or urls
         down = {u: records[u].down_since for u in candidates}
-        chosen = candidates[placement.choose(candidates, places.of(self.owner).open_on(), down)]
+        chosen = candidates[placement.choose(candidates, cap.of(self.owner).open_on(), down)]
         return self.servers[urls.index(chosen)]
 
     def _after_failure(
@@ -263,14 +279,12 @@ class _Attempt:
                 return Action.RETRY  # another server may answer: try it at once
         return policy.open_failed(cause)
 
-    def _past_window(
-        self, here: SessionOptions, policy: CallPolicy, err: BaseException | None
-    ) -> Opened | None:
+    def _past_window(self, here: SessionOptions, err: BaseException | None) -> Opened | None:
         """The window passed: degrade (``None``), or with ``strict`` raise."""
         if not self.options.strict:
             return None
         failed = here.failure(self.index)
-        if isinstance(err, places.NoPlace):
+        if isinstance(err, cap.NoPlace):
             raise EnvironmentUnavailableError(f"{failed}: {err} (strict=True)") from None
         cause = err.__cause__ if err is not None else None
         last = f"; last: {describe(cause)}" if cause is not None else ""

@@ -3,7 +3,7 @@
 The SDK is asyncio-based. Running every adapter's coroutines on one shared loop
 lets sessions open concurrently, gives every call a bounded timeout, and keeps
 the SDK's keepalive pings alive between tool calls. The process's
-:class:`~orsgen.runtime.process.Process` owns the one :class:`LoopThread`.
+:class:`~orsgen.runtime.transport.process.Process` owns the one :class:`LoopThread`.
 """
 
 from __future__ import annotations

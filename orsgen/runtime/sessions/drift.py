@@ -22,12 +22,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orsgen.canonical import sha256_of
-from orsgen.canonical import spec_dict as spec_dict  # re-exported: older callers import it here
+from orsgen.canonical import sha256_of, spec_dict
 from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime.errors import OrsRuntimeError
-from orsgen.runtime.process import Records, current
+from orsgen.runtime.transport.process import Records, current
 
 
 class ToolDriftWarning(UserWarning):
@@ -263,4 +262,5 @@ def enforce(cls: type, strict: bool, where: str, url: str = "") -> None:
     if strict:
         raise ToolDriftError(message)
     if warn:
-        warnings.warn(message, ToolDriftWarning, stacklevel=3)
+        # enforce <- AdapterRollout.open <- OrsAdapter.reset <- the caller of reset()
+        warnings.warn(message, ToolDriftWarning, stacklevel=4)

@@ -30,10 +30,10 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any
 
-from orsgen.runtime import sdk
-from orsgen.runtime.places import Claim, Place
-from orsgen.runtime.process import Process, Records, at_shutdown, current
-from orsgen.runtime.sdk import Opened
+from orsgen.runtime.sessions.cap import Claim, Place
+from orsgen.runtime.transport import sdk
+from orsgen.runtime.transport.process import Process, Records, at_shutdown, current
+from orsgen.runtime.transport.sdk import Opened
 
 # How long an explicit ``adapter.close()`` or ``close_all()`` waits before leaving the rest
 # to the background; and the bound for closing what is left at interpreter exit.
@@ -351,7 +351,7 @@ def _place(claim: Claim | None, url: str, wait: bool) -> Place | None:
 
 def _open(opener: Opener, fetch_tools: bool, place: Place | None = None) -> Pending:
     """Start opening one session. Every session this process opens starts here, with its
-    place under the session cap (:mod:`orsgen.runtime.places`) already taken."""
+    place under the session cap (:mod:`orsgen.runtime.sessions.cap`) already taken."""
     return Pending(opener(fetch_tools), place)
 
 

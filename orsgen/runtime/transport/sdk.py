@@ -9,7 +9,7 @@ session, and group judging. All of it runs on the runtime loop.
 The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and
 keeps pinging a session the server has forgotten (after a restart it answers 404 "Active
 environment not found") for minutes. These stay quiet while the server is away
-(:mod:`orsgen.runtime.health` logs that once), and on the server's "not found" mark the
+(:mod:`orsgen.runtime.transport.health` logs that once), and on the server's "not found" mark the
 session lost, log one line and stop.
 """
 
@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orsgen.runtime import health, http
-from orsgen.runtime.blocks import blocks_to_text
-from orsgen.runtime.endpoint import Endpoint
 from orsgen.runtime.errors import describe
-from orsgen.runtime.process import current
+from orsgen.runtime.images import blocks_to_text
+from orsgen.runtime.transport import health, http
+from orsgen.runtime.transport.endpoint import Endpoint
+from orsgen.runtime.transport.process import current
 
 log = logging.getLogger("orsgen.runtime")
 
@@ -55,7 +55,7 @@ class Opened:
     prompt: str
     tools: list[Any] | None = None
     blocks: list[Any] = field(default_factory=list)
-    # Where it was opened, and its place under the session cap (``orsgen.runtime.places``).
+    # Where it was opened, and its place under the session cap (``orsgen.runtime.sessions.cap``).
     endpoint: Endpoint | None = None
     place: Any = None
 
@@ -236,7 +236,7 @@ async def close_async(session: Any) -> None:
 
 
 def client_for(url: str, *, env_server: bool = True) -> Any:
-    """The process's HTTP client for a server URL (:func:`orsgen.runtime.http.client`), on
+    """The process's HTTP client for a server URL (:func:`orsgen.runtime.transport.http.client`), on
     the runtime loop. ``env_server`` gives it the SDK's narrow retry policy for environment
     servers, as ``AsyncEnvironmentsAPI.get`` sets it (also when the URL's client came first
     as an API client)."""
@@ -251,7 +251,7 @@ async def environment(endpoint: Endpoint) -> Any:
 
     Addressing the environment by name (the SDK's ``variant``) puts it in every
     path, so no call pays for the server's redirect to the default environment.
-    The HTTP clients are orsgen's (see :mod:`orsgen.runtime.http`), one per URL
+    The HTTP clients are orsgen's (see :mod:`orsgen.runtime.transport.http`), one per URL
     and process, shared by every adapter.
     """
     target = endpoint.deployment or endpoint.env_name or "env"

@@ -1,9 +1,9 @@
-"""One rollout's record, and what its outcome is.
+"""One rollout's record, its state, and what its outcome is.
 
-An adapter keeps one :class:`Episode` per rollout: which task it opened (and whether the
+Each rollout (:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`) is in one
+:class:`RolloutState` and keeps one :class:`Episode`: which task it opened (and whether the
 adapter chose it), how long the reset took, and every tool call (tool, arguments, a
-truncated output, reward, failure, seconds). The reward functions, the metrics and the
-trajectory log all read the rollout through it.
+truncated output, reward, failure, seconds).
 
 A rollout ends in one of three outcomes (:func:`classify`):
 
@@ -20,6 +20,7 @@ A rollout ends in one of three outcomes (:func:`classify`):
 
 from __future__ import annotations
 
+import enum
 import json
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,24 @@ MAX_OUTPUT_TEXT = 500
 MAX_ARGUMENTS_TEXT = 2000
 
 Kind = Literal["scored", "unfinished", "failed"]
+
+
+class RolloutState(enum.Enum):
+    """Where a rollout is. A rollout that went ``VOID`` fails; one that went ``TIMED_OUT``
+    (even after being void or released) is unfinished, unless it was void; the others are
+    scored when a call scored (else unfinished, or failed when the environment failed)."""
+
+    OPENING = "opening"  # no session yet: reset() has not opened one (or raised)
+    OPEN = "open"  # the session is open and the episode runs
+    FINISHED = "finished"  # the environment said the episode is over; the session is held
+    RELEASED = "released"  # finished and scored, the session closed to free its place
+    TIMED_OUT = "timed_out"  # rollout_timeout passed: unfinished, whatever scored before
+    VOID = "void"  # the session was lost, or the rollout ran degraded: unscored
+
+    @property
+    def finished(self) -> bool:
+        """Whether the episode is over (the adapter's ``finished``)."""
+        return self not in (RolloutState.OPENING, RolloutState.OPEN)
 
 
 @dataclass(frozen=True)
@@ -118,6 +137,11 @@ class Episode:
         return call
 
     @property
+    def opened(self) -> bool:
+        """Whether the rollout's reset got as far as opening a session for a task."""
+        return self.task_index is not None or self.task_spec
+
+    @property
     def environment_failure(self) -> str | None:
         """Why the environment failed this rollout, when it did."""
         if self.void_reason is not None:
@@ -151,24 +175,3 @@ def classify(
     else:
         reason = "no call scored"
     return Outcome(unfinished_reward, "unfinished", reason, finished)
-
-
-def record(
-    episode: Episode, outcome: Outcome, env: str, split: str, finished: bool
-) -> dict[str, Any]:
-    """The trajectory line of a rollout. No secret, override or task-spec content."""
-    return {
-        "env": env,
-        "split": split,
-        "task_index": episode.task_index,
-        "task_spec": episode.task_spec,
-        "task_chosen": episode.chosen,
-        "outcome": outcome.kind,
-        "why_unscored": outcome.reason,
-        "reward": outcome.reward,
-        "finished": finished,
-        "reset_s": round(episode.reset_seconds, 4),
-        "duration_s": round(time.time() - episode.started_at, 4),
-        "started_at": round(episode.started_at, 3),
-        "calls": [c.record() for c in episode.calls],
-    }

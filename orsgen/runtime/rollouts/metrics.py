@@ -34,9 +34,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from orsgen.runtime import trainer
-from orsgen.runtime.episode import Outcome
-from orsgen.runtime.process import current
+from orsgen.runtime.rollouts import trainer_facts
+from orsgen.runtime.rollouts.episode import Outcome
+from orsgen.runtime.sessions import drift, pool
+from orsgen.runtime.transport.process import current
 
 Rate = tuple[float, float]
 
@@ -116,9 +117,21 @@ class Window:
 _gauges: dict[str, Callable[[], float]] = {}
 
 
+def _open_sessions() -> float:
+    return float(sum(1 for slot in pool.sessions().held() if slot.session is not None))
+
+
+def _drifted() -> float:
+    return 1.0 if drift.drifted() else 0.0
+
+
 def gauge(name: str, read: Callable[[], float]) -> None:
     """Report ``read()`` as ``name`` with every drained window."""
     _gauges[name] = read
+
+
+gauge("ors/open_sessions", _open_sessions)
+gauge("ors/drift", _drifted)
 
 
 def _read_gauges() -> dict[str, float]:
@@ -133,7 +146,7 @@ def _read_gauges() -> dict[str, float]:
 
 class Accumulator:
     """The counts of one process since the last drain (a
-    :meth:`~orsgen.runtime.process.Process.part`: a forked child starts from zero).
+    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child starts from zero).
     Thread-safe."""
 
     def __init__(self) -> None:
@@ -188,7 +201,7 @@ def push_to_worker() -> bool:
     """In AsyncGRPO's rollout child, send this process's window to the worker's metrics
     queue, which the trainer's ``log()`` drains into ``trainer.state.log_history`` next to
     TRL's own ``env/*`` and ``tools/*`` metrics. ``False`` (and nothing drained) anywhere else."""
-    queue = trainer.worker_metrics_queue()
+    queue = trainer_facts.worker_metrics_queue()
     if queue is None:
         return False
     try:

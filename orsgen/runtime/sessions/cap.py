@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orsgen.runtime.errors import OrsRuntimeError
-from orsgen.runtime.process import Records, current
+from orsgen.runtime.transport.process import Records, current
 
 
 class SessionCapError(OrsRuntimeError, ValueError):
@@ -64,12 +64,13 @@ class Places:
         self.owner = owner
         self._cond = threading.Condition()
         self._taken: set[Place] = set()
-        # Live instances of the class: in a sync GRPOTrainer, one per rollout of a step.
-        self._instances: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Live instances of the class (in a sync GRPOTrainer, one per rollout of a step),
+        # each with the cap it was made with.
+        self._instances: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
 
-    def adopt(self, instance: Any) -> None:
+    def adopt(self, instance: Any, limit: int | None) -> None:
         with self._cond:
-            self._instances.add(instance)
+            self._instances[instance] = limit
 
     @property
     def taken(self) -> int:
@@ -124,7 +125,7 @@ class Places:
     def _too_low(self, limit: int) -> str:
         # TRL makes one instance per rollout of a step, all from one factory: count those
         # made with this same cap.
-        pool = sum(1 for i in self._instances if getattr(i, "_max_sessions", None) == limit)
+        pool = sum(1 for made_with in self._instances.values() if made_with == limit)
         needed = max(limit + 1, pool)
         name = self.owner.__name__
         return (

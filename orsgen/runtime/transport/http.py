@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from orsgen.runtime.process import Process, at_shutdown, current
+from orsgen.runtime.transport.process import Process, at_shutdown, current
 
 if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated package
     import aiohttp
@@ -85,7 +85,8 @@ class DrainingClient:
     def post(self, *args: Any, **kwargs: Any) -> _Drained:
         return _Drained(self, self._session.post(*args, **kwargs))
 
-    def _track(self, task: asyncio.Task[None]) -> None:
+    def track_drain(self, task: asyncio.Task[None]) -> None:
+        """Keep a background drain until it ends (``close`` cancels what is left)."""
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)
 
@@ -125,7 +126,7 @@ class _Drained:
         # release; only a body still arriving needs the background read.
         if exc_type is None and response is not None and not response.content.is_eof():
             task = asyncio.get_running_loop().create_task(self._drain(response))
-            self._owner._track(task)  # pyright: ignore[reportPrivateUsage] - its own client
+            self._owner.track_drain(task)
             return
         await self._request.__aexit__(exc_type, exc, tb)
 
