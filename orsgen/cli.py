@@ -81,6 +81,17 @@ def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
+def _seconds(text: str) -> float:
+    """``--timeout``: a positive number of seconds, checked before any network."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that names the closest option for a mistyped one (``--spilt``: did you
     mean ``--split``?); Python 3.11's argparse has no ``suggest_on_error``."""
@@ -158,7 +169,10 @@ def _generate_parser() -> _Parser:
     p.add_argument("--class-name", help="adapter class name (default: from the environment name)")
     p.add_argument("--config", help="config file (default: nearest orsgen.toml or [tool.orsgen])")
     p.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds for the whole snapshot (default 120)"
+        "--timeout",
+        type=_seconds,
+        default=120.0,
+        help="seconds for the whole snapshot (default 120)",
     )
     p.add_argument("--fail-on-warning", action="store_true", help="treat warnings as errors")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -198,7 +212,7 @@ def _check_parser() -> _Parser:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=120.0,
         help="with --live: seconds for the whole snapshot (default 120)",
     )
