@@ -28,6 +28,7 @@ from orsgen.snapshot.stored import (
     ToolSpec,
 )
 from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.wording import plural
 
 Progress = Callable[[str], None]
 # Seconds a probe waits for a prompt (it waits for the environment's setup).
@@ -279,6 +280,12 @@ async def _probe_task_tools(
         shared_specs = {t["name"]: t for t in shared}
         merged = {n: t for n, t in merged.items() if shared_specs.get(n) != t}
     probe.task_tools = [merged[n] for n in sorted(merged)]
+    if options.probe_indices is None and total > 1:  # the other tasks were never asked
+        progress(
+            f"{plural(len(shared), 'shared tool')} + {plural(len(merged), 'task tool')} from "
+            f"the probe of task 0 of {total}; task tools that only other tasks offer need "
+            "--probe-index N"
+        )
     return probe
 
 
