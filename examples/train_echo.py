@@ -187,7 +187,7 @@ def step_lines(terminal: TextIO, total: int) -> Any:
     """A trainer callback that prints one table line per logged step as training runs."""
     from transformers import TrainerCallback
 
-    class StepLines(TrainerCallback):  # type: ignore[misc]
+    class StepLines(TrainerCallback):
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             print(f"training {total} steps; per step:\n{HEADER}", file=terminal, flush=True)
 
