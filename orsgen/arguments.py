@@ -1,11 +1,13 @@
 """argparse as orsgen's commands use it: a mistyped option names the closest valid one,
-and option values are checked before anything else runs (no network on a bad value)."""
+option values are checked before anything else runs (no network on a bad value), and a
+usage error is one line."""
 
 from __future__ import annotations
 
 import argparse
 import re
 from collections.abc import Sequence
+from typing import NoReturn
 
 from orsgen.wording import did_you_mean
 
@@ -33,6 +35,11 @@ class Parser(argparse.ArgumentParser):
         if unknown is not None:  # before parse_args, whose missing -o error would come first
             self.error(f"unrecognized arguments: {unknown}{did_you_mean(unknown, options)}")
         return self.parse_args(argv)
+
+    def error(self, message: str) -> NoReturn:
+        """A usage error is one line, as every other error is (argparse prints its usage
+        block first; ``--help`` shows it)."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _unknown_option(argv: Sequence[str], options: Sequence[str]) -> str | None:

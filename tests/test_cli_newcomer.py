@@ -42,8 +42,8 @@ def test_a_bad_timeout_is_one_line_before_any_network(
     assert run.code == 2, run.stderr
     assert "Traceback" not in run.stderr and "Task exception" not in run.stderr, run.stderr
     assert "connecting" not in run.stderr, run.stderr
-    errors = [line for line in run.stderr.splitlines() if "error:" in line]
-    assert len(errors) == 1 and "--timeout" in errors[0], run.stderr
+    assert run.stderr.count("\n") == 1 and "--timeout" in run.stderr, run.stderr
+    assert run.stderr.startswith("orsgen: error: argument --timeout: "), run.stderr
     assert not out.exists()
 
 
