@@ -190,17 +190,23 @@ def test_demo_training_path_learns_and_reports(
     result = json.loads((results / "rank-0.json").read_text())
     per_step = result["per_step"]
     assert [row["step"] for row in per_step] == [1, 2, 3, 4], per_step
-    # Every step's coverage was counted (this branch's runtime logs no ors/scored_frac), and
-    # the warm-up's right-and-wrong mix gave some group rewards that differ.
+    # Every step's coverage is the runtime's ors/scored_frac, which the generated
+    # outcome_reward logs through TRL; the warm-up's right-and-wrong mix gave some group
+    # rewards that differ.
     assert all(row["coverage"] is not None and 0 < row["coverage"] <= 1 for row in per_step)
     assert any(row["grad_norm"] > 0 for row in per_step), per_step
     assert any(0 < row["reward_mean"] < 1 for row in per_step), per_step
-    # The table, printed: a header and one line per step, with the figures of the result.
+    # The table, printed a line per step as it trains, with the figures of the result; what
+    # TRL prints itself (its per-step dicts, progress bars, warnings) is in train.log.
     lines = printed.splitlines()
     header = lines.index("step  reward mean  reward std  scored  grad norm")
     table = [line.split() for line in lines[header + 1 : header + 5]]
     assert [int(cells[0]) for cells in table] == [1, 2, 3, 4], printed[-3000:]
     assert [cells[4] for cells in table] == [f"{r['grad_norm']:.4f}" for r in per_step]
+    assert f"{out / 'train.log'}" in printed
+    assert "{'loss'" not in printed and "it/s]" not in printed, printed[-3000:]
+    raw = (out / "train.log").read_text()
+    assert raw.count("'rewards/outcome_reward/mean'") == 4, raw[-3000:]
     # ... written next to the run's output, with its plot.
     with (out / "steps.csv").open() as f:
         written = list(csv.DictReader(f))

@@ -378,7 +378,7 @@ def test_a_configuration_change_is_versioned_and_checked(tmp_path: Path) -> None
     stale = _orsgen("check", "gen/echo", cwd=tmp_path)
     assert stale.returncode == 1
     assert (
-        "exclude" in stale.stderr and "['hint']" in stale.stderr and str(pyproject) in stale.stderr
+        "exclude" in stale.stderr and '["hint"]' in stale.stderr and str(pyproject) in stale.stderr
     )
     back = _orsgen(str(pkg / "snapshot.json"), "-o", "gen/echo", cwd=tmp_path)
     assert back.returncode == 0, back.stderr

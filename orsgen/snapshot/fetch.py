@@ -18,6 +18,7 @@ from orsgen.runtime.transport.sdk import environment
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.retries import ask
 from orsgen.snapshot.splits import choose_split
+from orsgen.wording import plural
 from orsgen.snapshot.stored import (
     Environment,
     Identity,
@@ -279,6 +280,12 @@ async def _probe_task_tools(
         shared_specs = {t["name"]: t for t in shared}
         merged = {n: t for n, t in merged.items() if shared_specs.get(n) != t}
     probe.task_tools = [merged[n] for n in sorted(merged)]
+    if options.probe_indices is None and total > 1:  # the other tasks were never asked
+        progress(
+            f"{plural(len(shared), 'shared tool')} + {plural(len(merged), 'task tool')} from "
+            f"the probe of task 0 of {total}; task tools that only other tasks offer need "
+            "--probe-index N"
+        )
     return probe
 
 
