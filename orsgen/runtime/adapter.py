@@ -23,6 +23,7 @@ Training-scale behaviour (see ``docs/runtime.md``):
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
 import threading
 import time
@@ -183,7 +184,7 @@ class OrsAdapter(RolloutState):
         )
         self._endpoint = servers[0]  # then the server of the rollout's session
         self._max_sessions, self._rollout_timeout = max_sessions, rollout_timeout
-        self._split = split or self.DEFAULT_SPLIT
+        self._split = self._default_split = split or self.DEFAULT_SPLIT
         self._timeout = float(timeout)
         self._strict = strict
         self._multimodal = bool(multimodal)
@@ -221,15 +222,20 @@ class OrsAdapter(RolloutState):
         self,
         task_index: int | None = None,
         task_spec: Mapping[str, Any] | None = None,
+        split: str | None = None,
         **row: Any,
     ) -> Content:
-        """Close any previous session, open one for ``task_index`` (or ``task_spec``) and
-        return the prompt: text, or with ``multimodal=True`` a TRL content list when it
+        """Close any previous session, open one for ``task_index`` (or ``task_spec``) of
+        ``split`` (a ``load_tasks`` row carries its own; ``None``: the adapter's ``split=``)
+        and return the prompt: text, or with ``multimodal=True`` a TRL content list when it
         holds images. Extra dataset columns in ``row`` are accepted and ignored."""
         if self._no_server is not None:
             raise ServerNotConfiguredError(f"{type(self).__name__}: {self._no_server}")
         with self._lock:
             self._slot.close(wait=False)
+            self._split = split or self._default_split
+            if self._sessions.split != self._split:  # the stream key holds the split
+                self._sessions = dataclasses.replace(self._sessions, split=self._split)
             self._here, self._endpoint = self._sessions, self._sessions.endpoint  # until placed
             index = self._begin(task_index, task_spec)  # with neither, a task chosen here
             started = time.monotonic()
