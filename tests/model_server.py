@@ -68,10 +68,15 @@ def start_model_server(
     return ModelServer(model_dir, port, process, log)
 
 
-def warm_chance_model(out_dir: Path, adapter: Any, words: list[str]) -> Path:
+def warm_chance_model(out_dir: Path, adapter: Any, tasks: list[dict[str, Any]]) -> Path:
     """The tiny model, warmed up to call ``say`` with the word of each prompt of
-    tests/envs/chance_env.py, on exactly the tool JSON the adapter's methods give."""
+    tests/envs/chance_env.py (then to answer "Done."), on exactly the tool JSON the
+    adapter's methods give."""
     from tiny_model import Episode, build_tiny_model
 
-    episodes = [Episode(f"Say {w!r}.", {"text": w}, f"said: {w}") for w in words]
+    episodes = [Episode(f"Say {t['word']!r}.", {"text": t["word"]}, _said(t)) for t in tasks]
     return build_tiny_model(out_dir, tools=[adapter.say], episodes=episodes, tool_name="say")
+
+
+def _said(task: dict[str, Any]) -> str:
+    return "heard" if float(task["p"]) < 0 else f"said: {task['word']}"

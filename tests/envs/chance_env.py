@@ -26,7 +26,8 @@ TEST = [
     {"word": "fig", "p": 1.0},
 ]
 SLOW = [{"word": w, "p": 0.5, "delay": 0.4} for w in ("grape", "hazel", "kiwi", "lemon")]
-SPLITS = {"train": TRAIN, "test": TEST, "slow": SLOW}
+OPEN = [{"word": "mango", "p": -1.0}, {"word": "nutmeg", "p": -1.0}]
+SPLITS = {"train": TRAIN, "test": TEST, "slow": SLOW, "open": OPEN}
 
 
 class SayInput(BaseModel):
