@@ -136,7 +136,7 @@ def check_endpoint(endpoint: str, key: str) -> None:
 
 
 def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
-    out = {}
+    out: dict[str, str] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:

@@ -18,6 +18,7 @@ reward path (``outcome_reward``: a terminal tool grades the final message, as in
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import time
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from orsgen.jsonobject import is_array, is_object
 from orsgen.runtime.episode import Kind
 from orsgen.runtime.errors import describe
 from orsgen.runtime.rewards import outcome_reward
@@ -44,9 +46,10 @@ def trl_tools(env: object) -> dict[str, Callable[..., Any]]:
 
 def tool_schemas(tools: dict[str, Callable[..., Any]]) -> list[dict[str, Any]]:
     """What ``apply_chat_template(tools=[methods])`` renders for each tool."""
-    from transformers.utils.chat_template_utils import get_json_schema
-
-    return [get_json_schema(method) for method in tools.values()]
+    # transformers' own annotation of it is partly unknown to strict checkers.
+    templates: Any = importlib.import_module("transformers.utils.chat_template_utils")
+    schema_of: Callable[[Callable[..., Any]], dict[str, Any]] = templates.get_json_schema
+    return [schema_of(method) for method in tools.values()]
 
 
 @dataclass(frozen=True)
@@ -86,10 +89,9 @@ def _text(content: Any) -> Any:
     """A message's content for results.jsonl: text truncated, images named, not stored."""
     if isinstance(content, str):
         return content if len(content) <= MAX_TOOL_TEXT else content[: MAX_TOOL_TEXT - 3] + "..."
-    if isinstance(content, list):
+    if is_array(content):
         return [
-            _text(p.get("text", "")) if isinstance(p, dict) and "text" in p else "(image)"
-            for p in content
+            _text(p.get("text", "")) if is_object(p) and "text" in p else "(image)" for p in content
         ]
     return str(content)
 
@@ -97,7 +99,7 @@ def _text(content: Any) -> Any:
 def _tool_content(result: Any) -> Any:
     """TRL's ``content = result if isinstance(result, list) else str(result)``, with PIL
     images in a content list sent as data URLs (what an OpenAI-compatible server takes)."""
-    if not isinstance(result, list):
+    if not is_array(result):
         return str(result)
     from orsgen.eval.images import openai_parts
 
@@ -106,9 +108,9 @@ def _tool_content(result: Any) -> Any:
 
 def _arguments(text: str | None) -> dict[str, Any]:
     value = json.loads(text or "{}")
-    if not isinstance(value, dict):
+    if not is_object(value):
         raise ValueError(f"tool arguments must be a JSON object, got {text!r}")
-    return value
+    return dict(value)
 
 
 class Conversation:

@@ -22,9 +22,10 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as pyplot
     except ImportError:
         return False
+    plt: Any = pyplot  # matplotlib's annotations leave parts of its API unknown
     per_task = summary["per_task"]
     fig, ax = plt.subplots(figsize=(max(4.0, 0.3 * len(per_task) + 2), 3))
     ax.bar(

@@ -134,13 +134,14 @@ def evaluate(
     if rollout_timeout is not None:
         adapter_kwargs = {"rollout_timeout": rollout_timeout, **adapter_kwargs}
     make = _adapter_factory(env, {"prefetch": False, **adapter_kwargs})
-    probe = make()
-    klass = type(probe)
-    split = split or getattr(probe, "_default_split", None) or klass.DEFAULT_SPLIT
+    probe: Any = make()
+    klass: Any = probe.__class__
+    split = str(split or klass.DEFAULT_SPLIT)
     chosen = _task_indices(indices, num_tasks, task_count)
-    config = {
+    label = public_url(endpoint)
+    config: dict[str, Any] = {
         "model": model,
-        "endpoint": public_url(endpoint),
+        "endpoint": label,
         "environment": klass.ENV_NAME,
         "adapter": f"{klass.__module__}.{klass.__qualname__}",
         "adapter_version": _package_version(klass),
@@ -172,7 +173,7 @@ def evaluate(
     )
     conversation = Conversation(
         client,
-        config["endpoint"],
+        label,
         Sampling(model, temperature, max_tokens, seed),
         Turns(max_turns, rollout_timeout),
     )

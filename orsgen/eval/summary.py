@@ -65,7 +65,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> d
     by_task: dict[int, list[Mapping[str, Any]]] = {i: [] for i in config["task_indices"]}
     for row in rows:
         by_task.setdefault(int(row["task_index"]), []).append(row)
-    per_task = []
+    per_task: list[dict[str, Any]] = []
     for index, task_rows in by_task.items():
         ordered = sorted(task_rows, key=lambda r: int(r["sample"]))
         per_task.append({"task_index": index, **_task_figures(ordered, n, threshold)})
