@@ -24,7 +24,8 @@ import pytest
 
 import ors_server
 from conftest import ENVS, ROOT, trl_tools
-from model_server import ModelServer, start_model_server, warm_chance_model
+from chance_model import warm_chance_model
+from serve_model import ModelServer, start_model_server
 
 CHANCE_ENV = ENVS / "chance_env.py"
 _spec = importlib.util.spec_from_file_location("_chance_tasks", CHANCE_ENV)

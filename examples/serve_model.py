@@ -1,11 +1,17 @@
-"""A real OpenAI-compatible server for the evaluation tests: ``transformers serve`` of a
-tiny local model (examples/tiny_model.py) on 127.0.0.1, started on a free port, waited for
-on ``/health``, stopped by PID (see /work/shared/E2E_CPU.md's last section)."""
+"""Serve a local model directory over the OpenAI chat-completions API with ``transformers
+serve`` on 127.0.0.1: started on a free port, waited for on ``/health``, stopped by PID.
+Used by examples/eval_demo.py, bench/eval.py and the evaluation tests.
+
+    server = start_model_server(Path("tiny-model"), log_dir=Path("/tmp"))
+    ...  # openai.OpenAI(base_url=server.endpoint, api_key="local"), model=server.model
+    server.stop()
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -14,7 +20,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ors_server import free_port, stop_process
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    """Terminate by PID; kill after 10 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 @dataclass
@@ -66,17 +87,3 @@ def start_model_server(
             raise RuntimeError(f"transformers serve did not start:\n{log.read_text()[-3000:]}")
         time.sleep(0.25)
     return ModelServer(model_dir, port, process, log)
-
-
-def warm_chance_model(out_dir: Path, adapter: Any, tasks: list[dict[str, Any]]) -> Path:
-    """The tiny model, warmed up to call ``say`` with the word of each prompt of
-    tests/envs/chance_env.py (then to answer "Done."), on exactly the tool JSON the
-    adapter's methods give."""
-    from tiny_model import Episode, build_tiny_model
-
-    episodes = [Episode(f"Say {t['word']!r}.", {"text": t["word"]}, _said(t)) for t in tasks]
-    return build_tiny_model(out_dir, tools=[adapter.say], episodes=episodes, tool_name="say")
-
-
-def _said(task: dict[str, Any]) -> str:
-    return "heard" if float(task["p"]) < 0 else f"said: {task['word']}"
