@@ -347,3 +347,64 @@ def test_unusable_configurations_exit_2_with_one_line(
         assert code == 2, (name, stderr)
         lines = stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (name, stderr)
+
+
+@pytest.mark.timeout(900)
+def test_trl_evaluation_goes_through_the_adapter(
+    chance_pkg, chance_server, tiny_model, tmp_path
+) -> None:
+    """TRL's own ``eval_dataset=load_tasks(split="test")``: the evaluation rollouts open the
+    test tasks, their ``ors/*`` metrics (pass@k per group included) land under ``eval_``,
+    and training's stay apart."""
+    import functools
+
+    import torch
+    from trl import GRPOTrainer
+
+    import tiny_model as tiny
+    from orsgen.runtime.passk import pass_at_k
+
+    torch.set_num_threads(1)
+    url = chance_server.url
+    trajectories = tmp_path / "trajectories.jsonl"
+    args = tiny.cpu_grpo_config(
+        tmp_path / "out",
+        max_steps=1,
+        eval_strategy="steps",
+        eval_steps=1,
+        per_device_eval_batch_size=8,
+        num_generations_eval=2,
+    )
+    trainer = GRPOTrainer(
+        model=str(tiny_model),
+        args=args,
+        train_dataset=chance_pkg.load_tasks(split="train", base_url=url),
+        eval_dataset=chance_pkg.load_tasks(split="test", base_url=url),
+        environment_factory=functools.partial(
+            chance_pkg.ChanceEnv, base_url=url, trajectories=trajectories
+        ),
+        reward_funcs=chance_pkg.outcome_reward,
+    )
+    try:
+        trainer.train()
+    finally:
+        chance_pkg.ChanceEnv.close_all()
+    history = trainer.state.log_history
+    trains = [h for h in history if "rewards/outcome_reward/mean" in h]
+    evals = [h for h in history if "eval_ors/rollouts" in h]
+    assert trains and evals, history
+    assert all(not k.startswith("eval_") for h in trains for k in h)
+    assert "ors/scored_frac" in trains[0] and "ors/pass@1" in trains[0]
+    records = [json.loads(line) for line in trajectories.read_text().splitlines()]
+    held_out = [r for r in records if r["split"] == "test"]
+    # Every test task, twice (num_generations_eval), and no training task among them.
+    assert sorted(r["task_index"] for r in held_out) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert all(r["split"] == "train" for r in records if r not in held_out)
+    logged = evals[-1]
+    assert logged["eval_ors/rollouts"] == 8
+    groups: dict[int, list[bool]] = {}
+    for r in held_out:
+        groups.setdefault(r["task_index"], []).append((r["reward"] or 0.0) >= 1.0)
+    for k in (1, 2):
+        expected = sum(pass_at_k(2, sum(g), k) for g in groups.values()) / len(groups)
+        assert logged[f"eval_ors/pass@{k}"] == pytest.approx(expected), logged

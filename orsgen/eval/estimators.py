@@ -15,32 +15,11 @@ import math
 import random
 from collections.abc import Sequence
 
+from orsgen.runtime.passk import pass_at_k, pass_hat_k
+
+__all__ = ["bootstrap_interval", "interval", "mean_and_se", "pass_at_k", "pass_hat_k"]
+
 Z95 = 1.959963984540054  # the two-sided 95% quantile of the normal distribution
-
-
-def _check(n: int, c: int, k: int) -> None:
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """At least one of ``k`` of the ``n`` samples passes (``c`` pass)."""
-    _check(n, c, k)
-    if n - c < k:
-        return 1.0
-    # The product form of 1 - C(n-c, k) / C(n, k): exact in floats for any n.
-    fail = 1.0
-    for i in range(n - c + 1, n + 1):
-        fail *= 1.0 - k / i
-    return 1.0 - fail
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """All ``k`` of ``k`` samples drawn from the ``n`` pass."""
-    _check(n, c, k)
-    if c < k:
-        return 0.0
-    return math.comb(c, k) / math.comb(n, k)
 
 
 def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:

@@ -12,6 +12,7 @@ import functools
 import importlib
 import sys
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,11 +38,13 @@ DEFAULT_MAX_TURNS = 8
 
 @dataclass(frozen=True)
 class EvalResult:
-    """A finished evaluation: ``summary`` is summary.json, ``rows`` results.jsonl."""
+    """A finished evaluation: ``summary`` is summary.json, ``rows`` results.jsonl, and
+    ``seconds`` the wall time of this call's rollouts (setup and report excluded)."""
 
     summary: dict[str, Any]
     rows: list[dict[str, Any]]
     out: Path | None
+    seconds: float = 0.0
 
     @property
     def coverage(self) -> float:
@@ -178,6 +181,7 @@ def evaluate(
         Turns(max_turns, rollout_timeout),
     )
     log = ResultsLog(out_dir / RESULTS_FILE) if out_dir is not None else None
+    started = time.monotonic()
     new_rows = _run_all(
         todo,
         make,
@@ -190,6 +194,7 @@ def evaluate(
         pass_threshold,
         concurrency,
     )
+    seconds = time.monotonic() - started
     if log is not None:
         log.close()
     rows = done + new_rows
@@ -197,7 +202,7 @@ def evaluate(
     if out_dir is not None:
         write_json(out_dir / SUMMARY_FILE, summary)
         report.write(out_dir, summary, rows)
-    return EvalResult(summary, rows, out_dir)
+    return EvalResult(summary, rows, out_dir, seconds)
 
 
 def _task_indices(
@@ -253,7 +258,10 @@ def _run_all(
     bar = tqdm(total=len(todo), disable=not show, unit="rollout", file=sys.stderr)
 
     def one(task_index: int, sample: int) -> None:
-        rollout = conversation.run(adapter(), task_index, split)
+        try:
+            rollout = conversation.run(adapter(), task_index, split)
+        except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
+            rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
         row = _row(task_index, sample, split, rollout, unfinished_reward)
         if log is not None:
             log.append(row)
@@ -262,11 +270,16 @@ def _run_all(
         bar.set_postfix(running.add(row), refresh=False)
         bar.update(1)
 
+    pool = ThreadPoolExecutor(max_workers=concurrency)
     try:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            for future in [pool.submit(one, i, s) for i, s in todo]:
-                future.result()
+        for future in [pool.submit(one, i, s) for i, s in todo]:
+            future.result()
+    except BaseException:
+        # Ctrl-C: no new rollout starts; those under way finish and write their rows.
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
     finally:
+        pool.shutdown(wait=True)
         bar.close()
         for env in opened:
             env.close()
