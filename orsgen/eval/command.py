@@ -135,16 +135,6 @@ def check_endpoint(endpoint: str, key: str) -> None:
         raise ConfigError(f"endpoint {public_url(endpoint)} does not answer: {exc}") from None
 
 
-def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise ConfigError("--secret takes NAME=VALUE")
-        out[name] = value
-    return out or None
-
-
 def _run(args: argparse.Namespace) -> int:
     if args.compare:
         a, b = (load_summary(Path(p)) for p in args.compare)
@@ -152,6 +142,9 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.dir or not args.endpoint or not args.model:
         raise ConfigError("orsgen eval needs DIR, --endpoint and --model (or --compare A B)")
+    # The one parser of --secret NAME=VALUE.
+    from orsgen.cli import _secrets  # pyright: ignore[reportPrivateUsage]
+
     klass = load_adapter(args.dir, args.env_class)
     split = args.split or klass.DEFAULT_SPLIT
     base_url = args.base_url[0] if args.base_url and len(args.base_url) == 1 else args.base_url
@@ -195,7 +188,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         base_url=base_url,
         api_key=args.api_key,
-        secrets=_secrets(args.secret),
+        secrets=_secrets(args.secret),  # UsageError: orsgen.cli says it and exits 2
     )
     s = result.summary
     brief = {k: s[k] for k in ("split", "rollouts", "verdicts", "coverage", "mean_reward")}
