@@ -29,7 +29,7 @@ from typing import Any
 from orsgen.jsonobject import is_array, is_object
 from orsgen.runtime.episode import Kind
 from orsgen.runtime.errors import describe
-from orsgen.runtime.rewards import outcome_reward
+from orsgen.runtime.rewards import final_message, outcome_reward
 
 MAX_TOOL_TEXT = 2000  # characters of a tool output kept in results.jsonl
 
@@ -83,6 +83,7 @@ class Rollout:
     endpoint_seconds: float = 0.0
     environment_seconds: float = 0.0
     messages: list[dict[str, Any]] = field(default_factory=list)
+    final_answer: str | None = None  # the last plain assistant message, for a group judge
 
 
 def _text(content: Any) -> Any:
@@ -149,6 +150,7 @@ class Conversation:
         stop, endpoint_failure = self._loop(env, tools, schemas, messages, out, started)
         if endpoint_failure is None:
             outcome_reward([env], [messages[1:]])
+            out.final_answer = final_message(messages[1:])
         outcome = env.rollout.outcome()
         out.reward, out.verdict, out.reason = outcome.reward, outcome.kind, outcome.reason
         if endpoint_failure is not None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from orsgen.eval import report
 from orsgen.eval.conversation import Conversation, Rollout, Sampling, Turns
+from orsgen.eval.groups import Groups
 from orsgen.eval.results import (
     RESULTS_FILE,
     RUN_FILE,
@@ -257,18 +258,24 @@ def _run_all(
     rows: list[dict[str, Any]] = []
     bar = tqdm(total=len(todo), disable=not show, unit="rollout", file=sys.stderr)
 
+    groups = Groups(todo) if getattr(probe, "SUPPORTS_SCORE_GROUP", False) else None
+
     def one(task_index: int, sample: int) -> None:
+        env = None
         try:
-            rollout = conversation.run(adapter(), task_index, split)
+            env = adapter()
+            rollout = conversation.run(env, task_index, split)
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
             rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
         row = _row(task_index, sample, split, rollout, unfinished_reward)
-        if log is not None:
-            log.append(row)
-        with lock:
-            rows.append(row)
         bar.set_postfix(running.add(row), refresh=False)
         bar.update(1)
+        done = [row] if groups is None else groups.add(env, task_index, row, rollout.final_answer)
+        for finished in done:
+            if log is not None:
+                log.append(finished)
+            with lock:
+                rows.append(finished)
 
     pool = ThreadPoolExecutor(max_workers=concurrency)
     try:
