@@ -147,7 +147,7 @@ def evaluate(
         "model": model,
         "endpoint": label,
         "environment": klass.ENV_NAME,
-        "adapter": f"{klass.__module__}.{klass.__qualname__}",
+        "adapter": klass.__qualname__,  # not the module: it depends on the import path
         "adapter_version": _package_version(klass),
         "tools_sha256": klass.TOOLS_SHA256,
         "split": split,
