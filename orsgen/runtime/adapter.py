@@ -27,6 +27,7 @@ Training-scale behaviour (see ``docs/runtime.md``):
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -47,6 +48,7 @@ from orsgen.runtime.rollouts.protocol import Rollout
 from orsgen.runtime.rollouts.rollout import AdapterRollout
 from orsgen.runtime.sessions import cap, pool
 from orsgen.runtime.sessions.drift import ToolDriftError, ToolDriftWarning
+from orsgen.runtime.sessions.opening import SessionOptions
 from orsgen.runtime.sessions.pool import EXIT_BUDGET, SessionSlot
 from orsgen.runtime.transport import health
 
@@ -164,9 +166,13 @@ class OrsAdapter:
     def _prefetcher(self) -> pool.Prefetcher:
         return self._config.sessions.prefetcher(type(self))
 
-    def _new_rollout(self) -> AdapterRollout:
-        config = self._config
-        return AdapterRollout(type(self), config.rollouts, config.sessions, self._slot, self._lock)
+    def _new_rollout(self, split: str | None = None) -> AdapterRollout:
+        """A rollout on ``split`` (a ``load_tasks`` row carries its own; ``None``: the
+        adapter's ``split=``)."""
+        config, sessions = self._config, self._config.sessions
+        if split is not None and split != sessions.split:  # the stream key holds the split
+            sessions = dataclasses.replace(sessions, split=split)
+        return AdapterRollout(type(self), config.rollouts, sessions, self._slot, self._lock)
 
     # -- TRL contract ------------------------------------------------------------------
 
@@ -174,28 +180,30 @@ class OrsAdapter:
         self,
         task_index: int | None = None,
         task_spec: Mapping[str, Any] | None = None,
+        split: str | None = None,
         **row: Any,
     ) -> Content:
-        """Close any previous session, open one for ``task_index`` (or ``task_spec``) and
-        return the prompt: text, or with ``multimodal=True`` a TRL content list when it
+        """Close any previous session, open one for ``task_index`` (or ``task_spec``) of
+        ``split`` (a ``load_tasks`` row carries its own; ``None``: the adapter's ``split=``)
+        and return the prompt: text, or with ``multimodal=True`` a TRL content list when it
         holds images. Extra dataset columns in ``row`` are accepted and ignored."""
         if self._config.no_server is not None:
             raise ServerNotConfiguredError(f"{type(self).__name__}: {self._config.no_server}")
         with self._lock:
             self._slot.close(wait=False)
             self._rollout.end()  # the previous rollout's trajectory line, once
-            rollout = self._rollout = self._new_rollout()
+            rollout = self._rollout = self._new_rollout(split)
             sampler = None
             if task_index is None and task_spec is None:  # train_dataset=None: choose here
-                sampler = self._sampler()
+                sampler = self._sampler(rollout.here)
                 task_index = sampler.choose()
             index = None if task_spec is not None else int(task_index or 0)
             prompt = rollout.open(index, task_spec, sampler)
             return UNAVAILABLE_PROMPT if prompt is None else prompt
 
-    def _sampler(self) -> tasks.TaskSampler:
+    def _sampler(self, here: SessionOptions) -> tasks.TaskSampler:
         """The task sampler of this adapter's stream (class, server, split)."""
-        owner, here = type(self), self._config.sessions
+        owner = type(self)
         return tasks.sampler_for(
             self._config.tasks,
             (owner.__module__, owner.__qualname__, here.endpoint, here.split),

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
+from orsgen.runtime.passk import grouped_pass_at_k
 from orsgen.runtime.rollouts import metrics
 from orsgen.runtime.rollouts.protocol import HasRollout, Rollout
 
@@ -47,6 +48,8 @@ def outcome_reward(
     environments: Sequence[Any],
     completions: Sequence[Any] | None = None,
     log_metric: Callable[[str, float], object] | None = None,
+    task_index: Sequence[Any] | None = None,
+    split: Sequence[Any] | None = None,
     **_: Any,
 ) -> list[float | None]:
     """The last non-null reward of each rollout, or, when the rollout was never scored,
@@ -61,7 +64,10 @@ def outcome_reward(
 
     With TRL's ``log_metric`` (GRPOTrainer passes it to every reward function), the
     batch's rollout health goes into the trainer's log as ``ors/*`` metrics
-    (:mod:`orsgen.runtime.rollouts.metrics`).
+    (:mod:`orsgen.runtime.rollouts.metrics`), with ``ors/pass@k`` for every k up to the batch's
+    smallest group: rollouts of one task (TRL's ``task_index`` and ``split`` columns) are a
+    group, a rollout passes when its reward is at least 1.0 (Chen et al.'s estimator,
+    averaged over groups). In evaluation TRL logs them all under ``eval_``.
 
     An environment with a terminal tool grades the model's final plain message: when
     ``completions`` are given, each rollout's final assistant message is submitted
@@ -82,9 +88,14 @@ def outcome_reward(
                 for future in [pool.submit(r.submit_final, text) for r, text in jobs]:
                     future.result()
     outcomes = [None if r is None else r.settle() for r in rollouts]
+    rewards = [None if o is None else o.reward for o in outcomes]
     if log_metric is not None:
         metrics.emit(log_metric, [o for o in outcomes if o is not None])
-    return [None if o is None else o.reward for o in outcomes]
+        if task_index is not None and len(task_index) == len(rewards):
+            keys = list(zip(task_index, split or [None] * len(rewards)))
+            for k, value in grouped_pass_at_k(keys, rewards).items():
+                log_metric(f"ors/pass@{k}", value)
+    return rewards
 
 
 def group_reward(
