@@ -139,7 +139,7 @@ def test_an_episode_runs_without_trl_through_the_rollout_protocol(server) -> Non
         assert isinstance(env, HasRollout)
         before = env.rollout
         assert before.state is RolloutState.OPENING and before.task_index is None
-        env.reset(task_index=2, split="ignored-row-column")
+        env.reset(task_index=2, difficulty="ignored-row-column")
         rollout = env.rollout
         assert rollout is not before  # one rollout per reset
         assert (rollout.state, rollout.task_index, rollout.split) == (
