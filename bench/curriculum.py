@@ -51,9 +51,9 @@ def run_arm(
     """One arm: ``groups`` groups in batches, through the generated package."""
     from coinenv import CoinEnv, outcome_reward
 
-    from orsgen.runtime import tasks
+    from orsgen.runtime.rollouts import tasks
 
-    tasks.choosers().clear()  # each arm starts its own stream
+    tasks.samplers().clear()  # each arm starts its own stream
     width = group_size * batch_groups
     envs = [
         CoinEnv(base_url=url, group_size=group_size, seed=seed, curriculum=curriculum)

@@ -291,7 +291,7 @@ def bench_group(server: ors_server.RunningServer, g: int) -> list[Row]:
     rows.append(
         {"impl": "orsgen adapter (learned G)", "seconds": group(learned, 3, lambda e: e.close())}
     )
-    from orsgen.runtime import pool
+    from orsgen.runtime.sessions import pool
 
     pool.forget()
     off = functools.partial(benchenv.BenchEnv, base_url=url, prefetch=False)

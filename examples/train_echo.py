@@ -29,16 +29,19 @@ only in a share of its tries, so the rollouts of one group differ in reward::
     python examples/train_echo.py --steps 30 --right-share 0.33 --learning-rate 5e-4 \
         --group-size 4 --batch-size 16 --output-dir runs/demo
 
-It prints a per-step table (reward mean and std, scoring coverage, grad norm) and,
-with --output-dir, writes it to steps.csv and plots it to reward.png there.
+It prints one line per step as it trains (reward mean and std, scoring coverage, grad
+norm) and, with --output-dir, writes the table to steps.csv, plots it to reward.png and
+keeps the trainer's own output (TRL's per-step logs and warnings) in train.log there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -47,9 +50,10 @@ import tempfile
 import time
 import warnings
 import urllib.request
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -71,8 +75,8 @@ sys.path.insert(0, str(HERE))
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
 from tiny_model import Episode, build_tiny_model, cpu_grpo_config  # noqa: E402
 from training_report import (  # noqa: E402
-    ScoringCount,
-    format_table,
+    HEADER,
+    format_row,
     step_rows,
     summary,
     write_csv,
@@ -155,6 +159,45 @@ def warm_up_episodes(url: str, dataset: Any, right_share: float = 1.0) -> list[E
     return episodes
 
 
+@contextlib.contextmanager
+def raw_output_to(log_path: Path | None) -> Iterator[TextIO]:
+    """While training, what TRL and transformers print (per-step dicts, progress bars,
+    warnings with their kwargs dumps) goes to ``log_path``; yields the stream that
+    still reaches the reader. With no ``log_path`` everything stays on the terminal."""
+    terminal = sys.stdout
+    if log_path is None:
+        yield terminal
+        return
+    from transformers.utils import logging as hf_logging
+
+    # transformers' handler holds the stderr it saw at import: point it at the log too.
+    handlers = [h for h in hf_logging.get_logger().handlers if isinstance(h, logging.StreamHandler)]
+    with log_path.open("a", encoding="utf-8") as log:
+        streams = [h.setStream(log) for h in handlers]
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                yield terminal
+        finally:
+            for handler, stream in zip(handlers, streams):
+                if stream is not None:
+                    handler.setStream(stream)
+
+
+def step_lines(terminal: TextIO, total: int) -> Any:
+    """A trainer callback that prints one table line per logged step as training runs."""
+    from transformers import TrainerCallback
+
+    class StepLines(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            print(f"training {total} steps; per step:\n{HEADER}", file=terminal, flush=True)
+
+        def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            for row in step_rows([{"step": state.global_step, **(kwargs.get("logs") or {})}]):
+                print(format_row(row), file=terminal, flush=True)
+
+    return StepLines()
+
+
 def _rank() -> tuple[int, int]:
     """This process's rank and the world size (torchrun sets both; 0 and 1 otherwise)."""
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
@@ -185,35 +228,40 @@ def train(
 
     train_dataset = load_tasks(base_url=url)
     print(f"dataset: {train_dataset.num_rows} tasks, columns {train_dataset.column_names}")
+    log_path = report_dir / "train.log" if report_dir is not None else None
+    if log_path is not None:
+        log_path.write_text("")  # this run's log only
+        print(f"the trainer's own output (per-step logs, warnings): {log_path}")
 
-    tools = EchoEnv(base_url=url)  # construction does no network I/O
-    model_dir = build_tiny_model(
-        workdir / "tiny-model",
-        tools=[tools.echo, tools.hint],
-        episodes=warm_up_episodes(url, train_dataset, right_share),
-        tool_name="echo",
-    )
-    print(f"tiny model: {model_dir} {json.loads((model_dir / 'warmup.json').read_text())}")
+    with raw_output_to(log_path) as terminal:
+        tools = EchoEnv(base_url=url)  # construction does no network I/O
+        model_dir = build_tiny_model(
+            workdir / "tiny-model",
+            tools=[tools.echo, tools.hint],
+            episodes=warm_up_episodes(url, train_dataset, right_share),
+            tool_name="echo",
+        )
+        warmup = json.loads((model_dir / "warmup.json").read_text())
+        print(f"tiny model: {model_dir} {warmup}", file=terminal, flush=True)
 
-    args = cpu_grpo_config(workdir / "grpo", max_steps=steps, **(grpo or {}))
-    reward = ScoringCount(outcome_reward)
-    trainer = GRPOTrainer(
-        model=str(model_dir),
-        args=args,
-        train_dataset=train_dataset,
-        environment_factory=functools.partial(EchoEnv, base_url=url),
-        reward_funcs=reward,
-    )
-    try:
-        trainer.train()
-        last_batch = outcome_reward(trainer.environments or [])
-    finally:
-        # TRL never closes the environments it pools; close_all() ends every session of
-        # the class in this process (a classmethod, so TRL never offers it as a tool).
-        EchoEnv.close_all()
+        args = cpu_grpo_config(workdir / "grpo", max_steps=steps, **(grpo or {}))
+        trainer = GRPOTrainer(
+            model=str(model_dir),
+            args=args,
+            train_dataset=train_dataset,
+            environment_factory=functools.partial(EchoEnv, base_url=url),
+            reward_funcs=outcome_reward,
+            callbacks=[step_lines(terminal, steps)],
+        )
+        try:
+            trainer.train()
+            last_batch = outcome_reward(trainer.environments or [])
+        finally:
+            # TRL never closes the environments it pools; close_all() ends every session of
+            # the class in this process (a classmethod, so TRL never offers it as a tool).
+            EchoEnv.close_all()
 
-    rows = step_rows(trainer.state.log_history, reward.coverage())
-    print(format_table(rows))
+    rows = step_rows(trainer.state.log_history)
     figures = summary(rows)
     print(
         f"reward mean over the first {figures['window']:.0f} steps {figures['first_reward']:.3f}, "
@@ -267,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--output-dir",
         type=Path,
-        help="keep the model and trainer output here, with the per-step table (steps.csv) "
-        "and its plot (reward.png)",
+        help="keep the model and trainer output here, with the per-step table (steps.csv), "
+        "its plot (reward.png) and the trainer's own output (train.log)",
     )
     parser.add_argument(
         "--result-dir",

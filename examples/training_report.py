@@ -2,16 +2,15 @@
 table and as a PNG plot (examples/train_echo.py prints and writes them).
 
 Scoring coverage is the fraction of a step's rollouts whose reward is not ``None``.
-TRL's ``reward`` and ``rewards/<name>/mean`` are NaN-means, so they cannot show it.
-``scoring_coverage`` reads the runtime's own ``ors/scored_frac`` from the trainer's log
-when that key is there, and otherwise what ``ScoringCount`` counted in this process.
+TRL's ``reward`` and ``rewards/<name>/mean`` are NaN-means, so they cannot show it; the
+orsgen runtime logs it as ``ors/scored_frac`` through the generated reward function, and
+that logged figure is the only one shown here.
 
 Usage::
 
-    reward = ScoringCount(outcome_reward)
-    trainer = GRPOTrainer(..., reward_funcs=reward)
+    trainer = GRPOTrainer(..., reward_funcs=outcome_reward)
     trainer.train()
-    rows = step_rows(trainer.state.log_history, reward.coverage())
+    rows = step_rows(trainer.state.log_history)
     print(format_table(rows))
     write_plot(rows, out_dir / "reward.png")
 """
@@ -20,49 +19,13 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-# The key the orsgen runtime logs coverage under (issue 17, item 3), once it does.
+# The key the orsgen runtime logs coverage under, through the generated reward function.
 SCORED_FRAC = "ors/scored_frac"
-
-
-class ScoringCount:
-    """A reward function that is ``reward_func`` itself, and that also counts, per
-    training step, how many of its rollouts got a score (a reward that is not ``None``).
-
-    The step is ``trainer_state.global_step + 1``: TRL computes a step's rewards before
-    that step's optimizer update, and logs the step under the incremented number. This
-    holds while every step generates its own batch (``steps_per_generation`` 1, TRL's
-    default without gradient accumulation)."""
-
-    def __init__(self, reward_func: Callable[..., list[float | None]]) -> None:
-        self._reward_func = reward_func
-        # TRL names the logged reward (rewards/<name>/mean) after the function.
-        self.__name__ = reward_func.__name__
-        self._counts: dict[int, tuple[int, int]] = {}
-
-    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        rewards = self._reward_func(*args, **kwargs)
-        state = kwargs.get("trainer_state")
-        step = int(getattr(state, "global_step", len(self._counts))) + 1
-        scored, total = self._counts.get(step, (0, 0))
-        self._counts[step] = (scored + sum(r is not None for r in rewards), total + len(rewards))
-        return rewards
-
-    def coverage(self) -> dict[int, float]:
-        """Per step: the fraction of this process's rollouts that got a score."""
-        return {step: scored / total for step, (scored, total) in self._counts.items() if total}
-
-
-def scoring_coverage(entry: Mapping[str, Any], counted: Mapping[int, float]) -> float | None:
-    """One logged step's scoring coverage: ``ors/scored_frac`` when the trainer logged it,
-    else our own count for that step; ``None`` when neither knows."""
-    if SCORED_FRAC in entry:
-        return float(entry[SCORED_FRAC])
-    return counted.get(int(entry["step"]))
 
 
 @dataclass(frozen=True)
@@ -77,9 +40,7 @@ class StepRow:
 
 
 def step_rows(
-    log_history: Sequence[Mapping[str, Any]],
-    counted: Mapping[int, float],
-    reward_name: str = "outcome_reward",
+    log_history: Sequence[Mapping[str, Any]], reward_name: str = "outcome_reward"
 ) -> list[StepRow]:
     """The trainer's per-step log entries (those that carry the reward), as rows."""
     mean_key, std_key = f"rewards/{reward_name}/mean", f"rewards/{reward_name}/std"
@@ -88,7 +49,7 @@ def step_rows(
             step=int(entry["step"]),
             reward_mean=float(entry[mean_key]),
             reward_std=float(entry.get(std_key, math.nan)),
-            coverage=scoring_coverage(entry, counted),
+            coverage=float(entry[SCORED_FRAC]) if SCORED_FRAC in entry else None,
             grad_norm=float(entry.get("grad_norm", math.nan)),
         )
         for entry in log_history
@@ -100,17 +61,20 @@ def _fmt(value: float | None, digits: int) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def format_table(rows: Sequence[StepRow]) -> str:
-    """A fixed-width table, one line per step."""
-    lines = [
-        f"{'step':>4}  {'reward mean':>11}  {'reward std':>10}  {'scored':>6}  {'grad norm':>9}"
-    ]
-    lines += [
+HEADER = f"{'step':>4}  {'reward mean':>11}  {'reward std':>10}  {'scored':>6}  {'grad norm':>9}"
+
+
+def format_row(r: StepRow) -> str:
+    """One step as a line of the table (printed as each step is logged, too)."""
+    return (
         f"{r.step:>4}  {_fmt(r.reward_mean, 3):>11}  {_fmt(r.reward_std, 3):>10}  "
         f"{_fmt(r.coverage, 2):>6}  {_fmt(r.grad_norm, 4):>9}"
-        for r in rows
-    ]
-    return "\n".join(lines)
+    )
+
+
+def format_table(rows: Sequence[StepRow]) -> str:
+    """A fixed-width table, one line per step."""
+    return "\n".join([HEADER, *(format_row(r) for r in rows)])
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -3,9 +3,12 @@ environment drifted (live). Both print nothing; the CLI words and scores the out
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from orsgen import config
 from orsgen.diagnostics import Diagnostic
@@ -137,6 +140,16 @@ def stale_files(directory: Path, snapshot: Snapshot) -> tuple[GenerateResult, li
     return generated, stale
 
 
+def _shown(value: object) -> str:
+    """A setting as the config file spells it: ``{"tools": {"hint": "get_hint"}}``,
+    ``["echo"]``, ``"train"``, or ``(not set)``; never a Python repr."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_defaults=True)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
 def config_mismatch(
     directory: Path, snapshot: Snapshot, config_file: Path | None = None
 ) -> ConfigMismatch | None:
@@ -153,7 +166,8 @@ def config_mismatch(
     recorded = snapshot.package
     expected = package_section(snapshot.environment, directory, Names(), table, snapshot).package
     differences = [
-        f"{key}: {getattr(recorded, key)!r} in snapshot.json, {getattr(expected, key)!r} configured"
+        f"{key}: {_shown(getattr(recorded, key))} in snapshot.json, "
+        f"{_shown(getattr(expected, key))} configured"
         for key in ("name", "class_name", "split", *SELECTION)
         if getattr(recorded, key) != getattr(expected, key)
     ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
-import re
 import sys
 import threading
 import time
@@ -18,11 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orsgen import __version__, checks, pipeline
+from orsgen.arguments import Parser as _Parser, seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
 from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
 from orsgen.snapshot.stored import Snapshot
-from orsgen.wording import closest, did_you_mean, plural
+from orsgen.wording import closest, plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -78,37 +78,6 @@ def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
     return out
 
 
-_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that names the closest option for a mistyped one (``--spilt``: did you
-    mean ``--split``?); Python 3.11's argparse has no ``suggest_on_error``."""
-
-    def parse(self, argv: Sequence[str]) -> argparse.Namespace:
-        options = [o for action in self._actions for o in action.option_strings]
-        unknown = _unknown_option(argv, options)
-        if unknown is not None:  # before parse_args, whose missing -o error would come first
-            self.error(f"unrecognized arguments: {unknown}{did_you_mean(unknown, options)}")
-        return self.parse_args(argv)
-
-
-def _unknown_option(argv: Sequence[str], options: Sequence[str]) -> str | None:
-    """The first argument that looks like an option and that argparse would not accept."""
-    for arg in argv:
-        if arg == "--":
-            return None
-        if not arg.startswith("-") or arg == "-" or _NUMBER.match(arg):
-            continue
-        name = arg.split("=", 1)[0]
-        if name in options or (arg[:2] in options and not arg.startswith("--")):
-            continue  # an option, or a short one with its value attached (-ogenerated/x)
-        if name.startswith("--") and any(o.startswith(name) for o in options):
-            continue  # argparse accepts an unambiguous prefix (--spl for --split)
-        return name
-    return None
-
-
 def _generate_parser() -> _Parser:
     p = _Parser(
         prog="orsgen",
@@ -158,7 +127,10 @@ def _generate_parser() -> _Parser:
     p.add_argument("--class-name", help="adapter class name (default: from the environment name)")
     p.add_argument("--config", help="config file (default: nearest orsgen.toml or [tool.orsgen])")
     p.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds for the whole snapshot (default 120)"
+        "--timeout",
+        type=_seconds,
+        default=120.0,
+        help="seconds for the whole snapshot (default 120)",
     )
     p.add_argument("--fail-on-warning", action="store_true", help="treat warnings as errors")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -198,7 +170,7 @@ def _check_parser() -> _Parser:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=120.0,
         help="with --live: seconds for the whole snapshot (default 120)",
     )
@@ -394,6 +366,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] == "check":
             return run_check(argv[1:])
+        if argv and argv[0] == "eval":
+            from orsgen.eval.command import main as run_eval  # needs orsgen[eval]
+
+            return run_eval(argv[1:])
         if argv and _mistyped_command(argv[0]):
             raise UsageError(f"unknown command {argv[0]!r}; did you mean 'check'?")
         return run_generate(argv)

@@ -62,10 +62,13 @@ def _table(path: Path) -> Mapping[str, Any] | None:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    nested = data.get("tool", {})
+    table = nested.get("orsgen") if is_object(nested) else None
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("orsgen")
         return table if is_object(table) else None
-    return data
+    # orsgen.toml may spell its tables as pyproject.toml does ([tool.orsgen.packages...]),
+    # so the same example works in either file.
+    return table if set(data) == {"tool"} and is_object(table) else data
 
 
 def find(start: Path, explicit: Path | None = None) -> Path | None:
@@ -97,6 +100,13 @@ def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
     return list(kind.model_fields) if isinstance(kind, type) and issubclass(kind, BaseModel) else []
 
 
+def _nested(err: Any) -> str:
+    """The hint for a table one level off: ``[tool.X]`` or ``[orsgen.packages...]``."""
+    if len(err["loc"]) == 1 and err["loc"][0] in ("tool", "orsgen"):
+        return '; the tables are [packages."DIR"] (or [tool.orsgen.packages."DIR"])'
+    return ""
+
+
 def load(path: Path) -> FileConfig:
     table = _table(path)
     try:
@@ -106,7 +116,7 @@ def load(path: Path) -> FileConfig:
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"])
             if err["type"] == "extra_forbidden":  # a typo, most likely: name the key it missed
-                hint = did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"]))
+                hint = did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"])) or _nested(err)
                 problems.append(f"{key}: unknown key{hint}")
             else:
                 problems.append(f"{key}: {err['msg']}")
@@ -133,5 +143,9 @@ def unknown_tools(table: PackageConfig, tool_names: Iterable[str]) -> list[str]:
         ("rename.tools", list(table.rename.tools)),
         ("rename.params", list(table.rename.params)),
     ):
-        problems += [f"{key}: unknown tool {name!r}" for name in names if name not in known]
+        problems += [
+            f"{key}: unknown tool {name!r}{did_you_mean(name, known)}"
+            for name in names
+            if name not in known
+        ]
     return problems

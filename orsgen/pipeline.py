@@ -201,6 +201,8 @@ def is_loopback(url: str) -> bool:
 
 
 def _inputs(request: Request, progress: Progress) -> _Inputs:
+    if not 0 < request.timeout < float("inf"):  # before any network, as the CLI checks it
+        raise RequestError(f"timeout must be a positive number of seconds, not {request.timeout}")
     try:
         # Checked again with the file names once generated; refused early, before a snapshot.
         check_output_dir(request.output, [])

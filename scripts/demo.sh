@@ -2,7 +2,8 @@
 # The main job on the bundled example environment, from a fresh clone:
 # install, snapshot + generate the adapter package, prove it is current and type-clean,
 # then train a tiny model with GRPOTrainer on CPU through the generated package, long enough
-# to watch it learn: a per-step table, and its plot in runs/demo/reward.png.
+# to watch it learn: one line per step, the table in runs/demo/steps.csv, its plot in
+# runs/demo/reward.png, and what the trainer itself printed in runs/demo/train.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh

@@ -8,5 +8,16 @@ cd "$(dirname "$0")/.."
 echo "== installing orsgen[dev] into $("$PY" -c 'import sys; print(sys.prefix)')"
 # (This machine's pip config lists local indexes that may be absent; drop only that noise.)
 quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
-quiet "$PY" -m pip install -q -c constraints.txt "torch==2.13.0"
-quiet "$PY" -m pip install -q -c constraints.txt -e ".[dev]"
+# pip's own lines, one per package it fetches or installs; "already satisfied" is left out.
+progress() { awk '/^(Collecting|Installing collected|Successfully installed)/ { print "   " $0; fflush() }'; }
+started=$SECONDS
+echo "== 1/2 torch $(sed -n 's/^torch==//p' constraints.txt) (CPU build; a first install downloads about 200 MB)"
+quiet "$PY" -m pip install --progress-bar off -c constraints.txt "torch==2.13.0" | progress
+echo "== 2/2 orsgen, editable, with trl, transformers, datasets, mypy, pytest, ... (about a minute)"
+# editable_mode=strict: a .pth path entry to a tree of links to orsgen's files, which mypy
+# and pyright follow from a user's project. The default (an import hook) is invisible to
+# them: "Cannot find implementation or library stub for module named 'orsgen.runtime...'".
+# A module added to orsgen/ later needs this install run again.
+quiet "$PY" -m pip install --progress-bar off -c constraints.txt \
+    --config-settings editable_mode=strict -e ".[dev]" | progress
+echo "== installed in $((SECONDS - started)) s"

@@ -48,7 +48,7 @@ def main() -> None:
     from tiny_model import cpu_grpo_config
     from trl import GRPOTrainer
 
-    from orsgen.runtime import tasks
+    from orsgen.runtime.rollouts import tasks
 
     torch.set_num_threads(1)
     steps: list[list[int]] = []
@@ -80,9 +80,9 @@ def main() -> None:
         trainer.train()
     finally:
         CoinEnv.close_all()
-    for chooser in tasks.choosers().all():
+    for chooser in tasks.samplers().all():
         chooser.synchronize()  # the last step's outcomes, as a checkpoint's save shares them
-    states = [c.curriculum.state_dict() for c in tasks.choosers().all() if c.curriculum]
+    states = [c.curriculum.state_dict() for c in tasks.samplers().all() if c.curriculum]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"rank-{rank}.json").write_text(
         json.dumps({"rank": rank, "steps": steps, "states": states}, sort_keys=True)

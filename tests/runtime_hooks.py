@@ -3,8 +3,9 @@ modules that own it (the runtime itself carries no test hooks)."""
 
 from __future__ import annotations
 
-from orsgen.runtime import drift, health, http, pool
-from orsgen.runtime.process import current
+from orsgen.runtime.sessions import drift, pool
+from orsgen.runtime.transport import health, http
+from orsgen.runtime.transport.process import current
 
 
 def forget_learned_state() -> None:

@@ -29,9 +29,9 @@ pytest.importorskip("tokenizers")
 
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
-from orsgen.runtime import tasks  # noqa: E402
+from orsgen.runtime.rollouts import tasks  # noqa: E402
 from orsgen.runtime.checkpoint import CurriculumCheckpoint, path  # noqa: E402
-from orsgen.runtime.curriculum import PassRateCurriculum  # noqa: E402
+from orsgen.runtime.rollouts.curriculum import PassRateCurriculum  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COIN_ENV = ROOT / "bench" / "coin_env.py"
@@ -68,7 +68,7 @@ def _train(
 
     coinenv = import_generated(ROOT / "bench" / "coinenv")
     CoinEnv, outcome_reward = coinenv.CoinEnv, coinenv.outcome_reward
-    tasks.choosers().clear()  # each run its own stream, as in a new process
+    tasks.samplers().clear()  # each run its own stream, as in a new process
     steps: list[list[int]] = []
 
     def recording_reward(environments: Any, prompts: Any, **kw: Any) -> Any:

@@ -35,7 +35,7 @@ pytest.importorskip("tokenizers")
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
 from conftest import import_generated  # noqa: E402
-from orsgen.runtime import tasks  # noqa: E402
+from orsgen.runtime.rollouts import tasks  # noqa: E402
 
 
 @pytest.mark.slow

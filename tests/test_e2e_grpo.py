@@ -46,25 +46,30 @@ def _episodes(url: str, dataset: Any) -> list[Any]:
     return episodes
 
 
-@pytest.mark.timeout(300)
-def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path: Path) -> None:
+def _warmed_model(server: ors_server.RunningServer, tmp_path: Path) -> tuple[Any, Path]:
+    """The echo tasks, and a tiny model warmed up on them so that it makes real tool calls."""
     import torch
-    from trl import GRPOTrainer
 
     torch.set_num_threads(1)
-    tiny = tiny_model
-    server = ors_servers.own(ECHO_ENV)  # a server of its own: the counts are this test's alone
-
     train_dataset = load_tasks(base_url=server.url)
     assert train_dataset["target"] == ["apple", "banana", "cherry", "damson"]
     probe = EchoEnv(base_url=server.url)  # no I/O: only to hand the tool methods to the builder
-    model_dir = tiny.build_tiny_model(
+    model_dir = tiny_model.build_tiny_model(
         tmp_path / "tiny",
         tools=[probe.echo, probe.hint],
         episodes=_episodes(server.url, train_dataset),
         tool_name="echo",
     )
     assert server.wait_sessions(0) == 0
+    return train_dataset, model_dir
+
+
+@pytest.mark.timeout(300)
+def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path: Path) -> None:
+    from trl import GRPOTrainer
+
+    server = ors_servers.own(ECHO_ENV)  # a server of its own: the counts are this test's alone
+    train_dataset, model_dir = _warmed_model(server, tmp_path)
     server.reset_counts()
 
     returned: list[float | None] = []
@@ -126,6 +131,43 @@ def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path
 
 
 @pytest.mark.timeout(300)
+def test_the_generated_outcome_reward_puts_ors_metrics_in_the_trainers_log(
+    ors_servers: ors_server.Servers, tmp_path: Path
+) -> None:
+    """issue 23: ``reward_funcs=outcome_reward`` exactly as the README shows, the function
+    imported from the generated package (not the runtime's), and TRL's ``log_metric``
+    reaches the runtime through it: ``ors/*`` land in ``trainer.state.log_history``, next
+    to TRL's own figures of the same step (``_calculate_rewards`` passes ``log_metric`` to
+    every reward function, trl/trainer/grpo_trainer.py around line 1585)."""
+    from trl import GRPOTrainer
+
+    assert outcome_reward.__module__ == "generated.echo.rewards"
+    server = ors_servers.own(ECHO_ENV)
+    train_dataset, model_dir = _warmed_model(server, tmp_path)
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        args=tiny_model.cpu_grpo_config(tmp_path / "out", max_steps=2),
+        train_dataset=train_dataset,
+        environment_factory=functools.partial(EchoEnv, base_url=server.url),
+        reward_funcs=outcome_reward,
+    )
+    try:
+        trainer.train()
+    finally:
+        EchoEnv.close_all()
+
+    steps = [h for h in trainer.state.log_history if "rewards/outcome_reward/mean" in h]
+    assert len(steps) == 2, trainer.state.log_history
+    for logged in steps:
+        ors = {k: v for k, v in logged.items() if k.startswith("ors/")}
+        # Each step scored its own 2 rollouts (one group of num_generations=2).
+        assert ors.get("ors/rollouts") == 2.0, logged
+        assert {"ors/scored_frac", "ors/finished_frac", "ors/open_sessions"} <= set(ors), logged
+        assert ors["ors/scored_frac"] in (0.0, 0.5, 1.0), logged
+    assert server.wait_sessions(0, timeout=30) == 0
+
+
+@pytest.mark.timeout(300)
 def test_demo_training_path_learns_and_reports(
     ors_servers: ors_server.Servers, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -148,17 +190,23 @@ def test_demo_training_path_learns_and_reports(
     result = json.loads((results / "rank-0.json").read_text())
     per_step = result["per_step"]
     assert [row["step"] for row in per_step] == [1, 2, 3, 4], per_step
-    # Every step's coverage was counted (this branch's runtime logs no ors/scored_frac), and
-    # the warm-up's right-and-wrong mix gave some group rewards that differ.
+    # Every step's coverage is the runtime's ors/scored_frac, which the generated
+    # outcome_reward logs through TRL; the warm-up's right-and-wrong mix gave some group
+    # rewards that differ.
     assert all(row["coverage"] is not None and 0 < row["coverage"] <= 1 for row in per_step)
     assert any(row["grad_norm"] > 0 for row in per_step), per_step
     assert any(0 < row["reward_mean"] < 1 for row in per_step), per_step
-    # The table, printed: a header and one line per step, with the figures of the result.
+    # The table, printed a line per step as it trains, with the figures of the result; what
+    # TRL prints itself (its per-step dicts, progress bars, warnings) is in train.log.
     lines = printed.splitlines()
     header = lines.index("step  reward mean  reward std  scored  grad norm")
     table = [line.split() for line in lines[header + 1 : header + 5]]
     assert [int(cells[0]) for cells in table] == [1, 2, 3, 4], printed[-3000:]
     assert [cells[4] for cells in table] == [f"{r['grad_norm']:.4f}" for r in per_step]
+    assert f"{out / 'train.log'}" in printed
+    assert "{'loss'" not in printed and "it/s]" not in printed, printed[-3000:]
+    raw = (out / "train.log").read_text()
+    assert raw.count("'rewards/outcome_reward/mean'") == 4, raw[-3000:]
     # ... written next to the run's output, with its plot.
     with (out / "steps.csv").open() as f:
         written = list(csv.DictReader(f))

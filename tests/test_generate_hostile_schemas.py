@@ -27,6 +27,7 @@ from orsgen.pipeline import Request, run
 from orsgen.snapshot.model import build
 from orsgen.snapshot.stored import stored_form
 from orsgen.write import write_package
+from wire_map import wire_params
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE_ENV = ROOT / "tests" / "envs" / "hostile_env.py"
@@ -69,9 +70,9 @@ def test_no_tool_or_parameter_is_dropped(generated: Any) -> None:
     served = {t["name"] for t in [*hostile_env.HOSTILE_TOOLS, *hostile_env.HOSTILE_TASK_TOOLS]}
     assert set(specs) == served
     assert {wire for wire, _ in wire_names.values()} == served
-    for method, (wire, params) in wire_names.items():
+    for method, (wire, _differing) in wire_names.items():
         props = specs[wire]["input_schema"].get("properties", {})
-        assert set(params.values()) == set(props), wire
+        assert set(wire_params(generated["module"].HostileEnv, method).values()) == set(props), wire
         assert callable(getattr(generated["module"].HostileEnv, method))
 
 
@@ -132,10 +133,10 @@ def test_trl_sees_every_parameter_and_nothing_injected(generated: Any) -> None:
     from transformers.utils import get_json_schema
 
     cls = generated["module"].HostileEnv
-    for method, (wire, params) in cls.WIRE_NAMES.items():
+    for method, (wire, _differing) in cls.WIRE_NAMES.items():
         schema = get_json_schema(getattr(cls, method))["function"]
         assert schema["name"] == method
-        assert set(schema["parameters"]["properties"]) == set(params), wire
+        assert set(schema["parameters"]["properties"]) == set(wire_params(cls, method)), wire
     nasty = get_json_schema(cls.nasty_text)["function"]
     assert "evil" not in nasty["parameters"]["properties"]
     assert "fake" not in nasty["parameters"]["properties"]
@@ -208,11 +209,12 @@ def test_every_method_reaches_the_server_under_its_wire_names(
     env = cls(base_url=server.url, env_name="hostileenv")
     env.reset(task_index=0)
     try:
-        for method, (wire, params) in cls.WIRE_NAMES.items():
+        for method, (wire, _differing) in cls.WIRE_NAMES.items():
             root = specs[wire]["input_schema"]
             props = root.get("properties", {})
             kwargs: dict[str, Any] = {}
             expected: dict[str, Any] = {}
+            params = wire_params(cls, method)
             for py, pw in params.items():
                 value = example(props[pw], root, props[pw].get("default", ...))
                 kwargs[py] = value

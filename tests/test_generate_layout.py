@@ -49,6 +49,10 @@ TRICKY = [
         **{f"p{i}": {"type": "string", "default": LONG} for i in range(4)},
     ),
     _tool("w" * 8, 'The wire name is its own placeholder: "wwwwwwww".'),
+    # Validated client-side: the wire name is in ``_fail`` too.
+    _tool("nested-a", "Nested.", x={"type": "object", "properties": {"k": {"type": "integer"}}}),
+    _tool("nested-b", "Nested.", x={"type": "object", "properties": {"k": {"type": "integer"}}}),
+    _tool("it's nested", "", x={"type": "object", "properties": {"k": {"type": "integer"}}}),
 ]
 
 
@@ -66,14 +70,27 @@ def test_tricky_methods_are_black_on_the_whole_module(monkeypatch) -> None:
     assert "def long_" + "n" * 60 + "(self, x: int) -> _Content:" not in files["adapter.py"]
 
 
-def test_methods_of_one_shape_go_through_black_once() -> None:
+# One method body per case, ``{i}`` its number: a plain call, and a method that validates
+# client-side, which names its wire name twice (``_fail`` and ``_call``), both stubbed.
+BODIES = {
+    "plain": "        return self._call('tool_{i}', {{'x': x}})\n",
+    "validating": (
+        "        _problem = _check(x)\n"
+        "        if _problem is not None:\n"
+        "            self._fail('wire-{i}', _problem)\n"
+        "        return self._call('wire-{i}', {{'x': x}})\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
+def test_methods_of_one_shape_go_through_black_once(body: str) -> None:
     from orsgen.generate.render import format_python
 
     methods = "".join(
         f"\n    def tool_{i:03d}(self, x: int) -> int:\n"
-        f'        """Tool {i}."""\n'
-        f"        return self._call('tool_{i:03d}', {{'x': x}})\n"
-        for i in range(50)
+        f'        """Tool {i}."""\n' + body.format(i=f"{i:03d}")
+        for i in range(30)
     )
     source = f"class A:\n    N: int = 1\n{methods}"
     seen: list[str] = []
@@ -82,5 +99,8 @@ def test_methods_of_one_shape_go_through_black_once() -> None:
         seen.append(text)
         return format_python(text)
 
-    assert layout.format_module(source, black) == format_python(source)
+    out = layout.format_module(source, black)
+    assert out == format_python(source)
     assert sum("_call(" in text for text in seen) == 1
+    # Each method got its own wire name back, in every place it had it.
+    assert out.count('"tool_007"') + out.count('"wire-007"') == body.count("{i}")

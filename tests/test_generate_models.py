@@ -146,7 +146,7 @@ Inner.model_rebuild()
 
 
 def test_the_models_whitelist_accepts_plain_model_classes() -> None:
-    from orsgen.generate.models import check_models_source
+    from orsgen.generate.model_source import check_models_source
 
     assert check_models_source(GOOD_MODELS) == ["Inner", "Empty"]
 
@@ -162,7 +162,7 @@ def test_the_models_whitelist_accepts_plain_model_classes() -> None:
     ids=["decorator", "method", "import", "top-level call"],
 )
 def test_the_models_whitelist_rejects_anything_else(change: tuple[str, str], message: str) -> None:
-    from orsgen.generate.models import check_models_source
+    from orsgen.generate.model_source import check_models_source
 
     with pytest.raises(ValueError, match=message):
         check_models_source(GOOD_MODELS.replace(*change))

@@ -22,6 +22,7 @@ from orsgen.generate import generate
 from orsgen.snapshot.model import build
 from orsgen.snapshot.stored import Snapshot, stored_form
 from orsgen.write import write_package
+from wire_map import wire_params
 
 _counter = itertools.count()
 TEXT = st.text(
@@ -167,7 +168,8 @@ def _check_one(tools: Any, tmp_path_factory: Any, refusals: list[str]) -> str:
     assert sorted(p.name for p in where.iterdir()) == [module.__name__]
     cls = module.PropEnv
     specs = {s["name"]: s for s in stored_form(snapshot)["environment"]["tools"]}
-    for method, (wire, params) in cls.WIRE_NAMES.items():
+    for method, (wire, _differing) in cls.WIRE_NAMES.items():
+        params = wire_params(cls, method)
         shown = get_json_schema(getattr(cls, method))["function"]["parameters"]
         assert set(shown["properties"]) == set(params)
         schema = specs[wire]["input_schema"]

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from orsgen.generate import ir
-from orsgen.generate.typemap import TypeContext, field_of, type_of
+from orsgen.generate.schema_refs import TypeContext
+from orsgen.generate.typemap import field_of, type_of
 
 ROOT: dict[str, Any] = {
     "$defs": {
@@ -126,7 +127,8 @@ def test_remote_ref_is_never_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket.socket, "connect", refuse)
-    from orsgen.generate.models import ModelRequest, build_models
+    from orsgen.generate.model_schema import ModelRequest
+    from orsgen.generate.models import build_models
 
     schema = {
         "type": "object",
@@ -255,7 +257,8 @@ def test_structure_is_described_from_the_node(schema: Any, structure: str | None
 
 
 def test_each_shape_of_a_union_of_objects_is_validated() -> None:
-    from orsgen.generate.models import ModelRequest, build_models
+    from orsgen.generate.model_schema import ModelRequest
+    from orsgen.generate.models import build_models
 
     schema = {
         "anyOf": [

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+from typing import Any
+
+import pytest
+
 from generated.echo import EchoEnv, load_tasks, outcome_reward
 
 
@@ -44,3 +50,65 @@ def test_the_package_docstring_example_runs(echo_server) -> None:
     env = kept["environment_factory"]()  # type: ignore[operator]
     assert "apple" in env.reset(task_index=0)
     env.close()
+
+
+# What GRPOTrainer passes every reward function besides ``environments`` and
+# ``completions`` (``_calculate_rewards``, trl/trainer/grpo_trainer.py around line 1585),
+# the dataset row's columns, and one a later TRL might add.
+def _trl_keywords(log_metric: Any) -> dict[str, Any]:
+    return {
+        "prompts": [[{"role": "user", "content": ""}]],
+        "completion_ids": [[1, 2]],
+        "trainer_state": object(),
+        "log_metric": log_metric,
+        "log_extra": lambda column, values: None,
+        "task_index": [0],
+        "target": ["apple"],
+        "a_keyword_from_a_later_trl": object(),
+    }
+
+
+def test_the_generated_outcome_reward_hands_log_metric_to_the_runtime(echo_server) -> None:
+    """issue 23: called through ``generated.echo.rewards`` (what users pass to TRL), the
+    runtime gets TRL's ``log_metric`` and logs the batch's ``ors/*`` figures through it."""
+    from generated.echo import rewards
+
+    env = EchoEnv(base_url=echo_server.url)
+    try:
+        env.reset(task_index=0)
+        assert env.echo(text="apple") == "echo: apple"
+        logged: dict[str, float] = {}
+        completions = [[{"role": "assistant", "content": "done"}]]
+        keywords = _trl_keywords(lambda name, value: logged.__setitem__(name, value))
+        assert rewards.outcome_reward([env], completions, **keywords) == [1.0]
+    finally:
+        env.close()
+    assert logged["ors/rollouts"] == 1.0
+    assert logged["ors/scored_frac"] == 1.0 and logged["ors/finished_frac"] == 1.0
+
+
+@pytest.mark.parametrize("package", ["generated.echo", "generated.rich", "bench.benchenv"])
+def test_every_generated_reward_function_passes_trls_keywords_on(
+    package: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each public function of a generated ``rewards.py`` hands every keyword it is given
+    to the runtime function it stands on (imported there as ``_<name>``), unchanged."""
+    rewards = importlib.import_module(f"{package}.rewards")
+    functions = [
+        name
+        for name, f in vars(rewards).items()
+        if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == rewards.__name__
+    ]
+    assert sorted(functions) == ["group_reward", "outcome_reward"]
+    keywords = _trl_keywords(lambda name, value: None)
+    for name in functions:
+        received: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        monkeypatch.setattr(
+            rewards, f"_{name}", lambda *args, **kwargs: received.append((args, kwargs)) or []
+        )
+        environments, completions = [object()], [[{"role": "assistant", "content": "x"}]]
+        getattr(rewards, name)(environments, completions, **keywords)
+        assert len(received) == 1, name
+        args, passed = received[0]
+        assert [*args, *passed.values()][:2] == [environments, completions], name
+        assert all(passed.get(k) is v for k, v in keywords.items()), (name, passed)

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import failed
 from generated.rich import RichEnv
+from wire_map import wire_params
 
 
 @pytest.fixture
@@ -22,10 +23,13 @@ def env(rich_server: Any) -> Any:
 
 def test_renamed_names_map_back_to_the_wire() -> None:
     assert RichEnv.WIRE_NAMES["import_"][0] == "import"
-    assert RichEnv.WIRE_NAMES["open_doc"] == (
-        "open-doc",
-        {"id": "id", "page_size": "page_size", "page_size_2": "page-size"},
-    )
+    # Only the names that differ are listed; the others go out as they are.
+    assert RichEnv.WIRE_NAMES["open_doc"] == ("open-doc", {"page_size_2": "page-size"})
+    assert wire_params(RichEnv, "open_doc") == {
+        "id": "id",
+        "page_size": "page_size",
+        "page_size_2": "page-size",
+    }
     assert RichEnv.TERMINAL_TOOL == ("submit", "answer")
 
 
@@ -47,6 +51,17 @@ def test_invalid_nested_arguments_fail_without_a_round_trip(env: Any, rich_serve
     assert rich_server.requests().get("POST /richenv/call", 0) == 0
     assert env.search(query="x") == "0 results for 'x'"  # a valid call is one request
     assert rich_server.requests().get("POST /richenv/call", 0) == 1
+
+
+def test_a_client_side_failure_is_recorded_under_the_wire_name_it_is_given(env: Any) -> None:
+    # Generated methods pass their tool's wire name; the runtime takes it as given, with no
+    # look at the caller's frame, so the name is the same from any call site.
+    failure = failed(env._fail, "open-doc", "invalid argument(s) page_size: too big")
+    assert failure.tool == "open-doc" and failure.reason == "invalid_arguments"
+    assert str(failure).startswith("tool 'open-doc' rejected the call: invalid argument(s)")
+    assert env.rewards[-1] is None and env.last_output == f"Error: {failure}"
+    # Through a generated method: the wire name ("import"), not the Python one ("import_").
+    assert failed(env.import_, ids=[1], filters={"tags": None}).tool == "import"
 
 
 @pytest.mark.parametrize(

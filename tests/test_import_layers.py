@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-NETWORK = ["aiohttp", "openreward", "orsgen.snapshot.fetch", "orsgen.runtime.loop"]
+NETWORK = ["aiohttp", "openreward", "orsgen.snapshot.fetch", "orsgen.runtime.transport.loop"]
 NETWORK += [
-    "orsgen.runtime.sdk",
-    "orsgen.runtime.http",
-    "orsgen.runtime.health",
-    "orsgen.runtime.pool",
+    "orsgen.runtime.transport.sdk",
+    "orsgen.runtime.transport.http",
+    "orsgen.runtime.transport.health",
+    "orsgen.runtime.sessions.pool",
 ]
 GENERATOR = ["jinja2", "black", "datamodel_code_generator", "orsgen.generate"]
 # The typed snapshot models: the drift guard compares hashes of snapshot.json as JSON.
@@ -36,7 +36,7 @@ def test_the_generator_loads_no_network_code(module: str) -> None:
 
 
 def test_the_drift_guard_loads_none_of_the_generator() -> None:
-    assert _loaded_after("import orsgen.runtime.drift", GENERATOR) == []
+    assert _loaded_after("import orsgen.runtime.sessions.drift", GENERATOR) == []
 
 
 RUNTIME = Path(__file__).resolve().parents[1] / "orsgen" / "runtime"
@@ -64,15 +64,46 @@ def _imported_modules(tree: ast.AST) -> set[str]:
     return found
 
 
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["orsgen.runtime", *parts])
+
+
 def runtime_imports(root: Path = RUNTIME) -> dict[str, set[str]]:
-    """The runtime's import graph: module name -> every module it imports."""
+    """The runtime's import graph, sub-packages included: module name -> every module it
+    imports (a package's ``__init__`` is the package's own name)."""
     return {
-        f"orsgen.runtime.{path.stem}": _imported_modules(
-            ast.parse(path.read_text(encoding="utf-8"))
-        )
-        for path in sorted(root.glob("*.py"))
-        if path.stem != "__init__"
+        _module_name(path, root): _imported_modules(ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(root.rglob("*.py"))
+        if _module_name(path, root) != "orsgen.runtime"
     }
+
+
+# The runtime's layers, lowest first. A module imports only from its own layer or lower
+# ones: the foundation (pure modules every layer may use), then transport below sessions
+# below rollouts below the adapter's top level.
+FOUNDATION = {"errors", "images", "compat", "validate"}
+LAYERS = ["foundation", "transport", "sessions", "rollouts", "top"]
+
+
+def layer_of(module: str) -> str:
+    """The layer of a runtime module (``orsgen.runtime.<name>`` or a sub-package's)."""
+    parts = module.split(".")[2:]
+    if parts and parts[0] in ("transport", "sessions", "rollouts"):
+        return parts[0]
+    return "foundation" if parts and parts[0] in FOUNDATION else "top"
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a higher layer's module, as ``"importer -> imported"``."""
+    found: list[str] = []
+    for name, imported in sorted(graph.items()):
+        for target in sorted(imported & set(graph)):
+            if LAYERS.index(layer_of(target)) > LAYERS.index(layer_of(name)):
+                found.append(f"{name} -> {target}")
+    return found
 
 
 def runtime_cycle(graph: dict[str, set[str]]) -> list[str]:
@@ -112,6 +143,35 @@ def test_the_runtime_has_no_import_cycle() -> None:
     assert runtime_cycle(graph) == []
 
 
+def test_the_runtime_layers_import_only_downwards() -> None:
+    """transport below sessions below rollouts below the adapter (the top level)."""
+    graph = runtime_imports()
+    for package in ("transport", "sessions", "rollouts"):
+        assert any(layer_of(name) == package for name in graph), package
+    assert layer_violations(graph) == []
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    graph = {
+        "orsgen.runtime.transport.sdk": {"orsgen.runtime.sessions.pool", "orsgen.runtime.errors"},
+        "orsgen.runtime.sessions.pool": {"orsgen.runtime.transport.sdk"},
+        "orsgen.runtime.errors": set(),
+        "orsgen.runtime.adapter": {"orsgen.runtime.sessions.pool"},
+    }
+    assert layer_violations(graph) == [
+        "orsgen.runtime.transport.sdk -> orsgen.runtime.sessions.pool"
+    ]
+
+
+def test_no_runtime_module_is_longer_than_400_lines() -> None:
+    long = {
+        path.name: n
+        for path in RUNTIME.rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert long == {}
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c", "x"}, "c": {"a"}, "d": {"a"}}
     assert runtime_cycle(graph) == ["a", "b", "c", "a"]
@@ -129,4 +189,47 @@ def _private_openreward(modules: set[str]) -> set[str]:
 def test_one_runtime_module_touches_private_openreward_modules() -> None:
     users = {name: _private_openreward(mods) for name, mods in runtime_imports().items()}
     users = {name: mods for name, mods in users.items() if mods}
-    assert set(users) == {"orsgen.runtime.sdk"}, users
+    assert set(users) == {"orsgen.runtime.transport.sdk"}, users
+
+
+def _private_reads(tree: ast.AST) -> set[str]:
+    """``x._name`` (or ``getattr(x, "_name", ...)``) where ``x`` is not ``self`` or ``cls``
+    (dunders aside)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and node.args[1].value.startswith("_")
+            and not node.args[1].value.startswith("__")
+        ):
+            found.add(f"getattr({ast.unparse(node.args[0])}, {node.args[1].value!r})")
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
+            found.add(f"{ast.unparse(node.value)}.{node.attr}")
+    return found
+
+
+# Objects that are not the runtime's: the SDK's private API (sdk.py alone, see above), the
+# stack frame the generated methods' _fail reads, namedtuple's public _replace, and the
+# start arguments of AsyncGRPO's rollout process (trainer_facts.py alone reads them).
+FOREIGN_PRIVATE = {"sys._getframe", "parsed._replace"}
+FOREIGN_PRIVATE |= {f"getattr(process, {name!r})" for name in ("_target", "_args", "_kwargs")}
+
+
+def test_no_runtime_module_reads_another_objects_private_attribute() -> None:
+    reads = {
+        path.name: sorted(_private_reads(ast.parse(path.read_text(encoding="utf-8"))))
+        for path in sorted(RUNTIME.rglob("*.py"))
+        if path.name != "sdk.py"
+    }
+    reads = {name: [r for r in found if r not in FOREIGN_PRIVATE] for name, found in reads.items()}
+    assert {name: found for name, found in reads.items() if found} == {}

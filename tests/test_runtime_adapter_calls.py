@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from conftest import failed
+
 from generated.echo import EchoEnv
-from orsgen.runtime import drift
+from orsgen.runtime.sessions import drift
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")
 

@@ -6,9 +6,9 @@ Expected values come from tests/envs/rules_env.py."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import failed
-from orsgen.runtime.tasks import TaskChoiceError
+
+from orsgen.runtime.rollouts.tasks import TaskChoiceError
 
 pytestmark = pytest.mark.timeout(120)
 

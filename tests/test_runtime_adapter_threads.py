@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from envs.runtime_support import partial_echo, spawned_rollout
+
 from generated.echo import EchoEnv
-from orsgen.runtime import drift
+from orsgen.runtime.sessions import drift
 
 WORDS = ["apple", "banana", "cherry", "damson"]
 
@@ -37,7 +37,11 @@ def test_class_and_partial_pickle() -> None:
     factory = functools.partial(EchoEnv, base_url="http://127.0.0.1:9", group_size=8, timeout=5)
     clone = pickle.loads(pickle.dumps(factory))
     env = clone()  # constructing does no I/O
-    assert type(env) is EchoEnv and env._sessions.group_size == 8 and env._timeout == 5
+    assert (
+        type(env) is EchoEnv
+        and env._config.sessions.prefetch_group == 8
+        and env._config.rollouts.timeout == 5
+    )
 
 
 def test_spawned_processes_run_rollouts(echo_server) -> None:

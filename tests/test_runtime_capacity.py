@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 import ors_server
+import pytest
 from conftest import ECHO_ENV
+
 from generated.echo import EchoEnv, outcome_reward
 from orsgen.runtime.adapter import UNAVAILABLE_PROMPT
 
@@ -176,7 +176,7 @@ def test_a_cap_lower_than_one_sync_step_says_so_at_once_with_the_number_needed(
     """Sync GRPOTrainer resets a step's whole batch, in its main thread, before it generates:
     with 4 rollouts per step and max_sessions=2 the third reset could never get a place. It
     says so at once (not after reconnect_for), naming the number needed."""
-    from orsgen.runtime.places import SessionCapError
+    from orsgen.runtime.sessions.cap import SessionCapError
 
     proxy = capacity_proxy(echo_server.url)
     batch = [EchoEnv(base_url=proxy.url, max_sessions=2, prefetch=False) for _ in range(4)]

@@ -1,4 +1,4 @@
-"""The pass-rate curriculum (orsgen/runtime/curriculum.py): pools from scored outcomes,
+"""The pass-rate curriculum (orsgen/runtime/rollouts/curriculum.py): pools from scored outcomes,
 unseen first, rare but never dropped, seeded, order-free and resumable. Pure and fast."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from orsgen.runtime import curriculum
-from orsgen.runtime.curriculum import PassRateCurriculum
+from orsgen.runtime.rollouts import curriculum
+from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 
 # 20 tasks: 7 always solved, 7 never solved, 6 solved half the time (issue 23's bench).
 PASS = [1.0] * 7 + [0.0] * 7 + [0.5] * 6

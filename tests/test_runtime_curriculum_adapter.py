@@ -13,8 +13,9 @@ import pytest
 
 import ors_server
 from conftest import import_generated
-from orsgen.runtime import tasks
-from orsgen.runtime.curriculum import PassRateCurriculum
+from orsgen.runtime.config import AdapterConfig
+from orsgen.runtime.rollouts import tasks
+from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("fresh_runtime")]
 
@@ -26,7 +27,7 @@ ANSWER = [{"role": "assistant", "content": "yes"}]
 
 @pytest.fixture(autouse=True)
 def _fresh_choosers() -> None:
-    tasks.choosers().clear()
+    tasks.samplers().clear()
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +97,16 @@ def test_the_keyword_is_checked_at_construction(coinenv) -> None:  # type: ignor
     with pytest.raises(ValueError, match="curriculum must be"):
         coinenv.CoinEnv(base_url="http://127.0.0.1:9", curriculum="hardest_first")
     coinenv.CoinEnv(base_url="http://127.0.0.1:9", curriculum="uniform")  # today's default
+
+
+def test_curriculum_is_the_sampler_shorthand(coinenv) -> None:  # type: ignore[no-untyped-def]
+    """curriculum= selects the sampler factory; naming a sampler too is refused."""
+    with pytest.raises(ValueError, match="sampler= or curriculum=, not both"):
+        coinenv.CoinEnv(
+            base_url="http://127.0.0.1:9", curriculum="pass_rate", sampler=tasks.Chooser
+        )
+    led = AdapterConfig.of(coinenv.CoinEnv, base_url="http://127.0.0.1:9", curriculum="pass_rate")
+    made = led.tasks.sampler([3, 4, 5], 0, 2)
+    assert isinstance(made, tasks.Chooser) and isinstance(made.curriculum, PassRateCurriculum)
+    uniform = AdapterConfig.of(coinenv.CoinEnv, base_url="http://127.0.0.1:9")
+    assert uniform.tasks.sampler is tasks.Chooser

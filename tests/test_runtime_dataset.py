@@ -38,8 +38,9 @@ def test_rows_and_metadata_columns(rules_pkg, rules_server) -> None:
     assert ds.num_rows == len(TASKS)
     assert ds["task_index"] == list(range(len(TASKS)))
     assert ds["prompt"] == [EMPTY_USER] * len(TASKS)
-    # Every task-spec key is a column, except the two that collide with reserved ones.
-    assert set(ds.column_names) == {"prompt", "task_index", "target", "level", "answer"}
+    # Every task-spec key is a column, except the two that collide with reserved ones
+    # (`split` is the split the rows came from).
+    assert set(ds.column_names) == {"prompt", "task_index", "split", "target", "level", "answer"}
     # Mixed int/str values cannot share an Arrow type: each becomes its JSON text.
     assert ds["answer"] == [json.dumps(t["answer"]) for t in TASKS]
     assert ds["target"] == TARGETS
@@ -86,7 +87,7 @@ def test_num_tasks_and_indices_are_mutually_exclusive(rules_pkg, rules_server) -
 
 def test_without_metadata(rules_pkg, rules_server) -> None:
     ds = rules_pkg.load_tasks(include_metadata=False, base_url=rules_server.url)
-    assert ds.column_names == ["prompt", "task_index"]
+    assert ds.column_names == ["prompt", "task_index", "split"]
 
 
 def test_reserved_columns_are_never_overwritten(rules_pkg, rules_server) -> None:

@@ -1,4 +1,4 @@
-"""The runtime drift guard (orsgen/runtime/drift.py). On the first session an adapter class
+"""The runtime drift guard (orsgen/runtime/sessions/drift.py). On the first session an adapter class
 opens in a process, its live tools are compared with the snapshot by hash, at the cost
 of one request (GET /{env}/task_tools) per process; a difference warns once and names
 what changed; ``strict=True`` raises instead."""
@@ -9,13 +9,13 @@ import json
 import warnings
 from pathlib import Path
 
-import pytest
-
 import ors_server
+import pytest
 from envs.runtime_support import DRIFT_ENV
+
 from generated.echo import EchoEnv
-from orsgen.runtime import drift
-from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning, compare, tools_sha256
+from orsgen.runtime.sessions import drift
+from orsgen.runtime.sessions.drift import ToolDriftError, ToolDriftWarning, compare, tools_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -82,8 +82,8 @@ def test_catalog_packages_keep_the_platform_default(monkeypatch: pytest.MonkeyPa
         DEPLOYMENT: ClassVar[str | None] = "acme/echo"
 
     env = CatalogEnv()
-    assert env._endpoint.session_url == "https://sessions.openreward.ai"
-    assert env._no_server is None
+    assert env._config.sessions.endpoint.session_url == "https://sessions.openreward.ai"
+    assert env._config.no_server is None
 
 
 # -- Every entry point fails with an orsgen error --------------------------------------

@@ -1,4 +1,4 @@
-"""orsgen/runtime/health.py, with no server and no real waiting: the call policy (wait /
+"""orsgen/runtime/transport/health.py, with no server and no real waiting: the call policy (wait /
 retry / degrade / fail), its backoff and reconnect window on an injected clock, the error
 classifiers, and the health record's counts. The same rules on a real server that is
 stopped and restarted: tests/test_runtime_health_outage.py."""
@@ -14,8 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from orsgen.runtime import health
-from orsgen.runtime.health import Action, CallPolicy, ServerHealth
+from orsgen.runtime.transport import health
+from orsgen.runtime.transport.health import ServerHealth
+from orsgen.runtime.transport.policy import Action, CallPolicy
 
 URL = "http://127.0.0.1:9"
 

@@ -1,4 +1,4 @@
-"""Training survives an environment outage: orsgen/runtime/health.py's records and call
+"""Training survives an environment outage: orsgen/runtime/transport/health.py's records and call
 policy on a real server (the same rules on an injected clock: tests/test_runtime_health.py).
 
 Real echo ORS servers, stopped by PID and restarted on the same port. Most tests use a
@@ -15,14 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 import ors_server
+import pytest
 from conftest import ECHO_ENV, failed
-from orsgen.runtime.errors import ToolCallFailure
+
 from generated.echo import EchoEnv, ScoredEchoEnv, outcome_reward
 from orsgen.runtime.adapter import UNAVAILABLE_PROMPT
-from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError
+from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError, ToolCallFailure
 
 pytestmark = [pytest.mark.usefixtures("fresh_runtime"), pytest.mark.timeout(300)]
 

@@ -1,4 +1,4 @@
-"""The transport under the SDK (orsgen/runtime/http.py): finished streams give their connection
+"""The transport under the SDK (orsgen/runtime/transport/http.py): finished streams give their connection
 back to the pool (so a tool call does not pay for a new TCP connection), a late or
 never-ending stream never leaks or hangs, and proxy/netrc lookups stay on exactly when
 the environment could change a request.
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import runtime_hooks
 from aiohttp import web
 
 from generated.echo import EchoEnv
-import runtime_hooks
-from orsgen.runtime import http
+from orsgen.runtime.transport import http
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")
 

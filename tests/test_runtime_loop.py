@@ -1,4 +1,4 @@
-"""orsgen/runtime/loop.py: the blocking hand-off (``LoopThread.run``, through
+"""orsgen/runtime/transport/loop.py: the blocking hand-off (``LoopThread.run``, through
 ``Process.run``), which every sync tool call and reset goes through: results and errors
 come back to the calling thread, a timeout cancels the coroutine on the loop, and nothing
 but an ``Exception`` ever escapes. The process's life (fork, shutdown):
@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from orsgen.runtime.errors import CallTimeout
-from orsgen.runtime.process import current
+from orsgen.runtime.transport.process import current
 
 
 async def _value(x: int) -> int:

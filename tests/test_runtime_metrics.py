@@ -1,17 +1,17 @@
-"""Rollout health metrics (orsgen/runtime/metrics.py): counted per process, drained per
+"""Rollout health metrics (orsgen/runtime/rollouts/metrics.py): counted per process, drained per
 logging step through TRL's ``log_metric`` (GRPOTrainer) or as (num, den) rates that
 AsyncGRPO's own ``_reduce_metric`` reduces. Real trustenv sessions."""
 
 from __future__ import annotations
 
-import pytest
-
 import ors_server
+import pytest
 from conftest import failed
 from envs.trust_support import TRUST_ENV, TrustAdapter
-from orsgen.runtime import metrics
-from orsgen.runtime.episode import Outcome
+
 from orsgen.runtime.rewards import outcome_reward
+from orsgen.runtime.rollouts import metrics
+from orsgen.runtime.rollouts.episode import Outcome
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 
@@ -106,7 +106,7 @@ def test_rates_reduce_like_asyncgrpo_logs_them() -> None:
 
 
 def test_the_counts_are_the_processs_own() -> None:
-    from orsgen.runtime.process import current
+    from orsgen.runtime.transport.process import current
 
     # A process part: a forked child's fresh process starts from zero (process.py).
     assert metrics.counts() is current().part(metrics.Accumulator)
@@ -116,8 +116,8 @@ def test_the_counts_are_the_processs_own() -> None:
 
 
 def test_drift_is_read_from_the_drift_guard(rules_pkg, rules_server) -> None:  # type: ignore[no-untyped-def]
-    from orsgen.runtime import drift
-    from orsgen.runtime.drift import ToolDriftWarning
+    from orsgen.runtime.sessions import drift
+    from orsgen.runtime.sessions.drift import ToolDriftWarning
 
     drift.forget()
     assert metrics.counts().drain()["ors/drift"] == 0.0

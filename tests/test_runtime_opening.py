@@ -1,13 +1,12 @@
-"""orsgen/runtime/opening.py: a reset's session open and what its errors say, on a real
+"""orsgen/runtime/sessions/opening.py: a reset's session open and what its errors say, on a real
 server (tests/envs/split_defaults_env.py)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-import pytest
-
 import ors_server
+import pytest
 from conftest import ENVS
 
 from orsgen.runtime.adapter import OrsAdapter, SessionOpenError

@@ -1,4 +1,4 @@
-"""The session cap's places (orsgen/runtime/places.py): no server needed, real threads."""
+"""The session cap's places (orsgen/runtime/sessions/cap.py): no server needed, real threads."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from orsgen.runtime.places import Places, SessionCapError
+from orsgen.runtime.sessions.cap import Places, SessionCapError
 
 
 class Env:
-    _max_sessions = 3  # what the adapter records of its cap
+    """Stands in for an adapter class: the places only count its live instances."""
 
 
 def test_no_more_places_than_the_limit_and_a_release_frees_one() -> None:
@@ -59,7 +59,10 @@ def test_the_main_thread_holding_every_place_itself_is_told_the_number_needed() 
     places = Places(Env)
     instances = [Env() for _ in range(8)]
     for env in instances:
-        places.adopt(env)
+        places.adopt(env, 3)  # made with max_sessions=3
+    others = [Env() for _ in range(20)]
+    for env in others:
+        places.adopt(env, 50)  # another factory's cap: not counted in the advice
     assert places.try_take(3) and places.try_take(3) and places.try_take(3)
     with pytest.raises(SessionCapError, match="max_sessions=3 .* at least 8"):
         places.take(3, time.monotonic() + 60)

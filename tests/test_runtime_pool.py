@@ -1,4 +1,4 @@
-"""orsgen/runtime/pool.py with fake sessions on the runtime loop (no server): group
+"""orsgen/runtime/sessions/pool.py with fake sessions on the runtime loop (no server): group
 prefetch (fixed and learned group sizes, discarding a broken pattern), the on-demand retry
 of a failed prefetched open, open timeouts, and closing by owner. The same prefetch on a
 real server, counted there: tests/test_runtime_pool_prefetch.py."""
@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from orsgen.runtime import pool
-from orsgen.runtime import places
-from orsgen.runtime.places import Place
-from orsgen.runtime.pool import Prefetcher, SessionSlot
-from orsgen.runtime.sdk import Opened
+from orsgen.runtime.sessions import cap, pool
+from orsgen.runtime.sessions.cap import Place
+from orsgen.runtime.sessions.pool import Prefetcher, SessionSlot
+from orsgen.runtime.transport.sdk import Opened
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -198,16 +197,16 @@ def test_close_sessions_of_one_class_leaves_the_others() -> None:
     assert _eventually(lambda: all(s.closed for s in opener.sessions))
 
 
-# -- places under a session cap (orsgen/runtime/places.py) --------------------------------
+# -- places under a session cap (orsgen/runtime/sessions/cap.py) --------------------------------
 
 
 def test_prefetch_opens_only_into_free_places() -> None:
     owner = _owner()
     pf, opener = Prefetcher(owner), Opener()
-    claim = places.claim(owner, 2, 5.0)
+    claim = cap.claim(owner, 2, 5.0)
     first = pf.take("task 0", opener, 4, False, timeout=5.0, claim=claim, url="http://a")
     assert len(opener.fetches) == 2 and pf.unused == 1  # 1 + 1 prefetched, not 1 + 3
-    assert places.of(owner).open_on() == {"http://a": 2}
+    assert cap.of(owner).open_on() == {"http://a": 2}
     assert first.place is not None
 
 
@@ -215,19 +214,19 @@ def test_a_failed_open_gives_its_place_back() -> None:
     owner = _owner()
     pf, opener = Prefetcher(owner), Opener(fail=frozenset({0}))
     with pytest.raises(ConnectionError):
-        pf.take("task 0", opener, 1, False, timeout=5.0, claim=places.claim(owner, 1, 5.0))
-    assert _eventually(lambda: places.of(owner).taken == 0)
+        pf.take("task 0", opener, 1, False, timeout=5.0, claim=cap.claim(owner, 1, 5.0))
+    assert _eventually(lambda: cap.of(owner).taken == 0)
 
 
 def test_a_closed_session_gives_its_place_back_once_its_close_is_done() -> None:
     owner = _owner()
     opener = Opener()
     opened = Prefetcher(owner).take(
-        "task 0", opener, 1, False, timeout=5.0, claim=places.claim(owner, 1, 5.0)
+        "task 0", opener, 1, False, timeout=5.0, claim=cap.claim(owner, 1, 5.0)
     )
     slot = SessionSlot(owner)
     slot.hold(opened.session, opened.place)
-    assert places.of(owner).taken == 1
+    assert cap.of(owner).taken == 1
     slot.close(wait=True)
     assert opener.sessions[0].closed
-    assert _eventually(lambda: places.of(owner).taken == 0)
+    assert _eventually(lambda: cap.of(owner).taken == 0)

@@ -1,4 +1,4 @@
-"""No leaked sessions (orsgen/runtime/pool.py), counted by the server itself. Sessions close on reset(), close(),
+"""No leaked sessions (orsgen/runtime/sessions/pool.py), counted by the server itself. Sessions close on reset(), close(),
 garbage collection of the adapter (a weakref.finalize, no resurrection) and interpreter
 exit, including prefetched sessions nobody took and sessions still opening; ``load_tasks``
 opens none. (Probe sessions of a snapshot: tests/test_snapshot_probes.py.)"""
@@ -12,13 +12,13 @@ import sys
 import textwrap
 import weakref
 
-import pytest
-
 import ors_server
+import pytest
+import runtime_hooks
 from conftest import ECHO_ENV, ROOT, failed
 from envs.runtime_support import FAULT_ENV
+
 from generated.echo import EchoEnv, load_tasks
-import runtime_hooks
 
 pytestmark = [pytest.mark.usefixtures("fresh_runtime"), pytest.mark.timeout(120)]
 

@@ -1,4 +1,4 @@
-"""Group prefetch (orsgen/runtime/pool.py) for GRPOTrainer's serial reset pattern, on a real
+"""Group prefetch (orsgen/runtime/sessions/pool.py) for GRPOTrainer's serial reset pattern, on a real
 server (the same logic with fake sessions: tests/test_runtime_pool.py).
 
 GRPO calls reset(task_index=i) G times in a row, on different pooled instances of one
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from generated.echo import EchoEnv
-from orsgen.runtime import drift
+from orsgen.runtime.sessions import drift
 
 WORDS = ["apple", "banana", "cherry", "damson"]
 

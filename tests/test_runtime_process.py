@@ -1,4 +1,4 @@
-"""orsgen/runtime/process.py: the per-process runtime. A forked child gets its own; each
+"""orsgen/runtime/transport/process.py: the per-process runtime. A forked child gets its own; each
 module's part is one instance per process; shutdown runs the hooks in their order, then
 stops the loop, and leaves the process usable again."""
 
@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from orsgen.runtime import process
-from orsgen.runtime.process import Process, current
+from orsgen.runtime.transport import process
+from orsgen.runtime.transport.process import Process, current
 
 
 async def _value(x: int) -> int:

@@ -1,4 +1,4 @@
-"""orsgen/runtime/sdk.py: how the runtime hands the SDK its HTTP clients. (Its session
+"""orsgen/runtime/transport/sdk.py: how the runtime hands the SDK its HTTP clients. (Its session
 wrapper on a real server: the never-resend call in tests/test_runtime_adapter_faults.py,
 pings in tests/test_runtime_sdk_keepalive.py, lost sessions in
 tests/test_runtime_health_outage.py.)"""
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from orsgen.runtime import sdk
+from orsgen.runtime.transport import sdk
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime")
 
@@ -20,7 +20,7 @@ def test_session_client_has_the_sdks_env_server_retry_policy_in_any_order() -> N
     and an API-only URL keeps the SDK's default."""
     from openreward.api._session.http import _resolve_policy
 
-    from orsgen.runtime.process import current
+    from orsgen.runtime.transport.process import current
 
     async def clients() -> tuple[Any, Any, Any]:
         both = "http://127.0.0.1:9"  # never contacted

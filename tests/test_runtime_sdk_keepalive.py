@@ -1,4 +1,4 @@
-"""Keepalive pings (orsgen/runtime/sdk.py's session wrapper): a rollout idle for longer than the server's stale-session threshold
+"""Keepalive pings (orsgen/runtime/transport/sdk.py's session wrapper): a rollout idle for longer than the server's stale-session threshold
 keeps its session. The server's reaper is shortened to 3 s; the idle is ~2x that.
 The SDK's own 10 s ping is too slow for that server (the control case loses its
 session); ``keepalive=1`` pings often enough."""
@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 import ors_server
+import pytest
+import runtime_hooks
 from conftest import failed
 from envs.runtime_support import FAULT_ENV, FaultAdapter
-import runtime_hooks
 
 REAPER = 3.0
 

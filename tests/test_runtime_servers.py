@@ -8,11 +8,10 @@ its own sessions, and ``load_tasks`` reads from the first server that answers.
 
 from __future__ import annotations
 
-
-import pytest
-
 import ors_server
+import pytest
 from conftest import ECHO_ENV, said
+
 from generated.echo import EchoEnv, load_tasks, outcome_reward
 from orsgen.runtime.adapter import UNAVAILABLE_PROMPT
 
@@ -106,11 +105,11 @@ def test_an_empty_sequence_of_servers_is_refused() -> None:
         EchoEnv(base_url=[])
 
 
-# -- the placement rule alone (orsgen/runtime/placement.py) --------------------------------
+# -- the placement rule alone (orsgen/runtime/sessions/placement.py) --------------------------------
 
 
 def test_placement_picks_the_fewest_open_then_the_earlier_url() -> None:
-    from orsgen.runtime.placement import choose, order
+    from orsgen.runtime.sessions.placement import choose, order
 
     urls = ["http://a", "http://b", "http://c"]
     assert choose(urls, {}, {}) == 0
@@ -119,7 +118,7 @@ def test_placement_picks_the_fewest_open_then_the_earlier_url() -> None:
 
 
 def test_placement_skips_a_server_that_is_down_unless_all_are() -> None:
-    from orsgen.runtime.placement import choose, order
+    from orsgen.runtime.sessions.placement import choose, order
 
     urls = ["http://a", "http://b"]
     assert choose(urls, {"http://b": 5}, {"http://a": 10.0}) == 1

@@ -2,7 +2,7 @@
 that visits every task once per pass, handed out in blocks of the group size, restricted
 by ``num_tasks`` / ``indices``, and refused (not mixed) under several processes.
 
-Pure tests of orsgen/runtime/tasks.py, then the adapter against a real trustenv server.
+Pure tests of orsgen/runtime/rollouts/tasks.py, then the adapter against a real trustenv server.
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ from __future__ import annotations
 import itertools
 import logging
 
-import pytest
-
 import ors_server
+import pytest
 from envs.trust_support import TRUST_ENV, TrustAdapter
-from orsgen.runtime import tasks, trainer
-from orsgen.runtime.tasks import TaskChoiceError
+
+from orsgen.runtime.rollouts import tasks, trainer_facts
+from orsgen.runtime.rollouts.chooser import Chooser, Layout, group_task
+from orsgen.runtime.rollouts.episode import Outcome
+from orsgen.runtime.rollouts.tasks import TaskChoiceError
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 
@@ -26,7 +28,7 @@ PLACEHOLDER = {
 
 @pytest.fixture(autouse=True)
 def _fresh_choosers() -> None:
-    tasks.choosers().clear()
+    tasks.samplers().clear()
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +77,7 @@ def test_adapter_chooses_groups_of_one_task(server, caplog) -> None:  # type: ig
         for _step in range(6):
             for env in envs:  # TRL resets a group's slots one after another
                 prompts.append(env.reset(**PLACEHOLDER))
-                assert env._book.episode.chosen
+                assert env.rollout.episode.chosen
     finally:
         for env in envs:
             env.close()
@@ -103,7 +105,7 @@ def test_an_explicit_task_is_never_overridden(server) -> None:  # type: ignore[n
     env = TrustAdapter(base_url=server.url, group_size=2)
     try:
         assert env.reset(task_index=3, **PLACEHOLDER) == "Call echo with the word 'damson'."
-        assert env._book.episode.chosen is False
+        assert env.rollout.episode.chosen is False
     finally:
         env.close()
 
@@ -127,7 +129,7 @@ def test_several_processes_raise_instead_of_mixing(server, monkeypatch) -> None:
 
 
 class _FakeTrainer:
-    """Only what trainer.facts() reads of a GRPOTrainer: num_generations, environments, args.seed."""
+    """Only what trainer_facts.facts() reads of a GRPOTrainer: num_generations, environments, args.seed."""
 
     class args:  # noqa: N801 - mirrors trainer.args
         seed = 11
@@ -151,29 +153,27 @@ def test_group_size_and_seed_come_from_the_calling_trainer(server) -> None:  # t
 
 
 def test_trainer_facts_outside_any_trainer() -> None:
-    assert trainer.facts() is None
-    assert trainer.worker_metrics_queue() is None
+    assert trainer_facts.facts() is None
+    assert trainer_facts.worker_metrics_queue() is None
 
 
 def test_group_task_is_the_order_by_group() -> None:
     blocks = _take(tasks.order(range(7), seed=5, group_size=3), 3 * 30)[::3]
-    assert blocks == [tasks.group_task(range(7), 5, g) for g in range(30)]
+    assert blocks == [group_task(range(7), 5, g) for g in range(30)]
 
 
 def test_ranks_choose_by_global_group_and_keep_split_groups_whole() -> None:
     # 2 ranks, 6 rows each per generation, groups of 4: the middle group of each
     # generation is split across the ranks (rows 4-5 on rank 0, rows 6-7 on rank 1).
-    ranks = [
-        tasks.Chooser(range(20), 3, 4, layout=tasks.Layout(rank=r, world=2, rows=6)) for r in (0, 1)
-    ]
+    ranks = [Chooser(range(20), 3, 4, layout=Layout(rank=r, world=2, rows=6)) for r in (0, 1)]
     rows: list[int] = []
     for _generation in range(5):
         for chooser in ranks:  # the global order: rank 0's block, then rank 1's
-            rows += [chooser.next() for _ in range(6)]
+            rows += [chooser.choose() for _ in range(6)]
     groups = [rows[i : i + 4] for i in range(0, len(rows), 4)]
     assert all(len(set(g)) == 1 for g in groups), rows
     # the same order one process would follow
-    assert [g[0] for g in groups] == [tasks.group_task(range(20), 3, g) for g in range(15)]
+    assert [g[0] for g in groups] == [group_task(range(20), 3, g) for g in range(15)]
 
 
 def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
@@ -182,7 +182,7 @@ def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
     import random
     import threading
 
-    from orsgen.runtime.curriculum import PassRateCurriculum
+    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 
     passes = [1.0] * 7 + [0.0] * 7 + [0.5] * 6
     barrier = threading.Barrier(2, timeout=30)
@@ -199,12 +199,12 @@ def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
         return all_gather
 
     ranks = [
-        tasks.Chooser(
+        Chooser(
             range(20),
             0,
             4,
             PassRateCurriculum(),
-            tasks.Layout(rank=r, world=2, rows=6),
+            Layout(rank=r, world=2, rows=6),
             gather_for(r),
         )
         for r in (0, 1)
@@ -217,7 +217,7 @@ def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
             chosen = [ranks[rank].next_choice() for _ in range(6)]
             seen[rank].extend(chosen)
             for task, group in chosen:  # each rank scores its own rows
-                ranks[rank].observe(group, task, float(rng.random() < passes[task]))
+                ranks[rank].observe_group(group, task, float(rng.random() < passes[task]))
 
     threads = [threading.Thread(target=run, args=(r,)) for r in (0, 1)]
     for t in threads:
@@ -241,3 +241,35 @@ def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
     assert a == b
     later = [by_group[g].copy().pop() for g in range(24, 60)]
     assert sum(1 for t in later if t >= 14) / len(later) > 0.6, later
+
+
+def test_the_default_chooser_hands_out_the_seeded_order() -> None:
+    chooser = Chooser(range(7), seed=5, group_size=3)
+    assert [chooser.choose() for _ in range(90)] == _take(tasks.order(range(7), 5, 3), 90)
+
+
+def test_a_curriculum_chooser_learns_each_outcome_for_its_own_group() -> None:
+    """TaskSampler.observe names the task only: the chooser gives the outcome back to the
+    group it chose (a task's rollouts settle in the order chosen); unscored is no outcome."""
+    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+
+    chooser = Chooser(range(5), seed=2, group_size=2, curriculum=PassRateCurriculum())
+    chosen = [chooser.choose() for _ in range(6)]  # groups 0, 1, 2
+    assert chosen[0::2] == chosen[1::2]
+    rewards = [1.0, 0.0, None, 1.0, 0.0, 0.0]
+    for task, reward in zip(chosen, rewards):
+        kind = "scored" if reward is not None else "unfinished"
+        chooser.observe(task, Outcome(reward=reward, kind=kind))
+    chooser.observe(chosen[0], Outcome(reward=1.0, kind="scored"))  # not one it chose
+    curriculum = chooser.curriculum
+    assert curriculum is not None
+    history = sorted(curriculum.state_dict()["history"])
+    assert history == [
+        [0, chosen[0], [1.0, 0.0]],
+        [1, chosen[2], [None, 1.0]],
+        [2, chosen[4], [0.0, 0.0]],
+    ]
+    state = chooser.state_dict()
+    again = Chooser(range(5), seed=2, group_size=2, curriculum=PassRateCurriculum())
+    again.load_state_dict(state)
+    assert [again.choose() for _ in range(20)] == [chooser.choose() for _ in range(20)]

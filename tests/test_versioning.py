@@ -264,13 +264,20 @@ def test_versions_changes_and_live_drift(tmp_path: Path) -> None:
             assert (offline / path.name).read_bytes() == path.read_bytes(), path.name
 
 
-def test_runtime_incompatibility_message(tmp_path: Path) -> None:
+# 1.0: packages whose methods called ``_fail(message)``, which this runtime no longer serves.
+@pytest.mark.parametrize("wanted", ["7.3", "1.0"])
+def test_runtime_incompatibility_message(tmp_path: Path, wanted: str) -> None:
+    from orsgen.runtime import RUNTIME_VERSION
+
     pkg = tmp_path / "old"
     assert (
         _orsgen(str(ROOT / "generated" / "echo" / "snapshot.json"), "-o", str(pkg)).returncode == 0
     )
     version = pkg / "version.py"
-    version.write_text(version.read_text().replace("requires_1_0", "requires_7_3"))
+    current = "requires_" + RUNTIME_VERSION.replace(".", "_")
+    text = version.read_text()
+    assert current in text
+    version.write_text(text.replace(current, "requires_" + wanted.replace(".", "_")))
     proc = subprocess.run(
         [sys.executable, "-c", "import old"],
         capture_output=True,
@@ -280,7 +287,7 @@ def test_runtime_incompatibility_message(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode != 0
-    assert "runtime 7.3" in proc.stderr and "regenerate" in proc.stderr
+    assert f"runtime {wanted}" in proc.stderr and "regenerate" in proc.stderr
 
 
 def test_config_include_and_validation(tmp_path: Path) -> None:
@@ -321,7 +328,7 @@ def test_config_renames_reach_the_wire(tmp_path: Path, echo_server: Any) -> None
     finally:
         sys.path.remove(str(tmp_path))
     cls = module.EchoEnv
-    assert cls.WIRE_NAMES["get_hint"] == ("hint", {"level": "level"})
+    assert cls.WIRE_NAMES["get_hint"] == ("hint", {})  # ``level`` keeps its name
     assert cls.WIRE_NAMES["echo"][1]["word"] == "text"
     env = cls(base_url=echo_server.url, prefetch=False)
     try:
@@ -371,7 +378,7 @@ def test_a_configuration_change_is_versioned_and_checked(tmp_path: Path) -> None
     stale = _orsgen("check", "gen/echo", cwd=tmp_path)
     assert stale.returncode == 1
     assert (
-        "exclude" in stale.stderr and "['hint']" in stale.stderr and str(pyproject) in stale.stderr
+        "exclude" in stale.stderr and '["hint"]' in stale.stderr and str(pyproject) in stale.stderr
     )
     back = _orsgen(str(pkg / "snapshot.json"), "-o", "gen/echo", cwd=tmp_path)
     assert back.returncode == 0, back.stderr

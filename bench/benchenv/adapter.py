@@ -27,7 +27,7 @@ class BenchEnv(_OrsAdapter):
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     TOOLSET: ClassVar[str | None] = None
     WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
-        "act": ("act", {"text": "text"}),
+        "act": ("act", {}),
     }
 
     def act(self, text: str) -> _Content:

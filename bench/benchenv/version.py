@@ -4,9 +4,9 @@
 
 # Fails at import, with a message saying what to install, under an incompatible runtime.
 # The redundant alias is an explicit re-export, so strict checkers do not call the import unused.
-from orsgen.runtime.compat import requires_1_0 as requires_1_0
+from orsgen.runtime.compat import requires_2_0 as requires_2_0
 
 __version__ = "1.0.0"
 SNAPSHOT_SHA256 = "16f3b962ed305576f68ec4e3c0c9902968935cb93608646666b14b087711f8d9"
 ORSGEN_VERSION = "0.1.0"
-RUNTIME_VERSION = "1.0"
+RUNTIME_VERSION = "2.0"

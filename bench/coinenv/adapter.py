@@ -27,7 +27,7 @@ class CoinEnv(_OrsAdapter):
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     TOOLSET: ClassVar[str | None] = None
     WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
-        "note": ("note", {"text": "text"}),
+        "note": ("note", {}),
     }
 
     def note(self, text: str) -> _Content:

@@ -27,8 +27,8 @@ class EchoEnv(_OrsAdapter):
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     TOOLSET: ClassVar[str | None] = None
     WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
-        "echo": ("echo", {"style": "style", "text": "text"}),
-        "hint": ("hint", {"level": "level"}),
+        "echo": ("echo", {}),
+        "hint": ("hint", {}),
     }
 
     def echo(self, text: str, style: Literal["plain", "loud"] = "plain") -> _Content:

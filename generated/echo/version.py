@@ -4,9 +4,9 @@
 
 # Fails at import, with a message saying what to install, under an incompatible runtime.
 # The redundant alias is an explicit re-export, so strict checkers do not call the import unused.
-from orsgen.runtime.compat import requires_1_0 as requires_1_0
+from orsgen.runtime.compat import requires_2_0 as requires_2_0
 
 __version__ = "1.0.0"
 SNAPSHOT_SHA256 = "aa219a3584d7d97ed003dc4fa7e123c94584dcf894909ea072e4a87fc35585c7"
 ORSGEN_VERSION = "0.1.0"
-RUNTIME_VERSION = "1.0"
+RUNTIME_VERSION = "2.0"

@@ -30,16 +30,10 @@ class RichEnv(_OrsAdapter):
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     TOOLSET: ClassVar[str | None] = None
     WIRE_NAMES: ClassVar[_Mapping[str, tuple[str, _Mapping[str, str]]]] = {
-        "import_": ("import", {"filters": "filters", "ids": "ids"}),
-        "open_doc": (
-            "open-doc",
-            {"id": "id", "page_size": "page_size", "page_size_2": "page-size"},
-        ),
-        "peek": ("peek", {"part": "part"}),
-        "search": (
-            "search",
-            {"filters": "filters", "in_": "in", "max_results": "max-results", "query": "query"},
-        ),
+        "import_": ("import", {}),
+        "open_doc": ("open-doc", {"page_size_2": "page-size"}),
+        "peek": ("peek", {}),
+        "search": ("search", {"in_": "in", "max_results": "max-results"}),
     }
 
     def import_(self, ids: list[int], filters: dict[str, Any] | None = None) -> _Content:
@@ -54,7 +48,7 @@ class RichEnv(_OrsAdapter):
             _args["filters"] = filters
         _problem = _check_arguments(_models.FiltersArgs, _args, {"filters": "filters"})
         if _problem is not None:
-            return self._fail(_problem)
+            self._fail("import", _problem)
         return self._call("import", _args)
 
     def open_doc(self, id: int, page_size: int = 20, page_size_2: int | None = None) -> _Content:
@@ -107,7 +101,7 @@ class RichEnv(_OrsAdapter):
             _args["filters"] = filters
         _problem = _check_arguments(_models.FiltersArgs, _args, {"filters": "filters"})
         if _problem is not None:
-            return self._fail(_problem)
+            self._fail("search", _problem)
         return self._call("search", _args)
 
 

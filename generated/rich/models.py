@@ -6,8 +6,9 @@ Written by datamodel-code-generator from the structural part of the snapshot's s
 """
 
 from __future__ import annotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from typing import Literal
+from orsgen.runtime.validate import OMITTED as _OMITTED
 
 
 class Range(BaseModel):
@@ -17,7 +18,7 @@ class Range(BaseModel):
 
 class Filters(BaseModel):
     kind: Literal["book", "paper", "code"] | None = None
-    tags: list[str] = Field(None)  # type: ignore
+    tags: list[str] = _OMITTED
     year: Range | None = None
 
 

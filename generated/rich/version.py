@@ -4,9 +4,9 @@
 
 # Fails at import, with a message saying what to install, under an incompatible runtime.
 # The redundant alias is an explicit re-export, so strict checkers do not call the import unused.
-from orsgen.runtime.compat import requires_1_0 as requires_1_0
+from orsgen.runtime.compat import requires_2_0 as requires_2_0
 
 __version__ = "1.0.0"
 SNAPSHOT_SHA256 = "98f541a894af2a712fce980472c504a50c1b27b5dee45504c2cf9d085f165388"
 ORSGEN_VERSION = "0.1.0"
-RUNTIME_VERSION = "1.0"
+RUNTIME_VERSION = "2.0"

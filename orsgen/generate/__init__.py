@@ -64,10 +64,12 @@ def _class_doc(environment: Environment, count: int) -> str:
 
 
 def _wire_names(tools: list[ToolView]) -> str:
-    """The ``WIRE_NAMES`` literal, sorted. The trailing comma tells black to put each
+    """The ``WIRE_NAMES`` literal, sorted: every method, and only the parameters whose
+    Python name differs from the wire name. The trailing comma tells black to put each
     method on its own line, however few there are; black does the rest of the layout."""
     entries = [
-        f"{tool.method!r}: {(tool.wire, dict(sorted((p.name, p.wire) for p in tool.params)))!r}"
+        f"{tool.method!r}: "
+        + repr((tool.wire, dict(sorted((p.name, p.wire) for p in tool.params if p.name != p.wire))))
         for tool in sorted(tools, key=lambda t: t.method)
     ]
     return "{" + ", ".join(entries) + ",}"

@@ -52,10 +52,11 @@ class _Layout:
         if shape is None:
             shape = self.shapes[text] = self.in_class(text.split("\n"))
         wire_literal = f'"{wire_stub[1]}"'
-        if shape.count(_DOC_STUB + "\n") != 1 or shape.count(wire_literal) != 1:
+        sites = _wire_sites(node, wire_stub[0])
+        if shape.count(_DOC_STUB + "\n") != 1 or shape.count(wire_literal) != len(sites):
             return self.in_class(lines)
         out = shape.replace(f"    def {name_stub}(", f"    def {node.name}(", 1)
-        out = out.replace(wire_literal, f'"{wire_stub[0]}"', 1)
+        out = out.replace(wire_literal, f'"{wire_stub[0]}"')
         doc = self.in_class(doc_lines, _STAND_IN + "    def _(self):\n")
         return out.replace(_DOC_STUB + "\n", doc, 1)
 
@@ -89,18 +90,32 @@ class _Layout:
         name_stub = "m" * len(node.name)
         wire_stub = "w" * len(wire)
         head = lines[0].replace(f"def {node.name}(", f"def {name_stub}(", 1)
-        ret = lines[at(last.lineno)].replace(repr(wire), repr(wire_stub), 1)
-        text = "\n".join(
-            [
-                head,
-                *lines[1 : at(doc.lineno)],
-                _DOC_STUB,
-                *lines[at(doc.end_lineno) + 1 : at(last.lineno)],
-                ret,
-            ]
-        )
+        body = lines[at(doc.end_lineno) + 1 : at(last.lineno) + 1]
+        for row in _wire_sites(node, wire):  # the return's ``_call`` and any ``_fail``
+            body[row - doc.end_lineno - 1] = body[row - doc.end_lineno - 1].replace(
+                repr(wire), repr(wire_stub), 1
+            )
+        text = "\n".join([head, *lines[1 : at(doc.lineno)], _DOC_STUB, *body])
         doc_lines = lines[at(doc.lineno) : at(doc.end_lineno) + 1]
         return text, name_stub, (wire, wire_stub), doc_lines
+
+
+def _wire_sites(node: ast.FunctionDef, wire: str) -> list[int]:
+    """The lines of ``node`` (module line numbers) that call ``self._call`` or
+    ``self._fail`` with the tool's wire name, each call on a line of its own."""
+    return sorted(
+        call.lineno
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+        and call.func.attr in ("_call", "_fail")
+        and call.args
+        and isinstance(call.args[0], ast.Constant)
+        and call.args[0].value == wire
+        and call.lineno == call.end_lineno
+    )
 
 
 def format_module(source: str, black: Formatter) -> str:

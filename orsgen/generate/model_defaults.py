@@ -2,13 +2,12 @@
 
 A field the schema lets be null is ``X | None``; every other optional field keeps its
 type. Its default is the schema's when that is a literal of the field's type (``low:
-int = 0``; a list or map through ``Field(default_factory=...)``), else ``Field(None)``:
-omitting it validates, but an explicit ``None`` does not (pydantic never validates a
-default), just as on the server.
+int = 0``; a list or map through ``Field(default_factory=...)``), else the runtime's
+``OMITTED``: omitting it validates, but an explicit ``None`` does not (pydantic never
+validates a default), just as on the server.
 
 datamodel-code-generator writes the defaults (``strict_nullable``); :func:`typed` then
 rewrites the two forms mypy or a shared mutable would object to.
-A rewritten line ends in a comment, so the value must be the last thing on its line.
 """
 
 from __future__ import annotations
@@ -21,9 +20,11 @@ from orsgen.generate import ir
 from orsgen.jsonobject import is_array, is_object
 
 NO_DEFAULT: Any = None  # what a non-null optional field without a usable default gets
-# ``None`` is not of the field's type, and is meant not to be: it only lets the field be
-# omitted. Which code mypy names varies with pydantic's ``Field`` overloads.
-_OMITTABLE = "  # type: ignore"
+# Its default in the model: ``None``, typed ``Any`` (``orsgen.runtime.validate.OMITTED``), so
+# the field keeps its type with no ``# type: ignore``; it only lets the field be omitted.
+_OMITTED = "_OMITTED"
+RUNTIME = "orsgen.runtime.validate"  # the one runtime module models.py imports (OMITTED)
+_OMITTED_IMPORT = f"from {RUNTIME} import OMITTED as _OMITTED"
 
 
 def schema_default(f: ir.Field) -> tuple[bool, Any]:
@@ -62,7 +63,7 @@ def _replacement(stmt: ast.AnnAssign) -> tuple[ast.expr, str] | None:
     if value is None:
         return None
     if isinstance(value, ast.Constant) and value.value is None:
-        return None if _admits_none(stmt.annotation) else (value, "Field(None)" + _OMITTABLE)
+        return None if _admits_none(stmt.annotation) else (value, _OMITTED)
     if isinstance(value, (ast.List, ast.Dict)):
         return value, f"Field(default_factory=lambda: {ast.unparse(value)})"
     if not isinstance(value, ast.Call) or not value.args:
@@ -72,13 +73,13 @@ def _replacement(stmt: ast.AnnAssign) -> tuple[ast.expr, str] | None:
         return first, f"default_factory=lambda: {ast.unparse(first)}"
     if isinstance(first, ast.Constant) and first.value is None:
         if not _admits_none(stmt.annotation):
-            return value, ast.unparse(value) + _OMITTABLE  # ``Field(None, alias=...)``
+            return first, _OMITTED  # ``Field(None, alias=...)``
     return None
 
 
 def typed(source: str) -> str:
-    """``x: T = None`` (a non-null field) becomes ``x: T = Field(None)``, and a list or
-    map default a ``default_factory``; ``Field`` is imported when that needs it."""
+    """``x: T = None`` (a non-null field) becomes ``x: T = _OMITTED``, and a list or map
+    default a ``default_factory``; ``Field`` and ``_OMITTED`` are imported where used."""
     tree = ast.parse(source)
     lines = source.split("\n")
     edits: list[tuple[int, int, int, str]] = []
@@ -97,7 +98,11 @@ def typed(source: str) -> str:
         line = lines[row].encode()  # ast offsets count UTF-8 bytes
         lines[row] = (line[:start] + text.encode() + line[end:]).decode()
     out = "\n".join(lines)
-    return _import_field(out)
+    if any("Field(" in text for *_, text in edits):
+        out = _import_field(out)
+    if any(text == _OMITTED for *_, text in edits):
+        out = _import_omitted(out)
+    return out
 
 
 def _import_field(source: str) -> str:
@@ -111,3 +116,13 @@ def _import_field(source: str) -> str:
             lines[node.lineno - 1] = f"from pydantic import {', '.join(names)}"
             return "\n".join(lines)
     return source
+
+
+def _import_omitted(source: str) -> str:
+    """``source`` with the runtime's ``OMITTED`` imported after its last import."""
+    tree = ast.parse(source)
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    row = max((n.end_lineno or n.lineno for n in imports), default=0)
+    lines = source.split("\n")
+    lines.insert(row, _OMITTED_IMPORT)
+    return "\n".join(lines)

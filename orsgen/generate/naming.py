@@ -48,7 +48,6 @@ ADAPTER_ATTRIBUTES = frozenset(
         "TOOLSET",
         "TERMINAL_TOOL",
         "SUPPORTS_SCORE_GROUP",
-        "SNAPSHOT_TOOLS",
     }
 )
 # Fixed lists (Python 3.11's), so generated names never depend on the interpreter

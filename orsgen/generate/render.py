@@ -75,7 +75,7 @@ def self_check(path: str, source: str) -> None:
     except SyntaxError as exc:
         raise SelfCheckError(f"{path}: generated code does not parse: {exc}") from None
     if path == "models.py":
-        from orsgen.generate.models import check_models_source
+        from orsgen.generate.model_source import check_models_source
 
         try:
             check_models_source(source)

@@ -10,15 +10,9 @@ from orsgen.diagnostics import Diagnostic, error, warning
 from orsgen.generate import docstrings, emit, naming
 from orsgen.generate import ir
 from orsgen.generate.describe import describe
-from orsgen.generate.models import ModelRequest
-from orsgen.generate.typemap import (
-    TypeContext,
-    child,
-    deref,
-    field_of,
-    short_json,
-    tool_tree,
-)
+from orsgen.generate.model_schema import ModelRequest
+from orsgen.generate.schema_refs import TypeContext, child, deref
+from orsgen.generate.typemap import field_of, short_json, tool_tree
 from orsgen.jsonobject import is_array, is_object
 from orsgen.snapshot.stored import Environment, Package, Renames, ToolSpec
 

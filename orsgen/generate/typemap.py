@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from orsgen.diagnostics import Diagnostic, warning
 from orsgen.jsonobject import is_array, is_object
 from orsgen.generate.ir import (
     ANY,
@@ -33,6 +31,7 @@ from orsgen.generate.ir import (
     nullable,
     union,
 )
+from orsgen.generate.schema_refs import MAX_DEPTH, Resolved, TypeContext, child, deref
 
 _SCALARS: dict[str, Scalar] = {
     "string": "str",
@@ -45,120 +44,6 @@ _LITERAL_TYPES = (str, int, bool, type(None))
 # mypy rejects a Literal int outside a signed 64-bit range ("arbitrary expressions"),
 # and parses ``-2**63`` as ``-(2**63)``, so the bound is symmetric.
 _LITERAL_INT_LIMIT = 2**63 - 1
-MAX_DEPTH = 12
-
-
-@dataclass
-class TypeContext:
-    """Where we are: the whole input schema (for ``$ref``), the tool and a JSON pointer."""
-
-    root: Mapping[str, Any]
-    tool: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-
-    def warn(self, pointer: str, message: str) -> None:
-        self.diagnostics.append(warning(self.tool, pointer, message))
-
-
-def _escape_pointer(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")
-
-
-def child(pointer: str, *parts: str) -> str:
-    return pointer + "".join("/" + _escape_pointer(p) for p in parts)
-
-
-_MISSING = object()
-
-
-def _target(root: Mapping[str, Any], ref: str) -> Any:
-    """What a local ``#/...`` JSON pointer names inside ``root``; ``_MISSING`` if nothing."""
-    node: Any = root
-    for raw in ref[1:].split("/")[1:]:
-        key = raw.replace("~1", "/").replace("~0", "~")
-        if not is_object(node) or key not in node:
-            return _MISSING
-        node = node[key]
-    return node
-
-
-def lookup(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
-    """The schema a local ``$ref`` names, or ``None``: the one ``$ref`` resolver (behind
-    :func:`resolve_ref`, which says why a ref resolves to nothing); nothing is fetched."""
-    target = _target(root, ref) if ref.startswith("#") else None
-    return target if is_object(target) else None
-
-
-def resolve_ref(ctx: TypeContext, ref: Any, pointer: str) -> Mapping[str, Any] | None:
-    """:func:`lookup`, warning (at ``pointer``) why a ref that resolves to nothing is ``Any``."""
-    if not isinstance(ref, str) or not ref.startswith("#"):
-        ctx.warn(
-            pointer, f"$ref {ref!r} is not local; orsgen never fetches schemas, so it is typed Any"
-        )
-        return None
-    target = lookup(ctx.root, ref)
-    if target is None:
-        missing = _target(ctx.root, ref) is _MISSING
-        what = "points at nothing" if missing else "does not point at a schema"
-        ctx.warn(pointer, f"$ref {ref!r} {what}; typed Any")
-    return target
-
-
-def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> dict[str, Any]:
-    """Fold ``allOf`` branches (after resolving their refs) into one schema."""
-    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
-    for i, branch in enumerate(schema.get("allOf") or []):
-        where = child(pointer, "allOf", str(i))
-        if is_object(branch) and "$ref" in branch:
-            branch = resolve_ref(ctx, branch["$ref"], where) or {}
-        if not is_object(branch):
-            continue
-        if "allOf" in branch:
-            branch = merge_all_of(ctx, branch, where)
-        for key, value in branch.items():
-            if key == "properties" and is_object(value):
-                merged["properties"] = {**(merged.get("properties") or {}), **value}
-            elif key == "required" and is_array(value):
-                merged["required"] = list(dict.fromkeys([*(merged.get("required") or []), *value]))
-            else:
-                merged.setdefault(key, value)
-    return merged
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """A schema after its ``$ref`` chain and ``allOf``: ``schema`` is a ``Recursive`` node
-    when the chain leads back to an enclosing schema; ``ref`` is the last ref followed."""
-
-    schema: Any
-    seen: frozenset[str]
-    ref: str = ""
-
-
-def deref(ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str]) -> Resolved:
-    """Follow ``$ref`` chains and merge ``allOf``."""
-    ref = ""
-    for _ in range(MAX_DEPTH):
-        if not is_object(schema):
-            return Resolved(schema, seen, ref)
-        if "$ref" in schema:
-            target_ref = schema["$ref"]
-            if isinstance(target_ref, str) and target_ref in seen:
-                return Resolved(Recursive(target_ref), seen, ref)
-            target = resolve_ref(ctx, target_ref, child(pointer, "$ref"))
-            if target is None:
-                return Resolved({}, seen)
-            siblings = {k: v for k, v in schema.items() if k != "$ref"}
-            schema = {**target, **siblings}
-            ref = str(target_ref)
-            seen = seen | {ref}
-            continue
-        if "allOf" in schema:
-            schema = merge_all_of(ctx, schema, pointer)
-            continue
-        return Resolved(schema, seen, ref)
-    ctx.warn(pointer, "$ref chain too deep; typed Any")
-    return Resolved({}, seen)
 
 
 def literal_can_hold(value: Any) -> bool:

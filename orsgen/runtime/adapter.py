@@ -3,54 +3,54 @@
 A generated adapter subclasses :class:`OrsAdapter` and adds one typed public
 method per ORS tool. TRL turns every public *function* of the class into a tool
 (except ``reset`` and ``get_reward``), so this base defines no other public
-function: its helpers are private and ``close`` is a property.
+function: its helpers are private and ``close`` is a property. Each ``reset()`` starts a
+new :class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter holds and
+delegates to (``adapter.rollout``); its settings are one
+:class:`~orsgen.runtime.config.AdapterConfig`.
 
 Training-scale behaviour (see ``docs/runtime.md``):
 
 - one request per tool call: the environment is addressed by name, so no call
   pays for the server's redirect;
 - group prefetch: GRPO's G consecutive resets of one task open their sessions
-  concurrently (:mod:`orsgen.runtime.pool`);
+  concurrently (:mod:`orsgen.runtime.sessions.pool`);
 - picklable and thread-safe: the class (or a ``functools.partial`` of it) is the
   factory, instances hold a lock, and all I/O runs on one loop per process;
 - no leaks: sessions close on ``reset()``, ``close()``, garbage collection and exit;
 - bounded time: every call has a timeout; a failed call raises (TRL counts it);
-- outages: one call policy (:mod:`orsgen.runtime.health`) waits, retries, degrades or fails;
+- outages: one call policy (:mod:`orsgen.runtime.transport.policy`) waits, retries,
+  degrades or fails;
 - the drift guard: the first session per class and process checks the live tools
-  against the snapshot (:mod:`orsgen.runtime.drift`).
+  against the snapshot (:mod:`orsgen.runtime.sessions.drift`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import os
+import dataclasses
 import threading
-import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, NoReturn, Unpack
 
-from orsgen.runtime import drift, health, images, metrics, places, pool
-from orsgen.runtime.blocks import blocks_to_content
-from orsgen.runtime.drift import ToolDriftError, ToolDriftWarning
-from orsgen.runtime.endpoint import session_secrets
-from orsgen.runtime.errors import (
-    OrsRuntimeError,
-    ServerNotConfiguredError,
-    SessionOpenError,
-    ToolCallFailure,
+from orsgen.runtime import dataset
+from orsgen.runtime.config import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_OPEN_TIMEOUT,
+    UNSET,
+    AdapterConfig,
+    AdapterSettings,
 )
-from orsgen.runtime.health import Action
+from orsgen.runtime.errors import OrsRuntimeError, ServerNotConfiguredError, SessionOpenError
 from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
-from orsgen.runtime.opening import SessionOptions, resolve_servers
-from orsgen.runtime.options import UNSET, check_limits, check_settings, overrides, task_key
-from orsgen.runtime.pool import EXIT_BUDGET, SessionSlot
-from orsgen.runtime.process import current
-from orsgen.runtime.rollout import RolloutState
-from orsgen.runtime.tracking import RolloutBook, Settings
-
-DEFAULT_CALL_TIMEOUT = 600.0
-DEFAULT_OPEN_TIMEOUT = 1800.0
+from orsgen.runtime.rollouts import metrics, tasks
+from orsgen.runtime.rollouts.protocol import Rollout
+from orsgen.runtime.rollouts.rollout import AdapterRollout
+from orsgen.runtime.sessions import cap, pool
+from orsgen.runtime.sessions.drift import ToolDriftError, ToolDriftWarning
+from orsgen.runtime.sessions.opening import SessionOptions
+from orsgen.runtime.sessions.pool import EXIT_BUDGET, SessionSlot
+from orsgen.runtime.transport import health
 
 __all__ = [
     "Content",
@@ -68,6 +68,7 @@ __all__ = [
     "ToolDriftError",
     "ToolDriftWarning",
     "UNSET",
+    "AdapterConfig",
     "close_all_sessions",
 ]
 
@@ -86,7 +87,7 @@ def _finalize(slot: SessionSlot) -> None:
     slot.close(wait=False)
 
 
-class OrsAdapter(RolloutState):
+class OrsAdapter:
     """Base class of generated ORS adapters. Construct freely: no network I/O happens
     until :meth:`reset`.
 
@@ -121,12 +122,20 @@ class OrsAdapter(RolloutState):
             (prefetched ones included); a reset waits for a place within ``reconnect_for``.
         rollout_timeout: seconds from ``reset()``'s open session after which tool calls
             end the episode, unfinished, without a round trip.
-        seed, num_tasks, indices, unfinished_reward, trajectories: task choice for
-            ``train_dataset=None``, the unfinished-rollout reward and the trajectory log
-            (:class:`orsgen.runtime.tracking.Settings`, ``docs/runtime.md``).
-        curriculum: how ``train_dataset=None`` chooses tasks: ``None`` / ``"uniform"``
-            (seeded uniform passes), ``"pass_rate"`` (favour tasks the model sometimes
-            solves, :mod:`orsgen.runtime.curriculum`), or a ``PassRateCurriculum``.
+        seed, num_tasks, indices: task choice for ``train_dataset=None``
+            (:mod:`orsgen.runtime.rollouts.tasks`, ``docs/runtime.md``).
+        sampler: makes the task sampler of a stream from ``(tasks, seed, group_size)``;
+            defaults to uniform seeded passes (:class:`~orsgen.runtime.rollouts.tasks.Chooser`).
+            It observes every settled outcome of a rollout whose task it chose.
+        curriculum: shorthand for the sampler: ``None`` / ``"uniform"`` (seeded uniform
+            passes), ``"pass_rate"`` (favour tasks the model sometimes solves,
+            :mod:`orsgen.runtime.rollouts.curriculum`), or a ``PassRateCurriculum`` with
+            other parameters. Not together with ``sampler=``.
+        unfinished_reward: the reward of a rollout whose session worked but never scored.
+        trajectories: a path (one JSON line per rollout) or a sink with ``write(line)``
+            (:mod:`orsgen.runtime.rollouts.trajectories`).
+        clock: the rollout deadline's clock (seconds, monotonic); for tests and simulations.
+        config: an :class:`~orsgen.runtime.config.AdapterConfig` instead of the keywords.
     """
 
     ENV_NAME: ClassVar[str | None] = None
@@ -140,84 +149,34 @@ class OrsAdapter(RolloutState):
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     # The SDK harness toolset every session binds (``orsgen --toolset``), or None.
     TOOLSET: ClassVar[str | None] = None
+    # Each method's (wire tool name, {python parameter: wire parameter}); a parameter the
+    # map leaves out has the same name on the wire.
     WIRE_NAMES: ClassVar[Mapping[str, tuple[str, Mapping[str, str]]]] = {}
 
-    reward: float | None
-    rewards: list[float | None]
-    metadata: list[dict[str, Any] | None]
-    finished: bool
-    last_output: str
-
     def __init__(
-        self,
-        *,
-        base_url: str | Sequence[str] | None = None,
-        api_key: str | None = None,
-        secrets: Mapping[str, str] | None = None,
-        env_name: str | None = None,
-        deployment: str | None = None,
-        split: str | None = None,
-        timeout: float = DEFAULT_CALL_TIMEOUT,
-        open_timeout: float = DEFAULT_OPEN_TIMEOUT,
-        group_size: int | None = None,
-        prefetch: bool = True,
-        keepalive: float | None = None,
-        strict: bool = False,
-        reconnect_for: float = health.DEFAULT_RECONNECT_FOR,
-        multimodal: bool = False,
-        env_overrides: Mapping[str, str] | None = None,
-        max_sessions: int | None = None,
-        rollout_timeout: float | None = None,
-        seed: int | None = None,
-        num_tasks: int | None = None,
-        indices: Sequence[int] | None = None,
-        unfinished_reward: float | None = None,
-        trajectories: str | os.PathLike[str] | None = None,
-        curriculum: object = None,
+        self, *, config: AdapterConfig | None = None, **settings: Unpack[AdapterSettings]
     ) -> None:
-        check_settings(group_size, keepalive, reconnect_for)
-        check_limits(max_sessions, rollout_timeout)
-        settings = Settings.of(
-            seed, num_tasks, indices, group_size, unfinished_reward, trajectories, curriculum
-        )
-        self._book = RolloutBook(settings, open_timeout)
-        defaults = (self.DEPLOYMENT, self.DEFAULT_URL, self.ENV_NAME)
-        servers, self._no_server = resolve_servers(
-            base_url, api_key, env_name, deployment, defaults
-        )
-        self._endpoint = servers[0]  # then the server of the rollout's session
-        self._max_sessions, self._rollout_timeout = max_sessions, rollout_timeout
-        self._split = split or self.DEFAULT_SPLIT
-        self._timeout = float(timeout)
-        self._strict = strict
-        self._multimodal = bool(multimodal)
-        if self._multimodal:
-            images.require_pillow()
-        self._sessions = SessionOptions(
-            endpoint=self._endpoint,
-            split=self._split,
-            secrets=session_secrets(self._endpoint, secrets),
-            keepalive=keepalive,
-            toolset=self.TOOLSET,
-            env_overrides=overrides(env_overrides),
-            group_size=1 if not prefetch else group_size,
-            open_timeout=float(open_timeout),
-            reconnect_for=float(reconnect_for),
-            strict=strict,
-            servers=servers,
-            max_sessions=max_sessions,
-        )
-        self._here = self._sessions  # the options on the rollout's server
-        places.of(type(self)).adopt(self)
+        if config is not None and settings:
+            raise TypeError("pass config= or keyword settings, not both")
+        self._config = config or AdapterConfig.of(type(self), **settings)
+        cap.of(type(self)).adopt(self, self._config.sessions.max_sessions)
         self._lock = threading.RLock()
         self._slot = SessionSlot(type(self))
         self._finalizer = weakref.finalize(self, _finalize, self._slot)
         self._finalizer.atexit = False  # the runtime's exit shutdown closes sessions in order
-        self._clear_state()
+        self._rollout = self._new_rollout()
 
     @property
     def _prefetcher(self) -> pool.Prefetcher:
-        return self._sessions.prefetcher(type(self))
+        return self._config.sessions.prefetcher(type(self))
+
+    def _new_rollout(self, split: str | None = None) -> AdapterRollout:
+        """A rollout on ``split`` (a ``load_tasks`` row carries its own; ``None``: the
+        adapter's ``split=``)."""
+        config, sessions = self._config, self._config.sessions
+        if split is not None and split != sessions.split:  # the stream key holds the split
+            sessions = dataclasses.replace(sessions, split=split)
+        return AdapterRollout(type(self), config.rollouts, sessions, self._slot, self._lock)
 
     # -- TRL contract ------------------------------------------------------------------
 
@@ -225,49 +184,83 @@ class OrsAdapter(RolloutState):
         self,
         task_index: int | None = None,
         task_spec: Mapping[str, Any] | None = None,
+        split: str | None = None,
         **row: Any,
     ) -> Content:
-        """Close any previous session, open one for ``task_index`` (or ``task_spec``) and
-        return the prompt: text, or with ``multimodal=True`` a TRL content list when it
+        """Close any previous session, open one for ``task_index`` (or ``task_spec``) of
+        ``split`` (a ``load_tasks`` row carries its own; ``None``: the adapter's ``split=``)
+        and return the prompt: text, or with ``multimodal=True`` a TRL content list when it
         holds images. Extra dataset columns in ``row`` are accepted and ignored."""
-        if self._no_server is not None:
-            raise ServerNotConfiguredError(f"{type(self).__name__}: {self._no_server}")
+        if self._config.no_server is not None:
+            raise ServerNotConfiguredError(f"{type(self).__name__}: {self._config.no_server}")
         with self._lock:
             self._slot.close(wait=False)
-            self._here, self._endpoint = self._sessions, self._sessions.endpoint  # until placed
-            index = self._begin(task_index, task_spec)  # with neither, a task chosen here
-            started = time.monotonic()
-            opened = self._sessions.open(type(self), index, task_spec)
-            self._book.reset_took(time.monotonic() - started)
-            if opened is None:
-                self._degrade()
-                return UNAVAILABLE_PROMPT
-            self._here = self._sessions.at(opened.endpoint)
-            self._endpoint, url = self._here.endpoint, self._here.endpoint.session_url
-            self._task = task_key(index, task_spec)
-            self._slot.hold(opened.session, opened.place)
-            if opened.tools is not None:
-                drift.record(type(self), opened.tools, self._split, index, url)
-            try:
-                drift.enforce(type(self), self._strict, self._endpoint.label, url)
-            except ToolDriftError:
-                self._slot.close(wait=False)
-                raise
-            self._start_clock()
-            if self._multimodal:
-                return blocks_to_content(opened.blocks, True)
-            return opened.prompt
+            self._rollout.end()  # the previous rollout's trajectory line, once
+            rollout = self._rollout = self._new_rollout(split)
+            sampler = None
+            if task_index is None and task_spec is None:  # train_dataset=None: choose here
+                sampler = self._sampler(rollout.here)
+                task_index = sampler.choose()
+            index = None if task_spec is not None else int(task_index or 0)
+            prompt = rollout.open(index, task_spec, sampler)
+            return UNAVAILABLE_PROMPT if prompt is None else prompt
 
-    def _degrade(self) -> None:
-        """Run the rest of this rollout without an environment: its tools answer
-        ``Error: environment unavailable`` and it gets no reward. Counted once, in the
-        server's health record."""
-        if self._void:
-            return
-        self._void = self.finished = True
-        self._book.void("unavailable")
-        reconnect_for = self._sessions.reconnect_for
-        health.record(self._endpoint.session_url).degrade(type(self), reconnect_for)
+    def _sampler(self, here: SessionOptions) -> tasks.TaskSampler:
+        """The task sampler of this adapter's stream (class, server, split)."""
+        owner = type(self)
+        return tasks.sampler_for(
+            self._config.tasks,
+            (owner.__module__, owner.__qualname__, here.endpoint, here.split),
+            f"{owner.__name__} on {here.endpoint.label}",
+            here.split,
+            lambda: dataset.split_size(here.endpoint, here.split, timeout=here.open_timeout),
+        )
+
+    @property
+    def rollout(self) -> Rollout:
+        """The current rollout (a new one at every reset), as the reward functions, the
+        metrics, the trajectory log and an evaluation loop read it
+        (:class:`orsgen.runtime.rollouts.protocol.Rollout`). A property, not a method, so
+        TRL never offers it to the model as a tool."""
+        return self._rollout
+
+    # The current rollout's results (properties, which TRL never offers as tools).
+
+    @property
+    def reward(self) -> float | None:
+        """The rollout's last non-null reward."""
+        return self._rollout.reward
+
+    @property
+    def rewards(self) -> list[float | None]:
+        """Each tool call's reward, ``None`` where a call was unscored or failed."""
+        return self._rollout.rewards
+
+    @property
+    def metadata(self) -> list[dict[str, Any] | None]:
+        """Each tool call's metadata."""
+        return self._rollout.metadata
+
+    @property
+    def finished(self) -> bool:
+        """Whether the episode is over (finished, timed out, or unscorable)."""
+        return self._rollout.finished
+
+    @property
+    def last_output(self) -> str:
+        """The last tool call's text."""
+        return self._rollout.last_output
+
+    def _call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
+        """Call a tool by its wire name (the generated methods' one way down). A failure
+        raises :class:`ToolCallFailure`, which TRL catches and counts."""
+        return self._rollout.call(wire_name, arguments)
+
+    def _fail(self, wire_name: str, message: str) -> NoReturn:
+        """A call the model got wrong before anything was sent (client-side validation;
+        generated methods pass their tool's wire name): recorded, then raised so that TRL
+        counts it."""
+        self._rollout.refuse(wire_name, message)
 
     @classmethod
     def degraded_rollouts(cls) -> int:
@@ -300,35 +293,6 @@ class OrsAdapter(RolloutState):
         TRL never closes the environments it pools; call ``MyEnv.close_all()`` after
         ``trainer.train()``. A classmethod, which TRL does not offer as a tool."""
         pool.close_sessions(pool.CLOSE_WAIT, of=lambda klass: issubclass(klass, cls))
-
-    # -- tool calls --------------------------------------------------------------------
-
-    def _call_once(self, wire_name: str, arguments: dict[str, Any]) -> Content | ToolCallFailure:
-        """Call a tool by its wire name; a failure is returned (``_call`` raises it)."""
-        with self._lock:
-            left = self._time_left()
-            session = self._slot.session
-            if session is None:
-                return self._no_session(wire_name)
-            if session.lost:
-                return self._lost(wire_name)
-            if session.dead_error is not None:  # the SDK already knows; skip a doomed request
-                return self._call_error(wire_name, session.dead_error)
-            budget = self._timeout if left is None else min(self._timeout, left)
-            policy, until = self._here.policy(), time.monotonic() + budget
-            while True:
-                try:
-                    left = max(until - time.monotonic(), 0.001)
-                    out = current().run(session.call_tool(wire_name, arguments), timeout=left)
-                except Exception as exc:  # noqa: BLE001 - the policy decides; _call raises
-                    action = policy.call_failed(exc, until)
-                    if action is Action.RETRY:
-                        continue
-                    return self._gave_up(wire_name, session, exc, action)
-                policy.succeeded()
-                text = self._finish_call(wire_name, out)
-                self._release_if_over()
-                return text
 
 
 class SelfScoring(OrsAdapter):

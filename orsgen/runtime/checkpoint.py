@@ -1,8 +1,7 @@
 """The curriculum's state in TRL's checkpoints, so ``resume_from_checkpoint`` continues it.
 
     from orsgen.runtime.checkpoint import CurriculumCheckpoint
-    from orsgen.runtime import tasks
-from orsgen.runtime.curriculum import PassRateCurriculum
+    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 
     curriculum = PassRateCurriculum()
     trainer = GRPOTrainer(..., environment_factory=partial(Env, curriculum=curriculum),
@@ -12,9 +11,9 @@ from orsgen.runtime.curriculum import PassRateCurriculum
 Every save writes ``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
 (``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``). Under several
 processes the ranks first share the step's outcomes (a collective: every rank saves), so
-they hold the same state, and only the main process writes it. A run that starts at a saved step (a
-resumed run: transformers restores ``state.global_step`` before ``on_train_begin``) loads
-that file back before the first reset chooses a task.
+they hold the same state, and only the main process writes it. A run that starts at a
+saved step (a resumed run: transformers restores ``state.global_step`` before
+``on_train_begin``) loads that file back before the first reset chooses a task.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -25,12 +24,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from orsgen.runtime import tasks
-from orsgen.runtime.curriculum import PassRateCurriculum
+from orsgen.runtime.rollouts import tasks
+from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 
 FILE = "orsgen_curriculum.json"
 CHECKPOINT = "checkpoint"  # transformers' PREFIX_CHECKPOINT_DIR
@@ -73,9 +72,9 @@ class CurriculumCheckpoint:
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
-        for chooser in tasks.choosers().all():
-            if chooser.curriculum is self.curriculum:
-                chooser.synchronize()
+        for sampler in tasks.samplers().all():
+            if isinstance(sampler, tasks.Chooser) and sampler.curriculum is self.curriculum:
+                sampler.synchronize()
         if not getattr(state, "is_world_process_zero", True):
             return
         target = path(args.output_dir, int(state.global_step))

@@ -1,16 +1,19 @@
 """Which generated packages this runtime can serve.
 
 A generated package's ``version.py`` imports one name from here, e.g.
-``from orsgen.runtime.compat import requires_1_0``. A runtime that still supports
+``from orsgen.runtime.compat import requires_2_0``. A runtime that still supports
 that contract defines the name; any other name fails at import with a message that
 says what to install or to regenerate. No code runs in the generated package.
 """
 
 from __future__ import annotations
 
-RUNTIME_VERSION = "1.0"
+RUNTIME_VERSION = "2.0"
 # Every contract this runtime implements; a new minor adds a name, a new major drops old ones.
-requires_1_0 = True
+# 2.0: generated methods pass their tool's wire name to ``_fail(wire_name, message)``, and
+# models.py's omittable fields default to ``validate.OMITTED``; 1.0 packages called
+# ``_fail(message)``, so they must be regenerated.
+requires_2_0 = True
 
 
 def __getattr__(name: str) -> object:

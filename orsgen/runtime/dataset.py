@@ -9,17 +9,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from orsgen.jsonobject import is_object
-from orsgen.runtime import health
-from orsgen.runtime.endpoint import Endpoint, resolve_all
 from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
-from orsgen.runtime.process import current
-from orsgen.runtime.sdk import environment, stateless
+from orsgen.runtime.transport import health
+from orsgen.runtime.transport.endpoint import Endpoint, resolve_all
+from orsgen.runtime.transport.process import current
+from orsgen.runtime.transport.sdk import environment, stateless
 
 if TYPE_CHECKING:
     # Re-exported for generated packages; `datasets` ships no type information (see pyproject).
     from datasets import Dataset as Dataset  # type: ignore[import-untyped]
 
-RESERVED_COLUMNS = ("prompt", "task_index")
+RESERVED_COLUMNS = ("prompt", "task_index", "split")
+# Columns every load_tasks() dataset has (``split`` is optional in bundles of older ones).
+_REQUIRED_COLUMNS = ("prompt", "task_index")
 # Above this span/len ratio a sparse index list is fetched task by task instead of as one range.
 _MAX_RANGE_WASTE = 4
 DEFAULT_TIMEOUT = 600.0
@@ -131,14 +133,16 @@ async def _read(
 
 
 def task_rows(
-    task_indices: Sequence[int], specs: Sequence[Any], include_metadata: bool
+    task_indices: Sequence[int], specs: Sequence[Any], include_metadata: bool, split: str
 ) -> dict[str, list[Any]]:
     """Dataset columns: an empty user ``prompt`` (TRL appends the environment's prompt),
-    ``task_index``, then one column per task-spec key. Metadata never overwrites the
-    reserved columns."""
+    ``task_index``, ``split`` (so ``reset(**row)`` opens the row's split, not the adapter's
+    default), then one column per task-spec key. Metadata never overwrites the reserved
+    columns."""
     rows: dict[str, list[Any]] = {
         "prompt": [[{"role": "user", "content": ""}] for _ in task_indices],
         "task_index": list(task_indices),
+        "split": [split] * len(task_indices),
     }
     if include_metadata:
         keys: set[str] = set()
@@ -191,7 +195,7 @@ def load_tasks(
                 continue  # not there: the next server may answer
             raise
         health.record(endpoint.session_url).answered()  # reached: later outages are ridden out
-        return to_dataset(task_rows(task_indices, specs, include_metadata))
+        return to_dataset(task_rows(task_indices, specs, include_metadata, split))
     raise AssertionError("resolve_all gives at least one endpoint")
 
 
@@ -301,7 +305,7 @@ def bundle_tasks(datasets: Mapping[str, "Dataset"]) -> "Dataset":
         for name, ds in datasets.items()
     }
     for name, columns in parts.items():
-        missing = [c for c in RESERVED_COLUMNS if c not in columns]
+        missing = [c for c in _REQUIRED_COLUMNS if c not in columns]
         if missing:
             raise ValueError(f"dataset {name!r} lacks {missing}; build it with load_tasks()")
         if "environment" in columns:
@@ -311,12 +315,13 @@ def bundle_tasks(datasets: Mapping[str, "Dataset"]) -> "Dataset":
                 "or remove that column"
             )
     keys = sorted({k for columns in parts.values() for k in columns} - set(RESERVED_COLUMNS))
-    rows: dict[str, list[Any]] = {"prompt": [], "task_index": [], "environment": []}
+    rows: dict[str, list[Any]] = {"prompt": [], "task_index": [], "split": [], "environment": []}
     rows.update({key: [] for key in keys})
     for name, columns in parts.items():
         n = len(columns["task_index"])
         rows["prompt"] += columns["prompt"]
         rows["task_index"] += columns["task_index"]
+        rows["split"] += columns.get("split", [None] * n)  # None: the adapter's default
         rows["environment"] += [name] * n
         for key in keys:
             rows[key] += columns.get(key, [None] * n)

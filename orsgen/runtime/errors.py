@@ -12,7 +12,7 @@ stays reachable as ``__cause__``. A failed tool call raises a :class:`ToolCallFa
     ├── SessionOpenError: reset() could not open a session
     │   └── EnvironmentUnavailableError: strict=True, the server stayed away past reconnect_for
     ├── TaskLoadError: load_tasks() could not fetch the task list
-    └── ToolDriftError (orsgen.runtime.drift): strict=True, the live tools differ
+    └── ToolDriftError (orsgen.runtime.sessions.drift): strict=True, the live tools differ
 
     ToolCallFailure (OrsRuntimeError): a tool call failed; raised from the tool method so
     that TRL counts it (``tools/failure_frequency``, AsyncGRPO's ``tools/<name>/failure_total``)
@@ -134,10 +134,23 @@ def tool_failure(tool: str, exc: BaseException) -> ToolCallFailure:
         if model_reason is not None:
             return ToolInputError(tool, model_reason, detail)
         return ToolEnvironmentError(tool, "server_error", detail)
+    if _unserialisable(exc):  # raised here, before the call left: the arguments are the fault
+        detail = _SESSION_ID.sub("", str(exc)).strip()
+        return ToolInputError(
+            tool, "invalid_arguments", f"the arguments could not be serialised to JSON ({detail})"
+        )
     if type(exc).__name__ == "ToolFailed":
         # The SDK prefixes the server's message with the session id: noise for the model.
         return ToolEnvironmentError(tool, "tool_raised", _SESSION_ID.sub("", describe(exc)))
     return ToolEnvironmentError(tool, "server_error", describe(exc))
+
+
+def _unserialisable(exc: BaseException) -> bool:
+    """``json.dumps``' own errors for arguments it cannot encode (an object, a NaN)."""
+    text = str(exc)
+    return (isinstance(exc, TypeError) and "is not JSON serializable" in text) or (
+        isinstance(exc, ValueError) and "not JSON compliant" in text
+    )
 
 
 class CallTimeout(TimeoutError):

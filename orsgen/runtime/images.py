@@ -1,4 +1,5 @@
-"""ORS image blocks, as TRL content lists or as short text placeholders.
+"""ORS content blocks as the model sees them: text, and images as TRL content lists or
+as short text placeholders.
 
 An ORS ``ImageBlock`` carries base64 ``data`` and a ``mimeType``. With
 ``multimodal=True`` an adapter returns TRL's content list for any output that holds
@@ -26,7 +27,7 @@ import importlib.util
 import io
 import struct
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import IO, Any, Literal, Protocol, TypedDict, cast
 
 from orsgen.jsonobject import is_object
@@ -234,15 +235,15 @@ def to_image(block: Any) -> ImageLike | str:
     return image
 
 
-def to_content(blocks: Iterable[Any], text_of: Callable[[list[Any]], str]) -> Content:
-    """The TRL content list for ``blocks``, text runs joined as ``text_of`` joins them;
-    plain text when no image survives decoding."""
+def to_content(blocks: Iterable[Any]) -> Content:
+    """The TRL content list for ``blocks``, text runs joined as :func:`blocks_to_text`
+    joins them; plain text when no image survives decoding."""
     parts: list[ContentPart] = []
     run: list[Any] = []
     has_image = False
 
     def flush() -> None:
-        text = text_of(run)
+        text = blocks_to_text(run)
         if text:
             parts.append({"type": "text", "text": text})
         run.clear()
@@ -262,3 +263,29 @@ def to_content(blocks: Iterable[Any], text_of: Callable[[list[Any]], str]) -> Co
     if not has_image:
         return "\n".join(p["text"] for p in parts if p["type"] == "text")
     return parts
+
+
+def blocks_to_text(blocks: Iterable[Any]) -> str:
+    """Join text blocks with newlines; an image becomes a short placeholder with its mime
+    type and pixel size, and any other block is named instead of dropped."""
+    parts: list[str] = []
+    for block in blocks:
+        found = kind(block)
+        if found == "text":
+            text = block.get("text") if is_object(block) else getattr(block, "text", "")
+            if text:
+                parts.append(str(text))
+        elif found == "image":
+            parts.append(placeholder(block))
+        else:
+            parts.append(f"[{found} block omitted]")
+    return "\n".join(parts)
+
+
+def blocks_to_content(blocks: Iterable[Any], multimodal: bool) -> Content:
+    """``multimodal``: a TRL content list when the blocks hold an image; otherwise, and for
+    text-only blocks, the text."""
+    blocks = list(blocks)
+    if not multimodal or not any(kind(b) == "image" for b in blocks):
+        return blocks_to_text(blocks)
+    return to_content(blocks)

@@ -1,69 +1,20 @@
 """Outcome-only rewards computed from the adapters' rollout state.
 
 The reward functions read each environment through the :class:`Rollout` protocol,
-which ``OrsAdapter.rollout`` implements; this module imports nothing of the adapter.
+which ``OrsAdapter.rollout`` implements
+(:mod:`orsgen.runtime.rollouts.protocol`); this module imports nothing of the adapter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
-from orsgen.runtime import metrics
-from orsgen.runtime.episode import Outcome
-
-
-class Rollout(Protocol):
-    """One environment's rollout, as the reward functions read it."""
-
-    @property
-    def rewards(self) -> Sequence[float | None]:
-        """Each tool call's reward, ``None`` where a call was unscored or failed."""
-        ...
-
-    @property
-    def scorable(self) -> bool:
-        """``False`` when the session was lost or the rollout ran degraded: no reward."""
-        ...
-
-    def outcome(self) -> Outcome:
-        """How the rollout ended (scored, unfinished, failed) and its reward after the
-        adapter's ``unfinished_reward`` policy."""
-        ...
-
-    def settle(self) -> Outcome:
-        """:meth:`outcome`, counted once in the process's ``ors/*`` metrics and written
-        once to the trajectory log."""
-        ...
-
-    @property
-    def takes_final_answer(self) -> bool:
-        """Whether the environment grades the final message through a terminal tool."""
-        ...
-
-    def submit_final(self, message: str) -> object:
-        """Submit the final assistant message through the terminal tool (at most once)."""
-        ...
-
-    @property
-    def group(self) -> Hashable | None:
-        """Rollouts with equal keys are judged together by :meth:`score_group`; ``None``
-        when the environment does not judge groups."""
-        ...
-
-    def score_group(self, answers: list[str]) -> list[float] | None:
-        """The environment's scores for a group's final answers, ``None`` when it cannot."""
-        ...
-
-
-@runtime_checkable
-class HasRollout(Protocol):
-    """An environment the reward functions can score (every generated adapter)."""
-
-    @property
-    def rollout(self) -> Rollout: ...
+from orsgen.runtime.passk import grouped_pass_at_k
+from orsgen.runtime.rollouts import metrics
+from orsgen.runtime.rollouts.protocol import HasRollout, Rollout
 
 
 def _rollout(env: object) -> Rollout | None:
@@ -97,6 +48,8 @@ def outcome_reward(
     environments: Sequence[Any],
     completions: Sequence[Any] | None = None,
     log_metric: Callable[[str, float], object] | None = None,
+    task_index: Sequence[Any] | None = None,
+    split: Sequence[Any] | None = None,
     **_: Any,
 ) -> list[float | None]:
     """The last non-null reward of each rollout, or, when the rollout was never scored,
@@ -111,7 +64,10 @@ def outcome_reward(
 
     With TRL's ``log_metric`` (GRPOTrainer passes it to every reward function), the
     batch's rollout health goes into the trainer's log as ``ors/*`` metrics
-    (:mod:`orsgen.runtime.metrics`).
+    (:mod:`orsgen.runtime.rollouts.metrics`), with ``ors/pass@k`` for every k up to the batch's
+    smallest group: rollouts of one task (TRL's ``task_index`` and ``split`` columns) are a
+    group, a rollout passes when its reward is at least 1.0 (Chen et al.'s estimator,
+    averaged over groups). In evaluation TRL logs them all under ``eval_``.
 
     An environment with a terminal tool grades the model's final plain message: when
     ``completions`` are given, each rollout's final assistant message is submitted
@@ -132,9 +88,14 @@ def outcome_reward(
                 for future in [pool.submit(r.submit_final, text) for r, text in jobs]:
                     future.result()
     outcomes = [None if r is None else r.settle() for r in rollouts]
+    rewards = [None if o is None else o.reward for o in outcomes]
     if log_metric is not None:
         metrics.emit(log_metric, [o for o in outcomes if o is not None])
-    return [None if o is None else o.reward for o in outcomes]
+        if task_index is not None and len(task_index) == len(rewards):
+            keys = list(zip(task_index, split or [None] * len(rewards)))
+            for k, value in grouped_pass_at_k(keys, rewards).items():
+                log_metric(f"ors/pass@{k}", value)
+    return rewards
 
 
 def group_reward(

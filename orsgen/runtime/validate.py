@@ -14,6 +14,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 MAX_ERRORS = 3
+# The default of a models.py field that may be left out but not sent as null. pydantic never
+# validates a default and the validated object is discarded, so the value is never used:
+# only an explicit null is refused, as on the server. ``Any``, as no one value has every
+# field's type.
+OMITTED: Any = None
 _MAX_TEXT = 60
 
 

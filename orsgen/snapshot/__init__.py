@@ -18,7 +18,7 @@ from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.targets import Target, classify
 
 if TYPE_CHECKING:
-    from orsgen.runtime.endpoint import Endpoint
+    from orsgen.runtime.transport.endpoint import Endpoint
     from orsgen.snapshot.fetch import FetchOptions
     from orsgen.snapshot.stored import Environment, TargetRef
 
@@ -62,7 +62,7 @@ def _resolved(
     *, base_url: str | None, api_key: str | None, deployment: str | None = None
 ) -> Endpoint:
     """The endpoint of a snapshot target: a URL or a deployment, never a recorded default."""
-    from orsgen.runtime.endpoint import resolve
+    from orsgen.runtime.transport.endpoint import resolve
 
     return resolve(
         base_url=base_url,

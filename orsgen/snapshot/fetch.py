@@ -8,15 +8,17 @@ from typing import Any
 
 import aiohttp
 
-from orsgen.diagnostics import Diagnostic, warning
-from orsgen.runtime.endpoint import Endpoint, session_secrets
-from orsgen.runtime.errors import describe
-from orsgen.runtime.process import current
-from orsgen.runtime.sdk import environment
 from orsgen.canonical import spec_dict
+from orsgen.diagnostics import Diagnostic, warning
+from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.runtime.errors import describe
+from orsgen.runtime.transport.endpoint import Endpoint, session_secrets
+from orsgen.runtime.transport.process import current
+from orsgen.runtime.transport.sdk import environment
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.retries import ask
 from orsgen.snapshot.splits import choose_split
+from orsgen.wording import plural
 from orsgen.snapshot.stored import (
     Environment,
     Identity,
@@ -27,7 +29,6 @@ from orsgen.snapshot.stored import (
     TerminalTool,
     ToolSpec,
 )
-from orsgen.jsonobject import as_array, as_object, is_object
 
 Progress = Callable[[str], None]
 # Seconds a probe waits for a prompt (it waits for the environment's setup).
@@ -279,6 +280,12 @@ async def _probe_task_tools(
         shared_specs = {t["name"]: t for t in shared}
         merged = {n: t for n, t in merged.items() if shared_specs.get(n) != t}
     probe.task_tools = [merged[n] for n in sorted(merged)]
+    if options.probe_indices is None and total > 1:  # the other tasks were never asked
+        progress(
+            f"{plural(len(shared), 'shared tool')} + {plural(len(merged), 'task tool')} from "
+            f"the probe of task 0 of {total}; task tools that only other tasks offer need "
+            "--probe-index N"
+        )
     return probe
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from orsgen.runtime import http
+from orsgen.runtime.transport import http
 from orsgen.snapshot.errors import TargetError
 
 

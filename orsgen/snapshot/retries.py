@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from orsgen.runtime.endpoint import Endpoint
+from orsgen.runtime.transport.endpoint import Endpoint
 
 Progress = Callable[[str], None]
 
@@ -65,7 +65,7 @@ async def ask(
     *,
     progress: Progress,
 ) -> Any:
-    """:func:`orsgen.runtime.sdk.stateless`, reporting every retry to ``progress``."""
+    """:func:`orsgen.runtime.transport.sdk.stateless`, reporting every retry to ``progress``."""
     # Typed as Any: the SDK ships no types, and its private retry policy is used on purpose.
     http: Any = importlib.import_module("openreward.api._session.http")
 

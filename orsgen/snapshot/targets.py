@@ -16,6 +16,20 @@ _CATALOG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$"
 _HOST_PORT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*:[0-9]+/?$")
 
 
+def _check_root(text: str, path: str) -> None:
+    """An ORS server is reached at its root URL; one environment of it is chosen by name
+    (``--env-name``), not by a path, which the SDK would refuse in aiohttp's words."""
+    parts = [p for p in path.split("/") if p]
+    if not parts:
+        return
+    root = text[: text.index(path)] if path else text
+    which = f" and `--env-name {parts[0]}`" if len(parts) == 1 else ""
+    raise TargetError(
+        f"{text!r} has a path ({path!r}); give the server's root URL {root!r}{which}: "
+        "an environment is chosen by name, not by a path"
+    )
+
+
 @dataclass(frozen=True)
 class Target:
     kind: Kind
@@ -27,6 +41,7 @@ def classify(text: str) -> Target:
         parsed = urlparse(text)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise TargetError(f"{text!r} is not an http(s) URL")
+        _check_root(text, parsed.path)
         return Target("url", text.rstrip("/"))
     if text.endswith(".json"):
         return Target("snapshot", text)

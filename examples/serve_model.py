@@ -1,0 +1,89 @@
+"""Serve a local model directory over the OpenAI chat-completions API with ``transformers
+serve`` on 127.0.0.1: started on a free port, waited for on ``/health``, stopped by PID.
+Used by examples/eval_demo.py, bench/eval.py and the evaluation tests.
+
+    server = start_model_server(Path("tiny-model"), log_dir=Path("/tmp"))
+    ...  # openai.OpenAI(base_url=server.endpoint, api_key="local"), model=server.model
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    """Terminate by PID; kill after 10 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@dataclass
+class ModelServer:
+    model_dir: Path
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def model(self) -> str:
+        return str(self.model_dir)
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+
+def _transformers_command() -> list[str]:
+    exe = Path(sys.executable).with_name("transformers")
+    return [str(exe)] if exe.exists() else [shutil.which("transformers") or "transformers"]
+
+
+def start_model_server(
+    model_dir: Path, log_dir: Path, port: int | None = None, timeout: float = 180.0
+) -> ModelServer:
+    port = port or free_port()
+    log = log_dir / f"transformers-serve-{port}.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    args = [*_transformers_command(), "serve", str(model_dir)]
+    args += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    with log.open("wb") as fh:
+        process = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"transformers serve exited early:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            stop_process(process)
+            raise RuntimeError(f"transformers serve did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.25)
+    return ModelServer(model_dir, port, process, log)

@@ -1,0 +1,58 @@
+"""argparse as orsgen's commands use it: a mistyped option names the closest valid one,
+option values are checked before anything else runs (no network on a bad value), and a
+usage error is one line."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from typing import NoReturn
+
+from orsgen.wording import did_you_mean
+
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def seconds(text: str) -> float:
+    """``--timeout``: a positive number of seconds, checked before any network."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that names the closest option for a mistyped one (``--spilt``: did you
+    mean ``--split``?); Python 3.11's argparse has no ``suggest_on_error``."""
+
+    def parse(self, argv: Sequence[str]) -> argparse.Namespace:
+        options = [o for action in self._actions for o in action.option_strings]
+        unknown = _unknown_option(argv, options)
+        if unknown is not None:  # before parse_args, whose missing -o error would come first
+            self.error(f"unrecognized arguments: {unknown}{did_you_mean(unknown, options)}")
+        return self.parse_args(argv)
+
+    def error(self, message: str) -> NoReturn:
+        """A usage error is one line, as every other error is (argparse prints its usage
+        block first; ``--help`` shows it)."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _unknown_option(argv: Sequence[str], options: Sequence[str]) -> str | None:
+    """The first argument that looks like an option and that argparse would not accept."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-") or arg == "-" or _NUMBER.match(arg):
+            continue
+        name = arg.split("=", 1)[0]
+        if name in options or (arg[:2] in options and not arg.startswith("--")):
+            continue  # an option, or a short one with its value attached (-ogenerated/x)
+        if name.startswith("--") and any(o.startswith(name) for o in options):
+            continue  # argparse accepts an unambiguous prefix (--spl for --split)
+        return name
+    return None

@@ -1,0 +1,22 @@
+"""Evaluate a model on an ORS environment through a generated adapter (``orsgen eval``).
+
+``evaluate(EnvClass, endpoint=..., model=...) -> EvalResult`` runs each task of a split
+``n`` times against an OpenAI-compatible endpoint, with the tools, prompts and tool results
+the model sees in TRL training. Needs ``orsgen[eval]`` (openai, tqdm, matplotlib).
+"""
+
+from orsgen.eval.compare import compare, format_comparison, load_summary
+from orsgen.eval.estimators import pass_at_k, pass_hat_k
+from orsgen.eval.results import RunFileError
+from orsgen.eval.run import EvalResult, evaluate
+
+__all__ = [
+    "EvalResult",
+    "RunFileError",
+    "compare",
+    "evaluate",
+    "format_comparison",
+    "load_summary",
+    "pass_at_k",
+    "pass_hat_k",
+]

@@ -1,0 +1,211 @@
+"""``orsgen eval DIR --endpoint URL --model NAME [options]`` and ``orsgen eval --compare
+RUN_A RUN_B``: the command line over :func:`orsgen.eval.evaluate`.
+
+Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage``
+is not met, 2 for an unusable configuration (one line on stderr)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from orsgen.eval.compare import compare, format_comparison, load_summary
+from orsgen.eval.results import RunFileError
+from orsgen.eval.run import evaluate, public_url
+
+EXIT_OK, EXIT_COVERAGE, EXIT_USAGE = 0, 1, 2
+
+
+class ConfigError(Exception):
+    """An unusable configuration: one line, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="orsgen eval",
+        description="Evaluate a model behind an OpenAI-compatible endpoint on an environment, "
+        "through a generated adapter package.",
+    )
+    p.add_argument("dir", nargs="?", help="the generated package directory")
+    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two runs")
+    p.add_argument("--endpoint", help="base URL of the OpenAI-compatible API (…/v1)")
+    p.add_argument("--model", help="model name as the endpoint knows it")
+    p.add_argument(
+        "--endpoint-api-key", help="the endpoint's key (default: OPENAI_API_KEY); never written"
+    )
+    p.add_argument("--base-url", action="append", help="ORS server URL (repeat for several)")
+    p.add_argument("--api-key", help="ORS API key (default: OPENREWARD_API_KEY); never written")
+    p.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="per-session secret (repeatable); never written",
+    )
+    p.add_argument("--env-class", help="the adapter class, when the package has several")
+    p.add_argument("--split", help="split to evaluate (default: the package's default split)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--num-tasks", type=int, help="the first N tasks of the split")
+    group.add_argument("--indices", help="task indices, comma-separated (e.g. 0,3,7)")
+    p.add_argument("-n", "--samples", type=int, default=1, help="samples per task (default 1)")
+    p.add_argument("--concurrency", type=int, default=1, help="rollouts at once (default 1)")
+    p.add_argument("--max-turns", type=int, default=8, help="assistant turns per rollout")
+    p.add_argument("--rollout-timeout", type=float, help="seconds per rollout from its reset")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument(
+        "--pass-threshold",
+        type=float,
+        default=1.0,
+        help="a rollout passes when its reward >= this (default 1.0)",
+    )
+    p.add_argument(
+        "--unfinished-reward",
+        type=float,
+        help="reward of an unfinished rollout (default: none, not passing)",
+    )
+    p.add_argument("--seed", type=int, help="sent as the requests' seed")
+    p.add_argument("--out", help="output directory (results.jsonl, summary.json, report.md)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--min-coverage", type=float, help="exit 1 when coverage is lower")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def load_adapter(directory: str, class_name: str | None) -> Any:
+    """The adapter class of the generated package in ``directory``."""
+    from orsgen.runtime.adapter import OrsAdapter, SelfScoring
+
+    path = Path(directory).resolve()
+    if not (path / "adapter.py").is_file():
+        raise ConfigError(f"{directory} is not a generated package (no adapter.py)")
+    sys.path.insert(0, str(path.parent))
+    try:
+        module = importlib.import_module(path.name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
+        raise ConfigError(f"cannot import {path.name} from {path.parent}: {exc}") from None
+    found = {
+        name: obj
+        for name, obj in inspect.getmembers(module, inspect.isclass)
+        if issubclass(obj, OrsAdapter) and not issubclass(obj, SelfScoring)
+    }
+    if class_name is not None:
+        if class_name not in found:
+            raise ConfigError(f"no adapter class {class_name!r}; the package has {sorted(found)}")
+        return found[class_name]
+    if len(found) != 1:
+        raise ConfigError(f"the package has adapters {sorted(found)}; pick one with --env-class")
+    return next(iter(found.values()))
+
+
+def count_tasks(klass: Any, base_url: Any, api_key: str | None, split: str) -> int:
+    """How many tasks ``split`` has on the adapter's server."""
+    from orsgen.runtime.dataset import split_size
+    from orsgen.runtime.transport.endpoint import resolve_all
+
+    endpoints = resolve_all(
+        base_url=base_url,
+        api_key=api_key,
+        env_name=None,
+        deployment=klass.DEPLOYMENT,
+        default_url=klass.DEFAULT_URL,
+        default_env_name=klass.ENV_NAME,
+    )
+    return split_size(endpoints[0], split)
+
+
+def check_endpoint(endpoint: str, key: str) -> None:
+    """Fail early when nothing answers at ``endpoint`` (a server that lacks ``/models`` is
+    fine)."""
+    import openai
+
+    client = openai.OpenAI(base_url=endpoint, api_key=key, timeout=30.0, max_retries=1)
+    try:
+        client.models.list()
+    except openai.APIStatusError:
+        return
+    except openai.APIError as exc:
+        raise ConfigError(f"endpoint {public_url(endpoint)} does not answer: {exc}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.compare:
+        a, b = (load_summary(Path(p)) for p in args.compare)
+        print(format_comparison(compare(a, b, seed=args.seed or 0)))
+        return EXIT_OK
+    if not args.dir or not args.endpoint or not args.model:
+        raise ConfigError("orsgen eval needs DIR, --endpoint and --model (or --compare A B)")
+    # The one parser of --secret NAME=VALUE.
+    from orsgen.cli import _secrets  # pyright: ignore[reportPrivateUsage]
+
+    klass = load_adapter(args.dir, args.env_class)
+    split = args.split or klass.DEFAULT_SPLIT
+    base_url = args.base_url[0] if args.base_url and len(args.base_url) == 1 else args.base_url
+    indices = None
+    if args.indices:
+        try:
+            indices = [int(i) for i in args.indices.split(",") if i.strip()]
+        except ValueError:
+            raise ConfigError(f"--indices takes comma-separated integers, got {args.indices!r}")
+    from orsgen.runtime.errors import OrsRuntimeError
+
+    try:
+        count = count_tasks(klass, base_url, args.api_key, split)
+    except OrsRuntimeError as exc:
+        raise ConfigError(str(exc)) from None
+    if indices is not None and any(not 0 <= i < count for i in indices):
+        raise ConfigError(f"--indices go past split {split!r}, which has {count} tasks")
+    key = args.endpoint_api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+    check_endpoint(args.endpoint, key)
+    print(f"evaluating {args.model} on split {split!r} of {klass.ENV_NAME}", file=sys.stderr)
+    result = evaluate(
+        klass,
+        endpoint=args.endpoint,
+        model=args.model,
+        split=split,
+        samples=args.samples,
+        num_tasks=args.num_tasks,
+        indices=indices,
+        task_count=count,
+        concurrency=args.concurrency,
+        max_turns=args.max_turns,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        pass_threshold=args.pass_threshold,
+        unfinished_reward=args.unfinished_reward,
+        seed=args.seed,
+        rollout_timeout=args.rollout_timeout,
+        endpoint_api_key=key,
+        out=args.out,
+        resume=args.resume,
+        progress=not args.no_progress,
+        base_url=base_url,
+        api_key=args.api_key,
+        secrets=_secrets(args.secret),  # UsageError: orsgen.cli says it and exits 2
+    )
+    s = result.summary
+    brief = {k: s[k] for k in ("split", "rollouts", "verdicts", "coverage", "mean_reward")}
+    print(json.dumps({**brief, "pass_at_k": s["pass_at_k"]}, sort_keys=True))
+    if args.min_coverage is not None and result.coverage < args.min_coverage:
+        print(
+            f"error: coverage {result.coverage:.3f} is below --min-coverage {args.min_coverage}",
+            file=sys.stderr,
+        )
+        return EXIT_COVERAGE
+    return EXIT_OK
+
+
+def main(argv: Sequence[str]) -> int:
+    args = _parser().parse_args(list(argv))
+    try:
+        return _run(args)
+    except (ConfigError, RunFileError, ValueError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_USAGE

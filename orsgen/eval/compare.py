@@ -1,0 +1,90 @@
+"""``orsgen eval --compare RUN_A RUN_B``: did B do better than A on the same tasks?
+
+Per task present in both runs: the paired difference B - A in pass@1 and in mean reward
+(tasks without a scored rollout in one run drop out of the reward difference), the mean
+difference with a 95% percentile bootstrap interval over tasks, and the tasks that
+flipped: pass@1 below 0.5 in one run and at least 0.5 in the other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from orsgen.eval.estimators import bootstrap_interval
+from orsgen.eval.results import SUMMARY_FILE, RunFileError
+
+SAME_KEYS = ("environment", "split", "tools_sha256")
+
+
+def load_summary(run: Path) -> dict[str, Any]:
+    path = run / SUMMARY_FILE if run.is_dir() else run
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError) as exc:
+        raise RunFileError(f"cannot read {path}: {exc}") from None
+
+
+def compare(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+    tasks_a = {int(t["task_index"]): t for t in a["per_task"]}
+    tasks_b = {int(t["task_index"]): t for t in b["per_task"]}
+    common = sorted(set(tasks_a) & set(tasks_b))
+    if not common:
+        raise RunFileError("the two runs share no task")
+    d_pass = [tasks_b[i]["pass_at_k"]["1"] - tasks_a[i]["pass_at_k"]["1"] for i in common]
+    d_reward = [
+        tasks_b[i]["mean_reward"] - tasks_a[i]["mean_reward"]
+        for i in common
+        if tasks_a[i]["mean_reward"] is not None and tasks_b[i]["mean_reward"] is not None
+    ]
+    gained = [
+        i for i in common if tasks_a[i]["pass_at_k"]["1"] < 0.5 <= tasks_b[i]["pass_at_k"]["1"]
+    ]
+    lost = [i for i in common if tasks_b[i]["pass_at_k"]["1"] < 0.5 <= tasks_a[i]["pass_at_k"]["1"]]
+    return {
+        "a": {"model": a.get("model"), "coverage": a.get("coverage")},
+        "b": {"model": b.get("model"), "coverage": b.get("coverage")},
+        "differs": [k for k in SAME_KEYS if a.get(k) != b.get(k)],
+        "tasks": len(common),
+        "pass_at_1_diff": sum(d_pass) / len(d_pass),
+        "pass_at_1_diff_ci95": bootstrap_interval(d_pass, seed=seed),
+        "mean_reward_diff": sum(d_reward) / len(d_reward) if d_reward else None,
+        "mean_reward_diff_ci95": bootstrap_interval(d_reward, seed=seed),
+        "reward_tasks": len(d_reward),
+        "gained": gained,
+        "lost": lost,
+        "per_task": [
+            {
+                "task_index": i,
+                "pass_at_1_a": tasks_a[i]["pass_at_k"]["1"],
+                "pass_at_1_b": tasks_b[i]["pass_at_k"]["1"],
+            }
+            for i in common
+        ],
+    }
+
+
+def _num(x: Any) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def _ci(pair: Any) -> str:
+    return "n/a" if not pair else f"[{pair[0]:+.3f}, {pair[1]:+.3f}]"
+
+
+def format_comparison(c: Mapping[str, Any]) -> str:
+    lines = [
+        f"A: {c['a']['model']} (coverage {c['a']['coverage']:.3f})",
+        f"B: {c['b']['model']} (coverage {c['b']['coverage']:.3f})",
+        f"{c['tasks']} tasks in both runs",
+        f"pass@1 B-A: {_num(c['pass_at_1_diff'])} (95% bootstrap {_ci(c['pass_at_1_diff_ci95'])})",
+        f"mean reward B-A: {_num(c['mean_reward_diff'])} "
+        f"(95% bootstrap {_ci(c['mean_reward_diff_ci95'])}, {c['reward_tasks']} tasks scored in both)",
+        f"flipped to passing: {c['gained'] or 'none'}",
+        f"flipped to failing: {c['lost'] or 'none'}",
+    ]
+    if c["differs"]:
+        lines.insert(0, f"warning: the runs differ in {', '.join(c['differs'])}")
+    return "\n".join(lines)

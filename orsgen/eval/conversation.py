@@ -1,0 +1,243 @@
+"""One rollout as TRL's GRPOTrainer runs it, with the model behind an OpenAI-compatible
+endpoint instead of in the trainer.
+
+What the model sees is what it sees in training (trl 1.16, ``GRPOTrainer``):
+
+- the tools are the adapter's public functions, collected on the class exactly as the
+  trainer does, each described by ``transformers.utils.get_json_schema`` (its ``"return"``
+  entry included);
+- the prompt is ``reset()``'s text as the one user message (TRL appends it to the row's
+  empty user message);
+- a tool's result goes back as ``str(result)`` (a content list as it is), a failed call as
+  ``str({"error": ...})``, as the trainer's tool loop builds them.
+
+The loop stops on an assistant turn with no tool call, a finished episode, ``max_turns``
+assistant turns or the rollout deadline. The reward then comes from the runtime's own
+reward path (``outcome_reward``: a terminal tool grades the final message, as in training).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.jsonobject import is_array, is_object
+from orsgen.runtime.rollouts.episode import Kind
+from orsgen.runtime.errors import describe
+from orsgen.runtime.rewards import final_message, outcome_reward
+
+MAX_TOOL_TEXT = 2000  # characters of a tool output kept in results.jsonl
+
+
+def trl_tools(env: object) -> dict[str, Callable[..., Any]]:
+    """The adapter's tools as ``GRPOTrainer`` collects them: public functions of the class
+    (properties and classmethods excluded), except ``reset`` and ``get_reward``."""
+    return {
+        name: getattr(env, name)
+        for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
+
+
+def tool_schemas(tools: dict[str, Callable[..., Any]]) -> list[dict[str, Any]]:
+    """What ``apply_chat_template(tools=[methods])`` renders for each tool."""
+    # transformers' own annotation of it is partly unknown to strict checkers.
+    templates: Any = importlib.import_module("transformers.utils.chat_template_utils")
+    schema_of: Callable[[Callable[..., Any]], dict[str, Any]] = templates.get_json_schema
+    return [schema_of(method) for method in tools.values()]
+
+
+@dataclass(frozen=True)
+class Turns:
+    """The loop's limits: assistant turns and seconds from the reset."""
+
+    max_turns: int
+    deadline: float | None  # seconds, or no deadline
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What each chat-completions request carries besides the messages."""
+
+    model: str
+    temperature: float | None
+    max_tokens: int | None
+    seed: int | None
+
+
+@dataclass
+class Rollout:
+    """One (task, sample): its verdict, and the trajectory for results.jsonl."""
+
+    reward: float | None = None
+    verdict: Kind = "failed"
+    reason: str | None = None
+    calls: int = 0
+    turns: int = 0
+    seconds: float = 0.0
+    endpoint_seconds: float = 0.0
+    environment_seconds: float = 0.0
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    final_answer: str | None = None  # the last plain assistant message, for a group judge
+
+
+def _text(content: Any) -> Any:
+    """A message's content for results.jsonl: text truncated, images named, not stored."""
+    if isinstance(content, str):
+        return content if len(content) <= MAX_TOOL_TEXT else content[: MAX_TOOL_TEXT - 3] + "..."
+    if is_array(content):
+        return [
+            _text(p.get("text", "")) if is_object(p) and "text" in p else "(image)" for p in content
+        ]
+    return str(content)
+
+
+def _tool_content(result: Any) -> Any:
+    """TRL's ``content = result if isinstance(result, list) else str(result)``, with PIL
+    images in a content list sent as data URLs (what an OpenAI-compatible server takes)."""
+    if not is_array(result):
+        return str(result)
+    from orsgen.eval.images import openai_parts
+
+    return openai_parts(result)
+
+
+def _arguments(text: str | None) -> dict[str, Any]:
+    value = json.loads(text or "{}")
+    if not is_object(value):
+        raise ValueError(f"tool arguments must be a JSON object, got {text!r}")
+    return dict(value)
+
+
+class Conversation:
+    """Runs rollouts of one adapter against one endpoint (``client`` is an ``openai.OpenAI``)."""
+
+    def __init__(self, client: Any, endpoint_label: str, sampling: Sampling, turns: Turns):
+        self.client, self.label = client, endpoint_label
+        self.sampling, self.turns = sampling, turns
+
+    def _complete(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> Any:
+        extra: dict[str, Any] = {}
+        if self.sampling.temperature is not None:
+            extra["temperature"] = self.sampling.temperature
+        if self.sampling.max_tokens is not None:
+            extra["max_tokens"] = self.sampling.max_tokens
+        if self.sampling.seed is not None:
+            extra["seed"] = self.sampling.seed
+        return self.client.chat.completions.create(
+            model=self.sampling.model, messages=messages, tools=schemas or None, **extra
+        )
+
+    def run(self, env: Any, task_index: int, split: str) -> Rollout:
+        out = Rollout()
+        started = time.monotonic()
+        try:
+            prompt = env.reset(task_index=task_index, split=split)
+        except Exception as exc:  # noqa: BLE001 - every failure is a verdict, not a crash
+            out.reason = f"environment: reset failed: {describe(exc)}"
+            out.seconds = out.environment_seconds = time.monotonic() - started
+            return out
+        out.environment_seconds = time.monotonic() - started
+        tools = trl_tools(env)
+        schemas = tool_schemas(tools)
+        user_content = prompt if isinstance(prompt, str) else _tool_content(prompt)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": user_content}]
+        stop, endpoint_failure = self._loop(env, tools, schemas, messages, out, started)
+        if endpoint_failure is None:
+            outcome_reward([env], [messages[1:]])
+            out.final_answer = final_message(messages[1:])
+        outcome = env.rollout.outcome()
+        out.reward, out.verdict, out.reason = outcome.reward, outcome.kind, outcome.reason
+        if endpoint_failure is not None:
+            out.reward, out.verdict, out.reason = None, "failed", endpoint_failure
+        elif out.verdict == "unfinished" and stop is not None:
+            out.reason = stop if out.reason is None else f"{stop}; {out.reason}"
+        out.messages = [{**m, "content": _text(m.get("content"))} for m in messages]
+        out.seconds = time.monotonic() - started
+        return out
+
+    def _loop(
+        self,
+        env: Any,
+        tools: dict[str, Callable[..., Any]],
+        schemas: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        out: Rollout,
+        started: float,
+    ) -> tuple[str | None, str | None]:
+        """Turns until a stop; (why it stopped early, the endpoint failure)."""
+        while True:
+            if getattr(env, "finished", False):
+                return None, None
+            if out.turns >= self.turns.max_turns:
+                return f"max turns ({self.turns.max_turns}) reached", None
+            limit = self.turns.deadline
+            if limit is not None and time.monotonic() - started >= limit:
+                return f"rollout deadline ({limit:g} s) passed", None
+            asked = time.monotonic()
+            try:
+                response = self._complete(messages, schemas)
+            except Exception as exc:  # noqa: BLE001 - the client already retried
+                out.endpoint_seconds += time.monotonic() - asked
+                return None, f"endpoint {self.label}: {_endpoint_error(exc)}"
+            out.endpoint_seconds += time.monotonic() - asked
+            out.turns += 1
+            message = response.choices[0].message
+            calls = list(message.tool_calls or [])
+            assistant: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
+            if calls:
+                assistant["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.function.name, "arguments": c.function.arguments},
+                    }
+                    for c in calls
+                ]
+            messages.append(assistant)
+            if not calls:
+                return None, None
+            for call in calls:
+                out.calls += 1
+                began = time.monotonic()
+                result = self._call(tools, call.function.name, call.function.arguments)
+                out.environment_seconds += time.monotonic() - began
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.id,
+                        "name": call.function.name,
+                        "content": _tool_content(result),
+                    }
+                )
+
+    @staticmethod
+    def _call(tools: dict[str, Callable[..., Any]], name: str, arguments: str | None) -> Any:
+        """The tool's result, or TRL's ``{"error": str(e)}`` for a call that raised."""
+        try:
+            if name not in tools:
+                raise ValueError(f"Tool {name} not found.")
+            return tools[name](**_arguments(arguments))
+        except Exception as exc:  # noqa: BLE001 - the model sees the error, as in training
+            return {"error": str(exc)}
+
+
+def _endpoint_error(exc: BaseException) -> str:
+    """One line: the HTTP status, a timeout or the connection failure (no secrets: the
+    client's messages carry no key)."""
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    if isinstance(status, int):
+        return f"HTTP {status} ({name}) after the client's retries"
+    if name == "APITimeoutError":
+        return "timed out after the client's retries"
+    if name == "APIConnectionError":
+        cause = exc.__cause__
+        detail = f": {' '.join(str(cause).split())[:200]}" if cause is not None else ""
+        return f"connection failed after the client's retries{detail}"
+    return f"{name}: {' '.join(str(exc).split())[:300]}"

@@ -1,0 +1,194 @@
+"""One adapter's settings: :class:`AdapterConfig`, every constructor keyword checked once
+into one frozen, picklable object (``functools.partial(Env, ...)`` carries the keywords,
+each instance builds its config from them). It is the only place settings live; it groups
+them by who reads them:
+
+- ``sessions`` (:class:`~orsgen.runtime.sessions.opening.SessionOptions`): where and how
+  sessions open (servers, split, secrets, overrides, keepalive, prefetch, the cap, the
+  reconnect window, ``strict``);
+- ``rollouts`` (:class:`~orsgen.runtime.rollouts.settings.RolloutSettings`): what a rollout
+  runs under (call timeout, rollout deadline and its clock, multimodal output,
+  ``unfinished_reward``, the trajectory sink);
+- ``tasks`` (:class:`~orsgen.runtime.rollouts.tasks.TaskChoice`): how tasks are chosen for
+  ``train_dataset=None`` (seed, restriction, group size, the sampler factory, which
+  ``curriculum=`` selects).
+
+Also here: the hidden ``env_overrides`` copy and the ``UNSET`` tool-argument default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict, cast
+
+from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+from orsgen.runtime.rollouts.settings import RolloutSettings
+from orsgen.runtime.rollouts.tasks import SamplerFactory, TaskChoice
+from orsgen.runtime.rollouts.trajectories import TrajectorySink
+from orsgen.runtime.sessions.opening import SessionOptions, resolve_servers
+from orsgen.runtime.transport import health
+from orsgen.runtime.transport.endpoint import session_secrets
+
+DEFAULT_CALL_TIMEOUT = 600.0
+DEFAULT_OPEN_TIMEOUT = 1800.0
+
+
+class AdapterSettings(TypedDict, total=False):
+    """The keywords an adapter takes (see :class:`~orsgen.runtime.adapter.OrsAdapter`)."""
+
+    base_url: str | Sequence[str] | None
+    api_key: str | None
+    secrets: Mapping[str, str] | None
+    env_name: str | None
+    deployment: str | None
+    split: str | None
+    timeout: float
+    open_timeout: float
+    group_size: int | None
+    prefetch: bool
+    keepalive: float | None
+    strict: bool
+    reconnect_for: float
+    multimodal: bool
+    env_overrides: Mapping[str, str] | None
+    max_sessions: int | None
+    rollout_timeout: float | None
+    seed: int | None
+    num_tasks: int | None
+    indices: Sequence[int] | None
+    unfinished_reward: float | None
+    trajectories: str | os.PathLike[str] | TrajectorySink | None
+    sampler: SamplerFactory | None
+    curriculum: str | PassRateCurriculum | None
+    clock: Callable[[], float] | None
+
+
+@dataclass(frozen=True)
+class AdapterConfig:
+    """Every setting of one adapter, checked. Build it with :meth:`of`."""
+
+    sessions: SessionOptions
+    rollouts: RolloutSettings
+    tasks: TaskChoice
+    # Why no server is configured (``reset()`` raises it), or ``None``.
+    no_server: str | None = None
+
+    @staticmethod
+    def of(owner: type, **given: Any) -> AdapterConfig:
+        """The config of an ``owner`` adapter class from its constructor keywords; class
+        defaults (``DEPLOYMENT``, ``DEFAULT_URL``, ``ENV_NAME``, ``DEFAULT_SPLIT``,
+        ``TOOLSET``) fill what is not given. Raises on a setting no session could honour."""
+        unknown = sorted(set(given) - set(AdapterSettings.__annotations__))
+        if unknown:
+            raise TypeError(f"{owner.__name__}() got unexpected keyword(s): {', '.join(unknown)}")
+        s = cast(AdapterSettings, given)  # its keys checked just above
+        check_settings(s.get("group_size"), s.get("keepalive"), _reconnect_for(s))
+        check_limits(s.get("max_sessions"), s.get("rollout_timeout"))
+        defaults = (
+            getattr(owner, "DEPLOYMENT"),
+            getattr(owner, "DEFAULT_URL"),
+            getattr(owner, "ENV_NAME"),
+        )
+        servers, no_server = resolve_servers(
+            s.get("base_url"), s.get("api_key"), s.get("env_name"), s.get("deployment"), defaults
+        )
+        sessions = SessionOptions(
+            endpoint=servers[0],
+            split=s.get("split") or getattr(owner, "DEFAULT_SPLIT"),
+            secrets=session_secrets(servers[0], s.get("secrets")),
+            keepalive=s.get("keepalive"),
+            toolset=getattr(owner, "TOOLSET"),
+            env_overrides=overrides(s.get("env_overrides")),
+            prefetch_group=s.get("group_size") if s.get("prefetch", True) else 1,
+            open_timeout=float(s.get("open_timeout", DEFAULT_OPEN_TIMEOUT)),
+            reconnect_for=_reconnect_for(s),
+            strict=bool(s.get("strict", False)),
+            servers=servers,
+            max_sessions=s.get("max_sessions"),
+        )
+        rollouts = RolloutSettings.of(
+            float(s.get("timeout", DEFAULT_CALL_TIMEOUT)),
+            s.get("rollout_timeout"),
+            bool(s.get("multimodal", False)),
+            s.get("unfinished_reward"),
+            s.get("trajectories"),
+            s.get("clock"),
+        )
+        tasks = TaskChoice.of(
+            s.get("seed"),
+            s.get("num_tasks"),
+            s.get("indices"),
+            s.get("group_size"),
+            s.get("sampler"),
+            s.get("curriculum"),
+        )
+        return AdapterConfig(
+            sessions, rollouts, tasks, None if no_server is None else str(no_server)
+        )
+
+
+def _reconnect_for(settings: AdapterSettings) -> float:
+    return float(settings.get("reconnect_for", health.DEFAULT_RECONNECT_FOR))
+
+
+def check_settings(group_size: int | None, keepalive: float | None, reconnect_for: float) -> None:
+    """Reject constructor settings that no session could honour."""
+    if group_size is not None and group_size < 1:
+        raise ValueError(f"group_size must be at least 1, got {group_size}")
+    if keepalive is not None and keepalive <= 0:
+        raise ValueError(f"keepalive must be positive, got {keepalive}")
+    if reconnect_for < 0:
+        raise ValueError(f"reconnect_for must be non-negative, got {reconnect_for}")
+
+
+def check_limits(max_sessions: int | None, rollout_timeout: float | None) -> None:
+    """Reject a session cap or a rollout deadline that no rollout could run under."""
+    if max_sessions is not None and (isinstance(max_sessions, bool) or max_sessions < 1):
+        raise ValueError(f"max_sessions must be at least 1 (or None), got {max_sessions}")
+    if rollout_timeout is not None and rollout_timeout <= 0:
+        raise ValueError(f"rollout_timeout must be positive (or None), got {rollout_timeout}")
+
+
+class _Overrides(dict[str, str]):
+    """``env_overrides`` whose repr shows names only, so no log or traceback holds a value."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: '<hidden>'" for k in self) + "}"
+
+
+def overrides(values: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A private copy of ``env_overrides``; a bad entry is named by its key, never its value."""
+    if not values:
+        return None
+    out = _Overrides()
+    # Typed as objects: callers without a type checker may pass anything.
+    items: list[tuple[object, object]] = list(values.items())
+    for key, value in items:
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"env_overrides[{key!r}] must map a str name to a str value")
+        out[key] = value
+    return out
+
+
+class _Unset:
+    """Default of an optional tool argument the caller did not give: it is not sent."""
+
+    _instance: "_Unset | None" = None
+
+    def __new__(cls) -> "_Unset":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+
+# Typed Any so an optional ``path: str = UNSET`` stays ``str`` for mypy and for TRL's
+# schema (a ``str | None`` hint would tell the model null is allowed when it is not).
+UNSET: Any = _Unset()

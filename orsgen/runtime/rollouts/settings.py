@@ -1,0 +1,44 @@
+"""What every rollout of an adapter runs under (part of its ``AdapterConfig``)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from orsgen.runtime import images
+from orsgen.runtime.rollouts.trajectories import TrajectorySink, sink_of
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    """What every rollout of an adapter runs under."""
+
+    timeout: float  # seconds one tool call may take
+    rollout_timeout: float | None = None  # seconds from the open session to the episode's end
+    multimodal: bool = False  # images as TRL content lists (needs Pillow)
+    unfinished_reward: float | None = None
+    trajectories: TrajectorySink | None = None  # where settled rollouts' lines go
+    # The rollout deadline's clock (seconds, monotonic); injectable for tests and simulations.
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False)
+
+    @staticmethod
+    def of(
+        timeout: float,
+        rollout_timeout: float | None,
+        multimodal: bool,
+        unfinished_reward: float | None,
+        trajectories: str | os.PathLike[str] | TrajectorySink | None,
+        clock: Callable[[], float] | None = None,
+    ) -> RolloutSettings:
+        if multimodal:
+            images.require_pillow()
+        return RolloutSettings(
+            timeout=float(timeout),
+            rollout_timeout=rollout_timeout,
+            multimodal=multimodal,
+            unfinished_reward=None if unfinished_reward is None else float(unfinished_reward),
+            trajectories=sink_of(trajectories),
+            clock=time.monotonic if clock is None else clock,
+        )

@@ -1,0 +1,121 @@
+"""What the TRL trainer driving this process knows and does not hand the environment.
+
+TRL gives ``reset()`` only the dataset row, and with ``train_dataset=None`` that row is a
+placeholder: no group size, no seed. Two facts are readable without any configuration:
+
+- ``GRPOTrainer`` calls ``environment.reset(**row)`` from its own method
+  (``trl/trainer/grpo_trainer.py``, around line 2389), so the caller's frame holds the
+  trainer: ``num_generations`` and ``args.seed``.
+- AsyncGRPO runs its rollout loop in a spawned child started as
+  ``Process(target=_child_main, args=(loop_cls, loop_kwargs, ..., metrics_queue))``
+  (``experimental/async_grpo/async_rollout_worker.py``, around line 271). The child's own
+  ``multiprocessing.current_process()`` keeps those arguments: ``loop_kwargs``'
+  ``num_generations``, and the ``metrics_queue`` the trainer's ``log()`` drains into
+  ``trainer.state.log_history`` (``async_grpo_trainer.py``, around line 1698).
+
+This is the only module that reads them; every reader returns ``None`` when the shape is
+not the one above, and the caller then asks the user (``group_size=``) or does without.
+"""
+
+from __future__ import annotations
+
+import inspect
+import multiprocessing
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, cast
+
+# How far up the stack a reset may be from the trainer's own call (user wrappers).
+_MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class TrainerFacts:
+    """What a reset learned about the trainer that called it."""
+
+    num_generations: int
+    seed: int | None
+    source: str  # "GRPOTrainer" or "AsyncGRPO rollout worker"
+    # GRPOTrainer's process layout: this rank, the ranks, and the rows each rank resets per
+    # generation (``args.train_batch_size * steps_per_generation``: its dataloader's batch).
+    rank: int = 0
+    world: int = 1
+    rows: int | None = None
+
+
+def _grpo_trainer(frame: Any) -> TrainerFacts | None:
+    depth = 0
+    while frame is not None and depth < _MAX_DEPTH:
+        owner = frame.f_locals.get("self")
+        generations = getattr(owner, "num_generations", None)
+        if isinstance(generations, int) and hasattr(owner, "environments"):
+            args = getattr(owner, "args", None)
+            seed = getattr(args, "seed", None)
+            seed = seed if isinstance(seed, int) else None
+            accelerator = getattr(owner, "accelerator", None)
+            rank = getattr(accelerator, "process_index", 0)
+            world = getattr(accelerator, "num_processes", 1)
+            batch = getattr(args, "train_batch_size", None)  # the dataloader's, per process
+            steps = getattr(args, "steps_per_generation", None)
+            if not (
+                isinstance(rank, int)
+                and isinstance(world, int)
+                and isinstance(batch, int)
+                and isinstance(steps, int)
+            ):
+                return TrainerFacts(generations, seed, type(owner).__name__)
+            return TrainerFacts(generations, seed, type(owner).__name__, rank, world, batch * steps)
+        frame, depth = frame.f_back, depth + 1
+    return None
+
+
+# (pid, arguments): a process's start arguments never change, so they are read once.
+_read: tuple[int, dict[str, Any] | None] | None = None
+
+
+def _worker_arguments() -> dict[str, Any] | None:
+    """The arguments of AsyncGRPO's ``_child_main`` when this is its spawned child."""
+    global _read
+    if _read is None or _read[0] != os.getpid():
+        _read = (os.getpid(), _start_arguments())
+    return _read[1]
+
+
+def _start_arguments() -> dict[str, Any] | None:
+    process: Any = multiprocessing.current_process()
+    target = getattr(process, "_target", None)
+    if getattr(target, "__name__", None) != "_child_main" or target is None:
+        return None
+    try:
+        bound = inspect.signature(target).bind(
+            *getattr(process, "_args", ()), **getattr(process, "_kwargs", {})
+        )
+    except (TypeError, ValueError):
+        return None
+    return dict(bound.arguments)
+
+
+def _worker_facts() -> TrainerFacts | None:
+    arguments = _worker_arguments()
+    loop_kwargs: object = arguments.get("loop_kwargs") if arguments else None
+    generations: object = None
+    if isinstance(loop_kwargs, dict):
+        generations = cast(dict[str, object], loop_kwargs).get("num_generations")
+    if not isinstance(generations, int):
+        return None
+    return TrainerFacts(generations, None, "AsyncGRPO rollout worker")
+
+
+def facts() -> TrainerFacts | None:
+    """The trainer resetting this adapter, read from the caller's stack (GRPOTrainer) or
+    from this process's start arguments (AsyncGRPO's child), else ``None``."""
+    found = _grpo_trainer(sys._getframe(1))  # pyright: ignore[reportPrivateUsage]
+    return found if found is not None else _worker_facts()
+
+
+def worker_metrics_queue() -> Any | None:
+    """The AsyncGRPO worker's metrics queue when this process is its rollout child."""
+    arguments = _worker_arguments()
+    found = arguments.get("metrics_queue") if arguments else None
+    return found if hasattr(found, "put_nowait") else None

@@ -1,0 +1,299 @@
+"""Opening a rollout's session: what every session of one adapter is opened with, which
+prefetch stream its resets share, and one reset's open under the call policy: on which of
+several servers (:mod:`orsgen.runtime.sessions.placement`), in which place under the session cap
+(:mod:`orsgen.runtime.sessions.cap`), and waiting out outages and capacity refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.canonical import sha256_of
+from orsgen.jsonobject import is_object
+from orsgen.runtime.errors import (
+    EnvironmentUnavailableError,
+    ServerNotConfiguredError,
+    SessionOpenError,
+    describe,
+)
+from orsgen.runtime.sessions import cap, drift, placement, pool
+from orsgen.runtime.transport import health, sdk
+from orsgen.runtime.transport.endpoint import Endpoint, resolve_all
+from orsgen.runtime.transport.health import ServerHealth
+from orsgen.runtime.transport.policy import Action, CallPolicy
+from orsgen.runtime.transport.process import current
+from orsgen.runtime.transport.sdk import Opened
+
+# How long a failed reset may spend asking how many tasks its split has.
+COUNT_TIMEOUT = 10.0
+
+
+def _is_bad_request(exc: BaseException) -> bool:
+    """Whether the server answered HTTP 400 (the request itself was refused)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "status", None) == 400:
+            return True
+        seen = seen.__cause__
+    return False
+
+
+async def _num_tasks(endpoint: Endpoint, split: str) -> object:
+    env = await sdk.environment(endpoint)
+    path = endpoint.env_path("/num_tasks")
+    answer = await sdk.stateless(endpoint, env, "POST", path, {"split": split})
+    return answer.get("num_tasks") if is_object(answer) else None
+
+
+def task_key(index: int | None, task_spec: Mapping[str, Any] | None) -> tuple[str, str]:
+    """Which task a reset opens, as a hashable key (equal keys: one GRPO group)."""
+    if index is not None:
+        return ("index", str(index))
+    try:
+        return ("spec", json.dumps(task_spec, sort_keys=True, default=repr))
+    except (TypeError, ValueError):
+        return ("spec-id", str(id(task_spec)))
+
+
+@dataclass(frozen=True, eq=False)
+class SessionOptions:
+    """Where and how an adapter's sessions open. Secrets and overrides stay out of ``repr``."""
+
+    endpoint: Endpoint
+    split: str
+    secrets: dict[str, Any] | None = field(repr=False)
+    keepalive: float | None
+    toolset: str | None
+    env_overrides: dict[str, str] | None = field(repr=False)
+    # How many consecutive resets of one task open at once (GRPO's group, prefetch):
+    # None learns it from the resets, 1 turns prefetch off.
+    prefetch_group: int | None
+    open_timeout: float
+    reconnect_for: float
+    strict: bool
+    # Every server of the environment (``base_url=[...]``); ``endpoint`` is the first, or
+    # the one a session is on (:meth:`at`).
+    servers: tuple[Endpoint, ...] = ()
+    max_sessions: int | None = None  # per adapter class and process
+
+    def at(self, endpoint: Endpoint | None) -> SessionOptions:
+        """These options on one server (the one a session was opened on)."""
+        if endpoint is None or endpoint == self.endpoint:
+            return self
+        return dataclasses.replace(self, endpoint=endpoint)
+
+    def stream_key(self, owner: type) -> tuple[Any, ...]:
+        """Which resets share one prefetch stream: same class, endpoint and session options."""
+        secrets = tuple(sorted((self.secrets or {}).items()))
+        # Hashed: the stream key holds no override values.
+        overrides = sha256_of(sorted((self.env_overrides or {}).items()))
+        return (
+            owner.__module__,
+            owner.__qualname__,
+            self.endpoint,
+            self.split,
+            secrets,
+            overrides,
+            self.keepalive,
+        )
+
+    def prefetcher(self, owner: type) -> pool.Prefetcher:
+        return pool.prefetcher(self.stream_key(owner), owner)
+
+    def policy(self) -> CallPolicy:
+        """The call policy for this endpoint's server and these settings."""
+        record = health.record(self.endpoint.session_url)
+        return CallPolicy(record, self.reconnect_for, strict=self.strict)
+
+    def open(
+        self, owner: type, index: int | None, task_spec: Mapping[str, Any] | None
+    ) -> Opened | None:
+        """Open a session of ``owner`` (an adapter class) as the call policy says: on the
+        server placement picks, in a place under the cap, waiting for a server that went
+        away or refuses for now. ``None``: the reconnect window passed and the rollout runs
+        degraded. Raises :class:`SessionOpenError`, or ``SessionCapError`` at once for a
+        cap that could never let this reset through."""
+        attempt = _Attempt(self, owner, index, task_spec)
+        try:
+            return attempt.run()
+        finally:
+            attempt.finish()
+
+    def take(
+        self,
+        owner: type,
+        index: int | None,
+        task_spec: Mapping[str, Any] | None,
+        claim: cap.Claim | None = None,
+    ) -> Opened:
+        opener = functools.partial(
+            sdk.open_session,
+            self.endpoint,
+            self.split,
+            index,
+            task_spec,
+            self.secrets,
+            self.keepalive,
+            toolset=self.toolset,
+            env_overrides=self.env_overrides,
+        )
+        # The class's first session on this server also lists its tools (the drift guard).
+        url = self.endpoint.session_url
+        check = drift.claim_check(owner, url)
+        key = task_key(index, task_spec)
+        try:
+            stream = self.prefetcher(owner)
+            return stream.take(
+                key, opener, self.prefetch_group, check, self.open_timeout, claim, url
+            )
+        except (cap.NoPlace, cap.SessionCapError):
+            raise
+        except Exception as exc:
+            if index is not None and _is_bad_request(exc) and self._split_is_empty():
+                # The server's own answer is a bare "Invalid index" (HTTP 400).
+                raise SessionOpenError(
+                    f"{self.failure(index)}: split {self.split!r} has no tasks; pass a split "
+                    "that has tasks as split= (or train on task_spec=... rows)"
+                ) from exc
+            raise SessionOpenError(f"{self.failure(index)}: {describe(exc)}") from exc
+
+    def _split_is_empty(self) -> bool:
+        """Whether the server says this split has 0 tasks (``False`` when it cannot say)."""
+        try:
+            count = current().run(_num_tasks(self.endpoint, self.split), timeout=COUNT_TIMEOUT)
+        except Exception:  # noqa: BLE001 - only a better message; the original error stands
+            return False
+        return count == 0
+
+    def failure(self, index: int | None) -> str:
+        which = "the given task_spec" if index is None else f"task {index}"
+        return (
+            f"could not open an ORS session for {which} of split {self.split!r} on "
+            f"{self.endpoint.label}"
+        )
+
+
+def resolve_servers(
+    base_url: str | Sequence[str] | None,
+    api_key: str | None,
+    env_name: str | None,
+    deployment: str | None,
+    defaults: tuple[str | None, str | None, str | None],
+) -> tuple[tuple[Endpoint, ...], ServerNotConfiguredError | None]:
+    """Where an adapter class's sessions go: one endpoint per server. ``defaults`` are the
+    class's ``DEPLOYMENT``, ``DEFAULT_URL`` and ``ENV_NAME``. No server configured is
+    reported by reset(), not here (TRL constructs one instance only to read the tool
+    schemas): the error comes back beside a placeholder endpoint."""
+    default_deployment, default_url, default_env_name = defaults
+    try:
+        found = resolve_all(
+            base_url=base_url,
+            api_key=api_key,
+            env_name=env_name,
+            deployment=deployment if deployment is not None else default_deployment,
+            default_url=default_url,
+            default_env_name=default_env_name,
+        )
+    except ServerNotConfiguredError as exc:
+        return (Endpoint("", "", env_name or default_env_name, None),), exc
+    return found, None
+
+
+class _Attempt:
+    """One reset's open, across servers and retries."""
+
+    def __init__(
+        self,
+        options: SessionOptions,
+        owner: type,
+        index: int | None,
+        task_spec: Mapping[str, Any] | None,
+    ) -> None:
+        self.options, self.owner, self.index, self.task_spec = options, owner, index, task_spec
+        self.claim = cap.claim(owner, options.max_sessions, options.reconnect_for)
+        self.servers = options.servers or (options.endpoint,)
+        self.failed: set[str] = set()  # servers that did not answer this open
+        self.refused: dict[str, ServerHealth] = {}  # servers that refused it, for the log
+        self.first_refusal: float | None = None
+        self.refusals = 0
+        self.accepted = False
+
+    def run(self) -> Opened | None:
+        err: SessionOpenError | None = None
+        while True:
+            here = self.options.at(self._pick())
+            policy = here.policy()
+            action = policy.before_open()
+            if action is Action.GO:
+                try:
+                    opened = here.take(self.owner, self.index, self.task_spec, self.claim)
+                except cap.NoPlace as exc:
+                    return self._past_window(here, exc)
+                except SessionOpenError as exc:
+                    err = exc
+                    action = self._after_failure(here, policy, exc.__cause__)
+                    if action is Action.FAIL:
+                        raise
+                    if action is Action.RETRY:
+                        continue
+                else:
+                    policy.succeeded()
+                    self.accepted = True
+                    return opened
+            return self._past_window(here, err)
+
+    def _pick(self) -> Endpoint:
+        """The server for the next try: fewest open sessions of this class among those up
+        and not failed in this open; all of them again when every one failed."""
+        urls = [e.session_url for e in self.servers]
+        if len(urls) == 1:
+            return self.servers[0]
+        records = {url: health.record(url) for url in urls}
+        for record in records.values():
+            record.probe_later()  # a server that is down rejoins when it answers
+        candidates = [u for u in urls if u not in self.failed] or urls
+        down = {u: records[u].down_since for u in candidates}
+        chosen = candidates[placement.choose(candidates, cap.of(self.owner).open_on(), down)]
+        return self.servers[urls.index(chosen)]
+
+    def _after_failure(
+        self, here: SessionOptions, policy: CallPolicy, cause: BaseException | None
+    ) -> Action:
+        url = here.endpoint.session_url
+        if cause is not None and health.refusal(cause) is not None:
+            self.refused[url] = policy.health
+            if self.first_refusal is None:
+                self.first_refusal = time.monotonic()
+            action = policy.open_refused(cause, self.first_refusal, self.refusals)
+            self.refusals += 1
+            return action
+        if cause is not None and health.unreachable(cause) and len(self.servers) > 1:
+            policy.health.away(cause)
+            self.failed.add(url)
+            if len(self.failed) < len(self.servers):
+                return Action.RETRY  # another server may answer: try it at once
+        return policy.open_failed(cause)
+
+    def _past_window(self, here: SessionOptions, err: BaseException | None) -> Opened | None:
+        """The window passed: degrade (``None``), or with ``strict`` raise."""
+        if not self.options.strict:
+            return None
+        failed = here.failure(self.index)
+        if isinstance(err, cap.NoPlace):
+            raise EnvironmentUnavailableError(f"{failed}: {err} (strict=True)") from None
+        cause = err.__cause__ if err is not None else None
+        last = f"; last: {describe(cause)}" if cause is not None else ""
+        why = "refused new sessions" if self.refusals else "did not answer"
+        raise EnvironmentUnavailableError(
+            f"{failed}: the server {why} within reconnect_for={self.options.reconnect_for:g} s "
+            f"(strict=True){last}"
+        ) from err
+
+    def finish(self) -> None:
+        for record in self.refused.values():
+            record.done_waiting(self.accepted)

@@ -1,0 +1,393 @@
+"""The sessions of this process: held by adapters, prefetched for a group, being opened or
+being closed.
+
+Every session this process opens is held by an adapter (its :class:`SessionSlot`), waiting
+in a group-prefetch pool, being opened (:class:`Pending`), or being closed in the
+background. :class:`Sessions`, a part of the process (:meth:`Process.part`), tracks all of
+them, so that ``close_all()`` and interpreter exit close whatever is left, concurrently and
+within a bounded time.
+
+Group prefetch for GRPO's reset pattern: GRPOTrainer repeats each prompt
+``num_generations`` times in a row and calls ``reset(task_index=i)`` serially, on
+*different* pooled instances of the same class. Opened one after another, a group of G
+sessions costs G environment setups. A :class:`Prefetcher` turns that into one: on the first
+reset of a group it opens the group's G sessions concurrently on the shared loop; each later
+reset of the group takes a ready (or still opening) session. There is one prefetcher per
+(adapter class, endpoint, split, secrets, keepalive), shared by any instance in any thread.
+Waste is bounded: at most one group of unused sessions exists at a time, and it is closed as
+soon as a reset for a different task arrives, on ``close()`` of any adapter of the class,
+and at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Coroutine, Hashable
+from typing import Any
+
+from orsgen.runtime.sessions.cap import Claim, Place
+from orsgen.runtime.transport import sdk
+from orsgen.runtime.transport.process import Process, Records, at_shutdown, current
+from orsgen.runtime.transport.sdk import Opened
+
+# How long an explicit ``adapter.close()`` or ``close_all()`` waits before leaving the rest
+# to the background; and the bound for closing what is left at interpreter exit.
+CLOSE_WAIT = 5.0
+EXIT_BUDGET = 5.0
+# Shutdown order: sessions first, while the HTTP clients they need are still open.
+SHUTDOWN_ORDER = 10
+
+Opener = Callable[[bool], Coroutine[Any, Any, Opened]]
+
+
+class Sessions:
+    """The process's sessions: held, being opened (weak: their owners keep them), being
+    closed, and the prefetch streams."""
+
+    def __init__(self) -> None:
+        # Reentrant: an adapter's finalizer (closing its session) may run from garbage
+        # collection on a thread that already holds it.
+        self._lock = threading.RLock()
+        self._held: weakref.WeakSet[SessionSlot] = weakref.WeakSet()
+        self._opening: weakref.WeakSet[Pending] = weakref.WeakSet()
+        self._closing: set[concurrent.futures.Future[None]] = set()
+        self.streams: Records[Hashable, Prefetcher] = Records()
+
+    def hold(self, slot: SessionSlot) -> None:
+        with self._lock:
+            self._held.add(slot)
+
+    def held(self) -> list[SessionSlot]:
+        with self._lock:
+            return list(self._held)
+
+    def opening(self, pending: Pending) -> None:
+        with self._lock:
+            self._opening.add(pending)
+
+    def still_opening(self) -> list[Pending]:
+        with self._lock:
+            return [p for p in self._opening if not p.future.done()]
+
+    def closing(self, fut: concurrent.futures.Future[None]) -> None:
+        """Track a background close until it is done."""
+        with self._lock:
+            self._closing.add(fut)
+
+        def _done(f: concurrent.futures.Future[None]) -> None:
+            with self._lock:
+                self._closing.discard(f)
+
+        fut.add_done_callback(_done)
+
+    def drain(self, timeout: float) -> None:
+        """Wait for background closes to finish, at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                pending = list(self._closing)
+            left = deadline - time.monotonic()
+            if not pending or left <= 0:
+                return
+            concurrent.futures.wait(pending, timeout=left)
+
+
+def sessions() -> Sessions:
+    """This process's sessions (fresh after a fork)."""
+    return current().part(Sessions)
+
+
+def drain(timeout: float = CLOSE_WAIT) -> None:
+    """Wait for this process's background closes, at most ``timeout`` seconds."""
+    sessions().drain(timeout)
+
+
+def close_later(session: Any, place: Place | None = None) -> concurrent.futures.Future[None]:
+    """Close a session in the background on the runtime loop; tracked until done. Its
+    ``place`` under the session cap is given back once the server answered the delete."""
+    if place is not None:
+        place.closing = True
+    fut = current().submit(sdk.close_async(session))
+    sessions().closing(fut)
+    if place is not None:
+        fut.add_done_callback(lambda _: place.release())
+    return fut
+
+
+def close_now(session: Any, wait: float = CLOSE_WAIT, place: Place | None = None) -> None:
+    """Close a session and wait for it at most ``wait`` seconds (the rest goes on in the
+    background). From the loop thread itself it only schedules."""
+    fut = close_later(session, place)
+    if current().in_loop_thread():
+        return
+    try:
+        fut.result(timeout=wait)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+class SessionSlot:
+    """Holds an adapter's open SDK session apart from the adapter, so a finalizer can close
+    it without keeping the adapter alive."""
+
+    def __init__(self, owner: type) -> None:
+        self.session: Any = None
+        self.place: Place | None = None  # the session's place under the cap
+        self.owner = owner
+        self._process: Process | None = None
+
+    def hold(self, session: Any, place: Place | None = None) -> None:
+        """Hold a session just opened; the process closes it at exit."""
+        self._process = current()
+        self._process.part(Sessions).hold(self)
+        self.session, self.place = session, place
+
+    def take(self) -> Any:
+        session, self.session = self.session, None
+        return session
+
+    def close(self, wait: bool = True) -> None:
+        session, place = self.take(), self.place
+        self.place = None
+        if session is None or self._process is not current():
+            return  # nothing held, or a forked child's copy of its parent's session
+        if wait:
+            close_now(session, place=place)
+        else:
+            close_later(session, place)
+
+
+class Pending:
+    """A session being opened on the runtime loop, which can be discarded at any moment
+    without a leak: cut short while opening (the open deletes its own sid), or closed
+    once open. ``future`` settles only after that cleanup."""
+
+    def __init__(self, coro: Coroutine[Any, Any, Opened], place: Place | None = None) -> None:
+        self.discarded = False
+        self.place = place  # handed on with the session (``Opened.place``), else given back
+        self._task: asyncio.Task[Opened] | None = None
+        self.future: concurrent.futures.Future[Opened] = current().submit(self._run(coro))
+        self.future.add_done_callback(self._give_back_unless_opened)
+        sessions().opening(self)
+
+    def _give_back_unless_opened(self, f: concurrent.futures.Future[Opened]) -> None:
+        if self.place is not None and (f.cancelled() or f.exception() is not None):
+            self.place.release()  # no session came of it (or it was closed already)
+
+    async def _run(self, coro: Coroutine[Any, Any, Opened]) -> Opened:
+        self._task = asyncio.current_task()
+        if self.discarded:
+            coro.close()
+            raise asyncio.CancelledError()
+        opened = await coro
+        if self.discarded:
+            await sdk.close_async(opened.session)
+            raise asyncio.CancelledError()
+        opened.place = self.place
+        return opened
+
+    def _cancel_task(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def discard(self) -> None:
+        self.discarded = True
+        if self.place is not None:
+            self.place.closing = True
+
+        def _close_if_opened(f: concurrent.futures.Future[Opened]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                close_later(f.result().session, self.place)
+
+        try:
+            current().loop.call_soon(self._cancel_task)
+        except RuntimeError:  # the loop is gone (late at exit): nothing left to cut short
+            pass
+        self.future.add_done_callback(_close_if_opened)
+
+    def result(self, timeout: float) -> Opened:
+        """Wait for the session; on timeout it is discarded and ``TimeoutError`` raised."""
+        try:
+            return self.future.result(timeout=timeout)
+        except TimeoutError:
+            self.discard()
+            raise
+
+
+def _wait(pending: Pending, timeout: float) -> Opened:
+    try:
+        return pending.result(timeout=timeout)
+    except TimeoutError:
+        raise TimeoutError(f"no session within open_timeout={timeout:g} s") from None
+    except BaseException as exc:
+        # concurrent.futures.CancelledError is not an Exception subclass everywhere
+        if type(exc).__name__ == "CancelledError":
+            raise RuntimeError("the session open was cancelled") from None
+        raise
+
+
+class Prefetcher:
+    """One reset stream (one adapter class on one endpoint)."""
+
+    def __init__(self, owner: type) -> None:
+        self.owner = owner  # the adapter class whose resets these are
+        self._lock = threading.Lock()
+        self._key: Hashable | None = None
+        self._run = 0  # resets seen for the current key
+        self.learned: int | None = None  # length of the last completed run
+        self._pool: deque[Pending] = deque()
+        self.stats = {"opened": 0, "used_prefetched": 0, "discarded": 0}
+
+    def take(
+        self,
+        key: Hashable,
+        opener: Opener,
+        group_size: int | None,
+        check_tools: bool,
+        timeout: float,
+        claim: Claim | None = None,
+        url: str = "",
+    ) -> Opened:
+        """This reset's session, open within ``timeout`` seconds. A prefetched session that
+        failed to open (or was cut short) is tried once more on demand. Raises the open's
+        own error. ``claim`` gives each new session its place under the session cap (on
+        server ``url``): the reset's own waits for one, prefetched ones only take free ones."""
+        pending, prefetched = self.acquire(key, opener, group_size, check_tools, claim, url)
+        try:
+            return _wait(pending, timeout)
+        except Exception:
+            if not prefetched:
+                raise
+        return _wait(_open(opener, False, _place(claim, url, True)), timeout)
+
+    def acquire(
+        self,
+        key: Hashable,
+        opener: Opener,
+        group_size: int | None,
+        check_tools: bool,
+        claim: Claim | None = None,
+        url: str = "",
+    ) -> tuple[Pending, bool]:
+        """A future of this reset's session, and whether it was prefetched.
+
+        ``group_size`` fixes G; ``None`` uses the length of the last completed run of
+        identical resets (so the first group is opened serially while the pattern is
+        learned, and a stream without repeats never prefetches).
+        """
+        stale: list[Pending] = []
+        fut: Pending | None = None
+        prefetched = False
+        with self._lock:
+            if key != self._key:
+                if self._key is not None and self._run > 0:
+                    self.learned = self._run
+                stale = list(self._pool)
+                self._pool.clear()
+                self._key = key
+                self._run = 0
+            self._run += 1
+            if self._pool:
+                fut, prefetched = self._pool.popleft(), True
+                self.stats["used_prefetched"] += 1
+            else:
+                size = group_size if group_size is not None else (self.learned or 1)
+                fut = self._open_group(opener, check_tools, max(1, int(size)), claim, url)
+            self.stats["discarded"] += len(stale)
+        for old in stale:
+            old.discard()  # their places come free as they close
+        if fut is None:
+            # The cap is full: wait for a place outside the lock (no prefetch: none is free).
+            fut = _open(opener, check_tools, _place(claim, url, True))
+            with self._lock:
+                self.stats["opened"] += 1
+        return fut, prefetched
+
+    def _open_group(
+        self, opener: Opener, check_tools: bool, size: int, claim: Claim | None, url: str
+    ) -> Pending | None:
+        """Open this reset's session and up to ``size - 1`` more for its group, into free
+        places only; ``None`` when no place is free for the first."""
+        places: list[Place | None] = []
+        for _ in range(size):
+            place = _place(claim, url, False)
+            if claim is not None and place is None:
+                break
+            places.append(place)
+        if not places:
+            return None
+        first = _open(opener, check_tools, places[0])
+        self._pool.extend(_open(opener, False, place) for place in places[1:])
+        self.stats["opened"] += len(places)
+        return first
+
+    def clear(self) -> list[concurrent.futures.Future[Opened]]:
+        """Close every unused session (and forget the current run); returns their futures,
+        which settle once each open has finished or been cut short."""
+        with self._lock:
+            stale = list(self._pool)
+            self._pool.clear()
+            self._key = None
+            self._run = 0
+            self.stats["discarded"] += len(stale)
+        for old in stale:
+            old.discard()
+        return [old.future for old in stale]
+
+    @property
+    def unused(self) -> int:
+        with self._lock:
+            return len(self._pool)
+
+
+def _place(claim: Claim | None, url: str, wait: bool) -> Place | None:
+    return None if claim is None else claim(url, wait)
+
+
+def _open(opener: Opener, fetch_tools: bool, place: Place | None = None) -> Pending:
+    """Start opening one session. Every session this process opens starts here, with its
+    place under the session cap (:mod:`orsgen.runtime.sessions.cap`) already taken."""
+    return Pending(opener(fetch_tools), place)
+
+
+def prefetcher(key: Hashable, owner: type) -> Prefetcher:
+    """The process's prefetcher for a stream key (fresh after a fork)."""
+    return sessions().streams.get(key, lambda: Prefetcher(owner))
+
+
+def forget() -> list[concurrent.futures.Future[Opened]]:
+    """Close every unused prefetched session and forget every learned pattern."""
+    return [fut for pf in sessions().streams.clear() for fut in pf.clear()]
+
+
+def close_sessions(timeout: float = EXIT_BUDGET, of: Callable[[type], bool] | None = None) -> None:
+    """Stop prefetching and close sessions, concurrently, within about ``timeout`` seconds:
+    the held and unused prefetched sessions of the adapter classes that ``of`` accepts.
+    Without ``of`` (at exit) every session, and opens still in flight are cut short."""
+    known = sessions()
+    stale = [
+        fut for _, pf in known.streams.items() if of is None or of(pf.owner) for fut in pf.clear()
+    ]
+    if of is None:
+        opening = known.still_opening()
+        for pending in opening:
+            pending.discard()
+        stale += [pending.future for pending in opening]
+    for slot in known.held():
+        if of is None or of(slot.owner):
+            slot.close(wait=False)
+    if stale:
+        concurrent.futures.wait(stale, timeout=timeout)
+    known.drain(timeout)
+
+
+def _close_at_exit(_process: Process) -> None:
+    close_sessions()
+
+
+at_shutdown(SHUTDOWN_ORDER, _close_at_exit)

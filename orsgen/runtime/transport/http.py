@@ -1,0 +1,191 @@
+"""The aiohttp clients that the openreward SDK runs on, built by orsgen: one per server URL
+and process (:func:`client`), closed at shutdown after the sessions that use them.
+
+Every request still goes through the SDK (``AsyncSession.call_tool`` and its retries,
+stream resumption and error types); orsgen only supplies the HTTP client, instead of
+letting ``AsyncEnvironmentsAPI`` make one, to remove two costs that the benchmark
+(``bench/``, tool call vs raw HTTP) measured on every tool call:
+
+- The SDK returns from an SSE stream (``/call``, ``/create_session``) at its ``end``
+  event, a moment before the server's final chunk arrives. aiohttp then closes the
+  connection because the body was not read to the end, so every call paid for a new
+  TCP connection on both sides. :class:`DrainingClient` reads that final chunk in the
+  background, and the connection goes back to the pool.
+- With ``trust_env=True`` aiohttp looks up proxy and netrc settings in a worker thread
+  twice per request. :func:`uses_environment` decides once, when the client is made:
+  the lookups stay on whenever a proxy variable applies to the URL or a netrc file exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import urllib.request
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from orsgen.runtime.transport.process import Process, at_shutdown, current
+
+if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated package
+    import aiohttp
+
+# How long a finished stream may take to deliver its final chunk before the
+# connection is closed instead of reused (the server normally sends it at once).
+DRAIN_TIMEOUT = 5.0
+# Upper bound for closing the clients at shutdown.
+CLIENTS_BUDGET = 5.0
+# Shutdown order: after the sessions (pool), which still need the clients.
+SHUTDOWN_ORDER = 20
+
+
+def uses_environment(url: str) -> bool:
+    """Whether aiohttp's ``trust_env`` could change a request to ``url``: a proxy set for
+    its scheme and not bypassed for its host, or a netrc file (which may hold credentials
+    for the host or its proxy). Decided from the standard library's own rules."""
+    parsed = urlparse(url)
+    proxies = urllib.request.getproxies()
+    if parsed.scheme in proxies and not urllib.request.proxy_bypass(parsed.hostname or ""):
+        return True
+    netrc = os.environ.get("NETRC")
+    try:
+        home_netrc = Path.home() / ".netrc"
+    except RuntimeError:  # no resolvable home directory
+        home_netrc = None
+    return bool(netrc) or (home_netrc is not None and home_netrc.exists())
+
+
+def make_session(base_url: str) -> aiohttp.ClientSession:
+    """A client configured as the SDK configures its own (``AsyncEnvironmentsAPI.get``).
+    Must be called on the runtime loop."""
+    import aiohttp
+
+    return aiohttp.ClientSession(
+        base_url=base_url,
+        timeout=aiohttp.ClientTimeout(total=None),
+        connector=aiohttp.TCPConnector(limit=1_000_000),
+        trust_env=uses_environment(base_url),
+    )
+
+
+class DrainingClient:
+    """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end after the
+    caller is done with them, so their connections are reused. Everything else is the
+    wrapped session's own."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+        self._drains: set[asyncio.Task[None]] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def post(self, *args: Any, **kwargs: Any) -> _Drained:
+        return _Drained(self, self._session.post(*args, **kwargs))
+
+    def track_drain(self, task: asyncio.Task[None]) -> None:
+        """Keep a background drain until it ends (``close`` cancels what is left)."""
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+
+    async def close(self) -> None:
+        for task in list(self._drains):
+            task.cancel()
+        await asyncio.gather(*self._drains, return_exceptions=True)
+        await self._session.close()
+
+
+class _Drained:
+    """``async with client.post(...)``: on a clean exit with the body unread, the rest of
+    the body is read by a background task, which then releases the connection. On an
+    exception the response is released at once, as aiohttp does."""
+
+    def __init__(
+        self,
+        owner: DrainingClient,
+        request: AbstractAsyncContextManager[aiohttp.ClientResponse],
+    ) -> None:
+        self._owner = owner
+        self._request = request
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def __aenter__(self) -> aiohttp.ClientResponse:
+        self._response = await self._request.__aenter__()
+        return self._response
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        response = self._response
+        # Once the whole body has arrived (read or not) aiohttp keeps the connection on
+        # release; only a body still arriving needs the background read.
+        if exc_type is None and response is not None and not response.content.is_eof():
+            task = asyncio.get_running_loop().create_task(self._drain(response))
+            self._owner.track_drain(task)
+            return
+        await self._request.__aexit__(exc_type, exc, tb)
+
+    async def _drain(self, response: aiohttp.ClientResponse) -> None:
+        try:
+            async with asyncio.timeout(DRAIN_TIMEOUT):
+                await _read_to_end(response.content)
+        except asyncio.CancelledError:
+            response.close()
+            raise
+        except Exception:  # noqa: BLE001 - late or cut: just do not reuse the connection
+            response.close()
+        finally:
+            await self._request.__aexit__(None, None, None)
+
+
+async def _read_to_end(content: aiohttp.StreamReader) -> None:
+    while await content.readany():
+        pass
+
+
+class Clients:
+    """The process's clients by server URL (a :meth:`Process.part`); made and used on
+    the loop thread only."""
+
+    def __init__(self) -> None:
+        self.by_url: dict[str, DrainingClient] = {}
+
+
+def client(url: str) -> DrainingClient:
+    """The process's HTTP client for a server URL, made on first use; on the runtime loop."""
+    clients = current().part(Clients).by_url
+    found = clients.get(url)
+    if found is None:
+        found = clients[url] = DrainingClient(make_session(url))
+    return found
+
+
+def forget(url: str) -> None:
+    """Close and drop the process's client for a server that is going away for good (a
+    local file's in-process server): its pooled keep-alive connections would otherwise be
+    reused by a later server that gets the same port, and wait on the old one forever."""
+    process = current()
+    found = process.part(Clients).by_url.pop(url, None)
+    if found is not None:
+        process.run(found.close(), timeout=CLIENTS_BUDGET)
+
+
+async def _close_all(clients: dict[str, DrainingClient]) -> None:
+    while clients:
+        _, found = clients.popitem()
+        await found.close()
+
+
+def close_clients(process: Process) -> None:
+    """Close the process's HTTP clients (after the sessions that use them)."""
+    clients = process.part(Clients).by_url
+    if clients:
+        process.run(_close_all(clients), timeout=CLIENTS_BUDGET)
+
+
+at_shutdown(SHUTDOWN_ORDER, close_clients)

@@ -1,0 +1,142 @@
+"""The background event loop that drives the async openreward SDK.
+
+The SDK is asyncio-based. Running every adapter's coroutines on one shared loop
+lets sessions open concurrently, gives every call a bounded timeout, and keeps
+the SDK's keepalive pings alive between tool calls. The process's
+:class:`~orsgen.runtime.transport.process.Process` owns the one :class:`LoopThread`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from orsgen.runtime.errors import CallTimeout
+
+T = TypeVar("T")
+
+
+class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The runtime loop's default executor. aiohttp (``trust_env``) looks up proxy and
+    netrc settings in the executor on every request; at interpreter exit the standard
+    executors refuse new work, which would silently fail the exit hook's session
+    deletes. Past shutdown this one runs the (small) job inline instead."""
+
+    def submit(
+        self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[T]:
+        try:
+            return super().submit(fn, *args, **kwargs)
+        except RuntimeError:
+            done: concurrent.futures.Future[T] = concurrent.futures.Future()
+            try:
+                done.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                done.set_exception(exc)
+            return done
+
+
+class _Handoff:
+    """One blocking :meth:`LoopThread.run`: the loop starts the coroutine as a task and
+    releases a held lock when it is done. A plain lock wakes the waiting thread with less
+    work than ``run_coroutine_threadsafe``'s future and condition, on the path of every
+    tool call."""
+
+    __slots__ = ("coro", "done", "task", "error")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.task: asyncio.Task[Any] | None = None
+        self.error: Exception | None = None
+
+    def start(self) -> None:  # on the loop
+        try:
+            self.task = asyncio.get_running_loop().create_task(self.coro)
+        except Exception as exc:  # noqa: BLE001 - the waiting thread raises it
+            self.error = exc
+            self.done.release()
+            return
+        self.task.add_done_callback(self._finished)
+
+    def _finished(self, _task: asyncio.Task[Any]) -> None:
+        self.done.release()
+
+    def cancel(self) -> None:  # on the loop, always after start (the loop keeps their order)
+        if self.task is not None:
+            self.task.cancel()
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel every other task on the running loop and wait for them to end."""
+    me = asyncio.current_task()
+    rest = [task for task in asyncio.all_tasks() if task is not me]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
+class LoopThread:
+    """An asyncio loop running forever on a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_default_executor(
+            _ExitSafeExecutor(max_workers=4, thread_name_prefix="orsgen-runtime-io")
+        )
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="orsgen-runtime-loop", daemon=True
+        )
+        self.thread.start()
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def in_thread(self) -> bool:
+        return threading.current_thread() is self.thread
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the loop, from any thread."""
+        self.loop.call_soon_threadsafe(callback)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule a coroutine on the loop without waiting for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+        """Run a coroutine on the loop and wait at most ``timeout`` seconds.
+
+        On timeout the coroutine is cancelled and :class:`CallTimeout` is raised, so a
+        hung server can never hang the trainer.
+        """
+        if self.in_thread():
+            coro.close()
+            raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")
+        handoff = _Handoff(coro)
+        self.loop.call_soon_threadsafe(handoff.start)
+        if not handoff.done.acquire(timeout=-1 if timeout is None else timeout):
+            self.loop.call_soon_threadsafe(handoff.cancel)
+            raise CallTimeout(f"no answer within {timeout:g} s")
+        if handoff.error is not None:
+            raise handoff.error
+        task = handoff.task
+        if task is None or task.cancelled():  # cancelled on the loop (its shutdown): an
+            raise concurrent.futures.CancelledError()  # Exception, as run_coroutine_threadsafe
+        result: T = task.result()
+        return result
+
+    def stop(self, timeout: float) -> None:
+        """Cancel what still runs on the loop, stop it and end its thread (at most about
+        ``timeout`` seconds each). Never raises."""
+        try:
+            self.run(_cancel_the_rest(), timeout)
+        except Exception:  # noqa: BLE001 - stopping goes on regardless
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout)
+        if not self.thread.is_alive():
+            self.loop.close()

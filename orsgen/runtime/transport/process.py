@@ -1,0 +1,172 @@
+"""The runtime of one process: its loop, fork, exit, and an ordered list of shutdown hooks.
+
+:func:`current` gives this process's :class:`Process`. It runs the event loop that drives
+the async openreward SDK, and keeps each module's per-process state as a *part*
+(:meth:`Process.part`): one instance of that module's own class, made on first use. The
+process knows no part's meaning; each module owns its state and its shutdown step.
+
+A forked child starts with a fresh, empty process: it shares no loop, socket or session
+with its parent (``os.register_at_fork``). Interpreter exit runs the shutdown hooks in
+their order (sessions before the HTTP clients they use), then stops the loop.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, TypeVar, cast
+
+from orsgen.runtime.transport.loop import LoopThread
+
+K = TypeVar("K")
+V = TypeVar("V")
+T = TypeVar("T")
+P = TypeVar("P")
+
+LOOP_BUDGET = 2.0
+
+Hook = Callable[["Process"], None]
+# (order, hook): run in ascending order at shutdown. Module-level, so a forked child's
+# fresh process runs the same steps.
+_hooks: list[tuple[int, Hook]] = []
+
+
+def at_shutdown(order: int, hook: Hook) -> None:
+    """Run ``hook(process)`` at shutdown, after every hook of a lower ``order``. Each hook
+    must be bounded in time; one that raises does not stop the others."""
+    _hooks.append((order, hook))
+    _hooks.sort(key=lambda entry: entry[0])
+
+
+class Records(Generic[K, V]):
+    """Records by key, each made on first use. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[K, V] = {}
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                found = self._items[key] = make()
+            return found
+
+    def items(self) -> list[tuple[K, V]]:
+        with self._lock:
+            return list(self._items.items())
+
+    def values(self) -> list[V]:
+        with self._lock:
+            return list(self._items.values())
+
+    def clear(self) -> list[V]:
+        """Forget every record; returns them."""
+        with self._lock:
+            gone = list(self._items.values())
+            self._items.clear()
+            return gone
+
+
+class Process:
+    """The runtime of one process. Use :func:`current`, never the constructor."""
+
+    def __init__(self) -> None:
+        # Reentrant: an adapter's finalizer (closing its session) may run from garbage
+        # collection on a thread that already holds it.
+        self._lock = threading.RLock()
+        self._loop: LoopThread | None = None
+        self._parts: dict[type[Any], Any] = {}
+
+    # -- the loop ------------------------------------------------------------------------
+
+    @property
+    def loop(self) -> LoopThread:
+        """The process's loop thread, started on first use (and again if it ended)."""
+        started = self._loop  # every tool call comes here: no lock while the loop runs
+        if started is not None and started.alive():
+            return started
+        with self._lock:
+            if self._loop is None or not self._loop.alive():
+                self._loop = LoopThread()
+            return self._loop
+
+    def in_loop_thread(self) -> bool:
+        started = self._loop
+        return started is not None and started.in_thread()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+        """Run a coroutine on the loop and wait for it (see :meth:`LoopThread.run`)."""
+        return self.loop.run(coro, timeout)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule a coroutine on the loop without waiting for it."""
+        return self.loop.submit(coro)
+
+    # -- the modules' state --------------------------------------------------------------
+
+    def part(self, kind: type[P]) -> P:
+        """This process's one ``kind()``, made on first use (fresh after a fork)."""
+        found = self._parts.get(kind)  # the hot path: made long ago
+        if found is None:
+            with self._lock:
+                found = self._parts.get(kind)
+                if found is None:
+                    found = self._parts[kind] = kind()
+        return cast(P, found)
+
+    # -- shutdown ------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Run the shutdown hooks in order, then stop the loop. Each step is bounded; none
+        raises."""
+        if self._loop is None or self.in_loop_thread():
+            return  # nothing ever ran here (or an exit from the loop itself: nothing to wait on)
+        for _, hook in list(_hooks):
+            try:
+                hook(self)
+            except Exception:  # noqa: BLE001 - exit must go on
+                pass
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.stop(LOOP_BUDGET)
+
+
+_current: Process | None = None
+_current_lock = threading.Lock()
+
+
+def current() -> Process:
+    """This process's runtime (a fresh one in a forked child)."""
+    global _current
+    process = _current
+    if process is None:
+        with _current_lock:
+            if _current is None:
+                _current = Process()
+            process = _current
+    return process
+
+
+def _forget_in_child() -> None:
+    """After a fork: the parent's loop thread, sockets and sessions are not the child's.
+    The locks are made new too, since a parent thread may have held them mid-fork."""
+    global _current, _current_lock
+    _current = None
+    _current_lock = threading.Lock()
+
+
+def _shutdown_at_exit() -> None:
+    if _current is not None:
+        _current.shutdown()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+atexit.register(_shutdown_at_exit)

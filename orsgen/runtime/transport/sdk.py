@@ -1,0 +1,374 @@
+"""The one runtime module that touches the openreward SDK's private APIs.
+
+Everything the runtime does with the SDK beyond its public surface lives here, behind a
+small session wrapper (:func:`session_class`): orsgen's keepalive pings, the session's
+lost and dead state, and a tool call that is never sent twice. Also here: the SDK's
+environment on orsgen's HTTP clients, one stateless request, opening and closing a
+session, and group judging. All of it runs on the runtime loop.
+
+The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and
+keeps pinging a session the server has forgotten (after a restart it answers 404 "Active
+environment not found") for minutes. These stay quiet while the server is away
+(:mod:`orsgen.runtime.transport.health` logs that once), and on the server's "not found" mark the
+session lost, log one line and stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.runtime.errors import describe
+from orsgen.runtime.images import blocks_to_text
+from orsgen.runtime.transport import health, http
+from orsgen.runtime.transport.endpoint import Endpoint
+from orsgen.runtime.transport.process import current
+
+log = logging.getLogger("orsgen.runtime")
+
+# Upper bound for one session's teardown (two requests). A dead server makes the SDK
+# retry; closing must still end.
+CLOSE_BUDGET = 5.0
+PING_TIMEOUT = 30.0
+
+
+def _client_module() -> Any:
+    # Typed as Any: the SDK ships no types, and its private helpers are used on purpose.
+    return importlib.import_module("openreward.api.environments.client")
+
+
+def _http_module() -> Any:
+    return importlib.import_module("openreward.api._session.http")
+
+
+@dataclass
+class Opened:
+    """A freshly opened session, its prompt text and blocks, and (when asked for) its live
+    tool list."""
+
+    session: Any
+    prompt: str
+    tools: list[Any] | None = None
+    blocks: list[Any] = field(default_factory=list)
+    # Where it was opened, and its place under the session cap (``orsgen.runtime.sessions.cap``).
+    endpoint: Endpoint | None = None
+    place: Any = None
+
+
+@functools.cache
+def session_class() -> Any:
+    """The SDK's ``AsyncSession`` with orsgen's keepalive pings, its lost/dead state, and
+    a tool call that is never sent twice.
+
+    - Pings run in :func:`ping_loop` (every ``keepalive`` s, the
+      SDK's 10 s by default), which stops at the first sign that the server lost the session.
+    - ``call_tool`` is the SDK's own, with ``resumable_only=True``: the SDK otherwise posts
+      ``/call`` again after a failure that came before the server's task id, which may run
+      the tool twice. A stream cut after the task id is still resumed.
+    """
+    sdk: Any = _client_module()
+
+    class Session(sdk.AsyncSession):  # type: ignore[misc]
+        keepalive: float | None = None
+        lost = False  # the server answered that it no longer knows this session
+
+        @property
+        def dead_error(self) -> BaseException | None:
+            """Why the SDK ended this session (a tool raised, pings failed), or ``None``."""
+            found: BaseException | None = self._dead_exception
+            return found
+
+        async def _run_ping(
+            self,
+            url: str,
+            sid: str,
+            api_key: str | None,
+            sleep_time: float,
+            deployment: str | None,
+            **kwargs: Any,
+        ) -> None:
+            interval = self.keepalive if self.keepalive is not None else sleep_time
+            await ping_loop(self, interval)
+
+        async def call_tool(self, tool_name: str, input: Any = None) -> Any:
+            if self._dead_exception is not None:  # before making the request coroutine
+                raise self._dead_exception
+            try:
+                res = await self._run_or_die(_call_stream(sdk, self, tool_name, input))
+            except sdk._RemoteSSEError as e:  # the tool raised: the SDK ends the session
+                self._mark_dead(sdk.ErrorResponse(type="error", message=str(e)))
+                raise sdk.ToolFailed(str(e)) from e
+            return _tool_output(sdk, res)
+
+    return Session
+
+
+def _call_stream(sdk: Any, session: Any, tool_name: str, input: Any) -> Any:
+    """The SDK's ``/call`` request for ``session``, resumed only after the server's task id
+    (``resumable_only=True``), so a tool is never run twice."""
+    return sdk.resumable_sse(
+        session.client,
+        session._env_path("/call"),
+        sid=session.sid,
+        deployment=session.deployment,
+        token=session.api_key,
+        json={"name": tool_name, "input": dict(input or {})},
+        max_retries=5,
+        resumable_only=True,
+    )
+
+
+def _tool_output(sdk: Any, res: Mapping[str, Any]) -> Any:
+    """The SDK's ``ToolOutput`` for a ``/call`` result, or its ``ToolCallError``, as the
+    SDK's own ``call_tool`` makes them."""
+    if res["ok"]:
+        out = res["output"]
+        return sdk.ToolOutput(
+            blocks=sdk._parse_blocks(out["blocks"]),
+            metadata=out["metadata"],
+            reward=out["reward"],
+            finished=out["finished"],
+        )
+    reason = res.get("reason")
+    if reason not in sdk._VALID_REASONS:
+        reason = sdk._infer_invalid_reason(res["error"])
+    raise sdk.ToolCallError(reason=reason, detail=res["error"])
+
+
+async def open_session(
+    endpoint: Endpoint,
+    split: str,
+    index: int | None,
+    task_spec: Mapping[str, Any] | None,
+    secrets: dict[str, str] | None,
+    keepalive: float | None,
+    fetch_tools: bool = False,
+    toolset: str | None = None,
+    env_overrides: Mapping[str, str] | None = None,
+) -> Opened:
+    """Open one session and read its prompt (three requests: ``/create_session``,
+    ``/create``, ``/{env}/prompt``), plus ``/{env}/task_tools`` when ``fetch_tools``.
+
+    A failure or cancellation after the server handed out a sid deletes it again, so
+    an aborted open never leaks a session.
+    """
+    env = await environment(endpoint)
+    # The SDK's keywords for a bound harness toolset and container environment variables.
+    bound = {"toolset_name": toolset, "env_overrides": env_overrides}
+    if task_spec is not None:
+        task = _task(endpoint, env, task_spec)
+        session = session_class()(env, task=task, secrets=secrets, api_key=env.api_key, **bound)
+    else:
+        session = session_class()(
+            env, secrets=secrets, api_key=env.api_key, split=split, index=index, **bound
+        )
+    session.keepalive = keepalive
+    try:
+        await session.__aenter__()
+        opened = await _read_opened(session, fetch_tools)
+        opened.endpoint = endpoint
+        return opened
+    except BaseException:
+        if session.sid is not None or getattr(session, "_pending_task_id", None) is not None:
+            try:
+                await asyncio.wait_for(_aexit(session), CLOSE_BUDGET)
+            except BaseException:  # noqa: BLE001 - best effort; the server reaps the rest
+                pass
+        raise
+
+
+async def _read_opened(session: Any, fetch_tools: bool) -> Opened:
+    """An entered session's prompt, and its tool list when ``fetch_tools`` (concurrently)."""
+    tools: list[Any] | None = None
+    if fetch_tools:
+        blocks, listed = await asyncio.gather(
+            _prompt(session), _tools_or_none(session), return_exceptions=False
+        )
+        tools = listed
+    else:
+        blocks = await _prompt(session)
+    blocks = list(blocks or [])
+    return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools, blocks=blocks)
+
+
+def _task(endpoint: Endpoint, env: Any, task_spec: Mapping[str, Any]) -> Any:
+    """The SDK's ``Task`` for a session opened on an explicit task spec."""
+    from openreward.api.environments.types import Task  # type: ignore[import-untyped]
+
+    return Task(
+        server_name=env.server,
+        environment_name=endpoint.env_name or env.name,
+        task_spec=dict(task_spec),
+        namespace=env.namespace,
+    )
+
+
+async def _prompt(session: Any) -> Any:
+    # A typed coroutine: `gather` over the SDK's untyped one would be Unknown to pyright.
+    return await session.get_prompt()
+
+
+async def _tools_or_none(session: Any) -> list[Any] | None:
+    try:
+        return list(await session.list_tools())
+    except Exception:  # noqa: BLE001 - the drift guard is advisory when the listing fails
+        return None
+
+
+async def _aexit(session: Any) -> None:
+    await session.__aexit__(None, None, None)
+
+
+async def close_async(session: Any) -> None:
+    """Close a session from a coroutine on the runtime loop; never raises."""
+    try:
+        await asyncio.wait_for(_aexit(session), CLOSE_BUDGET)
+    except BaseException:  # noqa: BLE001 - closing is best effort
+        pass
+
+
+# -- the environment and its HTTP clients ------------------------------------------------
+
+
+def client_for(url: str, *, env_server: bool = True) -> Any:
+    """The process's HTTP client for a server URL (:func:`orsgen.runtime.transport.http.client`), on
+    the runtime loop. ``env_server`` gives it the SDK's narrow retry policy for environment
+    servers, as ``AsyncEnvironmentsAPI.get`` sets it (also when the URL's client came first
+    as an API client)."""
+    found = http.client(url)
+    if env_server:  # DrainingClient stands in for the ClientSession the SDK annotates
+        _http_module().set_retry_policy(found, "env-server")
+    return found
+
+
+async def environment(endpoint: Endpoint) -> Any:
+    """The SDK's ``AsyncEnvironment`` for an endpoint; must be awaited on the runtime loop.
+
+    Addressing the environment by name (the SDK's ``variant``) puts it in every
+    path, so no call pays for the server's redirect to the default environment.
+    The HTTP clients are orsgen's (see :mod:`orsgen.runtime.transport.http`), one per URL
+    and process, shared by every adapter.
+    """
+    target = endpoint.deployment or endpoint.env_name or "env"
+    namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
+    return _client_module().AsyncEnvironment(
+        namespace=namespace or None,
+        name=name,
+        variant=endpoint.env_name,
+        client=client_for(endpoint.session_url),
+        api_key=endpoint.api_key,
+        api_client=client_for(endpoint.api_url, env_server=False),
+    )
+
+
+async def stateless(
+    endpoint: Endpoint, env: Any, method: str, path: str, payload: dict[str, Any] | None = None
+) -> Any:
+    """One stateless request (listing, tools, splits, tasks) through the SDK transport, on
+    the runtime loop. The SDK's own helpers open and delete a throwaway session around each
+    such call (three requests); the server needs none."""
+    return await _http_module().request_retryable(
+        env.client,
+        method,
+        path,
+        expect_json=True,
+        token=endpoint.api_key or None,
+        json=payload,
+        deployment=endpoint.deployment or endpoint.env_name,
+    )
+
+
+# -- lost sessions and keepalive pings ---------------------------------------------------
+
+
+def _label(session: Any) -> str:
+    env = getattr(session, "env", None)
+    name = getattr(env, "variant", None) or getattr(env, "name", None) or "environment"
+    return f"{name} at {session.base_url}"
+
+
+def mark_lost(session: Any, exc: BaseException) -> None:
+    """The server no longer knows this session: log once, stop its pings, and make
+    later calls on it fail at once. Safe from any thread."""
+    if getattr(session, "lost", False):
+        return
+    session.lost = True
+    log.warning(
+        "orsgen: session %s on %s was lost (%s: the server restarted, or reaped it); "
+        "its rollout ends unscored",
+        session.sid,
+        _label(session),
+        describe(exc),
+    )
+
+    def _dead() -> None:
+        ping: Any = importlib.import_module("openreward.api._session.ping")
+        session._mark_dead(ping.ErrorResponse(type="error", message="the server lost this session"))
+
+    process = current()
+    if process.in_loop_thread():
+        _dead()
+    else:
+        process.loop.call_soon(_dead)
+
+
+async def _ping(session: Any) -> None:
+    """One ``/ping`` of ``session``, given up after ``PING_TIMEOUT`` seconds."""
+    await asyncio.wait_for(
+        _http_module().request_retryable(
+            session.client,
+            "POST",
+            "/ping",
+            expect_json=False,
+            token=session.api_key,
+            sid=session.sid,
+            deployment=session.deployment,
+        ),
+        PING_TIMEOUT,
+    )
+
+
+async def ping_loop(session: Any, interval: float) -> None:
+    """Ping every ``interval`` seconds until the session dies, is lost, or is closed."""
+    record = health.record(session.base_url)
+    warned = False
+    while True:
+        try:
+            await asyncio.wait_for(session._dead.wait(), interval)
+            return  # the session died (or was lost): nothing left to keep alive
+        except asyncio.TimeoutError:
+            pass
+        try:
+            await _ping(session)
+            record.answered()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a ping failure never ends the loop by itself
+            if health.is_lost(exc):
+                mark_lost(session, exc)
+                return
+            if health.unreachable(exc):
+                record.away(exc)
+            elif not warned:
+                warned = True
+                log.warning(
+                    "orsgen: keepalive ping of session %s failed: %s", session.sid, describe(exc)
+                )
+
+
+# -- group judging -----------------------------------------------------------------------
+
+
+async def score_group(session: Any, answers: list[str]) -> list[float]:
+    """The environment's judgement of a group's final answers (ORS ``score_group``)."""
+    types: Any = importlib.import_module("openreward.api.environments.types")
+    candidates = [
+        [types.Message(role="assistant", blocks=[types.TextBlock(text=a)])] for a in answers
+    ]
+    scores = await session.score_group(candidates)
+    return [float(s.reward) for s in scores]

@@ -1,0 +1,78 @@
+"""The evaluation's estimators (orsgen/eval/estimators.py) against their closed forms, and
+the summary's rules on hand-built rows (orsgen/eval/summary.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from orsgen.eval.estimators import bootstrap_interval, mean_and_se, pass_at_k, pass_hat_k
+from orsgen.eval.summary import summarize
+
+
+def test_pass_at_k_is_the_closed_form_for_every_n_c_k() -> None:
+    for n in range(1, 13):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                closed = 1 - math.comb(n - c, k) / math.comb(n, k)
+                assert pass_at_k(n, c, k) == pytest.approx(closed, abs=1e-12), (n, c, k)
+
+
+def test_pass_hat_k_is_the_closed_form() -> None:
+    for n in range(1, 13):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                assert pass_hat_k(n, c, k) == pytest.approx(math.comb(c, k) / math.comb(n, k))
+
+
+def test_pass_at_k_stays_exact_for_large_n() -> None:
+    # C(200, 100) overflows a float; the product form does not.
+    assert pass_at_k(200, 1, 100) == pytest.approx(0.5)
+    assert pass_at_k(200, 0, 100) == 0.0 and pass_at_k(200, 200, 1) == 1.0
+
+
+@pytest.mark.parametrize("n,c,k", [(0, 0, 1), (3, 4, 1), (3, 1, 0), (3, 1, 4), (3, -1, 1)])
+def test_impossible_counts_are_refused(n: int, c: int, k: int) -> None:
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+def test_mean_and_se() -> None:
+    assert mean_and_se([]) == (None, None)
+    assert mean_and_se([2.0]) == (2.0, None)
+    mean, se = mean_and_se([1.0, 2.0, 3.0, 4.0])
+    assert mean == 2.5 and se == pytest.approx(math.sqrt((1.25 * 4 / 3) / 4))
+
+
+def test_bootstrap_interval_holds_the_mean_and_is_seeded() -> None:
+    values = [0.0, 1.0, 1.0, 0.0, 1.0, 0.5]
+    lo, hi = bootstrap_interval(values, seed=3) or [0, 0]
+    assert lo <= sum(values) / len(values) <= hi
+    assert bootstrap_interval(values, seed=3) == [lo, hi]
+    assert bootstrap_interval([0.25] * 5) == [0.25, 0.25]
+
+
+def _row(task: int, sample: int, verdict: str, reward: float | None) -> dict[str, object]:
+    return {"task_index": task, "sample": sample, "verdict": verdict, "reward": reward}
+
+
+def test_summary_rules_unscored_samples_count_as_not_passing() -> None:
+    config = {"n": 2, "pass_threshold": 1.0, "unfinished_reward": 0.5, "task_indices": [0, 1]}
+    rows = [
+        _row(0, 0, "scored", 1.0),
+        _row(0, 1, "failed", None),
+        _row(1, 0, "unfinished", 0.5),
+        _row(1, 1, "scored", 0.0),
+    ]
+    s = summarize(rows, config)
+    assert s["coverage"] == 0.5
+    assert s["mean_reward"] == 0.5  # over the two scored rollouts: (1.0 + 0.0) / 2
+    assert s["mean_reward_all"] == pytest.approx((1.0 + 0.0 + 0.5 + 0.0) / 4)
+    # task 0: 1 of 2 passes; task 1: none.
+    assert s["pass_at_k"] == {"1": pytest.approx(0.25), "2": pytest.approx(0.5)}
+    assert s["pass_hat_k"] == {"1": pytest.approx(0.25), "2": 0.0}
+    # Over scored samples only: task 0 has 1 scored (passing), task 1 has 1 (not passing).
+    assert s["pass_at_k_scored"] == {"1": pytest.approx(0.5)}
+    assert [t["task_index"] for t in s["per_task"]] == [0, 1]
+    assert s["verdicts"] == {"scored": 2, "unfinished": 1, "failed": 1}
