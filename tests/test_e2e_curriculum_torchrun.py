@@ -35,7 +35,7 @@ pytest.importorskip("tokenizers")
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
 from conftest import import_generated  # noqa: E402
-from orsgen.runtime.rollouts import tasks  # noqa: E402
+from orsgen.runtime.rollouts.chooser import group_task  # noqa: E402
 
 
 @pytest.mark.slow
@@ -84,7 +84,7 @@ def test_two_ranks_keep_groups_whole_and_agree(
         assert all(len(set(g)) == 1 for g in groups), (step, rows)
         chosen += [g[0] for g in groups]
     if curriculum == "uniform":  # the seeded passes, by global group (seed 0, the config's)
-        assert chosen == [tasks.group_task(range(20), 0, g) for g in range(len(chosen))]
+        assert chosen == [group_task(range(20), 0, g) for g in range(len(chosen))]
         assert ranks[0]["states"] == ranks[1]["states"] == []
         return
     # Both ranks hold one curriculum, in the same state.
