@@ -1,8 +1,12 @@
-"""Rollout health, counted per process and drained into the trainer's log.
+"""Rollout health, counted per rollout and drained into the trainer's log.
 
-The adapters count resets, tool calls (failed, and failed by the environment), lost and
-degraded sessions; the reward path counts each rollout's outcome once. A drain returns
-everything since the previous drain as ``ors/*`` metrics and starts a new window:
+Each settled rollout's :class:`~orsgen.runtime.episode.Outcome` carries its kind, its
+lost or degraded session and its own reset and tool calls (failed, failed by the
+environment; :mod:`orsgen.runtime.rollouts.usage`), so every figure counts exactly the rollouts
+it is logged for: ``outcome_reward`` logs its batch (:func:`emit`); ``get_reward()``
+counts its rollout in the process window, which a drain returns as ``ors/*`` metrics
+before it starts a new window. A scratch adapter's calls that no reward settled count
+nowhere:
 
 ==========================  ==========================================================
 ``ors/rollouts``            rollouts in the window
@@ -61,23 +65,24 @@ class Window:
     call_seconds: float = 0.0
 
     def count(self, outcome: Outcome) -> None:
-        """Count one rollout's outcome."""
+        """Count one rollout's outcome, with its own reset and calls."""
         self.rollouts += 1
         self.finished += int(outcome.finished)
         setattr(self, outcome.kind, getattr(self, outcome.kind) + 1)
         self.lost += int(outcome.reason == "lost_session")
         self.degraded += int(outcome.reason == "unavailable")
+        used = outcome.usage
+        self.calls += used.calls
+        self.failed_calls += used.failed_calls
+        self.env_failed_calls += used.env_failed_calls
+        self.call_seconds += used.call_seconds
+        self.resets += used.resets
+        self.reset_seconds += used.reset_seconds
 
-    def only(self, outcomes: Sequence[Outcome]) -> Window:
-        """These counts of calls and resets, with exactly ``outcomes`` as the rollouts."""
-        window = Window(
-            calls=self.calls,
-            failed_calls=self.failed_calls,
-            env_failed_calls=self.env_failed_calls,
-            resets=self.resets,
-            reset_seconds=self.reset_seconds,
-            call_seconds=self.call_seconds,
-        )
+    @staticmethod
+    def of(outcomes: Sequence[Outcome]) -> Window:
+        """The counts of exactly ``outcomes``."""
+        window = Window()
         for outcome in outcomes:
             window.count(outcome)
         return window
@@ -153,20 +158,6 @@ class Accumulator:
         self._lock = threading.Lock()
         self._window = Window()
 
-    def reset_done(self, seconds: float) -> None:
-        with self._lock:
-            window = self._window
-            window.resets += 1
-            window.reset_seconds += seconds
-
-    def call_done(self, seconds: float, failed: bool = False, by_environment: bool = False) -> None:
-        with self._lock:
-            window = self._window
-            window.calls += 1
-            window.call_seconds += seconds
-            window.failed_calls += int(failed)
-            window.env_failed_calls += int(failed and by_environment)
-
     def rollout_done(self, outcome: Outcome) -> None:
         with self._lock:
             self._window.count(outcome)
@@ -176,10 +167,6 @@ class Accumulator:
             window = self._window
             self._window = Window()
             return window
-
-    def drain_window(self) -> Window:
-        """The window's counts, and a new window."""
-        return self._take()
 
     def drain(self) -> dict[str, float]:
         """The window's metrics as plain floats, with the gauges, and a new window."""
@@ -213,8 +200,9 @@ def push_to_worker() -> bool:
 
 def emit(log_metric: Callable[[str, float], object], batch: Sequence[Outcome]) -> None:
     """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
-    batch's own rollouts, and the calls and resets of the window, which is drained. (A
-    rollout scored outside a trainer, before training, never lands in a step.)"""
-    window = counts().drain_window().only(batch)
+    batch's own rollouts with their own calls and resets. The process window is drained,
+    so a rollout settled outside a trainer (before training) never lands in a step."""
+    counts().drain()
+    window = Window.of(batch)
     for name, value in sorted({**window.values(), **_read_gauges()}.items()):
         log_metric(name, value)
