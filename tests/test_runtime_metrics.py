@@ -120,18 +120,21 @@ def test_the_counts_are_the_processs_own() -> None:
     assert "ors/reset_s" not in metrics.counts().drain()
 
 
-def test_drift_is_read_from_the_drift_guard(rules_pkg, rules_server) -> None:  # type: ignore[no-untyped-def]
-    from orsgen.runtime.sessions import drift
+def test_drift_counts_the_rollouts_whose_task_drifted(rules_pkg, rules_server) -> None:  # type: ignore[no-untyped-def]
+    """``ors/drift`` is the share of the batch's rollouts on a task whose live tools
+    differ from the snapshot, not a process-wide flag that stays 1.0 once set."""
     from orsgen.runtime.sessions.drift import ToolDriftWarning
 
-    drift.forget()
-    assert metrics.counts().drain()["ors/drift"] == 0.0
-    env = rules_pkg.RulesEnv(base_url=rules_server.url, prefetch=False)
+    envs = [rules_pkg.RulesEnv(base_url=rules_server.url, prefetch=False) for _ in range(2)]
+    steps: list[dict[str, float]] = [{}, {}, {}]
     try:
-        with pytest.warns(ToolDriftWarning):
-            env.reset(task_index=2)  # task 2 has a tool the snapshot's probe never saw
+        with pytest.warns(ToolDriftWarning, match="only_two"):
+            envs[0].reset(task_index=2)  # task 2 has a tool the snapshot's probe never saw
+        envs[1].reset(task_index=0)
+        outcome_reward(envs[:1], log_metric=steps[0].__setitem__)
+        outcome_reward(envs[1:], log_metric=steps[1].__setitem__)
+        outcome_reward(envs, log_metric=steps[2].__setitem__)
     finally:
-        env.close()
-    assert metrics.counts().drain()["ors/drift"] == 1.0
-    drift.forget()
-    assert metrics.counts().drain()["ors/drift"] == 0.0
+        for env in envs:
+            env.close()
+    assert [step["ors/drift"] for step in steps] == [1.0, 0.0, 0.5]

@@ -63,6 +63,7 @@ class Outcome:
     reason: str | None = None
     finished: bool = False  # whether the episode finished
     usage: Usage = Usage()  # the rollout's own reset and calls (its ors/* figures)
+    drifted: bool = False  # its task's live tools differed from the snapshot
 
 
 @dataclass
@@ -115,6 +116,7 @@ class Episode:
     timed_out: bool = False  # rollout_timeout passed: unfinished, whatever scored before
     written: bool = False  # already in the trajectory log
     counted: bool = False  # already in the metrics
+    drifted: bool = False  # the drift guard's findings held for this task and server
 
     def called(
         self,
@@ -160,7 +162,8 @@ def classify(
     """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring),
     with what the rollout used."""
     usage = usage_of(episode.opened, episode.reset_seconds, episode.calls)
-    return replace(_ending(episode, rewards, unfinished_reward, finished), usage=usage)
+    ending = _ending(episode, rewards, unfinished_reward, finished)
+    return replace(ending, usage=usage, drifted=episode.drifted)
 
 
 def _ending(

@@ -23,7 +23,7 @@ nowhere:
 ``ors/reset_s``             mean seconds per reset
 ``ors/tool_call_s``         mean seconds per tool call
 ``ors/open_sessions``       sessions this process holds when the window is drained
-``ors/drift``               1.0 when the live tools differ from the snapshot
+``ors/drift``               rollouts whose task's live tools differ from the snapshot
 ==========================  ==========================================================
 
 Two shapes: :meth:`Accumulator.drain` gives plain floats (``GRPOTrainer``'s ``log_metric``
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from orsgen.runtime.rollouts import trainer_facts
 from orsgen.runtime.rollouts.episode import Outcome
-from orsgen.runtime.sessions import drift, pool
+from orsgen.runtime.sessions import pool
 from orsgen.runtime.transport.process import current
 
 Rate = tuple[float, float]
@@ -57,6 +57,7 @@ class Window:
     finished: int = 0
     lost: int = 0
     degraded: int = 0
+    drifted: int = 0
     calls: int = 0
     failed_calls: int = 0
     env_failed_calls: int = 0
@@ -71,6 +72,7 @@ class Window:
         setattr(self, outcome.kind, getattr(self, outcome.kind) + 1)
         self.lost += int(outcome.reason == "lost_session")
         self.degraded += int(outcome.reason == "unavailable")
+        self.drifted += int(outcome.drifted)
         used = outcome.usage
         self.calls += used.calls
         self.failed_calls += used.failed_calls
@@ -98,6 +100,7 @@ class Window:
             "ors/finished_frac": self.finished,
             "ors/lost_frac": self.lost,
             "ors/degraded_frac": self.degraded,
+            "ors/drift": self.drifted,
             "ors/calls_per_rollout": self.calls,
         }
         per_call: dict[str, float] = {
@@ -118,16 +121,12 @@ class Window:
         return out
 
 
-# Gauges, read from their owners (the pool, the drift guard) when a window is drained.
+# Gauges, read from their owners (the pool) when a window is drained.
 _gauges: dict[str, Callable[[], float]] = {}
 
 
 def _open_sessions() -> float:
     return float(sum(1 for slot in pool.sessions().held() if slot.session is not None))
-
-
-def _drifted() -> float:
-    return 1.0 if drift.drifted() else 0.0
 
 
 def gauge(name: str, read: Callable[[], float]) -> None:
@@ -136,7 +135,6 @@ def gauge(name: str, read: Callable[[], float]) -> None:
 
 
 gauge("ors/open_sessions", _open_sessions)
-gauge("ors/drift", _drifted)
 
 
 def _read_gauges() -> dict[str, float]:

@@ -153,10 +153,12 @@ class AdapterRollout:
         if opened.tools is not None:
             drift.record(self.owner, opened.tools, self.split, index, url)
         try:
-            drift.enforce(self.owner, self.here.strict, self.here.endpoint.label, url)
+            where, task = self.here.endpoint.label, (self.split, index)
+            drifted = drift.enforce(self.owner, self.here.strict, where, url, task)
         except drift.ToolDriftError:
             self._slot.close(wait=False)
             raise
+        self.episode.drifted = drifted
         self.state = RolloutState.OPEN
         if self.settings.rollout_timeout is not None:  # not counting the wait to open
             self._deadline = self._clock() + self.settings.rollout_timeout
