@@ -126,3 +126,31 @@ def test_drift_is_logged_for_the_drifted_tasks_rollouts_only(probed, moved) -> N
             env.close()
     assert steps[0]["ors/drift"] == 0.25
     assert steps[1]["ors/drift"] == 0.0
+
+
+def test_check_live_sees_a_task_tool_move_between_probed_tasks(  # type: ignore[no-untyped-def]
+    echo_server, moved, orsgen_cli, tmp_path
+) -> None:
+    """Probed on tasks 0 and 2 (both offered ``hint``): on the moved server the union of
+    task tools is unchanged, yet task 0 lost ``hint``; both the runtime and ``orsgen check
+    --live`` say so, and neither blames task 2."""
+    out = tmp_path / "echo_probed_two"
+    run = orsgen_cli(
+        [echo_server.url, "-o", str(out), "--probe-index", "0", "--probe-index", "2"]
+        + ["--class-name", "EchoEnv"]
+    )
+    assert run.code == 0, run.stderr
+    pkg = import_generated(out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ToolDriftWarning)
+        env = pkg.EchoEnv(base_url=moved.url, prefetch=False, strict=True)
+        try:
+            env.reset(task_index=2)
+            with pytest.raises(ToolDriftError, match="task tool 'hint' removed"):
+                env.reset(task_index=0)
+        finally:
+            env.close()
+    check = orsgen_cli(["check", str(out), "--live", "--target", moved.url])
+    assert check.code == 1, check.stdout + check.stderr
+    assert "task tool 'hint' no longer offered on task 0" in check.stdout
+    assert "task 2" not in check.stdout

@@ -3,9 +3,9 @@ adapter was generated from?
 
 The generated class carries ``TOOLS_SHA256``, a hash of the snapshot's tool surface
 (``{"tools": shared, "task_tools": task-specific}``), and its package ships the
-snapshot beside the code. On the first session a class opens in a process, the
-runtime lists that session's tools (``GET /{env}/task_tools``, one extra request per
-process), rebuilds the same hash from what it can observe and, when it differs,
+snapshot beside the code. On the first session a class opens on a server in a process
+(and the first on each task the snapshot probed), the runtime lists that session's
+tools (``GET /{env}/task_tools``, one extra request each), rebuilds the same hash from what it can observe and, when it differs,
 names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``.
 
 A verdict belongs to the server and task it was measured on
@@ -36,6 +36,7 @@ from orsgen.runtime.sessions.drift_scope import (
     TaskKey,
     Verdict,
     expected_task_tools,
+    probed_tasks,
     was_probed,
 )
 from orsgen.runtime.errors import OrsRuntimeError
@@ -194,6 +195,8 @@ class DriftState:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.checked = False
+        self.measured: set[TaskKey] = set()
+        self.probed: frozenset[TaskKey] | None = None  # read from the snapshot when needed
         self.verdict = Verdict()
         self.warned: set[str] = set()
 
@@ -212,17 +215,27 @@ def forget() -> None:
     current().part(Verdicts).clear()
 
 
-def claim_check(cls: type, url: str = "") -> bool:
-    """True exactly once per class, server and process: the caller makes the one extra
-    request. False when the class has no snapshot to compare with."""
+def claim_check(cls: type, url: str = "", task: TaskKey | None = None) -> bool:
+    """True when the caller's session should list its tools: the class's first session on
+    a server in this process, and the first on each task the snapshot probed (whose task
+    tools are known, so each is judged on its own). False when the class has no snapshot
+    to compare with."""
     owner = _owner(cls)
     if owner is None:
         return False
     state = _state(owner, url)
     with state.lock:
-        if state.checked:
+        if not state.checked:
+            state.checked = True
+        elif task is None or task in state.measured:
             return False
-        state.checked = True
+        else:
+            if state.probed is None:
+                state.probed = probed_tasks(snapshot_environment(owner))
+            if task not in state.probed:
+                return False
+        if task is not None:
+            state.measured.add(task)
         return True
 
 

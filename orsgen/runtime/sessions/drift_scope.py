@@ -38,6 +38,15 @@ def was_probed(snapshot_env: Mapping[str, Any], split: str, index: int | None) -
     )
 
 
+def probed_tasks(snapshot_env: Mapping[str, Any] | None) -> frozenset[TaskKey]:
+    """The tasks the snapshot's task-tool probe opened a session on."""
+    probe = as_object((snapshot_env or {}).get("task_tools_probe"))
+    split = probe.get("split")
+    if not probe.get("enabled") or not isinstance(split, str):
+        return frozenset()
+    return frozenset((split, int(i)) for i in as_array(probe.get("indices")))
+
+
 def expected_task_tools(
     snapshot_env: Mapping[str, Any], split: str, index: int | None
 ) -> set[str] | None:
