@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
-from orsgen.runtime.rollouts import metrics
+from orsgen.runtime.rollouts import metrics, task_table
 from orsgen.runtime.rollouts.protocol import HasRollout, Rollout
 
 
@@ -47,6 +47,8 @@ def outcome_reward(
     environments: Sequence[Any],
     completions: Sequence[Any] | None = None,
     log_metric: Callable[[str, float], object] | None = None,
+    log_extra: Callable[[str, list[Any]], object] | None = None,
+    trainer_state: Any = None,
     **_: Any,
 ) -> list[float | None]:
     """The last non-null reward of each rollout, or, when the rollout was never scored,
@@ -61,7 +63,9 @@ def outcome_reward(
 
     With TRL's ``log_metric`` (GRPOTrainer passes it to every reward function), the
     batch's rollout health goes into the trainer's log as ``ors/*`` metrics
-    (:mod:`orsgen.runtime.rollouts.metrics`).
+    (:mod:`orsgen.runtime.rollouts.metrics`). With ``log_extra`` each rollout's task index
+    and split become columns of TRL's completions table, and every scored batch feeds the
+    per-task table (:mod:`orsgen.runtime.rollouts.task_table`).
 
     An environment with a terminal tool grades the model's final plain message: when
     ``completions`` are given, each rollout's final assistant message is submitted
@@ -84,6 +88,10 @@ def outcome_reward(
     outcomes = [None if r is None else r.settle() for r in rollouts]
     if log_metric is not None:
         metrics.emit(log_metric, [o for o in outcomes if o is not None])
+    tasks = [None if r is None else (r.split, r.task_index) for r in rollouts]
+    task_table.record(tasks, outcomes, trainer_state)
+    if log_extra is not None:
+        task_table.log_tasks(log_extra, tasks)
     return [None if o is None else o.reward for o in outcomes]
 
 
