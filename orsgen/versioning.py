@@ -171,6 +171,7 @@ def classify(old: Environment, new: Environment) -> Classification:
                     name, "patch", f"schema of tool {name!r} changed in titles or annotations only"
                 )
             )
+    out.extend(_offering_changes(old, new))
     old_set, new_set = old.identity.toolset, new.identity.toolset
     if (
         old_set != new_set
@@ -181,6 +182,26 @@ def classify(old: Environment, new: Environment) -> Classification:
         if before != after:
             out.append(Change("", "patch", f"{key} changed: {_brief(before)} -> {_brief(after)}"))
     return result
+
+
+def _offering_changes(old: Environment, new: Environment) -> list[Change]:
+    """Task tools a probed task stopped or started offering, when both snapshots record
+    which probed task offered which (the runtime drift guard compares the same, per task)."""
+    old_probe, new_probe = old.task_tools_probe, new.task_tools_probe
+    if old_probe is None or new_probe is None:
+        return []
+    before, after = old_probe.tools_by_task, new_probe.tools_by_task
+    if before is None or after is None or old_probe.split != new_probe.split:
+        return []
+    out: list[Change] = []
+    for task in sorted(set(before) & set(after), key=int):
+        for name in sorted(set(before[task]) - set(after[task])):
+            out.append(
+                Change(name, "major", f"task tool {name!r} no longer offered on task {task}")
+            )
+        for name in sorted(set(after[task]) - set(before[task])):
+            out.append(Change(name, "minor", f"task tool {name!r} now offered on task {task}"))
+    return out
 
 
 # Environment facts besides the tools that a version records (as patch changes); what the

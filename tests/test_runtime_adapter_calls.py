@@ -44,7 +44,7 @@ def test_tool_call_is_one_request_without_redirect(echo_server) -> None:
 
 def test_reset_and_close_request_counts(echo_server) -> None:
     # The guard's one request per server is tested on its own.
-    drift.claim_check(EchoEnv, echo_server.url)
+    drift.claim_check(EchoEnv, echo_server.url, ("train", 0))  # the server, and probed task 0
     env = EchoEnv(base_url=echo_server.url, prefetch=False)
     echo_server.reset_counts()
     assert "apple" in env.reset(task_index=0)

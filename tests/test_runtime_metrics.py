@@ -12,6 +12,7 @@ from envs.trust_support import TRUST_ENV, TrustAdapter
 from orsgen.runtime.rewards import outcome_reward
 from orsgen.runtime.rollouts import metrics
 from orsgen.runtime.rollouts.episode import Outcome
+from orsgen.runtime.rollouts.usage import Usage
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 
@@ -62,11 +63,12 @@ def test_outcome_reward_logs_the_batch_health(server) -> None:  # type: ignore[n
     assert one["ors/reset_s"] > 0 and one["ors/tool_call_s"] > 0
     assert one["ors/drift"] == 0.0 and one["ors/lost_frac"] == 0.0
     assert "ors/open_sessions" in one
-    # A second scoring logs that batch again; the calls and resets were drained with the first.
+    # A second scoring of the same rollouts logs the same figures: they are the batch's own.
     again: dict[str, float] = {}
     outcome_reward(envs, log_metric=again.__setitem__)
     assert again["ors/rollouts"] == 4.0 and again["ors/scored_frac"] == 0.5
-    assert "ors/tool_error_frac" not in again and "ors/reset_s" not in again
+    assert again["ors/calls_per_rollout"] == 5 / 4 and again["ors/tool_error_frac"] == 2 / 5
+    assert again["ors/reset_s"] == one["ors/reset_s"]
 
 
 def test_rollouts_scored_before_training_never_land_in_a_step(server) -> None:  # type: ignore[no-untyped-def]
@@ -92,8 +94,11 @@ def test_rates_reduce_like_asyncgrpo_logs_them() -> None:
     acc = metrics.Accumulator()
     pushes = []
     for kind in ("scored", "scored", "failed"):
-        acc.call_done(0.2, failed=kind == "failed", by_environment=True)
-        acc.rollout_done(Outcome(None, kind, finished=kind == "scored"))  # type: ignore[arg-type]
+        failed = int(kind == "failed")
+        used = Usage(calls=1, failed_calls=failed, env_failed_calls=failed, call_seconds=0.2)
+        acc.rollout_done(
+            Outcome(None, kind, finished=kind == "scored", usage=used)  # type: ignore[arg-type]
+        )
         pushes.append(acc.drain_rates())
     acc.rollout_done(Outcome(None, "unfinished"))
     pushes.append(acc.drain_rates())
@@ -110,23 +115,26 @@ def test_the_counts_are_the_processs_own() -> None:
 
     # A process part: a forked child's fresh process starts from zero (process.py).
     assert metrics.counts() is current().part(metrics.Accumulator)
-    metrics.counts().reset_done(1.0)
+    metrics.counts().rollout_done(Outcome(None, "unfinished", usage=Usage(1, 1.0)))
     assert metrics.counts().drain()["ors/reset_s"] == 1.0
     assert "ors/reset_s" not in metrics.counts().drain()
 
 
-def test_drift_is_read_from_the_drift_guard(rules_pkg, rules_server) -> None:  # type: ignore[no-untyped-def]
-    from orsgen.runtime.sessions import drift
+def test_drift_counts_the_rollouts_whose_task_drifted(rules_pkg, rules_server) -> None:  # type: ignore[no-untyped-def]
+    """``ors/drift`` is the share of the batch's rollouts on a task whose live tools
+    differ from the snapshot, not a process-wide flag that stays 1.0 once set."""
     from orsgen.runtime.sessions.drift import ToolDriftWarning
 
-    drift.forget()
-    assert metrics.counts().drain()["ors/drift"] == 0.0
-    env = rules_pkg.RulesEnv(base_url=rules_server.url, prefetch=False)
+    envs = [rules_pkg.RulesEnv(base_url=rules_server.url, prefetch=False) for _ in range(2)]
+    steps: list[dict[str, float]] = [{}, {}, {}]
     try:
-        with pytest.warns(ToolDriftWarning):
-            env.reset(task_index=2)  # task 2 has a tool the snapshot's probe never saw
+        with pytest.warns(ToolDriftWarning, match="only_two"):
+            envs[0].reset(task_index=2)  # task 2 has a tool the snapshot's probe never saw
+        envs[1].reset(task_index=0)
+        outcome_reward(envs[:1], log_metric=steps[0].__setitem__)
+        outcome_reward(envs[1:], log_metric=steps[1].__setitem__)
+        outcome_reward(envs, log_metric=steps[2].__setitem__)
     finally:
-        env.close()
-    assert metrics.counts().drain()["ors/drift"] == 1.0
-    drift.forget()
-    assert metrics.counts().drain()["ors/drift"] == 0.0
+        for env in envs:
+            env.close()
+    assert [step["ors/drift"] for step in steps] == [1.0, 0.0, 0.5]

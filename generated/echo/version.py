@@ -7,6 +7,6 @@
 from orsgen.runtime.compat import requires_2_0 as requires_2_0
 
 __version__ = "1.0.0"
-SNAPSHOT_SHA256 = "aa219a3584d7d97ed003dc4fa7e123c94584dcf894909ea072e4a87fc35585c7"
+SNAPSHOT_SHA256 = "ee2a77a7b0427d07fc3e2406714dec61de73bea0f73e0406bd6b92c2588df42f"
 ORSGEN_VERSION = "0.1.0"
 RUNTIME_VERSION = "2.0"

@@ -20,8 +20,8 @@ Training-scale behaviour (see ``docs/runtime.md``):
 - bounded time: every call has a timeout; a failed call raises (TRL counts it);
 - outages: one call policy (:mod:`orsgen.runtime.transport.policy`) waits, retries,
   degrades or fails;
-- the drift guard: the first session per class and process checks the live tools
-  against the snapshot (:mod:`orsgen.runtime.sessions.drift`).
+- the drift guard: the first session per class, server and process (and per probed
+  task) checks the live tools against the snapshot (:mod:`orsgen.runtime.sessions.drift`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
 from orsgen.runtime.passk import grouped_pass_at_k
-from orsgen.runtime.rollouts import metrics
+from orsgen.runtime.rollouts import metrics, task_table
 from orsgen.runtime.rollouts.protocol import HasRollout, Rollout
 
 
@@ -48,6 +48,8 @@ def outcome_reward(
     environments: Sequence[Any],
     completions: Sequence[Any] | None = None,
     log_metric: Callable[[str, float], object] | None = None,
+    log_extra: Callable[[str, list[Any]], object] | None = None,
+    trainer_state: Any = None,
     task_index: Sequence[Any] | None = None,
     split: Sequence[Any] | None = None,
     **_: Any,
@@ -68,6 +70,9 @@ def outcome_reward(
     smallest group: rollouts of one task (TRL's ``task_index`` and ``split`` columns) are a
     group, a rollout passes when its reward is at least 1.0 (Chen et al.'s estimator,
     averaged over groups). In evaluation TRL logs them all under ``eval_``.
+    With ``log_extra`` each rollout's task index
+    and split become columns of TRL's completions table, and every scored batch feeds the
+    per-task table (:mod:`orsgen.runtime.rollouts.task_table`).
 
     An environment with a terminal tool grades the model's final plain message: when
     ``completions`` are given, each rollout's final assistant message is submitted
@@ -95,6 +100,10 @@ def outcome_reward(
             keys = list(zip(task_index, split or [None] * len(rewards)))
             for k, value in grouped_pass_at_k(keys, rewards).items():
                 log_metric(f"ors/pass@{k}", value)
+    tasks = [None if r is None else (r.split, r.task_index) for r in rollouts]
+    task_table.record(tasks, outcomes, trainer_state)
+    if log_extra is not None:
+        task_table.log_tasks(log_extra, tasks)
     return rewards
 
 

@@ -132,6 +132,16 @@ class _Probe:
     diagnostics: list[Diagnostic] = field(default_factory=list[Diagnostic])
     # Whether any probed prompt held an image (``None``: no prompt could be read).
     images: bool | None = None
+    # The task tools each probed task offered, by task index (what the drift guard expects).
+    offered: dict[int, list[str]] = field(default_factory=dict[int, list[str]])
+
+    def tools_by_task(self) -> dict[str, dict[str, list[str]]]:
+        """``TaskToolsProbe.tools_by_task``: nothing when no task was probed."""
+        if not self.indices:
+            return {}
+        names = {t["name"] for t in self.task_tools}
+        by_task = {str(i): sorted(set(self.offered.get(i, [])) & names) for i in self.indices}
+        return {"tools_by_task": by_task}
 
 
 async def _facts(
@@ -234,6 +244,7 @@ def _environment(
             enabled=options.task_tools or bool(options.toolset),
             split=options.split,
             indices=read.probe.indices,
+            **read.probe.tools_by_task(),
         ),
         terminal_tool=_terminal_tool(listed.get("terminal_tool")),
         supports_score_group=bool(listed.get("supports_score_group")),
@@ -275,6 +286,7 @@ async def _probe_task_tools(
         if seen_image is not None:
             probe.images = bool(probe.images) or seen_image
         specs = _unique(listed, f"/task_tools of task {index}", probe.diagnostics)
+        probe.offered[index] = [s["name"] for s in specs]
         _merge_probed(specs, index, seen, merged, probe.diagnostics)
     if options.toolset:  # a toolset's tools are session tools even where they shadow shared ones
         shared_specs = {t["name"]: t for t in shared}

@@ -88,6 +88,9 @@ class TaskToolsProbe(_Stored):
     enabled: bool = True
     split: str | None = None
     indices: list[int] = Field(default_factory=list)
+    # The task tools each probed task offered, by task index as a string; absent from
+    # snapshots taken before it was recorded (then a multi-task probe cannot say which).
+    tools_by_task: dict[str, list[str]] | None = None
 
 
 class Environment(_Stored):

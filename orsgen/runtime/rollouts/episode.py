@@ -23,10 +23,11 @@ from __future__ import annotations
 import enum
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from orsgen.runtime.errors import ToolCallFailure
+from orsgen.runtime.rollouts.usage import Usage, usage_of
 
 MAX_OUTPUT_TEXT = 500
 MAX_ARGUMENTS_TEXT = 2000
@@ -61,6 +62,8 @@ class Outcome:
     kind: Kind
     reason: str | None = None
     finished: bool = False  # whether the episode finished
+    usage: Usage = Usage()  # the rollout's own reset and calls (its ors/* figures)
+    drifted: bool = False  # its task's live tools differed from the snapshot
 
 
 @dataclass
@@ -113,6 +116,7 @@ class Episode:
     timed_out: bool = False  # rollout_timeout passed: unfinished, whatever scored before
     written: bool = False  # already in the trajectory log
     counted: bool = False  # already in the metrics
+    drifted: bool = False  # the drift guard's findings held for this task and server
 
     def called(
         self,
@@ -155,7 +159,19 @@ def classify(
     unfinished_reward: float | None,
     finished: bool = False,
 ) -> Outcome:
-    """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring)."""
+    """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring),
+    with what the rollout used."""
+    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls)
+    ending = _ending(episode, rewards, unfinished_reward, finished)
+    return replace(ending, usage=usage, drifted=episode.drifted)
+
+
+def _ending(
+    episode: Episode,
+    rewards: list[float | None],
+    unfinished_reward: float | None,
+    finished: bool,
+) -> Outcome:
     if episode.void_reason is not None:
         return Outcome(None, "failed", episode.void_reason, finished)
     if episode.timed_out:

@@ -1,8 +1,12 @@
-"""Rollout health, counted per process and drained into the trainer's log.
+"""Rollout health, counted per rollout and drained into the trainer's log.
 
-The adapters count resets, tool calls (failed, and failed by the environment), lost and
-degraded sessions; the reward path counts each rollout's outcome once. A drain returns
-everything since the previous drain as ``ors/*`` metrics and starts a new window:
+Each settled rollout's :class:`~orsgen.runtime.episode.Outcome` carries its kind, its
+lost or degraded session and its own reset and tool calls (failed, failed by the
+environment; :mod:`orsgen.runtime.rollouts.usage`), so every figure counts exactly the rollouts
+it is logged for: ``outcome_reward`` logs its batch (:func:`emit`); ``get_reward()``
+counts its rollout in the process window, which a drain returns as ``ors/*`` metrics
+before it starts a new window. A scratch adapter's calls that no reward settled count
+nowhere:
 
 ==========================  ==========================================================
 ``ors/rollouts``            rollouts in the window
@@ -19,7 +23,7 @@ everything since the previous drain as ``ors/*`` metrics and starts a new window
 ``ors/reset_s``             mean seconds per reset
 ``ors/tool_call_s``         mean seconds per tool call
 ``ors/open_sessions``       sessions this process holds when the window is drained
-``ors/drift``               1.0 when the live tools differ from the snapshot
+``ors/drift``               rollouts whose task's live tools differ from the snapshot
 ==========================  ==========================================================
 
 Two shapes: :meth:`Accumulator.drain` gives plain floats (``GRPOTrainer``'s ``log_metric``
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 
 from orsgen.runtime.rollouts import trainer_facts
 from orsgen.runtime.rollouts.episode import Outcome
-from orsgen.runtime.sessions import drift, pool
+from orsgen.runtime.sessions import pool
 from orsgen.runtime.transport.process import current
 
 Rate = tuple[float, float]
@@ -53,6 +57,7 @@ class Window:
     finished: int = 0
     lost: int = 0
     degraded: int = 0
+    drifted: int = 0
     calls: int = 0
     failed_calls: int = 0
     env_failed_calls: int = 0
@@ -61,23 +66,25 @@ class Window:
     call_seconds: float = 0.0
 
     def count(self, outcome: Outcome) -> None:
-        """Count one rollout's outcome."""
+        """Count one rollout's outcome, with its own reset and calls."""
         self.rollouts += 1
         self.finished += int(outcome.finished)
         setattr(self, outcome.kind, getattr(self, outcome.kind) + 1)
         self.lost += int(outcome.reason == "lost_session")
         self.degraded += int(outcome.reason == "unavailable")
+        self.drifted += int(outcome.drifted)
+        used = outcome.usage
+        self.calls += used.calls
+        self.failed_calls += used.failed_calls
+        self.env_failed_calls += used.env_failed_calls
+        self.call_seconds += used.call_seconds
+        self.resets += used.resets
+        self.reset_seconds += used.reset_seconds
 
-    def only(self, outcomes: Sequence[Outcome]) -> Window:
-        """These counts of calls and resets, with exactly ``outcomes`` as the rollouts."""
-        window = Window(
-            calls=self.calls,
-            failed_calls=self.failed_calls,
-            env_failed_calls=self.env_failed_calls,
-            resets=self.resets,
-            reset_seconds=self.reset_seconds,
-            call_seconds=self.call_seconds,
-        )
+    @staticmethod
+    def of(outcomes: Sequence[Outcome]) -> Window:
+        """The counts of exactly ``outcomes``."""
+        window = Window()
         for outcome in outcomes:
             window.count(outcome)
         return window
@@ -93,6 +100,7 @@ class Window:
             "ors/finished_frac": self.finished,
             "ors/lost_frac": self.lost,
             "ors/degraded_frac": self.degraded,
+            "ors/drift": self.drifted,
             "ors/calls_per_rollout": self.calls,
         }
         per_call: dict[str, float] = {
@@ -113,16 +121,12 @@ class Window:
         return out
 
 
-# Gauges, read from their owners (the pool, the drift guard) when a window is drained.
+# Gauges, read from their owners (the pool) when a window is drained.
 _gauges: dict[str, Callable[[], float]] = {}
 
 
 def _open_sessions() -> float:
     return float(sum(1 for slot in pool.sessions().held() if slot.session is not None))
-
-
-def _drifted() -> float:
-    return 1.0 if drift.drifted() else 0.0
 
 
 def gauge(name: str, read: Callable[[], float]) -> None:
@@ -131,7 +135,6 @@ def gauge(name: str, read: Callable[[], float]) -> None:
 
 
 gauge("ors/open_sessions", _open_sessions)
-gauge("ors/drift", _drifted)
 
 
 # Sources of several metrics at once, each drained with every window.
@@ -167,20 +170,6 @@ class Accumulator:
         self._lock = threading.Lock()
         self._window = Window()
 
-    def reset_done(self, seconds: float) -> None:
-        with self._lock:
-            window = self._window
-            window.resets += 1
-            window.reset_seconds += seconds
-
-    def call_done(self, seconds: float, failed: bool = False, by_environment: bool = False) -> None:
-        with self._lock:
-            window = self._window
-            window.calls += 1
-            window.call_seconds += seconds
-            window.failed_calls += int(failed)
-            window.env_failed_calls += int(failed and by_environment)
-
     def rollout_done(self, outcome: Outcome) -> None:
         with self._lock:
             self._window.count(outcome)
@@ -190,10 +179,6 @@ class Accumulator:
             window = self._window
             self._window = Window()
             return window
-
-    def drain_window(self) -> Window:
-        """The window's counts, and a new window."""
-        return self._take()
 
     def drain(self) -> dict[str, float]:
         """The window's metrics as plain floats, with the gauges, and a new window."""
@@ -227,8 +212,9 @@ def push_to_worker() -> bool:
 
 def emit(log_metric: Callable[[str, float], object], batch: Sequence[Outcome]) -> None:
     """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
-    batch's own rollouts, and the calls and resets of the window, which is drained. (A
-    rollout scored outside a trainer, before training, never lands in a step.)"""
-    window = counts().drain_window().only(batch)
+    batch's own rollouts with their own calls and resets. The process window is drained,
+    so a rollout settled outside a trainer (before training) never lands in a step."""
+    counts().drain()
+    window = Window.of(batch)
     for name, value in sorted({**window.values(), **_read_gauges()}.items()):
         log_metric(name, value)

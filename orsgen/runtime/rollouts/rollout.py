@@ -143,7 +143,6 @@ class AdapterRollout:
         started = time.monotonic()
         opened = self.here.open(self.owner, index, task_spec)
         self.episode.reset_seconds = time.monotonic() - started
-        metrics.counts().reset_done(self.episode.reset_seconds)
         if opened is None:
             self.degrade()
             return None
@@ -154,10 +153,12 @@ class AdapterRollout:
         if opened.tools is not None:
             drift.record(self.owner, opened.tools, self.split, index, url)
         try:
-            drift.enforce(self.owner, self.here.strict, self.here.endpoint.label, url)
+            where, task = self.here.endpoint.label, (self.split, index)
+            drifted = drift.enforce(self.owner, self.here.strict, where, url, task)
         except drift.ToolDriftError:
             self._slot.close(wait=False)
             raise
+        self.episode.drifted = drifted
         self.state = RolloutState.OPEN
         if self.settings.rollout_timeout is not None:  # not counting the wait to open
             self._deadline = self._clock() + self.settings.rollout_timeout
@@ -194,7 +195,6 @@ class AdapterRollout:
             seconds = time.monotonic() - start
             finished = self._last_finished
             self.episode.called(wire_name, arguments, self.last_output, reward, finished, seconds)
-            metrics.counts().call_done(seconds)
             return result
 
     def refuse(self, wire_name: str, message: str) -> NoReturn:
@@ -212,7 +212,6 @@ class AdapterRollout:
         with self._lock:
             self._record(f"Error: {failure}", None, None)
             self.episode.failed(wire_name, arguments, failure, seconds)
-        metrics.counts().call_done(seconds, True, failure.environment_failed)
         raise failure
 
     def _send(self, wire_name: str, arguments: dict[str, Any]) -> Content | ToolCallFailure:

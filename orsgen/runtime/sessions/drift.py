@@ -3,10 +3,16 @@ adapter was generated from?
 
 The generated class carries ``TOOLS_SHA256``, a hash of the snapshot's tool surface
 (``{"tools": shared, "task_tools": task-specific}``), and its package ships the
-snapshot beside the code. On the first session a class opens in a process, the
-runtime lists that session's tools (``GET /{env}/task_tools``, one extra request per
-process), rebuilds the same hash from what it can observe and, when it differs,
+snapshot beside the code. On the first session a class opens on a server in a process
+(and the first on each task the snapshot probed), the runtime lists that session's
+tools (``GET /{env}/task_tools``, one extra request each), rebuilds the same hash from what it can observe and, when it differs,
 names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``.
+
+A verdict belongs to the server and task it was measured on
+(:mod:`orsgen.runtime.sessions.drift_scope`): a finding about a shared tool holds for every task
+on that server, one about a task tool for the measured task only, and the snapshot
+records which probed task offered which task tool, so a task tool seen on some probed
+tasks is expected only where it was seen (as ``orsgen check --live`` compares).
 
 The hash functions live in the neutral ``orsgen.canonical``, so the runtime computes
 exactly what the snapshotter stored without importing the generator.
@@ -25,6 +31,14 @@ from typing import Any
 from orsgen.canonical import sha256_of, spec_dict
 from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.runtime.sessions.drift_scope import (
+    Finding,
+    TaskKey,
+    Verdict,
+    expected_task_tools,
+    probed_tasks,
+    was_probed,
+)
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.transport.process import Records, current
 
@@ -98,84 +112,93 @@ def compare(
     index: int | None,
 ) -> list[str]:
     """What changed between the snapshot and a live session's tool list; empty when
-    the hashes agree.
+    they agree (:func:`findings`)."""
+    return [f.text for f in findings(snapshot_env, expected_sha, live_specs, split, index)]
 
-    A session lists the shared tools plus *its own task's* tools, so a snapshot task
-    tool that this task does not offer counts as removed only when the snapshot was
-    probed on this very task.
+
+def findings(
+    snapshot_env: Mapping[str, Any],
+    expected_sha: str,
+    live_specs: Iterable[Any],
+    split: str,
+    index: int | None,
+) -> list[Finding]:
+    """Each difference between the snapshot and a live session on task ``index``, with
+    whether it is about a shared tool (then it holds for every task) or this task's tools.
+
+    A task tool counts as removed only when the snapshot's probe saw it on this very task
+    (:func:`~orsgen.runtime.sessions.drift_scope.expected_task_tools`); task tools the task cannot
+    show are assumed unchanged.
     """
     shared = {t["name"]: t for t in as_array(snapshot_env.get("tools"))}
     task = {t["name"]: t for t in as_array(snapshot_env.get("task_tools"))}
-    probed = _was_probed(snapshot_env, split, index)
     live = {d["name"]: d for d in (spec_dict(s) for s in live_specs)}
-
+    expected = expected_task_tools(snapshot_env, split, index)
+    probed = was_probed(snapshot_env, split, index)
+    named = _named_changes(shared, task, live, expected, probed, split, index)
+    if named:
+        return named
+    # Nothing named: every task tool missing here is one this task need not offer.
     live_shared = [live[n] for n in sorted(live) if n in shared]
     live_task = [live[n] for n in sorted(live) if n not in shared]
-    if not probed:  # unobservable from this task: assume unchanged
-        live_task += [task[n] for n in sorted(task) if n not in live]
+    live_task += [task[n] for n in sorted(task) if n not in live]
     live_task.sort(key=lambda t: t["name"])
     if sha256_of({"tools": live_shared, "task_tools": live_task}) == expected_sha:
         return []
-    return _named_changes(shared, task, live, probed, split, index) or [
-        "the tool list differs from the snapshot (hash mismatch)"
-    ]
-
-
-def _was_probed(snapshot_env: Mapping[str, Any], split: str, index: int | None) -> bool:
-    """Whether the snapshot's task-tool probe opened a session on this very task."""
-    probe = as_object(snapshot_env.get("task_tools_probe"))
-    return (
-        index is not None
-        and bool(probe.get("enabled"))
-        and probe.get("split") == split
-        and index in (probe.get("indices") or [])
-    )
+    return [Finding("the tool list differs from the snapshot (hash mismatch)", False)]
 
 
 def _named_changes(
     shared: Mapping[str, Any],
     task: Mapping[str, Any],
     live: Mapping[str, Any],
+    expected: set[str] | None,
     probed: bool,
     split: str,
     index: int | None,
-) -> list[str]:
+) -> list[Finding]:
     """Each tool added, changed or removed between the snapshot (``shared`` and ``task``
-    tools, by name) and a live session's tools (``live``)."""
-    changes: list[str] = []
+    tools, by name) and a live session's tools (``live``); ``expected``: the task tools
+    this task offered when probed (``None``: unknown)."""
+    changes: list[Finding] = []
     for name in sorted(live):
         known = shared.get(name) or task.get(name)
         if known is None and not probed and index is not None:
             # Possibly a task tool of a task the snapshot never probed, not a server change.
-            changes.append(
+            text = (
                 f"tool {name!r} added (task {index} of split {split!r} was not probed when "
                 f"the snapshot was taken; if it is a task tool of this task, regenerate with "
                 f"--probe-index {index})"
             )
+            changes.append(Finding(text, False))
         elif known is None:
-            changes.append(f"tool {name!r} added")
-        else:
-            how = _differs(known, live[name])
-            if how:
-                changes.append(f"tool {name!r} changed its {how}")
+            changes.append(Finding(f"tool {name!r} added", False))
+        elif how := _differs(known, live[name]):
+            changes.append(Finding(f"tool {name!r} changed its {how}", name in shared))
+        elif name not in shared and expected is not None and name not in expected:
+            text = (
+                f"task tool {name!r} offered on task {index}, where the snapshot's probe saw none"
+            )
+            changes.append(Finding(text, False))
     for name in sorted(shared):
         if name not in live:
-            changes.append(f"tool {name!r} removed")
-    if probed:
-        for name in sorted(task):
-            if name not in live:
-                changes.append(f"task tool {name!r} removed")
+            changes.append(Finding(f"tool {name!r} removed", True))
+    for name in sorted(expected or ()):
+        if name not in live:
+            changes.append(Finding(f"task tool {name!r} removed", False))
     return changes
 
 
 class DriftState:
-    """What this process knows about one generated class's live tools."""
+    """What this process knows about one generated class's live tools on one server."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.checked = False
-        self.changes: list[str] | None = None  # None: not known (yet)
-        self.warned = False
+        self.measured: set[TaskKey] = set()
+        self.probed: frozenset[TaskKey] | None = None  # read from the snapshot when needed
+        self.verdict = Verdict()
+        self.warned: set[str] = set()
 
 
 class Verdicts(Records[tuple[type, str], DriftState]):
@@ -192,47 +215,55 @@ def forget() -> None:
     current().part(Verdicts).clear()
 
 
-def drifted() -> bool:
-    """Whether the live tools of any class differ from its snapshot on any server, in this
-    process."""
-    return any(state.changes for _key, state in current().part(Verdicts).items())
-
-
-def claim_check(cls: type, url: str = "") -> bool:
-    """True exactly once per class, server and process: the caller makes the one extra
-    request. False when the class has no snapshot to compare with."""
+def claim_check(cls: type, url: str = "", task: TaskKey | None = None) -> bool:
+    """True when the caller's session should list its tools: the class's first session on
+    a server in this process, and the first on each task the snapshot probed (whose task
+    tools are known, so each is judged on its own). False when the class has no snapshot
+    to compare with."""
     owner = _owner(cls)
     if owner is None:
         return False
     state = _state(owner, url)
     with state.lock:
-        if state.checked:
+        if not state.checked:
+            state.checked = True
+        elif task is None or task in state.measured:
             return False
-        state.checked = True
+        else:
+            if state.probed is None:
+                state.probed = probed_tasks(snapshot_environment(owner))
+            if task not in state.probed:
+                return False
+        if task is not None:
+            state.measured.add(task)
         return True
 
 
 def record(
     cls: type, live_specs: list[Any] | None, split: str, index: int | None, url: str = ""
 ) -> None:
-    """Compare a live tool list with the class's snapshot and remember the outcome."""
+    """Compare a live tool list (of a session on task ``index``) with the class's snapshot
+    and remember the findings: about shared tools for the server, about task tools for
+    this task."""
     owner = _owner(cls)
     if owner is None or live_specs is None:
         return
     env = snapshot_environment(owner)
     expected = str(vars(owner)["TOOLS_SHA256"])
+    found: list[Finding]
     if env is None:
-        changes = []  # nothing to compare with beyond the hash: say nothing rather than guess
+        found = []  # nothing to compare with beyond the hash: say nothing rather than guess
     elif tools_sha256(env) != expected:
-        changes = [
+        text = (
             "the snapshot.json beside the adapter does not match its TOOLS_SHA256; "
             "regenerate the package"
-        ]
+        )
+        found = [Finding(text, True)]
     else:
-        changes = compare(env, expected, live_specs, split, index)
+        found = findings(env, expected, live_specs, split, index)
     state = _state(owner, url)
     with state.lock:
-        state.changes = changes
+        state.verdict.add((split, index), found)
 
 
 def describe(cls: type, changes: list[str], where: str) -> str:
@@ -244,23 +275,24 @@ def describe(cls: type, changes: list[str], where: str) -> str:
     )
 
 
-def enforce(cls: type, strict: bool, where: str, url: str = "") -> None:
-    """Warn once per class, server and process about a recorded drift; raise with
-    ``strict``."""
+def enforce(cls: type, strict: bool, where: str, url: str, task: TaskKey) -> bool:
+    """Whether the findings on server ``url`` hold for a session on ``task``; warn when
+    one of them was not yet warned about (per class and server), or raise with ``strict``."""
     owner = _owner(cls)
     if owner is None:
-        return
+        return False
     state = _state(owner, url)
     with state.lock:
-        changes = state.changes
+        changes = state.verdict.on(task)
         if not changes:
-            return
-        warn = not state.warned and not strict
+            return False
+        warn = not strict and not state.warned.issuperset(changes)
         if warn:
-            state.warned = True
+            state.warned.update(changes)
     message = describe(owner, changes, where)
     if strict:
         raise ToolDriftError(message)
     if warn:
         # enforce <- AdapterRollout.open <- OrsAdapter.reset <- the caller of reset()
         warnings.warn(message, ToolDriftWarning, stacklevel=4)
+    return True

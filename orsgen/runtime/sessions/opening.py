@@ -144,7 +144,7 @@ class SessionOptions:
         )
         # The class's first session on this server also lists its tools (the drift guard).
         url = self.endpoint.session_url
-        check = drift.claim_check(owner, url)
+        check = drift.claim_check(owner, url, (self.split, index))
         key = task_key(index, task_spec)
         try:
             stream = self.prefetcher(owner)

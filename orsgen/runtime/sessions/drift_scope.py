@@ -1,0 +1,86 @@
+"""Which task a drift finding belongs to.
+
+A session lists the shared tools plus *its own task's* tools. The snapshot records
+which task tools each probed task offered (``task_tools_probe.tools_by_task``), so a
+task tool seen on some probed tasks and not on others is expected only where it was
+seen. A finding about a shared tool holds for every task on that server; a finding
+about a task tool (removed, added, changed, offered where the probe did not see it)
+holds for the task it was measured on, and is reported for that task only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.jsonobject import as_array, as_object
+
+TaskKey = tuple[str, int | None]  # (split, task index); None: a task_spec session
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One difference from the snapshot; ``shared``: about a shared tool (every task)."""
+
+    text: str
+    shared: bool
+
+
+def was_probed(snapshot_env: Mapping[str, Any], split: str, index: int | None) -> bool:
+    """Whether the snapshot's task-tool probe opened a session on this very task."""
+    probe = as_object(snapshot_env.get("task_tools_probe"))
+    return (
+        index is not None
+        and bool(probe.get("enabled"))
+        and probe.get("split") == split
+        and index in (probe.get("indices") or [])
+    )
+
+
+def probed_tasks(snapshot_env: Mapping[str, Any] | None) -> frozenset[TaskKey]:
+    """The tasks the snapshot's task-tool probe opened a session on."""
+    probe = as_object((snapshot_env or {}).get("task_tools_probe"))
+    split = probe.get("split")
+    if not probe.get("enabled") or not isinstance(split, str):
+        return frozenset()
+    return frozenset((split, int(i)) for i in as_array(probe.get("indices")))
+
+
+def expected_task_tools(
+    snapshot_env: Mapping[str, Any], split: str, index: int | None
+) -> set[str] | None:
+    """The snapshot's task tools this task offered when probed; ``None`` when the snapshot
+    cannot say (the task was not probed, or an older snapshot probed several tasks without
+    recording which offered what)."""
+    if not was_probed(snapshot_env, split, index):
+        return None
+    probe = as_object(snapshot_env.get("task_tools_probe"))
+    names = {str(t["name"]) for t in as_array(snapshot_env.get("task_tools"))}
+    by_task = probe.get("tools_by_task")
+    if by_task is not None:
+        return {str(n) for n in as_array(as_object(by_task).get(str(index)))} & names
+    if len(as_array(probe.get("indices"))) == 1:
+        return names  # the one probed task offered every task tool the snapshot holds
+    return None
+
+
+@dataclass
+class Verdict:
+    """What one server's sessions showed: findings about shared tools, and findings about
+    task tools by the task they were measured on."""
+
+    shared: list[str] = field(default_factory=list[str])
+    by_task: dict[TaskKey, list[str]] = field(default_factory=dict[TaskKey, list[str]])
+
+    def add(self, task: TaskKey, findings: list[Finding]) -> None:
+        for finding in findings:
+            if finding.shared:
+                if finding.text not in self.shared:
+                    self.shared.append(finding.text)
+            else:
+                self.by_task.setdefault(task, []).append(finding.text)
+
+    def on(self, task: TaskKey) -> list[str]:
+        """The findings that hold for a session on ``task``."""
+        return [*self.shared, *self.by_task.get(task, [])]
