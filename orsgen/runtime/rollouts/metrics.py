@@ -180,6 +180,10 @@ class Accumulator:
             self._window = Window()
             return window
 
+    def discard(self) -> None:
+        """A new window; the old one's counts are dropped (the sources are not drained)."""
+        self._take()
+
     def drain(self) -> dict[str, float]:
         """The window's metrics as plain floats, with the gauges, and a new window."""
         return {**self._take().values(), **_read_gauges()}
@@ -214,7 +218,7 @@ def emit(log_metric: Callable[[str, float], object], batch: Sequence[Outcome]) -
     """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
     batch's own rollouts with their own calls and resets. The process window is drained,
     so a rollout settled outside a trainer (before training) never lands in a step."""
-    counts().drain()
+    counts().discard()  # not drain(): that would drain the sources before they are read
     window = Window.of(batch)
     for name, value in sorted({**window.values(), **_read_gauges()}.items()):
         log_metric(name, value)
