@@ -166,11 +166,12 @@ def test_a_session_lost_in_a_restart(outage: Outage, caplog: pytest.LogCaptureFi
 
 
 def _rollouts(
-    envs: list[EchoEnv], stop: threading.Event, log: list[tuple[float, float | None]]
+    envs: list[EchoEnv], stop: threading.Event, log: list[tuple[float, float, float | None]]
 ) -> None:
-    """A trainer's rollout loop: reset plus one tool call per adapter, round after round.
-    As in TRL, a tool call's counted failure (``ToolCallFailure``) is caught; anything else,
-    and anything ``reset()`` raises, reaches the caller."""
+    """A trainer's rollout loop: reset plus one tool call per adapter, round after round,
+    each logged as (start, end, reward). As in TRL, a tool call's counted failure
+    (``ToolCallFailure``) is caught; anything else, and anything ``reset()`` raises, reaches
+    the caller."""
     task = 0
     while not stop.is_set():
         for env in envs:
@@ -180,7 +181,7 @@ def _rollouts(
                 env.echo(text=TARGETS[task % len(TARGETS)])
             except ToolCallFailure:
                 pass
-            log.append((start, outcome_reward([env])[0]))
+            log.append((start, time.monotonic(), outcome_reward([env])[0]))
             task += 1
 
 
@@ -208,7 +209,7 @@ def test_30s_outage_at_default_settings(outage: Outage, caplog: pytest.LogCaptur
         time.sleep(30.0)
         outage.restart()
         back_at = time.monotonic()
-        while len([1 for start, _ in log if start > back_at]) < 8 and not errors:
+        while len([1 for start, _, _ in log if start > back_at]) < 8 and not errors:
             if time.monotonic() - back_at > 240:
                 break
             time.sleep(0.2)
@@ -216,9 +217,10 @@ def test_30s_outage_at_default_settings(outage: Outage, caplog: pytest.LogCaptur
         stop.set()
         worker.join(timeout=300)
     assert not errors, errors  # no exception reached the caller
-    during = [r for start, r in log if down_at <= start <= back_at]
-    after = [r for start, r in log if start > back_at]
-    assert all(r in (None, 1.0) for r in during), during
+    # The rollouts the outage hit: under way at some moment while the server was down.
+    during = [r for start, end, r in log if start <= back_at and end >= down_at]
+    after = [r for start, _, r in log if start > back_at]
+    assert during and all(r in (None, 1.0) for r in during), during
     assert len(after) >= 8 and all(r == 1.0 for r in after), after
     recovered = [r.getMessage() for r in caplog.records if "answers again after" in r.getMessage()]
     print("log lines:", *[r.getMessage() for r in caplog.records], sep="\n  ")
