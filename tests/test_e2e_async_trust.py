@@ -1,7 +1,7 @@
 """TRL's AsyncGRPO rollout loop with environment-owned data on trustenv (grader crash on
 task 1, broken calls on task 4), in a spawned child started exactly as
-``AsyncRolloutWorker.start()`` does (see tests/test_e2e_async_rollout_worker.py for the
-harness and why the stand-in generation server is the only stand-in).
+``AsyncRolloutWorker.start()`` does (tests/async_rollout_child.py, the harness, says how and
+why the stand-in generation server is the only stand-in).
 
 - Task choice: the placeholder rows AsyncGRPOTrainer builds for ``train_dataset=None``
   (``async_grpo_trainer.py`` around line 1222) carry no task; the worker awaits each
@@ -17,18 +17,14 @@ harness and why the stand-in generation server is the only stand-in).
 from __future__ import annotations
 
 import functools
-import multiprocessing as mp
-import pickle
-import queue
 import re
-import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import ors_server
+from async_rollout_child import run_rollout_child
 
 pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
@@ -46,16 +42,6 @@ GROUPS_WANTED = 6
 WORD = re.compile(r"Call echo with the word '([^']+)'")
 
 
-def _drain(q: Any, into: list[Any] | None = None) -> None:
-    while True:
-        try:
-            item = q.get_nowait()
-        except (queue.Empty, OSError, ValueError):
-            return
-        if into is not None:
-            into.append(item)
-
-
 @pytest.mark.timeout(300)
 def test_async_rollout_loop_with_environment_owned_data(
     ors_servers: ors_server.Servers, tmp_path: Path
@@ -63,10 +49,8 @@ def test_async_rollout_loop_with_environment_owned_data(
     from datasets import Dataset  # type: ignore[import-untyped]
     from standin_vllm import StandinVLLM
     from trl.experimental.async_grpo.async_grpo_trainer import _reduce_metric
-    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop, _child_main
 
     server = ors_servers.own(TRUST_ENV)
-    process: Any = None
     try:
         probe = TrustAdapter(base_url=server.url)
         episodes = [
@@ -79,84 +63,18 @@ def test_async_rollout_loop_with_environment_owned_data(
         # What AsyncGRPOTrainer builds when train_dataset is None.
         placeholder = Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 2})
         with StandinVLLM(tokenizer) as generator:
-            ctx = mp.get_context("spawn")
-            wanted = GROUPS_WANTED * NUM_GENERATIONS
-            rollout_buffer = ctx.Queue(maxsize=4 * wanted)
-            model_version_value = ctx.Value("i", 0)
-            stop_event = ctx.Event()
-            child_ready_event = ctx.Event()
-            heartbeat_value = ctx.Value("d", 0.0)
-            failed_event = ctx.Event()
-            exception_info_queue = ctx.Queue(maxsize=1)
-            metrics_queue = ctx.Queue(maxsize=4096)
-            loop_kwargs: dict[str, Any] = dict(
-                model_name=generator.model_name,
-                lora_name=None,
+            run = run_rollout_child(
+                generator,
+                tokenizer,
                 dataset=placeholder,
-                reward_funcs=[],
-                processing_class=tokenizer,
-                eos_token_ids=[tokenizer.eos_token_id],
-                tools=None,
                 environment_factory=functools.partial(ScoredTrustAdapter, base_url=server.url),
                 num_generations=NUM_GENERATIONS,
-                max_inflight_tasks=MAX_INFLIGHT,
-                queue_maxsize=4 * wanted,
-                vllm_server_url=generator.url,
-                max_tokens=64,
-                temperature=1.0,
-                request_timeout=60,
-                max_tool_calling_iterations=2,
-                log_completions=False,
-                dataset_start_index=0,
+                max_inflight=MAX_INFLIGHT,
+                samples_wanted=GROUPS_WANTED * NUM_GENERATIONS,
             )
-            pickle.dumps(loop_kwargs)  # AsyncRolloutWorker.start()'s up-front check
-            process = ctx.Process(
-                target=_child_main,
-                args=(
-                    _AsyncRolloutLoop,
-                    loop_kwargs,
-                    rollout_buffer,
-                    model_version_value,
-                    stop_event,
-                    child_ready_event,
-                    heartbeat_value,
-                    failed_event,
-                    exception_info_queue,
-                    metrics_queue,
-                ),
-                name="grpo-rollout-worker-child",
-                daemon=True,
-            )
-            heartbeat_value.value = time.time()
-            samples: list[Any] = []
-            pushed: list[dict[str, Any]] = []
-            process.start()
-            deadline = time.monotonic() + 180
-            while not child_ready_event.wait(timeout=1.0):
-                assert process.is_alive(), f"child exited during init ({process.exitcode})"
-                assert time.monotonic() < deadline
-            while len(samples) < wanted:
-                if failed_event.is_set() or not process.is_alive():
-                    name, message, tb = exception_info_queue.get(timeout=5)
-                    pytest.fail(f"rollout child failed: {name}: {message}\n{tb}")
-                assert time.monotonic() < deadline, f"only {len(samples)} samples in time"
-                try:
-                    samples.append(rollout_buffer.get(timeout=0.2))
-                except queue.Empty:
-                    pass
-                _drain(metrics_queue, pushed)
-            stop_event.set()
-            stop_deadline = time.monotonic() + 30
-            while process.is_alive() and time.monotonic() < stop_deadline:
-                _drain(rollout_buffer)
-                _drain(metrics_queue, pushed)
-                process.join(timeout=0.1)
-            assert process.exitcode == 0
     finally:
-        if process is not None and process.pid is not None and process.is_alive():
-            process.terminate()  # this test's own child, by its PID
-            process.join(timeout=10)
         server.stop()
+    samples, pushed = run.samples, run.metrics
 
     # Every group on one task, and the tasks vary.
     groups: dict[int, list[str]] = defaultdict(list)
