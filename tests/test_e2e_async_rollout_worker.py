@@ -92,6 +92,7 @@ class _SessionWatcher:
         self._thread.join(timeout=10)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_async_rollout_loop_drives_adapter_concurrently(
     ors_servers: ors_server.Servers, tmp_path: Path

@@ -42,6 +42,7 @@ GROUPS_WANTED = 6
 WORD = re.compile(r"Call echo with the word '([^']+)'")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_async_rollout_loop_with_environment_owned_data(
     ors_servers: ors_server.Servers, tmp_path: Path

@@ -46,6 +46,7 @@ def _episodes(url: str, dataset: Any) -> list[Any]:
     return episodes
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path: Path) -> None:
     import torch
@@ -125,6 +126,7 @@ def test_grpo_train_reaches_the_server(ors_servers: ors_server.Servers, tmp_path
     assert server.wait_sessions(0, timeout=30) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_demo_training_path_learns_and_reports(
     ors_servers: ors_server.Servers, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -37,6 +37,7 @@ def test_committed_package_is_current(orsgen_subprocess, package: Path) -> None:
     assert run.stdout == ""
 
 
+@pytest.mark.slow
 def test_mypy_strict_passes_on_generated_and_orsgen() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "generated", "orsgen", "bench/benchenv"],
@@ -48,6 +49,7 @@ def test_mypy_strict_passes_on_generated_and_orsgen() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_basedpyright_strict_passes_on_generated_and_orsgen() -> None:
     """pyright strict, as most editors run it ([tool.basedpyright] sets only the mode)."""
     proc = subprocess.run(

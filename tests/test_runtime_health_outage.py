@@ -71,6 +71,7 @@ def _lines(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
     return [r.getMessage() for r in caplog.records if text in r.getMessage()]
 
 
+@pytest.mark.slow
 def test_reset_rides_out_a_restart(outage: Outage, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     env = EchoEnv(base_url=outage.url, reconnect_for=60, prefetch=False)
@@ -98,6 +99,7 @@ def test_first_reset_against_a_server_that_never_answered_fails_fast() -> None:
     assert time.monotonic() - start < 20  # the acceptance bound, not a tight timing
 
 
+@pytest.mark.slow
 def test_degrades_after_the_window_and_recovers(
     outage: Outage, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -133,6 +135,7 @@ def test_degrades_after_the_window_and_recovers(
     assert outage.server.wait_sessions(0) == 0
 
 
+@pytest.mark.slow
 def test_a_session_lost_in_a_restart(outage: Outage, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     pinged = EchoEnv(base_url=outage.url, keepalive=0.5, prefetch=False)  # the pinger finds out
@@ -185,6 +188,7 @@ def _rollouts(
             task += 1
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_30s_outage_at_default_settings(outage: Outage, caplog: pytest.LogCaptureFixture) -> None:
     """The acceptance run: four adapters at default settings in a rollout loop, the
