@@ -66,7 +66,7 @@ def _interrupted_when(ready: Callable[[str], bool], out: Path) -> tuple[list[str
         # The loop thread is still importing the SDK: it would go on to connect and retry.
         "connecting",
         # The SDK sleeps before its second attempt.
-        "waiting to retry",
+        pytest.param("waiting to retry", marks=pytest.mark.slow),
     ],
 )
 def test_ctrl_c_is_the_last_line_and_exits_130(when: str, tmp_path: Path) -> None:

@@ -90,6 +90,7 @@ def test_a_hand_edited_copy_fails_check_with_a_diff(tmp_path, orsgen_subprocess)
     assert "echo_edited_by_hand" in adapter.read_text() and not (copy / "rewards.py").exists()
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic_across_hash_seeds(tmp_path, orsgen_subprocess) -> None:
     """Snapshot the example twice (fresh, under different PYTHONHASHSEED values) and once
     over a copy of the committed package: all byte-identical where they should be."""
