@@ -54,6 +54,9 @@ pytest.importorskip("aiohttp")
 from async_child import run_rollouts  # noqa: E402
 from generated.echo import EchoEnv, ScoredEchoEnv, load_tasks  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real training: the fast tier leaves it out
+
+
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
 NUM_GENERATIONS = 4

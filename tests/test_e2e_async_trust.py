@@ -35,6 +35,9 @@ import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 from async_child import run_rollouts  # noqa: E402
 from envs.trust_support import TRUST_ENV, ScoredTrustAdapter, TrustAdapter  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real training: the fast tier leaves it out
+
+
 WORDS = ["apple", "banana", "cherry", "damson", "elder", "fig"]
 BROKEN = {"banana", "elder"}
 NUM_GENERATIONS = 2
