@@ -16,6 +16,7 @@ from orsgen.runtime.transport.endpoint import Endpoint, session_secrets
 from orsgen.runtime.transport.process import current
 from orsgen.runtime.transport.sdk import environment
 from orsgen.snapshot.errors import TargetError
+from orsgen.snapshot.probes import merge_probed, prompt_has_image, short
 from orsgen.snapshot.retries import ask
 from orsgen.snapshot.splits import choose_split
 from orsgen.wording import plural
@@ -31,8 +32,6 @@ from orsgen.snapshot.stored import (
 )
 
 Progress = Callable[[str], None]
-# Seconds a probe waits for a prompt (it waits for the environment's setup).
-PROMPT_WAIT = 30.0
 
 
 @dataclass
@@ -116,11 +115,6 @@ async def _choose_env_name(
         f"the ORS server at {endpoint.session_url} hosts several environments: "
         f"{', '.join(names)}; choose one with --env-name"
     )
-
-
-def _short(exc: BaseException) -> str:
-    text = " ".join((str(exc) or type(exc).__name__).split())
-    return text if len(text) <= 300 else text[:297] + "..."
 
 
 @dataclass
@@ -287,7 +281,7 @@ async def _probe_task_tools(
             probe.images = bool(probe.images) or seen_image
         specs = _unique(listed, f"/task_tools of task {index}", probe.diagnostics)
         probe.offered[index] = [s["name"] for s in specs]
-        _merge_probed(specs, index, seen, merged, probe.diagnostics)
+        merge_probed(specs, index, seen, merged, probe.diagnostics)
     if options.toolset:  # a toolset's tools are session tools even where they shadow shared ones
         shared_specs = {t["name"]: t for t in shared}
         merged = {n: t for n, t in merged.items() if shared_specs.get(n) != t}
@@ -328,49 +322,9 @@ async def _probe_session(
     await session.__aenter__()
     try:
         listed = [spec_dict(s) for s in await session.list_tools()]
-        return listed, await _prompt_has_image(session, index, diagnostics)
+        return listed, await prompt_has_image(session, index, diagnostics)
     finally:
         await session.__aexit__(None, None, None)
-
-
-def _merge_probed(
-    specs: list[dict[str, Any]],
-    index: int,
-    seen: dict[str, tuple[dict[str, Any], int]],
-    merged: dict[str, dict[str, Any]],
-    diagnostics: list[Diagnostic],
-) -> None:
-    """Merge task ``index``'s tools into ``merged`` by name: the first schema seen (``seen``:
-    name -> schema and the task it came from, -1 for the shared list) wins, with a warning."""
-    for spec in specs:
-        name = spec["name"]
-        if name not in seen:
-            seen[name] = (spec, index)
-            merged[name] = spec
-        elif seen[name][0] != spec:
-            first = seen[name][1]
-            where = "the shared tool list" if first < 0 else f"task {first}"
-            diagnostics.append(
-                warning(
-                    name, "", f"schema differs between {where} and task {index}; keeping the first"
-                )
-            )
-
-
-async def _prompt_has_image(session: Any, index: int, diagnostics: list[Diagnostic]) -> bool | None:
-    """Whether the task's prompt holds an image block. The prompt waits for the
-    environment's setup, so a slow one is given up on with a warning."""
-    import asyncio
-
-    try:
-        blocks = await asyncio.wait_for(session.get_prompt(), PROMPT_WAIT)
-    except Exception as exc:  # noqa: BLE001 - only an image hint; the tools are what matter
-        diagnostics.append(
-            warning(None, "", f"could not read the prompt of task {index}: {_short(exc)}")
-        )
-        return None
-    listed: list[Any] = list(blocks or [])
-    return any(getattr(b, "type", None) == "image" for b in listed)
 
 
 def fetch(
@@ -399,4 +353,4 @@ def fetch(
     except TimeoutError as exc:
         raise TargetError(f"{endpoint.label}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes one line
-        raise TargetError(f"{endpoint.label}: {_short(exc)}") from None
+        raise TargetError(f"{endpoint.label}: {short(exc)}") from None
