@@ -33,8 +33,8 @@ for _k, _v in {
 }.items():
     os.environ.setdefault(_k, _v)
 
-from serve_model import ModelServer, start_model_server  # noqa: E402
-from train_echo import start_server, stop_server  # noqa: E402
+from serve_model import ModelServer, start_model_server, stop_process  # noqa: E402
+from train_echo import start_server  # noqa: E402
 
 from generated.echo import EchoEnv  # noqa: E402
 from orsgen.eval import compare, evaluate, format_comparison  # noqa: E402
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = evaluate_models(models, url.rstrip("/"), splits, opts.samples, out)
     finally:
         if echo is not None:
-            stop_server(echo)
+            stop_process(echo)
     for split, by_name in runs.items():
         print(f"runs: {', '.join(str(out / split / n) for n in by_name)} (report.md in each)")
         if "after" in by_name and not opts.no_compare:

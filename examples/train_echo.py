@@ -47,7 +47,6 @@ import functools
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -77,6 +76,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
+from serve_model import free_port, stop_process  # noqa: E402
 from tiny_model import Episode, build_tiny_model, cpu_grpo_config  # noqa: E402
 from training_report import (  # noqa: E402
     HEADER,
@@ -93,15 +93,9 @@ from training_report import (  # noqa: E402
 ENV_NAME = "echoenv"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_server(log_path: Path, timeout: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
     """Serve examples/echo_env.py on 127.0.0.1 on a free port; wait until it answers."""
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -120,20 +114,9 @@ def start_server(log_path: Path, timeout: float = 60.0) -> tuple[subprocess.Pope
             return process, url
         except OSError:
             if time.monotonic() > deadline:
-                stop_server(process)
+                stop_process(process)
                 raise RuntimeError(f"the echo server did not start:\n{log_path.read_text()}")
             time.sleep(0.1)
-
-
-def stop_server(process: subprocess.Popen[bytes]) -> None:
-    """Stop the server this script started, by its PID."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def warm_up_episodes(url: str, dataset: Any, right_share: float = 1.0) -> list[Episode]:
@@ -222,6 +205,18 @@ def save_model(trainer: Any, tokenizer_dir: Path, out: Path) -> Path:
     return out
 
 
+def sample_when_served(model_dir: Path) -> None:
+    """Make sampling the model's default, as GRPOTrainer sampled it in training:
+    ``transformers serve`` decodes greedily, whatever temperature a request sends, unless
+    the model's generation config says ``do_sample``; n samples of a task would then be
+    one sample n times. Written after training, which never reads it."""
+    from transformers import GenerationConfig
+
+    config = GenerationConfig.from_pretrained(model_dir)
+    config.do_sample = True
+    config.save_pretrained(model_dir)
+
+
 def _rank() -> tuple[int, int]:
     """This process's rank and the world size (torchrun sets both; 0 and 1 otherwise)."""
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
@@ -293,6 +288,8 @@ def train(
             EchoEnv.close_all()
         if report_dir is not None:
             trained_dir = save_model(trainer, model_dir, report_dir / "model-after")
+            for served in (model_dir, trained_dir):
+                sample_when_served(served)
             print(f"trained model: {trained_dir}", file=terminal, flush=True)
 
     rows = step_rows(trainer.state.log_history)
@@ -403,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
                 (opts.result_dir / f"rank-{rank}.json").write_text(json.dumps(result))
         finally:
             if server is not None:
-                stop_server(server)
+                stop_process(server)
                 print(f"echo server stopped (pid {server.pid})")
     return 0
 

@@ -35,7 +35,7 @@ echo "== orsgen eval: the warmed-up and the trained model, served by transformer
 # (orsgen eval refuses one that holds a run): this demo's own are cleared first.
 rm -rf runs/demo/eval
 "$PY" examples/eval_demo.py --before runs/demo/model-before --after runs/demo/model-after \
-    --split test --split train -n 4 --out runs/demo/eval --no-compare
+    --split test --split train -n 8 --out runs/demo/eval --no-compare
 for split in test train; do
     echo "== orsgen eval --compare runs/demo/eval/$split/before runs/demo/eval/$split/after"
     "$PY" -m orsgen eval --compare "runs/demo/eval/$split/before" "runs/demo/eval/$split/after"
