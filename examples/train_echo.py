@@ -163,14 +163,17 @@ def raw_output_to(log_path: Path | None) -> Iterator[TextIO]:
     # transformers' handler holds the stderr it saw at import: point it at the log too.
     handlers = [h for h in hf_logging.get_logger().handlers if isinstance(h, logging.StreamHandler)]
     with log_path.open("a", encoding="utf-8") as log:
-        streams = [h.setStream(log) for h in handlers]
+        # Swapped, not setStream(): that flushes the old stream, which may be closed by now
+        # (the stderr capture of an earlier pytest test, in one process), and raises.
+        streams = [h.stream for h in handlers]
+        for handler in handlers:
+            handler.stream = log
         try:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 yield terminal
         finally:
             for handler, stream in zip(handlers, streams):
-                if stream is not None:
-                    handler.setStream(stream)
+                handler.stream = stream
 
 
 def step_lines(terminal: TextIO, total: int) -> Any:

@@ -223,8 +223,8 @@ def test_demo_training_path_learns_and_reports(
     assert [(t.split, t.task_index) for t in tasks] == [("train", i) for i in range(4)], tasks
     assert sum(t.rollouts for t in tasks) == 4 * 8, tasks
     assert all(t.last_step is not None and 1 <= t.last_step <= 4 for t in tasks), tasks
-    assert training_report.format_task_table(tasks, {0: "apple"}) in printed
-    assert "0 apple" in printed
+    names = dict(enumerate(["apple", "banana", "cherry", "damson"]))
+    assert training_report.format_task_table(tasks, names) in printed
     png = (out / "tasks.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n"), png[:8]
     # The warmed-up and the trained model, as directories a server loads.
