@@ -177,7 +177,8 @@ def bench_dataset(server: ors_server.RunningServer, n: int) -> list[Row]:
     # The same Dataset the adapter returns, built from the raw response: what a user
     # writing raw HTTP would have to do to fill GRPOTrainer(train_dataset=...).
     built, t, r = _median_run(
-        server, lambda: Dataset.from_dict(task_rows(list(range(n)), raw.task_range(n), True))
+        server,
+        lambda: Dataset.from_dict(task_rows(list(range(n)), raw.task_range(n), True, "train")),
     )
     assert len(built) == n
     rows.append({"impl": "raw HTTP + Dataset.from_dict", "seconds": t, "requests": r})

@@ -360,6 +360,28 @@ def build_tiny_model(
     return out
 
 
+def build_untrained_model(
+    out_dir: str | Path,
+    tools: Sequence[Callable[..., Any]],
+    episodes: Sequence[Episode],
+    tool_name: str,
+    seed: int = 0,
+) -> Path:
+    """:func:`build_tiny_model` without the warm-up: the same tokenizer, random weights. It
+    answers in plain text (random tokens, hardly ever a well-formed tool call), which is
+    what an environment graded through a terminal tool needs when the reward is the
+    environment's own draw."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tok = build_tokenizer(_render_corpus(tools, episodes, tool_name))
+    model = build_model(len(tok), tok.pad_token_id, tok.eos_token_id, seed=seed)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
 def cpu_grpo_config(output_dir: Path, max_steps: int, **overrides: Any) -> Any:
     """The GRPOConfig that makes sense for a tiny model on a CPU: bf16 and activation
     checkpointing default to on and make no sense there; two rollouts per group.

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     child = subprocess.run(
         [
@@ -56,6 +59,7 @@ def test_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     assert "| target | goal | measured | met |" in md
 
 
+@pytest.mark.slow
 def test_capacity_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     """bench/capacity.py: 8 rollouts against a 2-session limit with random refusals."""
     child = subprocess.run(

@@ -66,7 +66,7 @@ def _interrupted_when(ready: Callable[[str], bool], out: Path) -> tuple[list[str
         # The loop thread is still importing the SDK: it would go on to connect and retry.
         "connecting",
         # The SDK sleeps before its second attempt.
-        "waiting to retry",
+        pytest.param("waiting to retry", marks=pytest.mark.slow),
     ],
 )
 def test_ctrl_c_is_the_last_line_and_exits_130(when: str, tmp_path: Path) -> None:
@@ -77,3 +77,18 @@ def test_ctrl_c_is_the_last_line_and_exits_130(when: str, tmp_path: Path) -> Non
     assert after == "orsgen: interrupted\n", (before, after)
     assert code == 130
     assert not out.exists()
+
+
+def test_the_in_process_cli_still_reaches_its_server_after_a_fork(
+    orsgen_cli, echo_server, tmp_path: Path
+) -> None:
+    """The order that once hung the suite (test_cli_file_target.py, this file,
+    test_cli_names.py): an in-process run leaves a keep-alive connection in the runtime's
+    pool, the Ctrl-C test forks this process to start orsgen (``preexec_fn``), and the next
+    in-process run asks its server over that connection. The child must not have torn down
+    the runtime it inherited (tests/test_runtime_process.py says why)."""
+    first = orsgen_cli([echo_server.url, "-o", str(tmp_path / "first"), "-q"])
+    assert first.code == 0, first.stderr
+    _interrupted_when(lambda line: "connecting to " in line, tmp_path / "interrupted")
+    run = orsgen_cli([echo_server.url, "-o", str(tmp_path / "second"), "-q", "--timeout", "20"])
+    assert run.code == 0, run.stderr

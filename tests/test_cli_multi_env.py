@@ -40,6 +40,7 @@ def test_without_env_name_the_error_lists_both(two_server, orsgen_subprocess, tm
     assert not (tmp_path / "pkg").exists()
 
 
+@pytest.mark.slow
 def test_an_unknown_env_name_is_a_usage_error(two_server, orsgen_subprocess, tmp_path) -> None:
     run = orsgen_subprocess([two_server.url, "-o", str(tmp_path / "pkg"), "--env-name", "third"])
     assert run.code == 2

@@ -37,6 +37,7 @@ def test_secrets_are_used_but_never_written(echo_server, orsgen_subprocess, tmp_
     assert_nowhere(run, out)
 
 
+@pytest.mark.slow
 def test_secrets_stay_out_of_error_output(orsgen_subprocess, tmp_path) -> None:
     port = ors_server.free_port()
     out = tmp_path / "never"

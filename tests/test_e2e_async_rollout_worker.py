@@ -34,9 +34,6 @@ which returns the same last-non-null reward ``outcome_reward`` computes.
 from __future__ import annotations
 
 import functools
-import multiprocessing as mp
-import pickle
-import queue
 import sys
 import threading
 import time
@@ -54,7 +51,11 @@ import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
 pytest.importorskip("aiohttp")
 
+from async_child import run_rollouts  # noqa: E402
 from generated.echo import EchoEnv, ScoredEchoEnv, load_tasks  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real training: the fast tier leaves it out
+
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
@@ -95,27 +96,13 @@ class _SessionWatcher:
         self._thread.join(timeout=10)
 
 
-def _drain(q: Any, into: list[Any] | None = None) -> None:
-    while True:
-        try:
-            item = q.get_nowait()
-        except (queue.Empty, OSError, ValueError):
-            return
-        if into is not None:
-            into.append(item)
-
-
 @pytest.mark.timeout(300)
 def test_async_rollout_loop_drives_adapter_concurrently(
     ors_servers: ors_server.Servers, tmp_path: Path
 ) -> None:
-    from standin_vllm import StandinVLLM
-    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop, _child_main
-
     started = time.monotonic()
     tiny = tiny_model
     server = ors_servers.own(ECHO_ENV)  # its own: the request counts are this test's alone
-    process: Any = None
     try:
         dataset = load_tasks(base_url=server.url)
         targets = {int(row["task_index"]): str(row["target"]) for row in dataset}
@@ -127,96 +114,17 @@ def test_async_rollout_loop_drives_adapter_concurrently(
             tiny._render_corpus([probe.echo, probe.hint], episodes, "echo")
         )
 
-        with StandinVLLM(tokenizer) as generator:
-            # What AsyncRolloutWorker.__init__ builds, from an mp 'spawn' context.
-            ctx = mp.get_context("spawn")
-            queue_maxsize = 4 * SAMPLES_WANTED
-            rollout_buffer = ctx.Queue(maxsize=queue_maxsize)
-            model_version_value = ctx.Value("i", 0)
-            stop_event = ctx.Event()
-            child_ready_event = ctx.Event()
-            heartbeat_value = ctx.Value("d", 0.0)
-            failed_event = ctx.Event()
-            exception_info_queue = ctx.Queue(maxsize=1)
-            metrics_queue = ctx.Queue(maxsize=4096)
-            # The kwargs AsyncGRPOTrainer forwards (async_grpo_trainer.py), with the
-            # two AsyncRolloutWorker.__init__ adds (queue_maxsize, dataset_start_index).
-            loop_kwargs: dict[str, Any] = dict(
-                model_name=generator.model_name,
-                lora_name=None,
-                dataset=dataset,
-                reward_funcs=[],  # the environment owns the reward: see the module docstring
-                processing_class=tokenizer,
-                eos_token_ids=[tokenizer.eos_token_id],
-                tools=None,
-                environment_factory=functools.partial(ScoredEchoEnv, base_url=server.url),
-                num_generations=NUM_GENERATIONS,
-                max_inflight_tasks=MAX_INFLIGHT,
-                queue_maxsize=queue_maxsize,
-                vllm_server_url=generator.url,
-                max_tokens=64,
-                temperature=1.0,
-                request_timeout=60,
-                max_tool_calling_iterations=2,
-                log_completions=False,
-                dataset_start_index=0,
-            )
-            pickle.dumps(loop_kwargs)  # AsyncRolloutWorker.start()'s up-front check
-            process = ctx.Process(
-                target=_child_main,
-                args=(
-                    _AsyncRolloutLoop,
-                    loop_kwargs,
-                    rollout_buffer,
-                    model_version_value,
-                    stop_event,
-                    child_ready_event,
-                    heartbeat_value,
-                    failed_event,
-                    exception_info_queue,
-                    metrics_queue,
-                ),
-                name="grpo-rollout-worker-child",
-                daemon=True,
-            )
-            heartbeat_value.value = time.time()
-
-            def child_failure() -> str:
-                try:
-                    name, message, tb = exception_info_queue.get(timeout=5)
-                    return f"rollout child failed: {name}: {message}\n{tb}"
-                except queue.Empty:
-                    return f"rollout child failed (exitcode={process.exitcode}), no exception info"
-
-            samples: list[Any] = []
-            metrics: list[dict[str, Any]] = []
-            with _SessionWatcher(server) as watcher:
-                process.start()
-                deadline = time.monotonic() + 180
-                while not child_ready_event.wait(timeout=1.0):
-                    assert process.is_alive(), f"child exited during init ({process.exitcode})"
-                    assert time.monotonic() < deadline, "child did not signal ready"
-                while len(samples) < SAMPLES_WANTED:
-                    if failed_event.is_set() or not process.is_alive():
-                        pytest.fail(child_failure())
-                    assert time.monotonic() < deadline, f"only {len(samples)} samples in time"
-                    try:
-                        samples.append(rollout_buffer.get(timeout=0.2))
-                    except queue.Empty:
-                        pass
-                    _drain(metrics_queue, metrics)
-
-                # Stop as AsyncRolloutWorker.stop() does: the stop event, then join;
-                # keep draining so the child's queue feeder threads can flush and exit.
-                stop_event.set()
-                stop_deadline = time.monotonic() + 30
-                while process.is_alive() and time.monotonic() < stop_deadline:
-                    _drain(rollout_buffer)
-                    _drain(metrics_queue, metrics)
-                    process.join(timeout=0.1)
-                exit_code = process.exitcode
-                assert exit_code == 0, child_failure() if failed_event.is_set() else exit_code
-                assert not failed_event.is_set(), child_failure()
+        watcher = _SessionWatcher(server)
+        run = run_rollouts(
+            functools.partial(ScoredEchoEnv, base_url=server.url),
+            tokenizer,
+            NUM_GENERATIONS,
+            MAX_INFLIGHT,
+            SAMPLES_WANTED,
+            dataset=dataset,
+            around_start=lambda: watcher,
+        )
+        samples, metrics = run.samples, run.metrics
 
         counts = server.requests()
         # The loop's pooled adapters opened sessions, and the tool calls reached the server.
@@ -225,7 +133,7 @@ def test_async_rollout_loop_drives_adapter_concurrently(
         # More than one session was open at once: the loop drives adapters concurrently.
         assert watcher.polls > 0
         assert watcher.max_open > 1, f"max open sessions {watcher.max_open}"
-        assert generator.counts["POST /v1/completions"] >= 2 * SAMPLES_WANTED
+        assert run.generator_counts["POST /v1/completions"] >= 2 * SAMPLES_WANTED
 
         # Every rollout: prompt from reset(), the right echo call, the env's answer, Done.
         for sample in samples:
@@ -256,10 +164,4 @@ def test_async_rollout_loop_drives_adapter_concurrently(
             f"{time.monotonic() - started:.1f}s wall"
         )
     finally:
-        if process is not None and process.pid is not None and process.is_alive():
-            process.terminate()  # this test's own child, by its PID
-            process.join(timeout=10)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=10)
         server.stop()

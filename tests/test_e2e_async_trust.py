@@ -17,11 +17,7 @@ harness and why the stand-in generation server is the only stand-in).
 from __future__ import annotations
 
 import functools
-import multiprocessing as mp
-import pickle
-import queue
 import re
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -36,7 +32,11 @@ pytest.importorskip("aiohttp")
 
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
+from async_child import run_rollouts  # noqa: E402
 from envs.trust_support import TRUST_ENV, ScoredTrustAdapter, TrustAdapter  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real training: the fast tier leaves it out
+
 
 WORDS = ["apple", "banana", "cherry", "damson", "elder", "fig"]
 BROKEN = {"banana", "elder"}
@@ -46,27 +46,13 @@ GROUPS_WANTED = 6
 WORD = re.compile(r"Call echo with the word '([^']+)'")
 
 
-def _drain(q: Any, into: list[Any] | None = None) -> None:
-    while True:
-        try:
-            item = q.get_nowait()
-        except (queue.Empty, OSError, ValueError):
-            return
-        if into is not None:
-            into.append(item)
-
-
 @pytest.mark.timeout(300)
 def test_async_rollout_loop_with_environment_owned_data(
     ors_servers: ors_server.Servers, tmp_path: Path
 ) -> None:
-    from datasets import Dataset  # type: ignore[import-untyped]
-    from standin_vllm import StandinVLLM
     from trl.experimental.async_grpo.async_grpo_trainer import _reduce_metric
-    from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop, _child_main
 
     server = ors_servers.own(TRUST_ENV)
-    process: Any = None
     try:
         probe = TrustAdapter(base_url=server.url)
         episodes = [
@@ -76,87 +62,16 @@ def test_async_rollout_loop_with_environment_owned_data(
         tokenizer = tiny_model.build_tokenizer(
             tiny_model._render_corpus([probe.echo, probe.hint], episodes, "echo")
         )
-        # What AsyncGRPOTrainer builds when train_dataset is None.
-        placeholder = Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 2})
-        with StandinVLLM(tokenizer) as generator:
-            ctx = mp.get_context("spawn")
-            wanted = GROUPS_WANTED * NUM_GENERATIONS
-            rollout_buffer = ctx.Queue(maxsize=4 * wanted)
-            model_version_value = ctx.Value("i", 0)
-            stop_event = ctx.Event()
-            child_ready_event = ctx.Event()
-            heartbeat_value = ctx.Value("d", 0.0)
-            failed_event = ctx.Event()
-            exception_info_queue = ctx.Queue(maxsize=1)
-            metrics_queue = ctx.Queue(maxsize=4096)
-            loop_kwargs: dict[str, Any] = dict(
-                model_name=generator.model_name,
-                lora_name=None,
-                dataset=placeholder,
-                reward_funcs=[],
-                processing_class=tokenizer,
-                eos_token_ids=[tokenizer.eos_token_id],
-                tools=None,
-                environment_factory=functools.partial(ScoredTrustAdapter, base_url=server.url),
-                num_generations=NUM_GENERATIONS,
-                max_inflight_tasks=MAX_INFLIGHT,
-                queue_maxsize=4 * wanted,
-                vllm_server_url=generator.url,
-                max_tokens=64,
-                temperature=1.0,
-                request_timeout=60,
-                max_tool_calling_iterations=2,
-                log_completions=False,
-                dataset_start_index=0,
-            )
-            pickle.dumps(loop_kwargs)  # AsyncRolloutWorker.start()'s up-front check
-            process = ctx.Process(
-                target=_child_main,
-                args=(
-                    _AsyncRolloutLoop,
-                    loop_kwargs,
-                    rollout_buffer,
-                    model_version_value,
-                    stop_event,
-                    child_ready_event,
-                    heartbeat_value,
-                    failed_event,
-                    exception_info_queue,
-                    metrics_queue,
-                ),
-                name="grpo-rollout-worker-child",
-                daemon=True,
-            )
-            heartbeat_value.value = time.time()
-            samples: list[Any] = []
-            pushed: list[dict[str, Any]] = []
-            process.start()
-            deadline = time.monotonic() + 180
-            while not child_ready_event.wait(timeout=1.0):
-                assert process.is_alive(), f"child exited during init ({process.exitcode})"
-                assert time.monotonic() < deadline
-            while len(samples) < wanted:
-                if failed_event.is_set() or not process.is_alive():
-                    name, message, tb = exception_info_queue.get(timeout=5)
-                    pytest.fail(f"rollout child failed: {name}: {message}\n{tb}")
-                assert time.monotonic() < deadline, f"only {len(samples)} samples in time"
-                try:
-                    samples.append(rollout_buffer.get(timeout=0.2))
-                except queue.Empty:
-                    pass
-                _drain(metrics_queue, pushed)
-            stop_event.set()
-            stop_deadline = time.monotonic() + 30
-            while process.is_alive() and time.monotonic() < stop_deadline:
-                _drain(rollout_buffer)
-                _drain(metrics_queue, pushed)
-                process.join(timeout=0.1)
-            assert process.exitcode == 0
+        run = run_rollouts(
+            functools.partial(ScoredTrustAdapter, base_url=server.url),
+            tokenizer,
+            NUM_GENERATIONS,
+            MAX_INFLIGHT,
+            GROUPS_WANTED * NUM_GENERATIONS,
+        )
     finally:
-        if process is not None and process.pid is not None and process.is_alive():
-            process.terminate()  # this test's own child, by its PID
-            process.join(timeout=10)
         server.stop()
+    samples, pushed = run.samples, run.metrics
 
     # Every group on one task, and the tasks vary.
     groups: dict[int, list[str]] = defaultdict(list)

@@ -20,6 +20,9 @@ import pytest
 
 import ors_server
 
+pytestmark = pytest.mark.slow  # real training: the fast tier leaves it out
+
+
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
 

@@ -76,6 +76,7 @@ def outage(ors_servers: ors_server.Servers) -> Iterator[ors_server.RunningServer
             running.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_grpo_train_survives_an_outage(outage: ors_server.RunningServer, tmp_path: Path) -> None:
     import torch

@@ -112,6 +112,7 @@ def run(
     return {"steps": steps, "logged": logged, "trajectories": trajectories, "server": server}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_environment_owned_data_keeps_groups_on_one_task(run: dict[str, Any]) -> None:
     groups = [s["words"] for s in run["steps"]]
@@ -120,6 +121,7 @@ def test_environment_owned_data_keeps_groups_on_one_task(run: dict[str, Any]) ->
     assert len({g[0] for g in groups}) >= 5, groups
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_breaking_calls_show_in_trls_failures_and_in_coverage(run: dict[str, Any]) -> None:
     steps, logged = run["steps"], run["logged"]
@@ -144,6 +146,7 @@ def test_breaking_calls_show_in_trls_failures_and_in_coverage(run: dict[str, Any
     assert broken_steps >= 1, [s["words"] for s in steps]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_trajectory_file_has_every_rollout(run: dict[str, Any]) -> None:
     text = run["trajectories"].read_text()

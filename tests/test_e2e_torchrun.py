@@ -27,6 +27,7 @@ pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_torchrun_two_ranks_train_against_one_server(
     ors_servers: ors_server.Servers, tmp_path: Path

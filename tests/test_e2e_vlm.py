@@ -50,6 +50,7 @@ def _corpus(env: Any) -> list[str]:
     return list(rendered) * 4
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_vlm_grpo_sees_the_environment_image_and_gets_rewards(served, tmp_path: Path) -> None:
     import torch

@@ -19,7 +19,12 @@ pytestmark = pytest.mark.timeout(240)
 
 GOLDEN = ROOT / "generated" / "echo"
 # echo: the smallest package; rich: renames, enums, nested models, task and terminal tools.
-GOLDENS = [GOLDEN, ROOT / "generated" / "rich", ROOT / "bench" / "benchenv"]
+GOLDENS = [
+    GOLDEN,
+    ROOT / "generated" / "rich",
+    ROOT / "bench" / "benchenv",
+    ROOT / "bench" / "coinenv",
+]
 
 
 def files_of(directory: Path) -> dict[str, bytes]:
@@ -37,9 +42,19 @@ def test_committed_package_is_current(orsgen_subprocess, package: Path) -> None:
     assert run.stdout == ""
 
 
+@pytest.mark.slow
 def test_mypy_strict_passes_on_generated_and_orsgen() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "generated", "orsgen", "bench/benchenv"],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "generated",
+            "orsgen",
+            "bench/benchenv",
+            "bench/coinenv",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -48,11 +63,12 @@ def test_mypy_strict_passes_on_generated_and_orsgen() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_basedpyright_strict_passes_on_generated_and_orsgen() -> None:
     """pyright strict, as most editors run it ([tool.basedpyright] sets only the mode)."""
     proc = subprocess.run(
         [sys.executable, "-m", "basedpyright", "--pythonpath", sys.executable]
-        + ["generated", "orsgen", "bench/benchenv"],
+        + ["generated", "orsgen", "bench/benchenv", "bench/coinenv"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -88,6 +104,7 @@ def test_a_hand_edited_copy_fails_check_with_a_diff(tmp_path, orsgen_subprocess)
     assert "echo_edited_by_hand" in adapter.read_text() and not (copy / "rewards.py").exists()
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic_across_hash_seeds(tmp_path, orsgen_subprocess) -> None:
     """Snapshot the example twice (fresh, under different PYTHONHASHSEED values) and once
     over a copy of the committed package: all byte-identical where they should be."""

@@ -7,10 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 MISUSE = ROOT / "tests" / "typecheck" / "misuse.py"
 
 
+@pytest.mark.slow
 def test_misuse_fails_mypy_on_every_marked_line() -> None:
     proc = subprocess.run(
         [

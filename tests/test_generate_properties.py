@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -120,6 +121,7 @@ def _documented_refusals() -> list[str]:
     return re.findall(r"^- `([^`]+)`", section, flags=re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_random_schemas_generate_import_and_round_trip(tmp_path_factory: Any) -> None:
     """Most random environments generate; a refusal is allowed only for a documented shape."""
     refusals = _documented_refusals()

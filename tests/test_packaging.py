@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_wheel_ships_templates_and_console_script(tmp_path: Path) -> None:
     subprocess.run(

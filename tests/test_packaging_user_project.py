@@ -155,6 +155,7 @@ def user_project(
     return Project(project, env, python, site / "orsgen", user_files)
 
 
+@pytest.mark.slow
 def test_mypy_strict_passes_in_a_fresh_project(user_project: Project) -> None:
     p = user_project
     proc = subprocess.run(
@@ -172,6 +173,7 @@ def test_mypy_strict_passes_in_a_fresh_project(user_project: Project) -> None:
     assert f"{ROOT}/orsgen" not in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["generated", "orsgen"])
 def test_basedpyright_strict_passes_in_a_fresh_project(user_project: Project, target: str) -> None:
     p = user_project

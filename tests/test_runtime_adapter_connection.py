@@ -48,6 +48,7 @@ def test_reset_against_a_dead_server_raises_session_open_error() -> None:
     assert env.rewards == [None]
 
 
+@pytest.mark.slow
 def test_a_call_after_the_server_died_is_an_error_text(ors_servers: ors_server.Servers) -> None:
     server = ors_servers.own(ECHO_ENV)  # the test stops it
     try:

@@ -127,6 +127,7 @@ def test_sse_stream_cut_every_time_is_bounded(server, proxy) -> None:
     assert server.wait_sessions(0) == 0
 
 
+@pytest.mark.slow
 def test_server_killed_mid_rollout_then_restarted(ors_servers: ors_server.Servers) -> None:
     srv = ors_servers.own(FAULT_ENV)  # the test kills it
     port = int(srv.url.rsplit(":", 1)[1])
@@ -164,6 +165,7 @@ def test_server_killed_mid_rollout_then_restarted(ors_servers: ors_server.Server
         srv.stop()
 
 
+@pytest.mark.slow
 def test_server_restart_between_rollouts(ors_servers: ors_server.Servers) -> None:
     srv = ors_servers.own(FAULT_ENV)  # the test restarts it
     port = int(srv.url.rsplit(":", 1)[1])

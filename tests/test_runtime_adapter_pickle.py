@@ -69,6 +69,7 @@ def test_factories_pickle_by_reference(echo_server) -> None:
     assert part.func is EchoEnv and part.keywords == {"base_url": echo_server.url}
 
 
+@pytest.mark.slow
 def test_spawned_process_runs_the_class_and_a_partial(echo_server) -> None:
     echo_server.reset_counts()
     before = echo_server.open_sessions()  # the shared server may hold other tests' sessions

@@ -44,6 +44,7 @@ def test_class_and_partial_pickle() -> None:
     )
 
 
+@pytest.mark.slow
 def test_spawned_processes_run_rollouts(echo_server) -> None:
     base = echo_server.open_sessions()
     factory = partial_echo(echo_server.url, group_size=2)

@@ -56,6 +56,7 @@ def _in_threads(work: Callable[[int], list[float | None]], n: int) -> tuple[list
     return results, raised
 
 
+@pytest.mark.slow
 def test_the_proxy_refuses_at_its_limit_and_counts_created_deleted_and_reaped(
     ors_servers: ors_server.Servers, capacity_proxy: Callable[..., Any]
 ) -> None:
@@ -79,6 +80,7 @@ def test_the_proxy_refuses_at_its_limit_and_counts_created_deleted_and_reaped(
     assert (stats["open"], stats["reaped"], stats["max_open"]) == (0, 1, 1)
 
 
+@pytest.mark.slow
 def test_half_of_creations_refused_at_random_every_rollout_scores(
     echo_server: ors_server.RunningServer, capacity_proxy: Callable[..., Any]
 ) -> None:
@@ -103,6 +105,7 @@ def test_half_of_creations_refused_at_random_every_rollout_scores(
     assert proxy.wait_open(0) == 0
 
 
+@pytest.mark.slow
 def test_a_third_reset_waits_while_two_are_held_and_opens_when_one_closes(
     echo_server: ors_server.RunningServer, capacity_proxy: Callable[..., Any]
 ) -> None:
@@ -141,6 +144,7 @@ def test_a_third_reset_waits_while_two_are_held_and_opens_when_one_closes(
     assert proxy.wait_open(0) == 0
 
 
+@pytest.mark.slow
 def test_max_sessions_keeps_the_process_under_the_cap(
     echo_server: ors_server.RunningServer, capacity_proxy: Callable[..., Any]
 ) -> None:
@@ -170,6 +174,7 @@ def test_max_sessions_keeps_the_process_under_the_cap(
     assert proxy.wait_open(0) == 0
 
 
+@pytest.mark.slow
 def test_a_cap_lower_than_one_sync_step_says_so_at_once_with_the_number_needed(
     echo_server: ors_server.RunningServer, capacity_proxy: Callable[..., Any]
 ) -> None:
@@ -196,6 +201,7 @@ def test_max_sessions_must_be_positive() -> None:
         EchoEnv(base_url="http://127.0.0.1:9", max_sessions=0)
 
 
+@pytest.mark.slow
 def test_a_refused_stretch_logs_once_when_it_starts_and_once_when_it_ends(
     echo_server: ors_server.RunningServer,
     capacity_proxy: Callable[..., Any],
@@ -225,6 +231,7 @@ def test_a_refused_stretch_logs_once_when_it_starts_and_once_when_it_ends(
         EchoEnv.close_all()
 
 
+@pytest.mark.slow
 def test_refusals_past_the_window_degrade_and_strict_raises(
     echo_server: ors_server.RunningServer, capacity_proxy: Callable[..., Any]
 ) -> None:

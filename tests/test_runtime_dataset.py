@@ -117,6 +117,7 @@ def test_an_index_past_the_split_names_itself(rules_pkg, rules_server, indices, 
     assert f"({len(TASKS)} tasks)" in str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "dropped, expected_path",
     [

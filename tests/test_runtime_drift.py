@@ -49,8 +49,14 @@ def test_unchanged_environment_is_silent_and_costs_one_request(echo_server) -> N
 
 
 def test_unprobed_task_without_its_task_tool_is_not_drift(echo_server) -> None:
+    echo_server.reset_counts()
     env = EchoEnv(base_url=echo_server.url, prefetch=False, strict=True)
-    env.reset(task_index=1)  # banana has no hint tool; the snapshot probed task 0 only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ToolDriftWarning)
+        env.reset(task_index=1)  # banana has no hint tool; the snapshot probed task 0 only
+    assert echo_server.requests().get("GET /echoenv/task_tools") == 1  # the tools were compared
+    assert not drift.drifted()
+    assert env.echo(text="banana") == "echo: banana"  # strict=True let the episode run
     env.close()
 
 

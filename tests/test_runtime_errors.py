@@ -127,6 +127,7 @@ def _answer(text: str) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": text}]
 
 
+@pytest.mark.slow
 def test_reward_functions_when_the_server_vanished(ors_servers: ors_server.Servers) -> None:
     quiz, judge = ors_servers.own(QUIZ_ENV), ors_servers.own(JUDGE_ENV)  # the test stops both
     # No reconnect window: the rollout degrades at once instead of waiting for the server.
@@ -150,6 +151,7 @@ def test_reward_functions_when_the_server_vanished(ors_servers: ors_server.Serve
         env.close()
 
 
+@pytest.mark.slow
 def test_close_all_with_a_dead_server(ors_servers: ors_server.Servers) -> None:
     server = ors_servers.own(ECHO_ENV)  # the test stops it
     envs = [EchoEnv(base_url=server.url, group_size=2) for _ in range(2)]

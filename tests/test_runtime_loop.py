@@ -84,3 +84,13 @@ def test_refused_on_the_loop_thread() -> None:
 def test_what_the_loop_cannot_start_is_raised_to_the_caller() -> None:
     with pytest.raises(TypeError):
         current().run(42, timeout=5)  # type: ignore[arg-type]  # lost, it would time out instead
+
+
+@pytest.mark.parametrize("timeout", [-1, float("inf"), float("nan")])
+def test_every_wait_has_a_finite_timeout(timeout: float) -> None:
+    """No wait for the loop is unbounded (``timeout`` is a float, never ``None``; and -1
+    would mean forever to the lock underneath)."""
+    coro = _value(1)
+    with pytest.raises(ValueError, match="finite timeout"):
+        current().run(coro, timeout=timeout)
+    assert coro.cr_frame is None  # closed, never left pending

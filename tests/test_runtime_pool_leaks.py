@@ -123,6 +123,7 @@ def test_interpreter_exit_closes_everything(server) -> None:
     assert server.wait_sessions(0) == 0
 
 
+@pytest.mark.slow
 def test_exit_while_sessions_are_still_opening(fault_server) -> None:
     base = fault_server.open_sessions()
     fault_server.reset_counts()

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+from collections.abc import Callable
 
 import pytest
 
-from orsgen.runtime.transport import process
+import ors_server
+from orsgen.runtime.transport import http, process
 from orsgen.runtime.transport.process import Process, current
 
 
@@ -46,6 +50,35 @@ def test_a_forked_child_gets_its_own_runtime() -> None:
         assert answer.read() == "1"
     os.waitpid(pid, 0)
     assert current() is parent and parent.run(_value(1), timeout=5) == 2
+
+
+async def _environments(url: str) -> list[str]:
+    async with http.client(url).get("/list_environments") as response:
+        return list(await response.json())
+
+
+def _fork_and_exit() -> None:  # multiprocessing's "fork" start method, a DataLoader worker
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _run_with_preexec_fn() -> None:  # a fork, then exec (as tests/test_cli_interrupt.py runs)
+    subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: None, timeout=60)
+
+
+@pytest.mark.parametrize("fork", [_fork_and_exit, _run_with_preexec_fn])
+def test_a_forked_child_leaves_the_parents_connections_alone(
+    echo_server: ors_server.RunningServer, fork: Callable[[], None]
+) -> None:
+    """The kernel shares the loop's epoll instance between parent and child. A child that
+    tore down the runtime it inherited would close the HTTP client's pooled connections and
+    so unregister their sockets from the parent's epoll: the parent's next request on one
+    would wait for an answer its loop never hears (the suite's order-dependent hang)."""
+    assert current().run(_environments(echo_server.url), timeout=10) == ["echoenv"]
+    fork()
+    assert current().run(_environments(echo_server.url), timeout=10) == ["echoenv"]
 
 
 def test_shutdown_stops_the_loop_and_the_runtime_starts_again() -> None:

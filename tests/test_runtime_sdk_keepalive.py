@@ -21,6 +21,7 @@ def reaping_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
     return ors_servers(FAULT_ENV, reaper=REAPER)
 
 
+@pytest.mark.slow
 def test_idle_rollout_keeps_its_session(reaping_server) -> None:
     kept = FaultAdapter(base_url=reaping_server.url, keepalive=1.0, prefetch=False)
     control = FaultAdapter(base_url=reaping_server.url, prefetch=False)  # SDK default: 10 s

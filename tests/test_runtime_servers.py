@@ -25,6 +25,7 @@ def _pair(ors_servers: ors_server.Servers) -> tuple[ors_server.RunningServer, ..
     return ors_servers.own(ECHO_ENV), ors_servers.own(ECHO_ENV)
 
 
+@pytest.mark.slow
 def test_sessions_spread_over_both_servers_and_stay_on_theirs(
     ors_servers: ors_server.Servers,
 ) -> None:
@@ -47,6 +48,7 @@ def test_sessions_spread_over_both_servers_and_stay_on_theirs(
     assert (a.wait_sessions(0), b.wait_sessions(0)) == (0, 0)
 
 
+@pytest.mark.slow
 def test_with_one_server_stopped_new_rollouts_all_succeed_on_the_other(
     ors_servers: ors_server.Servers,
 ) -> None:
@@ -74,6 +76,7 @@ def test_with_one_server_stopped_new_rollouts_all_succeed_on_the_other(
     assert a.wait_sessions(0) == 0
 
 
+@pytest.mark.slow
 def test_a_stopped_server_only_affects_its_own_sessions(ors_servers: ors_server.Servers) -> None:
     """A rollout held on the server that stops ends unscored; one held on the other scores."""
     a, b = _pair(ors_servers)
@@ -90,6 +93,7 @@ def test_a_stopped_server_only_affects_its_own_sessions(ors_servers: ors_server.
         EchoEnv.close_all()
 
 
+@pytest.mark.slow
 def test_load_tasks_reads_from_the_first_server_that_answers(
     ors_servers: ors_server.Servers,
 ) -> None:

@@ -15,6 +15,8 @@ import pytest
 from envs.trust_support import TRUST_ENV, TrustAdapter
 
 from orsgen.runtime.rollouts import tasks, trainer_facts
+from orsgen.runtime.rollouts.chooser import Chooser, Layout, group_task
+from orsgen.runtime.rollouts.episode import Outcome
 from orsgen.runtime.rollouts.tasks import TaskChoiceError
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
@@ -153,3 +155,121 @@ def test_group_size_and_seed_come_from_the_calling_trainer(server) -> None:  # t
 def test_trainer_facts_outside_any_trainer() -> None:
     assert trainer_facts.facts() is None
     assert trainer_facts.worker_metrics_queue() is None
+
+
+def test_group_task_is_the_order_by_group() -> None:
+    blocks = _take(tasks.order(range(7), seed=5, group_size=3), 3 * 30)[::3]
+    assert blocks == [group_task(range(7), 5, g) for g in range(30)]
+
+
+def test_ranks_choose_by_global_group_and_keep_split_groups_whole() -> None:
+    # 2 ranks, 6 rows each per generation, groups of 4: the middle group of each
+    # generation is split across the ranks (rows 4-5 on rank 0, rows 6-7 on rank 1).
+    ranks = [Chooser(range(20), 3, 4, layout=Layout(rank=r, world=2, rows=6)) for r in (0, 1)]
+    rows: list[int] = []
+    for _generation in range(5):
+        for chooser in ranks:  # the global order: rank 0's block, then rank 1's
+            rows += [chooser.choose() for _ in range(6)]
+    groups = [rows[i : i + 4] for i in range(0, len(rows), 4)]
+    assert all(len(set(g)) == 1 for g in groups), rows
+    # the same order one process would follow
+    assert [g[0] for g in groups] == [group_task(range(20), 3, g) for g in range(15)]
+
+
+def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
+    """Two ranks in two threads, sharing outcomes through an in-process all-gather at each
+    generation's first reset (what ranks.all_gather does over torch.distributed)."""
+    import random
+    import threading
+
+    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+
+    passes = [1.0] * 7 + [0.0] * 7 + [0.5] * 6
+    barrier = threading.Barrier(2, timeout=30)
+    slots: list[object] = [None, None]
+
+    def gather_for(rank: int):  # type: ignore[no-untyped-def]
+        def all_gather(mine: object) -> list[object]:
+            slots[rank] = mine
+            barrier.wait()
+            both = list(slots)
+            barrier.wait()  # nobody overwrites a slot before both read
+            return both
+
+        return all_gather
+
+    ranks = [
+        Chooser(
+            range(20),
+            0,
+            4,
+            PassRateCurriculum(),
+            Layout(rank=r, world=2, rows=6),
+            gather_for(r),
+        )
+        for r in (0, 1)
+    ]
+    seen: list[list[tuple[int, int]]] = [[], []]
+
+    def run(rank: int) -> None:
+        rng = random.Random(rank)
+        for _generation in range(20):
+            chosen = [ranks[rank].next_choice() for _ in range(6)]
+            seen[rank].extend(chosen)
+            for task, group in chosen:  # each rank scores its own rows
+                ranks[rank].observe_group(group, task, float(rng.random() < passes[task]))
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    by_group: dict[int, set[int]] = {}
+    for task, group in seen[0] + seen[1]:
+        by_group.setdefault(group, set()).add(task)
+    assert all(len(t) == 1 for t in by_group.values()), by_group  # split groups stay whole
+    assert sorted(by_group) == list(range(60))
+    states = []
+    for chooser in ranks:  # each in its own thread: synchronize is a collective
+        states.append(threading.Thread(target=chooser.synchronize))
+    for t in states:
+        t.start()
+    for t in states:
+        t.join(timeout=60)
+    a, b = (c.curriculum.state_dict() for c in ranks)  # type: ignore[union-attr]
+    assert a == b
+    later = [by_group[g].copy().pop() for g in range(24, 60)]
+    assert sum(1 for t in later if t >= 14) / len(later) > 0.6, later
+
+
+def test_the_default_chooser_hands_out_the_seeded_order() -> None:
+    chooser = Chooser(range(7), seed=5, group_size=3)
+    assert [chooser.choose() for _ in range(90)] == _take(tasks.order(range(7), 5, 3), 90)
+
+
+def test_a_curriculum_chooser_learns_each_outcome_for_its_own_group() -> None:
+    """TaskSampler.observe names the task only: the chooser gives the outcome back to the
+    group it chose (a task's rollouts settle in the order chosen); unscored is no outcome."""
+    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+
+    chooser = Chooser(range(5), seed=2, group_size=2, curriculum=PassRateCurriculum())
+    chosen = [chooser.choose() for _ in range(6)]  # groups 0, 1, 2
+    assert chosen[0::2] == chosen[1::2]
+    rewards = [1.0, 0.0, None, 1.0, 0.0, 0.0]
+    for task, reward in zip(chosen, rewards):
+        kind = "scored" if reward is not None else "unfinished"
+        chooser.observe(task, Outcome(reward=reward, kind=kind))
+    chooser.observe(chosen[0], Outcome(reward=1.0, kind="scored"))  # not one it chose
+    curriculum = chooser.curriculum
+    assert curriculum is not None
+    history = sorted(curriculum.state_dict()["history"])
+    assert history == [
+        [0, chosen[0], [1.0, 0.0]],
+        [1, chosen[2], [None, 1.0]],
+        [2, chosen[4], [0.0, 0.0]],
+    ]
+    state = chooser.state_dict()
+    again = Chooser(range(5), seed=2, group_size=2, curriculum=PassRateCurriculum())
+    again.load_state_dict(state)
+    assert [again.choose() for _ in range(20)] == [chooser.choose() for _ in range(20)]

@@ -216,6 +216,7 @@ def _version(pkg: Path) -> str:
     return text.split("__version__ = ")[1].split("\n")[0].strip('"')
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_versions_changes_and_live_drift(tmp_path: Path) -> None:
     pkg = tmp_path / "drift"
@@ -352,6 +353,7 @@ def _tool_methods(pkg: Path) -> set[str]:
     return {name for name in ("echo", "hint") if f"    def {name}(" in adapter}
 
 
+@pytest.mark.slow
 def test_a_configuration_change_is_versioned_and_checked(tmp_path: Path) -> None:
     """The README's own config example, as a newcomer tried it (issue 16, item 8): the
     configuration in force decides the package's tools, a change to it is versioned like

@@ -127,6 +127,10 @@ class OrsAdapter:
         sampler: makes the task sampler of a stream from ``(tasks, seed, group_size)``;
             defaults to uniform seeded passes (:class:`~orsgen.runtime.rollouts.tasks.Chooser`).
             It observes every settled outcome of a rollout whose task it chose.
+        curriculum: shorthand for the sampler: ``None`` / ``"uniform"`` (seeded uniform
+            passes), ``"pass_rate"`` (favour tasks the model sometimes solves,
+            :mod:`orsgen.runtime.rollouts.curriculum`), or a ``PassRateCurriculum`` with
+            other parameters. Not together with ``sampler=``.
         unfinished_reward: the reward of a rollout whose session worked but never scored.
         trajectories: a path (one JSON line per rollout) or a sink with ``write(line)``
             (:mod:`orsgen.runtime.rollouts.trajectories`).

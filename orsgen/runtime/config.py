@@ -10,7 +10,8 @@ them by who reads them:
   runs under (call timeout, rollout deadline and its clock, multimodal output,
   ``unfinished_reward``, the trajectory sink);
 - ``tasks`` (:class:`~orsgen.runtime.rollouts.tasks.TaskChoice`): how tasks are chosen for
-  ``train_dataset=None`` (seed, restriction, group size, the sampler factory).
+  ``train_dataset=None`` (seed, restriction, group size, the sampler factory, which
+  ``curriculum=`` selects).
 
 Also here: the hidden ``env_overrides`` copy and the ``UNSET`` tool-argument default.
 """
@@ -22,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
+from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 from orsgen.runtime.rollouts.settings import RolloutSettings
 from orsgen.runtime.rollouts.tasks import SamplerFactory, TaskChoice
 from orsgen.runtime.rollouts.trajectories import TrajectorySink
@@ -59,6 +61,7 @@ class AdapterSettings(TypedDict, total=False):
     unfinished_reward: float | None
     trajectories: str | os.PathLike[str] | TrajectorySink | None
     sampler: SamplerFactory | None
+    curriculum: str | PassRateCurriculum | None
     clock: Callable[[], float] | None
 
 
@@ -119,6 +122,7 @@ class AdapterConfig:
             s.get("indices"),
             s.get("group_size"),
             s.get("sampler"),
+            s.get("curriculum"),
         )
         return AdapterConfig(
             sessions, rollouts, tasks, None if no_server is None else str(no_server)

@@ -137,8 +137,22 @@ def gauge(name: str, read: Callable[[], float]) -> None:
 gauge("ors/open_sessions", _open_sessions)
 
 
+# Sources of several metrics at once, each drained with every window.
+_sources: list[Callable[[], dict[str, float]]] = []
+
+
+def source(read: Callable[[], dict[str, float]]) -> None:
+    """Report ``read()``'s metrics with every drained window (``read`` drains its own)."""
+    _sources.append(read)
+
+
 def _read_gauges() -> dict[str, float]:
     out: dict[str, float] = {}
+    for read_many in list(_sources):
+        try:
+            out.update(read_many())
+        except Exception:  # noqa: BLE001 - a metric never breaks the reward path
+            pass
     for name, read in list(_gauges.items()):
         try:
             out[name] = float(read())
@@ -165,6 +179,10 @@ class Accumulator:
             window = self._window
             self._window = Window()
             return window
+
+    def discard(self) -> None:
+        """A new window; the old one's counts are dropped (the sources are not drained)."""
+        self._take()
 
     def drain(self) -> dict[str, float]:
         """The window's metrics as plain floats, with the gauges, and a new window."""
@@ -200,7 +218,7 @@ def emit(log_metric: Callable[[str, float], object], batch: Sequence[Outcome]) -
     """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
     batch's own rollouts with their own calls and resets. The process window is drained,
     so a rollout settled outside a trainer (before training) never lands in a step."""
-    counts().drain()
+    counts().discard()  # not drain(): that would drain the sources before they are read
     window = Window.of(batch)
     for name, value in sorted({**window.values(), **_read_gauges()}.items()):
         log_metric(name, value)

@@ -15,14 +15,20 @@ TRL 1.16 lets ``train_dataset`` be omitted when an ``environment_factory`` owns 
   next row (``async_rollout_worker.py``, around lines 549-583 and 878-887).
 
 Under several processes a group's rows can land on different ranks (the sampler's own
-diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``), and no rank can tell which of its resets belong
-to a group another rank also serves. :func:`check_single_process` therefore refuses to
-choose there, with an error that says to pass ``train_dataset=load_tasks(...)``.
+diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``). Under a ``GRPOTrainer`` each rank knows where its
+rows sit (:class:`~orsgen.runtime.rollouts.chooser.Layout`), and the built-in
+:class:`~orsgen.runtime.rollouts.chooser.Chooser` chooses by global group there, so groups
+stay whole and ranks agree. Elsewhere (several processes, no layout, or a custom sampler)
+:func:`check_single_process` refuses to choose, with an error that says to pass
+``train_dataset=load_tasks(...)``.
 
 The choice is a seam: a :class:`TaskSampler` (``choose``, ``observe`` a settled outcome,
 ``state_dict`` / ``load_state_dict``), made per stream by the adapter's ``sampler=`` factory;
-:class:`Chooser` above is the default. The adapter calls ``observe`` with each settled
-outcome of a rollout whose task the sampler chose, so a curriculum can plug in here.
+:class:`Chooser` is the default. The adapter calls ``observe`` with each settled outcome of
+a rollout whose task the sampler chose. ``curriculum="pass_rate"`` (or a
+:class:`~orsgen.runtime.rollouts.curriculum.PassRateCurriculum`) is shorthand for the
+sampler factory :class:`~orsgen.runtime.rollouts.chooser.CurriculumFactory`: a Chooser
+whose groups the curriculum chooses; ``sampler=`` and ``curriculum=`` together are refused.
 
 Pure: no I/O. The adapter fetches the split's task count and says once, in the log, what
 it chose.
@@ -40,7 +46,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from orsgen.runtime.errors import OrsRuntimeError
-from orsgen.runtime.rollouts import trainer_facts
+from orsgen.runtime.rollouts import curriculum as curricula
+from orsgen.runtime.rollouts import metrics, ranks, trainer_facts
+from orsgen.runtime.rollouts.chooser import Chooser as Chooser
+from orsgen.runtime.rollouts.chooser import Layout, factory_of
 from orsgen.runtime.rollouts.episode import Outcome
 from orsgen.runtime.transport.process import current
 
@@ -72,6 +81,7 @@ class TaskChoice:
         indices: Sequence[int] | None,
         group_size: int | None,
         sampler: SamplerFactory | None = None,
+        curriculum: object = None,
     ) -> TaskChoice:
         if num_tasks is not None and indices is not None:
             raise ValueError("pass num_tasks or indices, not both")
@@ -79,6 +89,13 @@ class TaskChoice:
             raise TypeError(
                 f"sampler must be a callable (tasks, seed, group_size), got {sampler!r}"
             )
+        led = factory_of(curriculum)
+        if led is not None and sampler is not None:
+            raise ValueError(
+                f"pass sampler= or curriculum=, not both: curriculum={curriculum!r} selects "
+                "the sampler (a Chooser whose groups the curriculum chooses)"
+            )
+        sampler = sampler if led is None else led
         return TaskChoice(
             seed=None if seed is None else int(seed),
             num_tasks=num_tasks,
@@ -165,10 +182,11 @@ def world_size() -> int:
         return 1
 
 
-def check_single_process(env_label: str) -> None:
-    """Refuse to choose tasks when a group's resets may be spread over processes."""
+def check_single_process(env_label: str, layout: Layout | None = None) -> None:
+    """Refuse to choose tasks when a group's resets may be spread over processes that
+    cannot place them (no :class:`~orsgen.runtime.rollouts.chooser.Layout`)."""
     size = world_size()
-    if size > 1:
+    if size > 1 and (layout is None or layout.world != size):
         raise TaskChoiceError(
             f"{env_label}: reset() got no task_index or task_spec (train_dataset=None) in a "
             f"run of {size} processes. A GRPO group's rollouts can be split across processes, "
@@ -177,44 +195,25 @@ def check_single_process(env_label: str) -> None:
         )
 
 
-class Chooser:
-    """Today's :class:`TaskSampler`: uniform seeded passes (:func:`order`), whatever the
-    outcomes. Thread-safe."""
+def layout_of(facts: trainer_facts.TrainerFacts | None) -> Layout | None:
+    """Where this rank's resets sit among the run's rows, when several ranks train."""
+    if facts is None or facts.rows is None or facts.world <= 1:
+        return None
+    return Layout(facts.rank, facts.world, facts.rows)
 
-    def __init__(self, tasks: Sequence[int], seed: int, group_size: int) -> None:
-        self.tasks = list(tasks)
-        self.seed = seed
-        self.group_size = group_size
-        self._order = order(self.tasks, seed, group_size)
-        self._lock = threading.Lock()
-        self._given = 0  # choices so far: where the order resumes after load_state_dict
 
-    def choose(self) -> int:
-        with self._lock:
-            self._given += 1
-            return next(self._order)
-
-    def observe(self, task_index: int, outcome: Outcome) -> None:
-        """Uniform passes ignore outcomes."""
-
-    def state_dict(self) -> dict[str, Any]:
-        with self._lock:
-            return {"tasks": list(self.tasks), "seed": self.seed, "given": self._given}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if list(state["tasks"]) != self.tasks or state["seed"] != self.seed:
-            raise ValueError("this state is of a sampler with other tasks or another seed")
-        with self._lock:
-            self._order = order(self.tasks, self.seed, self.group_size)
-            self._given = int(state["given"])
-            for _ in range(self._given):
-                next(self._order)
-
-    def describe(self) -> str:
-        return (
-            f"{len(self.tasks)} tasks in an order shuffled by seed={self.seed}, each task for "
-            f"{self.group_size} consecutive resets (one GRPO group)"
+def spread(sampler: TaskSampler, layout: Layout | None, label: str) -> TaskSampler:
+    """``sampler``, choosing by global group across ``layout``'s ranks (when there is one)."""
+    if layout is None:
+        return sampler
+    if not isinstance(sampler, Chooser):
+        raise TaskChoiceError(
+            f"{label}: the task sampler {type(sampler).__name__} cannot keep GRPO groups "
+            f"whole across {layout.world} processes: use the built-in one (no sampler=, or "
+            "curriculum=), or pass train_dataset=load_tasks(...) to the trainer."
         )
+    sampler.spread(layout, ranks.all_gather)
+    return sampler
 
 
 class Samplers:
@@ -239,6 +238,10 @@ class Samplers:
             made = self._items[key] = make()
             return made, True
 
+    def all(self) -> list[TaskSampler]:
+        with self._lock:
+            return list(self._items.values())
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -262,8 +265,9 @@ def sampler_for(
     """The sampler of this stream (``key``: class, server, split), made on its first use:
     every instance of a stream in a process shares one. The first use says, once, what it
     does; it raises :class:`TaskChoiceError` when groups could not stay whole."""
-    check_single_process(label)
     facts = trainer_facts.facts()
+    layout = layout_of(facts)
+    check_single_process(label, layout)
     group = settings.group_size or (facts.num_generations if facts else None)
     if group is None:
         raise TaskChoiceError(
@@ -274,11 +278,13 @@ def sampler_for(
     seed = settings.seed
     if seed is None:
         seed = facts.seed if facts is not None and facts.seed is not None else DEFAULT_SEED
-    stream = (key, settings.num_tasks, settings.indices, seed, group, settings.sampler)
+    stream = (key, settings.num_tasks, settings.indices, seed, group, settings.sampler, layout)
     found = samplers().peek(stream)
     if found is None:
         among = candidates(split_size(), settings.num_tasks, settings.indices)
-        found, made = samplers().get(stream, lambda: settings.sampler(among, seed, group))
+        found, made = samplers().get(
+            stream, lambda: spread(settings.sampler(among, seed, group), layout, label)
+        )
         if made:
             where = (
                 f" (group size from {facts.source})" if facts and not settings.group_size else ""
@@ -292,3 +298,12 @@ def sampler_for(
                 where,
             )
     return found
+
+
+def _curriculum_metrics() -> dict[str, float]:
+    """``ors/curriculum/*`` of this process's curricula (one per stream, usually one)."""
+    found = [s.curriculum for s in samplers().all() if isinstance(s, Chooser)]
+    return curricula.report([c for c in found if c is not None])
+
+
+metrics.source(_curriculum_metrics)

@@ -37,6 +37,11 @@ class TrainerFacts:
     num_generations: int
     seed: int | None
     source: str  # "GRPOTrainer" or "AsyncGRPO rollout worker"
+    # GRPOTrainer's process layout: this rank, the ranks, and the rows each rank resets per
+    # generation (``args.train_batch_size * steps_per_generation``: its dataloader's batch).
+    rank: int = 0
+    world: int = 1
+    rows: int | None = None
 
 
 def _grpo_trainer(frame: Any) -> TrainerFacts | None:
@@ -45,10 +50,22 @@ def _grpo_trainer(frame: Any) -> TrainerFacts | None:
         owner = frame.f_locals.get("self")
         generations = getattr(owner, "num_generations", None)
         if isinstance(generations, int) and hasattr(owner, "environments"):
-            seed = getattr(getattr(owner, "args", None), "seed", None)
-            return TrainerFacts(
-                generations, seed if isinstance(seed, int) else None, type(owner).__name__
-            )
+            args = getattr(owner, "args", None)
+            seed = getattr(args, "seed", None)
+            seed = seed if isinstance(seed, int) else None
+            accelerator = getattr(owner, "accelerator", None)
+            rank = getattr(accelerator, "process_index", 0)
+            world = getattr(accelerator, "num_processes", 1)
+            batch = getattr(args, "train_batch_size", None)  # the dataloader's, per process
+            steps = getattr(args, "steps_per_generation", None)
+            if not (
+                isinstance(rank, int)
+                and isinstance(world, int)
+                and isinstance(batch, int)
+                and isinstance(steps, int)
+            ):
+                return TrainerFacts(generations, seed, type(owner).__name__)
+            return TrainerFacts(generations, seed, type(owner).__name__, rank, world, batch * steps)
         frame, depth = frame.f_back, depth + 1
     return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -107,8 +108,9 @@ class LoopThread:
         """Schedule a coroutine on the loop without waiting for it."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
-        """Run a coroutine on the loop and wait at most ``timeout`` seconds.
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Run a coroutine on the loop and wait at most ``timeout`` seconds (finite: no
+        wait here is unbounded).
 
         On timeout the coroutine is cancelled and :class:`CallTimeout` is raised, so a
         hung server can never hang the trainer.
@@ -116,9 +118,12 @@ class LoopThread:
         if self.in_thread():
             coro.close()
             raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")
+        if not 0 <= timeout < math.inf:  # NaN, infinite, or negative (-1 would wait forever)
+            coro.close()
+            raise ValueError(f"orsgen runtime: a wait needs a finite timeout, got {timeout!r}")
         handoff = _Handoff(coro)
         self.loop.call_soon_threadsafe(handoff.start)
-        if not handoff.done.acquire(timeout=-1 if timeout is None else timeout):
+        if not handoff.done.acquire(timeout=timeout):
             self.loop.call_soon_threadsafe(handoff.cancel)
             raise CallTimeout(f"no answer within {timeout:g} s")
         if handoff.error is not None:

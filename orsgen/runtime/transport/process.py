@@ -98,7 +98,7 @@ class Process:
         started = self._loop
         return started is not None and started.in_thread()
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         """Run a coroutine on the loop and wait for it (see :meth:`LoopThread.run`)."""
         return self.loop.run(coro, timeout)
 
@@ -155,10 +155,20 @@ def current() -> Process:
     return process
 
 
+# In a forked child: the runtime inherited from the parent, kept and never used. Freeing it
+# would run its objects' finalizers in the child, and they act on kernel objects the child
+# shares with its parent: an aiohttp connector closes its pooled connections, which
+# unregisters their sockets from the loop's epoll instance, the parent's as much as the
+# child's. The parent's loop would then never hear an answer on those connections again.
+_inherited: list[Process] = []
+
+
 def _forget_in_child() -> None:
     """After a fork: the parent's loop thread, sockets and sessions are not the child's.
     The locks are made new too, since a parent thread may have held them mid-fork."""
     global _current, _current_lock
+    if _current is not None:
+        _inherited.append(_current)
     _current = None
     _current_lock = threading.Lock()
 

@@ -1,0 +1,150 @@
+"""The pass-rate curriculum (orsgen/runtime/rollouts/curriculum.py): pools from scored outcomes,
+unseen first, rare but never dropped, seeded, order-free and resumable. Pure and fast."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import random
+
+import pytest
+
+from orsgen.runtime.rollouts import curriculum
+from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+
+# 20 tasks: 7 always solved, 7 never solved, 6 solved half the time (issue 23's bench).
+PASS = [1.0] * 7 + [0.0] * 7 + [0.5] * 6
+
+
+def _started(seed: int = 0, group_size: int = 4, **kw: object) -> PassRateCurriculum:
+    made = PassRateCurriculum(**kw)  # type: ignore[arg-type]
+    made.start(range(len(PASS)), seed, group_size)
+    return made
+
+
+def _run(made: PassRateCurriculum, groups: range, rng: random.Random) -> list[int]:
+    chosen = []
+    for g in groups:
+        task = made.choose(g)
+        chosen.append(task)
+        for _ in range(made.group_size):
+            made.observe(g, task, 1.0 if rng.random() < PASS[task] else 0.0)
+    return chosen
+
+
+def test_first_pass_visits_every_task_once_in_a_seeded_order() -> None:
+    one = [_started(seed=1).choose(g) for g in range(20)]
+    assert sorted(one) == list(range(20))
+    assert one == [_started(seed=1).choose(g) for g in range(20)]
+    assert one != [_started(seed=2).choose(g) for g in range(20)]
+
+
+def test_pools_from_scored_outcomes_only() -> None:
+    made = _started(group_size=2)
+    assert made.pool(0) == "unseen"
+    for task, rewards in {0: [1.0, 1.0], 1: [0.0, 0.0], 2: [1.0, 0.0]}.items():
+        for r in rewards:
+            made.observe(task, task, r)
+    assert [made.pool(t) for t in (0, 1, 2)] == ["solved", "unsolved", "learning"]
+    # Unfinished and failed rollouts (None) are not failures of the task.
+    made.observe(3, 3, None)
+    made.observe(3, 3, None)
+    assert made.pool(3) == "unseen"
+    made.observe(4, 4, None)
+    made.observe(4, 4, 1.0)
+    assert made.pool(4) == "solved"
+    assert made.pools() == {"unseen": 16, "learning": 1, "solved": 2, "unsolved": 1}
+
+
+def test_a_task_that_changes_comes_back_to_learning() -> None:
+    made = _started(group_size=2, window=2)
+    for g in range(2):
+        made.observe(g, 0, 0.0)
+        made.observe(g, 0, 0.0)
+    assert made.pool(0) == "unsolved"
+    made.observe(5, 0, 1.0)
+    made.observe(5, 0, 1.0)
+    assert made.pool(0) == "learning"  # one solved group in the window of two
+    made.observe(6, 0, 1.0)
+    made.observe(6, 0, 1.0)
+    assert made.pool(0) == "solved"
+
+
+def test_learning_tasks_are_favoured_and_zero_variance_groups_are_rare() -> None:
+    rng = random.Random(0)
+    made = _started()
+    chosen = _run(made, range(200), rng)
+    learning = sum(1 for t in chosen[20:] if PASS[t] == 0.5)
+    assert learning / 180 > 0.8  # 6 of 20 tasks, uniform would give 0.3
+    assert all(chosen.count(t) >= 2 for t in range(20))  # rare, never dropped
+
+
+def test_a_stale_task_is_revisited() -> None:
+    made = _started(revisit=30)
+    chosen = _run(made, range(120), random.Random(1))
+    for task in range(20):
+        groups = [g for g, t in enumerate(chosen) if t == task]
+        gaps = [b - a for a, b in zip(groups, groups[1:])]
+        assert max(gaps, default=0) <= 31 + made.group_size, (task, groups)
+
+
+def test_choice_depends_on_what_was_observed_not_on_the_order() -> None:
+    a, b = _started(seed=3), _started(seed=3)
+    outcomes = [(g, g % 20, float(g % 3 == 0)) for g in range(40) for _ in range(4)]
+    for o in outcomes:
+        a.observe(*o)
+    for o in reversed(outcomes):
+        b.observe(*o)
+    assert [a.choose(g) for g in range(40, 120)] == [b.choose(g) for g in range(40, 120)]
+
+
+def test_state_dict_round_trips_through_json_and_continues_identically() -> None:
+    rng = random.Random(5)
+    made = _started(seed=9, revisit=40, weights={"solved": 0.1})
+    _run(made, range(60), rng)
+    made.observe(60, made.choose(60), 1.0)  # a group still open at the save
+    state = json.loads(json.dumps(made.state_dict()))
+    again = PassRateCurriculum()
+    again.load_state_dict(state)
+    assert again.state_dict() == made.state_dict()
+    assert again.parameters() == made.parameters()
+    assert [again.choose(g) for g in range(61, 150)] == [made.choose(g) for g in range(61, 150)]
+
+
+def test_metrics_count_pools_rollouts_and_zero_variance() -> None:
+    made = _started(group_size=2)
+    made.choose(0)
+    made.choose(1)
+    made.observe(0, 5, 1.0)
+    made.observe(0, 5, 1.0)
+    made.observe(1, 6, 1.0)
+    made.observe(1, 6, 0.0)
+    got = made.metrics(made.drain())
+    assert got["ors/curriculum/rollouts_unseen_frac"] == 1.0  # both chosen while unseen
+    assert got["ors/curriculum/zero_var_frac"] == 0.5
+    assert got["ors/curriculum/tasks_learning"] == 1.0
+    assert got["ors/curriculum/tasks_solved"] == 1.0
+    assert "ors/curriculum/zero_var_frac" not in made.metrics(made.drain())
+
+
+def test_make_and_bad_parameters() -> None:
+    assert curriculum.make(None) is None and curriculum.make("uniform") is None
+    assert isinstance(curriculum.make("pass_rate"), PassRateCurriculum)
+    mine = PassRateCurriculum(window=3)
+    assert curriculum.make(mine) is mine
+    with pytest.raises(ValueError, match="curriculum must be"):
+        curriculum.make("hardest")
+    with pytest.raises(ValueError, match="window"):
+        PassRateCurriculum(window=0)
+    with pytest.raises(ValueError, match="weights"):
+        PassRateCurriculum(weights={"learning": 0.0})
+    with pytest.raises(RuntimeError, match="never started"):
+        PassRateCurriculum().choose(0)
+
+
+def test_pickles_with_its_state() -> None:
+    made = _started(seed=4)
+    _run(made, range(30), random.Random(2))
+    again = pickle.loads(pickle.dumps(made))
+    assert again.state_dict() == made.state_dict()
+    assert [again.choose(g) for g in range(30, 60)] == [made.choose(g) for g in range(30, 60)]
