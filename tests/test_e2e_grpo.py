@@ -241,7 +241,6 @@ def test_demo_training_path_learns_and_reports(
     assert server.wait_sessions(0, timeout=30) == 0
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_demo_eval_step_compares_the_warmed_up_and_trained_models(
     ors_servers: ors_server.Servers, tmp_path: Path, capsys: pytest.CaptureFixture[str]
