@@ -1,8 +1,9 @@
 """A tiny ORS environment for the orsgen demo and tests.
 
-Each task asks the model to echo a target word. ``echo`` is a shared tool: it
-returns reward 1.0 and ends the episode on a match, 0.0 otherwise. ``hint`` is a
-task-specific tool that only tasks with a hint offer (ORS ``/task_tools``).
+Each task asks the model to echo a target word; the test split's words are held out (none
+is a train task's word). ``echo`` is a shared tool: it returns reward 1.0 and ends the
+episode on a match, 0.0 otherwise. ``hint`` is a task-specific tool that only tasks with a
+hint offer (ORS ``/task_tools``).
 
 Serve it:  python examples/echo_env.py --port 8080
 Generate:  orsgen examples/echo_env.py -o generated/echo
@@ -31,6 +32,14 @@ TASKS = [
     {"target": "cherry", "difficulty": "medium", "hint": "a small stone fruit"},
     {"target": "damson", "difficulty": "hard", "hint": None},
 ]
+# Held out: words no train task asks for, so an evaluation on the test split measures tasks
+# the model never trained on.
+TEST_TASKS = [
+    {"target": "fig", "difficulty": "easy", "hint": "a soft fruit full of seeds"},
+    {"target": "grape", "difficulty": "easy", "hint": None},
+    {"target": "lemon", "difficulty": "medium", "hint": "a sour yellow fruit"},
+    {"target": "mango", "difficulty": "hard", "hint": None},
+]
 
 
 class EchoInput(BaseModel):
@@ -55,7 +64,7 @@ class EchoEnv(Environment):
 
     @classmethod
     def list_tasks(cls, split: str) -> list[dict]:
-        return TASKS if split == "train" else TASKS[:1]
+        return TASKS if split == "train" else TEST_TASKS
 
     def get_prompt(self) -> list[TextBlock]:
         return [TextBlock(text=f"Call echo with the word {self.task_spec['target']!r}.")]

@@ -1,24 +1,28 @@
 """Evaluate models on the echo environment through a real OpenAI-compatible server, and
-compare them: the "did training help?" step of the demo.
+compare them: the "did training help?" step of the demo (scripts/demo.sh runs it on the
+models examples/train_echo.py saved)::
 
-    python examples/eval_demo.py --url http://127.0.0.1:8080 \\
-        --before WORKDIR/tiny-model --after WORKDIR/grpo [--split test] [-n 4] [--out DIR]
+    python examples/eval_demo.py --before runs/demo/model-before --after runs/demo/model-after \\
+        --out runs/demo/eval [--url http://127.0.0.1:8080] [--split test [--split train]] [-n 4]
 
-Each model directory is served in turn with ``transformers serve`` on 127.0.0.1 (a free
-port, stopped by PID), evaluated with ``orsgen eval``'s Python API on ``--split`` of the
-echo server at ``--url`` through the generated package generated/echo, and the two runs are
-compared as ``orsgen eval --compare`` does. With only ``--before``, one run is evaluated
-and summarised. Runs are written to ``--out``/before and ``--out``/after.
+One ``transformers serve`` on 127.0.0.1 (a free port, stopped by PID) serves both model
+directories, each request naming its model by path. Each model is evaluated with
+``orsgen eval``'s Python API on each ``--split`` (default: test, the tasks the demo never
+trains on) through the generated package generated/echo, against the echo server at
+``--url`` (or one this script starts). Runs go to ``--out``/SPLIT/before and
+``--out``/SPLIT/after, each with its results.jsonl, summary.json and report.md; then the two
+runs of each split are compared as ``orsgen eval --compare`` does (``--no-compare``: leave
+that to the command). With only ``--before``, its runs are evaluated and summarised.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "examples")]
@@ -29,57 +33,110 @@ for _k, _v in {
 }.items():
     os.environ.setdefault(_k, _v)
 
-from serve_model import start_model_server  # noqa: E402
+from serve_model import ModelServer, start_model_server, stop_process  # noqa: E402
+from train_echo import start_server  # noqa: E402
 
 from generated.echo import EchoEnv  # noqa: E402
 from orsgen.eval import compare, evaluate, format_comparison  # noqa: E402
 from orsgen.eval.command import count_tasks  # noqa: E402
 
+# Sampled as GRPOTrainer sampled the rollouts in training (TRL's default temperature 1.0):
+# greedy decoding would answer every sample of a task alike. The server is seeded once at
+# start, and the rollouts run one at a time, so a rerun repeats. (Not orsgen eval's
+# seed=: it sends one seed with every request, and transformers serve reseeds on each,
+# so the n samples of a task would all be the same sample.)
+TEMPERATURE = 1.0
+SERVER_SEED = 0
 
-def evaluate_model(model_dir: Path, url: str, split: str, n: int, out: Path) -> dict[str, object]:
-    """Serve ``model_dir``, evaluate it on ``split``, stop the server; the run's summary."""
-    server = start_model_server(model_dir, out.parent)
-    try:
-        result = evaluate(
-            EchoEnv,
-            endpoint=server.endpoint,
-            model=server.model,
-            split=split,
-            samples=n,
-            task_count=count_tasks(EchoEnv, url, None, split),
-            out=out,
-            base_url=url,
-            progress=False,
-        )
-    finally:
-        server.stop()
+
+def evaluate_model(
+    server: ModelServer, model: Path, url: str, split: str, n: int, out: Path
+) -> dict[str, Any]:
+    """Evaluate ``model`` (served by ``server``) on ``split``; the run's summary."""
+    result = evaluate(
+        EchoEnv,
+        endpoint=server.endpoint,
+        model=str(model),
+        split=split,
+        samples=n,
+        task_count=count_tasks(EchoEnv, url, None, split),
+        temperature=TEMPERATURE,
+        out=out,
+        base_url=url,
+        progress=False,
+    )
     s = result.summary
     print(
-        f"{out.name}: {s['rollouts']} rollouts on split {split!r}, coverage "
-        f"{s['coverage']:.3f}, mean reward {s['mean_reward']}, pass@1 {s['pass_at_k']['1']:.3f}"
+        f"{out.name} ({model}): {s['rollouts']} rollouts on split {split!r} in "
+        f"{result.seconds:.1f} s: coverage {s['coverage']:.3f}, mean reward "
+        f"{_num(s['mean_reward'])}, pass@1 {s['pass_at_k']['1']:.3f}, "
+        f"pass@{n} {s['pass_at_k'][str(n)]:.3f}",
+        flush=True,
     )
     return s
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--url", required=True, help="the echo ORS server")
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def evaluate_models(
+    models: dict[str, Path], url: str, splits: list[str], n: int, out: Path
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Serve ``models`` (run name -> model directory) from one ``transformers serve`` and
+    evaluate each on each split into ``out``/<split>/<run name>; the summaries by split
+    and run name."""
+    server = start_model_server(None, out, seed=SERVER_SEED)
+    print(f"transformers serve: {server.endpoint} (pid {server.process.pid})", flush=True)
+    try:
+        return {
+            split: {
+                name: evaluate_model(server, model, url, split, n, out / split / name)
+                for name, model in models.items()
+            }
+            for split in splits
+        }
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", help="the echo ORS server (default: start one on 127.0.0.1)")
     parser.add_argument("--before", required=True, type=Path, help="model directory")
     parser.add_argument("--after", type=Path, help="model directory after training")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("-n", "--samples", type=int, default=4)
-    parser.add_argument("--out", type=Path)
-    opts = parser.parse_args()
+    parser.add_argument(
+        "--split",
+        action="append",
+        help="a split to evaluate (repeat for several; default: test)",
+    )
+    parser.add_argument("-n", "--samples", type=int, default=4, help="samples per task")
+    parser.add_argument("--out", type=Path, help="where the runs go (default: a new temp dir)")
+    parser.add_argument(
+        "--no-compare", action="store_true", help="do not print the comparison of the two runs"
+    )
+    opts = parser.parse_args(argv)
     out = opts.out or Path(tempfile.mkdtemp(prefix="orsgen-eval-"))
     out.mkdir(parents=True, exist_ok=True)
-    before = evaluate_model(opts.before, opts.url, opts.split, opts.samples, out / "before")
-    if opts.after is None:
-        print(json.dumps(before["pass_at_k"]))
-        return
-    after = evaluate_model(opts.after, opts.url, opts.split, opts.samples, out / "after")
-    print(format_comparison(compare(before, after)))
-    print(f"runs: {out}/before, {out}/after (report.md in each)")
+    models = {"before": opts.before, **({"after": opts.after} if opts.after else {})}
+    echo = None
+    url = opts.url
+    if url is None:
+        echo, url = start_server(out / "echo-server.log")
+    splits = opts.split or ["test"]
+    try:
+        runs = evaluate_models(models, url.rstrip("/"), splits, opts.samples, out)
+    finally:
+        if echo is not None:
+            stop_process(echo)
+    for split, by_name in runs.items():
+        print(f"runs: {', '.join(str(out / split / n) for n in by_name)} (report.md in each)")
+        if "after" in by_name and not opts.no_compare:
+            print(format_comparison(compare(by_name["before"], by_name["after"])))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,12 +5,14 @@ Used by examples/eval_demo.py, bench/eval.py and the evaluation tests.
     server = start_model_server(Path("tiny-model"), log_dir=Path("/tmp"))
     ...  # openai.OpenAI(base_url=server.endpoint, api_key="local"), model=server.model
     server.stop()
+
+With ``None`` for the model, one server serves any local model directory on demand: each
+request names its model by path (``model="runs/demo/model-after"``), and the server loads it.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -40,7 +42,7 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
 
 @dataclass
 class ModelServer:
-    model_dir: Path
+    model_dir: Path | None  # None: models loaded on demand, named by path in each request
     port: int
     process: subprocess.Popen[bytes]
     log: Path
@@ -51,25 +53,36 @@ class ModelServer:
 
     @property
     def model(self) -> str:
+        if self.model_dir is None:
+            raise ValueError("this server has no model of its own: name one per request")
         return str(self.model_dir)
 
     def stop(self) -> None:
         stop_process(self.process)
 
 
-def _transformers_command() -> list[str]:
-    exe = Path(sys.executable).with_name("transformers")
-    return [str(exe)] if exe.exists() else [shutil.which("transformers") or "transformers"]
+# transformers' own CLI, run by this interpreter: a virtualenv that reuses another's
+# packages (a .pth file) has no `transformers` script of its own, and a `transformers` on
+# PATH may belong to another Python.
+TRANSFORMERS_CLI = [sys.executable, "-m", "transformers.cli.transformers"]
 
 
 def start_model_server(
-    model_dir: Path, log_dir: Path, port: int | None = None, timeout: float = 180.0
+    model_dir: Path | None,
+    log_dir: Path,
+    port: int | None = None,
+    timeout: float = 180.0,
+    seed: int | None = None,
 ) -> ModelServer:
+    """``transformers serve`` of ``model_dir`` (or, with ``None``, of any local model a
+    request names), up and answering ``/health``. ``seed`` seeds the server's torch once
+    at start (``--default-seed``), so the same requests in the same order sample alike."""
     port = port or free_port()
     log = log_dir / f"transformers-serve-{port}.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    args = [*_transformers_command(), "serve", str(model_dir)]
+    args = [*TRANSFORMERS_CLI, "serve", *([str(model_dir)] if model_dir is not None else [])]
     args += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    args += ["--default-seed", str(seed)] if seed is not None else []
     with log.open("wb") as fh:
         process = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + timeout

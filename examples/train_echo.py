@@ -32,6 +32,10 @@ only in a share of its tries, so the rollouts of one group differ in reward::
 It prints one line per step as it trains (reward mean and std, scoring coverage, grad
 norm) and, with --output-dir, writes the table to steps.csv, plots it to reward.png and
 keeps the trainer's own output (TRL's per-step logs and warnings) in train.log there.
+There too: the per-task table (ors_tasks.csv, written by orsgen's TaskTableCallback at
+every logging step, printed at the end and plotted to tasks.png), and the warmed-up and
+the trained model (model-before/, model-after/: weights, tokenizer and chat template,
+what ``transformers serve`` and examples/eval_demo.py load).
 """
 
 from __future__ import annotations
@@ -43,7 +47,6 @@ import functools
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -73,28 +76,26 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
+from serve_model import free_port, stop_process  # noqa: E402
 from tiny_model import Episode, build_tiny_model, cpu_grpo_config  # noqa: E402
 from training_report import (  # noqa: E402
     HEADER,
     format_row,
+    format_task_table,
+    read_task_table,
     step_rows,
     summary,
     write_csv,
     write_plot,
+    write_task_plot,
 )
 
 ENV_NAME = "echoenv"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_server(log_path: Path, timeout: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
     """Serve examples/echo_env.py on 127.0.0.1 on a free port; wait until it answers."""
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -113,20 +114,9 @@ def start_server(log_path: Path, timeout: float = 60.0) -> tuple[subprocess.Pope
             return process, url
         except OSError:
             if time.monotonic() > deadline:
-                stop_server(process)
+                stop_process(process)
                 raise RuntimeError(f"the echo server did not start:\n{log_path.read_text()}")
             time.sleep(0.1)
-
-
-def stop_server(process: subprocess.Popen[bytes]) -> None:
-    """Stop the server this script started, by its PID."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def warm_up_episodes(url: str, dataset: Any, right_share: float = 1.0) -> list[Episode]:
@@ -173,14 +163,17 @@ def raw_output_to(log_path: Path | None) -> Iterator[TextIO]:
     # transformers' handler holds the stderr it saw at import: point it at the log too.
     handlers = [h for h in hf_logging.get_logger().handlers if isinstance(h, logging.StreamHandler)]
     with log_path.open("a", encoding="utf-8") as log:
-        streams = [h.setStream(log) for h in handlers]
+        # Swapped, not setStream(): that flushes the old stream, which may be closed by now
+        # (the stderr capture of an earlier pytest test, in one process), and raises.
+        streams = [h.stream for h in handlers]
+        for handler in handlers:
+            handler.stream = log
         try:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 yield terminal
         finally:
             for handler, stream in zip(handlers, streams):
-                if stream is not None:
-                    handler.setStream(stream)
+                handler.stream = stream
 
 
 def step_lines(terminal: TextIO, total: int) -> Any:
@@ -198,6 +191,35 @@ def step_lines(terminal: TextIO, total: int) -> Any:
     return StepLines()
 
 
+def save_model(trainer: Any, tokenizer_dir: Path, out: Path) -> Path:
+    """The trained model as a local directory ``transformers serve`` loads: its weights,
+    with the tokenizer and chat template of ``tokenizer_dir`` (the warmed-up model's).
+    Not TRL's copy of the tokenizer, which carries the response template TRL parses tool
+    calls with: the server would parse the trained model's calls with it and the warmed-up
+    model's with its own fallback, and a comparison of the two must differ in weights only."""
+    from transformers import AutoTokenizer
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    # transformers' Trainer turns the KV cache off for training (TrainingArguments.use_cache);
+    # the warmed-up model, and serving, have it on.
+    model.config.use_cache = True
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(out)
+    return out
+
+
+def sample_when_served(model_dir: Path) -> None:
+    """Make sampling the model's default, as GRPOTrainer sampled it in training:
+    ``transformers serve`` decodes greedily, whatever temperature a request sends, unless
+    the model's generation config says ``do_sample``; n samples of a task would then be
+    one sample n times. Written after training, which never reads it."""
+    from transformers import GenerationConfig
+
+    config = GenerationConfig.from_pretrained(model_dir)
+    config.do_sample = True
+    config.save_pretrained(model_dir)
+
+
 def _rank() -> tuple[int, int]:
     """This process's rank and the world size (torchrun sets both; 0 and 1 otherwise)."""
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
@@ -213,11 +235,17 @@ def train(
     report_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Train; print the per-step table; return what this process did: its steps, its
-    per-step figures and its last batch's rewards. ``grpo`` overrides GRPOConfig fields;
-    with ``report_dir`` the table also goes to ``steps.csv`` and the plot to ``reward.png``
-    there."""
+    per-step figures and its last batch's rewards. ``grpo`` overrides GRPOConfig fields.
+    ``workdir`` is the trainer's output directory, where the per-task table
+    (``ors_tasks.csv``) is written at every logging step. With ``report_dir`` the step
+    table also goes to ``steps.csv`` and its plot to ``reward.png`` there, the per-task
+    table is printed and plotted to ``tasks.png``, and the trained model is saved to
+    ``model-after`` beside the warmed-up one (``model-before``)."""
     import torch
     from trl import GRPOTrainer  # type: ignore[attr-defined]
+
+    from orsgen.runtime.rollouts.task_table import table
+    from orsgen.runtime.task_callback import TaskTableCallback
 
     torch.set_num_threads(1)  # two threads oversubscribe a 2-core machine
     # TRL 1.16 itself reads transformers' deprecated `is_gradient_checkpointing` on every
@@ -236,22 +264,23 @@ def train(
     with raw_output_to(log_path) as terminal:
         tools = EchoEnv(base_url=url)  # construction does no network I/O
         model_dir = build_tiny_model(
-            workdir / "tiny-model",
+            workdir / "model-before",
             tools=[tools.echo, tools.hint],
             episodes=warm_up_episodes(url, train_dataset, right_share),
             tool_name="echo",
         )
         warmup = json.loads((model_dir / "warmup.json").read_text())
-        print(f"tiny model: {model_dir} {warmup}", file=terminal, flush=True)
+        print(f"warmed-up tiny model: {model_dir} {warmup}", file=terminal, flush=True)
 
-        args = cpu_grpo_config(workdir / "grpo", max_steps=steps, **(grpo or {}))
+        args = cpu_grpo_config(workdir, max_steps=steps, **(grpo or {}))
+        table().clear()  # this run's rollouts only, should the process have trained before
         trainer = GRPOTrainer(
             model=str(model_dir),
             args=args,
             train_dataset=train_dataset,
             environment_factory=functools.partial(EchoEnv, base_url=url),
             reward_funcs=outcome_reward,
-            callbacks=[step_lines(terminal, steps)],
+            callbacks=[step_lines(terminal, steps), TaskTableCallback()],
         )
         try:
             trainer.train()
@@ -260,6 +289,11 @@ def train(
             # TRL never closes the environments it pools; close_all() ends every session of
             # the class in this process (a classmethod, so TRL never offers it as a tool).
             EchoEnv.close_all()
+        if report_dir is not None:
+            trained_dir = save_model(trainer, model_dir, report_dir / "model-after")
+            for served in (model_dir, trained_dir):
+                sample_when_served(served)
+            print(f"trained model: {trained_dir}", file=terminal, flush=True)
 
     rows = step_rows(trainer.state.log_history)
     figures = summary(rows)
@@ -272,6 +306,12 @@ def train(
         write_csv(rows, report_dir / "steps.csv")
         write_plot(rows, report_dir / "reward.png")
         print(f"table: {report_dir / 'steps.csv'}; plot: {report_dir / 'reward.png'}")
+        tasks_csv = TaskTableCallback().path(args)
+        tasks = read_task_table(tasks_csv)
+        names = dict(enumerate(train_dataset["target"]))
+        print(f"per task ({tasks_csv}):\n{format_task_table(tasks, names)}")
+        write_task_plot(tasks, report_dir / "tasks.png", names)
+        print(f"per-task plot: {report_dir / 'tasks.png'}")
     rank, world = _rank()
     who = f"rank {rank} of {world}: " if world > 1 else ""
     print(f"{who}rewards of this process's last batch: {last_batch}")
@@ -315,8 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--output-dir",
         type=Path,
-        help="keep the model and trainer output here, with the per-step table (steps.csv), "
-        "its plot (reward.png) and the trainer's own output (train.log)",
+        help="keep the trainer output here, with the per-step table (steps.csv), its plot "
+        "(reward.png), the trainer's own output (train.log), the per-task table "
+        "(ors_tasks.csv) and its plot (tasks.png), and the warmed-up and trained models "
+        "(model-before/, model-after/)",
     )
     parser.add_argument(
         "--result-dir",
@@ -361,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                 (opts.result_dir / f"rank-{rank}.json").write_text(json.dumps(result))
         finally:
             if server is not None:
-                stop_server(server)
+                stop_process(server)
                 print(f"echo server stopped (pid {server.pid})")
     return 0
 

@@ -3,7 +3,10 @@
 # install, snapshot + generate the adapter package, prove it is current and type-clean,
 # then train a tiny model with GRPOTrainer on CPU through the generated package, long enough
 # to watch it learn: one line per step, the table in runs/demo/steps.csv, its plot in
-# runs/demo/reward.png, and what the trainer itself printed in runs/demo/train.log.
+# runs/demo/reward.png, what the trainer itself printed in runs/demo/train.log, and the
+# per-task table in runs/demo/ors_tasks.csv (plotted to runs/demo/tasks.png). Last, evaluate
+# the warmed-up and the trained model through `transformers serve` with `orsgen eval`, on
+# the held-out test split (and on the train tasks), and compare: runs/demo/eval/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -26,3 +29,14 @@ echo "== GRPOTrainer on CPU with the generated package"
 # zero, and the reward rises as the model learns which word scores.
 "$PY" examples/train_echo.py --steps 30 --right-share 0.33 --learning-rate 5e-4 \
     --group-size 4 --batch-size 16 --output-dir runs/demo
+echo "== orsgen eval: the warmed-up and the trained model, served by transformers serve"
+# The test split's tasks are held out (words the model never trained on); the train split
+# shows what training did on the tasks it saw. A run directory is never overwritten
+# (orsgen eval refuses one that holds a run): this demo's own are cleared first.
+rm -rf runs/demo/eval
+"$PY" examples/eval_demo.py --before runs/demo/model-before --after runs/demo/model-after \
+    --split test --split train -n 8 --out runs/demo/eval --no-compare
+for split in test train; do
+    echo "== orsgen eval --compare runs/demo/eval/$split/before runs/demo/eval/$split/after"
+    "$PY" -m orsgen eval --compare "runs/demo/eval/$split/before" "runs/demo/eval/$split/after"
+done

@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
+import training_report  # noqa: E402
 
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
 
@@ -217,4 +220,82 @@ def test_demo_training_path_learns_and_reports(
     assert [float(row["coverage"]) for row in written] == [r["coverage"] for r in per_step]
     png = (out / "reward.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000, len(png)
+    # The per-task table orsgen's TaskTableCallback wrote: 4 steps x 8 rollouts over the 4
+    # train tasks, every task trained on; printed at the end and plotted.
+    tasks = training_report.read_task_table(out / "ors_tasks.csv")
+    assert [(t.split, t.task_index) for t in tasks] == [("train", i) for i in range(4)], tasks
+    assert sum(t.rollouts for t in tasks) == 4 * 8, tasks
+    assert all(t.last_step is not None and 1 <= t.last_step <= 4 for t in tasks), tasks
+    names = dict(enumerate(["apple", "banana", "cherry", "damson"]))
+    assert training_report.format_task_table(tasks, names) in printed
+    png = (out / "tasks.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n"), png[:8]
+    # The warmed-up and the trained model, as directories a server loads.
+    for name in ("model-before", "model-after"):
+        assert {"config.json", "model.safetensors", "chat_template.jinja"} <= {
+            f.name for f in (out / name).iterdir()
+        }, name
+    assert (out / "model-before" / "model.safetensors").read_bytes() != (
+        out / "model-after" / "model.safetensors"
+    ).read_bytes()
+    assert server.wait_sessions(0, timeout=30) == 0
+
+
+@pytest.mark.timeout(600)
+def test_demo_eval_step_compares_the_warmed_up_and_trained_models(
+    ors_servers: ors_server.Servers, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scripts/demo.sh's eval step after its training path: examples/eval_demo.py serves the
+    saved models with a real ``transformers serve``, evaluates them with ``orsgen eval``'s API
+    on the held-out test split of a real echo server, and ``orsgen eval --compare`` (the
+    command) names both runs."""
+    import eval_demo  # examples/, as demo.sh runs it
+    import train_echo
+
+    server = ors_servers.own(ECHO_ENV)
+    train_words = load_tasks(base_url=server.url)["target"]
+    test_words = load_tasks(split="test", base_url=server.url)["target"]
+    assert len(test_words) == 4 and not set(test_words) & set(train_words), test_words
+    out = tmp_path / "demo"
+    code = train_echo.main(
+        [
+            "--base-url", server.url, "--steps", "2", "--right-share", "0.33",
+            "--learning-rate", "5e-4", "--group-size", "4", "--batch-size", "8",
+            "--output-dir", str(out),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert (out / "ors_tasks.csv").is_file() and (out / "tasks.png").is_file()
+    before, after = out / "model-before", out / "model-after"
+    runs = out / "eval"
+    code = eval_demo.main(
+        ["--url", server.url, "--before", str(before), "--after", str(after)]
+        + ["--split", "test", "-n", "2", "--out", str(runs), "--no-compare"]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0
+    for name, model in (("before", before), ("after", after)):
+        summary = json.loads((runs / "test" / name / "summary.json").read_text())
+        assert (summary["model"], summary["split"], summary["n"]) == (str(model), "test", 2)
+        assert summary["rollouts"] == 8 and (runs / "test" / name / "report.md").is_file()
+        rows = [json.loads(line) for line in (runs / "test" / name / "results.jsonl").open()]
+        prompts = {r["task_index"]: r["messages"][0]["content"] for r in rows}
+        # The held-out words reached the model: reset() opened the test split's tasks.
+        assert [w in prompts[i] for i, w in enumerate(test_words)] == [True] * 4, prompts
+        assert f"{name} ({model}): 8 rollouts on split 'test'" in printed, printed
+
+    compare = subprocess.run(
+        [sys.executable, "-m", "orsgen", "eval", "--compare"]
+        + [str(runs / "test" / "before"), str(runs / "test" / "after")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert compare.returncode == 0, compare.stderr
+    lines = compare.stdout.splitlines()
+    assert lines[0].startswith(f"A: {before} (coverage ") and lines[1].startswith(
+        f"B: {after} (coverage "
+    ), compare.stdout
+    assert "4 tasks in both runs" in compare.stdout and "pass@1 B-A: " in compare.stdout
     assert server.wait_sessions(0, timeout=30) == 0

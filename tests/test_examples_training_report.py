@@ -59,3 +59,51 @@ def test_csv_and_plot_are_written(tmp_path: Path) -> None:
     assert png.startswith(b"\x89PNG\r\n\x1a\n"), png[:8]
     # 7 x 4.8 inches at 100 dpi (the PNG header's width and height).
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (700, 480)
+
+
+def _task_table_file(tmp_path: Path) -> Path:
+    """A per-task table written by orsgen's own writer (what TaskTableCallback writes)."""
+    from orsgen.runtime.rollouts.episode import Outcome
+    from orsgen.runtime.rollouts.task_table import TaskTable
+
+    table = TaskTable()
+    for reward, step in [(1.0, 1), (0.0, 1), (1.0, 2), (1.0, 3)]:
+        table.add(("train", 0), Outcome(reward, "scored"), step)
+    table.add(("train", 2), Outcome(None, "unfinished", "no tool call"), 2)
+    table.add(("train", 2), Outcome(0.0, "scored"), 3)
+    table.add(("train", 3), Outcome(None, "failed", "environment: lost"), 1)
+    path = tmp_path / "ors_tasks.csv"
+    table.write(path)
+    return path
+
+
+def test_the_task_table_reads_prints_and_plots(tmp_path: Path) -> None:
+    rows = report.read_task_table(_task_table_file(tmp_path))
+    assert rows == [
+        report.TaskRow("train", 0, rollouts=4, scored=4, pass_rate=0.75, mean_reward=0.75,
+                       last_step=3),
+        report.TaskRow("train", 2, rollouts=2, scored=1, pass_rate=0.0, mean_reward=0.0,
+                       last_step=3),
+        # Nothing scored: no pass rate, not a made-up 0.
+        report.TaskRow("train", 3, rollouts=1, scored=0, pass_rate=None, mean_reward=None,
+                       last_step=1),
+    ]  # fmt: skip
+    lines = report.format_task_table(rows, {0: "apple", 2: "cherry"}).splitlines()
+    assert lines[0].split() == [
+        "task",
+        "split",
+        "rollouts",
+        "scored",
+        "pass",
+        "rate",
+        "last",
+        "step",
+    ]
+    assert [line.split() for line in lines[1:]] == [
+        ["0", "apple", "train", "4", "4", "0.750", "3"],
+        ["2", "cherry", "train", "2", "1", "0.000", "3"],
+        ["3", "train", "1", "0", "-", "1"],
+    ]
+    report.write_task_plot(rows, tmp_path / "tasks.png", {0: "apple"})
+    png = (tmp_path / "tasks.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n"), png[:8]

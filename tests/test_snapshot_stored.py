@@ -21,10 +21,12 @@ def test_the_echo_snapshot_reads_as_fields() -> None:
     environment = stored.environment
     assert [t.name for t in environment.tools] == ["echo"]
     assert environment.tools[0].property_order == ["text", "style"]
-    assert stored.package.history[0].version == "1.0.0"
+    # Newest first: the test split's held-out tasks (4, was 1) were a patch.
+    assert [h.version for h in stored.package.history] == ["1.0.1", "1.0.0"]
+    assert stored.package.history[0].level == "patch"
     assert environment.terminal_tool is None
     # Every fact the fetcher records is a field, not an extra key.
-    assert [(s.name, s.num_tasks) for s in environment.splits] == [("test", 1), ("train", 4)]
+    assert [(s.name, s.num_tasks) for s in environment.splits] == [("test", 4), ("train", 4)]
     assert environment.task_tools_probe is not None
     assert (environment.task_tools_probe.split, environment.task_tools_probe.indices) == (
         "train",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -362,7 +363,8 @@ def test_a_configuration_change_is_versioned_and_checked(tmp_path: Path) -> None
     pkg = tmp_path / "gen" / "echo"
     first = _orsgen(str(snapshot), "-o", "gen/echo", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert _version(pkg) == "1.0.0" and _tool_methods(pkg) == {"echo", "hint"}
+    golden = json.loads(snapshot.read_text(encoding="utf-8"))["package"]["version"]
+    assert _version(pkg) == golden and _tool_methods(pkg) == {"echo", "hint"}
 
     # Excluding a tool removes a method: breaking, recorded, and counted everywhere.
     pyproject.write_text('[tool.orsgen.packages."gen/echo"]\nexclude = ["hint"]\n')

@@ -6,7 +6,7 @@
 # The redundant alias is an explicit re-export, so strict checkers do not call the import unused.
 from orsgen.runtime.compat import requires_2_0 as requires_2_0
 
-__version__ = "1.0.0"
-SNAPSHOT_SHA256 = "ee2a77a7b0427d07fc3e2406714dec61de73bea0f73e0406bd6b92c2588df42f"
+__version__ = "1.0.1"
+SNAPSHOT_SHA256 = "c02745372c6832b171a3d6cbc31159f1e7565a14a5d9b6e729aa5d19942ff8c7"
 ORSGEN_VERSION = "0.1.0"
 RUNTIME_VERSION = "2.0"
