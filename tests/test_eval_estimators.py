@@ -76,3 +76,21 @@ def test_summary_rules_unscored_samples_count_as_not_passing() -> None:
     assert s["pass_at_k_scored"] == {"1": pytest.approx(0.5)}
     assert [t["task_index"] for t in s["per_task"]] == [0, 1]
     assert s["verdicts"] == {"scored": 2, "unfinished": 1, "failed": 1}
+
+
+def test_each_sample_and_turn_gets_its_own_request_seed() -> None:
+    """--seed must not send one seed with every request: transformers serve reseeds per
+    request, so every sample of a task would be the same sample and pass@k would be pass@1."""
+    from orsgen.eval.conversation import request_seed
+
+    assert request_seed(None, 0, 0, 0) is None
+    seeds = {
+        request_seed(7, task, sample, turn)
+        for task in range(5)
+        for sample in range(8)
+        for turn in range(3)
+    }
+    assert len(seeds) == 5 * 8 * 3
+    assert all(s is not None and 0 <= s < 2**31 for s in seeds)
+    assert request_seed(7, 1, 2, 0) == request_seed(7, 1, 2, 0)  # reproducible
+    assert request_seed(7, 1, 2, 0) != request_seed(8, 1, 2, 0)

@@ -71,7 +71,9 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="reward of an unfinished rollout (default: none, not passing)",
     )
-    p.add_argument("--seed", type=int, help="sent as the requests' seed")
+    p.add_argument(
+        "--seed", type=int, help="derives each request's seed (one per task, sample and turn)"
+    )
     p.add_argument("--out", help="output directory (results.jsonl, summary.json, report.md)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--min-coverage", type=float, help="exit 1 when coverage is lower")

@@ -19,6 +19,7 @@ reward path (``outcome_reward``: a terminal tool grades the final message, as in
 from __future__ import annotations
 
 import importlib
+import hashlib
 import inspect
 import json
 import time
@@ -114,6 +115,16 @@ def _arguments(text: str | None) -> dict[str, Any]:
     return dict(value)
 
 
+def request_seed(seed: int | None, task_index: int, sample: int, turn: int) -> int | None:
+    """The ``seed`` of one request: one per (task, sample, turn), derived from ``--seed``. One
+    seed for every request would make a server that reseeds per request (``transformers
+    serve``) give the same answer to every sample of a task, so pass@k would be pass@1."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}:{task_index}:{sample}:{turn}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1  # a non-negative 31-bit int
+
+
 class Conversation:
     """Runs rollouts of one adapter against one endpoint (``client`` is an ``openai.OpenAI``)."""
 
@@ -121,19 +132,21 @@ class Conversation:
         self.client, self.label = client, endpoint_label
         self.sampling, self.turns = sampling, turns
 
-    def _complete(self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> Any:
+    def _complete(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], seed: int | None
+    ) -> Any:
         extra: dict[str, Any] = {}
         if self.sampling.temperature is not None:
             extra["temperature"] = self.sampling.temperature
         if self.sampling.max_tokens is not None:
             extra["max_tokens"] = self.sampling.max_tokens
-        if self.sampling.seed is not None:
-            extra["seed"] = self.sampling.seed
+        if seed is not None:
+            extra["seed"] = seed
         return self.client.chat.completions.create(
             model=self.sampling.model, messages=messages, tools=schemas or None, **extra
         )
 
-    def run(self, env: Any, task_index: int, split: str) -> Rollout:
+    def run(self, env: Any, task_index: int, split: str, sample: int = 0) -> Rollout:
         out = Rollout()
         started = time.monotonic()
         try:
@@ -147,7 +160,9 @@ class Conversation:
         schemas = tool_schemas(tools)
         user_content = prompt if isinstance(prompt, str) else _tool_content(prompt)
         messages: list[dict[str, Any]] = [{"role": "user", "content": user_content}]
-        stop, endpoint_failure = self._loop(env, tools, schemas, messages, out, started)
+        stop, endpoint_failure = self._loop(
+            env, tools, schemas, messages, out, started, (task_index, sample)
+        )
         if endpoint_failure is None:
             outcome_reward([env], [messages[1:]])
             out.final_answer = final_message(messages[1:])
@@ -169,6 +184,7 @@ class Conversation:
         messages: list[dict[str, Any]],
         out: Rollout,
         started: float,
+        where: tuple[int, int],
     ) -> tuple[str | None, str | None]:
         """Turns until a stop; (why it stopped early, the endpoint failure)."""
         while True:
@@ -181,7 +197,8 @@ class Conversation:
                 return f"rollout deadline ({limit:g} s) passed", None
             asked = time.monotonic()
             try:
-                response = self._complete(messages, schemas)
+                seed = request_seed(self.sampling.seed, *where, out.turns)
+                response = self._complete(messages, schemas, seed)
             except Exception as exc:  # noqa: BLE001 - the client already retried
                 out.endpoint_seconds += time.monotonic() - asked
                 return None, f"endpoint {self.label}: {_endpoint_error(exc)}"

@@ -264,7 +264,7 @@ def _run_all(
         env = None
         try:
             env = adapter()
-            rollout = conversation.run(env, task_index, split)
+            rollout = conversation.run(env, task_index, split, sample)
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
             rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
         row = _row(task_index, sample, split, rollout, unfinished_reward)
