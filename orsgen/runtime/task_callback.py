@@ -5,8 +5,18 @@ beside the run's output at every logging step::
     trainer = GRPOTrainer(..., reward_funcs=outcome_reward, callbacks=[TaskTableCallback()])
 
 It writes ``<output_dir>/ors_tasks.csv`` (``split, task_index, rollouts, scored,
-pass_rate, mean_reward, last_step``). Each process writes the rollouts it scored: rank
-``r`` of a distributed run writes ``ors_tasks.rank<r>.csv``.
+pass_rate, mean_reward, last_step``).
+
+Two sources, never both:
+
+- by default, the batches ``outcome_reward`` scored in this process (GRPOTrainer). Each
+  process writes its own: rank ``r`` of a distributed run writes ``ors_tasks.rank<r>.csv``.
+- with ``trajectories=PATH`` (the path given to the adapters' ``trajectories=``), the
+  trajectory lines every process writes for that path: AsyncGRPO's rollout child, which
+  scores through ``get_reward()`` where this process never sees it, and every rank. The
+  world's process zero reads the lines appended since training began at each logging step
+  and writes one table for the whole run; a line's step is the ``global_step`` at which it
+  was first read. The in-process batches are then left out, so a rollout counts once.
 """
 
 from __future__ import annotations
@@ -17,26 +27,55 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from orsgen.runtime.rollouts.task_table import table
+from orsgen.runtime.rollouts.task_table import TaskTable, table
 from orsgen.runtime.rollouts.tasks import world_size
-from orsgen.runtime.rollouts.trajectories import process_path
+from orsgen.runtime.rollouts.trajectories import JsonlFile, process_path
+from orsgen.runtime.rollouts.trajectory_reader import TrajectoryFiles, fold
 
 FILE_NAME = "ors_tasks.csv"
 
 
 class TaskTableCallback(TrainerCallback):
-    """Write this process's per-task table to ``<output_dir>/ors_tasks.csv`` (or
-    ``file_name``) at every logging step and at the end of training."""
+    """Write the per-task table to ``<output_dir>/ors_tasks.csv`` (or ``file_name``) at
+    every logging step and at the end of training: this process's scored batches, or, with
+    ``trajectories=``, every process's trajectory lines for that path."""
 
-    def __init__(self, file_name: str = FILE_NAME) -> None:
+    def __init__(
+        self,
+        file_name: str = FILE_NAME,
+        trajectories: str | os.PathLike[str] | JsonlFile | None = None,
+    ) -> None:
         self.file_name = file_name
+        self.trajectories: TrajectoryFiles | None = None
+        if trajectories is not None:
+            path = trajectories.path if isinstance(trajectories, JsonlFile) else trajectories
+            self.trajectories = TrajectoryFiles(path)
+        self._from_lines = TaskTable()  # the trajectory lines' table
 
     def path(self, args: Any) -> Path:
+        output = Path(args.output_dir) / self.file_name
+        if self.trajectories is not None:
+            return output  # one table for the whole run
         rank = int(os.environ.get("RANK", "0") or 0)
-        return process_path(Path(args.output_dir) / self.file_name, rank, world_size(), False)
+        return process_path(output, rank, world_size(), False)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.trajectories is not None:
+            self._from_lines.clear()
+            self.trajectories.skip_existing()  # lines of earlier runs on the same path
 
     def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        table().write(self.path(args))
+        self._write(args, state)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        table().write(self.path(args))
+        self._write(args, state)
+
+    def _write(self, args: Any, state: Any) -> None:
+        if self.trajectories is None:
+            table().write(self.path(args))
+            return
+        if not getattr(state, "is_world_process_zero", True):
+            return
+        step = getattr(state, "global_step", None)
+        fold(self._from_lines, self.trajectories.new_lines(), step)
+        self._from_lines.write(self.path(args))

@@ -1,0 +1,156 @@
+"""The per-task table from the trajectory log (``TaskTableCallback(trajectories=...)``):
+the reader takes only whole lines, from every process's file for the path, each once; and
+with both sources on (GRPOTrainer's ``outcome_reward`` and the adapters' trajectory log) a
+rollout counts once."""
+
+from __future__ import annotations
+
+import csv
+import json
+import multiprocessing as mp
+from pathlib import Path
+from typing import Any
+
+import pytest
+from transformers import TrainerControl, TrainerState, TrainingArguments
+
+from generated.echo import EchoEnv
+from generated.echo.rewards import outcome_reward
+from orsgen.runtime.rollouts import task_table
+from orsgen.runtime.rollouts.task_table import TaskTable
+from orsgen.runtime.rollouts.trajectories import JsonlFile
+from orsgen.runtime.rollouts.trajectory_reader import TrajectoryFiles, fold, task_outcome
+from orsgen.runtime.task_callback import TaskTableCallback
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _line(task: int, reward: float | None, kind: str = "scored") -> dict[str, Any]:
+    return {"split": "train", "task_index": task, "outcome": kind, "reward": reward}
+
+
+def _text(line: dict[str, Any]) -> bytes:
+    return (json.dumps(line) + "\n").encode()
+
+
+def test_a_half_written_line_is_read_once_it_is_whole(tmp_path: Path) -> None:
+    path = tmp_path / "traj.jsonl"
+    first, second = _text(_line(0, 1.0)), _text(_line(1, 0.0))
+    path.write_bytes(first + second[:7])  # the writer is mid-line
+    reader = TrajectoryFiles(path)
+    assert reader.new_lines() == [_line(0, 1.0)]
+    assert reader.new_lines() == []
+    with path.open("ab") as handle:
+        handle.write(second[7:])
+    assert reader.new_lines() == [_line(1, 0.0)]
+    assert reader.new_lines() == [] and reader.skipped == 0
+
+
+def test_every_process_file_of_the_path_and_no_other(tmp_path: Path) -> None:
+    names = ["traj.jsonl", "traj.rank1.jsonl", "traj.pid4242.jsonl"]
+    for i, name in enumerate(names):
+        (tmp_path / name).write_bytes(_text(_line(i, 1.0)))
+    for other in ["traj.csv", "other.jsonl", "traj.rankx.jsonl", "traj.rank1.jsonl.tmp"]:
+        (tmp_path / other).write_bytes(_text(_line(9, 1.0)))
+    reader = TrajectoryFiles(tmp_path / "traj.jsonl")
+    assert sorted(p.name for p in reader.files()) == sorted(names)
+    assert sorted(line["task_index"] for line in reader.new_lines()) == [0, 1, 2]
+
+
+def test_skip_existing_reads_only_what_comes_after(tmp_path: Path) -> None:
+    path = tmp_path / "traj.jsonl"
+    late = _text(_line(2, 1.0))
+    path.write_bytes(_text(_line(0, 1.0)) + late[:5])  # an earlier run's line, and one mid-write
+    reader = TrajectoryFiles(path)
+    reader.skip_existing()
+    with path.open("ab") as handle:
+        handle.write(late[5:] + _text(_line(3, 0.0)))
+    assert [line["task_index"] for line in reader.new_lines()] == [2, 3]
+
+
+def test_a_broken_line_is_skipped_and_a_replaced_file_read_from_its_start(tmp_path: Path) -> None:
+    path = tmp_path / "traj.jsonl"
+    path.write_bytes(b'{"split": "tr\n' + _text(_line(0, 1.0)) + b"[1, 2]\n")
+    reader = TrajectoryFiles(path)
+    assert reader.new_lines() == [_line(0, 1.0)] and reader.skipped == 2
+    path.write_bytes(_text(_line(5, 0.0)))  # shorter than what was read: a new file
+    assert reader.new_lines() == [_line(5, 0.0)]
+
+
+def test_task_outcome_takes_only_well_formed_lines() -> None:
+    found = task_outcome({**_line(3, 0.5), "why_unscored": None, "finished": True})
+    assert found is not None and found[0] == ("train", 3)
+    assert (found[1].reward, found[1].kind, found[1].finished) == (0.5, "scored", True)
+    assert task_outcome({**_line(3, None, "failed"), "task_index": None}) is not None
+    for bad in [{"task_index": True}, {"outcome": "won"}, {"reward": "1"}, {"split": 0}]:
+        assert task_outcome({**_line(3, 1.0), **bad}) is None, bad
+    table = TaskTable()
+    assert fold(table, [_line(1, 1.0), _line(1, 0.0), {"x": 1}], 4) == 1
+    assert [(r["task_index"], r["rollouts"], r["pass_rate"]) for r in table.rows()] == [(1, 2, 0.5)]
+
+
+def _write_lines(path: str, writer: int, count: int) -> None:
+    sink = JsonlFile(path)  # a forked child writes traj.pid<pid>.jsonl
+    for seq in range(count):
+        sink.write({**_line(writer, 1.0), "seq": seq, "pad": "x" * 3000})
+
+
+def test_several_processes_writing_while_the_reader_reads(tmp_path: Path) -> None:
+    path = str(tmp_path / "traj.jsonl")
+    reader = TrajectoryFiles(path)
+    writers = [
+        mp.get_context("fork").Process(target=_write_lines, args=(path, w, 300)) for w in range(3)
+    ]
+    seen: list[tuple[int, int]] = []
+    for process in writers:
+        process.start()
+    try:
+        while any(p.is_alive() for p in writers):
+            seen += [(line["task_index"], line["seq"]) for line in reader.new_lines()]
+            for process in writers:
+                process.join(timeout=0.01)
+    finally:
+        for process in writers:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()  # this test's own child, by its PID
+    seen += [(line["task_index"], line["seq"]) for line in reader.new_lines()]
+    assert all(p.exitcode == 0 for p in writers)
+    assert len(reader.files()) == 3 and reader.skipped == 0
+    assert sorted(seen) == [(w, s) for w in range(3) for s in range(300)]
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_with_both_sources_a_rollout_counts_once(echo_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """GRPOTrainer's in-process table and the adapters' trajectory log both see the batch;
+    the callback with ``trajectories=`` counts each rollout once, like the in-process one."""
+    task_table.table().clear()
+    path = tmp_path / "traj.jsonl"
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[])
+    state, control = TrainerState(), TrainerControl()
+    from_lines, in_process = TaskTableCallback(trajectories=path), TaskTableCallback("own.csv")
+    from_lines.on_train_begin(args, state, control)
+    envs = [EchoEnv(base_url=echo_server.url, prefetch=False, trajectories=path) for _ in range(3)]
+    try:
+        for env, (task, word) in zip(envs, [(0, "apple"), (1, "cherry"), (1, "banana")]):
+            env.reset(task_index=task)
+            env.echo(text=word)
+        state.global_step = 0
+        outcome_reward(envs, [[]] * 3, trainer_state=state)
+    finally:
+        for env in envs:
+            env.close()
+    state.global_step = 1
+    for callback in (from_lines, in_process):
+        callback.on_log(args, state, control)
+        callback.on_train_end(args, state, control)
+
+    def rows(name: str) -> list[dict[str, str]]:
+        with (tmp_path / "out" / name).open(encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+
+    assert rows("ors_tasks.csv") == rows("own.csv")
+    assert [(r["task_index"], r["rollouts"], r["pass_rate"]) for r in rows("ors_tasks.csv")] == [
+        ("0", "1", "1.0"),
+        ("1", "2", "0.5"),
+    ]
