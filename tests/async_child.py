@@ -45,10 +45,13 @@ def run_rollouts(
     timeout: float = 180.0,
     dataset: Any = None,
     around_start: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+    each_poll: Callable[[int], object] | None = None,
 ) -> Rollouts:
     """At least ``wanted`` samples of the loop on ``dataset`` (default: the placeholder
     rows of ``train_dataset=None``), and every metrics window the child pushed. The child
-    runs inside ``around_start()`` and is stopped (by its PID) on return."""
+    runs inside ``around_start()`` and is stopped (by its PID) on return. ``each_poll`` is
+    called with the number of samples so far after every poll of the rollout queue, while
+    the child runs (as a trainer's steps would consume them)."""
     from datasets import Dataset  # type: ignore[import-untyped]
     from standin_vllm import StandinVLLM
     from trl.experimental.async_grpo.async_rollout_worker import _AsyncRolloutLoop, _child_main
@@ -131,6 +134,8 @@ def run_rollouts(
                     except queue.Empty:
                         pass
                     _drain(metrics_queue, pushed)
+                    if each_poll is not None:
+                        each_poll(len(samples))
                 # Stop as AsyncRolloutWorker.stop() does: the stop event, then join; keep
                 # draining so the child's queue feeder threads can flush and exit.
                 stop_event.set()
