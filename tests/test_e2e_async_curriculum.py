@@ -51,9 +51,7 @@ def test_async_rollout_loop_follows_the_curriculum(
             tiny_model.Episode(f"Call echo with the word 't{i}'.", {"text": f"t{i}"}, "echo")
             for i in range(20)
         ]
-        tokenizer = tiny_model.build_tokenizer(
-            tiny_model._render_corpus([probe.echo], episodes, "echo")
-        )
+        tokenizer = tiny_model.build_episode_tokenizer([probe.echo], episodes, "echo")
         run = run_rollouts(
             functools.partial(ScoredCoinEchoAdapter, base_url=server.url, curriculum="pass_rate"),
             tokenizer,

@@ -110,9 +110,7 @@ def test_async_rollout_loop_drives_adapter_concurrently(
         # these tasks' conversations; built from the adapter's own tool methods.
         probe = EchoEnv(base_url=server.url)
         episodes = [tiny.Episode(_prompt(t), {"text": t}, f"echo: {t}") for t in targets.values()]
-        tokenizer = tiny.build_tokenizer(
-            tiny._render_corpus([probe.echo, probe.hint], episodes, "echo")
-        )
+        tokenizer = tiny.build_episode_tokenizer([probe.echo, probe.hint], episodes, "echo")
 
         watcher = _SessionWatcher(server)
         run = run_rollouts(

@@ -59,9 +59,7 @@ def test_async_rollout_loop_with_environment_owned_data(
             tiny_model.Episode(f"Call echo with the word {w!r}.", {"text": w}, f"echo: {w}")
             for w in WORDS
         ]
-        tokenizer = tiny_model.build_tokenizer(
-            tiny_model._render_corpus([probe.echo, probe.hint], episodes, "echo")
-        )
+        tokenizer = tiny_model.build_episode_tokenizer([probe.echo, probe.hint], episodes, "echo")
         run = run_rollouts(
             functools.partial(ScoredTrustAdapter, base_url=server.url),
             tokenizer,
