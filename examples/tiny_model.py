@@ -329,6 +329,15 @@ def warm_up(
     return {"steps": float(done), "final_loss": loss_value, "min_token_ratio": worst}
 
 
+def _save(out: Path, model: Any, tok: Any) -> None:
+    """Save the model and tokenizer to ``out``; generation pads and stops with the
+    tokenizer's own tokens."""
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+
+
 def build_tiny_model(
     out_dir: str | Path,
     tools: Sequence[Callable[..., Any]],
@@ -354,10 +363,7 @@ def build_tiny_model(
     model = build_model(len(tok), tok.pad_token_id, tok.eos_token_id, seed=seed)
     sequences = [episode_ids(tok, tools, ep, tool_name) for ep in episodes]
     stats = warm_up(model, sequences, tok.pad_token_id, steps=steps, lr=lr, seed=seed)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
+    _save(out, model, tok)
     (out / "warmup.json").write_text(
         json.dumps(
             {**stats, "vocab": len(tok), "rollout_tokens": [len(ids) for ids, _ in sequences]},
@@ -382,10 +388,7 @@ def build_untrained_model(
     out.mkdir(parents=True, exist_ok=True)
     tok = build_episode_tokenizer(tools, episodes, tool_name)
     model = build_model(len(tok), tok.pad_token_id, tok.eos_token_id, seed=seed)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
+    _save(out, model, tok)
     return out
 
 
