@@ -34,7 +34,7 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(BENCH)]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "examples"), str(BENCH)]
 for _k, _v in {"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "OPENREWARD_LOG_LEVEL": "ERROR"}.items():
     os.environ.setdefault(_k, _v)
 

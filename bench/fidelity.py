@@ -261,7 +261,7 @@ def _safe(make: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def measure() -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "examples")]  # ors_server, serve_model
     import ors_server
 
     server = ors_server.start(Path(__file__).resolve(), envs=["ToolsetsEnv"])

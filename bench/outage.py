@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "examples")]
 os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,18 +86,35 @@ def start_model_server(
     args += ["--default-seed", str(seed)] if seed is not None else []
     with log.open("wb") as fh:
         process = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, env=env)
+
+    def healthy() -> bool:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
+            return bool(resp.status == 200)
+
+    wait_until_ready(process, healthy, log, "transformers serve", timeout, interval=0.25)
+    return ModelServer(model_dir, port, process, log)
+
+
+def wait_until_ready(
+    process: subprocess.Popen[Any],
+    ready: Callable[[], bool],
+    log: Path,
+    what: str,
+    timeout: float,
+    interval: float = 0.1,
+) -> None:
+    """Poll ``ready()`` (an ``OSError`` counts as not yet) until it is true. Raise, with the
+    end of ``log``, if ``process`` exits first or ``timeout`` passes (then it is stopped)."""
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"transformers serve exited early:\n{log.read_text()[-3000:]}")
+            raise RuntimeError(f"{what} exited early:\n{log.read_text()[-3000:]}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    break
+            if ready():
+                return
         except OSError:
             pass
         if time.monotonic() > deadline:
             stop_process(process)
-            raise RuntimeError(f"transformers serve did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(0.25)
-    return ModelServer(model_dir, port, process, log)
+            raise RuntimeError(f"{what} did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(interval)

@@ -141,6 +141,13 @@ def build_tokenizer(corpus: Sequence[str], vocab_size: int = MAX_VOCAB) -> Any:
     return tok
 
 
+def build_episode_tokenizer(
+    tools: Sequence[Callable[..., Any]], episodes: Sequence[Episode], tool_name: str
+) -> Any:
+    """The tokenizer of these episodes' whole conversations, ``tools`` offered to the model."""
+    return build_tokenizer(_render_corpus(tools, episodes, tool_name))
+
+
 def tool_suffix_ids(
     tok: Any, chat_template: str | None, tool_name: str, tool_output: str
 ) -> list[int]:
@@ -322,6 +329,15 @@ def warm_up(
     return {"steps": float(done), "final_loss": loss_value, "min_token_ratio": worst}
 
 
+def _save(out: Path, model: Any, tok: Any) -> None:
+    """Save the model and tokenizer to ``out``; generation pads and stops with the
+    tokenizer's own tokens."""
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+
+
 def build_tiny_model(
     out_dir: str | Path,
     tools: Sequence[Callable[..., Any]],
@@ -343,14 +359,11 @@ def build_tiny_model(
     torch.set_num_threads(1)  # two threads oversubscribe a 2-core machine
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tok = build_tokenizer(_render_corpus(tools, episodes, tool_name))
+    tok = build_episode_tokenizer(tools, episodes, tool_name)
     model = build_model(len(tok), tok.pad_token_id, tok.eos_token_id, seed=seed)
     sequences = [episode_ids(tok, tools, ep, tool_name) for ep in episodes]
     stats = warm_up(model, sequences, tok.pad_token_id, steps=steps, lr=lr, seed=seed)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
+    _save(out, model, tok)
     (out / "warmup.json").write_text(
         json.dumps(
             {**stats, "vocab": len(tok), "rollout_tokens": [len(ids) for ids, _ in sequences]},
@@ -373,12 +386,9 @@ def build_untrained_model(
     environment's own draw."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tok = build_tokenizer(_render_corpus(tools, episodes, tool_name))
+    tok = build_episode_tokenizer(tools, episodes, tool_name)
     model = build_model(len(tok), tok.pad_token_id, tok.eos_token_id, seed=seed)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
+    _save(out, model, tok)
     return out
 
 

@@ -50,7 +50,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 import urllib.request
 from collections.abc import Iterator
@@ -76,7 +75,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from generated.echo import EchoEnv, load_tasks, outcome_reward  # noqa: E402
-from serve_model import free_port, stop_process  # noqa: E402
+from serve_model import free_port, stop_process, wait_until_ready  # noqa: E402
 from tiny_model import Episode, build_tiny_model, cpu_grpo_config  # noqa: E402
 from training_report import (  # noqa: E402
     HEADER,
@@ -104,19 +103,14 @@ def start_server(log_path: Path, timeout: float = 60.0) -> tuple[subprocess.Pope
             stderr=subprocess.STDOUT,
             env={**os.environ, "OPENREWARD_LOG_LEVEL": "WARNING"},
         )
-    deadline = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"the echo server exited early:\n{log_path.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/{ENV_NAME}/tools", timeout=2) as resp:
-                json.loads(resp.read())
-            return process, url
-        except OSError:
-            if time.monotonic() > deadline:
-                stop_process(process)
-                raise RuntimeError(f"the echo server did not start:\n{log_path.read_text()}")
-            time.sleep(0.1)
+
+    def answers() -> bool:
+        with urllib.request.urlopen(f"{url}/{ENV_NAME}/tools", timeout=2) as resp:
+            json.loads(resp.read())
+        return True
+
+    wait_until_ready(process, answers, log_path, "the echo server", timeout)
+    return process, url
 
 
 def warm_up_episodes(url: str, dataset: Any, right_share: float = 1.0) -> list[Episode]:

@@ -42,23 +42,19 @@ def main(url: str, work: Path) -> None:
 
     torch.set_num_threads(1)
     import tiny_model
+    from train_echo import warm_up_episodes  # examples/train_echo.py's own warm-up data
     from trl import GRPOTrainer
 
     from generated.echo import EchoEnv, load_tasks, outcome_reward
     from orsgen.runtime.task_callback import TaskTableCallback
 
     dataset = load_tasks(base_url=url)
-    env = EchoEnv(base_url=url)
-    episodes = []
-    try:
-        for row in dataset:
-            prompt = env.reset(**row)
-            answer = env.echo(text=row["target"])
-            episodes.append(tiny_model.Episode(prompt, {"text": row["target"]}, answer))
-    finally:
-        env.close()
+    probe = EchoEnv(base_url=url)  # no I/O: only to hand the tool methods to the builder
     model_dir = tiny_model.build_tiny_model(
-        work / "tiny", tools=[env.echo, env.hint], episodes=episodes, tool_name="echo"
+        work / "tiny",
+        tools=[probe.echo, probe.hint],
+        episodes=warm_up_episodes(url, dataset),
+        tool_name="echo",
     )
     args = tiny_model.cpu_grpo_config(
         work / "out",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,14 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# examples/serve_model.py: one way to choose a port and to stop what a test started.
+from serve_model import free_port, stop_process
+
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = ROOT / "tests" / "serve_env.py"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -84,17 +80,6 @@ def settle(read: Callable[[], int], expected: int, timeout: float = 10.0) -> int
         time.sleep(0.05)
         n = read()
     return n
-
-
-def stop_process(process: subprocess.Popen[Any]) -> None:
-    """Stop a process this suite started, by its PID: terminate, then kill after 10 s."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def start(

@@ -20,6 +20,7 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -27,6 +28,20 @@ from aiohttp import web
 TARGET = re.compile(r"Call echo with the word '([^']+)'")
 FINAL_ANSWER = "Done."
 IM_END = "<|im_end|>"
+
+
+def echo_prompt(word: str) -> str:
+    """The environment prompt this stand-in reads a target word from (``TARGET``)."""
+    return f"Call echo with the word {word!r}."
+
+
+def echo_tokenizer(tools: Sequence[Callable[..., Any]], words: Sequence[str]) -> Any:
+    """examples/tiny_model.py's tokenizer, trained on the echo conversation of each word:
+    the prompt above, the ``echo`` call and the environment's ``echo: <word>`` reply."""
+    import tiny_model
+
+    episodes = [tiny_model.Episode(echo_prompt(w), {"text": w}, f"echo: {w}") for w in words]
+    return tiny_model.build_episode_tokenizer(tools, episodes, "echo")
 
 
 def reply_text(prompt_text: str) -> str:

@@ -14,12 +14,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def run_bench(script: str, args: list[str], timeout: float) -> None:
+    """Run ``bench/<script>`` with ``args`` from the repository root; it must succeed."""
+    child = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert child.returncode == 0, child.stdout[-2000:] + child.stderr[-4000:]
+
+
 @pytest.mark.slow
 def test_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
-    child = subprocess.run(
+    run_bench(
+        "run.py",
         [
-            sys.executable,
-            str(ROOT / "bench" / "run.py"),
             "--tasks",
             "20",
             "--calls",
@@ -35,13 +47,8 @@ def test_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
             "--out",
             str(tmp_path),
         ],
-        cwd=ROOT,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
         timeout=300,
     )
-    assert child.returncode == 0, child.stdout[-2000:] + child.stderr[-4000:]
     data = json.loads((tmp_path / "latest.json").read_text())
     md = (tmp_path / "latest.md").read_text()
     assert data["meta"]["machine"] and data["meta"]["date"] in md
@@ -62,10 +69,9 @@ def test_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_capacity_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     """bench/capacity.py: 8 rollouts against a 2-session limit with random refusals."""
-    child = subprocess.run(
+    run_bench(
+        "capacity.py",
         [
-            sys.executable,
-            str(ROOT / "bench" / "capacity.py"),
             "--rollouts",
             "8",
             "--limit",
@@ -79,13 +85,8 @@ def test_capacity_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
             "--out",
             str(tmp_path),
         ],
-        cwd=ROOT,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
         timeout=600,
     )
-    assert child.returncode == 0, child.stdout[-2000:] + child.stderr[-4000:]
     data = json.loads((tmp_path / "capacity.json").read_text())
     md = (tmp_path / "capacity.md").read_text()
     assert data["meta"]["ideal_s"] == 4 * 0.2 and data["meta"]["date"] in md

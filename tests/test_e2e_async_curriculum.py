@@ -24,9 +24,8 @@ pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 pytest.importorskip("aiohttp")
 
-import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
-
 from async_child import run_rollouts  # noqa: E402
+from standin_vllm import echo_tokenizer  # noqa: E402
 from envs.coin_echo_support import (  # noqa: E402
     COIN_ECHO_ENV,
     CoinEchoAdapter,
@@ -47,13 +46,7 @@ def test_async_rollout_loop_follows_the_curriculum(
     server = ors_servers.own(COIN_ECHO_ENV)
     try:
         probe = CoinEchoAdapter(base_url=server.url)
-        episodes = [
-            tiny_model.Episode(f"Call echo with the word 't{i}'.", {"text": f"t{i}"}, "echo")
-            for i in range(20)
-        ]
-        tokenizer = tiny_model.build_tokenizer(
-            tiny_model._render_corpus([probe.echo], episodes, "echo")
-        )
+        tokenizer = echo_tokenizer([probe.echo], [f"t{i}" for i in range(20)])
         run = run_rollouts(
             functools.partial(ScoredCoinEchoAdapter, base_url=server.url, curriculum="pass_rate"),
             tokenizer,

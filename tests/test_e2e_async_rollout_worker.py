@@ -46,13 +46,11 @@ import ors_server
 
 pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
-
-import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
-
 pytest.importorskip("aiohttp")
 
 from async_child import run_rollouts  # noqa: E402
 from generated.echo import EchoEnv, ScoredEchoEnv, load_tasks  # noqa: E402
+from standin_vllm import echo_prompt, echo_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real training: the fast tier leaves it out
 
@@ -62,10 +60,6 @@ ECHO_ENV = ROOT / "examples" / "echo_env.py"
 NUM_GENERATIONS = 4
 MAX_INFLIGHT = 8  # two groups' worth of rollouts in flight at once
 SAMPLES_WANTED = 3 * NUM_GENERATIONS  # three scored groups
-
-
-def _prompt(target: str) -> str:
-    return f"Call echo with the word {target!r}."
 
 
 class _SessionWatcher:
@@ -101,7 +95,6 @@ def test_async_rollout_loop_drives_adapter_concurrently(
     ors_servers: ors_server.Servers, tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    tiny = tiny_model
     server = ors_servers.own(ECHO_ENV)  # its own: the request counts are this test's alone
     try:
         dataset = load_tasks(base_url=server.url)
@@ -109,10 +102,7 @@ def test_async_rollout_loop_drives_adapter_concurrently(
         # The tokenizer of examples/tiny_model.py (TRL's qwen3 template), trained on
         # these tasks' conversations; built from the adapter's own tool methods.
         probe = EchoEnv(base_url=server.url)
-        episodes = [tiny.Episode(_prompt(t), {"text": t}, f"echo: {t}") for t in targets.values()]
-        tokenizer = tiny.build_tokenizer(
-            tiny._render_corpus([probe.echo, probe.hint], episodes, "echo")
-        )
+        tokenizer = echo_tokenizer([probe.echo, probe.hint], list(targets.values()))
 
         watcher = _SessionWatcher(server)
         run = run_rollouts(
@@ -138,7 +128,7 @@ def test_async_rollout_loop_drives_adapter_concurrently(
         # Every rollout: prompt from reset(), the right echo call, the env's answer, Done.
         for sample in samples:
             content = sample.prompt[-1]["content"]
-            target = next(t for t in targets.values() if _prompt(t) in content)
+            target = next(t for t in targets.values() if echo_prompt(t) in content)
             roles = [m["role"] for m in sample.completion]
             assert roles == ["assistant", "tool", "assistant"], sample.completion
             call = sample.completion[0]["tool_calls"][0]["function"]

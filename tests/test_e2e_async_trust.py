@@ -30,9 +30,8 @@ pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 pytest.importorskip("aiohttp")
 
-import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
-
 from async_child import run_rollouts  # noqa: E402
+from standin_vllm import echo_tokenizer  # noqa: E402
 from envs.trust_support import TRUST_ENV, ScoredTrustAdapter, TrustAdapter  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real training: the fast tier leaves it out
@@ -55,13 +54,7 @@ def test_async_rollout_loop_with_environment_owned_data(
     server = ors_servers.own(TRUST_ENV)
     try:
         probe = TrustAdapter(base_url=server.url)
-        episodes = [
-            tiny_model.Episode(f"Call echo with the word {w!r}.", {"text": w}, f"echo: {w}")
-            for w in WORDS
-        ]
-        tokenizer = tiny_model.build_tokenizer(
-            tiny_model._render_corpus([probe.echo, probe.hint], episodes, "echo")
-        )
+        tokenizer = echo_tokenizer([probe.echo, probe.hint], WORDS)
         run = run_rollouts(
             functools.partial(ScoredTrustAdapter, base_url=server.url),
             tokenizer,

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +33,7 @@ import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
 from conftest import import_generated  # noqa: E402
 from orsgen.runtime.rollouts.chooser import group_task  # noqa: E402
+from torchrun_launch import run_two_ranks  # noqa: E402
 
 
 @pytest.mark.slow
@@ -53,26 +51,12 @@ def test_two_ranks_keep_groups_whole_and_agree(
         tool_name="note",
     )
     out, log = tmp_path / "results", tmp_path / "torchrun.log"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-        "--master_addr", "127.0.0.1", "--master_port", str(ors_server.free_port()),
-        str(RANKS), "--base-url", server.url, "--out", str(out), "--model", str(model),
+    pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    args = [
+        "--base-url", server.url, "--out", str(out), "--model", str(model),
         "--steps", str(STEPS), "--curriculum", curriculum,
     ]  # fmt: skip
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            code = proc.wait(timeout=840)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-            raise
-    output = log.read_text()
+    code, output = run_two_ranks(RANKS, args, log, env={"PYTHONPATH": pythonpath})
     assert code == 0, output[-6000:]
     ranks = [json.loads((out / f"rank-{r}.json").read_text()) for r in (0, 1)]
     assert [len(r["steps"]) for r in ranks] == [STEPS, STEPS], ranks

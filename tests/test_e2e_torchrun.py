@@ -8,16 +8,13 @@ the server counts sessions and requests. Nothing is mocked.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 import ors_server
+from torchrun_launch import run_two_ranks
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
@@ -35,34 +32,15 @@ def test_torchrun_two_ranks_train_against_one_server(
     server = ors_servers.own(ECHO_ENV)  # its own: the session counts are this run's alone
     results = tmp_path / "results"
     log = tmp_path / "torchrun.log"
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "GLOO_SOCKET_IFNAME": "lo",  # loopback only
-        "PYTHONUNBUFFERED": "1",
-    }
-    command = [
-        sys.executable, "-m", "torch.distributed.run",
-        "--nproc_per_node", "2",
-        "--master_addr", "127.0.0.1", "--master_port", str(ors_server.free_port()),
-        str(TRAIN_ECHO), "--base-url", server.url, "--result-dir", str(results),
-    ]  # fmt: skip
     started = time.monotonic()
     try:
-        with log.open("wb") as out:
-            # A session of its own, so a hung run can be stopped with all its ranks.
-            proc = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-            try:
-                code = proc.wait(timeout=840)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=30)
-                raise
+        code, output = run_two_ranks(
+            TRAIN_ECHO,
+            ["--base-url", server.url, "--result-dir", str(results)],
+            log,
+            env={"PYTHONUNBUFFERED": "1"},
+        )
         elapsed = time.monotonic() - started
-        output = log.read_text()
         print(f"torchrun took {elapsed:.1f} s")
         assert code == 0, output[-6000:]
 
