@@ -89,9 +89,7 @@ def test_the_task_table_counts_the_async_childs_rollouts(
             tiny_model.Episode(f"Call echo with the word 't{i}'.", {"text": f"t{i}"}, "echo")
             for i in range(20)
         ]
-        tokenizer = tiny_model.build_tokenizer(
-            tiny_model._render_corpus([probe.echo], episodes, "echo")
-        )
+        tokenizer = tiny_model.build_episode_tokenizer([probe.echo], episodes, "echo")
         callback.on_train_begin(args, state, control)
         run = run_rollouts(
             functools.partial(
