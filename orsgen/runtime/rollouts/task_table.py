@@ -7,9 +7,10 @@
   :class:`TaskTable`; :class:`~orsgen.runtime.task_callback.TaskTableCallback` writes
   it beside the run's output at every logging step (``ors_tasks.csv``).
 
-A task is *passed* by a scored rollout whose reward is at least :data:`PASS_AT` (full
-marks); the pass rate and the mean reward are over scored rollouts only, so unscored
-and failed rollouts never count as the task's failures.
+A task is *passed* by a scored rollout whose reward is at least
+:data:`~orsgen.runtime.passk.PASS_THRESHOLD` (full marks, the rule ``ors/pass@k`` uses too);
+the pass rate and the mean reward are over scored rollouts only, so unscored and failed
+rollouts never count as the task's failures.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.runtime.rollouts.episode import Outcome
 from orsgen.runtime.transport.process import current
 
 TASK_INDEX = "task_index"
 TASK_SPLIT = "task_split"
-PASS_AT = 1.0
 COLUMNS: tuple[str, ...] = (
     "split",
     "task_index",
@@ -71,7 +72,7 @@ class TaskRow:
         if outcome.kind == "scored" and outcome.reward is not None:
             self.scored += 1
             self.reward_sum += outcome.reward
-            self.passed += int(outcome.reward >= PASS_AT)
+            self.passed += int(outcome.reward >= PASS_THRESHOLD)
         if step is not None:
             self.last_step = step if self.last_step is None else max(self.last_step, step)
 
