@@ -66,7 +66,8 @@ def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False)
         print(f"  {line}", file=sys.stderr)
 
 
-def _secrets(pairs: Sequence[str]) -> dict[str, str] | None:
+def secret_pairs(pairs: Sequence[str]) -> dict[str, str] | None:
+    """`--secret NAME=VALUE` pairs as a dict (`orsgen` and `orsgen eval` both take them)."""
     if not pairs:
         return None
     out: dict[str, str] = {}
@@ -190,7 +191,7 @@ def _request(args: argparse.Namespace) -> Request:
         task_tools=not args.no_task_tools,
         probe_indices=tuple(args.probe_index) if args.probe_index else None,
         toolset=args.toolset,
-        secrets=_secrets(args.secret),
+        secrets=secret_pairs(args.secret),
         api_key=args.api_key,
         package=args.package,
         class_name=args.class_name,
@@ -249,7 +250,7 @@ def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
             Path(args.directory),
             snapshot,
             target=args.target,
-            secrets=_secrets(args.secret),
+            secrets=secret_pairs(args.secret),
             api_key=args.api_key,
             timeout=args.timeout,
             progress=lambda m: _say(m, args.quiet),

@@ -145,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.dir or not args.endpoint or not args.model:
         raise ConfigError("orsgen eval needs DIR, --endpoint and --model (or --compare A B)")
     # The one parser of --secret NAME=VALUE.
-    from orsgen.cli import _secrets  # pyright: ignore[reportPrivateUsage]
+    from orsgen.cli import secret_pairs
 
     klass = load_adapter(args.dir, args.env_class)
     split = args.split or klass.DEFAULT_SPLIT
@@ -190,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         base_url=base_url,
         api_key=args.api_key,
-        secrets=_secrets(args.secret),  # UsageError: orsgen.cli says it and exits 2
+        secrets=secret_pairs(args.secret),  # UsageError: orsgen.cli says it and exits 2
     )
     s = result.summary
     brief = {k: s[k] for k in ("split", "rollouts", "verdicts", "coverage", "mean_reward")}
