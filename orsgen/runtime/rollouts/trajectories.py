@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -101,6 +102,16 @@ def process_path(path: str | os.PathLike[str], rank: int, world: int, forked: bo
     if forked:
         return base.with_name(f"{base.stem}.pid{os.getpid()}{base.suffix}")
     return base
+
+
+def process_paths(path: str | os.PathLike[str]) -> list[Path]:
+    """Every process's file for the configured ``path``, as :func:`process_path` names
+    them (the path itself, ``x.rank<r>.jsonl``, ``x.pid<pid>.jsonl``), sorted by name."""
+    base = Path(path)
+    name = re.compile(rf"{re.escape(base.stem)}(\.rank\d+|\.pid\d+)?{re.escape(base.suffix)}")
+    if not base.parent.is_dir():
+        return []
+    return sorted(p for p in base.parent.iterdir() if name.fullmatch(p.name) and p.is_file())
 
 
 def _rank() -> int:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast, get_args
 
 from orsgen.runtime.rollouts.episode import Kind, Outcome
 from orsgen.runtime.rollouts.task_table import Task, TaskTable
+from orsgen.runtime.rollouts.trajectories import process_paths
 
 logger = logging.getLogger("orsgen.runtime")
 
@@ -35,16 +35,10 @@ class TrajectoryFiles:
         self.path = Path(path)
         self.skipped = 0  # complete lines that were not a trajectory line
         self._offsets: dict[Path, int] = {}  # bytes already read, to the end of a line
-        stem, suffix = re.escape(self.path.stem), re.escape(self.path.suffix)
-        self._name = re.compile(rf"{stem}(\.rank\d+|\.pid\d+)?{suffix}")
 
     def files(self) -> list[Path]:
-        """Every process's file for the path (see :func:`~orsgen.runtime.rollouts.
-        trajectories.process_path`), by name."""
-        folder = self.path.parent
-        if not folder.is_dir():
-            return []
-        return sorted(p for p in folder.iterdir() if self._name.fullmatch(p.name) and p.is_file())
+        """Every process's file for the path, by name."""
+        return process_paths(self.path)
 
     def skip_existing(self) -> None:
         """Read nothing that is already there (say, a run before this one appended to the
