@@ -37,7 +37,7 @@ from orsgen.runtime.rollouts.episode import Call, Episode, Outcome, RolloutState
 from orsgen.runtime.rollouts.settings import RolloutSettings
 from orsgen.runtime.rollouts.tasks import TaskSampler
 from orsgen.runtime.sessions import drift
-from orsgen.runtime.sessions.opening import SessionOptions, task_key
+from orsgen.runtime.sessions.opening import SessionOptions, TaskRef
 from orsgen.runtime.sessions.pool import SessionSlot
 from orsgen.runtime.transport import health, sdk
 from orsgen.runtime.transport.policy import Action
@@ -141,20 +141,21 @@ class AdapterRollout:
         self.episode = Episode(task_index=index, task_spec=task_spec is not None, chosen=chosen)
         self._sampler = sampler
         started = time.monotonic()
-        opened = self.here.open(self.owner, index, task_spec)
+        task = TaskRef(index, task_spec)
+        opened = self.here.open(self.owner, task)
         self.episode.reset_seconds = time.monotonic() - started
         if opened is None:
             self.degrade()
             return None
         self.here = self.here.at(opened.endpoint)
         url = self.here.endpoint.session_url
-        self._task = task_key(index, task_spec)
+        self._task = task.key
         self._slot.hold(opened.session, opened.place)
         if opened.tools is not None:
             drift.record(self.owner, opened.tools, self.split, index, url)
         try:
-            where, task = self.here.endpoint.label, (self.split, index)
-            drifted = drift.enforce(self.owner, self.here.strict, where, url, task)
+            where, judged = self.here.endpoint.label, (self.split, index)
+            drifted = drift.enforce(self.owner, self.here.strict, where, url, judged)
         except drift.ToolDriftError:
             self._slot.close(wait=False)
             raise

@@ -50,8 +50,20 @@ async def _num_tasks(endpoint: Endpoint, split: str) -> object:
     return answer.get("num_tasks") if is_object(answer) else None
 
 
-def task_key(index: int | None, task_spec: Mapping[str, Any] | None) -> tuple[str, str]:
-    """Which task a reset opens, as a hashable key (equal keys: one GRPO group)."""
+@dataclass(frozen=True)
+class TaskRef:
+    """Which task a reset opens: a task index, or a task spec the trainer gave."""
+
+    index: int | None
+    spec: Mapping[str, Any] | None = field(default=None, compare=False)
+    # Hashable; equal keys are one GRPO group and one prefetch stream entry.
+    key: tuple[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", _task_key(self.index, self.spec))
+
+
+def _task_key(index: int | None, task_spec: Mapping[str, Any] | None) -> tuple[str, str]:
     if index is not None:
         return ("index", str(index))
     try:
@@ -110,15 +122,13 @@ class SessionOptions:
         record = health.record(self.endpoint.session_url)
         return CallPolicy(record, self.reconnect_for, strict=self.strict)
 
-    def open(
-        self, owner: type, index: int | None, task_spec: Mapping[str, Any] | None
-    ) -> Opened | None:
+    def open(self, owner: type, task: TaskRef) -> Opened | None:
         """Open a session of ``owner`` (an adapter class) as the call policy says: on the
         server placement picks, in a place under the cap, waiting for a server that went
         away or refuses for now. ``None``: the reconnect window passed and the rollout runs
         degraded. Raises :class:`SessionOpenError`, or ``SessionCapError`` at once for a
         cap that could never let this reset through."""
-        attempt = _Attempt(self, owner, index, task_spec)
+        attempt = _Attempt(self, owner, task)
         try:
             return attempt.run()
         finally:
@@ -127,16 +137,16 @@ class SessionOptions:
     def take(
         self,
         owner: type,
-        index: int | None,
-        task_spec: Mapping[str, Any] | None,
+        task: TaskRef,
         claim: cap.Claim | None = None,
     ) -> Opened:
+        index = task.index
         opener = functools.partial(
             sdk.open_session,
             self.endpoint,
             self.split,
             index,
-            task_spec,
+            task.spec,
             self.secrets,
             self.keepalive,
             toolset=self.toolset,
@@ -145,11 +155,10 @@ class SessionOptions:
         # The class's first session on this server also lists its tools (the drift guard).
         url = self.endpoint.session_url
         check = drift.claim_check(owner, url, (self.split, index))
-        key = task_key(index, task_spec)
         try:
             stream = self.prefetcher(owner)
             return stream.take(
-                key, opener, self.prefetch_group, check, self.open_timeout, claim, url
+                task.key, opener, self.prefetch_group, check, self.open_timeout, claim, url
             )
         except (cap.NoPlace, cap.SessionCapError):
             raise
@@ -211,10 +220,9 @@ class _Attempt:
         self,
         options: SessionOptions,
         owner: type,
-        index: int | None,
-        task_spec: Mapping[str, Any] | None,
+        task: TaskRef,
     ) -> None:
-        self.options, self.owner, self.index, self.task_spec = options, owner, index, task_spec
+        self.options, self.owner, self.task = options, owner, task
         self.claim = cap.claim(owner, options.max_sessions, options.reconnect_for)
         self.servers = options.servers or (options.endpoint,)
         self.failed: set[str] = set()  # servers that did not answer this open
@@ -231,7 +239,7 @@ class _Attempt:
             action = policy.before_open()
             if action is Action.GO:
                 try:
-                    opened = here.take(self.owner, self.index, self.task_spec, self.claim)
+                    opened = here.take(self.owner, self.task, self.claim)
                 except cap.NoPlace as exc:
                     return self._past_window(here, exc)
                 except SessionOpenError as exc:
@@ -283,7 +291,7 @@ class _Attempt:
         """The window passed: degrade (``None``), or with ``strict`` raise."""
         if not self.options.strict:
             return None
-        failed = here.failure(self.index)
+        failed = here.failure(self.task.index)
         if isinstance(err, cap.NoPlace):
             raise EnvironmentUnavailableError(f"{failed}: {err} (strict=True)") from None
         cause = err.__cause__ if err is not None else None
