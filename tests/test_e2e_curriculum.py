@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shutil
 import statistics
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ class Recording(CurriculumCheckpoint):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         super().on_train_begin(args, state, control, **kw)
-        if self.restored_from is not None:
+        if self.restored_from is not None and self.curriculum is not None:
             self.restored = self.curriculum.state_dict()
 
 
@@ -60,7 +61,7 @@ def _train(
     server: ors_server.RunningServer,
     model_dir: Path,
     out: Path,
-    curriculum: PassRateCurriculum | None,
+    curriculum: PassRateCurriculum | str | None,
     max_steps: int,
     resume: Path | None = None,
 ) -> dict[str, Any]:
@@ -86,7 +87,9 @@ def _train(
         save_strategy="steps" if saving else "no",
         save_steps=SAVE_AT,
     )
-    callback = Recording(curriculum) if curriculum is not None else None
+    # The string form gets the callback with no argument: it finds the curriculum itself.
+    named = curriculum if isinstance(curriculum, PassRateCurriculum) else None
+    callback = Recording(named) if curriculum is not None else None
     trainer = GRPOTrainer(
         model=str(model_dir),
         args=args,
@@ -133,6 +136,19 @@ def runs(
         SAVE_AT + 1,
         resume=tmp / "pass_rate" / f"checkpoint-{SAVE_AT}",
     )
+    # The same resume with curriculum="pass_rate" and CurriculumCheckpoint() (no object),
+    # from a copy of the checkpoint: each resumed run saves its own checkpoint-13.
+    shutil.copytree(
+        tmp / "pass_rate" / f"checkpoint-{SAVE_AT}", tmp / "named" / f"checkpoint-{SAVE_AT}"
+    )
+    named = _train(
+        server,
+        model_dir,
+        tmp / "named",
+        "pass_rate",
+        SAVE_AT + 1,
+        resume=tmp / "named" / f"checkpoint-{SAVE_AT}",
+    )
     curves = {
         name: [round(h["frac_reward_zero_std"], 3) for h in run["logged"]]
         for name, run in {"uniform": uniform, "pass_rate": curved}.items()
@@ -141,7 +157,17 @@ def runs(
     # bench/results/curriculum_grpo.json holds a copy of this file from a recorded run.
     out = tmp / "curriculum_grpo.json"
     out.write_text(json.dumps({"steps": STEPS, "group": GROUP, "batch": BATCH, **curves}) + "\n")
-    return {"uniform": uniform, "pass_rate": curved, "saved": saved, "resumed": resumed}
+    after = {
+        run: json.loads(path(tmp / run, SAVE_AT + 1).read_text()) for run in ("pass_rate", "named")
+    }
+    return {
+        "uniform": uniform,
+        "pass_rate": curved,
+        "saved": saved,
+        "resumed": resumed,
+        "named": named,
+        "after": after,
+    }
 
 
 @pytest.mark.slow
@@ -177,3 +203,28 @@ def test_resume_restores_the_curriculum_state(runs: dict[str, Any]) -> None:
     # The first step after the resume is chosen from the restored state alone, so it is
     # the step the original run chose after its save.
     assert runs["resumed"]["steps"][0] == runs["pass_rate"]["steps"][SAVE_AT]
+
+
+def _choices(state: dict[str, Any]) -> dict[str, Any]:
+    """What a curriculum state says was chosen (the rewards are the server's fresh draws)."""
+    groups = sorted((group, task) for group, task, _ in state["history"])
+    fixed = ("tasks", "seed", "group_size", "planned", "plan", "last_chosen")
+    return {"groups": groups, **{key: state[key] for key in fixed}}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_the_string_form_resumes_with_a_callback_that_holds_no_curriculum(
+    runs: dict[str, Any],
+) -> None:
+    """curriculum="pass_rate" and CurriculumCheckpoint(): the state saved at step 12 is
+    handed to the stream the resumed run makes, which then chooses what the object form
+    chose, and the step-13 save holds the same choices."""
+    callback = runs["named"]["callback"]
+    assert callback.curriculum is None and callback.restored_from is not None
+    assert runs["named"]["steps"][0] == runs["pass_rate"]["steps"][SAVE_AT]
+    assert runs["named"]["steps"] == runs["resumed"]["steps"]
+    after = runs["after"]
+    assert after["named"]["planned"] > runs["saved"]["planned"]
+    assert _choices(after["named"]) == _choices(after["pass_rate"])
+    assert tasks.samplers().take_resumed() is None  # the staged state was used, not left

@@ -1,12 +1,16 @@
 """The curriculum's state in TRL's checkpoints, so ``resume_from_checkpoint`` continues it.
 
     from orsgen.runtime.checkpoint import CurriculumCheckpoint
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 
-    curriculum = PassRateCurriculum()
-    trainer = GRPOTrainer(..., environment_factory=partial(Env, curriculum=curriculum),
-                          callbacks=[CurriculumCheckpoint(curriculum)])
+    trainer = GRPOTrainer(..., environment_factory=partial(Env, curriculum="pass_rate"),
+                          callbacks=[CurriculumCheckpoint()])
     trainer.train(resume_from_checkpoint=True)
+
+With no argument the callback saves the one curriculum this process's adapters chose
+tasks with, and a resume hands the saved state to the first stream that makes its
+curriculum. With several curricula in one process (several adapter classes, servers or
+splits choosing tasks), build one ``PassRateCurriculum()`` per stream and give the one to
+save to both the adapter's ``curriculum=`` and ``CurriculumCheckpoint(curriculum)``.
 
 Every save writes ``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
 (``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``). Under several
@@ -23,6 +27,7 @@ event this class does not handle is a no-op (as in ``TrainerCallback``).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +38,8 @@ from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 
 FILE = "orsgen_curriculum.json"
 CHECKPOINT = "checkpoint"  # transformers' PREFIX_CHECKPOINT_DIR
+
+logger = logging.getLogger("orsgen.runtime")
 
 
 def path(output_dir: str | os.PathLike[str], step: int) -> Path:
@@ -45,11 +52,13 @@ def _nothing(*_: Any, **__: Any) -> None:
 
 
 class CurriculumCheckpoint:
-    """Saves ``curriculum``'s state with each checkpoint and restores it on resume."""
+    """Saves the curriculum's state with each checkpoint and restores it on resume:
+    ``curriculum``, or (``None``) the one this process's adapters made."""
 
-    def __init__(self, curriculum: PassRateCurriculum) -> None:
+    def __init__(self, curriculum: PassRateCurriculum | None = None) -> None:
         self.curriculum = curriculum
         self.restored_from: Path | None = None
+        self._warned = False
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         if name.startswith("on_"):  # every other trainer event: nothing to do
@@ -66,20 +75,62 @@ class CurriculumCheckpoint:
                 f"resuming at step {step}, but {saved} holds no curriculum state: the run "
                 "was saved without CurriculumCheckpoint, or from another output_dir"
             )
-        self.curriculum.load_state_dict(json.loads(saved.read_text()))
+        state_dict = json.loads(saved.read_text())
+        target = self.curriculum
+        if target is None:
+            target = self._only(self._choosers(), "restore")
+        if target is not None:
+            target.load_state_dict(state_dict)
+        else:  # no stream yet: the first one made with curriculum="pass_rate" continues
+            PassRateCurriculum().load_state_dict(state_dict)  # refuse a bad file now
+            tasks.samplers().resume(state_dict)
         self.restored_from = saved
 
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
-        for sampler in tasks.samplers().all():
-            if isinstance(sampler, tasks.Chooser) and sampler.curriculum is self.curriculum:
-                sampler.synchronize()
+        choosers = self._choosers()
+        for chooser in choosers:
+            chooser.synchronize()
         if not getattr(state, "is_world_process_zero", True):
+            return
+        curriculum = self.curriculum
+        if curriculum is None:
+            curriculum = self._only(choosers, "save")
+        if curriculum is None:
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "CurriculumCheckpoint: no adapter in this process chose tasks with a "
+                    "curriculum (curriculum='pass_rate' and train_dataset=None), so no "
+                    "curriculum state is saved with the checkpoints"
+                )
             return
         target = path(args.output_dir, int(state.global_step))
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.curriculum.state_dict(), sort_keys=True)
+        text = json.dumps(curriculum.state_dict(), sort_keys=True)
         temporary = target.with_suffix(".tmp")
         temporary.write_text(text)
         temporary.replace(target)  # never a half-written state beside a whole checkpoint
+
+    def _choosers(self) -> list[tasks.Chooser]:
+        """This process's streams whose curriculum this callback saves."""
+        return [
+            sampler
+            for sampler in tasks.samplers().all()
+            if isinstance(sampler, tasks.Chooser)
+            and sampler.curriculum is not None
+            and (self.curriculum is None or sampler.curriculum is self.curriculum)
+        ]
+
+    @staticmethod
+    def _only(choosers: list[tasks.Chooser], doing: str) -> PassRateCurriculum | None:
+        found = {id(c.curriculum): c.curriculum for c in choosers if c.curriculum is not None}
+        if len(found) > 1:
+            raise ValueError(
+                f"CurriculumCheckpoint() cannot tell which curriculum to {doing}: this "
+                f"process chooses tasks with {len(found)} (one per adapter class, server and "
+                "split); build a PassRateCurriculum() and pass it to the adapter's "
+                "curriculum= and to CurriculumCheckpoint(curriculum)"
+            )
+        return next(iter(found.values()), None)

@@ -225,8 +225,24 @@ class CurriculumFactory:
 
     curriculum: str | PassRateCurriculum
 
-    def __call__(self, tasks: Sequence[int], seed: int, group_size: int) -> Chooser:
-        return Chooser(tasks, seed, group_size, curricula.make(self.curriculum))
+    @property
+    def named(self) -> bool:
+        """Whether each stream makes its own curriculum (``curriculum="pass_rate"``)."""
+        return isinstance(self.curriculum, str)
+
+    def __call__(
+        self,
+        tasks: Sequence[int],
+        seed: int,
+        group_size: int,
+        state: Mapping[str, Any] | None = None,
+    ) -> Chooser:
+        """``state``: a saved curriculum state the stream's new curriculum continues from
+        (a resume of a named curriculum; an object is restored by its owner)."""
+        made = curricula.make(self.curriculum)
+        if state is not None and made is not None and self.named:
+            made.load_state_dict(state)
+        return Chooser(tasks, seed, group_size, made)
 
 
 def factory_of(curriculum: object) -> CurriculumFactory | None:

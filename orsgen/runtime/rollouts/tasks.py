@@ -49,7 +49,7 @@ from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.rollouts import curriculum as curricula
 from orsgen.runtime.rollouts import metrics, ranks, trainer_facts
 from orsgen.runtime.rollouts.chooser import Chooser as Chooser
-from orsgen.runtime.rollouts.chooser import Layout, factory_of
+from orsgen.runtime.rollouts.chooser import CurriculumFactory, Layout, factory_of
 from orsgen.runtime.rollouts.episode import Outcome
 from orsgen.runtime.transport.process import current
 
@@ -224,6 +224,20 @@ class Samplers:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: dict[Hashable, TaskSampler] = {}
+        # A curriculum state a resume loaded before any stream was made: the first stream
+        # made with curriculum="pass_rate" continues from it (CurriculumCheckpoint()).
+        # Its own lock: a stream's sampler is made (and takes the state) under ``_lock``.
+        self._resumed: Mapping[str, Any] | None = None
+        self._resumed_lock = threading.Lock()
+
+    def resume(self, state: Mapping[str, Any]) -> None:
+        with self._resumed_lock:
+            self._resumed = state
+
+    def take_resumed(self) -> Mapping[str, Any] | None:
+        with self._resumed_lock:
+            state, self._resumed = self._resumed, None
+            return state
 
     def peek(self, key: Hashable) -> TaskSampler | None:
         with self._lock:
@@ -245,6 +259,7 @@ class Samplers:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+        self.take_resumed()
 
 
 def samplers() -> Samplers:
@@ -283,7 +298,8 @@ def sampler_for(
     if found is None:
         among = candidates(split_size(), settings.num_tasks, settings.indices)
         found, made = samplers().get(
-            stream, lambda: spread(settings.sampler(among, seed, group), layout, label)
+            stream,
+            lambda: spread(_new_sampler(settings.sampler, among, seed, group), layout, label),
         )
         if made:
             where = (
@@ -298,6 +314,14 @@ def sampler_for(
                 where,
             )
     return found
+
+
+def _new_sampler(
+    factory: SamplerFactory, among: Sequence[int], seed: int, group: int
+) -> TaskSampler:
+    if isinstance(factory, CurriculumFactory) and factory.named:
+        return factory(among, seed, group, state=samplers().take_resumed())
+    return factory(among, seed, group)
 
 
 def _curriculum_metrics() -> dict[str, float]:
