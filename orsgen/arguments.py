@@ -14,6 +14,23 @@ from orsgen.wording import did_you_mean
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
+class UsageError(Exception):
+    """Bad arguments or an unusable target: one line on stderr, exit code 2."""
+
+
+def secret_pairs(pairs: Sequence[str]) -> dict[str, str] | None:
+    """`--secret NAME=VALUE` pairs as a dict (`orsgen` and `orsgen eval` both take them)."""
+    if not pairs:
+        return None
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError("--secret takes NAME=VALUE")
+        out[name] = value
+    return out
+
+
 def seconds(text: str) -> float:
     """``--timeout``: a positive number of seconds, checked before any network."""
     try:

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orsgen import __version__, checks, pipeline
-from orsgen.arguments import Parser as _Parser, seconds as _seconds
+from orsgen.arguments import Parser as _Parser
+from orsgen.arguments import UsageError, secret_pairs
+from orsgen.arguments import seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
 from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
@@ -25,10 +27,6 @@ from orsgen.snapshot.stored import Snapshot
 from orsgen.wording import closest, plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-
-class UsageError(Exception):
-    """Bad arguments or an unusable target: one line on stderr, exit code 2."""
 
 
 # Progress comes from the runtime loop's thread too (retry lines): once the user pressed
@@ -64,19 +62,6 @@ def _error(exc: BaseException | str) -> None:
 def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> None:
     for line in grouped(diagnostics, verbose):
         print(f"  {line}", file=sys.stderr)
-
-
-def secret_pairs(pairs: Sequence[str]) -> dict[str, str] | None:
-    """`--secret NAME=VALUE` pairs as a dict (`orsgen` and `orsgen eval` both take them)."""
-    if not pairs:
-        return None
-    out: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise UsageError("--secret takes NAME=VALUE")
-        out[name] = value
-    return out
 
 
 def _generate_parser() -> _Parser:

@@ -331,6 +331,7 @@ def test_unusable_configurations_exit_2_with_one_line(
         "no model": [str(chance_dir), "--endpoint", model_server.endpoint],
         "no such split": base + ["--split", "nope"],
         "index past the end": base + ["--split", "test", "--indices", "0,9"],
+        "a secret with no value": base + ["--secret", "TOKEN"],
         "not a package": [str(tmp_path), "--endpoint", model_server.endpoint, "--model", "m"],
         "no endpoint there": [
             str(chance_dir),

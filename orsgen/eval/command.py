@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from orsgen.arguments import UsageError, secret_pairs
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.results import RunFileError
 from orsgen.eval.run import evaluate, public_url
@@ -144,9 +145,7 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.dir or not args.endpoint or not args.model:
         raise ConfigError("orsgen eval needs DIR, --endpoint and --model (or --compare A B)")
-    # The one parser of --secret NAME=VALUE.
-    from orsgen.cli import secret_pairs
-
+    secrets = secret_pairs(args.secret)  # UsageError (one line, exit 2) before any network
     klass = load_adapter(args.dir, args.env_class)
     split = args.split or klass.DEFAULT_SPLIT
     base_url = args.base_url[0] if args.base_url and len(args.base_url) == 1 else args.base_url
@@ -190,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         base_url=base_url,
         api_key=args.api_key,
-        secrets=secret_pairs(args.secret),  # UsageError: orsgen.cli says it and exits 2
+        secrets=secrets,
     )
     s = result.summary
     brief = {k: s[k] for k in ("split", "rollouts", "verdicts", "coverage", "mean_reward")}
@@ -208,6 +207,6 @@ def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     try:
         return _run(args)
-    except (ConfigError, RunFileError, ValueError) as exc:
+    except (ConfigError, RunFileError, UsageError, ValueError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
