@@ -14,7 +14,7 @@ from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime.errors import describe
 from orsgen.runtime.transport.endpoint import Endpoint, session_secrets
 from orsgen.runtime.transport.process import current
-from orsgen.runtime.transport.sdk import environment
+from orsgen.runtime.transport.sdk import environment, session_class
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.probes import merge_probed, prompt_has_image, short
 from orsgen.snapshot.retries import ask
@@ -316,8 +316,16 @@ async def _probe_session(
 ) -> tuple[list[dict[str, Any]], bool | None]:
     """One short session on task ``index``: its tool list, and whether its prompt holds an
     image (``None``: the prompt could not be read)."""
-    session = env.session(
-        split=options.split, index=index, secrets=secrets, toolset=options.toolset
+    # The runtime's session class: its keepalive pings wait an interval before the first,
+    # so a probe that lives milliseconds never pings a session it already deleted (the
+    # SDK's own class pings at once, from another thread, and the server logs a 404).
+    session = session_class()(
+        env,
+        secrets=secrets,
+        api_key=env.api_key,
+        split=options.split,
+        index=index,
+        toolset_name=options.toolset,
     )
     await session.__aenter__()
     try:

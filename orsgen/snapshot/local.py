@@ -17,7 +17,6 @@ from typing import Any
 
 from orsgen.runtime.transport import http
 from orsgen.snapshot.errors import TargetError
-from orsgen.snapshot.late_pings import LatePings
 
 
 def free_port() -> int:
@@ -122,9 +121,7 @@ def _serve(path: Path, ready_timeout: float) -> Generator[tuple[str, dict[str, s
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = int(sock.getsockname()[1])
-    config = uvicorn.Config(
-        LatePings(app), host="127.0.0.1", port=port, log_level="error", access_log=False
-    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="orsgen-local-server", daemon=True
