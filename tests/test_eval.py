@@ -145,7 +145,6 @@ def test_known_probabilities_give_pass_at_k(
         model=model_server.model,
         split="test",
         samples=n,
-        task_count=len(tasks),
         concurrency=4,
         out=tmp_path / "run",
         base_url=chance_server.url,
@@ -269,7 +268,6 @@ def test_endpoint_stopped_mid_run(chance_pkg, chance_server, tiny_model, tmp_pat
             model=own.model,
             split="slow",
             samples=4,
-            task_count=len(SPLITS["slow"]),
             concurrency=2,
             out=out,
             base_url=chance_server.url,
@@ -309,7 +307,12 @@ def test_compare_reports_paired_differences(
         code, _, stderr = run_cli(args + ["--concurrency", "4"])
         assert code == 0, stderr
         runs.append(json.loads((out / "summary.json").read_text()))
-    code, stdout, stderr = run_cli(["--compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    # Runs with different pass thresholds do not compare: --force compares them anyway.
+    code, _, stderr = run_cli(["--compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert code == 2 and "differ in pass_threshold" in stderr, stderr
+    code, stdout, stderr = run_cli(
+        ["--compare", str(tmp_path / "a"), str(tmp_path / "b"), "--force"]
+    )
     assert code == 0, stderr
     a, b = runs
     diff = b["pass_at_k"]["1"] - a["pass_at_k"]["1"]

@@ -6,12 +6,16 @@ the model sees in TRL training. Needs ``orsgen[eval]`` (openai, tqdm, matplotlib
 """
 
 from orsgen.eval.compare import compare, format_comparison, load_summary
+from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.estimators import pass_at_k, pass_hat_k
-from orsgen.eval.results import RunFileError
+from orsgen.eval.results import Record, RunFileError
 from orsgen.eval.run import EvalResult, evaluate
 
 __all__ = [
+    "EvalConfig",
+    "EvalConfigError",
     "EvalResult",
+    "Record",
     "RunFileError",
     "compare",
     "evaluate",

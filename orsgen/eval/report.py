@@ -1,5 +1,6 @@
-"""report.md beside the results, with two PNGs: per-task pass rate and the reward
-histogram (matplotlib, Agg backend: no display needed)."""
+"""report.md beside the results, with two PNGs: pass rate per task (past ``MAX_BARS``
+tasks, a histogram of the tasks' pass rates) and the reward histogram (matplotlib, Agg
+backend: no display needed)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 REPORT_FILE = "report.md"
 PASS_PNG = "pass_rate.png"
 REWARD_PNG = "rewards.png"
+MAX_BARS = 50  # tasks shown one bar each; past this, a histogram of their pass rates
 
 
 def _fmt(value: Any) -> str:
@@ -27,14 +29,20 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
         return False
     plt: Any = pyplot  # matplotlib's annotations leave parts of its API unknown
     per_task = summary["per_task"]
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.3 * len(per_task) + 2), 3))
-    ax.bar(
-        [str(t["task_index"]) for t in per_task], [t["pass_at_k"].get("1", 0.0) for t in per_task]
-    )
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("task")
-    ax.set_ylabel("pass@1")
-    ax.set_title(f"pass@1 per task (n={summary['n']}, split {summary['split']!r})")
+    rates = [t["pass_at_k"].get("1", 0.0) for t in per_task]
+    if len(per_task) > MAX_BARS:  # one bar per task stops being readable: how rates spread
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.hist(rates, bins=20, range=(0.0, 1.0))
+        ax.set_xlabel("pass@1")
+        ax.set_ylabel("tasks")
+        ax.set_title(f"pass@1 of {len(per_task)} tasks (n={summary['n']}, {summary['split']!r})")
+    else:
+        fig, ax = plt.subplots(figsize=(max(4.0, 0.3 * len(per_task) + 2), 3))
+        ax.bar([str(t["task_index"]) for t in per_task], rates)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("task")
+        ax.set_ylabel("pass@1")
+        ax.set_title(f"pass@1 per task (n={summary['n']}, split {summary['split']!r})")
     fig.tight_layout()
     fig.savefig(out / PASS_PNG, dpi=80)
     plt.close(fig)
@@ -69,7 +77,8 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
     for k, value in summary["pass_at_k"].items():
         lines.append(f"| {k} | {_fmt(value)} | {_fmt(summary['pass_hat_k'].get(k))} |")
     if plotted:
-        lines += ["", f"![pass@1 per task]({PASS_PNG})", "", f"![rewards]({REWARD_PNG})"]
+        what = "pass@1 per task" if len(summary["per_task"]) <= MAX_BARS else "pass@1 of the tasks"
+        lines += ["", f"![{what}]({PASS_PNG})", "", f"![rewards]({REWARD_PNG})"]
     reasons: dict[str, int] = {}
     for row in rows:
         if row["verdict"] != "scored":
