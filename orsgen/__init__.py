@@ -28,6 +28,9 @@ _PUBLIC: dict[str, str] = {
     "PassRateCurriculum": "orsgen.runtime.rollouts.curriculum",
     "CurriculumCheckpoint": "orsgen.runtime.checkpoint",
     "TaskTableCallback": "orsgen.runtime.task_callback",
+    # The pass rule: a rollout passes when scored and its reward >= the threshold.
+    "passes": "orsgen.runtime.passk",
+    "PASS_THRESHOLD": "orsgen.runtime.passk",
     # Images as TRL content lists (multimodal=True).
     "Content": "orsgen.runtime.images",
     "ContentPart": "orsgen.runtime.images",
@@ -69,6 +72,7 @@ __all__ = [
     "ImageLike",
     "ImagePart",
     "OrsRuntimeError",
+    "PASS_THRESHOLD",
     "PassRateCurriculum",
     "Request",
     "RequestError",
@@ -93,6 +97,7 @@ __all__ = [
     "load_summary",
     "pass_at_k",
     "pass_hat_k",
+    "passes",
     "run",
 ]
 
@@ -139,6 +144,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.runtime.images import ImageLike as ImageLike
     from orsgen.runtime.images import ImagePart as ImagePart
     from orsgen.runtime.images import TextPart as TextPart
+    from orsgen.runtime.passk import PASS_THRESHOLD as PASS_THRESHOLD
+    from orsgen.runtime.passk import passes as passes
     from orsgen.runtime.rollouts.curriculum import PassRateCurriculum as PassRateCurriculum
     from orsgen.runtime.rollouts.tasks import TaskChoiceError as TaskChoiceError
     from orsgen.runtime.sessions.cap import SessionCapError as SessionCapError
