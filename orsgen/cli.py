@@ -360,6 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from orsgen.eval.sft_command import main as run_sft  # needs orsgen[train]
 
             return run_sft(argv[1:])
+        if argv and argv[0] == "view":
+            from orsgen.view.command import main as run_view
+
+            return run_view(argv[1:])
         if argv and _mistyped_command(argv[0]):
             raise UsageError(f"unknown command {argv[0]!r}; did you mean 'check'?")
         return run_generate(argv)

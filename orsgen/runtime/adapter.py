@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NoReturn, Unpack
 
-from orsgen.runtime import dataset
+from orsgen.runtime import dataset, passk
 from orsgen.runtime.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_OPEN_TIMEOUT,
@@ -135,6 +135,10 @@ class OrsAdapter:
         trajectories: a path (one JSON line per rollout) or a sink with ``write(line)``
             (:mod:`orsgen.runtime.rollouts.trajectories`).
         clock: the rollout deadline's clock (seconds, monotonic); for tests and simulations.
+        pass_threshold: a scored rollout *passes* when its reward is at least this
+            (:func:`orsgen.runtime.passk.passes`); ``ors/pass@k``, the per-task table and
+            the pass-rate curriculum's pools all read it. Defaults to the class's
+            ``PASS_THRESHOLD`` (1.0, full marks).
         config: an :class:`~orsgen.runtime.config.AdapterConfig` instead of the keywords.
     """
 
@@ -143,6 +147,8 @@ class OrsAdapter:
     DEFAULT_URL: ClassVar[str | None] = None
     DEFAULT_SPLIT: ClassVar[str] = "train"
     TOOLS_SHA256: ClassVar[str] = ""
+    # The package's pass threshold (``pass_threshold=`` overrides it; orsgen eval reads it).
+    PASS_THRESHOLD: ClassVar[float] = passk.PASS_THRESHOLD
     # (wire name, argument) of the environment's @terminal tool, hidden from the model.
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
     # Whether the environment judges groups of candidates itself (ORS score_group).
@@ -176,7 +182,9 @@ class OrsAdapter:
         config, sessions = self._config, self._config.sessions
         if split is not None and split != sessions.split:  # the stream key holds the split
             sessions = dataclasses.replace(sessions, split=split)
-        return AdapterRollout(type(self), config.rollouts, sessions, self._slot, self._lock)
+        return AdapterRollout(
+            type(self), config.rollouts, sessions, self._slot, self._lock, config.pass_threshold
+        )
 
     # -- TRL contract ------------------------------------------------------------------
 
@@ -210,6 +218,7 @@ class OrsAdapter:
         owner = type(self)
         return tasks.sampler_for(
             self._config.tasks,
+            self._config.pass_threshold,
             (owner.__module__, owner.__qualname__, here.endpoint, here.split),
             f"{owner.__name__} on {here.endpoint.label}",
             here.split,
