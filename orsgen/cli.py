@@ -372,6 +372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from orsgen.eval.command import main as run_eval  # needs orsgen[eval]
 
             return run_eval(argv[1:])
+        if argv and argv[0] == "sft":
+            from orsgen.eval.sft_command import main as run_sft  # needs orsgen[train]
+
+            return run_sft(argv[1:])
         if argv and argv[0] == "view":
             from orsgen.view.command import main as run_view
 
