@@ -59,6 +59,9 @@ _PUBLIC: dict[str, str] = {
     "ToolDriftError": "orsgen.runtime.sessions.drift",
     "ToolDriftWarning": "orsgen.runtime.sessions.drift",
     "RunFileError": "orsgen.eval",
+    # Supervised fine-tuning on evaluated rollouts (`orsgen sft`).
+    "sft_dataset": "orsgen.eval",
+    "SftError": "orsgen.eval",
 }
 
 # Spelled out for type checkers; tests/test_docs_namespace.py checks it equals _PUBLIC's keys.
@@ -81,6 +84,7 @@ __all__ = [
     "ServerNotConfiguredError",
     "SessionCapError",
     "SessionOpenError",
+    "SftError",
     "TaskChoiceError",
     "TaskLoadError",
     "TaskTableCallback",
@@ -99,6 +103,7 @@ __all__ = [
     "pass_hat_k",
     "passes",
     "run",
+    "sft_dataset",
 ]
 
 
@@ -124,6 +129,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import load_summary as load_summary
     from orsgen.eval import pass_at_k as pass_at_k
     from orsgen.eval import pass_hat_k as pass_hat_k
+    from orsgen.eval import SftError as SftError
+    from orsgen.eval import sft_dataset as sft_dataset
     from orsgen.pipeline import Request as Request
     from orsgen.pipeline import RequestError as RequestError
     from orsgen.pipeline import Result as Result
