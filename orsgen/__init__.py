@@ -42,6 +42,9 @@ _PUBLIC: dict[str, str] = {
     "load_summary": "orsgen.eval",
     "pass_at_k": "orsgen.eval",
     "pass_hat_k": "orsgen.eval",
+    # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
+    "sft_dataset": "orsgen.eval",
+    "SftError": "orsgen.eval",
     # The errors and warnings a user catches.
     "OrsRuntimeError": "orsgen.runtime.errors",
     "ServerNotConfiguredError": "orsgen.runtime.errors",
@@ -77,6 +80,7 @@ __all__ = [
     "ServerNotConfiguredError",
     "SessionCapError",
     "SessionOpenError",
+    "SftError",
     "TaskChoiceError",
     "TaskLoadError",
     "TaskTableCallback",
@@ -94,6 +98,7 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "run",
+    "sft_dataset",
 ]
 
 
@@ -119,6 +124,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import load_summary as load_summary
     from orsgen.eval import pass_at_k as pass_at_k
     from orsgen.eval import pass_hat_k as pass_hat_k
+    from orsgen.eval import SftError as SftError
+    from orsgen.eval import sft_dataset as sft_dataset
     from orsgen.pipeline import Request as Request
     from orsgen.pipeline import RequestError as RequestError
     from orsgen.pipeline import Result as Result
