@@ -45,6 +45,9 @@ _PUBLIC: dict[str, str] = {
     "load_summary": "orsgen.eval",
     "pass_at_k": "orsgen.eval",
     "pass_hat_k": "orsgen.eval",
+    # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
+    "sft_dataset": "orsgen.eval",
+    "SftError": "orsgen.eval",
     # The errors and warnings a user catches.
     "OrsRuntimeError": "orsgen.runtime.errors",
     "ServerNotConfiguredError": "orsgen.runtime.errors",
@@ -59,9 +62,6 @@ _PUBLIC: dict[str, str] = {
     "ToolDriftError": "orsgen.runtime.sessions.drift",
     "ToolDriftWarning": "orsgen.runtime.sessions.drift",
     "RunFileError": "orsgen.eval",
-    # Supervised fine-tuning on evaluated rollouts (`orsgen sft`).
-    "sft_dataset": "orsgen.eval",
-    "SftError": "orsgen.eval",
 }
 
 # Spelled out for type checkers; tests/test_docs_namespace.py checks it equals _PUBLIC's keys.
