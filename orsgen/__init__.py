@@ -48,6 +48,8 @@ _PUBLIC: dict[str, str] = {
     # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
     "sft_dataset": "orsgen.eval",
     "SftError": "orsgen.eval",
+    # The adapter class of a generated package directory, as `orsgen eval DIR` finds it.
+    "load_adapter": "orsgen.eval.command",
     # The errors and warnings a user catches.
     "OrsRuntimeError": "orsgen.runtime.errors",
     "ServerNotConfiguredError": "orsgen.runtime.errors",
@@ -98,6 +100,7 @@ __all__ = [
     "compare",
     "evaluate",
     "format_comparison",
+    "load_adapter",
     "load_summary",
     "pass_at_k",
     "pass_hat_k",
@@ -131,6 +134,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import pass_hat_k as pass_hat_k
     from orsgen.eval import SftError as SftError
     from orsgen.eval import sft_dataset as sft_dataset
+    from orsgen.eval.command import load_adapter as load_adapter
     from orsgen.pipeline import Request as Request
     from orsgen.pipeline import RequestError as RequestError
     from orsgen.pipeline import Result as Result
