@@ -37,7 +37,7 @@ from serve_model import ModelServer, start_model_server, stop_process  # noqa: E
 from train_echo import start_server  # noqa: E402
 
 from generated.echo import EchoEnv  # noqa: E402
-from orsgen.eval import compare, evaluate, format_comparison  # noqa: E402
+from orsgen import compare, evaluate, format_comparison  # noqa: E402
 
 # Sampled as GRPOTrainer sampled the rollouts in training (TRL's default temperature 1.0):
 # greedy decoding would answer every sample of a task alike. The server is seeded once at

@@ -3,6 +3,8 @@
 ``evaluate(EnvClass, endpoint=..., model=...) -> EvalResult`` runs each task of a split
 ``n`` times against an OpenAI-compatible endpoint, with the tools, prompts and tool results
 the model sees in TRL training. Needs ``orsgen[eval]`` (openai, tqdm, matplotlib).
+``sft_dataset(run_dirs) -> datasets.Dataset`` turns the passing rollouts of runs into rows
+for TRL's ``SFTTrainer`` (``orsgen sft``; needs ``datasets``).
 """
 
 from orsgen.eval.compare import compare, format_comparison, load_summary
@@ -10,6 +12,7 @@ from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.estimators import pass_at_k, pass_hat_k
 from orsgen.eval.results import Record, RunFileError
 from orsgen.eval.run import EvalResult, evaluate
+from orsgen.eval.sft import SftError, sft_dataset
 
 __all__ = [
     "EvalConfig",
@@ -17,10 +20,12 @@ __all__ = [
     "EvalResult",
     "Record",
     "RunFileError",
+    "SftError",
     "compare",
     "evaluate",
     "format_comparison",
     "load_summary",
     "pass_at_k",
     "pass_hat_k",
+    "sft_dataset",
 ]

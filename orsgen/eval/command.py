@@ -13,6 +13,7 @@ import inspect
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -312,8 +313,13 @@ def _run(args: argparse.Namespace) -> int:
     s = result.summary
     brief = {k: s[k] for k in ("split", "rollouts", "verdicts", "coverage", "mean_reward")}
     print(json.dumps({**brief, "pass_at_k": _pass_keys(s["pass_at_k"])}))
+    if s["n"] >= 2:
+        share = s["zero_variance_share"][str(s["n"])]
+        shown = "n/a (no task had all its samples scored)" if share is None else f"{share:.3f}"
+        print(f"zero-variance share at G={s['n']}: {shown}")
     if result.out is not None:
         print(f"results in {result.out}: results.jsonl, summary.json, report.md", file=sys.stderr)
+        print(f"read every rollout: orsgen view {shlex.quote(str(result.out))}", file=sys.stderr)
     if args.min_coverage is not None and result.coverage < args.min_coverage:
         print(
             f"error: coverage {result.coverage:.3f} is below --min-coverage {args.min_coverage}",

@@ -24,6 +24,8 @@ MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_th
 
 
 def load_summary(run: Path) -> dict[str, Any]:
+    """The ``summary.json`` of a run directory (or that file itself); a missing or unreadable
+    one raises :class:`RunFileError` naming it."""
     path = run / SUMMARY_FILE if run.is_dir() else run
     try:
         return dict(json.loads(path.read_text()))
@@ -34,8 +36,10 @@ def load_summary(run: Path) -> dict[str, Any]:
 def compare(
     a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0, force: bool = False
 ) -> dict[str, Any]:
-    """The paired comparison of runs ``a`` and ``b`` (their summary.json); raises
-    ``RunFileError`` when they differ in a ``MUST_MATCH`` field and ``force`` is off."""
+    """Compare two runs' summaries on the tasks both evaluated (``orsgen eval --compare``):
+    the mean per-task difference B - A in pass@1 and in mean reward, each with a 95%
+    bootstrap interval over tasks (seeded by ``seed``), and the tasks that flipped. Raises
+    :class:`RunFileError` when the runs differ in a ``MUST_MATCH`` field, unless ``force``."""
     differs = [k for k in MUST_MATCH if a.get(k) != b.get(k)]
     if differs and not force:
         key = differs[0]
@@ -95,6 +99,7 @@ def _ci(pair: Any) -> str:
 
 
 def format_comparison(c: Mapping[str, Any]) -> str:
+    """The lines ``orsgen eval --compare`` prints for a :func:`compare` result."""
     lines = [
         f"A: {c['a']['model']} (coverage {c['a']['coverage']:.3f})",
         f"B: {c['b']['model']} (coverage {c['b']['coverage']:.3f})",

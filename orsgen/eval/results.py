@@ -1,6 +1,8 @@
 """The files of an evaluation run: ``run.json`` (the :class:`EvalConfig`, written first, so
-a resumed run can be checked against it), ``results.jsonl`` (one row per rollout, appended
-as each completes) and ``summary.json``.
+a resumed run can be checked against it), ``adapter.json`` (what the adapter showed the
+model: its tools' JSON schemas and the package's training split, which ``orsgen sft``
+reads), ``results.jsonl`` (one row per rollout, appended as each completes) and
+``summary.json``.
 
 Memory stays flat in the number of rollouts: a row goes to disk as it completes and the
 run keeps only its :class:`Record` (task, sample, verdict, reward, reason, seconds);
@@ -24,6 +26,7 @@ from orsgen.eval.config import EvalConfig, EvalConfigError
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
+ADAPTER_FILE = "adapter.json"
 # results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
 # most this often and on close (a lost machine loses at most this many seconds of rows).
 FSYNC_EVERY = 1.0
@@ -74,10 +77,11 @@ class Record(Mapping[str, Any]):
         return len(_FIELDS)
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (a temporary file renamed over the target)."""
+def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
+    """Write JSON atomically (a temporary file renamed over the target). ``sort_keys=False``
+    keeps the key order, which is part of the text when it is rendered for a model."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(value, indent=2, sort_keys=sort_keys) + "\n")
     os.replace(tmp, path)
 
 

@@ -26,9 +26,10 @@ from typing import Any
 
 from orsgen.eval import report
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError
-from orsgen.eval.conversation import Conversation, Rollout, Sampling, Turns
+from orsgen.eval.conversation import Conversation, Rollout, Sampling, Turns, tool_schemas, trl_tools
 from orsgen.eval.groups import Groups
 from orsgen.eval.results import (
+    ADAPTER_FILE,
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
@@ -289,8 +290,23 @@ def _plan(
         out.mkdir(parents=True, exist_ok=True)
         check_resume(out, config, resume)
         write_json(out / RUN_FILE, config.to_json())
+        # In the tools' own key order: the model saw them rendered in it.
+        write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
         done = read_records(out / RESULTS_FILE)
     return _Plan(config, out, done, {(r.task_index, r.sample) for r in done})
+
+
+def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
+    """What the adapter showed the model (its tools, as TRL renders them) and the split the
+    package trains on: ``orsgen sft`` builds its rows' ``tools`` from it and guards
+    held-out splits with it."""
+    return {
+        "adapter": klass.__qualname__,
+        "environment": klass.ENV_NAME,
+        "tools_sha256": klass.TOOLS_SHA256,
+        "train_split": klass.DEFAULT_SPLIT,
+        "tools": tool_schemas(trl_tools(probe)),
+    }
 
 
 def _threshold(probe: Any, given: float | None) -> float:
@@ -299,7 +315,7 @@ def _threshold(probe: Any, given: float | None) -> float:
         return float(given)
     from orsgen.runtime import passk
 
-    setting = getattr(getattr(probe, "_config", None), "pass_threshold", None)
+    setting = getattr(probe.rollout, "pass_threshold", None)  # the adapter's pass_threshold=
     return float(setting if setting is not None else passk.PASS_THRESHOLD)
 
 

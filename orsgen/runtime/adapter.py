@@ -8,7 +8,7 @@ new :class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter 
 delegates to (``adapter.rollout``); its settings are one
 :class:`~orsgen.runtime.config.AdapterConfig`.
 
-Training-scale behaviour (see ``docs/runtime.md``):
+Training-scale behaviour (see ``docs/training.md`` and ``docs/scale.md``):
 
 - one request per tool call: the environment is addressed by name, so no call
   pays for the server's redirect;
@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NoReturn, Unpack
 
-from orsgen.runtime import dataset
+from orsgen.runtime import dataset, passk
 from orsgen.runtime.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_OPEN_TIMEOUT,
@@ -114,7 +114,7 @@ class OrsAdapter:
             :class:`ToolDriftError` from ``reset()`` instead of warning once.
         multimodal: return images as TRL content lists with ``PIL.Image.Image`` parts
             (needs ``orsgen[vision]``); otherwise each image is a text placeholder. See
-            :mod:`orsgen.runtime.images` and ``docs/vision.md``.
+            :mod:`orsgen.runtime.images` and ``docs/training.md``.
         env_overrides: environment variables for the environment's container, sent at
             session creation (the SDK's ``env_overrides``). Treated like secrets: never
             logged or stored.
@@ -123,7 +123,7 @@ class OrsAdapter:
         rollout_timeout: seconds from ``reset()``'s open session after which tool calls
             end the episode, unfinished, without a round trip.
         seed, num_tasks, indices: task choice for ``train_dataset=None``
-            (:mod:`orsgen.runtime.rollouts.tasks`, ``docs/runtime.md``).
+            (:mod:`orsgen.runtime.rollouts.tasks`, ``docs/training.md``).
         sampler: makes the task sampler of a stream from ``(tasks, seed, group_size)``;
             defaults to uniform seeded passes (:class:`~orsgen.runtime.rollouts.tasks.Chooser`).
             It observes every settled outcome of a rollout whose task it chose.
@@ -135,6 +135,10 @@ class OrsAdapter:
         trajectories: a path (one JSON line per rollout) or a sink with ``write(line)``
             (:mod:`orsgen.runtime.rollouts.trajectories`).
         clock: the rollout deadline's clock (seconds, monotonic); for tests and simulations.
+        pass_threshold: a scored rollout *passes* when its reward is at least this
+            (:func:`orsgen.runtime.passk.passes`); ``ors/pass@k``, the per-task table and
+            the pass-rate curriculum's pools all read it. Defaults to the class's
+            ``PASS_THRESHOLD`` (1.0, full marks).
         config: an :class:`~orsgen.runtime.config.AdapterConfig` instead of the keywords.
     """
 
@@ -143,6 +147,8 @@ class OrsAdapter:
     DEFAULT_URL: ClassVar[str | None] = None
     DEFAULT_SPLIT: ClassVar[str] = "train"
     TOOLS_SHA256: ClassVar[str] = ""
+    # The package's pass threshold (``pass_threshold=`` overrides it; orsgen eval reads it).
+    PASS_THRESHOLD: ClassVar[float] = passk.PASS_THRESHOLD
     # (wire name, argument) of the environment's @terminal tool, hidden from the model.
     TERMINAL_TOOL: ClassVar[tuple[str, str | None] | None] = None
     # Whether the environment judges groups of candidates itself (ORS score_group).
@@ -176,7 +182,9 @@ class OrsAdapter:
         config, sessions = self._config, self._config.sessions
         if split is not None and split != sessions.split:  # the stream key holds the split
             sessions = dataclasses.replace(sessions, split=split)
-        return AdapterRollout(type(self), config.rollouts, sessions, self._slot, self._lock)
+        return AdapterRollout(
+            type(self), config.rollouts, sessions, self._slot, self._lock, config.pass_threshold
+        )
 
     # -- TRL contract ------------------------------------------------------------------
 
@@ -210,6 +218,7 @@ class OrsAdapter:
         owner = type(self)
         return tasks.sampler_for(
             self._config.tasks,
+            self._config.pass_threshold,
             (owner.__module__, owner.__qualname__, here.endpoint, here.split),
             f"{owner.__name__} on {here.endpoint.label}",
             here.split,

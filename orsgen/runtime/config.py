@@ -11,7 +11,10 @@ them by who reads them:
   ``unfinished_reward``, the trajectory sink);
 - ``tasks`` (:class:`~orsgen.runtime.rollouts.tasks.TaskChoice`): how tasks are chosen for
   ``train_dataset=None`` (seed, restriction, group size, the sampler factory, which
-  ``curriculum=`` selects).
+  ``curriculum=`` selects);
+- ``pass_threshold``: the one pass rule's threshold (:func:`orsgen.runtime.passk.passes`),
+  read by ``ors/pass@k``, the per-task table and the pass-rate curriculum's pools; the
+  adapter class's ``PASS_THRESHOLD`` by default (``orsgen eval`` defaults to it too).
 
 Also here: the hidden ``env_overrides`` copy and the ``UNSET`` tool-argument default.
 """
@@ -23,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
+from orsgen.runtime import passk
 from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 from orsgen.runtime.rollouts.settings import RolloutSettings
 from orsgen.runtime.rollouts.tasks import SamplerFactory, TaskChoice
@@ -63,6 +67,7 @@ class AdapterSettings(TypedDict, total=False):
     sampler: SamplerFactory | None
     curriculum: str | PassRateCurriculum | None
     clock: Callable[[], float] | None
+    pass_threshold: float | None
 
 
 @dataclass(frozen=True)
@@ -74,12 +79,15 @@ class AdapterConfig:
     tasks: TaskChoice
     # Why no server is configured (``reset()`` raises it), or ``None``.
     no_server: str | None = None
+    # A rollout passes when its reward is at least this (passk.passes).
+    pass_threshold: float = passk.PASS_THRESHOLD
 
     @staticmethod
     def of(owner: type, **given: Any) -> AdapterConfig:
         """The config of an ``owner`` adapter class from its constructor keywords; class
         defaults (``DEPLOYMENT``, ``DEFAULT_URL``, ``ENV_NAME``, ``DEFAULT_SPLIT``,
-        ``TOOLSET``) fill what is not given. Raises on a setting no session could honour."""
+        ``TOOLSET``, ``PASS_THRESHOLD``) fill what is not given. Raises on a setting no session could honour.
+        """
         unknown = sorted(set(given) - set(AdapterSettings.__annotations__))
         if unknown:
             raise TypeError(f"{owner.__name__}() got unexpected keyword(s): {', '.join(unknown)}")
@@ -124,8 +132,15 @@ class AdapterConfig:
             s.get("sampler"),
             s.get("curriculum"),
         )
+        threshold = s.get("pass_threshold")
+        if threshold is None:
+            threshold = getattr(owner, "PASS_THRESHOLD", passk.PASS_THRESHOLD)
         return AdapterConfig(
-            sessions, rollouts, tasks, None if no_server is None else str(no_server)
+            sessions,
+            rollouts,
+            tasks,
+            None if no_server is None else str(no_server),
+            passk.check_threshold(threshold),
         )
 
 

@@ -1,14 +1,32 @@
-"""pass@k over groups of rollouts of one task: the unbiased estimator of Chen et al. (2021)
-and its all-pass counterpart. Pure; shared by the trainer's ``ors/pass@k`` metrics and
-``orsgen eval``."""
+"""The pass rule, and pass@k over groups of rollouts of one task: the unbiased estimator of
+Chen et al. (2021) and its all-pass counterpart. Pure; shared by the trainer's
+``ors/pass@k`` metrics, the per-task table, the pass-rate curriculum and ``orsgen eval``.
+
+**The pass rule** (the only one): a rollout *passes* when it has a reward and that reward is
+at least the adapter's ``pass_threshold`` (:func:`passes`; default :data:`PASS_THRESHOLD`,
+full marks). An unscored rollout (reward ``None``) never passes."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
 
-# A rollout passes when its reward reaches this (binary environments score 1.0 for a pass).
+# The default pass threshold: full marks (binary environments score 1.0 for a pass).
 PASS_THRESHOLD = 1.0
+
+
+def passes(reward: float | None, threshold: float) -> bool:
+    """Whether a rollout with ``reward`` passes: it was scored and ``reward >= threshold``."""
+    return reward is not None and reward >= threshold
+
+
+def check_threshold(threshold: object) -> float:
+    """``threshold`` as a float, refusing what no reward could be compared with."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise TypeError(f"pass_threshold must be a number, got {threshold!r}")
+    if not math.isfinite(threshold):
+        raise ValueError(f"pass_threshold must be finite, got {threshold!r}")
+    return float(threshold)
 
 
 def _check(n: int, c: int, k: int) -> None:
@@ -38,14 +56,17 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def grouped_pass_at_k(
-    keys: Sequence[Hashable], rewards: Sequence[float | None], threshold: float = PASS_THRESHOLD
+    keys: Sequence[Hashable],
+    rewards: Sequence[float | None],
+    threshold: float | Sequence[float] = PASS_THRESHOLD,
 ) -> dict[int, float]:
     """``{k: mean pass@k over groups}`` for k up to the smallest group, where rollouts with
-    equal keys (one task) form a group and an unscored rollout does not pass. Empty when
-    there is no group."""
+    equal keys (one task) form a group and a rollout passes by :func:`passes` (``threshold``:
+    one for all, or each rollout's). Empty when there is no group."""
+    limits = [threshold] * len(rewards) if isinstance(threshold, (int, float)) else threshold
     groups: dict[Hashable, list[bool]] = {}
-    for key, reward in zip(keys, rewards):
-        groups.setdefault(key, []).append(reward is not None and reward >= threshold)
+    for key, reward, limit in zip(keys, rewards, limits):
+        groups.setdefault(key, []).append(passes(reward, limit))
     if not groups:
         return {}
     smallest = min(len(g) for g in groups.values())

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
-from orsgen.runtime.passk import grouped_pass_at_k
+from orsgen.runtime.passk import PASS_THRESHOLD, grouped_pass_at_k
 from orsgen.runtime.rollouts import metrics, task_table
 from orsgen.runtime.rollouts.protocol import HasRollout, Rollout
 
@@ -68,8 +68,8 @@ def outcome_reward(
     batch's rollout health goes into the trainer's log as ``ors/*`` metrics
     (:mod:`orsgen.runtime.rollouts.metrics`), with ``ors/pass@k`` for every k up to the batch's
     smallest group: rollouts of one task (TRL's ``task_index`` and ``split`` columns) are a
-    group, a rollout passes when its reward is at least 1.0 (Chen et al.'s estimator,
-    averaged over groups). In evaluation TRL logs them all under ``eval_``.
+    group, a rollout passes by the pass rule (:func:`orsgen.runtime.passk.passes` with its
+    adapter's ``pass_threshold``; Chen et al.'s estimator, averaged over groups). In evaluation TRL logs them all under ``eval_``.
     With ``log_extra`` each rollout's task index
     and split become columns of TRL's completions table, and every scored batch feeds the
     per-task table (:mod:`orsgen.runtime.rollouts.task_table`).
@@ -94,14 +94,15 @@ def outcome_reward(
                     future.result()
     outcomes = [None if r is None else r.settle() for r in rollouts]
     rewards = [None if o is None else o.reward for o in outcomes]
+    thresholds = [PASS_THRESHOLD if r is None else r.pass_threshold for r in rollouts]
     if log_metric is not None:
         metrics.emit(log_metric, [o for o in outcomes if o is not None])
         if task_index is not None and len(task_index) == len(rewards):
             keys = list(zip(task_index, split or [None] * len(rewards)))
-            for k, value in grouped_pass_at_k(keys, rewards).items():
+            for k, value in grouped_pass_at_k(keys, rewards, thresholds).items():
                 log_metric(f"ors/pass@{k}", value)
     tasks = [None if r is None else (r.split, r.task_index) for r in rollouts]
-    task_table.record(tasks, outcomes, trainer_state)
+    task_table.record(tasks, outcomes, trainer_state, thresholds)
     if log_extra is not None:
         task_table.log_tasks(log_extra, tasks)
     return rewards

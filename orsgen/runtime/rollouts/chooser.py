@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.runtime.rollouts import curriculum as curricula
 from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 from orsgen.runtime.rollouts.episode import Outcome
@@ -71,6 +72,7 @@ class Chooser:
         curriculum: PassRateCurriculum | None = None,
         layout: Layout | None = None,
         share: Callable[[Shared], list[Shared]] | None = None,
+        pass_threshold: float = PASS_THRESHOLD,
     ) -> None:
         if group_size < 1:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
@@ -80,7 +82,7 @@ class Chooser:
         self.curriculum, self.layout, self._share = curriculum, layout, share
         self._first_group = 0  # a curriculum restored from a checkpoint continues there
         if curriculum is not None:
-            curriculum.start(self.tasks, seed, group_size)
+            curriculum.start(self.tasks, seed, group_size, pass_threshold)
             self._first_group = curriculum.next_group
         self._lock = threading.Lock()
         self._current: tuple[int, int] | None = None  # (group, task) last chosen
@@ -236,13 +238,15 @@ class CurriculumFactory:
         seed: int,
         group_size: int,
         state: Mapping[str, Any] | None = None,
+        pass_threshold: float = PASS_THRESHOLD,
     ) -> Chooser:
         """``state``: a saved curriculum state the stream's new curriculum continues from
-        (a resume of a named curriculum; an object is restored by its owner)."""
+        (a resume of a named curriculum; an object is restored by its owner).
+        ``pass_threshold``: the adapter's, which the curriculum's pools judge by."""
         made = curricula.make(self.curriculum)
         if state is not None and made is not None and self.named:
             made.load_state_dict(state)
-        return Chooser(tasks, seed, group_size, made)
+        return Chooser(tasks, seed, group_size, made, pass_threshold=pass_threshold)
 
 
 def factory_of(curriculum: object) -> CurriculumFactory | None:

@@ -5,7 +5,8 @@ it costs a group of rollouts and teaches nothing. With environment-owned data th
 chooses every task, so it can spend groups where they teach:
 
 - **pools**, from each task's recent *scored* groups (the last ``window``): a rollout
-  *passes* when its reward is at least ``threshold``; a task is ``solved`` when every
+  *passes* by the one pass rule (:func:`orsgen.runtime.passk.passes` with the adapter's
+  ``pass_threshold``, which ``ors/pass@k`` and the task table use too); a task is ``solved`` when every
   recent scored rollout passed, ``unsolved`` when none did, ``learning`` otherwise, and
   ``unseen`` before its first scored group. Unfinished and failed rollouts (reward
   ``None``) say nothing about the task: they never count as failures.
@@ -31,6 +32,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from orsgen.runtime.passk import PASS_THRESHOLD, check_threshold, passes
 
 POOLS = ("unseen", "learning", "solved", "unsolved")
 KEEP_PLANNED = 4096  # planned groups remembered (a group is chosen within a generation)
@@ -83,7 +86,6 @@ class PassRateCurriculum:
     Args:
         weights: relative draw weight per pool (:class:`Weights`).
         window: how many recent scored groups of a task decide its pool.
-        threshold: a scored rollout passes when its reward is at least this.
         revisit: a task last chosen more than this many groups ago is due
             and is chosen first; ``None`` means five times the number of tasks.
     """
@@ -94,7 +96,6 @@ class PassRateCurriculum:
         self,
         weights: Weights | Mapping[str, float] | None = None,
         window: int = 2,
-        threshold: float = 0.5,
         revisit: int | None = None,
     ) -> None:
         if window < 1:
@@ -104,7 +105,9 @@ class PassRateCurriculum:
         self.weights = weights if isinstance(weights, Weights) else Weights(**(weights or {}))
         if any(self.weights.of(p) < 0 for p in POOLS) or self.weights.learning <= 0:
             raise ValueError(f"weights must be >= 0 and learning > 0, got {self.weights}")
-        self.window, self.threshold, self.revisit_after = window, float(threshold), revisit
+        self.window, self.revisit_after = window, revisit
+        # The pass rule's threshold: the adapter's pass_threshold, given at start().
+        self.threshold = PASS_THRESHOLD
         self.tasks: list[int] = []
         self.seed = 0
         self.group_size = 1
@@ -131,27 +134,36 @@ class PassRateCurriculum:
         return {
             "weights": {p: self.weights.of(p) for p in POOLS},
             "window": self.window,
-            "threshold": self.threshold,
+            "pass_threshold": self.threshold,
             "revisit": self.revisit_after,
         }
 
-    def start(self, tasks: Sequence[int], seed: int, group_size: int) -> None:
-        """Bind the curriculum to its candidate tasks, seed and GRPO group size."""
+    def start(
+        self,
+        tasks: Sequence[int],
+        seed: int,
+        group_size: int,
+        pass_threshold: float = PASS_THRESHOLD,
+    ) -> None:
+        """Bind the curriculum to its candidate tasks, seed, GRPO group size and the pass
+        rule's threshold (the adapter's ``pass_threshold``)."""
         if not tasks:
             raise ValueError("a curriculum needs at least one task")
         if group_size < 1:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
+        threshold = check_threshold(pass_threshold)
         with self._lock:
-            binding = ([int(t) for t in tasks], int(seed), group_size)
+            binding = ([int(t) for t in tasks], int(seed), group_size, threshold)
             if self.tasks and self._planned:  # restored from a checkpoint: continue there
-                if binding != (self.tasks, self.seed, self.group_size):
+                if binding != (self.tasks, self.seed, self.group_size, self.threshold):
                     raise ValueError(
-                        "this curriculum was started for other tasks, seed or group size "
-                        f"({len(self.tasks)} tasks, seed={self.seed}, group_size="
-                        f"{self.group_size}): one curriculum serves one stream of tasks"
+                        "this curriculum was started for other tasks, seed, group size or "
+                        f"pass threshold ({len(self.tasks)} tasks, seed={self.seed}, "
+                        f"group_size={self.group_size}, pass_threshold={self.threshold}): one "
+                        "curriculum serves one stream of tasks"
                     )
                 return
-            self.tasks, self.seed, self.group_size = binding
+            self.tasks, self.seed, self.group_size, self.threshold = binding
             self._first_pass = list(self.tasks)
             random.Random(f"{self.seed}:first").shuffle(self._first_pass)
             self._history = {t: [] for t in self.tasks}
@@ -175,7 +187,7 @@ class PassRateCurriculum:
             scored = [r for g in recent for r in g.scored]
             if not scored:
                 return "unseen"
-            passed = sum(1 for r in scored if r >= self.threshold)
+            passed = sum(1 for r in scored if passes(r, self.threshold))
             if passed == len(scored):
                 return "solved"
             return "unsolved" if passed == 0 else "learning"
@@ -293,10 +305,11 @@ class PassRateCurriculum:
                 raise ValueError(f"not a {self.name} curriculum state: {state.get('name')!r}")
             parameters = state["parameters"]
             self.weights = Weights(**parameters["weights"])
-            self.window, self.threshold = int(parameters["window"]), float(parameters["threshold"])
+            self.window = int(parameters["window"])
             self.revisit_after = parameters["revisit"]
+            threshold = parameters.get("pass_threshold", parameters.get("threshold"))
             self.tasks, self._planned = [], 0  # a fresh start, then the saved state
-            self.start(state["tasks"], state["seed"], state["group_size"])
+            self.start(state["tasks"], state["seed"], state["group_size"], float(threshold))
             for group, task, rewards in state["history"]:
                 self._history[task].append(Group(group, task, list(rewards)))
             for history in self._history.values():

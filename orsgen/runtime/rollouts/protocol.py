@@ -38,6 +38,12 @@ class Rollout(Protocol):
         ...
 
     @property
+    def pass_threshold(self) -> float:
+        """A scored rollout passes when its reward is at least this (the adapter's
+        ``pass_threshold``; :func:`orsgen.runtime.passk.passes`)."""
+        ...
+
+    @property
     def episode(self) -> Episode:
         """Its record: task, whether the adapter chose it, reset time, every call."""
         ...

@@ -32,6 +32,7 @@ from orsgen.runtime.errors import (
     tool_failure,
 )
 from orsgen.runtime.images import Content, blocks_to_content, blocks_to_text
+from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.runtime.rollouts import metrics, trajectories
 from orsgen.runtime.rollouts.episode import Call, Episode, Outcome, RolloutState, classify
 from orsgen.runtime.rollouts.settings import RolloutSettings
@@ -59,8 +60,10 @@ class AdapterRollout:
         here: SessionOptions,
         slot: SessionSlot,
         lock: threading.RLock,
+        pass_threshold: float = PASS_THRESHOLD,
     ) -> None:
         self.owner, self.settings, self.here = owner, settings, here
+        self.pass_threshold = pass_threshold
         self._slot, self._lock, self._clock = slot, lock, settings.clock
         self._sampler: TaskSampler | None = None  # the one that chose the task observes it
         self.state = RolloutState.OPENING

@@ -7,9 +7,9 @@
   :class:`TaskTable`; :class:`~orsgen.runtime.task_callback.TaskTableCallback` writes
   it beside the run's output at every logging step (``ors_tasks.csv``).
 
-A task is *passed* by a scored rollout whose reward is at least
-:data:`~orsgen.runtime.passk.PASS_THRESHOLD` (full marks, the rule ``ors/pass@k`` uses too);
-the pass rate and the mean reward are over scored rollouts only, so unscored and failed
+A task is *passed* by a rollout that passes by the pass rule
+(:func:`~orsgen.runtime.passk.passes` with its adapter's ``pass_threshold``, the rule
+``ors/pass@k`` and the curriculum use too); the pass rate and the mean reward are over scored rollouts only, so unscored and failed
 rollouts never count as the task's failures.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.passk import PASS_THRESHOLD, passes
 from orsgen.runtime.rollouts.episode import Outcome
 from orsgen.runtime.transport.process import current
 
@@ -67,12 +67,12 @@ class TaskRow:
     reward_sum: float = 0.0
     last_step: int | None = None
 
-    def add(self, outcome: Outcome, step: int | None) -> None:
+    def add(self, outcome: Outcome, step: int | None, threshold: float = PASS_THRESHOLD) -> None:
         self.rollouts += 1
         if outcome.kind == "scored" and outcome.reward is not None:
             self.scored += 1
             self.reward_sum += outcome.reward
-            self.passed += int(outcome.reward >= PASS_THRESHOLD)
+            self.passed += int(passes(outcome.reward, threshold))
         if step is not None:
             self.last_step = step if self.last_step is None else max(self.last_step, step)
 
@@ -85,9 +85,11 @@ class TaskTable:
         self._lock = threading.Lock()
         self._rows: dict[Task, TaskRow] = {}
 
-    def add(self, task: Task, outcome: Outcome, step: int | None) -> None:
+    def add(
+        self, task: Task, outcome: Outcome, step: int | None, threshold: float = PASS_THRESHOLD
+    ) -> None:
         with self._lock:
-            self._rows.setdefault(task, TaskRow()).add(outcome, step)
+            self._rows.setdefault(task, TaskRow()).add(outcome, step, threshold)
 
     def clear(self) -> None:
         """Forget every task (say, before a second training run in the same process)."""
@@ -136,13 +138,18 @@ def table() -> TaskTable:
 
 
 def record(
-    tasks: Sequence[Task | None], outcomes: Sequence[Outcome | None], trainer_state: Any
+    tasks: Sequence[Task | None],
+    outcomes: Sequence[Outcome | None],
+    trainer_state: Any,
+    thresholds: Sequence[float] | None = None,
 ) -> None:
-    """Add a batch scored by a trainer (``trainer_state`` given) to the task table; a batch
-    scored outside one (before training) is left out."""
+    """Add a batch scored by a trainer (``trainer_state`` given) to the task table, each
+    rollout judged with its adapter's pass threshold; a batch scored outside a trainer
+    (before training) is left out."""
     if trainer_state is None:
         return
     step = step_of(trainer_state)
-    for task, outcome in zip(tasks, outcomes):
+    limits = thresholds if thresholds is not None else [PASS_THRESHOLD] * len(tasks)
+    for task, outcome, limit in zip(tasks, outcomes, limits):
         if task is not None and outcome is not None:
-            table().add(task, outcome, step)
+            table().add(task, outcome, step, limit)

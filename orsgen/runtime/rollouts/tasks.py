@@ -275,11 +275,17 @@ def describe(sampler: TaskSampler) -> str:
 
 
 def sampler_for(
-    settings: TaskChoice, key: Hashable, label: str, split: str, split_size: Callable[[], int]
+    settings: TaskChoice,
+    pass_threshold: float,
+    key: Hashable,
+    label: str,
+    split: str,
+    split_size: Callable[[], int],
 ) -> TaskSampler:
     """The sampler of this stream (``key``: class, server, split), made on its first use:
     every instance of a stream in a process shares one. The first use says, once, what it
-    does; it raises :class:`TaskChoiceError` when groups could not stay whole."""
+    does; it raises :class:`TaskChoiceError` when groups could not stay whole. A
+    curriculum judges passes by ``pass_threshold`` (the adapter's)."""
     facts = trainer_facts.facts()
     layout = layout_of(facts)
     check_single_process(label, layout)
@@ -293,13 +299,24 @@ def sampler_for(
     seed = settings.seed
     if seed is None:
         seed = facts.seed if facts is not None and facts.seed is not None else DEFAULT_SEED
-    stream = (key, settings.num_tasks, settings.indices, seed, group, settings.sampler, layout)
+    stream = (
+        key,
+        settings.num_tasks,
+        settings.indices,
+        seed,
+        group,
+        settings.sampler,
+        layout,
+        pass_threshold,
+    )
     found = samplers().peek(stream)
     if found is None:
         among = candidates(split_size(), settings.num_tasks, settings.indices)
         found, made = samplers().get(
             stream,
-            lambda: spread(_new_sampler(settings.sampler, among, seed, group), layout, label),
+            lambda: spread(
+                _new_sampler(settings.sampler, among, seed, group, pass_threshold), layout, label
+            ),
         )
         if made:
             where = (
@@ -317,10 +334,11 @@ def sampler_for(
 
 
 def _new_sampler(
-    factory: SamplerFactory, among: Sequence[int], seed: int, group: int
+    factory: SamplerFactory, among: Sequence[int], seed: int, group: int, pass_threshold: float
 ) -> TaskSampler:
-    if isinstance(factory, CurriculumFactory) and factory.named:
-        return factory(among, seed, group, state=samplers().take_resumed())
+    if isinstance(factory, CurriculumFactory):
+        state = samplers().take_resumed() if factory.named else None
+        return factory(among, seed, group, state=state, pass_threshold=pass_threshold)
     return factory(among, seed, group)
 
 

@@ -77,6 +77,7 @@ def line(rollout: Rollout) -> dict[str, Any]:
         "outcome": outcome.kind,
         "why_unscored": outcome.reason,
         "reward": outcome.reward,
+        "pass_threshold": rollout.pass_threshold,
         "finished": rollout.finished,
         "reset_s": round(episode.reset_seconds, 4),
         "duration_s": round(time.time() - episode.started_at, 4),

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.runtime.rollouts.episode import Kind, Outcome
 from orsgen.runtime.rollouts.task_table import Task, TaskTable
 from orsgen.runtime.rollouts.trajectories import process_paths
@@ -84,6 +85,15 @@ def _complete(data: bytes) -> bytes:
     return data[: data.rfind(b"\n") + 1]
 
 
+def pass_threshold(line: dict[str, Any]) -> float:
+    """The pass threshold a trajectory line was judged by (lines before it was recorded:
+    the default)."""
+    found = line.get("pass_threshold")
+    if isinstance(found, (int, float)) and not isinstance(found, bool):
+        return float(found)
+    return PASS_THRESHOLD
+
+
 def task_outcome(line: dict[str, Any]) -> tuple[Task, Outcome] | None:
     """The task and outcome a trajectory line records; ``None`` for a line that has none."""
     split, index = line.get("split"), line.get("task_index")
@@ -112,5 +122,5 @@ def fold(table: TaskTable, lines: Iterable[dict[str, Any]], step: int | None) ->
         if found is None:
             left_out += 1
             continue
-        table.add(found[0], found[1], step)
+        table.add(found[0], found[1], step, pass_threshold(line))
     return left_out
