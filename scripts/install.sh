@@ -20,4 +20,15 @@ echo "== 2/2 orsgen, editable, with trl, transformers, datasets, mypy, pytest, .
 # A module added to orsgen/ later needs this install run again.
 quiet "$PY" -m pip install --progress-bar off -c constraints.txt \
     --config-settings editable_mode=strict -e ".[dev]" | progress
+# The browser tests of `orsgen view` drive Debian's chromium through Playwright (never
+# `playwright install`, which downloads its own build). Installed when missing, as root
+# with apt; otherwise those tests skip and say why.
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "== chromium for the viewer's browser tests (apt-get install -y chromium)"
+        { apt-get install -y chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y chromium >/dev/null; }; } || echo "   could not install chromium: the browser tests will skip"
+    else
+        echo "== no chromium: the viewer's browser tests will skip (as root: apt-get install -y chromium)"
+    fi
+fi
 echo "== installed in $((SECONDS - started)) s"

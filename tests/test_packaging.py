@@ -38,6 +38,7 @@ def test_wheel_ships_templates_and_console_script(tmp_path: Path) -> None:
     for template in (ROOT / "templates").glob("*.jinja"):
         assert f"orsgen/_templates/{template.name}" in names
     assert "orsgen/eval/run.py" in names  # `orsgen eval`
+    assert {"orsgen/view/assets/viewer.js", "orsgen/view/assets/viewer.css"} <= names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "orsgen = orsgen.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

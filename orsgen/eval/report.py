@@ -16,6 +16,18 @@ def _fmt(value: Any) -> str:
     return "n/a" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _task_label(index: Any) -> str:
+    return f"task {index}"
+
+
+def _zero_marks(ax: Any, xs: Sequence[float], values: Sequence[float], width: float) -> None:
+    """A bar of height 0 draws nothing: mark each one with a short line on the axis, so an
+    all-zero plot shows its zero bars instead of empty axes."""
+    for x, value in zip(xs, values):
+        if value == 0:
+            ax.hlines(0.0, x - width / 2, x + width / 2, colors="C0", linewidth=3, zorder=3)
+
+
 def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:
     """Write the PNGs; ``False`` when matplotlib is not installed."""
     try:
@@ -26,27 +38,66 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
     except ImportError:
         return False
     plt: Any = pyplot  # matplotlib's annotations leave parts of its API unknown
-    per_task = summary["per_task"]
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.3 * len(per_task) + 2), 3))
-    ax.bar(
-        [str(t["task_index"]) for t in per_task], [t["pass_at_k"].get("1", 0.0) for t in per_task]
-    )
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("task")
-    ax.set_ylabel("pass@1")
-    ax.set_title(f"pass@1 per task (n={summary['n']}, split {summary['split']!r})")
-    fig.tight_layout()
-    fig.savefig(out / PASS_PNG, dpi=80)
+    fig = pass_figure(plt, summary)
+    fig.savefig(out / PASS_PNG, dpi=110)
     plt.close(fig)
-    rewards = [float(r["reward"]) for r in rows if r["verdict"] == "scored"]
-    fig, ax = plt.subplots(figsize=(4, 3))
-    ax.hist(rewards, bins=20)
-    ax.set_xlabel("reward (scored rollouts)")
-    ax.set_ylabel("rollouts")
-    fig.tight_layout()
-    fig.savefig(out / REWARD_PNG, dpi=80)
+    fig = reward_figure(plt, summary, rows)
+    fig.savefig(out / REWARD_PNG, dpi=110)
     plt.close(fig)
     return True
+
+
+def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
+    """pass@1 per task: a labelled bar per task (zero bars marked), the model in the title."""
+    per_task = summary["per_task"]
+    values = [float(t["pass_at_k"].get("1", 0.0)) for t in per_task]
+    xs = [float(i) for i in range(len(per_task))]
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.5 * len(per_task) + 2), 4.2))
+    bars = ax.bar(xs, values, width=0.7, color="C0", zorder=2)
+    _zero_marks(ax, xs, values, 0.7)
+    ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], padding=2, fontsize=8)
+    ax.set_xticks(xs, [_task_label(t["task_index"]) for t in per_task])
+    ax.tick_params(axis="x", labelrotation=45 if len(per_task) > 8 else 0, labelsize=8)
+    ax.set_ylim(-0.03, 1.12)  # room under 0 for the zero marks
+    ax.set_ylabel("pass@1")
+    ax.set_title(
+        f"{summary['model']}: pass@1 per task (n={summary['n']}, split {summary['split']!r})",
+        fontsize=10,
+    )
+    ax.grid(axis="y", alpha=0.3, zorder=0)
+    fig.tight_layout()
+    return fig
+
+
+def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Any:
+    """The histogram of scored rollouts' rewards, each bin's count on it."""
+    rewards = [float(r["reward"]) for r in rows if r["verdict"] == "scored"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    counts, _edges, patches = ax.hist(rewards, bins=20, color="C1", zorder=2)
+    ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
+    ax.set_xlabel("reward (scored rollouts)")
+    ax.set_ylabel("rollouts")
+    ax.set_title(f"{summary['model']}: rewards of {len(rewards)} scored rollouts", fontsize=10)
+    ax.grid(axis="y", alpha=0.3, zorder=0)
+    fig.tight_layout()
+    return fig
+
+
+def task_table(summary: Mapping[str, Any]) -> list[str]:
+    """The per-task table: each task's samples, verdicts, passes, pass@1 and mean reward."""
+    lines = [
+        "## Per task",
+        "",
+        "| task | samples | scored | unfinished | failed | passed | pass@1 | mean reward |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for t in summary["per_task"]:
+        lines.append(
+            f"| {_task_label(t['task_index'])} | {t['samples']} | {t['scored']} | "
+            f"{t['unfinished']} | {t['failed']} | {t['passed']} | "
+            f"{_fmt(t['pass_at_k'].get('1'))} | {_fmt(t['mean_reward'])} |"
+        )
+    return lines
 
 
 def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
@@ -62,6 +113,7 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
         f"- coverage {_fmt(summary['coverage'])}; mean reward {_fmt(summary['mean_reward'])} "
         f"(95% CI {_ci(summary['mean_reward_ci95'])}, scored rollouts)",
         f"- pass@1 {_fmt(summary['pass_at_k'].get('1'))} (95% CI {_ci(summary['pass_at_1_ci95'])})",
+        *_zero_variance(summary),
         "",
         "| k | pass@k | pass^k |",
         "|---|---|---|",
@@ -70,6 +122,7 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
         lines.append(f"| {k} | {_fmt(value)} | {_fmt(summary['pass_hat_k'].get(k))} |")
     if plotted:
         lines += ["", f"![pass@1 per task]({PASS_PNG})", "", f"![rewards]({REWARD_PNG})"]
+    lines += ["", *task_table(summary)]
     reasons: dict[str, int] = {}
     for row in rows:
         if row["verdict"] != "scored":
@@ -79,6 +132,22 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
         lines += ["", "## Unscored rollouts", ""]
         lines += [f"- {count} x {why}" for why, count in sorted(reasons.items())]
     (out / REPORT_FILE).write_text("\n".join(lines) + "\n")
+
+
+def _zero_variance(summary: Mapping[str, Any]) -> list[str]:
+    """The share of GRPO groups of n rollouts with no gradient, and the tasks that give none."""
+    from orsgen.eval.summary import no_gradient_tasks
+
+    n = int(summary["n"])
+    share = summary.get("zero_variance_share", {}).get(str(n))
+    if n < 2:
+        return []
+    tasks = no_gradient_tasks(summary["per_task"], n)
+    return [
+        f"- zero-variance share at G={n}: {_fmt(share)} (GRPO groups of {n} rollouts of a "
+        "uniformly chosen task that all pass or all fail: no gradient); tasks with no "
+        f"gradient (always or never passing): {', '.join(map(str, tasks)) or 'none'}"
+    ]
 
 
 def _ci(pair: Any) -> str:

@@ -1,0 +1,38 @@
+"""``orsgen view RUN``: one self-contained HTML file to read what the model did.
+
+RUN is an evaluation run directory (``orsgen eval --out``) or training trajectory JSONL
+(``trajectories=`` of an adapter: one file, or a directory of them). The page shows a grid
+of tasks by samples coloured by verdict and reward, a summary, filters, and each rollout's
+transcript; it needs no server and fetches nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from orsgen.view.load import Run, ViewError, load
+from orsgen.view.page import render
+
+__all__ = ["Run", "ViewError", "default_output", "load", "render", "write_view"]
+
+VIEW_FILE = "view.html"
+
+
+def default_output(run: str | os.PathLike[str]) -> Path:
+    """Where the page goes without ``-o``: ``view.html`` inside an evaluation directory,
+    ``<name>.html`` beside a trajectory file, ``<dir>/view.html`` for a directory."""
+    path = Path(run)
+    return path / VIEW_FILE if path.is_dir() else path.with_suffix(".html")
+
+
+def write_view(run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
+    """Write the viewer page of ``run`` to ``out`` (see :func:`default_output`) and return
+    its path. Raises :class:`ViewError` for a path that holds no run."""
+    target = Path(out) if out is not None else default_output(run)
+    text = render(load(run))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, target)
+    return target

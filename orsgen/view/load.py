@@ -1,0 +1,211 @@
+"""What ``orsgen view`` reads: an evaluation run directory (``run.json``, ``results.jsonl``,
+``summary.json``) or training trajectory JSONL (one file, or a directory of them), turned
+into one :class:`Run`: the run's facts and one plain record per rollout.
+
+Records hold only what the files hold, minus anything that looks like a credential: keys
+named like a secret (``secrets``, ``env_overrides``, ``api_key``, ...) are dropped wherever
+they appear, so a viewer file never carries one even when a hand-written row does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orsgen.jsonobject import as_array, as_object, is_array, is_object
+
+# Keys never copied into a viewer file, at any depth (compared lower-cased).
+HIDDEN_KEYS = frozenset(
+    {"secrets", "secret", "env_overrides", "api_key", "apikey", "x-api-key", "authorization"}
+)
+VERDICTS = ("scored", "unfinished", "failed")
+
+
+class ViewError(Exception):
+    """RUN cannot be read as a run (one line, exit code 2)."""
+
+
+@dataclass
+class Run:
+    """One run as the page shows it. ``kind`` is ``"eval"`` or ``"training"``."""
+
+    kind: str
+    title: str
+    facts: dict[str, Any] = field(default_factory=lambda: {})
+    records: list[dict[str, Any]] = field(default_factory=lambda: [])
+
+
+def _scrubbed(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: scrub(v) for k, v in value.items() if str(k).lower() not in HIDDEN_KEYS}
+
+
+def scrub(value: Any) -> Any:
+    """``value`` without any key named like a credential (see :data:`HIDDEN_KEYS`)."""
+    if is_object(value):
+        return {k: scrub(v) for k, v in value.items() if str(k).lower() not in HIDDEN_KEYS}
+    if is_array(value):
+        return [scrub(v) for v in value]
+    return value
+
+
+def _lines(path: Path) -> Iterable[dict[str, Any]]:
+    """The JSON objects of a JSONL file; a half-written last line is left out."""
+    with path.open(encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                if not raw.endswith("\n"):
+                    return  # the writer is still on it
+                raise ViewError(f"{path}: line {number} is not JSON") from None
+            if is_object(value):
+                yield dict(value)
+
+
+def load(run: str | os.PathLike[str]) -> Run:
+    """The run at ``run``: an evaluation directory, a trajectory file, or a directory of
+    trajectory files (``*.jsonl``)."""
+    path = Path(run)
+    if not path.exists():
+        raise ViewError(
+            f"{path} does not exist; give an evaluation run directory or a trajectory file"
+        )
+    if path.is_dir() and (path / "results.jsonl").is_file():
+        return _eval_run(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
+        if not files:
+            raise ViewError(f"{path} holds neither results.jsonl nor trajectory files (*.jsonl)")
+        return _training_run(files, path.name)
+    return _training_run([path], path.name)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        return dict(as_object(json.loads(path.read_text(encoding="utf-8"))))
+    except ValueError:
+        raise ViewError(f"{path} is not JSON") from None
+
+
+def _eval_run(path: Path) -> Run:
+    config = _read_json(path / "run.json")
+    summary = _read_json(path / "summary.json")
+    facts = {k: v for k, v in {**config, **summary}.items() if k not in ("per_task", "rules")}
+    facts.pop("task_indices", None)
+    records = [_eval_record(row) for row in _lines(path / "results.jsonl")]
+    title = (
+        f"{facts.get('model', '?')} on {facts.get('environment', '?')} ({facts.get('split', '?')})"
+    )
+    return Run("eval", title, _scrubbed(facts), records)
+
+
+def _eval_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return _scrubbed(
+        {
+            "task": row.get("task_index"),
+            "sample": row.get("sample", 0),
+            "step": None,
+            "split": row.get("split"),
+            "verdict": row.get("verdict") if row.get("verdict") in VERDICTS else "failed",
+            "reward": _number(row.get("reward")),
+            "reason": row.get("reason"),
+            "timings": {
+                k: row[k]
+                for k in ("seconds", "endpoint_seconds", "environment_seconds")
+                if isinstance(row.get(k), (int, float))
+            },
+            "counts": {k: row[k] for k in ("calls", "turns") if isinstance(row.get(k), int)},
+            "messages": as_array(row.get("messages")),
+        }
+    )
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok else None
+
+
+def _training_run(files: list[Path], name: str) -> Run:
+    records: list[dict[str, Any]] = []
+    envs: set[str] = set()
+    for file in files:
+        for line in _lines(file):
+            if "outcome" not in line and "calls" not in line:
+                continue  # not a trajectory line
+            envs.add(str(line.get("env", "?")))
+            records.append(_training_record(line, file.name))
+    # Samples number the rollouts of one (step, task) in the order they started.
+    records.sort(key=lambda r: (_order(r["step"]), _order(r["task"]), r["started_at"] or 0.0))
+    seen: dict[tuple[Any, Any], int] = {}
+    for record in records:
+        key = (record["step"], record["task"])
+        record["sample"] = seen.get(key, 0)
+        seen[key] = record["sample"] + 1
+    facts = {"files": [f.name for f in files], "environment": ", ".join(sorted(envs))}
+    return Run("training", f"training rollouts: {name}", _scrubbed(facts), records)
+
+
+def _order(value: Any) -> tuple[int, Any]:
+    return (1, 0) if value is None else (0, value)
+
+
+def _training_record(line: Mapping[str, Any], file: str) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    for number, call in enumerate(as_array(line.get("calls"))):
+        call = as_object(call)
+        call_id = f"call_{number}"
+        arguments = call.get("arguments", {})
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": call.get("tool"), "arguments": text},
+                    }
+                ],
+            }
+        )
+        result: dict[str, Any] = {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "name": call.get("tool"),
+            "content": call.get("output", ""),
+        }
+        for key in ("reward", "finished", "error", "seconds"):
+            if call.get(key) is not None:
+                result[key] = call[key]
+        messages.append(result)
+    kind = line.get("outcome")
+    return _scrubbed(
+        {
+            "task": line.get("task_index"),
+            "step": line.get("step") if isinstance(line.get("step"), int) else None,
+            "split": line.get("split"),
+            "env": line.get("env"),
+            "file": file,
+            "verdict": kind if kind in VERDICTS else "failed",
+            "reward": _number(line.get("reward")),
+            "reason": line.get("why_unscored"),
+            "timings": {
+                k: line[k]
+                for k in ("reset_s", "duration_s")
+                if isinstance(line.get(k), (int, float))
+            },
+            "counts": {"calls": len(messages) // 2},
+            "started_at": _number(line.get("started_at")),
+            "task_chosen": bool(line.get("task_chosen")),
+            "messages": messages,
+        }
+    )
