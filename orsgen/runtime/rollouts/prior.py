@@ -80,6 +80,7 @@ class Prior:
 
 def load(prior: object) -> Prior:
     """The prior ``prior`` names (see the module docstring)."""
+    kind = type(prior).__name__  # before isinstance() narrows it
     if isinstance(prior, (str, os.PathLike)):
         return _of_runs([Path(cast("str | os.PathLike[str]", prior))])
     if isinstance(prior, Mapping):
@@ -94,7 +95,6 @@ def load(prior: object) -> Prior:
         items = cast(Sequence[object], prior)
         if items and all(isinstance(p, (str, os.PathLike)) for p in items):
             return _of_runs([Path(cast("str | os.PathLike[str]", p)) for p in items])
-    kind: str = type(cast(object, prior)).__name__
     raise PriorError(
         "prior must be an evaluation run directory, a list or tuple of them, an EvalResult "
         f"or a mapping from task index to pass rate, got {kind}"
