@@ -74,6 +74,11 @@ other commands (each has --help):
                                  evaluate a model on the environment through the package
   orsgen eval --compare RUN_A RUN_B
                                  compare two evaluation runs
+  orsgen sft RUN_DIR [RUN_DIR ...] -o OUT
+                                 the passing rollouts of evaluation runs as a dataset for
+                                 TRL's SFTTrainer
+  orsgen view RUN [-o FILE.html]
+                                 one self-contained HTML page to read a run's rollouts
 """
 
 
