@@ -153,7 +153,7 @@ def test_pass_at_k_in_numeric_order_and_the_end_says_where_results_went(
     args = _args(chance_dir, chance_server, standin())
     run = run_eval(args + ["--split", "test", "-n", "11", "--concurrency", "4", "--out", str(out)])
     assert run.returncode == 0, run.stderr
-    printed = json.loads(run.stdout)
+    printed = json.loads(run.stdout.splitlines()[0])
     assert list(printed["pass_at_k"]) == [str(k) for k in range(1, 12)]
     assert any(line.startswith(f"results in {out}") for line in run.stderr.splitlines())
     run = run_eval(args + ["--split", "test", "--num-tasks", "1"])  # no --out

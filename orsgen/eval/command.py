@@ -81,7 +81,7 @@ def _indices(text: str) -> list[int]:
     return found
 
 
-def parser() -> Parser:
+def _parser() -> Parser:
     p = Parser(
         prog="orsgen eval",
         description="Evaluate a model behind an OpenAI-compatible endpoint on an environment, "
@@ -330,7 +330,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str]) -> int:
-    args = parser().parse(list(argv))
+    args = _parser().parse(list(argv))
     try:
         return _run(args)
     except (ConfigError, EvalConfigError, UsageError) as exc:
