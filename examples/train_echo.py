@@ -143,6 +143,20 @@ def warm_up_episodes(url: str, dataset: Any, right_share: float = 1.0) -> list[E
     return episodes
 
 
+def build_warm_model(
+    url: str, out: Path, dataset: Any | None = None, right_share: float = 1.0
+) -> Path:
+    """The tiny model, warmed up on the tasks of ``dataset`` (default: the train split) to
+    echo the right word in ``right_share`` of its tries (examples/tiny_model.py)."""
+    tools = EchoEnv(base_url=url)  # construction does no network I/O
+    return build_tiny_model(
+        out,
+        tools=[tools.echo, tools.hint],
+        episodes=warm_up_episodes(url, dataset or load_tasks(base_url=url), right_share),
+        tool_name="echo",
+    )
+
+
 @contextlib.contextmanager
 def raw_output_to(log_path: Path | None) -> Iterator[TextIO]:
     """While training, what TRL and transformers print (per-step dicts, progress bars,
@@ -238,8 +252,7 @@ def train(
     import torch
     from trl import GRPOTrainer  # type: ignore[attr-defined]
 
-    from orsgen.runtime.rollouts.task_table import table
-    from orsgen.runtime.task_callback import TaskTableCallback
+    from orsgen import TaskTableCallback
 
     torch.set_num_threads(1)  # two threads oversubscribe a 2-core machine
     # TRL 1.16 itself reads transformers' deprecated `is_gradient_checkpointing` on every
@@ -256,18 +269,11 @@ def train(
         print(f"the trainer's own output (per-step logs, warnings): {log_path}")
 
     with raw_output_to(log_path) as terminal:
-        tools = EchoEnv(base_url=url)  # construction does no network I/O
-        model_dir = build_tiny_model(
-            workdir / "model-before",
-            tools=[tools.echo, tools.hint],
-            episodes=warm_up_episodes(url, train_dataset, right_share),
-            tool_name="echo",
-        )
+        model_dir = build_warm_model(url, workdir / "model-before", train_dataset, right_share)
         warmup = json.loads((model_dir / "warmup.json").read_text())
         print(f"warmed-up tiny model: {model_dir} {warmup}", file=terminal, flush=True)
 
         args = cpu_grpo_config(workdir, max_steps=steps, **(grpo or {}))
-        table().clear()  # this run's rollouts only, should the process have trained before
         trainer = GRPOTrainer(
             model=str(model_dir),
             args=args,
@@ -360,7 +366,15 @@ def main(argv: list[str] | None = None) -> int:
         help="write rank-N.json (this process's steps, per-step figures and last-batch "
         "rewards) here",
     )
+    parser.add_argument(
+        "--warm-up-only",
+        action="store_true",
+        help="build the warmed-up model in --output-dir/model-before (sampling when served, "
+        "as examples/eval_demo.py evaluates it) and stop: the start of scripts/demo.sh's loop",
+    )
     opts = parser.parse_args(argv)
+    if opts.warm_up_only and opts.output_dir is None:
+        parser.error("--warm-up-only keeps the model in --output-dir: give one")
     rank, world = _rank()
     if world > 1 and opts.base_url is None:
         # Each rank would otherwise start a server of its own: the ranks must share one.
@@ -378,6 +392,14 @@ def main(argv: list[str] | None = None) -> int:
             server, url = start_server(Path(tmp) / "echo-server.log")
             print(f"echo server: {url} (pid {server.pid})")
         try:
+            if opts.warm_up_only:
+                model_dir = build_warm_model(
+                    url.rstrip("/"), workdir / "model-before", right_share=opts.right_share
+                )
+                sample_when_served(model_dir)
+                warmup = json.loads((model_dir / "warmup.json").read_text())
+                print(f"warmed-up tiny model: {model_dir} ({warmup['steps']:.0f} steps)")
+                return 0
             grpo: dict[str, Any] = {
                 "num_generations": opts.group_size,
                 "per_device_train_batch_size": opts.batch_size,

@@ -1,3 +1,168 @@
-"""orsgen: snapshot an ORS environment and generate a typed TRL adapter package."""
+"""orsgen: snapshot an ORS environment and generate a typed TRL adapter package.
+
+``from orsgen import ...`` gives every name a user needs; ``__all__`` is exactly that public
+surface, and everything under ``orsgen.*`` not listed here may change. Names load lazily on
+first access (PEP 562), so ``import orsgen`` costs what it did before the namespace existed:
+generated packages import ``orsgen.runtime`` through it, and the evaluation's and the trainer
+callbacks' dependencies (openai, transformers) load only when those names are used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Public name -> the module that defines it. One table: __all__, the lazy lookup and the
+# docs' API reference (tests/test_docs_namespace.py) all read it.
+_PUBLIC: dict[str, str] = {
+    # Generating a package from Python (what `orsgen TARGET -o DIR` runs).
+    "Request": "orsgen.pipeline",
+    "RequestError": "orsgen.pipeline",
+    "Result": "orsgen.pipeline",
+    "run": "orsgen.pipeline",
+    # Training: the adapters' settings, datasets, the curriculum and the trainer callbacks.
+    "AdapterConfig": "orsgen.runtime.config",
+    "bundle_tasks": "orsgen.runtime.dataset",
+    "PassRateCurriculum": "orsgen.runtime.rollouts.curriculum",
+    "CurriculumCheckpoint": "orsgen.runtime.checkpoint",
+    "TaskTableCallback": "orsgen.runtime.task_callback",
+    # The pass rule: a rollout passes when scored and its reward >= the threshold.
+    "passes": "orsgen.runtime.passk",
+    "PASS_THRESHOLD": "orsgen.runtime.passk",
+    # Images as TRL content lists (multimodal=True).
+    "Content": "orsgen.runtime.images",
+    "ContentPart": "orsgen.runtime.images",
+    "ImageLike": "orsgen.runtime.images",
+    "ImagePart": "orsgen.runtime.images",
+    "TextPart": "orsgen.runtime.images",
+    # Evaluating a model (`orsgen eval`).
+    "evaluate": "orsgen.eval",
+    "EvalResult": "orsgen.eval",
+    "compare": "orsgen.eval",
+    "format_comparison": "orsgen.eval",
+    "load_summary": "orsgen.eval",
+    "pass_at_k": "orsgen.eval",
+    "pass_hat_k": "orsgen.eval",
+    # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
+    "sft_dataset": "orsgen.eval",
+    "SftError": "orsgen.eval",
+    # The adapter class of a generated package directory, as `orsgen eval DIR` finds it.
+    "load_adapter": "orsgen.eval.command",
+    # The errors and warnings a user catches.
+    "OrsRuntimeError": "orsgen.runtime.errors",
+    "ServerNotConfiguredError": "orsgen.runtime.errors",
+    "SessionOpenError": "orsgen.runtime.errors",
+    "EnvironmentUnavailableError": "orsgen.runtime.errors",
+    "TaskLoadError": "orsgen.runtime.errors",
+    "ToolCallFailure": "orsgen.runtime.errors",
+    "ToolInputError": "orsgen.runtime.errors",
+    "ToolEnvironmentError": "orsgen.runtime.errors",
+    "SessionCapError": "orsgen.runtime.sessions.cap",
+    "TaskChoiceError": "orsgen.runtime.rollouts.tasks",
+    "PriorError": "orsgen.runtime.rollouts.prior",
+    "ToolDriftError": "orsgen.runtime.sessions.drift",
+    "ToolDriftWarning": "orsgen.runtime.sessions.drift",
+    "RunFileError": "orsgen.eval",
+}
+
+# Spelled out for type checkers; tests/test_docs_namespace.py checks it equals _PUBLIC's keys.
+__all__ = [
+    "AdapterConfig",
+    "Content",
+    "ContentPart",
+    "CurriculumCheckpoint",
+    "EnvironmentUnavailableError",
+    "EvalResult",
+    "ImageLike",
+    "ImagePart",
+    "OrsRuntimeError",
+    "PASS_THRESHOLD",
+    "PassRateCurriculum",
+    "PriorError",
+    "Request",
+    "RequestError",
+    "Result",
+    "RunFileError",
+    "ServerNotConfiguredError",
+    "SessionCapError",
+    "SessionOpenError",
+    "SftError",
+    "TaskChoiceError",
+    "TaskLoadError",
+    "TaskTableCallback",
+    "TextPart",
+    "ToolCallFailure",
+    "ToolDriftError",
+    "ToolDriftWarning",
+    "ToolEnvironmentError",
+    "ToolInputError",
+    "bundle_tasks",
+    "compare",
+    "evaluate",
+    "format_comparison",
+    "load_adapter",
+    "load_summary",
+    "pass_at_k",
+    "pass_hat_k",
+    "passes",
+    "run",
+    "sft_dataset",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'orsgen' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at import
+    from orsgen.eval import EvalResult as EvalResult
+    from orsgen.eval import RunFileError as RunFileError
+    from orsgen.eval import compare as compare
+    from orsgen.eval import evaluate as evaluate
+    from orsgen.eval import format_comparison as format_comparison
+    from orsgen.eval import load_summary as load_summary
+    from orsgen.eval import pass_at_k as pass_at_k
+    from orsgen.eval import pass_hat_k as pass_hat_k
+    from orsgen.eval import SftError as SftError
+    from orsgen.eval import sft_dataset as sft_dataset
+    from orsgen.eval.command import load_adapter as load_adapter
+    from orsgen.pipeline import Request as Request
+    from orsgen.pipeline import RequestError as RequestError
+    from orsgen.pipeline import Result as Result
+    from orsgen.pipeline import run as run
+    from orsgen.runtime.checkpoint import CurriculumCheckpoint as CurriculumCheckpoint
+    from orsgen.runtime.config import AdapterConfig as AdapterConfig
+    from orsgen.runtime.dataset import bundle_tasks as bundle_tasks
+    from orsgen.runtime.errors import EnvironmentUnavailableError as EnvironmentUnavailableError
+    from orsgen.runtime.errors import OrsRuntimeError as OrsRuntimeError
+    from orsgen.runtime.errors import ServerNotConfiguredError as ServerNotConfiguredError
+    from orsgen.runtime.errors import SessionOpenError as SessionOpenError
+    from orsgen.runtime.errors import TaskLoadError as TaskLoadError
+    from orsgen.runtime.errors import ToolCallFailure as ToolCallFailure
+    from orsgen.runtime.errors import ToolEnvironmentError as ToolEnvironmentError
+    from orsgen.runtime.errors import ToolInputError as ToolInputError
+    from orsgen.runtime.images import Content as Content
+    from orsgen.runtime.rollouts.prior import PriorError as PriorError
+    from orsgen.runtime.images import ContentPart as ContentPart
+    from orsgen.runtime.images import ImageLike as ImageLike
+    from orsgen.runtime.images import ImagePart as ImagePart
+    from orsgen.runtime.images import TextPart as TextPart
+    from orsgen.runtime.passk import PASS_THRESHOLD as PASS_THRESHOLD
+    from orsgen.runtime.passk import passes as passes
+    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum as PassRateCurriculum
+    from orsgen.runtime.rollouts.tasks import TaskChoiceError as TaskChoiceError
+    from orsgen.runtime.sessions.cap import SessionCapError as SessionCapError
+    from orsgen.runtime.sessions.drift import ToolDriftError as ToolDriftError
+    from orsgen.runtime.sessions.drift import ToolDriftWarning as ToolDriftWarning
+    from orsgen.runtime.task_callback import TaskTableCallback as TaskTableCallback

@@ -64,11 +64,30 @@ def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False)
         print(f"  {line}", file=sys.stderr)
 
 
+# The other commands, as `orsgen --help` lists them (tests/test_docs_cli.py checks that every
+# command main() dispatches is here).
+_COMMANDS_EPILOG = """\
+other commands (each has --help):
+  orsgen check DIR [--live]      exit 1 when DIR is stale or hand-edited, or (--live) when
+                                 the environment drifted from its snapshot
+  orsgen eval DIR --endpoint URL --model NAME
+                                 evaluate a model on the environment through the package
+  orsgen eval --compare RUN_A RUN_B
+                                 compare two evaluation runs
+  orsgen sft RUN_DIR [RUN_DIR ...] -o OUT
+                                 the passing rollouts of evaluation runs as a dataset for
+                                 TRL's SFTTrainer
+  orsgen view RUN [-o FILE.html]
+                                 one self-contained HTML page to read a run's rollouts
+"""
+
+
 def _generate_parser() -> _Parser:
     p = _Parser(
         prog="orsgen",
-        description="Snapshot an ORS environment and generate a typed TRL adapter package. "
-        "Also: `orsgen check DIR [--live]`.",
+        description="Snapshot an ORS environment and generate a typed TRL adapter package.",
+        epilog=_COMMANDS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "target", help="catalog name (namespace/name), URL, Python file, or DIR/snapshot.json"
@@ -356,6 +375,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from orsgen.eval.command import main as run_eval  # needs orsgen[eval]
 
             return run_eval(argv[1:])
+        if argv and argv[0] == "sft":
+            from orsgen.eval.sft_command import main as run_sft  # needs orsgen[train]
+
+            return run_sft(argv[1:])
         if argv and argv[0] == "view":
             from orsgen.view.command import main as run_view
 

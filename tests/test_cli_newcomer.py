@@ -1,5 +1,5 @@
-"""What a newcomer hit, from a clean clone and the README (issue 21, item 8): options
-checked before any network, a URL with a path, the README's own configuration example and
+"""What a newcomer hit, from a clean clone and the docs (issue 21, item 8): options
+checked before any network, a URL with a path, the docs' own configuration example and
 option tables, task tools a default probe cannot see, and a tool argument that cannot be
 sent."""
 
@@ -15,14 +15,16 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.timeout(180)
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The pages these examples and tables live on (they moved there from the README, issue 28).
+GENERATING = (ROOT / "docs" / "generating.md").read_text(encoding="utf-8")
+GETTING_STARTED = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
 
 
-def _section(title: str) -> str:
-    """The README's text from the heading ``title`` to the next heading of its level."""
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end != -1 else None]
+def _section(title: str, page: str = GENERATING) -> str:
+    """The page's text from the heading ``title`` to the next heading of its level."""
+    start = page.index(f"\n## {title}\n")
+    end = page.find("\n## ", start + 1)
+    return page[start : end if end != -1 else None]
 
 
 def _block(text: str, language: str) -> str:
@@ -78,7 +80,7 @@ def test_a_url_with_a_path_names_the_root_url_and_env_name(
     assert run.code == 0, run.stderr
 
 
-# --- the README's configuration example ------------------------------------------------
+# --- the docs' configuration example (docs/generating.md) ------------------------------
 
 
 def _write_config(directory: Path, text: str) -> Path:
@@ -140,12 +142,12 @@ def test_a_config_typo_names_the_closest_valid_name(
     assert said in " ".join(run.stderr.split()), run.stderr
 
 
-# --- the README's option tables ---------------------------------------------------------
+# --- the docs' option tables (docs/generating.md) -----------------------------------
 
 
 def _documented(intro: str) -> set[str]:
-    """The options in the first column of the README table that follows ``intro``."""
-    table = README.split(intro, 1)[1].split("\n\n", 2)[1]
+    """The options in the first column of the docs' table that follows ``intro``."""
+    table = GENERATING.split(intro, 1)[1].split("\n\n", 2)[1]
     firsts = [row.split("|")[1] for row in table.splitlines() if row.startswith("| `")]
     return {o for cell in firsts for o in re.findall(r"`(--?[a-z][a-z-]*)", cell)}
 
@@ -162,15 +164,15 @@ def test_the_readme_option_tables_list_every_option(intro: str, parser: str) -> 
 
     options = {o for a in getattr(cli, parser)()._actions for o in a.option_strings}
     documented = _documented(intro)
-    assert options - documented == set(), f"missing from the README: {options - documented}"
+    assert options - documented == set(), f"missing from docs/generating.md: {options - documented}"
     assert documented - options == set(), f"not options: {documented - options}"
 
 
-# --- task tools, as the README shows them -----------------------------------------------
+# --- task tools, as docs/getting-started.md shows them ----------------------------------
 
 
 def test_the_readme_task_tool_and_the_probe_hint(orsgen_cli, tmp_path: Path) -> None:
-    example = _block(_section("Serve your own environment"), "python")
+    example = _block(_section("Serve your own environment", GETTING_STARTED), "python")
     assert "@tool(shared=False)" in example and "def list_task_tools" in example
     env_file = tmp_path / "my_env.py"
     env_file.write_text(example, encoding="utf-8")

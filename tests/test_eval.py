@@ -306,9 +306,22 @@ def test_compare_reports_paired_differences(
         out = tmp_path / name
         args = _base(chance_dir, chance_server, model_server)
         args += ["--split", "test", "-n", "6", "--pass-threshold", threshold, "--out", str(out)]
-        code, _, stderr = run_cli(args + ["--concurrency", "4"])
+        code, stdout, stderr = run_cli(args + ["--concurrency", "4"])
         assert code == 0, stderr
         runs.append(json.loads((out / "summary.json").read_text()))
+        # The share of GRPO groups of 6 with no gradient, after the pass@k line, and in
+        # report.md with the tasks that give none (B passes nothing: every task, share 1).
+        share = runs[-1]["zero_variance_share"]
+        assert list(share) == [str(g) for g in range(2, 7)]
+        lines = stdout.strip().splitlines()
+        assert '"pass_at_k"' in lines[-2], stdout
+        assert lines[-1] == f"zero-variance share at G=6: {share['6']:.3f}", stdout
+        report = (out / "report.md").read_text()
+        assert f"zero-variance share at G=6: {share['6']:.3f}" in report
+        if name == "b":
+            assert (
+                share["6"] == 1.0 and "no gradient (always or never passing): 0, 1, 2, 3" in report
+            )
     code, stdout, stderr = run_cli(["--compare", str(tmp_path / "a"), str(tmp_path / "b")])
     assert code == 0, stderr
     a, b = runs

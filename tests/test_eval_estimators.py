@@ -94,3 +94,58 @@ def test_each_sample_and_turn_gets_its_own_request_seed() -> None:
     assert all(s is not None and 0 <= s < 2**31 for s in seeds)
     assert request_seed(7, 1, 2, 0) == request_seed(7, 1, 2, 0)  # reproducible
     assert request_seed(7, 1, 2, 0) != request_seed(8, 1, 2, 0)
+
+
+def test_zero_variance_is_the_share_of_alike_groups_for_every_g_up_to_n() -> None:
+    """Counted over every group of G of the n samples (drawn without replacement), and, as
+    an estimator, unbiased for p^G + (1-p)^G: its expectation over c ~ Binomial(n, p)."""
+    from itertools import combinations
+
+    from orsgen.eval.estimators import zero_variance
+
+    for n in range(2, 13):
+        for c in range(n + 1):
+            outcomes = [True] * c + [False] * (n - c)
+            for g in range(2, n + 1):
+                groups = list(combinations(outcomes, g))
+                alike = sum(all(x) or not any(x) for x in groups) / len(groups)
+                closed = (math.comb(c, g) + math.comb(n - c, g)) / math.comb(n, g)
+                assert zero_variance(n, c, g) == pytest.approx(alike, abs=1e-12), (n, c, g)
+                assert zero_variance(n, c, g) == pytest.approx(closed, abs=1e-12), (n, c, g)
+        for p in (0.0, 0.1, 0.5, 0.9, 1.0):
+            for g in range(2, n + 1):
+                expected = sum(
+                    math.comb(n, c) * p**c * (1 - p) ** (n - c) * zero_variance(n, c, g)
+                    for c in range(n + 1)
+                )
+                assert expected == pytest.approx(p**g + (1 - p) ** g, abs=1e-12), (n, p, g)
+    with pytest.raises(ValueError):
+        zero_variance(3, 1, 4)
+
+
+def test_summary_zero_variance_share_averages_the_fully_scored_tasks() -> None:
+    from orsgen.eval.summary import no_gradient_tasks
+
+    for n in range(1, 13):
+        passing = {0: 0, 1: n, 2: n // 2, 3: 1}  # task -> passing samples (all scored)
+        rows = [
+            _row(t, s, "scored", 1.0 if s < c else 0.0)
+            for t, c in passing.items()
+            for s in range(n)
+        ]
+        # Task 4 has one failed sample: left out, whatever its other samples did.
+        rows += [_row(4, s, "scored" if s else "failed", 0.0 if s else None) for s in range(n)]
+        config = {"n": n, "pass_threshold": 1.0, "task_indices": [0, 1, 2, 3, 4]}
+        s = summarize(rows, config)
+        share = s["zero_variance_share"]
+        assert list(share) == [str(g) for g in range(2, n + 1)]
+        for g in range(2, n + 1):
+            closed = [
+                (math.comb(c, g) + math.comb(n - c, g)) / math.comb(n, g) for c in passing.values()
+            ]
+            assert share[str(g)] == pytest.approx(sum(closed) / len(closed)), (n, g)
+        always_or_never = [t for t, c in passing.items() if c in (0, n)]
+        assert no_gradient_tasks(s["per_task"], n) == always_or_never
+    unscored = [_row(0, 0, "failed", None), _row(0, 1, "failed", None)]
+    none_scored = summarize(unscored, {"n": 2, "pass_threshold": 1.0, "task_indices": [0]})
+    assert none_scored["zero_variance_share"] == {"2": None}

@@ -306,7 +306,7 @@ def _scale_tool(i: int, nparams: int, nested: bool) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_scale_600_tools_and_a_300_parameter_tool_pass_mypy(tmp_path: Path) -> None:
-    """Figures (timings) are recorded in docs/types.md; this checks the outcome only."""
+    """Figures (timings) are recorded in docs/generating.md; this checks the outcome only."""
     tools = [_scale_tool(i, 6, i % 10 == 0) for i in range(600)] + [_scale_tool(600, 300, True)]
     environment = {
         "identity": {"env_name": "scale", "deployment": None},

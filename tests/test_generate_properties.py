@@ -115,8 +115,10 @@ def _import(files: dict[str, str], where: Path) -> Any:
 
 
 def _documented_refusals() -> list[str]:
-    """The message starts listed under "Refused shapes" in docs/types.md."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "types.md").read_text(encoding="utf-8")
+    """The message starts listed under "Refused shapes" in docs/generating.md."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "generating.md").read_text(
+        encoding="utf-8"
+    )
     section = text.split("## Refused shapes", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^- `([^`]+)`", section, flags=re.MULTILINE)
 

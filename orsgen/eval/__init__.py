@@ -3,20 +3,25 @@
 ``evaluate(EnvClass, endpoint=..., model=...) -> EvalResult`` runs each task of a split
 ``n`` times against an OpenAI-compatible endpoint, with the tools, prompts and tool results
 the model sees in TRL training. Needs ``orsgen[eval]`` (openai, tqdm, matplotlib).
+``sft_dataset(run_dirs) -> datasets.Dataset`` turns the passing rollouts of runs into rows
+for TRL's ``SFTTrainer`` (``orsgen sft``; needs ``datasets``).
 """
 
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.estimators import pass_at_k, pass_hat_k
 from orsgen.eval.results import RunFileError
 from orsgen.eval.run import EvalResult, evaluate
+from orsgen.eval.sft import SftError, sft_dataset
 
 __all__ = [
     "EvalResult",
     "RunFileError",
+    "SftError",
     "compare",
     "evaluate",
     "format_comparison",
     "load_summary",
     "pass_at_k",
     "pass_hat_k",
+    "sft_dataset",
 ]

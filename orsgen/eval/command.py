@@ -210,6 +210,10 @@ def _run(args: argparse.Namespace) -> int:
     s = result.summary
     brief = {k: s[k] for k in ("split", "rollouts", "verdicts", "coverage", "mean_reward")}
     print(json.dumps({**brief, "pass_at_k": s["pass_at_k"]}, sort_keys=True))
+    if s["n"] >= 2:
+        share = s["zero_variance_share"][str(s["n"])]
+        shown = "n/a (no task had all its samples scored)" if share is None else f"{share:.3f}"
+        print(f"zero-variance share at G={s['n']}: {shown}")
     if args.out:
         print(f"read every rollout: orsgen view {shlex.quote(str(args.out))}", file=sys.stderr)
     if args.min_coverage is not None and result.coverage < args.min_coverage:

@@ -5,6 +5,9 @@
   passing) passes: ``1 - C(n-c, k) / C(n, k)``.
 - ``pass_hat_k(n, c, k)``: the chance that all ``k`` drawn samples pass,
   ``C(c, k) / C(n, k)`` (tau-bench's pass^k).
+- ``zero_variance(n, c, g)``: the chance that a GRPO group of ``g`` samples drawn without
+  replacement from ``n`` (``c`` passing) is all passing or all failing, so it has no
+  advantage: ``(C(c, g) + C(n-c, g)) / C(n, g)``, an unbiased estimate of ``p^g + (1-p)^g``.
 - ``mean_and_se``: a mean with its standard error (sample standard deviation / sqrt(m)).
 - ``bootstrap_interval``: a percentile bootstrap interval of a mean, seeded.
 """
@@ -17,9 +20,23 @@ from collections.abc import Sequence
 
 from orsgen.runtime.passk import pass_at_k, pass_hat_k
 
-__all__ = ["bootstrap_interval", "interval", "mean_and_se", "pass_at_k", "pass_hat_k"]
+__all__ = [
+    "bootstrap_interval",
+    "interval",
+    "mean_and_se",
+    "pass_at_k",
+    "pass_hat_k",
+    "zero_variance",
+]
 
 Z95 = 1.959963984540054  # the two-sided 95% quantile of the normal distribution
+
+
+def zero_variance(n: int, c: int, g: int) -> float:
+    """A group of ``g`` of the ``n`` samples (``c`` passing) all pass or all fail."""
+    if not 0 <= c <= n or not 1 <= g <= n:
+        raise ValueError(f"need 0 <= c <= n and 1 <= g <= n, got n={n}, c={c}, g={g}")
+    return (math.comb(c, g) + math.comb(n - c, g)) / math.comb(n, g)
 
 
 def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:

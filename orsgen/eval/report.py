@@ -113,6 +113,7 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
         f"- coverage {_fmt(summary['coverage'])}; mean reward {_fmt(summary['mean_reward'])} "
         f"(95% CI {_ci(summary['mean_reward_ci95'])}, scored rollouts)",
         f"- pass@1 {_fmt(summary['pass_at_k'].get('1'))} (95% CI {_ci(summary['pass_at_1_ci95'])})",
+        *_zero_variance(summary),
         "",
         "| k | pass@k | pass^k |",
         "|---|---|---|",
@@ -131,6 +132,22 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
         lines += ["", "## Unscored rollouts", ""]
         lines += [f"- {count} x {why}" for why, count in sorted(reasons.items())]
     (out / REPORT_FILE).write_text("\n".join(lines) + "\n")
+
+
+def _zero_variance(summary: Mapping[str, Any]) -> list[str]:
+    """The share of GRPO groups of n rollouts with no gradient, and the tasks that give none."""
+    from orsgen.eval.summary import no_gradient_tasks
+
+    n = int(summary["n"])
+    share = summary.get("zero_variance_share", {}).get(str(n))
+    if n < 2:
+        return []
+    tasks = no_gradient_tasks(summary["per_task"], n)
+    return [
+        f"- zero-variance share at G={n}: {_fmt(share)} (GRPO groups of {n} rollouts of a "
+        "uniformly chosen task that all pass or all fail: no gradient); tasks with no "
+        f"gradient (always or never passing): {', '.join(map(str, tasks)) or 'none'}"
+    ]
 
 
 def _ci(pair: Any) -> str:

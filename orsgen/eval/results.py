@@ -1,5 +1,7 @@
 """The files of an evaluation run: ``run.json`` (the configuration, written first, so a
-resumed run can be checked against it), ``results.jsonl`` (one row per rollout, appended
+resumed run can be checked against it), ``adapter.json`` (what the adapter showed the
+model: its tools' JSON schemas and the package's training split, which ``orsgen sft``
+reads), ``results.jsonl`` (one row per rollout, appended
 and fsynced as each completes) and ``summary.json``."""
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
+ADAPTER_FILE = "adapter.json"
 # A changed one of these makes earlier rows a different experiment: resume refuses.
 IDENTITY_KEYS = (
     "model",
@@ -38,10 +41,11 @@ class RunFileError(Exception):
     """An output directory that cannot be used as asked (one line, for exit code 2)."""
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (a temporary file renamed over the target)."""
+def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
+    """Write JSON atomically (a temporary file renamed over the target). ``sort_keys=False``
+    keeps the key order, which is part of the text when it is rendered for a model."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(value, indent=2, sort_keys=sort_keys) + "\n")
     os.replace(tmp, path)
 
 

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval import report
-from orsgen.eval.conversation import Conversation, Rollout, Sampling, Turns
+from orsgen.eval.conversation import Conversation, Rollout, Sampling, Turns, tool_schemas, trl_tools
 from orsgen.eval.groups import Groups
 from orsgen.eval.results import (
+    ADAPTER_FILE,
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
@@ -166,6 +167,8 @@ def evaluate(
         out_dir.mkdir(parents=True, exist_ok=True)
         check_resume(out_dir, config, resume)
         write_json(out_dir / RUN_FILE, config)
+        # In the tools' own key order: the model saw them rendered in it.
+        write_json(out_dir / ADAPTER_FILE, _adapter_view(klass, probe), sort_keys=False)
         done = read_rows(out_dir / RESULTS_FILE)
     have = {(int(r["task_index"]), int(r["sample"])) for r in done}
     todo = [(i, s) for i in chosen for s in range(samples) if (i, s) not in have]
@@ -204,6 +207,19 @@ def evaluate(
         write_json(out_dir / SUMMARY_FILE, summary)
         report.write(out_dir, summary, rows)
     return EvalResult(summary, rows, out_dir, seconds)
+
+
+def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
+    """What the adapter showed the model (its tools, as TRL renders them) and the split the
+    package trains on: ``orsgen sft`` builds its rows' ``tools`` from it and guards
+    held-out splits with it."""
+    return {
+        "adapter": klass.__qualname__,
+        "environment": klass.ENV_NAME,
+        "tools_sha256": klass.TOOLS_SHA256,
+        "train_split": klass.DEFAULT_SPLIT,
+        "tools": tool_schemas(trl_tools(probe)),
+    }
 
 
 def _task_indices(

@@ -12,6 +12,10 @@ Rules (also in the README):
   over all its ``n`` samples, failed ones as not passing, then averaged over tasks; so
   failures lower them and ``coverage`` says how much. ``pass_at_k_scored`` uses only the
   scored samples of tasks with at least ``k`` of them.
+- ``zero_variance_share``: for each GRPO group size G in 2..n, the expected share of groups
+  of G rollouts of a uniformly chosen task that all pass or all fail (no gradient): per
+  task ``(C(c, G) + C(n - c, G)) / C(n, G)``, averaged over the tasks whose n samples were
+  all scored (``None`` when there is none).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orsgen.eval.estimators import interval, mean_and_se, pass_at_k, pass_hat_k
+from orsgen.eval.estimators import interval, mean_and_se, pass_at_k, pass_hat_k, zero_variance
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
@@ -58,6 +62,27 @@ def _averaged(per_task: Sequence[Mapping[str, Any]], key: str, n: int) -> dict[s
     return out
 
 
+def zero_variance_share(per_task: Sequence[Mapping[str, Any]], n: int) -> dict[str, float | None]:
+    """``{"2": share, ..., "n": share}`` over the tasks with all ``n`` samples scored."""
+    full = [t for t in per_task if t["samples"] == n and t["scored"] == n]
+    return {
+        str(g): (
+            sum(zero_variance(n, int(t["passed"]), g) for t in full) / len(full) if full else None
+        )
+        for g in range(2, n + 1)
+    }
+
+
+def no_gradient_tasks(per_task: Sequence[Mapping[str, Any]], n: int) -> list[int]:
+    """The tasks, all ``n`` samples scored, that pass always or never: a GRPO group of
+    ``n`` rollouts of one of them has no gradient."""
+    return [
+        int(t["task_index"])
+        for t in per_task
+        if t["samples"] == n and t["scored"] == n and int(t["passed"]) in (0, n)
+    ]
+
+
 def summarize(rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """The summary of ``rows`` (one per (task, sample) of ``config``)."""
     n, threshold = int(config["n"]), float(config["pass_threshold"])
@@ -94,6 +119,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> d
         "pass_at_1_ci95": interval(p1, p1_se),
         "pass_hat_k": _averaged(per_task, "pass_hat_k", n),
         "pass_at_k_scored": _averaged(per_task, "pass_at_k_scored", n),
+        "zero_variance_share": zero_variance_share(per_task, n),
         "rules": {
             "coverage": "scored rollouts / all rollouts",
             "mean_reward": "mean over scored rollouts of each rollout's reward",
@@ -108,6 +134,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> d
             "pass_hat_k": "C(c,k)/C(n,k) per task (all k samples pass), averaged over tasks",
             "pass_at_k_scored": "as pass_at_k over scored samples only, tasks with >= k",
             "ci95": "mean +/- 1.96 standard errors (pass@1: over tasks)",
+            "zero_variance_share": "per group size G: (C(c,G)+C(n-c,G))/C(n,G) per task "
+            "(c passing of n), averaged over tasks with all n samples scored",
         },
         "per_task": per_task,
     }

@@ -40,7 +40,7 @@ def _label(environment: Environment) -> str:
 
 
 def _class_doc(environment: Environment, count: int) -> str:
-    """One line of facts, then what the adapter returns for images (``docs/vision.md``)."""
+    """One line of facts, then what the adapter returns for images (``docs/training.md``)."""
     toolset = environment.identity.toolset
     shown = docstrings.literal_body(docstrings.one_line(repr(toolset)))
     bound = f", bound to the {shown} toolset" if toolset is not None else ""

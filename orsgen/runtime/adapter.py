@@ -8,7 +8,7 @@ new :class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter 
 delegates to (``adapter.rollout``); its settings are one
 :class:`~orsgen.runtime.config.AdapterConfig`.
 
-Training-scale behaviour (see ``docs/runtime.md``):
+Training-scale behaviour (see ``docs/training.md`` and ``docs/scale.md``):
 
 - one request per tool call: the environment is addressed by name, so no call
   pays for the server's redirect;
@@ -114,7 +114,7 @@ class OrsAdapter:
             :class:`ToolDriftError` from ``reset()`` instead of warning once.
         multimodal: return images as TRL content lists with ``PIL.Image.Image`` parts
             (needs ``orsgen[vision]``); otherwise each image is a text placeholder. See
-            :mod:`orsgen.runtime.images` and ``docs/vision.md``.
+            :mod:`orsgen.runtime.images` and ``docs/training.md``.
         env_overrides: environment variables for the environment's container, sent at
             session creation (the SDK's ``env_overrides``). Treated like secrets: never
             logged or stored.
@@ -123,7 +123,7 @@ class OrsAdapter:
         rollout_timeout: seconds from ``reset()``'s open session after which tool calls
             end the episode, unfinished, without a round trip.
         seed, num_tasks, indices: task choice for ``train_dataset=None``
-            (:mod:`orsgen.runtime.rollouts.tasks`, ``docs/runtime.md``).
+            (:mod:`orsgen.runtime.rollouts.tasks`, ``docs/training.md``).
         sampler: makes the task sampler of a stream from ``(tasks, seed, group_size)``;
             defaults to uniform seeded passes (:class:`~orsgen.runtime.rollouts.tasks.Chooser`).
             It observes every settled outcome of a rollout whose task it chose.

@@ -1,5 +1,5 @@
 """The one call policy: for every session open and every tool call against one server,
-whether to wait, retry, degrade or fail (see ``docs/runtime.md``):
+whether to wait, retry, degrade or fail (see ``docs/scale.md``):
 
 - a server this process never reached fails at once (a wrong URL or key shows up now);
 - otherwise a failure that says the server is not there waits for it, probing
