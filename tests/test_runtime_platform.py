@@ -120,3 +120,30 @@ def test_the_rows_the_stand_in_serves_are_the_sdks_shape(api: PlatformAPI) -> No
         client.close()
     assert [(r.task_index, r.avg_reward, r.split) for r in rows] == [(5, 0.9, "test")]
     assert json.dumps(ROWS)  # the stand-in's rows are plain JSON
+
+
+def test_a_platform_prior_reaches_the_curriculum(api: PlatformAPI) -> None:
+    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+
+    curriculum = PassRateCurriculum(prior=_quiet(split="train", min_rollouts=4))
+    curriculum.start(range(8), 0, 4)
+    pools = {t: curriculum.pool(t) for t in range(8)}
+    assert pools == {
+        0: "solved",
+        1: "learning",
+        2: "unsolved",
+        3: "learning",
+        4: "unseen",
+        5: "unseen",
+        6: "unseen",
+        7: "unseen",  # too few rollouts, other split
+    }
+
+
+def test_no_prior_is_no_prior_for_the_curriculum() -> None:
+    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+
+    with pytest.warns(PlatformPriorWarning):
+        curriculum = PassRateCurriculum(prior=platform_difficulty("local-only"))
+    curriculum.start(range(4), 0, 2)
+    assert curriculum.pools()["unseen"] == 4
