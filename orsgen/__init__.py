@@ -37,6 +37,10 @@ _PUBLIC: dict[str, str] = {
     "ImageLike": "orsgen.runtime.images",
     "ImagePart": "orsgen.runtime.images",
     "TextPart": "orsgen.runtime.images",
+    # OpenReward's platform: rollouts in its runs UI, its task difficulty as a prior.
+    "UploadRun": "orsgen.runtime.upload",
+    "platform_difficulty": "orsgen.runtime.platform",
+    "PlatformPriorWarning": "orsgen.runtime.platform",
     # Evaluating a model (`orsgen eval`).
     "evaluate": "orsgen.eval",
     "EvalResult": "orsgen.eval",
@@ -50,6 +54,8 @@ _PUBLIC: dict[str, str] = {
     # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
     "sft_dataset": "orsgen.eval",
     "SftError": "orsgen.eval",
+    # The viewer page of an evaluation run or training trajectories (`orsgen view`).
+    "write_view": "orsgen.view",
     # The adapter class of a generated package directory, as `orsgen eval DIR` finds it.
     "load_adapter": "orsgen.eval.command",
     # The errors and warnings a user catches.
@@ -84,6 +90,7 @@ __all__ = [
     "OrsRuntimeError",
     "PASS_THRESHOLD",
     "PassRateCurriculum",
+    "PlatformPriorWarning",
     "PriorError",
     "Request",
     "RequestError",
@@ -102,6 +109,7 @@ __all__ = [
     "ToolDriftWarning",
     "ToolEnvironmentError",
     "ToolInputError",
+    "UploadRun",
     "bundle_tasks",
     "compare",
     "evaluate",
@@ -111,8 +119,10 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "passes",
+    "platform_difficulty",
     "run",
     "sft_dataset",
+    "write_view",
 ]
 
 
@@ -143,6 +153,10 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import SftError as SftError
     from orsgen.eval import sft_dataset as sft_dataset
     from orsgen.eval.command import load_adapter as load_adapter
+    from orsgen.runtime.platform import PlatformPriorWarning as PlatformPriorWarning
+    from orsgen.runtime.platform import platform_difficulty as platform_difficulty
+    from orsgen.runtime.upload import UploadRun as UploadRun
+    from orsgen.view import write_view as write_view
     from orsgen.pipeline import Request as Request
     from orsgen.pipeline import RequestError as RequestError
     from orsgen.pipeline import Result as Result
