@@ -102,7 +102,7 @@ def cpu_defaults() -> dict[str, Any]:
 
 def load_package(directory: str, env_class: str | None) -> tuple[Any, Any, Any]:
     """The adapter class, ``load_tasks`` and ``outcome_reward`` of a generated package."""
-    from orsgen.eval.command import load_adapter
+    from orsgen import load_adapter
 
     klass = load_adapter(directory, env_class)
     package = sys.modules[klass.__module__.rpartition(".")[0]]
@@ -125,7 +125,7 @@ def adapter_settings(args: OrsgenArguments) -> dict[str, Any]:
             )
         return settings
     if args.curriculum == "pass_rate":
-        from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+        from orsgen import PassRateCurriculum
 
         settings["curriculum"] = (
             PassRateCurriculum(prior=args.prior) if args.prior else PassRateCurriculum()
@@ -150,8 +150,7 @@ def main(orsgen_args: OrsgenArguments, training_args: Any, model_args: Any) -> d
     import torch
     from trl import GRPOTrainer, get_peft_config  # type: ignore[attr-defined]
 
-    from orsgen.runtime.checkpoint import CurriculumCheckpoint
-    from orsgen.runtime.task_callback import TaskTableCallback
+    from orsgen import CurriculumCheckpoint, TaskTableCallback
 
     if training_args.use_cpu:
         torch.set_num_threads(1)  # two threads oversubscribe a small CPU

@@ -252,8 +252,7 @@ def train(
     import torch
     from trl import GRPOTrainer  # type: ignore[attr-defined]
 
-    from orsgen.runtime.rollouts.task_table import table
-    from orsgen.runtime.task_callback import TaskTableCallback
+    from orsgen import TaskTableCallback
 
     torch.set_num_threads(1)  # two threads oversubscribe a 2-core machine
     # TRL 1.16 itself reads transformers' deprecated `is_gradient_checkpointing` on every
@@ -275,7 +274,6 @@ def train(
         print(f"warmed-up tiny model: {model_dir} {warmup}", file=terminal, flush=True)
 
         args = cpu_grpo_config(workdir, max_steps=steps, **(grpo or {}))
-        table().clear()  # this run's rollouts only, should the process have trained before
         trainer = GRPOTrainer(
             model=str(model_dir),
             args=args,

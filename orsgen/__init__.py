@@ -28,6 +28,9 @@ _PUBLIC: dict[str, str] = {
     "PassRateCurriculum": "orsgen.runtime.rollouts.curriculum",
     "CurriculumCheckpoint": "orsgen.runtime.checkpoint",
     "TaskTableCallback": "orsgen.runtime.task_callback",
+    # The pass rule: a rollout passes when scored and its reward >= the threshold.
+    "passes": "orsgen.runtime.passk",
+    "PASS_THRESHOLD": "orsgen.runtime.passk",
     # Images as TRL content lists (multimodal=True).
     "Content": "orsgen.runtime.images",
     "ContentPart": "orsgen.runtime.images",
@@ -45,6 +48,8 @@ _PUBLIC: dict[str, str] = {
     # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
     "sft_dataset": "orsgen.eval",
     "SftError": "orsgen.eval",
+    # The adapter class of a generated package directory, as `orsgen eval DIR` finds it.
+    "load_adapter": "orsgen.eval.command",
     # The errors and warnings a user catches.
     "OrsRuntimeError": "orsgen.runtime.errors",
     "ServerNotConfiguredError": "orsgen.runtime.errors",
@@ -72,6 +77,7 @@ __all__ = [
     "ImageLike",
     "ImagePart",
     "OrsRuntimeError",
+    "PASS_THRESHOLD",
     "PassRateCurriculum",
     "Request",
     "RequestError",
@@ -94,9 +100,11 @@ __all__ = [
     "compare",
     "evaluate",
     "format_comparison",
+    "load_adapter",
     "load_summary",
     "pass_at_k",
     "pass_hat_k",
+    "passes",
     "run",
     "sft_dataset",
 ]
@@ -126,6 +134,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import pass_hat_k as pass_hat_k
     from orsgen.eval import SftError as SftError
     from orsgen.eval import sft_dataset as sft_dataset
+    from orsgen.eval.command import load_adapter as load_adapter
     from orsgen.pipeline import Request as Request
     from orsgen.pipeline import RequestError as RequestError
     from orsgen.pipeline import Result as Result
@@ -146,6 +155,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.runtime.images import ImageLike as ImageLike
     from orsgen.runtime.images import ImagePart as ImagePart
     from orsgen.runtime.images import TextPart as TextPart
+    from orsgen.runtime.passk import PASS_THRESHOLD as PASS_THRESHOLD
+    from orsgen.runtime.passk import passes as passes
     from orsgen.runtime.rollouts.curriculum import PassRateCurriculum as PassRateCurriculum
     from orsgen.runtime.rollouts.tasks import TaskChoiceError as TaskChoiceError
     from orsgen.runtime.sessions.cap import SessionCapError as SessionCapError

@@ -77,6 +77,8 @@ other commands (each has --help):
   orsgen sft RUN_DIR [RUN_DIR ...] -o OUT
                                  the passing rollouts of evaluation runs as a dataset for
                                  TRL's SFTTrainer
+  orsgen view RUN [-o FILE.html]
+                                 one self-contained HTML page to read a run's rollouts
 """
 
 

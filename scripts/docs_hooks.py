@@ -133,7 +133,7 @@ def api_reference() -> str:
             value = getattr(orsgen, name)
             if inspect.isclass(value) or inspect.isfunction(value):
                 parts.append(f"::: orsgen.{name}\n    options:\n      show_root_full_path: false\n")
-            else:  # a type alias: mkdocstrings documents it from its module
+            else:  # a type alias or a constant: its value is its documentation
                 parts.append(f"### `{name}`\n\n`{name} = {_alias(value)}`\n")
     return "\n".join(parts)
 

@@ -64,3 +64,16 @@ def test_the_api_reference_has_every_public_name(site: Path) -> None:
     html = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     for name in orsgen.__all__:
         assert f'id="orsgen.{name}"' in html or f"<code>{name}</code>" in html, name
+
+
+def test_orsgen_help_lists_every_command() -> None:
+    """`orsgen --help` names every subcommand `orsgen.cli.main` dispatches (issue 28)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import docs_hooks
+    from orsgen import cli
+
+    shown = cli._generate_parser().format_help()
+    commands = docs_hooks.commands()[1:]
+    assert {"check", "eval"} <= {c.name for c in commands}, commands
+    for command in commands:
+        assert f"\n  {command.words} " in shown, (command.words, shown)

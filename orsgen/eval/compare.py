@@ -20,6 +20,8 @@ SAME_KEYS = ("environment", "split", "tools_sha256")
 
 
 def load_summary(run: Path) -> dict[str, Any]:
+    """The ``summary.json`` of a run directory (or that file itself); a missing or unreadable
+    one raises :class:`RunFileError` naming it."""
     path = run / SUMMARY_FILE if run.is_dir() else run
     try:
         return dict(json.loads(path.read_text()))
@@ -28,6 +30,9 @@ def load_summary(run: Path) -> dict[str, Any]:
 
 
 def compare(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+    """Compare two runs' summaries on the tasks both evaluated (``orsgen eval --compare``):
+    the mean per-task difference B - A in pass@1 and in mean reward, each with a 95%
+    bootstrap interval over tasks (seeded by ``seed``), and the tasks that flipped."""
     tasks_a = {int(t["task_index"]): t for t in a["per_task"]}
     tasks_b = {int(t["task_index"]): t for t in b["per_task"]}
     common = sorted(set(tasks_a) & set(tasks_b))
@@ -75,6 +80,7 @@ def _ci(pair: Any) -> str:
 
 
 def format_comparison(c: Mapping[str, Any]) -> str:
+    """The lines ``orsgen eval --compare`` prints for a :func:`compare` result."""
     lines = [
         f"A: {c['a']['model']} (coverage {c['a']['coverage']:.3f})",
         f"B: {c['b']['model']} (coverage {c['b']['coverage']:.3f})",

@@ -38,7 +38,8 @@ FILE_NAME = "ors_tasks.csv"
 class TaskTableCallback(TrainerCallback):
     """Write the per-task table to ``<output_dir>/ors_tasks.csv`` (or ``file_name``) at
     every logging step and at the end of training: this process's scored batches, or, with
-    ``trajectories=``, every process's trajectory lines for that path."""
+    ``trajectories=``, every process's trajectory lines for that path. Each training run's
+    table holds that run's rollouts only, should the process train more than once."""
 
     def __init__(
         self,
@@ -63,6 +64,8 @@ class TaskTableCallback(TrainerCallback):
         if self.trajectories is not None:
             self._from_lines.clear()
             self.trajectories.skip_existing()  # lines of earlier runs on the same path
+        else:
+            table().clear()  # batches an earlier run in this process scored
 
     def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._write(args, state)
