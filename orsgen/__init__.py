@@ -61,6 +61,7 @@ _PUBLIC: dict[str, str] = {
     "ToolEnvironmentError": "orsgen.runtime.errors",
     "SessionCapError": "orsgen.runtime.sessions.cap",
     "TaskChoiceError": "orsgen.runtime.rollouts.tasks",
+    "PriorError": "orsgen.runtime.rollouts.prior",
     "ToolDriftError": "orsgen.runtime.sessions.drift",
     "ToolDriftWarning": "orsgen.runtime.sessions.drift",
     "RunFileError": "orsgen.eval",
@@ -79,6 +80,7 @@ __all__ = [
     "OrsRuntimeError",
     "PASS_THRESHOLD",
     "PassRateCurriculum",
+    "PriorError",
     "Request",
     "RequestError",
     "Result",
@@ -151,6 +153,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.runtime.errors import ToolEnvironmentError as ToolEnvironmentError
     from orsgen.runtime.errors import ToolInputError as ToolInputError
     from orsgen.runtime.images import Content as Content
+    from orsgen.runtime.rollouts.prior import PriorError as PriorError
     from orsgen.runtime.images import ContentPart as ContentPart
     from orsgen.runtime.images import ImageLike as ImageLike
     from orsgen.runtime.images import ImagePart as ImagePart

@@ -96,3 +96,27 @@ def test_capacity_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     assert (ors["scored"], ors["exceptions"]) == (8, 0), ors
     assert ors["max_open"] <= 2 and ors["left_after_exit"] == 0
     assert "| rollouts scored | 8/8 |" in md
+
+
+@pytest.mark.slow
+def test_curriculum_bench_writes_the_same_files_on_a_rerun(tmp_path: Path) -> None:
+    """bench/curriculum.py (issue 28): its tracked files hold no timing, so a second run
+    with the same settings leaves them byte-identical; the first-40-group zero-variance
+    share is reported for every arm, the prior's arm included (issue 26)."""
+    args = ["--groups", "40", "--prior-samples", "2", "--out", str(tmp_path)]
+    run_bench("curriculum.py", args, timeout=600)
+    first = {name: (tmp_path / name).read_bytes() for name in ("curriculum.json", "curriculum.md")}
+    run_bench("curriculum.py", args, timeout=600)
+    assert {name: (tmp_path / name).read_bytes() for name in first} == first
+    arms = json.loads(first["curriculum.json"])["arms"]
+    assert [a["arm"] for a in arms] == ["uniform", "pass_rate", "pass_rate+prior"]
+    assert all("seconds" not in a and 0 <= a["zero_var_frac_first_40"] <= 1 for a in arms)
+
+
+def test_curriculum_scale_bench_reports_every_size(tmp_path: Path) -> None:
+    """bench/curriculum.py --scale (issue 29): the cost per group at 100, 10,000 and
+    100,000 tasks, drawing, in the first pass and uniform (no timing asserted)."""
+    run_bench("curriculum.py", ["--scale", "--scale-groups", "20", "--out", str(tmp_path)], 300)
+    rows = json.loads((tmp_path / "curriculum_scale.json").read_text())["rows"]
+    assert [r["tasks"] for r in rows] == [100, 10_000, 100_000]
+    assert all(r[m] > 0 for r in rows for m in ("drawing", "first pass", "uniform"))

@@ -28,6 +28,7 @@ from typing import Any, TypedDict, cast
 
 from orsgen.runtime import passk
 from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+from orsgen.runtime.rollouts.prior import Identity
 from orsgen.runtime.rollouts.settings import RolloutSettings
 from orsgen.runtime.rollouts.tasks import SamplerFactory, TaskChoice
 from orsgen.runtime.rollouts.trajectories import TrajectorySink
@@ -135,12 +136,23 @@ class AdapterConfig:
         threshold = s.get("pass_threshold")
         if threshold is None:
             threshold = getattr(owner, "PASS_THRESHOLD", passk.PASS_THRESHOLD)
+        threshold = passk.check_threshold(threshold)
+        curriculum = s.get("curriculum")
+        if isinstance(curriculum, PassRateCurriculum):  # its prior must be of this stream
+            curriculum.check_stream(
+                Identity(
+                    getattr(owner, "ENV_NAME"),
+                    sessions.split,
+                    getattr(owner, "TOOLS_SHA256"),
+                    threshold,
+                )
+            )
         return AdapterConfig(
             sessions,
             rollouts,
             tasks,
             None if no_server is None else str(no_server),
-            passk.check_threshold(threshold),
+            threshold,
         )
 
 

@@ -34,9 +34,13 @@ Shared = list[tuple[int, int, float | None]]
 def group_task(tasks: Sequence[int], seed: int, group: int) -> int:
     """The task of global group ``group`` in the seeded uniform passes: the same as the
     ``group``-th block of :func:`orsgen.runtime.rollouts.tasks.order`."""
+    return _shuffled(tasks, seed, group // len(tasks))[group % len(tasks)]
+
+
+def _shuffled(tasks: Sequence[int], seed: int, uniform_pass: int) -> list[int]:
     shuffled = list(tasks)
-    random.Random(f"{seed}:{group // len(shuffled)}").shuffle(shuffled)
-    return shuffled[group % len(shuffled)]
+    random.Random(f"{seed}:{uniform_pass}").shuffle(shuffled)
+    return shuffled
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class Chooser:
             self._first_group = curriculum.next_group
         self._lock = threading.Lock()
         self._current: tuple[int, int] | None = None  # (group, task) last chosen
+        self._pass: tuple[int, list[int]] | None = None  # the uniform pass in use, shuffled
         self._unshared: Shared = []
         # task -> the groups of this process's choices on it whose outcome has not come:
         # TaskSampler.observe names the task, a task's rollouts settle in the order chosen.
@@ -162,8 +167,11 @@ class Chooser:
         slot = reset if layout is None else layout.slot(reset)
         group = self._first_group + slot // self.group_size
         if self._current is None or self._current[0] != group:
-            if self.curriculum is None:
-                task = group_task(self.tasks, self.seed, group)
+            if self.curriculum is None:  # group_task, one shuffle per pass (not per group)
+                uniform_pass, at = divmod(group, len(self.tasks))
+                if self._pass is None or self._pass[0] != uniform_pass:
+                    self._pass = (uniform_pass, _shuffled(self.tasks, self.seed, uniform_pass))
+                task = self._pass[1][at]
             else:
                 task = self.curriculum.choose(group)
             self._current = (group, task)

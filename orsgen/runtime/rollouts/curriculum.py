@@ -6,22 +6,32 @@ chooses every task, so it can spend groups where they teach:
 
 - **pools**, from each task's recent *scored* groups (the last ``window``): a rollout
   *passes* by the one pass rule (:func:`orsgen.runtime.passk.passes` with the adapter's
-  ``pass_threshold``, which ``ors/pass@k`` and the task table use too); a task is ``solved`` when every
-  recent scored rollout passed, ``unsolved`` when none did, ``learning`` otherwise, and
-  ``unseen`` before its first scored group. Unfinished and failed rollouts (reward
-  ``None``) say nothing about the task: they never count as failures.
-- **selection**, one choice per GRPO group: the first pass visits every task once in a
-  seeded order (unseen first); after it, a task is drawn with its pool's weight
-  (``learning`` 1, ``solved`` / ``unsolved`` 0.01, ``unseen`` 4 by default). Rarely is not
-  never: a task last chosen more than ``revisit`` groups ago is due and
-  is chosen before any other, so a task the model starts or stops solving comes back.
+  ``pass_threshold``, which ``ors/pass@k`` and the task table use too); a task is
+  ``solved`` when every recent scored rollout passed, ``unsolved`` when none did,
+  ``learning`` otherwise, and ``unseen`` before its first scored group. Unfinished and
+  failed rollouts (reward ``None``) say nothing about the task: they never count as
+  failures.
+- **a prior** (``prior=``, :mod:`orsgen.runtime.rollouts.prior`): an evaluation's pass rate
+  of a task counts as one scored group older than any of the run's, so a covered task
+  starts in its pool (rate 1: solved, 0: unsolved, else learning) and leaves the window
+  as the run's own groups arrive. Uncovered tasks stay unseen.
+- **selection**, one choice per GRPO group: the first pass visits every unseen task once
+  in a seeded order (a prior's tasks are not unseen, so it skips them); after it, a pool
+  is drawn by its weight times its size (``learning`` 1, ``solved`` / ``unsolved`` 0.01,
+  ``unseen`` 4 per task by default), then a task uniformly within it. Rarely is not
+  never: a task last chosen more than ``revisit`` groups ago is due and is chosen before
+  any other (the most overdue first, ties in the seeded order), so a task the model
+  starts or stops solving comes back.
+- **scale**: pools are kept up to date as groups close (:mod:`~orsgen.runtime.rollouts.pools`),
+  so a choice costs O(log tasks) and the logged figures O(1), for any number of tasks.
 - **reproducible and order-free**: groups are planned in order, each from the seed, its
   index (random draws use ``Random(f"{seed}:{g}")``), the groups planned before it and
   the outcomes observed so far, kept in group order, never in the order they arrived.
   Processes that observe the same outcomes before planning the same groups therefore
   choose the same task for the same group (:meth:`PassRateCurriculum.plan_through`).
 
-Pure: no I/O, no clock. :meth:`PassRateCurriculum.state_dict` is JSON-able.
+Pure but for reading a prior's files at construction: no clock.
+:meth:`PassRateCurriculum.state_dict` is JSON-able.
 """
 
 from __future__ import annotations
@@ -29,55 +39,19 @@ from __future__ import annotations
 import bisect
 import random
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.runtime.passk import PASS_THRESHOLD, check_threshold, passes
+from orsgen.runtime.rollouts import prior as priors
+from orsgen.runtime.rollouts.pools import POOLS as POOLS
+from orsgen.runtime.rollouts.pools import Group as Group
+from orsgen.runtime.rollouts.pools import Pools
+from orsgen.runtime.rollouts.pools import Weights as Weights
+from orsgen.runtime.rollouts.pools import Window as Window
 
-POOLS = ("unseen", "learning", "solved", "unsolved")
 KEEP_PLANNED = 4096  # planned groups remembered (a group is chosen within a generation)
-
-
-@dataclass(frozen=True)
-class Weights:
-    """How often each pool is drawn from, per task (relative)."""
-
-    unseen: float = 4.0
-    learning: float = 1.0
-    solved: float = 0.01
-    unsolved: float = 0.01
-
-    def of(self, pool: str) -> float:
-        return float(getattr(self, pool))
-
-
-@dataclass
-class Group:
-    """One GRPO group's outcomes: its task and each rollout's reward (``None`` unscored)."""
-
-    group: int
-    task: int
-    rewards: list[float | None] = field(default_factory=lambda: [])
-
-    @property
-    def scored(self) -> list[float]:
-        return [r for r in self.rewards if r is not None]
-
-    @property
-    def zero_variance(self) -> bool:
-        """All its scored rollouts got the same reward: no advantage for GRPO."""
-        scored = self.scored
-        return bool(scored) and max(scored) == min(scored)
-
-
-@dataclass
-class Window:
-    """What the curriculum did since its metrics were last drained."""
-
-    rollouts: dict[str, int] = field(default_factory=lambda: {p: 0 for p in POOLS})
-    groups: int = 0
-    zero_variance: int = 0
 
 
 class PassRateCurriculum:
@@ -88,6 +62,11 @@ class PassRateCurriculum:
         window: how many recent scored groups of a task decide its pool.
         revisit: a task last chosen more than this many groups ago is due
             and is chosen first; ``None`` means five times the number of tasks.
+        prior: each task's pass rate before training: an ``orsgen eval`` run directory
+            (or a list of them), an ``orsgen.eval.EvalResult``, or a mapping from task
+            index to pass rate (:func:`orsgen.runtime.rollouts.prior.load`). A run's prior
+            is refused by an adapter of another environment, split, tool hash or
+            ``pass_threshold``.
     """
 
     name = "pass_rate"
@@ -97,6 +76,7 @@ class PassRateCurriculum:
         weights: Weights | Mapping[str, float] | None = None,
         window: int = 2,
         revisit: int | None = None,
+        prior: object = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
@@ -106,17 +86,24 @@ class PassRateCurriculum:
         if any(self.weights.of(p) < 0 for p in POOLS) or self.weights.learning <= 0:
             raise ValueError(f"weights must be >= 0 and learning > 0, got {self.weights}")
         self.window, self.revisit_after = window, revisit
+        self.prior = None if prior is None else priors.load(prior)
+        # Every task's prior rate (the prior's, or a restored state's).
+        self._prior_rates: dict[int, float] = dict(self.prior.rates) if self.prior else {}
         # The pass rule's threshold: the adapter's pass_threshold, given at start().
         self.threshold = PASS_THRESHOLD
         self.tasks: list[int] = []
         self.seed = 0
         self.group_size = 1
+        self._shuffled: list[int] = []  # the tasks in the seeded order
         self._first_pass: list[int] = []
+        self._prior: dict[int, float] = {}  # the candidates' prior rates
+        self._pools = Pools([])
         self._history: dict[int, list[Group]] = {}  # task -> its scored groups, in group order
         self._open: dict[int, Group] = {}  # group -> outcomes still arriving
         self._plan: dict[int, int] = {}  # group -> its task, for the recent planned groups
         self._planned = 0  # groups 0 .. _planned - 1 are planned
-        self._last_chosen: dict[int, int] = {}  # task -> the last group planned on it
+        # task -> the last group planned on it (-1: never), the least recent first.
+        self._last: OrderedDict[int, int] = OrderedDict()
         self._window = Window()
         self._lock = threading.RLock()
 
@@ -138,6 +125,12 @@ class PassRateCurriculum:
             "revisit": self.revisit_after,
         }
 
+    def check_stream(self, stream: priors.Identity) -> None:
+        """Refuse to serve a stream its prior was not measured on (an adapter calls this
+        when it is constructed)."""
+        if self.prior is not None:
+            self.prior.check(stream)
+
     def start(
         self,
         tasks: Sequence[int],
@@ -153,9 +146,14 @@ class PassRateCurriculum:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
         threshold = check_threshold(pass_threshold)
         with self._lock:
-            binding = ([int(t) for t in tasks], int(seed), group_size, threshold)
+            binding = (list(dict.fromkeys(int(t) for t in tasks)), int(seed), group_size)
             if self.tasks and self._planned:  # restored from a checkpoint: continue there
-                if binding != (self.tasks, self.seed, self.group_size, self.threshold):
+                if (*binding, threshold) != (
+                    self.tasks,
+                    self.seed,
+                    self.group_size,
+                    self.threshold,
+                ):
                     raise ValueError(
                         "this curriculum was started for other tasks, seed, group size or "
                         f"pass threshold ({len(self.tasks)} tasks, seed={self.seed}, "
@@ -163,11 +161,16 @@ class PassRateCurriculum:
                         "curriculum serves one stream of tasks"
                     )
                 return
-            self.tasks, self.seed, self.group_size, self.threshold = binding
-            self._first_pass = list(self.tasks)
-            random.Random(f"{self.seed}:first").shuffle(self._first_pass)
-            self._history = {t: [] for t in self.tasks}
-            self._open, self._plan, self._planned, self._last_chosen = {}, {}, 0, {}
+            (self.tasks, self.seed, self.group_size), self.threshold = binding, threshold
+            self._shuffled = list(self.tasks)
+            random.Random(f"{self.seed}:first").shuffle(self._shuffled)
+            self._pools = Pools(self.tasks)
+            self._prior = {t: r for t, r in self._prior_rates.items() if t in self._pools}
+            self._history, self._open, self._plan, self._planned = {}, {}, {}, 0
+            for task in self._prior:
+                self._pools.move(task, self._judge(task))
+            self._first_pass = [t for t in self._shuffled if t not in self._prior]
+            self._last = OrderedDict((t, -1) for t in self._shuffled)
 
     @property
     def next_group(self) -> int:
@@ -180,25 +183,34 @@ class PassRateCurriculum:
 
     # -- statistics ---------------------------------------------------------------------
 
+    def _judge(self, task: int) -> str:
+        """The task's pool from its last ``window`` scored groups (and its prior while
+        fewer than ``window`` of them arrived)."""
+        recent = self._history.get(task, [])[-self.window :]
+        passed = total = 0
+        for group in recent:
+            for reward in group.rewards:
+                if reward is not None:
+                    total += 1
+                    passed += passes(reward, self.threshold)
+        rate = self._prior.get(task) if len(recent) < self.window else None
+        if total == 0 and rate is None:
+            return "unseen"
+        if passed == total and (rate is None or rate >= 1.0):
+            return "solved"
+        if passed == 0 and (rate is None or rate <= 0.0):
+            return "unsolved"
+        return "learning"
+
     def pool(self, task: int) -> str:
-        """The task's pool from its last ``window`` scored groups."""
+        """The task's pool."""
         with self._lock:
-            recent = self._history.get(task, [])[-self.window :]
-            scored = [r for g in recent for r in g.scored]
-            if not scored:
-                return "unseen"
-            passed = sum(1 for r in scored if passes(r, self.threshold))
-            if passed == len(scored):
-                return "solved"
-            return "unsolved" if passed == 0 else "learning"
+            return self._pools.of(task)
 
     def pools(self) -> dict[str, int]:
         """How many tasks each pool holds."""
         with self._lock:
-            out = {p: 0 for p in POOLS}
-            for task in self.tasks:
-                out[self.pool(task)] += 1
-            return out
+            return self._pools.counts()
 
     def observe(self, group: int, task: int, reward: float | None) -> None:
         """One settled rollout of ``group`` (on ``task``): its reward, or ``None`` when it
@@ -210,14 +222,15 @@ class PassRateCurriculum:
                 self._close(self._open.pop(group))
 
     def _close(self, done: Group) -> None:
-        if not done.scored or done.task not in self._history:
+        if not done.scored or done.task not in self._pools:
             return  # nothing scored: the task is no better known than before
         self._window.groups += 1
         self._window.zero_variance += int(done.zero_variance)
-        history = self._history[done.task]
+        history = self._history.setdefault(done.task, [])
         keys = [g.group for g in history]
         history.insert(bisect.bisect(keys, done.group), done)
-        del history[: -max(self.window, 1)]  # only the recent groups are ever read
+        del history[: -self.window]  # only the recent groups are ever read
+        self._pools.move(done.task, self._judge(done.task))
 
     # -- selection ----------------------------------------------------------------------
 
@@ -230,7 +243,7 @@ class PassRateCurriculum:
             task = self._plan.get(group)
             if task is None:  # planned so long ago that it was forgotten
                 raise ValueError(f"group {group} was planned too long ago to choose again")
-            self._window.rollouts[self.pool(task)] += self.group_size
+            self._window.rollouts[self._pools.of(task)] += self.group_size
             return task
 
     def plan_through(self, group: int) -> None:
@@ -241,22 +254,25 @@ class PassRateCurriculum:
             while self._planned <= group:
                 g = self._planned
                 task = self._first_pass[g] if g < len(self._first_pass) else self._draw(g)
-                self._plan[g], self._last_chosen[task] = task, g
+                self._plan[g] = task
+                self._last[task] = g
+                self._last.move_to_end(task)
                 self._planned += 1
-            for old in [g for g in self._plan if g < self._planned - KEEP_PLANNED]:
-                del self._plan[old]
+            plan, oldest = self._plan, self._planned - KEEP_PLANNED
+            while plan and next(iter(plan)) < oldest:  # planned in order: oldest first
+                del plan[next(iter(plan))]
 
     def _draw(self, group: int) -> int:
         rng = random.Random(f"{self.seed}:{group}")
-        last = {t: self._last_chosen.get(t, -1) for t in self.tasks}
-        due = [t for t in self.tasks if group - last[t] > self.revisit]
-        if due:  # the most overdue first; ties broken by the seeded draw
-            oldest = min(last[t] for t in due)
-            return rng.choice([t for t in due if last[t] == oldest])
-        weights = [self.weights.of(self.pool(t)) for t in self.tasks]
-        if not any(weights):
-            return rng.choice(self.tasks)
-        return rng.choices(self.tasks, weights=weights)[0]
+        task, last = next(iter(self._last.items()))
+        if group - last > self.revisit:  # the most overdue task is due
+            return task
+        pools = self._pools
+        sizes = [self.weights.of(p) * pools.size(p) for p in POOLS]
+        if not any(sizes):
+            return self.tasks[rng.randrange(len(self.tasks))]
+        pool = rng.choices(POOLS, weights=sizes)[0]
+        return pools.kth(pool, rng.randrange(pools.size(pool)))
 
     # -- metrics and state --------------------------------------------------------------
 
@@ -266,10 +282,11 @@ class PassRateCurriculum:
             window, self._window = self._window, Window()
             return window
 
-    def metrics(self, window: Window) -> dict[str, float]:
+    def metrics(self, window: Window, pools: Mapping[str, int] | None = None) -> dict[str, float]:
         """``ors/curriculum/*``: tasks per pool, share of rollouts per pool, and the share
         of zero-variance groups among the scored groups of ``window``."""
-        out = {f"ors/curriculum/tasks_{p}": float(n) for p, n in self.pools().items()}
+        counts = self.pools() if pools is None else pools
+        out = {f"ors/curriculum/tasks_{p}": float(counts[p]) for p in POOLS}
         spent = sum(window.rollouts.values())
         if spent:
             for p, n in window.rollouts.items():
@@ -285,17 +302,19 @@ class PassRateCurriculum:
             def rows(groups: Sequence[Group]) -> list[list[Any]]:
                 return [[g.group, g.task, list(g.rewards)] for g in groups]
 
+            chosen = sorted((t, g) for t, g in self._last.items() if g >= 0)
             return {
                 "name": self.name,
                 "parameters": self.parameters(),
                 "tasks": list(self.tasks),
                 "seed": self.seed,
                 "group_size": self.group_size,
-                "history": rows([g for t in self.tasks for g in self._history[t]]),
+                "prior": [[t, self._prior[t]] for t in sorted(self._prior)],
+                "history": rows([g for t in sorted(self._history) for g in self._history[t]]),
                 "open": rows([self._open[k] for k in sorted(self._open)]),
                 "planned": self._planned,
                 "plan": [[g, self._plan[g]] for g in sorted(self._plan)],
-                "last_chosen": [[t, self._last_chosen[t]] for t in sorted(self._last_chosen)],
+                "last_chosen": [[t, g] for t, g in chosen],
             }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -308,33 +327,37 @@ class PassRateCurriculum:
             self.window = int(parameters["window"])
             self.revisit_after = parameters["revisit"]
             threshold = parameters.get("pass_threshold", parameters.get("threshold"))
+            self._prior_rates = {int(t): float(r) for t, r in state.get("prior", [])}
             self.tasks, self._planned = [], 0  # a fresh start, then the saved state
             self.start(state["tasks"], state["seed"], state["group_size"], float(threshold))
             for group, task, rewards in state["history"]:
-                self._history[task].append(Group(group, task, list(rewards)))
-            for history in self._history.values():
+                self._history.setdefault(task, []).append(Group(group, task, list(rewards)))
+            for task, history in self._history.items():
                 history.sort(key=lambda g: g.group)
+                self._pools.move(task, self._judge(task))
             self._open = {g: Group(g, t, list(r)) for g, t, r in state["open"]}
             self._planned = int(state["planned"])
             self._plan = {int(g): int(t) for g, t in state["plan"]}
-            self._last_chosen = {int(t): int(g) for t, g in state["last_chosen"]}
+            last = {int(t): int(g) for t, g in state["last_chosen"]}
+            rank = {t: i for i, t in enumerate(self._shuffled)}
+            order = sorted(self._shuffled, key=lambda t: (last.get(t, -1), rank[t]))
+            self._last = OrderedDict((t, last.get(t, -1)) for t in order)
 
 
 def report(curricula: Sequence[PassRateCurriculum]) -> dict[str, float]:
-    """The ``ors/curriculum/*`` metrics of ``curricula`` together, each drained."""
+    """The ``ors/curriculum/*`` metrics of ``curricula`` together, each drained once and
+    its pools read once (O(1) per curriculum: pools are kept up to date)."""
     if not curricula:
         return {}
     total, pools = Window(), {p: 0 for p in POOLS}
     for one in curricula:
-        window = one.drain()
+        window, counts = one.drain(), one.pools()
         total.groups += window.groups
         total.zero_variance += window.zero_variance
         for p in POOLS:
             total.rollouts[p] += window.rollouts[p]
-            pools[p] += one.pools()[p]
-    out = curricula[0].metrics(total)
-    out.update({f"ors/curriculum/tasks_{p}": float(n) for p, n in pools.items()})
-    return out
+            pools[p] += counts[p]
+    return curricula[0].metrics(total, pools)
 
 
 def make(curriculum: object) -> PassRateCurriculum | None:
