@@ -9,8 +9,9 @@ callbacks' dependencies (openai, transformers) load only when those names are us
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+# Not typing.TYPE_CHECKING: importing typing would be most of this module's cost. Type
+# checkers read any TYPE_CHECKING as true.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -37,6 +38,10 @@ _PUBLIC: dict[str, str] = {
     "ImageLike": "orsgen.runtime.images",
     "ImagePart": "orsgen.runtime.images",
     "TextPart": "orsgen.runtime.images",
+    # OpenReward's platform: rollouts in its runs UI, its task difficulty as a prior.
+    "UploadRun": "orsgen.runtime.upload",
+    "platform_difficulty": "orsgen.runtime.platform",
+    "PlatformPriorWarning": "orsgen.runtime.platform",
     # Evaluating a model (`orsgen eval`).
     "evaluate": "orsgen.eval",
     "EvalResult": "orsgen.eval",
@@ -48,6 +53,8 @@ _PUBLIC: dict[str, str] = {
     # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
     "sft_dataset": "orsgen.eval",
     "SftError": "orsgen.eval",
+    # The viewer page of an evaluation run or training trajectories (`orsgen view`).
+    "write_view": "orsgen.view",
     # The adapter class of a generated package directory, as `orsgen eval DIR` finds it.
     "load_adapter": "orsgen.eval.command",
     # The errors and warnings a user catches.
@@ -80,6 +87,7 @@ __all__ = [
     "OrsRuntimeError",
     "PASS_THRESHOLD",
     "PassRateCurriculum",
+    "PlatformPriorWarning",
     "PriorError",
     "Request",
     "RequestError",
@@ -98,6 +106,7 @@ __all__ = [
     "ToolDriftWarning",
     "ToolEnvironmentError",
     "ToolInputError",
+    "UploadRun",
     "bundle_tasks",
     "compare",
     "evaluate",
@@ -107,8 +116,10 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "passes",
+    "platform_difficulty",
     "run",
     "sft_dataset",
+    "write_view",
 ]
 
 
@@ -116,6 +127,8 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'orsgen' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
@@ -126,6 +139,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at import
+    from typing import Any
+
     from orsgen.eval import EvalResult as EvalResult
     from orsgen.eval import RunFileError as RunFileError
     from orsgen.eval import compare as compare
@@ -137,6 +152,10 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import SftError as SftError
     from orsgen.eval import sft_dataset as sft_dataset
     from orsgen.eval.command import load_adapter as load_adapter
+    from orsgen.runtime.platform import PlatformPriorWarning as PlatformPriorWarning
+    from orsgen.runtime.platform import platform_difficulty as platform_difficulty
+    from orsgen.runtime.upload import UploadRun as UploadRun
+    from orsgen.view import write_view as write_view
     from orsgen.pipeline import Request as Request
     from orsgen.pipeline import RequestError as RequestError
     from orsgen.pipeline import Result as Result

@@ -87,7 +87,8 @@ def _dispatched_name(test: ast.expr) -> str | None:
 
 def _help(parser: argparse.ArgumentParser) -> str:
     # A fixed width: the page must not depend on the terminal that built it.
-    parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)
+    formatter: Any = parser.formatter_class  # its own, e.g. a raw epilog listing the commands
+    parser.formatter_class = lambda prog: formatter(prog, width=100)
     return parser.format_help().rstrip()
 
 
@@ -110,7 +111,6 @@ def cli_reference() -> str:
         parser = command.build()
         parts.append(
             f"## `{command.words}`\n\n"
-            f"{parser.description or ''}\n\n"
             f"```text\n{_help(parser)}\n```\n\n"
             f"{_options_table(parser)}\n"
         )

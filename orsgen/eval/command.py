@@ -80,6 +80,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--min-coverage", type=float, help="exit 1 when coverage is lower")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--upload-run",
+        metavar="NAME",
+        help="also upload every rollout to OpenReward's runs UI under this run name "
+        "(OPENREWARD_API_KEY; OPENREWARD_API_URL for another API); never slows the run",
+    )
+    p.add_argument(
+        "--upload-stage",
+        choices=("pretrained", "sft", "rl"),
+        default="pretrained",
+        help="the training stage the uploaded rollouts are filed under (default pretrained)",
+    )
     return p
 
 
@@ -191,7 +203,10 @@ def _run(args: argparse.Namespace) -> int:
         base_url=base_url,
         api_key=args.api_key,
         secrets=secrets,
+        **_upload(args),
     )
+    if args.upload_run:
+        _report_upload(args.upload_run)
     s = result.summary
     brief = {k: s[k] for k in ("split", "rollouts", "verdicts", "coverage", "mean_reward")}
     print(json.dumps({**brief, "pass_at_k": s["pass_at_k"]}, sort_keys=True))
@@ -208,6 +223,30 @@ def _run(args: argparse.Namespace) -> int:
         )
         return EXIT_COVERAGE
     return EXIT_OK
+
+
+def _upload(args: argparse.Namespace) -> dict[str, Any]:
+    """The adapter keyword of ``--upload-run`` (none without it)."""
+    if not args.upload_run:
+        return {}
+    from orsgen.runtime.upload import UploadRun
+
+    stage = args.upload_stage
+    return {"upload_run": UploadRun(args.upload_run, model_name=args.model, training_stage=stage)}
+
+
+def _report_upload(run_name: str) -> None:
+    """Flush the uploads (bounded) and say how many went to the runs UI."""
+    from orsgen.runtime.rollouts.uploader import EXIT_BUDGET, uploader
+
+    up = uploader()
+    done = up.flush(EXIT_BUDGET)
+    left = "" if done else f"; gave up waiting after {EXIT_BUDGET:g} s"
+    print(
+        f"runs UI: {up.uploaded} rollouts uploaded to run {run_name!r}, "
+        f"{up.dropped_total} dropped{left}",
+        file=sys.stderr,
+    )
 
 
 def main(argv: Sequence[str]) -> int:

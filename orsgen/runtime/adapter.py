@@ -134,6 +134,9 @@ class OrsAdapter:
         unfinished_reward: the reward of a rollout whose session worked but never scored.
         trajectories: a path (one JSON line per rollout) or a sink with ``write(line)``
             (:mod:`orsgen.runtime.rollouts.trajectories`).
+        upload_run: a run name (or an :class:`~orsgen.runtime.upload.UploadRun`): every
+            settled rollout also goes to OpenReward's runs UI under it, from a background
+            thread that never holds up a reset or a tool call (:mod:`orsgen.runtime.upload`).
         clock: the rollout deadline's clock (seconds, monotonic); for tests and simulations.
         pass_threshold: a scored rollout *passes* when its reward is at least this
             (:func:`orsgen.runtime.passk.passes`); ``ors/pass@k``, the per-task table and

@@ -34,6 +34,7 @@ from orsgen.runtime.rollouts.tasks import SamplerFactory, TaskChoice
 from orsgen.runtime.rollouts.trajectories import TrajectorySink
 from orsgen.runtime.sessions.opening import SessionOptions, resolve_servers
 from orsgen.runtime.transport import health
+from orsgen.runtime.rollouts.uploader import UploadRun
 from orsgen.runtime.transport.endpoint import session_secrets
 
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -69,6 +70,7 @@ class AdapterSettings(TypedDict, total=False):
     curriculum: str | PassRateCurriculum | None
     clock: Callable[[], float] | None
     pass_threshold: float | None
+    upload_run: str | UploadRun | None
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class AdapterConfig:
             s.get("unfinished_reward"),
             s.get("trajectories"),
             s.get("clock"),
+            s.get("upload_run"),
         )
         tasks = TaskChoice.of(
             s.get("seed"),

@@ -13,7 +13,8 @@ from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
 from orsgen.runtime.passk import PASS_THRESHOLD, grouped_pass_at_k
-from orsgen.runtime.rollouts import metrics, task_table
+from orsgen.runtime.rollouts import upload
+from orsgen.runtime.rollouts import metrics, task_table, trainer_facts
 from orsgen.runtime.rollouts.protocol import HasRollout, Rollout
 
 
@@ -52,6 +53,7 @@ def outcome_reward(
     trainer_state: Any = None,
     task_index: Sequence[Any] | None = None,
     split: Sequence[Any] | None = None,
+    prompts: Sequence[Any] | None = None,
     **_: Any,
 ) -> list[float | None]:
     """The last non-null reward of each rollout, or, when the rollout was never scored,
@@ -74,12 +76,17 @@ def outcome_reward(
     and split become columns of TRL's completions table, and every scored batch feeds the
     per-task table (:mod:`orsgen.runtime.rollouts.task_table`).
 
+    With ``upload_run=`` on the adapter, each rollout's conversation (``prompts`` and
+    ``completions``) goes to OpenReward's runs UI when it settles (:mod:`orsgen.runtime.upload`).
+
     An environment with a terminal tool grades the model's final plain message: when
     ``completions`` are given, each rollout's final assistant message is submitted
     through that tool first (once per rollout; never after the episode finished).
     """
     rollouts = [_rollout(env) for env in environments]
+    trainer_facts.note_step(trainer_state)  # the step the batch's trajectory lines carry
     if completions is not None:
+        upload.note_transcripts(rollouts, prompts, completions)  # with upload_run= only
         jobs: list[tuple[Rollout, str]] = []
         for rollout, completion in zip(rollouts, completions):
             text = final_message(completion)

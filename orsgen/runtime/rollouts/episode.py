@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -115,6 +116,10 @@ class Episode:
     void_reason: str | None = None  # "lost_session" / "unavailable": no reward possible
     timed_out: bool = False  # rollout_timeout passed: unfinished, whatever scored before
     written: bool = False  # already in the trajectory log
+    uploaded: bool = False  # already queued for the runs UI
+    # For the upload alone (never in the trajectory log): the task spec and the prompt.
+    spec: Mapping[str, Any] | None = field(default=None, repr=False)
+    prompt: Any = field(default=None, repr=False)
     counted: bool = False  # already in the metrics
     drifted: bool = False  # the drift guard's findings held for this task and server
 

@@ -1,13 +1,12 @@
 """One reset's rollout: :class:`AdapterRollout`, in an explicit
 :class:`~orsgen.runtime.rollouts.episode.RolloutState`.
 
-An adapter makes one :class:`AdapterRollout` per ``reset()`` and holds it by composition.
-The rollout owns what that reset produced: its session (in the adapter's
-:class:`~orsgen.runtime.sessions.pool.SessionSlot`), its status, every call's reward,
-metadata and record (:class:`~orsgen.runtime.rollouts.episode.Episode`), its deadline
-(``rollout_timeout``, on an injectable clock) and its outcome. Everything else reads it
-through :class:`~orsgen.runtime.rollouts.protocol.Rollout`: the reward functions, the
-metrics, the trajectory log, and a loop that drives episodes without TRL.
+An adapter makes one :class:`AdapterRollout` per ``reset()``. It owns what that reset
+produced: its session (in the adapter's :class:`~orsgen.runtime.sessions.pool.SessionSlot`),
+status, every call's reward, metadata and record (:class:`~orsgen.runtime.rollouts.episode.
+Episode`), deadline (``rollout_timeout``, on an injectable clock) and outcome. The reward
+functions, metrics, trajectory log, upload and TRL-free loops read it through
+:class:`~orsgen.runtime.rollouts.protocol.Rollout`.
 
 A tool call goes down one way: the generated method, ``OrsAdapter._call``,
 :meth:`AdapterRollout.call`, the call policy and the SDK. A failed call is recorded, then
@@ -33,6 +32,7 @@ from orsgen.runtime.errors import (
 )
 from orsgen.runtime.images import Content, blocks_to_content, blocks_to_text
 from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.rollouts import upload
 from orsgen.runtime.rollouts import metrics, trajectories
 from orsgen.runtime.rollouts.episode import Call, Episode, Outcome, RolloutState, classify
 from orsgen.runtime.rollouts.settings import RolloutSettings
@@ -46,10 +46,8 @@ from orsgen.runtime.transport.process import current
 
 
 class AdapterRollout:
-    """One reset's rollout on an adapter (``owner`` is its class). ``lock`` is the
-    adapter's, ``slot`` the adapter's session slot (its finalizer closes what is held), and
-    The deadline runs on ``settings.clock``; durations and the call policy use
-    ``time.monotonic``."""
+    """One reset's rollout on an adapter (``owner`` is its class); ``lock`` and ``slot``
+    are the adapter's. The deadline runs on ``settings.clock``, durations on monotonic time."""
 
     def __init__(
         self,
@@ -119,9 +117,10 @@ class AdapterRollout:
             return outcome
 
     def end(self) -> None:
-        """Write the rollout's trajectory line, once, when the log is on and the rollout
-        opened a session (the next reset ends the previous rollout this way)."""
+        """Write the trajectory line and queue the upload, each once when on (and opened)."""
         sink, episode = self.settings.trajectories, self.episode
+        if self.settings.upload is not None:
+            upload.ended(self, self.settings.upload)
         if sink is None or episode.written or not episode.opened:
             return
         episode.written = True
@@ -141,7 +140,7 @@ class AdapterRollout:
         ``None`` when the server stayed away past the reconnect window and the rollout runs
         degraded."""
         chosen = sampler is not None
-        self.episode = Episode(task_index=index, task_spec=task_spec is not None, chosen=chosen)
+        self.episode = Episode(index, task_spec is not None, chosen, spec=task_spec)
         self._sampler = sampler
         started = time.monotonic()
         task = TaskRef(index, task_spec)
@@ -168,6 +167,7 @@ class AdapterRollout:
             self._deadline = self._clock() + self.settings.rollout_timeout
         if self.settings.multimodal:
             return blocks_to_content(opened.blocks, True)
+        self.episode.prompt = opened.prompt
         return opened.prompt
 
     def degrade(self) -> None:

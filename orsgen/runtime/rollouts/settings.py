@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orsgen.runtime import images
+from orsgen.runtime.rollouts.uploader import UploadRun, uploader
 from orsgen.runtime.rollouts.trajectories import TrajectorySink, sink_of
 
 
@@ -20,6 +21,7 @@ class RolloutSettings:
     multimodal: bool = False  # images as TRL content lists (needs Pillow)
     unfinished_reward: float | None = None
     trajectories: TrajectorySink | None = None  # where settled rollouts' lines go
+    upload: UploadRun | None = None  # the runs UI's run that settled rollouts go to
     # The rollout deadline's clock (seconds, monotonic); injectable for tests and simulations.
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
 
@@ -31,9 +33,13 @@ class RolloutSettings:
         unfinished_reward: float | None,
         trajectories: str | os.PathLike[str] | TrajectorySink | None,
         clock: Callable[[], float] | None = None,
+        upload: str | UploadRun | None = None,
     ) -> RolloutSettings:
         if multimodal:
             images.require_pillow()
+        run = UploadRun.of(upload)
+        if run is not None:
+            uploader().warm()
         return RolloutSettings(
             timeout=float(timeout),
             rollout_timeout=rollout_timeout,
@@ -41,4 +47,5 @@ class RolloutSettings:
             unfinished_reward=None if unfinished_reward is None else float(unfinished_reward),
             trajectories=sink_of(trajectories),
             clock=time.monotonic if clock is None else clock,
+            upload=run,
         )

@@ -46,6 +46,38 @@ class TrainerFacts:
     rows: int | None = None
 
 
+def trainer(frame: Any) -> Any | None:
+    """The ``GRPOTrainer`` (or subclass) whose method is on the stack at ``frame`` or up
+    to a few frames above it, else ``None``."""
+    depth = 0
+    while frame is not None and depth < _MAX_DEPTH:
+        owner = frame.f_locals.get("self")
+        if isinstance(getattr(owner, "num_generations", None), int) and hasattr(
+            owner, "environments"
+        ):
+            return owner
+        frame, depth = frame.f_back, depth + 1
+    return None
+
+
+# The trainer step of the last scored batch in this process (reward functions get the
+# trainer's state): the step a settling rollout belongs to, ``None`` outside a trainer.
+_step: int | None = None
+
+
+def note_step(trainer_state: Any) -> None:
+    """Remember ``trainer_state.global_step`` (TRL's ``trainer_state`` reward argument)."""
+    global _step
+    step = getattr(trainer_state, "global_step", None)
+    if isinstance(step, int):
+        _step = step
+
+
+def current_step() -> int | None:
+    """The step :func:`note_step` last saw in this process."""
+    return _step
+
+
 def _grpo_trainer(frame: Any) -> TrainerFacts | None:
     depth = 0
     while frame is not None and depth < _MAX_DEPTH:

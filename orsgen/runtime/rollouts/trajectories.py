@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from orsgen.runtime.rollouts import trainer_facts
 from orsgen.runtime.rollouts.protocol import Rollout
 from orsgen.runtime.transport.identity import identity
 from orsgen.runtime.transport.process import Process, at_shutdown, current, forked
@@ -83,6 +84,7 @@ def line(rollout: Rollout) -> dict[str, Any]:
         "duration_s": round(time.time() - episode.started_at, 4),
         "started_at": round(episode.started_at, 3),
         "calls": [c.record() for c in episode.calls],
+        "step": trainer_facts.current_step(),  # the trainer step of the last scored batch
     }
 
 

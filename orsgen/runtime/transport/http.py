@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import urllib.request
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import TracebackType
@@ -45,6 +44,10 @@ def uses_environment(url: str) -> bool:
     """Whether aiohttp's ``trust_env`` could change a request to ``url``: a proxy set for
     its scheme and not bypassed for its host, or a netrc file (which may hold credentials
     for the host or its proxy). Decided from the standard library's own rules."""
+    # Here, not at module level: urllib.request pulls in http.client, email and tempfile,
+    # a sixth of a generated package's cold import, for a check made once per client.
+    import urllib.request
+
     parsed = urlparse(url)
     proxies = urllib.request.getproxies()
     if parsed.scheme in proxies and not urllib.request.proxy_bypass(parsed.hostname or ""):

@@ -19,6 +19,7 @@ import asyncio
 import functools
 import importlib
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -372,3 +373,22 @@ async def score_group(session: Any, answers: list[str]) -> list[float]:
     ]
     scores = await session.score_group(candidates)
     return [float(s.reward) for s in scores]
+
+
+def rollout_started(rollout: Any) -> bool:
+    """Whether the SDK's ``rollout.create()`` got its start event through: on failure it
+    only logs and quietly turns that rollout's uploads off (``_rollouts_disabled``)."""
+    return not getattr(rollout, "_rollouts_disabled", False)
+
+
+def quiet_upload_logs() -> None:
+    """Silence the SDK's upload client below errors that end the process: it prints a line
+    to stdout per failed rollout start and per failed batch, where orsgen says an outage
+    once. ``OPENREWARD_LOG_LEVEL``, when set, is the user's choice and is kept."""
+    if os.environ.get("OPENREWARD_LOG_LEVEL"):
+        return
+    structlog: Any = importlib.import_module("structlog")
+    quiet = structlog.wrap_logger(None, wrapper_class=structlog.make_filtering_bound_logger(50))
+    for name, attribute in (("background", "log"), ("rollout", "logger")):
+        module = importlib.import_module(f"openreward.api.rollouts.{name}")
+        setattr(module, attribute, quiet)

@@ -1,0 +1,201 @@
+"""The platform's per-task difficulty as a curriculum prior:
+``PassRateCurriculum(prior=platform_difficulty("owner/name", split=..., model_name=...))``.
+
+OpenReward aggregates the rewards of the rollouts uploaded to its runs UI into per-task
+figures (``Environment.get_task_difficulty`` in the SDK: ``avg_reward``, ``min_reward``,
+``max_reward`` and ``num_rollouts`` per ``(split, variant, task_index)``, filterable by model
+name and training stage). :func:`platform_difficulty` turns them into the mapping the
+curriculum takes, task index to pass rate, under these rules:
+
+- **Binary rewards** (every task's minimum and maximum reward is 0 or 1): ``avg_reward`` is
+  the share of rollouts that scored 1, so it *is* the pass rate (for a pass threshold in
+  ``(0, 1]``).
+- **Other rewards**: a task whose ``max_reward`` is below the pass threshold never passed
+  (0.0) and one whose ``min_reward`` reaches it always passed (1.0), both exact; for the
+  rest the pass rate is unknown and ``avg_reward`` clipped to ``[0, 1]`` stands in for it.
+  A warning says so and how many tasks it concerns.
+- Tasks with fewer than ``min_rollouts`` rollouts (:data:`MIN_ROLLOUTS` by default) are
+  left out: the curriculum treats them as unseen. Rows of several variants of one task
+  are pooled, weighted by their rollouts.
+
+It never fails a run: no catalog name, no network, an error from the API, or an empty
+answer each give one warning (:class:`PlatformPriorWarning`) and an empty mapping, which
+is no prior.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from orsgen.runtime.errors import describe
+from orsgen.runtime.passk import PASS_THRESHOLD
+
+MIN_ROLLOUTS = 4  # fewer rollouts than this: the task stays unseen
+DEFAULT_TIMEOUT = 30.0  # seconds the platform may take to answer
+
+
+class PlatformPriorWarning(UserWarning):
+    """The platform's difficulty gave no prior, or a partly estimated one (and why)."""
+
+
+@dataclass(frozen=True)
+class Difficulty:
+    """One task's figures from the platform (the SDK's ``TaskDifficulty``, pooled over
+    variants)."""
+
+    task_index: int
+    avg_reward: float
+    min_reward: float
+    max_reward: float
+    num_rollouts: int
+
+
+def _warn(message: str) -> dict[int, float]:
+    warnings.warn(message, PlatformPriorWarning, stacklevel=3)
+    return {}
+
+
+def fetch(
+    name: str,
+    *,
+    split: str | None,
+    model_name: str | None,
+    training_stage: str | None,
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+) -> list[Any]:
+    """The SDK's ``get_task_difficulty`` rows, within ``timeout`` seconds (it runs on a
+    daemon thread, so an API that never answers cannot hold the run or its exit)."""
+    # The SDK ships no type information; imported here, so importing this module is free.
+    openreward: Any = importlib.import_module("openreward")
+    box: dict[str, Any] = {}
+
+    def ask() -> None:
+        try:
+            client = openreward.OpenReward(api_key=api_key, base_url=base_url)
+            try:
+                environment = client.environments.get(name)
+                box["rows"] = environment.get_task_difficulty(
+                    split=split, model_name=model_name, training_stage=training_stage
+                )
+            finally:
+                client.close()
+        except BaseException as exc:  # noqa: BLE001 - reported as a warning by the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=ask, name="orsgen-platform-difficulty", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return list(box.get("rows") or [])
+
+
+def pooled(rows: Sequence[Any], split: str | None) -> list[Difficulty]:
+    """One :class:`Difficulty` per task of ``split`` (any split when ``None``), variants
+    pooled by rollout count."""
+    by_task: dict[int, list[Any]] = {}
+    for row in rows:
+        if split is not None and getattr(row, "split", None) not in (split, None):
+            continue
+        by_task.setdefault(int(row.task_index), []).append(row)
+    out: list[Difficulty] = []
+    for index, group in sorted(by_task.items()):
+        count = sum(int(r.num_rollouts) for r in group)
+        if count <= 0:
+            continue
+        mean = sum(float(r.avg_reward) * int(r.num_rollouts) for r in group) / count
+        low = min(float(r.min_reward) for r in group)
+        high = max(float(r.max_reward) for r in group)
+        out.append(Difficulty(index, mean, low, high, count))
+    return out
+
+
+def pass_rates(
+    tasks: Sequence[Difficulty], threshold: float, min_rollouts: int
+) -> tuple[dict[int, float], int]:
+    """(task index -> pass rate, how many of the rates are stand-ins)
+    for the tasks with at least ``min_rollouts`` rollouts (see the module docstring)."""
+    seen = [t for t in tasks if t.num_rollouts >= min_rollouts]
+    binary = all(t.min_reward in (0.0, 1.0) and t.max_reward in (0.0, 1.0) for t in seen)
+    rates: dict[int, float] = {}
+    estimated = 0
+    for t in seen:
+        if binary and 0.0 < threshold <= 1.0:
+            rates[t.task_index] = min(max(t.avg_reward, 0.0), 1.0)
+        elif t.max_reward < threshold:
+            rates[t.task_index] = 0.0
+        elif t.min_reward >= threshold:
+            rates[t.task_index] = 1.0
+        else:
+            rates[t.task_index] = min(max(t.avg_reward, 0.0), 1.0)
+            estimated += 1
+    return rates, estimated
+
+
+def platform_difficulty(
+    name: str | None,
+    *,
+    split: str | None = None,
+    model_name: str | None = None,
+    training_stage: str | None = None,
+    pass_threshold: float = PASS_THRESHOLD,
+    min_rollouts: int = MIN_ROLLOUTS,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> dict[int, float]:
+    """The platform's pass rate per task of the catalog environment ``name``
+    (``"owner/name"``), for ``PassRateCurriculum(prior=...)``: task index to pass rate in
+    ``[0, 1]``, read through the SDK from ``OPENREWARD_API_URL`` (or ``base_url``'s
+    ``api.`` host) with ``api_key`` (default ``OPENREWARD_API_KEY``).
+
+    ``split``, ``model_name`` and ``training_stage`` (``"pretrained"``, ``"sft"``, ``"rl"``)
+    narrow the rollouts the figures come from. See the module docstring for how a pass
+    rate is read from them; every failure is a :class:`PlatformPriorWarning` and ``{}``."""
+    where = f"the platform's difficulty of {name!r}"
+    if not name or "/" not in name:
+        return _warn(
+            f"no prior from {where}: it needs a catalog name 'owner/name' (a local or "
+            "self-hosted environment has no platform figures); training goes on without one"
+        )
+    try:
+        rows = fetch(
+            name,
+            split=split,
+            model_name=model_name,
+            training_stage=training_stage,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+        )
+    except Exception as exc:  # noqa: BLE001 - no prior is never a failed run
+        return _warn(f"no prior from {where}: {describe(exc)}; training goes on without one")
+    filters = ", ".join(
+        f"{k}={v!r}"
+        for k, v in (("split", split), ("model_name", model_name), ("stage", training_stage))
+        if v is not None
+    )
+    tasks = pooled(rows, split)
+    rates, estimated = pass_rates(tasks, float(pass_threshold), min_rollouts)
+    if not rates:
+        few = f" with at least {min_rollouts} rollouts" if tasks else ""
+        return _warn(
+            f"no prior from {where}: the platform has no task{few}"
+            f"{' for ' + filters if filters else ''}; training goes on without one"
+        )
+    if estimated:
+        _warn(
+            f"{where}: rewards are not binary, so for {estimated} of {len(rates)} tasks "
+            f"(neither always nor never reaching pass_threshold={pass_threshold:g}) the mean "
+            "reward, clipped to [0, 1], stands in for the pass rate"
+        )
+    return rates

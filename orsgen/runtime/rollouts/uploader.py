@@ -1,0 +1,378 @@
+"""The uploader behind :mod:`orsgen.runtime.upload` (rollouts in OpenReward's runs UI: opt-in with ``upload_run="NAME"`` (or an
+:class:`UploadRun`) on an adapter, or ``orsgen eval --upload-run NAME``.
+
+Each settled rollout becomes one platform rollout: ``run_name``, the environment (its
+catalog name when it has one), split, task index and task spec, every message the model
+saw and sent (tool calls and results included), the reward and ``is_finished`` on the
+last message, orsgen's verdict and reason as metadata, and a ``RunInfo`` from what the
+process knows (the trainer's model, learning rate, batch size, step; ``trl`` and its
+version). No secret, ``env_overrides`` value or API key is part of any of it; the key
+authenticates the request as a header, the SDK's own way.
+
+**Never in the way.** The SDK's ``rollout.create()`` blocks (a synchronous start request
+without a timeout, retried on 5xx for about 15 s) and its ``log_openai_completions`` keeps
+only the first event of a message. So a rollout is only *enqueued* here, on a bounded
+queue, when it settles; one daemon thread per process (AsyncGRPO's rollout child and each
+torchrun rank have their own) creates it on the platform and logs every event of every
+message through the SDK's ``Rollout.log``, whose batches the SDK uploads in the background.
+A full queue or an API that is down or refusing drops the rollout: counted as
+``ors/upload_dropped`` in the trainer's log and said once per outage. While the API is away
+the thread retries one rollout at a time after a growing pause and drops the rest at once.
+At exit the queue gets :data:`EXIT_BUDGET` seconds in all to drain and flush.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.jsonobject import as_array, as_object, is_array, is_object
+from orsgen.runtime.rollouts import metrics
+from orsgen.runtime.transport import sdk
+from orsgen.runtime.transport.process import Process, at_shutdown, current
+
+logger = logging.getLogger("orsgen.runtime")
+
+QUEUE_SIZE = 2048  # rollouts waiting for the uploader; more are dropped (and counted)
+EXIT_BUDGET = 5.0  # seconds the process's exit gives the uploads in all
+RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # pause before trying again after a failed start
+SHUTDOWN_ORDER = 40  # before the trajectory files (50); independent of sessions
+
+
+@dataclass(frozen=True)
+class UploadRun:
+    """Where and as what rollouts are uploaded. ``run_name`` groups them in the runs UI;
+    ``model_name`` and ``training_stage`` (``"pretrained"``, ``"sft"``, ``"rl"``) default to
+    what the trainer driving the process says (``"rl"`` under a trainer); ``run_info``
+    adds or overrides ``RunInfo`` fields; ``api_url`` defaults to ``OPENREWARD_API_URL``
+    (then the platform's API for a catalog environment, then the SDK's default)."""
+
+    run_name: str
+    model_name: str | None = None
+    training_stage: str | None = None
+    run_info: Mapping[str, Any] = field(default_factory=lambda: {})
+    api_url: str | None = None
+
+    @staticmethod
+    def of(value: object) -> UploadRun | None:
+        """The setting ``upload_run=`` names (a run name or an :class:`UploadRun`)."""
+        if value is None or isinstance(value, UploadRun):
+            return value
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"upload_run must be a run name or an UploadRun, got {value!r}")
+        return UploadRun(value)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One settled rollout, as it will be uploaded (built when it settles)."""
+
+    run: UploadRun
+    environment: str | None
+    split: str
+    task_index: int | None
+    task_spec: Mapping[str, Any] | None
+    messages: Sequence[Mapping[str, Any]]
+    reward: float | None
+    finished: bool
+    metadata: Mapping[str, Any]
+    step: int | None
+    duration_ms: int | None
+    api_key: str = field(default="", repr=False)
+    api_url: str | None = None
+
+
+def _text(content: Any) -> str:
+    """A message's content as text (image parts named, not sent)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if is_array(content):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif is_object(part) and "text" in part:
+                parts.append(str(part["text"]))
+            else:
+                parts.append("[image]")
+        return "\n".join(parts)
+    return str(content)
+
+
+def events(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, str]]]:
+    """Every upload event of OpenAI-style ``messages``, in order: each message's text and
+    *each* of its tool calls (the SDK's ``log_openai_completions`` keeps only the first)."""
+    out: list[tuple[str, dict[str, str]]] = []
+    for number, message in enumerate(messages):
+        role = message.get("role")
+        text = _text(message.get("content"))
+        if role == "tool":
+            call_id = str(message.get("tool_call_id") or f"call_{number}")
+            out.append(("tool_result", {"content": text, "call_id": call_id}))
+            continue
+        if role in ("user", "system", "assistant") and text.strip():
+            out.append((f"{role}_message", {"content": text}))
+        for call in as_array(message.get("tool_calls")):
+            function = as_object(as_object(call).get("function"))
+            arguments: Any = function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments or {}, sort_keys=True, default=repr)
+            name = str(function.get("name") or "?")
+            call_id = str(as_object(call).get("id") or f"call_{number}")
+            out.append(
+                ("tool_call", {"name": name, "content": arguments or "{}", "call_id": call_id})
+            )
+    return out
+
+
+class Uploader:
+    """This process's uploads (a :meth:`Process.part`: a forked child has its own)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Record | None] = queue.Queue(maxsize=QUEUE_SIZE)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._apis: dict[tuple[str, str | None], Any] = {}  # (key, url) -> SDK RolloutAPI
+        self._dropped = 0  # since the last metrics drain
+        self._outage: str | None = None  # why uploads fail, while they do
+        self._retry_at = 0.0
+        self._pause = RETRY_FIRST
+        self.trainer: dict[str, Any] | None = None  # RunInfo fields the trainer gave
+        self.uploaded = 0
+        self.dropped_total = 0
+        self.exited = False  # the exit's flush ran
+        metrics.source(self._drain_metric)
+
+    # -- the rollout's side: enqueue only -------------------------------------------------
+
+    def submit(self, record: Record) -> None:
+        """Queue ``record`` for upload, never waiting; a full queue drops it (counted)."""
+        self._start()
+        try:
+            self._queue.put_nowait(record)
+        except queue.Full:
+            self._drop(f"the upload queue is full ({QUEUE_SIZE} rollouts waiting)")
+
+    def _drain_metric(self) -> dict[str, float]:
+        with self._lock:
+            dropped, self._dropped = self._dropped, 0
+        return {"ors/upload_dropped": float(dropped)}
+
+    def _drop(self, why: str) -> None:
+        with self._lock:
+            self._dropped += 1
+            self.dropped_total += 1
+            first = self._outage is None
+            if first:
+                self._outage = why
+        if first:
+            logger.warning(
+                "uploading rollouts to the runs UI failed (%s); rollouts are dropped until it "
+                "works again, counted in ors/upload_dropped, and training goes on",
+                why,
+            )
+
+    def _recovered(self) -> None:
+        with self._lock:
+            was, self._outage = self._outage, None
+            self._pause = RETRY_FIRST
+        if was is not None:
+            logger.warning("uploading rollouts to the runs UI works again")
+
+    # -- the uploader thread ---------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="orsgen-upload", daemon=True)
+                self._thread.start()
+
+    def warm(self) -> None:
+        """Start the thread now: it imports the SDK's upload client (seconds of CPU on a
+        busy machine) while the trainer is still setting up, not during the first steps."""
+        self._start()
+
+    def _run(self) -> None:
+        try:
+            importlib.import_module("openreward.api.rollouts.rollout")
+            sdk.quiet_upload_logs()
+        except Exception:  # noqa: BLE001 - the first upload says what is wrong
+            pass
+        while True:
+            record = self._queue.get()
+            try:
+                if record is None:
+                    return
+                self._upload(record)
+            except Exception as exc:  # noqa: BLE001 - an upload never ends the thread
+                self._drop(f"{type(exc).__name__}: {exc}")
+            finally:
+                self._queue.task_done()
+
+    def _upload(self, record: Record) -> None:
+        if self._outage is not None and time.monotonic() < self._retry_at:
+            self._drop(self._outage)
+            return
+        api = self._api(record)
+        rollout = api.create(
+            run_name=record.run.run_name,
+            environment=record.environment,
+            split=record.split,
+            metadata=dict(record.metadata),
+            task_spec=None if record.task_spec is None else dict(record.task_spec),
+            run_info=self._run_info(record),
+        )
+        if not sdk.rollout_started(rollout):
+            with self._lock:
+                self._retry_at = time.monotonic() + self._pause
+                self._pause = min(self._pause * 2, RETRY_MAX)
+            self._drop(f"the platform API at {api.send_loop_config.base_url} refused or is away")
+            return
+        self._recovered()
+        info = _model("RolloutInfo")(
+            task_index=-1 if record.task_index is None else record.task_index,
+            current_step=record.step,
+            duration_ms=record.duration_ms,
+            harness="orsgen",
+        )
+        found = events(record.messages) or [("user_message", {"content": "(no messages)"})]
+        for number, (kind, fields) in enumerate(found):
+            last = number == len(found) - 1
+            rollout.log(
+                _event(kind, fields),
+                reward=record.reward if last else None,
+                is_finished=record.finished if last else False,
+                metadata=dict(record.metadata) if last else None,
+                rollout_info=info if last else None,
+            )
+        self.uploaded += 1
+
+    def _api(self, record: Record) -> Any:
+        key = (record.api_key, record.api_url)
+        api = self._apis.get(key)
+        if api is None:
+            api = self._apis[key] = _rollout_api(record.api_key, record.api_url)
+        return api
+
+    def _run_info(self, record: Record) -> Any:
+        fields: dict[str, Any] = dict(self.trainer or {})
+        fields["training_stage"] = record.run.training_stage or fields.get("training_stage")
+        if record.run.model_name is not None:
+            fields["model_name"] = record.run.model_name
+        fields.update(record.run.run_info)
+        fields.setdefault("model_name", "unknown")
+        known = set(_model("RunInfo").__dataclass_fields__)
+        return _model("RunInfo")(**{k: v for k, v in fields.items() if k in known})
+
+    # -- exit ----------------------------------------------------------------------------
+
+    def abandon(self) -> None:
+        """Give up on what is still queued: the SDK's own exit handler then waits only
+        briefly for its batches (its thread is a daemon and dies with the process)."""
+        for api in list(self._apis.values()):
+            api.shutdown_timeout = 0.5
+
+    def flush(self, timeout: float) -> bool:
+        """Upload what is queued and flush the SDK's batches, within ``timeout`` seconds
+        in all; ``False`` when time ran out (what is left is dropped with the process)."""
+        deadline = time.monotonic() + timeout
+        if self._thread is not None:
+            try:
+                self._queue.put(None, timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Full:
+                return False
+            self._thread.join(max(deadline - time.monotonic(), 0.01))
+            if self._thread.is_alive():
+                return False
+            self._thread = None
+        for api in list(self._apis.values()):
+            _close(api, max(deadline - time.monotonic(), 0.5))
+        self._apis.clear()
+        return True
+
+
+def uploader() -> Uploader:
+    """This process's uploader."""
+    return current().part(Uploader)
+
+
+def flush(timeout: float = EXIT_BUDGET) -> bool:
+    """Wait (at most ``timeout`` seconds) until this process's queued rollouts are
+    uploaded; also done at exit."""
+    return uploader().flush(timeout)
+
+
+def _at_exit() -> None:
+    """The exit's flush, once however many exit hooks call it, bounded by EXIT_BUDGET."""
+    up = uploader()
+    if up.exited:
+        return
+    up.exited = True
+    if not up.flush(EXIT_BUDGET):
+        up.abandon()
+
+
+def _flush_at_exit(process: Process) -> None:
+    del process  # nothing to do when nothing was uploaded
+    _at_exit()
+
+
+at_shutdown(SHUTDOWN_ORDER, _flush_at_exit)
+
+
+# -- the SDK's public upload client (it ships no type information) --------------------------
+
+
+def _model(name: str) -> Any:
+    return getattr(importlib.import_module("openreward.models"), name)
+
+
+def _event(kind: str, fields: dict[str, str]) -> Any:
+    """The SDK's upload type for one event (``openreward.api.rollouts.serializers.base``)."""
+    base: Any = importlib.import_module("openreward.api.rollouts.serializers.base")
+    make = {
+        "user_message": base.UserMessage,
+        "assistant_message": base.AssistantMessage,
+        "system_message": base.SystemMessage,
+        "tool_call": base.ToolCall,
+        "tool_result": base.ToolResult,
+    }[kind]
+    return make(**fields)
+
+
+def _rollout_api(api_key: str, api_url: str | None) -> Any:
+    """The SDK's ``RolloutAPI`` (its own background batching thread) for ``api_key`` at
+    ``api_url`` (``None``: the SDK's choice, ``OPENREWARD_API_URL`` first). Its exit handler
+    would close it before this module's queue is drained, so this module's runs first
+    (``atexit`` runs the last registered first)."""
+    client: Any = importlib.import_module("openreward").OpenReward(api_key=api_key or None)
+    client.config.shutdown_timeout = EXIT_BUDGET
+    if api_url:
+        client.config.send_loop_config.base_url = api_url.rstrip("/")
+    api = client.rollout
+    atexit.register(_at_exit)
+    return api
+
+
+def _close(api: Any, timeout: float) -> None:
+    api.shutdown_timeout = timeout
+    api.close()
+
+
+def trl_version() -> str | None:
+    try:
+        return str(importlib.import_module("trl").__version__)
+    except Exception:  # noqa: BLE001 - no trl, no version
+        return None

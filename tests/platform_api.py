@@ -1,0 +1,202 @@
+"""A stand-in of OpenReward's platform API on loopback, derived from the ``openreward``
+SDK's source (0.1.167), for the upload and the difficulty prior. A real HTTP server in a
+subprocess: stop it mid-run with :meth:`PlatformAPI.stop` (SIGKILL, as a crash would).
+
+What the SDK sends and expects (``api/rollouts/rollout.py``, ``background.py``,
+``api/environments/client.py``):
+
+- ``GET /v1/environments/{owner}/{name}`` -> ``{"id": ...}`` before a rollout starts
+  (``_fetch_environment_id``), and ``/variants`` when a variant is given;
+- ``POST /v1/rollouts`` ``{"events": [...]}`` with header ``x-api-key``: the rollout's
+  start event (``eventType: "rollout"``, ``eventId``, ``runName``, ``environment``,
+  ``split``, ``metadata``, ``task_spec``, ``run_info``) posted alone and synchronously by
+  ``create()``, then batches of message events (``eventType: "message"``,
+  ``rolloutEventId``, ``index``, ``type``, ``content``, ``name``, ``callId``, ``reward``,
+  ``isFinished``, ``metadata``) and ``rollout_update`` events from a background thread;
+- ``GET /v1/environments/{owner}/{name}/task-difficulty`` with query ``split``,
+  ``model_name``, ``training_stage`` (and ``variant``...) -> ``{"tasks": [{task_index,
+  avg_reward, min_reward, max_reward, num_rollouts, response_chars, split, variant}]}``.
+
+Every request is appended to a JSON-lines record file (so it survives a stop). ``POST
+/_control {"refuse": 503 | 429 | null}`` makes the API answer every other request with
+that status until told otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+CHARS = {k: 10.0 for k in ("mean", "p1", "p10", "p25", "p50", "p75", "p90", "p99")}
+
+
+def difficulty_row(
+    task: int, avg: float, low: float, high: float, n: int, **extra: Any
+) -> dict[str, Any]:
+    """One task-difficulty row as the platform sends it (``extra``: ``split``,
+    ``variant``, and the stand-in's own ``model_name`` / ``training_stage`` filters)."""
+    row = {
+        "task_index": task,
+        "avg_reward": avg,
+        "min_reward": low,
+        "max_reward": high,
+        "num_rollouts": n,
+        "response_chars": dict(CHARS),
+        "split": None,
+        "variant": None,
+    }
+    row.update(extra)
+    return row
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Any
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _body(self) -> str:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length).decode("utf-8", "replace") if length else ""
+
+    def _record(self, body: str) -> None:
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        entry = {
+            "t": time.time(),
+            "method": self.command,
+            "path": self.path,
+            "body": body,
+            "headers": headers,
+        }
+        with self.server.lock:
+            with open(self.server.record, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(entry) + "\n")
+
+    def _send(self, status: int, value: Any) -> None:
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _serve(self) -> None:
+        body = self._body() if self.command == "POST" else ""
+        url = urllib.parse.urlsplit(self.path)
+        if url.path == "/_control":
+            self.server.refuse = json.loads(body or "{}").get("refuse")
+            return self._send(200, {"refuse": self.server.refuse})
+        self._record(body)
+        if self.server.refuse:
+            return self._send(int(self.server.refuse), {"detail": "refused by the stand-in"})
+        parts = url.path.strip("/").split("/")
+        if url.path == "/v1/rollouts" and self.command == "POST":
+            return self._send(200, {"ok": True})
+        if len(parts) == 4 and parts[:2] == ["v1", "environments"]:
+            return self._send(200, {"id": f"env-{parts[2]}-{parts[3]}", "name": parts[3]})
+        if len(parts) == 5 and parts[4] == "variants":
+            return self._send(200, [])
+        if len(parts) == 5 and parts[4] == "task-difficulty":
+            query = dict(urllib.parse.parse_qsl(url.query))
+            rows = []
+            for row in self.server.difficulty:
+                if any(
+                    k in row and row[k] != query.get(k) for k in ("model_name", "training_stage")
+                ):
+                    continue
+                if "split" in query and row.get("split") not in (query["split"], None):
+                    continue
+                rows.append(
+                    {k: v for k, v in row.items() if k not in ("model_name", "training_stage")}
+                )
+            return self._send(200, {"tasks": rows})
+        return self._send(404, {"detail": f"no route {url.path}"})
+
+    do_GET = do_POST = _serve
+
+
+def serve(port: int, record: str, difficulty: str | None) -> None:
+    server: Any = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+    server.daemon_threads = True
+    server.lock = threading.Lock()
+    server.record = record
+    server.refuse = None
+    server.difficulty = json.loads(Path(difficulty).read_text()) if difficulty else []
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+class PlatformAPI:
+    """The stand-in in a subprocess: ``url``, what it recorded, refusing and stopping."""
+
+    def __init__(self, directory: Path, difficulty: list[dict[str, Any]] | None = None) -> None:
+        self.record = directory / "platform_requests.jsonl"
+        self.record.touch()
+        args = [sys.executable, __file__, "--record", str(self.record)]
+        if difficulty is not None:
+            (directory / "difficulty.json").write_text(json.dumps(difficulty))
+            args += ["--difficulty", str(directory / "difficulty.json")]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def refuse(self, status: int | None) -> None:
+        request = urllib.request.Request(
+            self.url + "/_control", data=json.dumps({"refuse": status}).encode(), method="POST"
+        )
+        urllib.request.urlopen(request, timeout=10).read()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every event posted to /v1/rollouts, in arrival order."""
+        out: list[dict[str, Any]] = []
+        for r in self.requests():
+            if r["path"] == "/v1/rollouts" and r["body"]:
+                out.extend(json.loads(r["body"])["events"])
+        return out
+
+    def rollouts(self) -> dict[str, dict[str, Any]]:
+        """Each started rollout (its start event) with its message events by ``index``."""
+        found: dict[str, dict[str, Any]] = {}
+        events = self.events()
+        for e in events:
+            if e.get("eventType") == "rollout":
+                found[e["eventId"]] = {**e, "messages": [], "updates": []}
+        for e in events:
+            if e.get("eventType") == "message" and e.get("rolloutEventId") in found:
+                found[e["rolloutEventId"]]["messages"].append(e)
+            elif e.get("eventType") == "rollout_update" and e.get("eventId") in found:
+                found[e["eventId"]]["updates"].append(e)
+        for r in found.values():
+            r["messages"].sort(key=lambda m: m["index"])
+        return found
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--record", required=True)
+    parser.add_argument("--difficulty")
+    a = parser.parse_args()
+    serve(a.port, a.record, a.difficulty)
