@@ -36,13 +36,8 @@ for _k, _v in {
 from serve_model import ModelServer, start_model_server, stop_process  # noqa: E402
 from train_echo import start_server  # noqa: E402
 
-<<<<<<< HEAD
 from generated.echo import EchoEnv  # noqa: E402
-from orsgen import compare, evaluate, format_comparison  # noqa: E402
-=======
-from generated.echo import EchoEnv, load_tasks  # noqa: E402
 from orsgen import compare, evaluate, format_comparison, load_summary  # noqa: E402
->>>>>>> main
 
 # Sampled as GRPOTrainer sampled the rollouts in training (TRL's default temperature 1.0):
 # greedy decoding would answer every sample of a task alike. The server is seeded once at

@@ -49,8 +49,6 @@ class AdapterRollout:
     """One reset's rollout on an adapter (``owner`` is its class); ``lock`` and ``slot``
     are the adapter's. The deadline runs on ``settings.clock``, durations on monotonic time."""
 
-    group_error: str | None = None  # why the last score_group gave no scores
-
     def __init__(
         self,
         owner: type,
@@ -384,9 +382,8 @@ class AdapterRollout:
         return (self.owner, self.here.endpoint, self.split, self._task)
 
     def score_group(self, answers: list[str]) -> list[float] | None:
-        """Ask this session's environment to judge a group's final answers (ORS
-        ``score_group``); ``None`` when it cannot (unsupported, no session, failure:
-        then ``group_error`` says why)."""
+        """The environment's scores of a group's final answers (ORS ``score_group``); ``None``
+        when it cannot (unsupported, no session, failure: then ``group_error`` says why)."""
         session = self._slot.session
         if not getattr(self.owner, "SUPPORTS_SCORE_GROUP", False) or session is None:
             return None
