@@ -37,7 +37,7 @@ from serve_model import ModelServer, start_model_server, stop_process  # noqa: E
 from train_echo import start_server  # noqa: E402
 
 from generated.echo import EchoEnv, load_tasks  # noqa: E402
-from orsgen import compare, evaluate, format_comparison  # noqa: E402
+from orsgen import compare, evaluate, format_comparison, load_summary  # noqa: E402
 
 # Sampled as GRPOTrainer sampled the rollouts in training (TRL's default temperature 1.0):
 # greedy decoding would answer every sample of a task alike. The server is seeded once at
@@ -80,21 +80,31 @@ def _num(value: float | None) -> str:
 
 
 def evaluate_models(
-    models: dict[str, Path], url: str, splits: list[str], n: int, out: Path
+    models: dict[str, Path],
+    url: str,
+    splits: list[str],
+    n: int,
+    out: Path,
+    keep_existing: bool = False,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Serve ``models`` (run name -> model directory) from one ``transformers serve`` and
     evaluate each on each split into ``out``/<split>/<run name>; the summaries by split
-    and run name."""
+    and run name. With ``keep_existing`` a run directory that already holds a finished run
+    is kept as it is (its summary read back), not evaluated again."""
     server = start_model_server(None, out, seed=SERVER_SEED)
     print(f"transformers serve: {server.endpoint} (pid {server.process.pid})", flush=True)
+    runs: dict[str, dict[str, dict[str, Any]]] = {}
     try:
-        return {
-            split: {
-                name: evaluate_model(server, model, url, split, n, out / split / name)
-                for name, model in models.items()
-            }
-            for split in splits
-        }
+        for split in splits:
+            for name, model in models.items():
+                run = out / split / name
+                if keep_existing and (run / "summary.json").is_file():
+                    print(f"{name} ({model}): kept the finished run in {run}", flush=True)
+                    runs.setdefault(split, {})[name] = load_summary(run)
+                    continue
+                summary = evaluate_model(server, model, url, split, n, run)
+                runs.setdefault(split, {})[name] = summary
+        return runs
     finally:
         server.stop()
 
@@ -116,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-compare", action="store_true", help="do not print the comparison of the two runs"
     )
+    parser.add_argument(
+        "--keep-existing",
+        action="store_true",
+        help="keep a run directory that already holds a finished run instead of evaluating "
+        "that model on that split again",
+    )
     opts = parser.parse_args(argv)
     out = opts.out or Path(tempfile.mkdtemp(prefix="orsgen-eval-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -126,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         echo, url = start_server(out / "echo-server.log")
     splits = opts.split or ["test"]
     try:
-        runs = evaluate_models(models, url.rstrip("/"), splits, opts.samples, out)
+        runs = evaluate_models(
+            models, url.rstrip("/"), splits, opts.samples, out, opts.keep_existing
+        )
     finally:
         if echo is not None:
             stop_process(echo)

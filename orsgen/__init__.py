@@ -9,8 +9,9 @@ callbacks' dependencies (openai, transformers) load only when those names are us
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+# Not typing.TYPE_CHECKING: importing typing would be most of this module's cost. Type
+# checkers read any TYPE_CHECKING as true.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -126,6 +127,8 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'orsgen' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
@@ -136,6 +139,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at import
+    from typing import Any
+
     from orsgen.eval import EvalResult as EvalResult
     from orsgen.eval import RunFileError as RunFileError
     from orsgen.eval import compare as compare

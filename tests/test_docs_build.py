@@ -77,3 +77,24 @@ def test_orsgen_help_lists_every_command() -> None:
     assert {"check", "eval"} <= {c.name for c in commands}, commands
     for command in commands:
         assert f"\n  {command.words} " in shown, (command.words, shown)
+
+
+def test_the_readme_links_reach_their_pages_and_headings() -> None:
+    """The README is not part of the site, so mkdocs cannot check its links: every relative
+    link names a file that exists, and an anchor one of that page's headings."""
+    import re
+
+    from markdown.extensions.toc import slugify
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    relative = [link for link in links if "://" not in link]
+    assert len(relative) >= 10, relative
+    for link in relative:
+        path, _, anchor = link.partition("#")
+        target = ROOT / path if path else ROOT / "README.md"
+        assert target.is_file(), link
+        if anchor:
+            text = target.read_text(encoding="utf-8")
+            headings = {slugify(h, "-") for h in re.findall(r"^#+ (.+)$", text, re.M)}
+            assert anchor in headings, (link, sorted(headings))

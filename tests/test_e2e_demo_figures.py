@@ -1,73 +1,101 @@
-"""The demo figures of docs/getting-started.md are what the demo's training gives: the
-training command of scripts/demo.sh, run as written against a real echo server, must print
-the page's per-step table, its first / last means and grad-norm count, and draw
-docs/demo_reward.png byte for byte (the page says how far this holds; a failure here on
-another install is the variation it describes)."""
+"""What the demo must show, as properties: scripts/demo_loop.sh (the loop scripts/demo.sh
+runs after generating generated/echo) run as written, against its own real echo server and
+``transformers serve``, prints one line per step, and
+
+- the exported SFT rows are passing rollouts, and the fine-tuning loss is finite and falls;
+- GRPO's reward rises well above the warmed-up model's pass rate, its gradient is not zero
+  on most steps, and its rollouts are scored (coverage 1.0 on most steps, never below 0.9);
+- on the train split the trained model passes far more often than the warmed-up one, every
+  rollout scored.
+
+No figure is compared to its digits: floating-point results differ between CPUs (kernel
+choice, thread count), so docs/getting-started.md states the figures of one named machine
+and this test holds what must hold on any."""
 
 from __future__ import annotations
 
 import csv
+import json
+import math
+import os
 import re
-import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-import ors_server
-from conftest import ECHO_ENV, ROOT
+from conftest import ROOT
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
-PAGE = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
-SECTION = PAGE.split("**What the demo's training shows.**", 1)[1].split("\n**Where", 1)[0]
-
-
-def _demo_arguments() -> list[str]:
-    """The options demo.sh passes to examples/train_echo.py (its lines joined)."""
-    script = (ROOT / "scripts" / "demo.sh").read_text().replace("\\\n", " ")
-    line = next(row for row in script.splitlines() if "examples/train_echo.py" in row)
-    words = shlex.split(line.split("examples/train_echo.py", 1)[1])
-    return [w for w in words if not w.startswith("runs/")]
-
-
-def _readme_table() -> dict[str, dict[int, str]]:
-    rows = [r.strip("|").split("|") for r in SECTION.splitlines() if r.startswith("| ")]
-    steps = [int(cell) for cell in rows[0][1:]]
-    return {row[0].strip(): dict(zip(steps, (c.strip() for c in row[1:]))) for row in rows[1:]}
+STEPS = [
+    "server",
+    "warm-up",
+    "eval-train",
+    "sft-export",
+    "sft",
+    "grpo",
+    "eval-after",
+    "compare-test",
+    "compare-train",
+]
 
 
-def test_the_readme_demo_figures_are_what_the_demo_gives(
-    ors_servers: ors_server.Servers, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import train_echo  # examples/, as demo.sh runs it
+def _summary(out: Path, split: str, name: str) -> dict[str, object]:
+    return dict(json.loads((out / "eval" / split / name / "summary.json").read_text()))
 
-    arguments = _demo_arguments()
-    assert arguments[:2] == ["--steps", "30"] and arguments[-1] == "--output-dir", arguments
-    server = ors_servers.own(ECHO_ENV)
+
+def test_the_demo_loop_shows_a_model_that_learns(tmp_path: Path) -> None:
+    import datasets
+
     out = tmp_path / "demo"
-    assert train_echo.main(["--base-url", server.url, *arguments, str(out)]) == 0
-    printed = capsys.readouterr().out
-
-    with (out / "steps.csv").open() as f:
-        ran = {int(row["step"]): row for row in csv.DictReader(f)}
-    table = _readme_table()
-    for step, shown in table["reward mean"].items():
-        assert f"{float(ran[step]['reward_mean']):.3f}" == shown, (step, ran[step])
-        assert f"{float(ran[step]['coverage']):.2f}" == table["scored"][step], (step, ran[step])
-        assert f"{float(ran[step]['grad_norm']):.3f}".rstrip("0").rstrip(".") == (
-            table["grad norm"][step].rstrip("0").rstrip(".")
-        ), (step, ran[step])
-
-    said = re.search(
-        r"Mean reward over the first 5 steps ([0-9.]+), over the last 5 steps ([0-9.]+); "
-        r"grad norm > 0 on (\d+) of\s+the 30 steps",
-        SECTION,
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    env["PYTHON"] = sys.executable  # this interpreter, with orsgen installed
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "demo_loop.sh"), str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1100,
     )
-    assert said is not None, SECTION
-    printed_summary = (
-        f"reward mean over the first 5 steps {said[1]}, over the last 5 {said[2]}; "
-        f"grad norm > 0 on {said[3]} of 30 steps"
-    )
-    assert printed_summary in printed, printed[-2000:]
-    assert (out / "reward.png").read_bytes() == (ROOT / "docs" / "demo_reward.png").read_bytes()
-    assert server.wait_sessions(0, timeout=30) == 0
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    lines = done.stdout.strip().splitlines()
+    # One line per step (two for the evaluations of two models, two compare lines).
+    names = [line.split(":", 1)[0] for line in lines]
+    assert list(dict.fromkeys(names)) == STEPS, lines
+    assert all(n in ("eval-after",) or names.count(n) == 1 for n in names), lines
+
+    # 3-4. Rejection-sampled SFT rows, and a loss that falls.
+    rows = datasets.load_from_disk(str(out / "sft-data"))
+    assert rows.num_rows >= 1 and min(rows["reward"]) >= 1.0
+    sft = next(line for line in lines if line.startswith("sft: "))
+    said = re.search(r"loss ([0-9.]+) at the first logged step, ([0-9.]+) at the last", sft)
+    assert said is not None, sft
+    first_loss, last_loss = float(said[1]), float(said[2])
+    assert math.isfinite(first_loss) and math.isfinite(last_loss) and last_loss < first_loss
+
+    # 5. GRPO: reward up from the warmed-up model's pass rate, gradient, coverage.
+    with (out / "model-after" / "steps.csv").open() as f:
+        steps = list(csv.DictReader(f))
+    assert len(steps) == 30
+    before = _summary(out, "train", "before")
+    start = float(before["pass_at_k"]["1"])  # type: ignore[index]
+    late = [float(s["reward_mean"]) for s in steps[-10:]]
+    assert sum(late) / len(late) > start + 0.2, (start, late)
+    assert sum(float(s["grad_norm"]) > 0 for s in steps) >= 20, steps
+    coverage = [float(s["coverage"]) for s in steps]
+    assert min(coverage) >= 0.9 and sum(c == 1.0 for c in coverage) >= 25, coverage
+    assert (out / "model-after" / "reward.png").stat().st_size > 0
+    assert (out / "model-after" / "ors_tasks.csv").is_file()
+
+    # 6-7. The trained model on the train split: far more passes, every rollout scored.
+    after = _summary(out, "train", "after")
+    assert after["coverage"] == 1.0
+    assert float(after["pass_at_k"]["1"]) > start + 0.2, (start, after["pass_at_k"])  # type: ignore[index]
+    for split in ("test", "train"):
+        for name in ("before", "after"):
+            assert _summary(out, split, name)["temperature"] == 1.0
+    compared = next(line for line in lines if line.startswith("compare-train: "))
+    assert compared.startswith("compare-train: pass@1 B-A: +"), compared

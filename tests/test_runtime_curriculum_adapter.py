@@ -129,55 +129,69 @@ def _groups(coinenv: Any, envs: list[Any], count: int) -> None:
         coinenv.outcome_reward(envs, completions=[ANSWER] * len(envs))
 
 
-def test_the_callback_with_no_object_saves_and_restores_the_named_curriculum(  # type: ignore[no-untyped-def]
+def _chosen_next(envs: list[Any]) -> list[int | None]:
+    """One group on every adapter: the task each stream chose."""
+    for env in envs:
+        env.reset(**PLACEHOLDER)
+    return [env.rollout.task_index for env in envs]
+
+
+def test_every_stream_is_saved_under_its_key_and_resumes_where_it_was(  # type: ignore[no-untyped-def]
     server, coinenv, tmp_path: Path
 ) -> None:
-    """curriculum="pass_rate" with CurriculumCheckpoint(): the save holds the stream's
-    curriculum, and a resume (before any reset) hands it to the stream made next."""
+    """Two streams in one process (issue 29, item 3): a curriculum="pass_rate" one and a
+    uniform one. The checkpoint holds both, each under (class, server, split); a new
+    process resumes each from its own state: the curriculum's history, and the uniform
+    passes at the group where they were (not at pass 0)."""
     args, state = _save_args(tmp_path, 5)
-    make = lambda: coinenv.CoinEnv(  # noqa: E731
-        base_url=server.url, group_size=2, seed=1, curriculum="pass_rate"
-    )
-    envs = [make(), make()]
+    makes = [
+        lambda: coinenv.CoinEnv(base_url=server.url, group_size=1, seed=1, curriculum="pass_rate"),
+        lambda: coinenv.ScoredCoinEnv(base_url=server.url, group_size=1, seed=1),
+    ]
+    envs = [make() for make in makes]
     try:
-        _groups(coinenv, envs, 5)
-        (chooser,) = tasks.samplers().all()
-        assert isinstance(chooser, tasks.Chooser) and chooser.curriculum is not None
+        for _group in range(25):  # past the first uniform pass of 20
+            for env in envs:
+                env.reset(**PLACEHOLDER)
+            coinenv.outcome_reward(envs, completions=[ANSWER] * 2)
         CurriculumCheckpoint().on_save(args, state, None)
-        saved = json.loads(path(tmp_path, 5).read_text())
-        assert saved == chooser.curriculum.state_dict()
-        assert len(saved["history"]) == 5
+        expected = _chosen_next(envs)
     finally:
         for env in envs:
             env.close()
+    saved = json.loads(path(tmp_path, 5).read_text())
+    keys = [s["stream"] for s in saved["streams"]]
+    assert [k["class"].rsplit(".", 1)[-1] for k in keys] == ["CoinEnv", "ScoredCoinEnv"]
+    assert all(k["split"] == "train" and server.url in k["server"] for k in keys)
+    assert saved["streams"][0]["state"]["curriculum"]["planned"] == 25
+    assert saved["streams"][1]["state"]["given"] == 25
+
     tasks.samplers().clear()  # a new process: no stream yet
     resuming = CurriculumCheckpoint()
     resuming.on_train_begin(args, state, None)
     assert resuming.restored_from == path(tmp_path, 5)
-    env = make()
+    envs = [make() for make in makes]
     try:
-        env.reset(**PLACEHOLDER)
-        (chooser,) = tasks.samplers().all()
-        assert isinstance(chooser, tasks.Chooser) and chooser.curriculum is not None
-        resumed = chooser.curriculum.state_dict()
+        assert _chosen_next(envs) == expected
+        found = {type(s.curriculum).__name__: s for s in tasks.samplers().all()}  # type: ignore[attr-defined]
     finally:
-        env.close()
-    assert resumed["history"] == saved["history"]
-    assert resumed["planned"] == saved["planned"] + 1  # the first reset chose group 5
-    assert tasks.samplers().take_resumed() is None
+        for env in envs:
+            env.close()
+    assert found["PassRateCurriculum"].curriculum.state_dict()["history"] == (  # type: ignore[attr-defined]
+        saved["streams"][0]["state"]["curriculum"]["history"]
+    )
+    assert tasks.samplers().staged() == []  # every saved state was taken by its stream
 
 
-def test_the_callback_with_no_object_refuses_to_guess_between_curricula(  # type: ignore[no-untyped-def]
-    server, coinenv, tmp_path: Path
-) -> None:
+def test_two_streams_under_one_key_are_refused(server, coinenv, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     envs = [
-        coinenv.CoinEnv(base_url=server.url, group_size=1, curriculum="pass_rate"),
-        coinenv.ScoredCoinEnv(base_url=server.url, group_size=1, curriculum="pass_rate"),
+        coinenv.CoinEnv(base_url=server.url, group_size=1, seed=seed, curriculum="pass_rate")
+        for seed in (1, 2)
     ]
     try:
         for env in envs:
             env.reset(**PLACEHOLDER)
-        with pytest.raises(ValueError, match="cannot tell which curriculum to save.* 2 "):
+        with pytest.raises(ValueError, match="CoinEnv on .* chooses tasks in two streams"):
             CurriculumCheckpoint().on_save(*_save_args(tmp_path, 1), None)
     finally:
         for env in envs:
@@ -185,18 +199,22 @@ def test_the_callback_with_no_object_refuses_to_guess_between_curricula(  # type
     assert not path(tmp_path, 1).exists()
 
 
-def test_the_callback_says_when_there_is_no_curriculum_to_save(  # type: ignore[no-untyped-def]
+def test_with_no_stream_the_checkpoint_still_resumes(  # type: ignore[no-untyped-def]
     server, coinenv, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    env = coinenv.CoinEnv(base_url=server.url, group_size=1)  # uniform passes
+    """A run whose adapters never chose a task (train_dataset given) saves a file with no
+    stream, says so once, and resumes from it (the old callback wrote nothing, and the
+    resume then raised FileNotFoundError)."""
+    env = coinenv.CoinEnv(base_url=server.url, group_size=1)
     callback = CurriculumCheckpoint()
     try:
-        env.reset(**PLACEHOLDER)
+        env.reset(task_index=3)
         with caplog.at_level("WARNING", logger="orsgen.runtime"):
             callback.on_save(*_save_args(tmp_path, 1), None)
             callback.on_save(*_save_args(tmp_path, 2), None)
     finally:
         env.close()
     said = [r.getMessage() for r in caplog.records if "CurriculumCheckpoint" in r.getMessage()]
-    assert len(said) == 1 and "no curriculum state is saved" in said[0], said
-    assert not path(tmp_path, 1).exists() and not path(tmp_path, 2).exists()
+    assert len(said) == 1 and "hold no task-choice state" in said[0], said
+    assert json.loads(path(tmp_path, 2).read_text())["streams"] == []
+    CurriculumCheckpoint().on_train_begin(*_save_args(tmp_path, 2), None)

@@ -222,7 +222,9 @@ class OrsAdapter:
         return tasks.sampler_for(
             self._config.tasks,
             self._config.pass_threshold,
-            (owner.__module__, owner.__qualname__, here.endpoint, here.split),
+            tasks.StreamKey(
+                f"{owner.__module__}.{owner.__qualname__}", here.endpoint.label, here.split
+            ),
             f"{owner.__name__} on {here.endpoint.label}",
             here.split,
             lambda: dataset.split_size(here.endpoint, here.split, timeout=here.open_timeout),

@@ -1,23 +1,29 @@
-"""The curriculum's state in TRL's checkpoints, so ``resume_from_checkpoint`` continues it.
+"""Task choice in TRL's checkpoints, so ``resume_from_checkpoint`` continues it.
 
-    from orsgen.runtime.checkpoint import CurriculumCheckpoint
+    from orsgen import CurriculumCheckpoint
 
     trainer = GRPOTrainer(..., environment_factory=partial(Env, curriculum="pass_rate"),
                           callbacks=[CurriculumCheckpoint()])
     trainer.train(resume_from_checkpoint=True)
 
-With no argument the callback saves the one curriculum this process's adapters chose
-tasks with, and a resume hands the saved state to the first stream that makes its
-curriculum. With several curricula in one process (several adapter classes, servers or
-splits choosing tasks), build one ``PassRateCurriculum()`` per stream and give the one to
-save to both the adapter's ``curriculum=`` and ``CurriculumCheckpoint(curriculum)``.
+The resume protocol (:mod:`orsgen.runtime.rollouts.streams`): every save writes
+``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
+(``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``) with the
+``state_dict()`` of every task-sampler stream of the process, each under its key (adapter
+class, server, split): a curriculum's pools and plan, and the uniform passes' position
+alike. A run that starts at a saved step (a resumed run: transformers restores
+``state.global_step`` before ``on_train_begin``) stages those states by key before the
+first reset, and each stream continues from the state saved under its own key.
+``CurriculumCheckpoint(curriculum)`` also restores that ``PassRateCurriculum`` object at
+once, from the one saved stream that has a curriculum.
 
-Every save writes ``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
-(``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``). Under several
-processes the ranks first share the step's outcomes (a collective: every rank saves), so
-they hold the same state, and only the main process writes it. A run that starts at a
-saved step (a resumed run: transformers restores ``state.global_step`` before
-``on_train_begin``) loads that file back before the first reset chooses a task.
+Under several processes the ranks first share the step's outcomes (a collective: every
+rank saves), so they hold the same state, and only the world's process zero writes it
+(:func:`orsgen.runtime.transport.identity.identity`).
+
+Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker's own process, which
+the trainer's checkpoints never reach: the callback refuses to be used there, when the
+trainer is constructed, rather than save a state that cannot resume.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -29,22 +35,36 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from orsgen.runtime.rollouts import tasks
 from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+from orsgen.runtime.rollouts.streams import StreamKey
+from orsgen.runtime.transport.identity import identity
 
 FILE = "orsgen_curriculum.json"
 CHECKPOINT = "checkpoint"  # transformers' PREFIX_CHECKPOINT_DIR
+FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's state
 
 logger = logging.getLogger("orsgen.runtime")
 
 
 def path(output_dir: str | os.PathLike[str], step: int) -> Path:
-    """Where the curriculum of the checkpoint at ``step`` is saved."""
+    """Where the task choice of the checkpoint at ``step`` is saved."""
     return Path(output_dir) / f"{CHECKPOINT}-{step}" / FILE
+
+
+def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, Any]]]:
+    """The (key, state) of every stream a saved file holds."""
+    if saved.get("format") != FORMAT:
+        raise ValueError(
+            f"{FILE} of format {saved.get('format', 1)!r}, not {FORMAT}: saved by an older "
+            "orsgen (one curriculum's state, no stream keys); resume it with the orsgen "
+            "that saved it"
+        )
+    return [(StreamKey.from_json(s["stream"]), s["state"]) for s in saved["streams"]]
 
 
 def _nothing(*_: Any, **__: Any) -> None:
@@ -52,8 +72,8 @@ def _nothing(*_: Any, **__: Any) -> None:
 
 
 class CurriculumCheckpoint:
-    """Saves the curriculum's state with each checkpoint and restores it on resume:
-    ``curriculum``, or (``None``) the one this process's adapters made."""
+    """Saves every task-sampler stream's state with each checkpoint and restores each by
+    its key on resume; ``curriculum``, when given, is restored at once too."""
 
     def __init__(self, curriculum: PassRateCurriculum | None = None) -> None:
         self.curriculum = curriculum
@@ -65,72 +85,64 @@ class CurriculumCheckpoint:
             return _nothing
         raise AttributeError(name)
 
+    @staticmethod
+    def _refuse_async(args: Any) -> None:
+        if type(args).__name__.startswith("AsyncGRPO"):
+            raise ValueError(
+                "CurriculumCheckpoint cannot save the task choice of AsyncGRPOTrainer: its "
+                "adapters choose tasks in the rollout worker's process, which the trainer's "
+                "checkpoints do not reach, so a resume could not continue it. Remove the "
+                "callback (a resumed run then starts its task choice afresh) or train with "
+                "GRPOTrainer"
+            )
+
+    def on_init_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self._refuse_async(args)  # transformers' Trainer.__init__ ends with this event
+
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self._refuse_async(args)
         step = int(getattr(state, "global_step", 0) or 0)
         if step <= 0:
             return
         saved = path(args.output_dir, step)
         if not saved.is_file():
             raise FileNotFoundError(
-                f"resuming at step {step}, but {saved} holds no curriculum state: the run "
+                f"resuming at step {step}, but {saved} holds no task-choice state: the run "
                 "was saved without CurriculumCheckpoint, or from another output_dir"
             )
-        state_dict = json.loads(saved.read_text())
-        target = self.curriculum
-        if target is None:
-            target = self._only(self._choosers(), "restore")
-        if target is not None:
-            target.load_state_dict(state_dict)
-        else:  # no stream yet: the first one made with curriculum="pass_rate" continues
-            PassRateCurriculum().load_state_dict(state_dict)  # refuse a bad file now
-            tasks.samplers().resume(state_dict)
+        streams = streams_of(json.loads(saved.read_text()))
+        if self.curriculum is not None:
+            with_one = [s["curriculum"] for _, s in streams if "curriculum" in s]
+            if len(with_one) != 1:
+                raise ValueError(
+                    f"{saved} holds {len(with_one)} curricula: CurriculumCheckpoint("
+                    "curriculum) restores the one curriculum of the run"
+                )
+            self.curriculum.load_state_dict(with_one[0])
+        tasks.samplers().stage(streams)
         self.restored_from = saved
 
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
-        choosers = self._choosers()
-        for chooser in choosers:
-            chooser.synchronize()
-        if not getattr(state, "is_world_process_zero", True):
+        for sampler in tasks.samplers().all():
+            if isinstance(sampler, tasks.Chooser):
+                sampler.synchronize()
+        if not identity().is_main:
             return
-        curriculum = self.curriculum
-        if curriculum is None:
-            curriculum = self._only(choosers, "save")
-        if curriculum is None:
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "CurriculumCheckpoint: no adapter in this process chose tasks with a "
-                    "curriculum (curriculum='pass_rate' and train_dataset=None), so no "
-                    "curriculum state is saved with the checkpoints"
-                )
-            return
+        streams = tasks.samplers().saved()
+        if not streams and not self._warned:
+            self._warned = True
+            logger.warning(
+                "CurriculumCheckpoint: no adapter in this process chose tasks "
+                "(train_dataset=None), so the checkpoints hold no task-choice state"
+            )
         target = path(args.output_dir, int(state.global_step))
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(curriculum.state_dict(), sort_keys=True)
+        body = {
+            "format": FORMAT,
+            "streams": [{"stream": k.to_json(), "state": s} for k, s in streams],
+        }
         temporary = target.with_suffix(".tmp")
-        temporary.write_text(text)
+        temporary.write_text(json.dumps(body, sort_keys=True))
         temporary.replace(target)  # never a half-written state beside a whole checkpoint
-
-    def _choosers(self) -> list[tasks.Chooser]:
-        """This process's streams whose curriculum this callback saves."""
-        return [
-            sampler
-            for sampler in tasks.samplers().all()
-            if isinstance(sampler, tasks.Chooser)
-            and sampler.curriculum is not None
-            and (self.curriculum is None or sampler.curriculum is self.curriculum)
-        ]
-
-    @staticmethod
-    def _only(choosers: list[tasks.Chooser], doing: str) -> PassRateCurriculum | None:
-        found = {id(c.curriculum): c.curriculum for c in choosers if c.curriculum is not None}
-        if len(found) > 1:
-            raise ValueError(
-                f"CurriculumCheckpoint() cannot tell which curriculum to {doing}: this "
-                f"process chooses tasks with {len(found)} (one per adapter class, server and "
-                "split); build a PassRateCurriculum() and pass it to the adapter's "
-                "curriculum= and to CurriculumCheckpoint(curriculum)"
-            )
-        return next(iter(found.values()), None)

@@ -28,9 +28,9 @@ from typing import Any
 from transformers import TrainerCallback
 
 from orsgen.runtime.rollouts.task_table import TaskTable, table
-from orsgen.runtime.rollouts.tasks import world_size
 from orsgen.runtime.rollouts.trajectories import JsonlFile, process_path
 from orsgen.runtime.rollouts.trajectory_reader import TrajectoryFiles, fold
+from orsgen.runtime.transport.identity import identity
 
 FILE_NAME = "ors_tasks.csv"
 
@@ -57,8 +57,8 @@ class TaskTableCallback(TrainerCallback):
         output = Path(args.output_dir) / self.file_name
         if self.trajectories is not None:
             return output  # one table for the whole run
-        rank = int(os.environ.get("RANK", "0") or 0)
-        return process_path(output, rank, world_size(), False)
+        me = identity()
+        return process_path(output, me.rank, me.world_size, False)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.trajectories is not None:
@@ -77,7 +77,7 @@ class TaskTableCallback(TrainerCallback):
         if self.trajectories is None:
             table().write(self.path(args))
             return
-        if not getattr(state, "is_world_process_zero", True):
+        if not identity().is_main:
             return
         step = getattr(state, "global_step", None)
         fold(self._from_lines, self.trajectories.new_lines(), step)

@@ -245,15 +245,11 @@ class CurriculumFactory:
         tasks: Sequence[int],
         seed: int,
         group_size: int,
-        state: Mapping[str, Any] | None = None,
         pass_threshold: float = PASS_THRESHOLD,
     ) -> Chooser:
-        """``state``: a saved curriculum state the stream's new curriculum continues from
-        (a resume of a named curriculum; an object is restored by its owner).
-        ``pass_threshold``: the adapter's, which the curriculum's pools judge by."""
+        """``pass_threshold``: the adapter's, which the curriculum's pools judge by (a
+        resume loads the stream's saved state into the Chooser it returns)."""
         made = curricula.make(self.curriculum)
-        if state is not None and made is not None and self.named:
-            made.load_state_dict(state)
         return Chooser(tasks, seed, group_size, made, pass_threshold=pass_threshold)
 
 

@@ -37,21 +37,20 @@ it chose.
 from __future__ import annotations
 
 import logging
-import os
 import random
-import sys
-import threading
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.rollouts import curriculum as curricula
 from orsgen.runtime.rollouts import metrics, ranks, trainer_facts
 from orsgen.runtime.rollouts.chooser import Chooser as Chooser
 from orsgen.runtime.rollouts.chooser import CurriculumFactory, Layout, factory_of
-from orsgen.runtime.rollouts.episode import Outcome
-from orsgen.runtime.transport.process import current
+from orsgen.runtime.rollouts.streams import Samplers as Samplers
+from orsgen.runtime.rollouts.streams import StreamKey as StreamKey
+from orsgen.runtime.rollouts.streams import TaskSampler as TaskSampler
+from orsgen.runtime.rollouts.streams import samplers as samplers
+from orsgen.runtime.transport.identity import identity
 
 DEFAULT_SEED = 0
 
@@ -105,27 +104,6 @@ class TaskChoice:
         )
 
 
-class TaskSampler(Protocol):
-    """Which task the next reset of a stream opens (a stream: one adapter class, server and
-    split in one process; see :func:`sampler_for`). :class:`Chooser` (uniform seeded
-    passes) is today's; a curriculum implements the same four methods."""
-
-    def choose(self) -> int:
-        """The next task index (thread-safe: AsyncGRPO resets from a thread pool)."""
-        ...
-
-    def observe(self, task_index: int, outcome: Outcome) -> None:
-        """A rollout of ``task_index`` that this sampler chose settled with ``outcome``
-        (once per rollout, when its reward is computed)."""
-        ...
-
-    def state_dict(self) -> dict[str, Any]:
-        """What :meth:`load_state_dict` needs to continue where this sampler is."""
-        ...
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
-
-
 # (candidate tasks, seed, group size) -> the stream's sampler.
 SamplerFactory = Callable[[Sequence[int], int, int], TaskSampler]
 
@@ -166,26 +144,10 @@ def order(tasks: Sequence[int], seed: int, group_size: int) -> Iterator[int]:
         passes += 1
 
 
-def world_size() -> int:
-    """How many training processes there are: torch.distributed's world when it is
-    initialised, else the launcher's ``WORLD_SIZE`` (torchrun, accelerate)."""
-    # Never imported here: a process that has not imported it has not initialised it.
-    dist: Any = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return int(dist.get_world_size())
-    except Exception:  # noqa: BLE001 - a backend that cannot answer
-        pass
-    try:
-        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
-    except ValueError:
-        return 1
-
-
 def check_single_process(env_label: str, layout: Layout | None = None) -> None:
     """Refuse to choose tasks when a group's resets may be spread over processes that
     cannot place them (no :class:`~orsgen.runtime.rollouts.chooser.Layout`)."""
-    size = world_size()
+    size = identity().world_size
     if size > 1 and (layout is None or layout.world != size):
         raise TaskChoiceError(
             f"{env_label}: reset() got no task_index or task_spec (train_dataset=None) in a "
@@ -216,57 +178,6 @@ def spread(sampler: TaskSampler, layout: Layout | None, label: str) -> TaskSampl
     return sampler
 
 
-class Samplers:
-    """The task samplers of this process, by stream (a
-    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child starts with none,
-    so it never continues its parent's streams)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: dict[Hashable, TaskSampler] = {}
-        # A curriculum state a resume loaded before any stream was made: the first stream
-        # made with curriculum="pass_rate" continues from it (CurriculumCheckpoint()).
-        # Its own lock: a stream's sampler is made (and takes the state) under ``_lock``.
-        self._resumed: Mapping[str, Any] | None = None
-        self._resumed_lock = threading.Lock()
-
-    def resume(self, state: Mapping[str, Any]) -> None:
-        with self._resumed_lock:
-            self._resumed = state
-
-    def take_resumed(self) -> Mapping[str, Any] | None:
-        with self._resumed_lock:
-            state, self._resumed = self._resumed, None
-            return state
-
-    def peek(self, key: Hashable) -> TaskSampler | None:
-        with self._lock:
-            return self._items.get(key)
-
-    def get(self, key: Hashable, make: Callable[[], TaskSampler]) -> tuple[TaskSampler, bool]:
-        """The sampler for ``key`` and whether it was made by this call."""
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                return found, False
-            made = self._items[key] = make()
-            return made, True
-
-    def all(self) -> list[TaskSampler]:
-        with self._lock:
-            return list(self._items.values())
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-        self.take_resumed()
-
-
-def samplers() -> Samplers:
-    """This process's task samplers."""
-    return current().part(Samplers)
-
-
 def describe(sampler: TaskSampler) -> str:
     """What a sampler does, for the log line of a stream's first choice."""
     if isinstance(sampler, Chooser):
@@ -277,7 +188,7 @@ def describe(sampler: TaskSampler) -> str:
 def sampler_for(
     settings: TaskChoice,
     pass_threshold: float,
-    key: Hashable,
+    key: StreamKey,
     label: str,
     split: str,
     split_size: Callable[[], int],
@@ -314,6 +225,7 @@ def sampler_for(
         among = candidates(split_size(), settings.num_tasks, settings.indices)
         found, made = samplers().get(
             stream,
+            key,
             lambda: spread(
                 _new_sampler(settings.sampler, among, seed, group, pass_threshold), layout, label
             ),
@@ -337,8 +249,7 @@ def _new_sampler(
     factory: SamplerFactory, among: Sequence[int], seed: int, group: int, pass_threshold: float
 ) -> TaskSampler:
     if isinstance(factory, CurriculumFactory):
-        state = samplers().take_resumed() if factory.named else None
-        return factory(among, seed, group, state=state, pass_threshold=pass_threshold)
+        return factory(among, seed, group, pass_threshold=pass_threshold)
     return factory(among, seed, group)
 
 

@@ -26,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, cast
 
+from orsgen.runtime.transport.identity import identity
+
 # How far up the stack a reset may be from the trainer's own call (user wrappers).
 _MAX_DEPTH = 8
 
@@ -85,19 +87,14 @@ def _grpo_trainer(frame: Any) -> TrainerFacts | None:
             args = getattr(owner, "args", None)
             seed = getattr(args, "seed", None)
             seed = seed if isinstance(seed, int) else None
-            accelerator = getattr(owner, "accelerator", None)
-            rank = getattr(accelerator, "process_index", 0)
-            world = getattr(accelerator, "num_processes", 1)
+            me = identity()  # accelerate's process_index is torch.distributed's rank
             batch = getattr(args, "train_batch_size", None)  # the dataloader's, per process
             steps = getattr(args, "steps_per_generation", None)
-            if not (
-                isinstance(rank, int)
-                and isinstance(world, int)
-                and isinstance(batch, int)
-                and isinstance(steps, int)
-            ):
+            if not (isinstance(batch, int) and isinstance(steps, int)):
                 return TrainerFacts(generations, seed, type(owner).__name__)
-            return TrainerFacts(generations, seed, type(owner).__name__, rank, world, batch * steps)
+            return TrainerFacts(
+                generations, seed, type(owner).__name__, me.rank, me.world_size, batch * steps
+            )
         frame, depth = frame.f_back, depth + 1
     return None
 

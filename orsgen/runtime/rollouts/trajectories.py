@@ -28,8 +28,8 @@ from typing import Any, Protocol
 
 from orsgen.runtime.rollouts import trainer_facts
 from orsgen.runtime.rollouts.protocol import Rollout
-from orsgen.runtime.rollouts.tasks import world_size
-from orsgen.runtime.transport.process import Process, at_shutdown, current
+from orsgen.runtime.transport.identity import identity
+from orsgen.runtime.transport.process import Process, at_shutdown, current, forked
 
 logger = logging.getLogger("orsgen.runtime")
 
@@ -117,16 +117,6 @@ def process_paths(path: str | os.PathLike[str]) -> list[Path]:
     return sorted(p for p in base.parent.iterdir() if name.fullmatch(p.name) and p.is_file())
 
 
-def _rank() -> int:
-    try:
-        return int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return 0
-
-
-# The process that imported this module first; a forked child inherits it, a spawned
-# child (AsyncGRPO's rollout worker) imports it anew.
-_FIRST_PID = os.getpid()
 SHUTDOWN_ORDER = 50  # independent of sessions and clients
 
 
@@ -143,8 +133,8 @@ class Writers:
         with self._lock:
             handle = self._files.get(path)
             if handle is None:
-                forked = os.getpid() != _FIRST_PID
-                target = process_path(path, _rank(), world_size(), forked)
+                me = identity()
+                target = process_path(path, me.rank, me.world_size, forked())
                 target.parent.mkdir(parents=True, exist_ok=True)
                 handle = self._files[path] = target.open("a", encoding="utf-8")
             handle.write(text)

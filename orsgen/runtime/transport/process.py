@@ -141,6 +141,13 @@ class Process:
 
 _current: Process | None = None
 _current_lock = threading.Lock()
+_forked = False  # whether this process is a forked child of one that imported the runtime
+
+
+def forked() -> bool:
+    """Whether this process was forked from one that had imported the runtime (the one
+    fork detector: a spawned child imports the runtime anew and is not forked)."""
+    return _forked
 
 
 def current() -> Process:
@@ -166,7 +173,8 @@ _inherited: list[Process] = []
 def _forget_in_child() -> None:
     """After a fork: the parent's loop thread, sockets and sessions are not the child's.
     The locks are made new too, since a parent thread may have held them mid-fork."""
-    global _current, _current_lock
+    global _current, _current_lock, _forked
+    _forked = True
     if _current is not None:
         _inherited.append(_current)
     _current = None

@@ -1,0 +1,80 @@
+"""Which training process this is: the one answer every runtime module reads.
+
+:func:`identity` gives ``(rank, world_size, local_rank)`` from the first source that
+knows, in this order:
+
+1. ``torch.distributed``, when this process initialised it (torchrun, accelerate,
+   ``torch.multiprocessing.spawn`` with ``init_process_group``, deepspeed): its rank and
+   world size. The local rank is ``LOCAL_RANK`` when the launcher set it, else the rank
+   (one machine: spawn sets no variable);
+2. the launcher's variables ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (torchrun and
+   accelerate set them before the process group exists);
+3. otherwise the process trains alone: ``(0, 1, 0)``.
+
+A variable that is set but is not a whole number is an error that names it: guessing rank
+0 would make two processes write the same files. ``torch`` is never imported here: a
+process that has not imported it has not initialised it.
+
+Whether this process is a forked child of one that ran the runtime is the per-process
+object's to say (:func:`orsgen.runtime.transport.process.forked`), not this module's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """This process among the run's training processes."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    source: str  # "torch.distributed", "launcher" or "single process"
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this is the world's process zero (the one that writes shared files)."""
+        return self.rank == 0
+
+
+def _variable(name: str) -> int | None:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(
+            f"{name}={value!r} is not a whole number: the launcher's {name} says which "
+            "training process this is"
+        ) from None
+
+
+def _distributed() -> tuple[int, int] | None:
+    dist: Any = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank()), int(dist.get_world_size())
+    except (RuntimeError, ValueError):  # a backend torn down mid-call: ask the launcher
+        return None
+    return None
+
+
+def identity() -> ProcessIdentity:
+    """This process's ``(rank, world_size, local_rank)``, by the order above."""
+    found = _distributed()
+    local = _variable("LOCAL_RANK")
+    if found is not None:
+        rank, world = found
+        return ProcessIdentity(rank, world, rank if local is None else local, "torch.distributed")
+    given_rank, given_world = _variable("RANK"), _variable("WORLD_SIZE")
+    if given_rank is None and given_world is None and local is None:
+        return ProcessIdentity(0, 1, 0, "single process")
+    rank = 0 if given_rank is None else given_rank
+    world = max(1, 1 if given_world is None else given_world)
+    return ProcessIdentity(rank, world, rank if local is None else local, "launcher")
