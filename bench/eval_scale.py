@@ -3,14 +3,16 @@
 7 tool calls with 2 KB arguments and 2 KB results, and a 2 KB answer), writing its files
 (``out=``) and writing nothing (``out=None``).
 
-    python bench/eval_scale.py [--rollouts 1000,10000] [--concurrency 4] [--out DIR]
+    python bench/eval_scale.py [--rollouts 1000,10000] [--repeats 1] [--concurrency 4] [--out DIR]
 
 The environment is bench/lottery_env.py (each task wins with its own probability) on a
 local ORS server; the endpoint is tests/openai_standin.py, a scripted OpenAI-compatible
 server that answers at once, so the endpoint costs nothing and what is measured is orsgen
 and the environment. Each measurement runs in a process of its own (its peak RSS is that
-run's): ``rollouts`` = tasks x 10 samples. Goals: peak memory flat in the number of
-rollouts, and rollouts per second writing within 10% of writing nothing. Writes
+run's): ``rollouts`` = tasks x 10 samples. Each size runs ``--repeats`` pairs, writing
+nothing then writing, so that a busy machine slows both alike; the ratio is of the medians.
+Goals: peak memory flat in the number of rollouts, and rollouts per second writing within
+10% of writing nothing. Writes
 ``DIR/eval_scale.json`` and ``DIR/eval_scale.md`` (default bench/results).
 """
 
@@ -22,6 +24,7 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -79,7 +82,7 @@ def child(opts: argparse.Namespace) -> None:
     print(json.dumps(figures), flush=True)
 
 
-def measure(levels: list[int], concurrency: int, out_dir: Path) -> dict[str, Any]:
+def measure(levels: list[int], repeats: int, concurrency: int, out_dir: Path) -> dict[str, Any]:
     import openai_standin
     import ors_server
     from conftest import generate_and_import
@@ -93,7 +96,7 @@ def measure(levels: list[int], concurrency: int, out_dir: Path) -> dict[str, Any
         package = work / "lottery_scale"
         generate_and_import(server.url, package, class_name="LotteryEnv")
         for rollouts in levels:
-            for writes in (False, True):
+            for writes in [False, True] * repeats:
                 target = work / f"run-{rollouts}"
                 shutil.rmtree(target, ignore_errors=True)
                 args = [
@@ -136,6 +139,7 @@ def measure(levels: list[int], concurrency: int, out_dir: Path) -> dict[str, Any
             "message_bytes": SIZE,
             "samples_per_task": SAMPLES,
             "concurrency": concurrency,
+            "repeats": repeats,
         },
         "runs": runs,
     }
@@ -163,30 +167,44 @@ def _markdown(report: dict[str, Any]) -> str:
             f"| {r['rollouts']} | {'yes' if r['writes'] else 'no'} | "
             f"{r['rollouts_per_second']} | {r['peak_rss_mb']} | {r['results_mb']} |"
         )
-    by = {(r["rollouts"], r["writes"]): r for r in report["runs"]}
     lines.append("")
-    for rollouts in sorted({r["rollouts"] for r in report["runs"]}):
-        quiet, writing = by.get((rollouts, False)), by.get((rollouts, True))
-        if quiet and writing:
-            ratio = writing["rollouts_per_second"] / quiet["rollouts_per_second"]
-            lines.append(
-                f"- {rollouts} rollouts: writing runs at {ratio:.2f} of the speed of writing "
-                "nothing (goal: at least 0.90)"
-            )
-    sizes = sorted({r["rollouts"] for r in report["runs"]})
-    if len(sizes) > 1:
-        low, high = by.get((sizes[0], True)), by.get((sizes[-1], True))
-        if low and high:
-            lines.append(
-                f"- peak RSS writing: {low['peak_rss_mb']} MB at {sizes[0]} rollouts, "
-                f"{high['peak_rss_mb']} MB at {sizes[-1]} (goal: about the same)"
-            )
+    for line in _verdicts(report["runs"]):
+        lines.append(f"- {line}")
     return "\n".join(lines) + "\n"
+
+
+def _verdicts(runs: list[dict[str, Any]]) -> list[str]:
+    """The goals, from the medians of each (size, writes) and the peak RSS of each size."""
+
+    def of(rollouts: int, writes: bool, key: str) -> list[float]:
+        return [r[key] for r in runs if r["rollouts"] == rollouts and r["writes"] == writes]
+
+    out: list[str] = []
+    sizes = sorted({r["rollouts"] for r in runs})
+    for rollouts in sizes:
+        quiet, writing = of(rollouts, False, "rollouts_per_second"), of(
+            rollouts, True, "rollouts_per_second"
+        )
+        if quiet and writing:
+            ratio = statistics.median(writing) / statistics.median(quiet)
+            out.append(
+                f"{rollouts} rollouts: writing runs at {ratio:.2f} of the speed of writing "
+                f"nothing (medians of {len(writing)} and {len(quiet)} runs; goal: at least 0.90)"
+            )
+    if len(sizes) > 1:
+        low, high = of(sizes[0], True, "peak_rss_mb"), of(sizes[-1], True, "peak_rss_mb")
+        if low and high:
+            out.append(
+                f"peak RSS writing: {max(low)} MB at {sizes[0]} rollouts, {max(high)} MB at "
+                f"{sizes[-1]} (goal: about the same)"
+            )
+    return out
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rollouts", default="1000,10000")
+    p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--out", type=Path, default=BENCH / "results")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -199,7 +217,7 @@ def main() -> None:
         opts.rollouts = int(opts.rollouts)
         child(opts)
         return
-    measure([int(x) for x in opts.rollouts.split(",")], opts.concurrency, opts.out)
+    measure([int(x) for x in opts.rollouts.split(",")], opts.repeats, opts.concurrency, opts.out)
 
 
 if __name__ == "__main__":

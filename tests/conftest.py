@@ -237,3 +237,32 @@ def failed(call: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
     except ToolCallFailure as exc:
         return exc
     raise AssertionError(f"the call did not raise a ToolCallFailure; it returned {out!r}")
+
+
+def eval_process(args: list[str], **popen: Any) -> subprocess.Popen[str]:
+    """``python -m orsgen eval ARGS`` as its own process, from the repository root, with no
+    ORS or endpoint credentials from this environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    env.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)})
+    env.pop("OPENAI_API_KEY", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "orsgen", "eval", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+
+
+def run_eval(args: list[str], timeout: float = 300) -> tuple[int, str, str]:
+    """:func:`eval_process` to its end: (exit code, stdout, stderr)."""
+    proc = eval_process(args)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode, out, err

@@ -24,6 +24,8 @@ import pytest
 
 import ors_server
 from conftest import ENVS, ROOT, trl_tools
+from conftest import eval_process as _cli
+from conftest import run_eval as run_cli
 from chance_model import warm_chance_model
 from serve_model import ModelServer, start_model_server
 
@@ -70,32 +72,6 @@ def model_server(tiny_model: Path, tmp_path_factory) -> Iterator[ModelServer]:
         yield server
     finally:
         server.stop()
-
-
-def _cli(args: list[str], **popen: Any) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
-    env.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)})
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.Popen(
-        [sys.executable, "-m", "orsgen", "eval", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **popen,
-    )
-
-
-def run_cli(args: list[str], timeout: float = 300) -> tuple[int, str, str]:
-    proc = _cli(args)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, out, err
 
 
 def _base(chance_dir: Path, server: ors_server.RunningServer, model: ModelServer) -> list[str]:

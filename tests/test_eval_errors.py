@@ -6,11 +6,9 @@ at once, or with the HTTP error a test asks for. Nothing is mocked."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +19,7 @@ import pytest
 import openai_standin
 import ors_server
 from conftest import ENVS, ROOT
+from conftest import run_eval as _run
 
 CHANCE_ENV = ENVS / "chance_env.py"
 JUDGE_ENV = ENVS / "judge_env.py"
@@ -57,20 +56,6 @@ def standin(tmp_path: Path) -> Iterator[Callable[..., openai_standin.Standin]]:
             server.stop()
 
 
-def run_eval(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
-    env.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)})
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "orsgen", "eval", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def _args(
     package: Path, server: ors_server.RunningServer, model: openai_standin.Standin
 ) -> list[str]:
@@ -88,6 +73,11 @@ def _args(
 
 def _rows(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def run_eval(args: list[str]) -> subprocess.CompletedProcess[str]:
+    code, out, err = _run(args)
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def _one_error_line(run: subprocess.CompletedProcess[str]) -> str:

@@ -15,11 +15,11 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.arguments import Parser, UsageError, secret_pairs, seconds
+from orsgen.arguments import Parser, UsageError, at_least, in_range, number, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError
 from orsgen.eval.run import EvalResult, evaluate, public_url
@@ -32,43 +32,6 @@ KEY_OPTION = "--endpoint-api-key (or OPENAI_API_KEY)"
 
 class ConfigError(Exception):
     """An unusable configuration: one line, exit code 2."""
-
-
-def _at_least(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
-        return value
-
-    return parse
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = _number(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    value = _number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
-    return value
 
 
 def _indices(text: str) -> list[int]:
@@ -114,18 +77,18 @@ def _parser() -> Parser:
     p.add_argument("--split", help="split to evaluate (default: the package's default split)")
     group = p.add_mutually_exclusive_group()
     group.add_argument(
-        "--num-tasks", type=_at_least(1), help="the first N tasks of the split (default: all)"
+        "--num-tasks", type=at_least(1), help="the first N tasks of the split (default: all)"
     )
     group.add_argument("--indices", type=_indices, help="task indices, comma-separated (0,3,7)")
     p.add_argument(
-        "-n", "--samples", type=_at_least(1), default=1, help="samples per task (default 1)"
+        "-n", "--samples", type=at_least(1), default=1, help="samples per task (default 1)"
     )
     p.add_argument(
-        "--concurrency", type=_at_least(1), default=1, help="rollouts at once (default 1)"
+        "--concurrency", type=at_least(1), default=1, help="rollouts at once (default 1)"
     )
     p.add_argument(
         "--max-turns",
-        type=_at_least(1),
+        type=at_least(1),
         default=DEFAULT_MAX_TURNS,
         help=f"assistant turns per rollout (default {DEFAULT_MAX_TURNS})",
     )
@@ -136,23 +99,23 @@ def _parser() -> Parser:
     )
     p.add_argument(
         "--temperature",
-        type=_non_negative,
+        type=in_range(0.0),
         help="sampling temperature sent with each request (default: the endpoint's own)",
     )
     p.add_argument(
         "--max-tokens",
-        type=_at_least(1),
+        type=at_least(1),
         help="most tokens per assistant turn (default: the endpoint's own limit)",
     )
     p.add_argument(
         "--pass-threshold",
-        type=_number,
+        type=number,
         help=f"a rollout passes when its reward >= this (default {PASS_THRESHOLD}, the "
         "package's pass threshold)",
     )
     p.add_argument(
         "--unfinished-reward",
-        type=_number,
+        type=number,
         help="reward of an unfinished rollout (default: none, not passing)",
     )
     p.add_argument(
@@ -164,7 +127,9 @@ def _parser() -> Parser:
         "(default: none, nothing is written)",
     )
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
-    p.add_argument("--min-coverage", type=_fraction, help="exit 1 when coverage is lower (0 to 1)")
+    p.add_argument(
+        "--min-coverage", type=in_range(0.0, 1.0), help="exit 1 when coverage is lower (0 to 1)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--upload-run",

@@ -16,10 +16,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, overload
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
 
@@ -77,11 +78,71 @@ class Record(Mapping[str, Any]):
         return len(_FIELDS)
 
 
+_VERDICTS = ("scored", "unfinished", "failed")
+
+
+class Records(Sequence[Record]):
+    """A run's records, kept column by column in arrays (about 40 bytes a rollout, reasons
+    stored once each): 100,000 rollouts hold 4 MB. Indexing gives a :class:`Record`."""
+
+    def __init__(self) -> None:
+        self._task, self._sample = array("q"), array("q")
+        self._verdict, self._has = array("b"), array("b")  # _has: bit 1 reward, bit 2 group
+        self._reward, self._group, self._seconds = array("d"), array("d"), array("d")
+        self._reason = array("q")  # index into _reasons, or -1
+        self._reasons: list[str] = []
+        self._reason_index: dict[str, int] = {}
+
+    def append(self, r: Record) -> None:
+        self._task.append(r.task_index)
+        self._sample.append(r.sample)
+        self._verdict.append(_VERDICTS.index(r.verdict) if r.verdict in _VERDICTS else -1)
+        self._has.append((r.reward is not None) | (r.group_reward is not None) << 1)
+        self._reward.append(0.0 if r.reward is None else r.reward)
+        self._group.append(0.0 if r.group_reward is None else r.group_reward)
+        self._seconds.append(r.seconds)
+        reason = -1
+        if r.reason is not None:
+            reason = self._reason_index.setdefault(r.reason, len(self._reasons))
+            if reason == len(self._reasons):
+                self._reasons.append(r.reason)
+        self._reason.append(reason)
+
+    def extend(self, records: Iterable[Record]) -> None:
+        for r in records:
+            self.append(r)
+
+    def __len__(self) -> int:
+        return len(self._task)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Record]: ...
+
+    def __getitem__(self, i: int | slice) -> Record | list[Record]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        has, verdict, reason = self._has[i], self._verdict[i], self._reason[i]
+        return Record(
+            self._task[i],
+            self._sample[i],
+            _VERDICTS[verdict] if verdict >= 0 else "failed",
+            self._reward[i] if has & 1 else None,
+            self._reasons[reason] if reason >= 0 else None,
+            self._seconds[i],
+            self._group[i] if has & 2 else None,
+        )
+
+
 def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
     """Write JSON atomically (a temporary file renamed over the target). ``sort_keys=False``
     keeps the key order, which is part of the text when it is rendered for a model."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, sort_keys=sort_keys) + "\n")
+    with tmp.open("w", encoding="utf-8") as fh:  # in chunks: no second copy as one string
+        json.dump(value, fh, indent=2, sort_keys=sort_keys)
+        fh.write("\n")
     os.replace(tmp, path)
 
 
@@ -102,10 +163,11 @@ def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
                 ) from None
 
 
-def read_records(path: Path) -> list[Record]:
+def read_records(path: Path) -> Records:
     """The records of results.jsonl's complete rows, reading one line at a time. A
     half-written last line is cut off the file, so that rollout runs again."""
-    records = [Record.of(row) for row in iter_rows(path)]
+    records = Records()
+    records.extend(Record.of(row) for row in iter_rows(path))
     if path.exists():
         with path.open("r+b") as fh:
             size = fh.seek(0, os.SEEK_END)

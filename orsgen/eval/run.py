@@ -34,6 +34,7 @@ from orsgen.eval.results import (
     RUN_FILE,
     SUMMARY_FILE,
     Record,
+    Records,
     ResultsLog,
     check_resume,
     iter_rows,
@@ -53,13 +54,13 @@ class EvalResult:
     ``out``'s results.jsonl: :meth:`transcripts` reads them back one at a time."""
 
     summary: dict[str, Any]
-    records: list[Record]
+    records: Sequence[Record]
     out: Path | None
     seconds: float = 0.0
     config: EvalConfig | None = None
 
     @property
-    def rows(self) -> list[Record]:
+    def rows(self) -> Sequence[Record]:
         """The records (each readable as a mapping, ``row["verdict"]``)."""
         return self.records
 
@@ -224,7 +225,8 @@ def evaluate(
         seconds = time.monotonic() - started
     finally:
         adapters.close()
-    records = plan.done + new
+    records = plan.done
+    records.extend(new)
     summary = summarize(records, plan.config.to_json())
     if plan.out is not None:
         write_json(plan.out / SUMMARY_FILE, summary)
@@ -239,7 +241,7 @@ class _Plan:
 
     config: EvalConfig
     out: Path | None
-    done: list[Record]
+    done: Records
     have: set[tuple[int, int]]
 
     def todo(self) -> Iterator[tuple[int, int]]:
@@ -285,7 +287,7 @@ def _plan(
         pass_threshold=_threshold(probe, pass_threshold),
         **identity,
     )
-    done: list[Record] = []
+    done = Records()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         check_resume(out, config, resume)
@@ -407,7 +409,7 @@ def _run_all(
     concurrency: int,
     show: bool,
     log: ResultsLog | None,
-) -> list[Record]:
+) -> Records:
     tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
 
     config = plan.config
@@ -417,7 +419,7 @@ def _run_all(
     take = threading.Lock()
     stop = threading.Event()
     lock = threading.Lock()
-    records: list[Record] = []
+    records = Records()
     running = _Progress(config.pass_threshold)
     bar = tqdm(total=total, disable=not show, unit="rollout", file=sys.stderr)
     judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
