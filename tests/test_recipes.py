@@ -97,6 +97,20 @@ def test_the_grpo_recipe_trains_two_steps(
     assert template == (echo_model / "chat_template.jinja").read_text()
     assert echo.wait_sessions(0, timeout=30) == 0  # every session closed
 
+    # --use_peft --lora_r 16: LoRA through peft, the adapter saved instead of the weights.
+    lora = tmp_path / "grpo-lora"
+    done = run_recipe(
+        "grpo.py",
+        *("--config", str(RECIPES / "grpo.yaml"), "--model_name_or_path", str(echo_model)),
+        *("--base_url", echo.url, "--output_dir", str(lora), "--max_steps", "2"),
+        *("--use_peft", "--lora_r", "16"),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    adapter = json.loads((lora / "adapter_config.json").read_text())
+    assert adapter["r"] == 16 and adapter["peft_type"] == "LORA"
+    assert not (lora / "model.safetensors").exists()
+    assert echo.wait_sessions(0, timeout=30) == 0
+
 
 def test_the_sft_recipe_trains_two_steps_on_orsgen_sft_output_with_and_without_lora(
     chance_pkg: Any,
