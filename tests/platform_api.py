@@ -141,6 +141,7 @@ class PlatformAPI:
     """The stand-in in a subprocess: ``url``, what it recorded, refusing and stopping."""
 
     def __init__(self, directory: Path, difficulty: list[dict[str, Any]] | None = None) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
         self.record = directory / "platform_requests.jsonl"
         self.record.touch()
         args = [sys.executable, __file__, "--record", str(self.record)]

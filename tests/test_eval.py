@@ -145,7 +145,6 @@ def test_known_probabilities_give_pass_at_k(
         model=model_server.model,
         split="test",
         samples=n,
-        task_count=len(tasks),
         concurrency=4,
         out=tmp_path / "run",
         base_url=chance_server.url,
@@ -269,7 +268,6 @@ def test_endpoint_stopped_mid_run(chance_pkg, chance_server, tiny_model, tmp_pat
             model=own.model,
             split="slow",
             samples=4,
-            task_count=len(SPLITS["slow"]),
             concurrency=2,
             out=out,
             base_url=chance_server.url,
@@ -322,7 +320,12 @@ def test_compare_reports_paired_differences(
             assert (
                 share["6"] == 1.0 and "no gradient (always or never passing): 0, 1, 2, 3" in report
             )
-    code, stdout, stderr = run_cli(["--compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    # Runs with different pass thresholds do not compare: --force compares them anyway.
+    code, _, stderr = run_cli(["--compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert code == 2 and "differ in pass_threshold" in stderr, stderr
+    code, stdout, stderr = run_cli(
+        ["--compare", str(tmp_path / "a"), str(tmp_path / "b"), "--force"]
+    )
     assert code == 0, stderr
     a, b = runs
     diff = b["pass_at_k"]["1"] - a["pass_at_k"]["1"]
@@ -422,3 +425,62 @@ def test_trl_evaluation_goes_through_the_adapter(
     for k in (1, 2):
         expected = sum(pass_at_k(2, sum(g), k) for g in groups.values()) / len(groups)
         assert logged[f"eval_ors/pass@{k}"] == pytest.approx(expected), logged
+
+
+def test_upload_run_sends_every_rollout_once_and_the_view_command_is_printed(
+    chance_dir, chance_server, model_server, tmp_path
+) -> None:
+    """``--upload-run``: each rollout of the evaluation reaches a stand-in of the platform
+    API (tests/platform_api.py) once, with its messages and its reward; no secret goes."""
+    from platform_api import PlatformAPI
+
+    secret = "sk-eval-upload-SECRET-3f1b"
+    api = PlatformAPI(tmp_path)
+    out = tmp_path / "up"
+    args = _base(chance_dir, chance_server, model_server)
+    args += ["--split", "test", "-n", "2", "--out", str(out), "--upload-run", "eval-upload"]
+    args += ["--secret", f"TOKEN={secret}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    env.update(
+        OPENREWARD_DISABLE_UPDATE_CHECK="1",
+        PYTHONPATH=str(ROOT),
+        OPENREWARD_API_URL=api.url,
+        OPENREWARD_API_KEY="or-eval-key",
+    )
+    env.pop("OPENAI_API_KEY", None)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "orsgen", "eval", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        api.stop()
+    assert done.returncode == 0, done.stderr
+    assert f"orsgen view {out}" in done.stderr
+    assert "runs UI: 8 rollouts uploaded to run 'eval-upload', 0 dropped" in done.stderr
+    rows = _rows(out)
+    uploaded = list(api.rollouts().values())
+    assert len(uploaded) == len(rows) == 8
+    by_task: dict[int, list[Any]] = {}
+    for r in uploaded:
+        assert (r["runName"], r["split"], r["environment"]) == ("eval-upload", "test", "chanceenv")
+        assert r["run_info"]["model_name"] == model_server.model
+        assert r["run_info"]["training_stage"] == "pretrained"
+        (update,) = r["updates"]
+        messages = r["messages"]
+        assert messages[0]["type"] == "user_message"
+        assert any(m["type"] == "tool_call" and m["name"] == "say" for m in messages)
+        assert messages[-1]["isFinished"] is True
+        by_task.setdefault(update["rollout_info"]["task_index"], []).append(
+            (messages[-1].get("reward"), r["metadata"]["verdict"])
+        )
+    for task in range(4):
+        want = sorted((row["reward"], row["verdict"]) for row in rows if row["task_index"] == task)
+        assert sorted(by_task[task]) == want, task
+    word = SPLITS["test"][0]["word"]
+    assert any(word in r["messages"][0]["content"] for r in uploaded)
+    assert secret not in "\n".join(q["body"] for q in api.requests())

@@ -167,7 +167,6 @@ def _evaluate(
         model=model.model,
         split=split,
         samples=4,
-        task_count=len(SPLITS[split]),
         out=out,
         base_url=server.url,
         progress=False,

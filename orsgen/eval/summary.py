@@ -23,12 +23,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orsgen.runtime.passk import passes as _passes
 from orsgen.eval.estimators import interval, mean_and_se, pass_at_k, pass_hat_k, zero_variance
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
+    """The one pass rule (:func:`orsgen.runtime.passk.passes`) on a row's reward (an
+    unfinished row's is its ``unfinished_reward``)."""
     reward = row.get("reward")
-    return isinstance(reward, (int, float)) and reward >= threshold
+    return _passes(float(reward) if isinstance(reward, (int, float)) else None, threshold)
 
 
 def _task_figures(rows: Sequence[Mapping[str, Any]], n: int, threshold: float) -> dict[str, Any]:
