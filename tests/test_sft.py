@@ -2,7 +2,7 @@
 ``SFTTrainer``.
 
 The end-to-end tests evaluate the tiny model behind a real ``transformers serve`` on a
-real ORS server (tests/envs/chance_env.py, through the fixtures of tests/test_eval.py),
+real ORS server (tests/envs/chance_env.py, through conftest.py's evaluation fixtures),
 export the run with the command, render its rows through the model's own chat template
 and train on them with a real ``SFTTrainer``. The selection rules are checked on run
 directories written by hand (fast)."""
@@ -20,14 +20,7 @@ import pytest
 import ors_server
 from conftest import CliRun
 from serve_model import ModelServer
-from test_eval import (  # noqa: F401 - the evaluation tests' fixtures, shared
-    SPLITS,
-    chance_dir,
-    chance_pkg,
-    chance_server,
-    model_server,
-    tiny_model,
-)
+from chance_model import SPLITS
 
 from orsgen.eval.sft import SftError, select, sft_dataset, transcript
 
