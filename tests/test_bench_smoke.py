@@ -120,6 +120,7 @@ def test_curriculum_scale_bench_reports_every_size(tmp_path: Path) -> None:
     rows = json.loads((tmp_path / "curriculum_scale.json").read_text())["rows"]
     assert [r["tasks"] for r in rows] == [100, 10_000, 100_000]
     assert all(r[m] > 0 for r in rows for m in ("drawing", "first pass", "uniform"))
+    assert all(r["calls per group, drawing"] > 0 for r in rows)
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ from the environment's task list (its success probabilities), not from orsgen's 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -15,63 +14,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 import ors_server
-from conftest import ENVS, ROOT, trl_tools
+from conftest import ROOT, trl_tools
 from conftest import eval_process as _cli
 from conftest import run_eval as run_cli
-from chance_model import warm_chance_model
+from chance_model import SPLITS
 from serve_model import ModelServer, start_model_server
 
-CHANCE_ENV = ENVS / "chance_env.py"
-_spec = importlib.util.spec_from_file_location("_chance_tasks", CHANCE_ENV)
-assert _spec is not None and _spec.loader is not None
-_chance = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_chance)
-SPLITS: dict[str, list[dict[str, Any]]] = _chance.SPLITS
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="session")
-def chance_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
-    return ors_servers(CHANCE_ENV)
-
-
-@pytest.fixture(scope="session")
-def chance_pkg(
-    chance_server: ors_server.RunningServer, generate_package: Callable[..., ModuleType]
-) -> ModuleType:
-    return generate_package("chance_eval", chance_server.url, class_name="ChanceEnv")
-
-
-@pytest.fixture(scope="session")
-def chance_dir(chance_pkg: ModuleType) -> Path:
-    return Path(chance_pkg.__file__).parent
-
-
-@pytest.fixture(scope="session")
-def tiny_model(
-    chance_pkg: ModuleType, chance_server: ors_server.RunningServer, tmp_path_factory
-) -> Path:
-    tasks = [t for tasks in SPLITS.values() for t in tasks]
-    adapter = chance_pkg.ChanceEnv(base_url=chance_server.url)  # no I/O: its methods only
-    return warm_chance_model(tmp_path_factory.mktemp("tiny-model"), adapter, tasks)
-
-
-@pytest.fixture(scope="session")
-def model_server(tiny_model: Path, tmp_path_factory) -> Iterator[ModelServer]:
-    server = start_model_server(tiny_model, tmp_path_factory.mktemp("serve-logs"))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _base(chance_dir: Path, server: ors_server.RunningServer, model: ModelServer) -> list[str]:

@@ -21,23 +21,11 @@ import ors_server
 from conftest import ENVS, ROOT
 from conftest import run_eval as _run
 
-CHANCE_ENV = ENVS / "chance_env.py"
 JUDGE_ENV = ENVS / "judge_env.py"
 LOTTERY_ENV = ROOT / "bench" / "lottery_env.py"
 CHANCE_TEST_TASKS = 4  # tests/envs/chance_env.py's "test" split
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="module")
-def chance_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
-    return ors_servers(CHANCE_ENV)
-
-
-@pytest.fixture(scope="module")
-def chance_dir(chance_server, generate_package: Callable[..., ModuleType]) -> Path:
-    pkg = generate_package("chance_errors", chance_server.url, class_name="ChanceEnv")
-    return Path(pkg.__file__).parent
 
 
 @pytest.fixture

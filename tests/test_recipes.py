@@ -1,7 +1,7 @@
 """The training recipes run from their YAML, as a user runs them: ``python examples/grpo.py
 --config examples/recipes/grpo.yaml`` against a real echo ORS server with the generated
 package generated/echo, and ``python examples/sft.py --config examples/recipes/sft.yaml`` on
-what ``orsgen sft`` exported from a real evaluation run (tests/test_sft.py's fixtures:
+what ``orsgen sft`` exported from a real evaluation run (conftest.py's evaluation fixtures:
 ``transformers serve`` of the tiny model, tests/envs/chance_env.py). Only the paths, the
 server and ``max_steps`` are given on the command line; everything else is the YAML's."""
 
@@ -21,13 +21,6 @@ import pytest
 import ors_server
 from conftest import ECHO_ENV, ROOT, CliRun
 from serve_model import ModelServer
-from test_eval import (  # noqa: F401 - the evaluation tests' fixtures, shared
-    chance_dir,
-    chance_pkg,
-    chance_server,
-    model_server,
-    tiny_model,
-)
 from test_sft import _evaluate
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
