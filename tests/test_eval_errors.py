@@ -11,7 +11,6 @@ import struct
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
