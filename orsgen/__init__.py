@@ -47,7 +47,7 @@ _PUBLIC: dict[str, str] = {
     "EvalResult": "orsgen.eval",
     "EvalConfig": "orsgen.eval",
     "EvalConfigError": "orsgen.eval",
-    "compare": "orsgen.eval",
+    "compare": "orsgen.eval.compare",
     "format_comparison": "orsgen.eval",
     "load_summary": "orsgen.eval",
     "pass_at_k": "orsgen.eval",
@@ -149,7 +149,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import EvalConfigError as EvalConfigError
     from orsgen.eval import EvalResult as EvalResult
     from orsgen.eval import RunFileError as RunFileError
-    from orsgen.eval import compare as compare
+    from orsgen.eval.compare import compare as compare
     from orsgen.eval import evaluate as evaluate
     from orsgen.eval import format_comparison as format_comparison
     from orsgen.eval import load_summary as load_summary
