@@ -78,14 +78,13 @@ def run(levels: list[int], per_worker: int, out_dir: Path) -> dict[str, Any]:
                 model=model.model,
                 split="test",
                 samples=samples,
-                task_count=test_tasks,
                 concurrency=level,
                 out=work / f"c{level}",
                 base_url=server.url,
                 progress=False,
             )
             wall = result.seconds  # the rollouts alone: no setup, no report
-            rows = result.rows
+            rows = list(result.transcripts())  # full rows: the time split per rollout
             turns = sum(max(1, r["turns"]) for r in rows)
             outside = sum(r["endpoint_seconds"] + r["environment_seconds"] for r in rows)
             own = [

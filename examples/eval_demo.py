@@ -36,7 +36,7 @@ for _k, _v in {
 from serve_model import ModelServer, start_model_server, stop_process  # noqa: E402
 from train_echo import start_server  # noqa: E402
 
-from generated.echo import EchoEnv, load_tasks  # noqa: E402
+from generated.echo import EchoEnv  # noqa: E402
 from orsgen import compare, evaluate, format_comparison, load_summary  # noqa: E402
 
 # Sampled as GRPOTrainer sampled the rollouts in training (TRL's default temperature 1.0):
@@ -58,7 +58,6 @@ def evaluate_model(
         model=str(model),
         split=split,
         samples=n,
-        task_count=load_tasks(split=split, base_url=url, include_metadata=False).num_rows,
         temperature=TEMPERATURE,
         out=out,
         base_url=url,

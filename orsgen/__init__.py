@@ -45,6 +45,8 @@ _PUBLIC: dict[str, str] = {
     # Evaluating a model (`orsgen eval`).
     "evaluate": "orsgen.eval",
     "EvalResult": "orsgen.eval",
+    "EvalConfig": "orsgen.eval",
+    "EvalConfigError": "orsgen.eval",
     "compare": "orsgen.eval",
     "format_comparison": "orsgen.eval",
     "load_summary": "orsgen.eval",
@@ -81,6 +83,8 @@ __all__ = [
     "ContentPart",
     "CurriculumCheckpoint",
     "EnvironmentUnavailableError",
+    "EvalConfig",
+    "EvalConfigError",
     "EvalResult",
     "ImageLike",
     "ImagePart",
@@ -141,6 +145,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at import
     from typing import Any
 
+    from orsgen.eval import EvalConfig as EvalConfig
+    from orsgen.eval import EvalConfigError as EvalConfigError
     from orsgen.eval import EvalResult as EvalResult
     from orsgen.eval import RunFileError as RunFileError
     from orsgen.eval import compare as compare

@@ -5,8 +5,9 @@ usage error is one line."""
 from __future__ import annotations
 
 import argparse
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from orsgen.wording import did_you_mean
@@ -31,15 +32,51 @@ def secret_pairs(pairs: Sequence[str]) -> dict[str, str] | None:
     return out
 
 
-def seconds(text: str) -> float:
-    """``--timeout``: a positive number of seconds, checked before any network."""
+def number(text: str, what: str = "a number") -> float:
+    """An option's finite number, checked before any network."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not {what}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """``--timeout``: a positive number of seconds, checked before any network."""
+    value = number(text, "a number of seconds")
+    if value <= 0:
         raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
     return value
+
+
+def in_range(low: float, high: float = math.inf) -> Callable[[str], float]:
+    """An option's number between ``low`` and ``high`` (both included)."""
+
+    def parse(text: str) -> float:
+        value = number(text)
+        if not low <= value <= high:
+            bound = f"between {low:g} and {high:g}" if high < math.inf else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+        return value
+
+    return parse
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An option's whole number of at least ``low`` (``-n 0``: one line naming ``-n``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
 
 
 class Parser(argparse.ArgumentParser):

@@ -11,7 +11,8 @@ step() {
         exit 1
     fi
     if [ -n "$pattern" ]; then
-        grep -E "$pattern" "$LOGS/$name.log" | sed "s|^|$name: |"
+        grep -E "$pattern" "$LOGS/$name.log" | sed "s|^|$name: |" ||
+            echo "$name: done, but printed no line matching '$pattern' (see $LOGS/$name.log)"
     else
         line=$(tail -n 1 "$LOGS/$name.log")
         case "$line" in

@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
 from tiny_model import Episode, build_tiny_model
+
+CHANCE_ENV = Path(__file__).resolve().parent / "envs" / "chance_env.py"
+_spec = importlib.util.spec_from_file_location("_chance_tasks", CHANCE_ENV)
+assert _spec is not None and _spec.loader is not None
+_chance = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_chance)
+SPLITS: dict[str, list[dict[str, Any]]] = _chance.SPLITS  # the environment's tasks, by split
 
 
 def warm_chance_model(out_dir: Path, adapter: Any, tasks: list[dict[str, Any]]) -> Path:

@@ -237,3 +237,85 @@ def failed(call: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
     except ToolCallFailure as exc:
         return exc
     raise AssertionError(f"the call did not raise a ToolCallFailure; it returned {out!r}")
+
+
+# --- The evaluation tests' servers: tests/envs/chance_env.py and the tiny model behind a real
+# `transformers serve` (tests/test_eval.py, test_sft.py and test_recipes.py share one of each
+# per session) ------------------------------------------------------------------------------
+
+from serve_model import ModelServer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def chance_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
+    from chance_model import CHANCE_ENV
+
+    return ors_servers(CHANCE_ENV)
+
+
+@pytest.fixture(scope="session")
+def chance_pkg(
+    chance_server: ors_server.RunningServer, generate_package: Callable[..., ModuleType]
+) -> ModuleType:
+    return generate_package("chance_eval", chance_server.url, class_name="ChanceEnv")
+
+
+@pytest.fixture(scope="session")
+def chance_dir(chance_pkg: ModuleType) -> Path:
+    return Path(chance_pkg.__file__).parent
+
+
+@pytest.fixture(scope="session")
+def tiny_model(
+    chance_pkg: ModuleType,
+    chance_server: ors_server.RunningServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    """The tiny model warmed up on chance_env's prompts and the adapter's own tool JSON."""
+    from chance_model import SPLITS, warm_chance_model
+
+    tasks = [t for tasks in SPLITS.values() for t in tasks]
+    adapter = chance_pkg.ChanceEnv(base_url=chance_server.url)  # no I/O: its methods only
+    return warm_chance_model(tmp_path_factory.mktemp("tiny-model"), adapter, tasks)
+
+
+@pytest.fixture(scope="session")
+def model_server(
+    tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ModelServer]:
+    from serve_model import start_model_server
+
+    server = start_model_server(tiny_model, tmp_path_factory.mktemp("serve-logs"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def eval_process(args: list[str], **popen: Any) -> subprocess.Popen[str]:
+    """``python -m orsgen eval ARGS`` as its own process, from the repository root, with no
+    ORS or endpoint credentials from this environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    env.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)})
+    env.pop("OPENAI_API_KEY", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "orsgen", "eval", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+
+
+def run_eval(args: list[str], timeout: float = 300) -> tuple[int, str, str]:
+    """:func:`eval_process` to its end: (exit code, stdout, stderr)."""
+    proc = eval_process(args)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode, out, err

@@ -120,3 +120,20 @@ def test_curriculum_scale_bench_reports_every_size(tmp_path: Path) -> None:
     rows = json.loads((tmp_path / "curriculum_scale.json").read_text())["rows"]
     assert [r["tasks"] for r in rows] == [100, 10_000, 100_000]
     assert all(r[m] > 0 for r in rows for m in ("drawing", "first pass", "uniform"))
+    assert all(r["calls per group, drawing"] > 0 for r in rows)
+
+
+@pytest.mark.slow
+def test_eval_scale_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
+    """bench/eval_scale.py: each size writing and writing nothing, every rollout scored,
+    16 messages of 2 KB each on disk."""
+    run_bench("eval_scale.py", ["--rollouts", "20,40", "--out", str(tmp_path)], timeout=600)
+    data = json.loads((tmp_path / "eval_scale.json").read_text())
+    assert data["setup"]["messages_per_rollout"] == 16
+    runs = {(r["rollouts"], r["writes"]): r for r in data["runs"]}
+    assert set(runs) == {(20, False), (20, True), (40, False), (40, True)}
+    assert all(r["coverage"] == 1.0 and r["peak_rss_mb"] > 0 for r in runs.values())
+    assert runs[(40, True)]["results_mb"] > 40 * 15 * 2000 / 2**20  # the rows went to disk
+    assert runs[(40, False)]["results_mb"] == 0
+    md = (tmp_path / "eval_scale.md").read_text()
+    assert "| 40 | yes |" in md and "of the speed of writing nothing" in md

@@ -134,7 +134,9 @@ def _environment(shims: Path, workspace: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENREWARD_", "OPENAI_"))}
     env.update(
         PATH=f"{shims}{os.pathsep}{env.get('PATH', '')}",
-        PYTHONPATH=str(workspace),
+        # The workspace's copies first, then this checkout's orsgen (not an install's links,
+        # which may predate a module added since).
+        PYTHONPATH=os.pathsep.join([str(workspace), str(ROOT)]),
         OPENREWARD_DISABLE_UPDATE_CHECK="1",
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",

@@ -6,7 +6,6 @@ from the environment's task list (its success probabilities), not from orsgen's 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -15,87 +14,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 import ors_server
-from conftest import ENVS, ROOT, trl_tools
-from chance_model import warm_chance_model
+from conftest import ROOT, trl_tools
+from conftest import eval_process as _cli
+from conftest import run_eval as run_cli
+from chance_model import SPLITS
 from serve_model import ModelServer, start_model_server
 
-CHANCE_ENV = ENVS / "chance_env.py"
-_spec = importlib.util.spec_from_file_location("_chance_tasks", CHANCE_ENV)
-assert _spec is not None and _spec.loader is not None
-_chance = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_chance)
-SPLITS: dict[str, list[dict[str, Any]]] = _chance.SPLITS
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="session")
-def chance_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
-    return ors_servers(CHANCE_ENV)
-
-
-@pytest.fixture(scope="session")
-def chance_pkg(
-    chance_server: ors_server.RunningServer, generate_package: Callable[..., ModuleType]
-) -> ModuleType:
-    return generate_package("chance_eval", chance_server.url, class_name="ChanceEnv")
-
-
-@pytest.fixture(scope="session")
-def chance_dir(chance_pkg: ModuleType) -> Path:
-    return Path(chance_pkg.__file__).parent
-
-
-@pytest.fixture(scope="session")
-def tiny_model(
-    chance_pkg: ModuleType, chance_server: ors_server.RunningServer, tmp_path_factory
-) -> Path:
-    tasks = [t for tasks in SPLITS.values() for t in tasks]
-    adapter = chance_pkg.ChanceEnv(base_url=chance_server.url)  # no I/O: its methods only
-    return warm_chance_model(tmp_path_factory.mktemp("tiny-model"), adapter, tasks)
-
-
-@pytest.fixture(scope="session")
-def model_server(tiny_model: Path, tmp_path_factory) -> Iterator[ModelServer]:
-    server = start_model_server(tiny_model, tmp_path_factory.mktemp("serve-logs"))
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _cli(args: list[str], **popen: Any) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
-    env.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)})
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.Popen(
-        [sys.executable, "-m", "orsgen", "eval", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **popen,
-    )
-
-
-def run_cli(args: list[str], timeout: float = 300) -> tuple[int, str, str]:
-    proc = _cli(args)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, out, err
 
 
 def _base(chance_dir: Path, server: ors_server.RunningServer, model: ModelServer) -> list[str]:
@@ -145,7 +76,6 @@ def test_known_probabilities_give_pass_at_k(
         model=model_server.model,
         split="test",
         samples=n,
-        task_count=len(tasks),
         concurrency=4,
         out=tmp_path / "run",
         base_url=chance_server.url,
@@ -269,7 +199,6 @@ def test_endpoint_stopped_mid_run(chance_pkg, chance_server, tiny_model, tmp_pat
             model=own.model,
             split="slow",
             samples=4,
-            task_count=len(SPLITS["slow"]),
             concurrency=2,
             out=out,
             base_url=chance_server.url,
@@ -322,7 +251,12 @@ def test_compare_reports_paired_differences(
             assert (
                 share["6"] == 1.0 and "no gradient (always or never passing): 0, 1, 2, 3" in report
             )
-    code, stdout, stderr = run_cli(["--compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    # Runs with different pass thresholds do not compare: --force compares them anyway.
+    code, _, stderr = run_cli(["--compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert code == 2 and "differ in pass_threshold" in stderr, stderr
+    code, stdout, stderr = run_cli(
+        ["--compare", str(tmp_path / "a"), str(tmp_path / "b"), "--force"]
+    )
     assert code == 0, stderr
     a, b = runs
     diff = b["pass_at_k"]["1"] - a["pass_at_k"]["1"]

@@ -68,7 +68,6 @@ def test_each_tasks_samples_are_judged_as_a_group(
         endpoint=judge_model.endpoint,
         model=judge_model.model,
         samples=3,
-        task_count=len(TARGETS),
         concurrency=2,
         out=tmp_path / "run",
         base_url=judge_server.url,

@@ -1,7 +1,7 @@
 """The training recipes run from their YAML, as a user runs them: ``python examples/grpo.py
 --config examples/recipes/grpo.yaml`` against a real echo ORS server with the generated
 package generated/echo, and ``python examples/sft.py --config examples/recipes/sft.yaml`` on
-what ``orsgen sft`` exported from a real evaluation run (tests/test_sft.py's fixtures:
+what ``orsgen sft`` exported from a real evaluation run (conftest.py's evaluation fixtures:
 ``transformers serve`` of the tiny model, tests/envs/chance_env.py). Only the paths, the
 server and ``max_steps`` are given on the command line; everything else is the YAML's."""
 
@@ -21,13 +21,6 @@ import pytest
 import ors_server
 from conftest import ECHO_ENV, ROOT, CliRun
 from serve_model import ModelServer
-from test_eval import (  # noqa: F401 - the evaluation tests' fixtures, shared
-    chance_dir,
-    chance_pkg,
-    chance_server,
-    model_server,
-    tiny_model,
-)
 from test_sft import _evaluate
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -96,6 +89,20 @@ def test_the_grpo_recipe_trains_two_steps(
     template = (out / "chat_template.jinja").read_text()
     assert template == (echo_model / "chat_template.jinja").read_text()
     assert echo.wait_sessions(0, timeout=30) == 0  # every session closed
+
+    # --use_peft --lora_r 16: LoRA through peft, the adapter saved instead of the weights.
+    lora = tmp_path / "grpo-lora"
+    done = run_recipe(
+        "grpo.py",
+        *("--config", str(RECIPES / "grpo.yaml"), "--model_name_or_path", str(echo_model)),
+        *("--base_url", echo.url, "--output_dir", str(lora), "--max_steps", "2"),
+        *("--use_peft", "--lora_r", "16"),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    adapter = json.loads((lora / "adapter_config.json").read_text())
+    assert adapter["r"] == 16 and adapter["peft_type"] == "LORA"
+    assert not (lora / "model.safetensors").exists()
+    assert echo.wait_sessions(0, timeout=30) == 0
 
 
 def test_the_sft_recipe_trains_two_steps_on_orsgen_sft_output_with_and_without_lora(

@@ -61,7 +61,6 @@ def evaluation(server, coinenv, tmp_path_factory) -> Any:  # type: ignore[no-unt
             endpoint=model.endpoint,
             model="answer",
             samples=SAMPLES,
-            task_count=20,
             concurrency=4,
             out=out,
             progress=False,

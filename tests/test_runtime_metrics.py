@@ -4,6 +4,8 @@ AsyncGRPO's own ``_reduce_metric`` reduces. Real trustenv sessions."""
 
 from __future__ import annotations
 
+import warnings
+
 import ors_server
 import pytest
 from conftest import failed
@@ -138,3 +140,26 @@ def test_drift_counts_the_rollouts_whose_task_drifted(rules_pkg, rules_server) -
         for env in envs:
             env.close()
     assert [step["ors/drift"] for step in steps] == [1.0, 0.0, 0.5]
+
+
+def test_a_failing_gauge_warns_once_and_the_others_stay() -> None:
+    """``ors/curriculum/*`` and the other gauges are read at every drain: one that raises
+    is left out with one warning naming it, not silently, and not once per step."""
+    name = "ors/test/failing_gauge"
+
+    def broken() -> float:
+        raise RuntimeError("the owner is gone")
+
+    metrics.gauge(name, broken)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            first, second = metrics.counts().drain(), metrics.counts().drain()
+        assert name not in first and name not in second
+        assert "ors/open_sessions" in first and "ors/open_sessions" in second
+        said = [str(w.message) for w in caught if name in str(w.message)]
+        assert said == [
+            f"metric {name} is left out of the log: reading it failed " "(the owner is gone)"
+        ], said
+    finally:
+        metrics._gauges.pop(name, None)

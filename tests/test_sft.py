@@ -2,7 +2,7 @@
 ``SFTTrainer``.
 
 The end-to-end tests evaluate the tiny model behind a real ``transformers serve`` on a
-real ORS server (tests/envs/chance_env.py, through the fixtures of tests/test_eval.py),
+real ORS server (tests/envs/chance_env.py, through conftest.py's evaluation fixtures),
 export the run with the command, render its rows through the model's own chat template
 and train on them with a real ``SFTTrainer``. The selection rules are checked on run
 directories written by hand (fast)."""
@@ -20,14 +20,7 @@ import pytest
 import ors_server
 from conftest import CliRun
 from serve_model import ModelServer
-from test_eval import (  # noqa: F401 - the evaluation tests' fixtures, shared
-    SPLITS,
-    chance_dir,
-    chance_pkg,
-    chance_server,
-    model_server,
-    tiny_model,
-)
+from chance_model import SPLITS
 
 from orsgen.eval.sft import SftError, select, sft_dataset, transcript
 
@@ -121,10 +114,35 @@ def test_selection_keeps_passing_rows_once_shortest_first(tmp_path: Path) -> Non
     assert dataset.num_rows == 2
 
 
+def test_a_rollout_with_a_text_results_jsonl_cut_is_left_out(tmp_path: Path) -> None:
+    """The prompt, a tool output or a call's arguments past its limit, as orsgen eval stores
+    it (conversation.stored): the transcript is not what the model saw."""
+    from orsgen.eval.conversation import MAX_TOOL_ARGUMENTS, MAX_TOOL_OUTPUT, stored
+
+    from orsgen.eval.sft import left_out
+
+    assert left_out([stored(m) for m in _messages("apple")]) is None
+    long_output = _messages("apple")
+    long_output[2]["content"] = "x" * (MAX_TOOL_OUTPUT + 1)
+    long_arguments = _messages("apple")
+    long_arguments[1]["tool_calls"][0]["function"]["arguments"] = json.dumps(
+        {"text": "y" * MAX_TOOL_ARGUMENTS}
+    )
+    for messages in (long_output, long_arguments):
+        assert left_out([stored(m) for m in messages]) == "cut"
+    rows = [_row(0, 0, 1.0, [stored(m) for m in long_output]), _row(1, 0, 1.0, _messages("fig"))]
+    chosen = select([_write_run(tmp_path / "run", rows)])
+    assert [r["task_index"] for r in chosen.rows] == [1]
+    assert chosen.left_out == {"images": 0, "cut": 1, "no answer": 0}
+
+
 def test_transcript_of_a_rollout_with_an_image_or_no_answer_is_none() -> None:
     with_image = _messages("apple")
     with_image[2]["content"] = ["said", "(image)"]
     assert transcript(with_image) is None
+    from orsgen.eval.sft import left_out
+
+    assert left_out(with_image) == "images"
     assert transcript([{"role": "user", "content": "hi"}]) is None
     answered = transcript(_messages("fig", extra_turn=True))
     assert answered is not None and answered[-1]["content"].startswith("Done")
@@ -167,7 +185,6 @@ def _evaluate(
         model=model.model,
         split=split,
         samples=4,
-        task_count=len(SPLITS[split]),
         out=out,
         base_url=server.url,
         progress=False,

@@ -8,13 +8,17 @@ for TRL's ``SFTTrainer`` (``orsgen sft``; needs ``datasets``).
 """
 
 from orsgen.eval.compare import compare, format_comparison, load_summary
+from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.estimators import pass_at_k, pass_hat_k
-from orsgen.eval.results import RunFileError
+from orsgen.eval.results import Record, RunFileError
 from orsgen.eval.run import EvalResult, evaluate
 from orsgen.eval.sft import SftError, sft_dataset
 
 __all__ = [
+    "EvalConfig",
+    "EvalConfigError",
     "EvalResult",
+    "Record",
     "RunFileError",
     "SftError",
     "compare",

@@ -4,6 +4,10 @@ Per task present in both runs: the paired difference B - A in pass@1 and in mean
 (tasks without a scored rollout in one run drop out of the reward difference), the mean
 difference with a 95% percentile bootstrap interval over tasks, and the tasks that
 flipped: pass@1 below 0.5 in one run and at least 0.5 in the other.
+
+Runs that differ in what makes their figures comparable (``MUST_MATCH``: environment,
+split, tools, samples per task, turn limit, pass threshold) are refused, naming the
+field, unless ``force=True`` (``--force``); then the difference is printed first.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 from orsgen.eval.estimators import bootstrap_interval
 from orsgen.eval.results import SUMMARY_FILE, RunFileError
 
-SAME_KEYS = ("environment", "split", "tools_sha256")
+MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_threshold")
 
 
 def load_summary(run: Path) -> dict[str, Any]:
@@ -29,10 +33,20 @@ def load_summary(run: Path) -> dict[str, Any]:
         raise RunFileError(f"cannot read {path}: {exc}") from None
 
 
-def compare(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+def compare(
+    a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0, force: bool = False
+) -> dict[str, Any]:
     """Compare two runs' summaries on the tasks both evaluated (``orsgen eval --compare``):
     the mean per-task difference B - A in pass@1 and in mean reward, each with a 95%
-    bootstrap interval over tasks (seeded by ``seed``), and the tasks that flipped."""
+    bootstrap interval over tasks (seeded by ``seed``), and the tasks that flipped. Raises
+    :class:`RunFileError` when the runs differ in a ``MUST_MATCH`` field, unless ``force``."""
+    differs = [k for k in MUST_MATCH if a.get(k) != b.get(k)]
+    if differs and not force:
+        key = differs[0]
+        raise RunFileError(
+            f"the runs differ in {key} ({_value(a.get(key))} and {_value(b.get(key))}), so "
+            "their figures do not compare; pass --force to compare them anyway"
+        )
     tasks_a = {int(t["task_index"]): t for t in a["per_task"]}
     tasks_b = {int(t["task_index"]): t for t in b["per_task"]}
     common = sorted(set(tasks_a) & set(tasks_b))
@@ -51,7 +65,7 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[s
     return {
         "a": {"model": a.get("model"), "coverage": a.get("coverage")},
         "b": {"model": b.get("model"), "coverage": b.get("coverage")},
-        "differs": [k for k in SAME_KEYS if a.get(k) != b.get(k)],
+        "differs": differs,
         "tasks": len(common),
         "pass_at_1_diff": sum(d_pass) / len(d_pass),
         "pass_at_1_diff_ci95": bootstrap_interval(d_pass, seed=seed),
@@ -69,6 +83,11 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[s
             for i in common
         ],
     }
+
+
+def _value(x: Any) -> str:
+    text = json.dumps(x)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _num(x: Any) -> str:

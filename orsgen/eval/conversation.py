@@ -32,7 +32,11 @@ from orsgen.runtime.rollouts.episode import Kind
 from orsgen.runtime.errors import describe
 from orsgen.runtime.rewards import final_message, outcome_reward
 
-MAX_TOOL_TEXT = 2000  # characters of a tool output kept in results.jsonl
+# Characters kept in results.jsonl of each kind of text; the assistant's own messages,
+# which the environment grades (a terminal tool, a group judge), are never cut.
+MAX_PROMPT_TEXT = 8000  # the prompt (reset()'s text)
+MAX_TOOL_OUTPUT = 2000  # each tool output
+MAX_TOOL_ARGUMENTS = 2000  # each tool call's arguments (the JSON text)
 
 
 def trl_tools(env: object) -> dict[str, Callable[..., Any]]:
@@ -87,15 +91,45 @@ class Rollout:
     final_answer: str | None = None  # the last plain assistant message, for a group judge
 
 
-def _text(content: Any) -> Any:
-    """A message's content for results.jsonl: text truncated, images named, not stored."""
+def cut(text: str, limit: int | None) -> str:
+    """``text`` with at most ``limit`` characters kept, saying how many were cut."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def _text(content: Any, limit: int | None) -> Any:
+    """A message's content for results.jsonl: text cut at ``limit``, images named, not
+    stored."""
     if isinstance(content, str):
-        return content if len(content) <= MAX_TOOL_TEXT else content[: MAX_TOOL_TEXT - 3] + "..."
+        return cut(content, limit)
     if is_array(content):
         return [
-            _text(p.get("text", "")) if is_object(p) and "text" in p else "(image)" for p in content
+            _text(p.get("text", ""), limit) if is_object(p) and "text" in p else "(image)"
+            for p in content
         ]
     return str(content)
+
+
+_LIMITS = {"user": MAX_PROMPT_TEXT, "tool": MAX_TOOL_OUTPUT, "assistant": None}
+
+
+def stored(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` as results.jsonl keeps it: each kind of text within its own limit."""
+    out = {**message, "content": _text(message.get("content"), _LIMITS.get(message["role"]))}
+    calls = message.get("tool_calls")
+    if calls:
+        out["tool_calls"] = [
+            {
+                **c,
+                "function": {
+                    **c["function"],
+                    "arguments": cut(c["function"]["arguments"] or "", MAX_TOOL_ARGUMENTS),
+                },
+            }
+            for c in calls
+        ]
+    return out
 
 
 def _tool_content(result: Any) -> Any:
@@ -135,16 +169,22 @@ class Conversation:
     def _complete(
         self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], seed: int | None
     ) -> Any:
-        extra: dict[str, Any] = {}
+        """One ``POST /chat/completions`` through the client (its retries, timeouts and
+        errors). The body goes as JSON as it is: ``chat.completions.create`` would first
+        walk every message against its typed schema, several ms per request at 16 messages,
+        more than the rest of orsgen's turn."""
+        from openai.types.chat import ChatCompletion
+
+        body: dict[str, Any] = {"model": self.sampling.model, "messages": messages}
+        if schemas:
+            body["tools"] = schemas
         if self.sampling.temperature is not None:
-            extra["temperature"] = self.sampling.temperature
+            body["temperature"] = self.sampling.temperature
         if self.sampling.max_tokens is not None:
-            extra["max_tokens"] = self.sampling.max_tokens
+            body["max_tokens"] = self.sampling.max_tokens
         if seed is not None:
-            extra["seed"] = seed
-        return self.client.chat.completions.create(
-            model=self.sampling.model, messages=messages, tools=schemas or None, **extra
-        )
+            body["seed"] = seed
+        return self.client.post("/chat/completions", body=body, cast_to=ChatCompletion)
 
     def run(self, env: Any, task_index: int, split: str, sample: int = 0) -> Rollout:
         out = Rollout()
@@ -172,7 +212,7 @@ class Conversation:
             out.reward, out.verdict, out.reason = None, "failed", endpoint_failure
         elif out.verdict == "unfinished" and stop is not None:
             out.reason = stop if out.reason is None else f"{stop}; {out.reason}"
-        out.messages = [{**m, "content": _text(m.get("content"))} for m in messages]
+        out.messages = [stored(m) for m in messages]
         out.seconds = time.monotonic() - started
         return out
 
@@ -199,7 +239,7 @@ class Conversation:
             try:
                 seed = request_seed(self.sampling.seed, *where, out.turns)
                 response = self._complete(messages, schemas, seed)
-            except Exception as exc:  # noqa: BLE001 - the client already retried
+            except Exception as exc:  # noqa: BLE001 - the client retried what it retries
                 out.endpoint_seconds += time.monotonic() - asked
                 return None, f"endpoint {self.label}: {_endpoint_error(exc)}"
             out.endpoint_seconds += time.monotonic() - asked
@@ -244,13 +284,41 @@ class Conversation:
             return {"error": str(exc)}
 
 
+# Statuses the openai client retries (with backoff) before it raises; any other status
+# is raised at once.
+RETRIED_STATUSES = frozenset({408, 409, 429})
+
+
+def server_message(exc: BaseException) -> str:
+    """What the endpoint itself said in an error response (its ``error.message``,
+    ``message`` or ``detail``, else the body's text), on one line, or ``""``."""
+    body = getattr(exc, "body", None)
+    said: object = None
+    if is_object(body):
+        error = body.get("error")
+        said = error.get("message") if is_object(error) else error
+        said = said or body.get("message") or body.get("detail")
+    elif isinstance(body, str):
+        said = body
+    if not said:
+        response = getattr(exc, "response", None)
+        said = getattr(response, "text", "") if response is not None else ""
+    return " ".join(str(said or "").split())[:300]
+
+
 def _endpoint_error(exc: BaseException) -> str:
-    """One line: the HTTP status, a timeout or the connection failure (no secrets: the
-    client's messages carry no key)."""
+    """One line: the HTTP status with the server's own message, a timeout or the
+    connection failure; retries are claimed only for what the client retries (no
+    secrets: the client's messages carry no key)."""
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     if isinstance(status, int):
-        return f"HTTP {status} ({name}) after the client's retries"
+        retried = status in RETRIED_STATUSES or status >= 500
+        said = server_message(exc)
+        return (
+            f"HTTP {status} ({name}){' after the client retried' if retried else ''}"
+            f"{': ' + said if said else ''}"
+        )
     if name == "APITimeoutError":
         return "timed out after the client's retries"
     if name == "APIConnectionError":

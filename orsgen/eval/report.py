@@ -1,5 +1,6 @@
-"""report.md beside the results, with two PNGs: per-task pass rate and the reward
-histogram (matplotlib, Agg backend: no display needed)."""
+"""report.md beside the results, with two PNGs: pass rate per task (past ``MAX_BARS``
+tasks, a histogram of the tasks' pass rates) and the reward histogram (matplotlib, Agg
+backend: no display needed)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 REPORT_FILE = "report.md"
 PASS_PNG = "pass_rate.png"
 REWARD_PNG = "rewards.png"
+MAX_BARS = 50  # tasks drawn one bar each; past this, a histogram of their pass rates
 
 
 def _fmt(value: Any) -> str:
@@ -48,9 +50,12 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
 
 
 def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
-    """pass@1 per task: a labelled bar per task (zero bars marked), the model in the title."""
+    """pass@1 per task: a labelled bar per task (zero bars marked), the model in the title;
+    past ``MAX_BARS`` tasks, a histogram of the tasks' pass@1 (the table has each task)."""
     per_task = summary["per_task"]
     values = [float(t["pass_at_k"].get("1", 0.0)) for t in per_task]
+    if len(per_task) > MAX_BARS:
+        return _pass_histogram(plt, summary, values)
     xs = [float(i) for i in range(len(per_task))]
     fig, ax = plt.subplots(figsize=(max(6.4, 0.5 * len(per_task) + 2), 4.2))
     bars = ax.bar(xs, values, width=0.7, color="C0", zorder=2)
@@ -62,6 +67,22 @@ def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
     ax.set_ylabel("pass@1")
     ax.set_title(
         f"{summary['model']}: pass@1 per task (n={summary['n']}, split {summary['split']!r})",
+        fontsize=10,
+    )
+    ax.grid(axis="y", alpha=0.3, zorder=0)
+    fig.tight_layout()
+    return fig
+
+
+def _pass_histogram(plt: Any, summary: Mapping[str, Any], values: Sequence[float]) -> Any:
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    counts, _edges, patches = ax.hist(values, bins=20, range=(0.0, 1.0), color="C0", zorder=2)
+    ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
+    ax.set_xlabel("pass@1")
+    ax.set_ylabel("tasks")
+    ax.set_title(
+        f"{summary['model']}: pass@1 of {len(values)} tasks (n={summary['n']}, "
+        f"split {summary['split']!r})",
         fontsize=10,
     )
     ax.grid(axis="y", alpha=0.3, zorder=0)
@@ -121,7 +142,8 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
     for k, value in summary["pass_at_k"].items():
         lines.append(f"| {k} | {_fmt(value)} | {_fmt(summary['pass_hat_k'].get(k))} |")
     if plotted:
-        lines += ["", f"![pass@1 per task]({PASS_PNG})", "", f"![rewards]({REWARD_PNG})"]
+        what = "pass@1 per task" if len(summary["per_task"]) <= MAX_BARS else "pass@1 of the tasks"
+        lines += ["", f"![{what}]({PASS_PNG})", "", f"![rewards]({REWARD_PNG})"]
     lines += ["", *task_table(summary)]
     reasons: dict[str, int] = {}
     for row in rows:

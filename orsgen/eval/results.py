@@ -1,94 +1,224 @@
-"""The files of an evaluation run: ``run.json`` (the configuration, written first, so a
-resumed run can be checked against it), ``adapter.json`` (what the adapter showed the
+"""The files of an evaluation run: ``run.json`` (the :class:`EvalConfig`, written first, so
+a resumed run can be checked against it), ``adapter.json`` (what the adapter showed the
 model: its tools' JSON schemas and the package's training split, which ``orsgen sft``
-reads), ``results.jsonl`` (one row per rollout, appended
-and fsynced as each completes) and ``summary.json``."""
+reads), ``results.jsonl`` (one row per rollout, appended as each completes) and
+``summary.json``.
+
+Memory stays flat in the number of rollouts: a row goes to disk as it completes and the
+run keeps only its :class:`Record` (task, sample, verdict, reward, reason, seconds);
+``results.jsonl`` is read one line at a time, on resume and when a transcript is asked for.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
-from collections.abc import Mapping
+import time
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, overload
+
+from orsgen.eval.config import EvalConfig, EvalConfigError
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 ADAPTER_FILE = "adapter.json"
-# A changed one of these makes earlier rows a different experiment: resume refuses.
-IDENTITY_KEYS = (
-    "model",
-    "endpoint",
-    "environment",
-    "adapter",
-    "adapter_version",
-    "tools_sha256",
-    "split",
-    "n",
-    "task_indices",
-    "max_turns",
-    "temperature",
-    "max_tokens",
-    "seed",
-    "pass_threshold",
-    "unfinished_reward",
-)
+# results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
+# most this often and on close (a lost machine loses at most this many seconds of rows).
+FSYNC_EVERY = 1.0
 
 
-class RunFileError(Exception):
+class RunFileError(EvalConfigError):
     """An output directory that cannot be used as asked (one line, for exit code 2)."""
+
+
+_FIELDS = ("task_index", "sample", "verdict", "reward", "reason", "seconds", "group_reward")
+
+
+@dataclass(frozen=True, slots=True)
+class Record(Mapping[str, Any]):
+    """What a run keeps of one rollout once its row is on disk; also a read-only mapping
+    of those fields (``record["verdict"]``), as a row is."""
+
+    task_index: int
+    sample: int
+    verdict: str
+    reward: float | None
+    reason: str | None
+    seconds: float
+    group_reward: float | None = None
+
+    @staticmethod
+    def of(row: Mapping[str, Any]) -> Record:
+        reward, reason, group = row.get("reward"), row.get("reason"), row.get("group_reward")
+        return Record(
+            int(row["task_index"]),
+            int(row["sample"]),
+            sys.intern(str(row["verdict"])),
+            None if reward is None else float(reward),
+            None if reason is None else sys.intern(str(reason)),  # many rows share one
+            float(row.get("seconds") or 0.0),
+            None if group is None else float(group),
+        )
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_FIELDS)
+
+    def __len__(self) -> int:
+        return len(_FIELDS)
+
+
+_VERDICTS = ("scored", "unfinished", "failed")
+
+
+class Records(Sequence[Record]):
+    """A run's records, kept column by column in arrays (about 40 bytes a rollout, reasons
+    stored once each): 100,000 rollouts hold 4 MB. Indexing gives a :class:`Record`."""
+
+    def __init__(self) -> None:
+        self._task, self._sample = array("q"), array("q")
+        self._verdict, self._has = array("b"), array("b")  # _has: bit 1 reward, bit 2 group
+        self._reward, self._group, self._seconds = array("d"), array("d"), array("d")
+        self._reason = array("q")  # index into _reasons, or -1
+        self._reasons: list[str] = []
+        self._reason_index: dict[str, int] = {}
+
+    def append(self, r: Record) -> None:
+        self._task.append(r.task_index)
+        self._sample.append(r.sample)
+        self._verdict.append(_VERDICTS.index(r.verdict) if r.verdict in _VERDICTS else -1)
+        self._has.append((r.reward is not None) | (r.group_reward is not None) << 1)
+        self._reward.append(0.0 if r.reward is None else r.reward)
+        self._group.append(0.0 if r.group_reward is None else r.group_reward)
+        self._seconds.append(r.seconds)
+        reason = -1
+        if r.reason is not None:
+            reason = self._reason_index.setdefault(r.reason, len(self._reasons))
+            if reason == len(self._reasons):
+                self._reasons.append(r.reason)
+        self._reason.append(reason)
+
+    def extend(self, records: Iterable[Record]) -> None:
+        for r in records:
+            self.append(r)
+
+    def __len__(self) -> int:
+        return len(self._task)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Record]: ...
+
+    def __getitem__(self, i: int | slice) -> Record | list[Record]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        has, verdict, reason = self._has[i], self._verdict[i], self._reason[i]
+        return Record(
+            self._task[i],
+            self._sample[i],
+            _VERDICTS[verdict] if verdict >= 0 else "failed",
+            self._reward[i] if has & 1 else None,
+            self._reasons[reason] if reason >= 0 else None,
+            self._seconds[i],
+            self._group[i] if has & 2 else None,
+        )
 
 
 def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
     """Write JSON atomically (a temporary file renamed over the target). ``sort_keys=False``
     keeps the key order, which is part of the text when it is rendered for a model."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, sort_keys=sort_keys) + "\n")
+    with tmp.open("w", encoding="utf-8") as fh:  # in chunks: no second copy as one string
+        json.dump(value, fh, indent=2, sort_keys=sort_keys)
+        fh.write("\n")
     os.replace(tmp, path)
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The complete rows of results.jsonl. A half-written last line (a run killed while
-    writing it) is cut off the file, so that rollout runs again; a broken line before the
-    last is an error."""
+def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete rows of results.jsonl, one line at a time. A half-written last line
+    (a run killed while writing it) is left out; a broken line before it is an error."""
     if not path.exists():
-        return []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
+        return
+    with path.open("rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.endswith(b"\n"):
+                return  # the half-written last line
+            try:
+                yield json.loads(line)
+            except ValueError:
+                raise RunFileError(
+                    f"{path}: line {number} is not JSON; move the file away"
+                ) from None
+
+
+def read_records(path: Path) -> Records:
+    """The records of results.jsonl's complete rows, reading one line at a time. A
+    half-written last line is cut off the file, so that rollout runs again."""
+    records = Records()
+    records.extend(Record.of(row) for row in iter_rows(path))
+    if path.exists():
         with path.open("r+b") as fh:
-            fh.truncate(end)
-            fh.flush()
-            os.fsync(fh.fileno())
-    rows: list[dict[str, Any]] = []
-    for number, line in enumerate(data[:end].splitlines(), 1):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            raise RunFileError(f"{path}: line {number} is not JSON; move the file away") from None
-        rows.append(row)
-    return rows
+            size = fh.seek(0, os.SEEK_END)
+            if size:
+                fh.seek(max(0, size - 1))
+                if fh.read(1) != b"\n":
+                    end = _last_line_end(fh, size)
+                    fh.truncate(end)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+    return records
 
 
-def check_resume(out: Path, config: Mapping[str, Any], resume: bool) -> None:
-    """Refuse to mix runs: a directory with rows needs ``--resume``, and ``--resume`` needs
-    the same configuration (the first difference is named)."""
+def _last_line_end(fh: BinaryIO, size: int) -> int:
+    """The offset just past the file's last newline (0 for none), read backwards."""
+    position = size
+    while position > 0:
+        start = max(0, position - 65536)
+        fh.seek(start)
+        chunk: bytes = fh.read(position - start)
+        found = chunk.rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        position = start
+    return 0
+
+
+def check_resume(out: Path, config: EvalConfig, resume: bool) -> None:
+    """Refuse to mix runs: a directory with rows needs ``--resume``, ``--resume`` needs a
+    run to continue, and the same configuration (the first difference is named)."""
     run_file = out / RUN_FILE
     if not run_file.exists():
         if (out / RESULTS_FILE).exists():
             raise RunFileError(f"{out} holds results.jsonl but no {RUN_FILE}; use another --out")
+        if resume:
+            raise RunFileError(
+                f"--resume: {out} holds no run to continue; drop --resume to start one there"
+            )
         return
     if not resume:
         raise RunFileError(f"{out} already holds a run; pass --resume to continue it")
-    before = json.loads(run_file.read_text())
-    for key in IDENTITY_KEYS:
-        if before.get(key) != config.get(key):
-            raise RunFileError(
-                f"cannot resume: {key} was {_short(before.get(key))} and is now "
-                f"{_short(config.get(key))}; use another --out for a different run"
-            )
+    try:
+        before = EvalConfig.from_json(json.loads(run_file.read_text()))
+    except (OSError, ValueError, TypeError) as exc:
+        raise RunFileError(f"cannot read {run_file}: {exc}") from None
+    for key in before.differences(config):
+        was, now = before.to_json()[key], config.to_json()[key]
+        raise RunFileError(
+            f"cannot resume: {key} was {_short(was)} and is now {_short(now)}; "
+            "use another --out for a different run"
+        )
 
 
 def _short(value: Any) -> str:
@@ -97,20 +227,27 @@ def _short(value: Any) -> str:
 
 
 class ResultsLog:
-    """results.jsonl opened for appending; one row written, flushed and fsynced per call,
-    from any thread."""
+    """results.jsonl opened for appending, from any thread: each row written and flushed
+    at once, the file fsynced at most every ``FSYNC_EVERY`` seconds and on close."""
 
     def __init__(self, path: Path) -> None:
         self._fh = path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
+        self._synced = time.monotonic()
 
     def append(self, row: Mapping[str, Any]) -> None:
         line = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n"
         with self._lock:
             self._fh.write(line)
             self._fh.flush()
-            os.fsync(self._fh.fileno())
+            now = time.monotonic()
+            if now - self._synced >= FSYNC_EVERY:
+                os.fsync(self._fh.fileno())
+                self._synced = now
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            if not self._fh.closed:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+                self._fh.close()

@@ -1,9 +1,12 @@
 """``evaluate``: run each task of a split ``n`` times against an OpenAI-compatible
 endpoint, through a generated adapter, and write the run's files.
 
-Rollouts run on a thread pool, one adapter per worker thread (the runtime's session pool,
-``max_sessions`` and capacity handling apply as in training). Every (task, sample) gets
-exactly one row; a failure is a row, never a stopped run.
+Rollouts run on ``concurrency`` worker threads, one adapter each (the runtime's session
+pool, ``max_sessions`` and capacity handling apply as in training), which take the next
+(task, sample) as they finish the last: memory does not grow with the number of
+rollouts. Every (task, sample) gets exactly one row, written to results.jsonl as it
+completes; a failure is a row, never a stopped run. The run keeps only each row's
+:class:`~orsgen.eval.results.Record`; transcripts are read back from results.jsonl.
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orsgen.eval import report
+from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError
 from orsgen.eval.conversation import Conversation, Rollout, Sampling, Turns, tool_schemas, trl_tools
 from orsgen.eval.groups import Groups
 from orsgen.eval.results import (
@@ -28,25 +33,36 @@ from orsgen.eval.results import (
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
+    Record,
+    Records,
     ResultsLog,
     check_resume,
-    read_rows,
+    iter_rows,
+    read_records,
     write_json,
 )
 from orsgen.eval.summary import passes, summarize
 
-DEFAULT_MAX_TURNS = 8
+__all__ = ["DEFAULT_MAX_TURNS", "EvalResult", "evaluate", "public_url"]
 
 
 @dataclass(frozen=True)
 class EvalResult:
-    """A finished evaluation: ``summary`` is summary.json, ``rows`` results.jsonl, and
-    ``seconds`` the wall time of this call's rollouts (setup and report excluded)."""
+    """A finished evaluation: ``summary`` is summary.json, ``config`` the run's identity
+    (run.json), ``records`` one slim :class:`Record` per rollout, and ``seconds`` the wall
+    time of this call's rollouts (setup and report excluded). The transcripts stay in
+    ``out``'s results.jsonl: :meth:`transcripts` reads them back one at a time."""
 
     summary: dict[str, Any]
-    rows: list[dict[str, Any]]
+    records: Sequence[Record]
     out: Path | None
     seconds: float = 0.0
+    config: EvalConfig | None = None
+
+    @property
+    def rows(self) -> Sequence[Record]:
+        """The records (each readable as a mapping, ``row["verdict"]``)."""
+        return self.records
 
     @property
     def coverage(self) -> float:
@@ -60,6 +76,19 @@ class EvalResult:
     @property
     def pass_at_k(self) -> dict[str, float]:
         return dict(self.summary["pass_at_k"])
+
+    def transcripts(self) -> Iterator[dict[str, Any]]:
+        """results.jsonl's rows, messages included, read one at a time."""
+        if self.out is None:
+            raise ValueError("this run kept no transcripts: pass out= to evaluate")
+        return iter_rows(self.out / RESULTS_FILE)
+
+    def transcript(self, task_index: int, sample: int = 0) -> dict[str, Any] | None:
+        """The row of (``task_index``, ``sample``), messages included, or ``None``."""
+        for row in self.transcripts():
+            if row["task_index"] == task_index and row["sample"] == sample:
+                return row
+        return None
 
 
 def public_url(url: str) -> str:
@@ -99,6 +128,14 @@ def _adapter_factory(
     return env
 
 
+def _check_numbers(samples: int, concurrency: int, max_turns: int) -> None:
+    for name, value in (("samples", samples), ("concurrency", concurrency)):
+        if value < 1:
+            raise EvalConfigError(f"{name} must be at least 1, got {value}")
+    if max_turns < 1:
+        raise EvalConfigError(f"max_turns must be at least 1, got {max_turns}")
+
+
 def evaluate(
     env: type | Callable[[], Any],
     *,
@@ -112,7 +149,7 @@ def evaluate(
     max_turns: int = DEFAULT_MAX_TURNS,
     temperature: float | None = None,
     max_tokens: int | None = None,
-    pass_threshold: float = 1.0,
+    pass_threshold: float | None = None,
     unfinished_reward: float | None = None,
     seed: int | None = None,
     rollout_timeout: float | None = None,
@@ -121,92 +158,144 @@ def evaluate(
     out: str | Path | None = None,
     resume: bool = False,
     progress: bool = True,
-    task_count: int | None = None,
+    on_start: Callable[[EvalConfig], None] | None = None,
     **adapter_kwargs: Any,
 ) -> EvalResult:
     """Evaluate ``model`` behind ``endpoint`` (an OpenAI-compatible base URL such as
     ``http://127.0.0.1:8000/v1``) on ``split`` of a generated adapter class ``env`` (or a
-    factory returning adapters). ``adapter_kwargs`` (``base_url``, ``api_key``,
-    ``secrets``, ...) go to the class. Results go to ``out`` when given.
+    factory returning adapters): the first ``num_tasks`` tasks, exactly ``indices``, or
+    the whole split (its size comes from the environment), ``samples`` times each.
+    ``adapter_kwargs`` (``base_url``, ``api_key``, ``secrets``, ...) go to the class.
+    Results go to ``out`` when given (``resume=True`` continues the run there).
+    ``on_start(config)`` is called once the configuration is checked, before the first
+    rollout.
 
-    Raises ``ValueError`` / ``RunFileError`` for an unusable configuration."""
-    import openai
-
-    if samples < 1 or concurrency < 1 or max_turns < 1:
-        raise ValueError("samples, concurrency and max_turns must be at least 1")
-    if num_tasks is not None and indices is not None:
-        raise ValueError("give num_tasks or indices, not both")
+    Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
+    configuration, always before the first rollout; an error after that is raised as it
+    is, with the rows written so far kept."""
+    if "task_count" in adapter_kwargs:  # the split's size now comes from the environment
+        adapter_kwargs.pop("task_count")
+        warnings.warn("evaluate(task_count=) is ignored", DeprecationWarning, stacklevel=2)
+    _check_numbers(samples, concurrency, max_turns)
     if rollout_timeout is not None:
         adapter_kwargs = {"rollout_timeout": rollout_timeout, **adapter_kwargs}
     make = _adapter_factory(env, {"prefetch": False, **adapter_kwargs})
-    probe: Any = make()
-    klass: Any = probe.__class__
-    split = str(split or klass.DEFAULT_SPLIT)
-    chosen = _task_indices(indices, num_tasks, task_count)
-    label = public_url(endpoint)
-    config: dict[str, Any] = {
-        "model": model,
-        "endpoint": label,
-        "environment": klass.ENV_NAME,
-        "adapter": klass.__qualname__,  # not the module: it depends on the import path
-        "adapter_version": _package_version(klass),
-        "tools_sha256": klass.TOOLS_SHA256,
-        "split": split,
-        "n": samples,
-        "task_indices": chosen,
-        "max_turns": max_turns,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "seed": seed,
-        "pass_threshold": pass_threshold,
-        "unfinished_reward": unfinished_reward,
-    }
-    out_dir = Path(out) if out is not None else None
-    done: list[dict[str, Any]] = []
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        check_resume(out_dir, config, resume)
-        write_json(out_dir / RUN_FILE, config)
+    adapters = _Adapters(make)
+    try:
+        try:
+            plan = _plan(
+                adapters.probe(),
+                model=model,
+                endpoint=public_url(endpoint),
+                split=split,
+                num_tasks=num_tasks,
+                indices=indices,
+                n=samples,
+                max_turns=max_turns,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=seed,
+                pass_threshold=pass_threshold,
+                unfinished_reward=unfinished_reward,
+                out=Path(out) if out is not None else None,
+                resume=resume,
+            )
+        except EvalConfigError:
+            raise
+        except (ValueError, TypeError, LookupError) as exc:
+            raise EvalConfigError(str(exc)) from exc
+        except Exception as exc:
+            from orsgen.runtime.errors import OrsRuntimeError
+
+            if isinstance(exc, OrsRuntimeError):  # no such split, no server there
+                raise EvalConfigError(str(exc)) from exc
+            raise
+        if on_start is not None:
+            on_start(plan.config)
+        conversation = _conversation(
+            plan.config, endpoint, endpoint_api_key, request_timeout, rollout_timeout
+        )
+        log = ResultsLog(plan.out / RESULTS_FILE) if plan.out is not None else None
+        started = time.monotonic()
+        try:
+            new = _run_all(plan, adapters, conversation, concurrency, progress, log)
+        finally:
+            if log is not None:
+                log.close()
+        seconds = time.monotonic() - started
+    finally:
+        adapters.close()
+    records = plan.done
+    records.extend(new)
+    summary = summarize(records, plan.config.to_json())
+    if plan.out is not None:
+        write_json(plan.out / SUMMARY_FILE, summary)
+        report.write(plan.out, summary, records)
+    return EvalResult(summary, records, plan.out, seconds, plan.config)
+
+
+@dataclass
+class _Plan:
+    """What a run does: its config, its output directory, the records it already has
+    (resumed) and the (task, sample) pairs still to run."""
+
+    config: EvalConfig
+    out: Path | None
+    done: Records
+    have: set[tuple[int, int]]
+
+    def todo(self) -> Iterator[tuple[int, int]]:
+        for task in self.config.task_indices:
+            for sample in range(self.config.n):
+                if (task, sample) not in self.have:
+                    yield task, sample
+
+    def expected(self) -> dict[int, int]:
+        """How many rollouts of each task are still to run."""
+        n = self.config.n
+        counts = {task: n for task in self.config.task_indices}
+        for task, _ in self.have:
+            if task in counts:
+                counts[task] -= 1
+        return counts
+
+
+def _plan(
+    probe: Any,
+    *,
+    split: str | None,
+    num_tasks: int | None,
+    indices: Sequence[int] | None,
+    pass_threshold: float | None,
+    out: Path | None,
+    resume: bool,
+    **identity: Any,
+) -> _Plan:
+    """Everything checked before the first rollout (one ``/num_tasks`` request)."""
+    from orsgen.runtime import dataset
+    from orsgen.runtime.rollouts import tasks
+
+    here = probe.rollout.here
+    split = str(split or here.split)
+    count = dataset.split_size(here.endpoint, split, timeout=here.open_timeout)
+    chosen = list(dict.fromkeys(tasks.candidates(count, num_tasks, indices)))
+    kind: type = probe.__class__
+    config = EvalConfig.for_adapter(
+        kind,
+        split=split,
+        task_indices=chosen,
+        pass_threshold=_threshold(probe, pass_threshold),
+        **identity,
+    )
+    done = Records()
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        check_resume(out, config, resume)
+        write_json(out / RUN_FILE, config.to_json())
         # In the tools' own key order: the model saw them rendered in it.
-        write_json(out_dir / ADAPTER_FILE, _adapter_view(klass, probe), sort_keys=False)
-        done = read_rows(out_dir / RESULTS_FILE)
-    have = {(int(r["task_index"]), int(r["sample"])) for r in done}
-    todo = [(i, s) for i in chosen for s in range(samples) if (i, s) not in have]
-    client = openai.OpenAI(
-        base_url=endpoint,
-        api_key=endpoint_api_key or "EMPTY",
-        timeout=request_timeout,
-        max_retries=3,
-    )
-    conversation = Conversation(
-        client,
-        label,
-        Sampling(model, temperature, max_tokens, seed),
-        Turns(max_turns, rollout_timeout),
-    )
-    log = ResultsLog(out_dir / RESULTS_FILE) if out_dir is not None else None
-    started = time.monotonic()
-    new_rows = _run_all(
-        todo,
-        make,
-        probe,
-        conversation,
-        split,
-        unfinished_reward,
-        log,
-        progress,
-        pass_threshold,
-        concurrency,
-    )
-    seconds = time.monotonic() - started
-    if log is not None:
-        log.close()
-    rows = done + new_rows
-    summary = summarize(rows, config)
-    if out_dir is not None:
-        write_json(out_dir / SUMMARY_FILE, summary)
-        report.write(out_dir, summary, rows)
-    return EvalResult(summary, rows, out_dir, seconds)
+        write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
+        done = read_records(out / RESULTS_FILE)
+    return _Plan(config, out, done, {(r.task_index, r.sample) for r in done})
 
 
 def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
@@ -222,91 +311,73 @@ def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
     }
 
 
-def _task_indices(
-    indices: Sequence[int] | None, num_tasks: int | None, task_count: int | None
-) -> list[int]:
-    if indices is not None:
-        return list(dict.fromkeys(int(i) for i in indices))
-    if task_count is None:
-        raise ValueError("evaluate needs indices= or the split's task_count=")
-    return list(range(task_count if num_tasks is None else min(num_tasks, task_count)))
+def _threshold(probe: Any, given: float | None) -> float:
+    """``given``, else the adapter's pass threshold (the package default)."""
+    if given is not None:
+        return float(given)
+    from orsgen.runtime import passk
+
+    setting = getattr(probe.rollout, "pass_threshold", None)  # the adapter's pass_threshold=
+    return float(setting if setting is not None else passk.PASS_THRESHOLD)
 
 
-def _package_version(klass: type) -> str | None:
-    package = klass.__module__.rpartition(".")[0]
-    module = sys.modules.get(f"{package}.version") or sys.modules.get(package)
-    return getattr(module, "__version__", None)
+def _conversation(
+    config: EvalConfig,
+    endpoint: str,
+    key: str | None,
+    request_timeout: float,
+    rollout_timeout: float | None,
+) -> Conversation:
+    import openai
+
+    client = openai.OpenAI(
+        base_url=endpoint, api_key=key or "EMPTY", timeout=request_timeout, max_retries=3
+    )
+    return Conversation(
+        client,
+        config.endpoint,
+        Sampling(config.model, config.temperature, config.max_tokens, config.seed),
+        Turns(config.max_turns, rollout_timeout),
+    )
 
 
-def _run_all(
-    todo: list[tuple[int, int]],
-    make: Callable[[], Any],
-    probe: Any,
-    conversation: Conversation,
-    split: str,
-    unfinished_reward: float | None,
-    log: ResultsLog | None,
-    show: bool,
-    threshold: float,
-    concurrency: int,
-) -> list[dict[str, Any]]:
-    tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
+class _Adapters:
+    """The adapters of a run: the probe (made for the configuration, then the first
+    worker's), one per worker thread, all closed by :meth:`close` on every path."""
 
-    local = threading.local()
-    opened: list[Any] = [probe]
-    spare = [probe]  # the adapter made for the configuration serves the first worker
-    lock = threading.Lock()
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._opened: list[Any] = []
+        self._spare: list[Any] = []
+        self._local = threading.local()
 
-    def adapter() -> Any:
-        """This worker thread's adapter (the probe goes to the first thread that asks)."""
-        env = getattr(local, "env", None)
-        if env is None:
-            with lock:
-                env = spare.pop() if spare else None
-            if env is None:
-                env = make()
-                with lock:
-                    opened.append(env)
-            local.env = env
+    def probe(self) -> Any:
+        env = self._make()
+        self.kind: type = type(env)
+        with self._lock:
+            self._opened.append(env)
+            self._spare.append(env)
         return env
 
-    running = _Progress(threshold)
-    rows: list[dict[str, Any]] = []
-    bar = tqdm(total=len(todo), disable=not show, unit="rollout", file=sys.stderr)
+    def mine(self) -> Any:
+        """This worker thread's adapter (the probe goes to the first thread that asks)."""
+        env = getattr(self._local, "env", None)
+        if env is None:
+            with self._lock:
+                env = self._spare.pop() if self._spare else None
+            if env is None:
+                env = self._make()
+                with self._lock:
+                    self._opened.append(env)
+            self._local.env = env
+        return env
 
-    groups = Groups(todo) if getattr(probe, "SUPPORTS_SCORE_GROUP", False) else None
-
-    def one(task_index: int, sample: int) -> None:
-        env = None
-        try:
-            env = adapter()
-            rollout = conversation.run(env, task_index, split, sample)
-        except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
-            rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
-        row = _row(task_index, sample, split, rollout, unfinished_reward)
-        bar.set_postfix(running.add(row), refresh=False)
-        bar.update(1)
-        done = [row] if groups is None else groups.add(env, task_index, row, rollout.final_answer)
-        for finished in done:
-            if log is not None:
-                log.append(finished)
-            with lock:
-                rows.append(finished)
-
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    try:
-        for future in [pool.submit(one, i, s) for i, s in todo]:
-            future.result()
-    except BaseException:
-        # Ctrl-C: no new rollout starts; those under way finish and write their rows.
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        bar.close()
+    def close(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
         for env in opened:
             env.close()
-    return rows
 
 
 def _row(
@@ -329,3 +400,66 @@ def _row(
         "environment_seconds": round(r.environment_seconds, 4),
         "messages": r.messages,
     }
+
+
+def _run_all(
+    plan: _Plan,
+    adapters: _Adapters,
+    conversation: Conversation,
+    concurrency: int,
+    show: bool,
+    log: ResultsLog | None,
+) -> Records:
+    tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
+
+    config = plan.config
+    expected = plan.expected()
+    total = sum(expected.values())
+    pairs = plan.todo()
+    take = threading.Lock()
+    stop = threading.Event()
+    lock = threading.Lock()
+    records = Records()
+    running = _Progress(config.pass_threshold)
+    bar = tqdm(total=total, disable=not show, unit="rollout", file=sys.stderr)
+    judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
+    groups = Groups(expected) if judges else None
+
+    def one(task_index: int, sample: int) -> None:
+        env = None
+        try:
+            env = adapters.mine()
+            rollout = conversation.run(env, task_index, config.split, sample)
+        except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
+            rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
+        row = _row(task_index, sample, config.split, rollout, config.unfinished_reward)
+        bar.set_postfix(running.add(row), refresh=False)
+        bar.update(1)
+        done = [row] if groups is None else groups.add(env, task_index, row, rollout.final_answer)
+        for finished in done:
+            if log is not None:
+                log.append(finished)
+            with lock:
+                records.append(Record.of(finished))
+
+    def worker() -> None:
+        while not stop.is_set():
+            with take:
+                pair = next(pairs, None)
+            if pair is None:
+                return
+            one(*pair)
+
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        workers = [pool.submit(worker) for _ in range(min(concurrency, max(1, total)))]
+        for future in workers:
+            future.result()
+    except BaseException:
+        # Ctrl-C or a bug: no new rollout starts; those under way finish and write rows.
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        bar.close()
+    return records

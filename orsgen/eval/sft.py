@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ from orsgen.eval.results import ADAPTER_FILE, RESULTS_FILE, RUN_FILE
 from orsgen.jsonobject import is_array, is_object
 
 CARD_FILE = "README.md"
+LEFT_OUT = ("images", "cut", "no answer")
+# The mark orsgen.eval.conversation.cut leaves on a text results.jsonl keeps only part of.
+CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
 COLUMNS = ("messages", "tools", "task_index", "split", "sample", "reward", "run")
 
 
@@ -68,8 +72,9 @@ class Selection:
     passing: dict[str, int] = field(default_factory=lambda: {})  # per run name
     duplicates: int = 0
     over_cap: int = 0
-    images: int = 0  # passing rollouts left out: results.jsonl names images, stores none
-    no_answer: int = 0  # passing rollouts with no assistant turn to learn from
+    # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
+    # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
+    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
 
     def kept_per_task(self) -> dict[tuple[str, int], int]:
         counts: dict[tuple[str, int], int] = {}
@@ -154,6 +159,25 @@ def _message(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"role": raw["role"], "content": content, "tool_calls": calls or None, "name": name}
 
 
+def left_out(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why a rollout's stored messages cannot be trained on as they are (a key of
+    :data:`LEFT_OUT`), or ``None``: an image (not stored), or a text cut at its limit (the
+    prompt, a tool output or a call's arguments; the transcript would not be what the model
+    saw, and cut arguments are no JSON)."""
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, str):
+            return "images"
+        texts = [content]
+        calls: list[Mapping[str, Any]] = message.get("tool_calls") or []
+        for call in calls:
+            arguments: object = call["function"].get("arguments")
+            texts += [arguments] if isinstance(arguments, str) else []
+        if any(CUT_MARK.search(text) for text in texts):
+            return "cut"
+    return None
+
+
 def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
     """A rollout's messages as an SFT transcript ending with an assistant message, or
     ``None`` when it holds non-text content or no assistant turn. Tool call ids are dropped:
@@ -205,11 +229,11 @@ def select(
         passing = [r for r in rows if _passes(r, threshold)]
         chosen.passing[run.name] = len(passing)
         for row in passing:
-            messages = transcript(row.get("messages") or [])
+            raw: list[Mapping[str, Any]] = row.get("messages") or []
+            why = left_out(raw)
+            messages = transcript(raw) if why is None else None
             if messages is None:
-                images = any(not isinstance(m.get("content"), str) for m in row["messages"])
-                chosen.images += images
-                chosen.no_answer += not images
+                chosen.left_out[why or "no answer"] += 1
                 continue
             text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
             if text + tools in seen:
@@ -347,11 +371,11 @@ def card(chosen: Selection) -> str:
         f"- per task: {cap} ({chosen.over_cap} left out), shortest transcript first, "
         "then by sample",
         f"- identical transcripts kept once ({chosen.duplicates} duplicates left out)",
-        f"- left out: {chosen.images} with image content (results.jsonl does not store "
-        f"images), {chosen.no_answer} with no assistant turn",
+        f"- left out: {chosen.left_out['images']} with image content (results.jsonl does "
+        f"not store images), {chosen.left_out['cut']} with a text results.jsonl cut at its "
+        f"limit, {chosen.left_out['no answer']} with no assistant turn",
         "- an episode that ended on its tool's answer ends with the assistant turn that made "
-        "the call; tool call ids are dropped; a tool text longer than 2000 characters was "
-        "cut to 2000 in results.jsonl",
+        "the call; tool call ids are dropped",
         "",
         "## Kept per task",
         "",

@@ -20,15 +20,19 @@ Rules (also in the README):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orsgen.runtime.passk import passes as _passes
 from orsgen.eval.estimators import interval, mean_and_se, pass_at_k, pass_hat_k, zero_variance
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
+    """The one pass rule (:func:`orsgen.runtime.passk.passes`) on a row's reward (an
+    unfinished row's is its ``unfinished_reward``)."""
     reward = row.get("reward")
-    return isinstance(reward, (int, float)) and reward >= threshold
+    return _passes(float(reward) if isinstance(reward, (int, float)) else None, threshold)
 
 
 def _task_figures(rows: Sequence[Mapping[str, Any]], n: int, threshold: float) -> dict[str, Any]:
@@ -45,12 +49,18 @@ def _task_figures(rows: Sequence[Mapping[str, Any]], n: int, threshold: float) -
         "passed": c,
         "mean_reward": mean,
         "mean_reward_se": se,
-        "pass_at_k": {str(k): pass_at_k(len(rows), c, k) for k in range(1, len(rows) + 1)},
-        "pass_hat_k": {str(k): pass_hat_k(len(rows), c, k) for k in range(1, len(rows) + 1)},
+        "pass_at_k": {_key(k): pass_at_k(len(rows), c, k) for k in range(1, len(rows) + 1)},
+        "pass_hat_k": {_key(k): pass_hat_k(len(rows), c, k) for k in range(1, len(rows) + 1)},
         "pass_at_k_scored": {
-            str(k): pass_at_k(len(scored), c_scored, k) for k in range(1, len(scored) + 1)
+            _key(k): pass_at_k(len(scored), c_scored, k) for k in range(1, len(scored) + 1)
         },
     }
+
+
+@functools.cache
+def _key(k: int) -> str:
+    """``str(k)``, one string shared by every task's figures (10,000 tasks hold 30 each)."""
+    return str(k)
 
 
 def _averaged(per_task: Sequence[Mapping[str, Any]], key: str, n: int) -> dict[str, float]:

@@ -23,10 +23,12 @@ class Guess(BaseModel):
 class JudgeEnv(Environment):
     @classmethod
     def list_splits(cls) -> list[str]:
-        return ["train"]
+        return ["train", "broken"]
 
     @classmethod
     def list_tasks(cls, split: str) -> list[dict]:
+        if split == "broken":  # its judge fails (orsgen eval puts why on each row)
+            return [{"target": "cherry", "broken": True}]
         return [{"target": "apple"}, {"target": "banana"}]
 
     def get_prompt(self) -> list[TextBlock]:
@@ -38,6 +40,8 @@ class JudgeEnv(Environment):
         return ToolOutput(blocks=[TextBlock(text="ok")])
 
     async def score_group(self, candidates: Sequence[GroupCandidate]) -> Sequence[GroupScore]:
+        if self.task_spec.get("broken"):
+            raise RuntimeError("the judge is down")
         # Comparative: the share of the target's letters each answer has, ranked in the group.
         target = set(str(self.task_spec["target"]))
         texts = [c.messages[-1].blocks[-1].text for c in candidates]

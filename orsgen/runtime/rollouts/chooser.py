@@ -124,6 +124,8 @@ class Chooser:
             if not waiting:
                 return  # not one of this chooser's choices
             group = waiting.popleft()
+            if not waiting:  # at catalog scale most tasks wait for nothing: hold no deque
+                del self._waiting[task_index]
         reward = outcome.reward if outcome.kind == "scored" else None
         self.observe_group(group, task_index, reward)
 

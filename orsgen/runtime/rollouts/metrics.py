@@ -35,9 +35,11 @@ averages them per logging step and across ranks); :meth:`Accumulator.drain_rates
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from orsgen.runtime.errors import describe
 from orsgen.runtime.rollouts import trainer_facts
 from orsgen.runtime.rollouts.episode import Outcome
 from orsgen.runtime.sessions import pool
@@ -146,19 +148,32 @@ def source(read: Callable[[], dict[str, float]]) -> None:
     _sources.append(read)
 
 
+_failed: set[str] = set()  # the gauges and sources already warned about
+
+
 def _read_gauges() -> dict[str, float]:
     out: dict[str, float] = {}
     for read_many in list(_sources):
         try:
             out.update(read_many())
-        except Exception:  # noqa: BLE001 - a metric never breaks the reward path
-            pass
+        except Exception as exc:  # noqa: BLE001 - a metric never breaks the reward path
+            _warn_once(getattr(read_many, "__qualname__", repr(read_many)), exc)
     for name, read in list(_gauges.items()):
         try:
             out[name] = float(read())
-        except Exception:  # noqa: BLE001 - a gauge never breaks the reward path
-            pass
+        except Exception as exc:  # noqa: BLE001 - a gauge never breaks the reward path
+            _warn_once(name, exc)
     return out
+
+
+def _warn_once(name: str, exc: Exception) -> None:
+    """A metric that cannot be read is left out of the log: say so, once per metric."""
+    if name not in _failed:
+        _failed.add(name)
+        warnings.warn(
+            f"metric {name} is left out of the log: reading it failed ({describe(exc)})",
+            stacklevel=2,
+        )
 
 
 class Accumulator:

@@ -382,8 +382,8 @@ class AdapterRollout:
         return (self.owner, self.here.endpoint, self.split, self._task)
 
     def score_group(self, answers: list[str]) -> list[float] | None:
-        """Ask this session's environment to judge a group's final answers (ORS
-        ``score_group``); ``None`` when it cannot (unsupported, no session, failure)."""
+        """The environment's scores of a group's final answers (ORS ``score_group``); ``None``
+        when it cannot (unsupported, no session, failure: then ``group_error`` says why)."""
         session = self._slot.session
         if not getattr(self.owner, "SUPPORTS_SCORE_GROUP", False) or session is None:
             return None
@@ -393,7 +393,7 @@ class AdapterRollout:
             timeout = self.settings.timeout
             rewards = current().run(sdk.score_group(session, answers), timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - a judge failure means "no score"
-            label = self.here.endpoint.label
-            warnings.warn(f"score_group on {label} failed: {describe(exc)}", stacklevel=3)
+            self.group_error = f"score_group on {self.here.endpoint.label} failed: {describe(exc)}"
+            warnings.warn(self.group_error, stacklevel=3)
             return None
         return rewards if len(rewards) == len(answers) else None

@@ -1,0 +1,163 @@
+"""A scripted stand-in for an OpenAI-compatible chat-completions server: no model, it
+answers at once. Run as its own process on 127.0.0.1 (``start(...)``), stopped by PID.
+
+    python tests/openai_standin.py --port P [--tool say --argument text --calls 1 --size 16]
+        [--chat-status 400 --chat-message "Server is pinned to ..."]
+        [--models-status 401 --models-message "Invalid API key"]
+
+By default each ``POST /v1/chat/completions`` answers, from the messages it is sent: a call
+of ``--tool`` with ``{--argument: <--size characters>}`` while the conversation holds fewer
+than ``--calls`` tool results, then a plain answer of ``--size`` characters. With
+``--chat-status`` / ``--models-status`` that route answers that HTTP status with an
+OpenAI-style error body (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists
+one model, ``standin``; ``GET /health`` answers 200 once the server listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+MODEL = "standin"
+
+
+def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
+    filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: the client reuses its connection
+        disable_nagle_algorithm = True  # headers and body leave at once (no 40 ms ACK wait)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+        def _send(self, status: int, body: Any) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _error(self, status: int, message: str) -> None:
+            self._send(status, {"error": {"message": message, "type": "standin", "code": status}})
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.endswith("/health"):
+                self._send(200, {"status": "ok"})
+            elif self.path.endswith("/models"):
+                if opts.models_status:
+                    self._error(opts.models_status, opts.models_message)
+                else:
+                    self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+            else:
+                self._error(404, f"no route {self.path}")
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not self.path.endswith("/chat/completions"):
+                self._error(404, f"no route {self.path}")
+                return
+            if opts.chat_status:
+                self._error(opts.chat_status, opts.chat_message)
+                return
+            results = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+            message: dict[str, Any] = {"role": "assistant", "content": filler}
+            finish = "stop"
+            if results < opts.calls:
+                message["content"] = ""
+                message["tool_calls"] = [
+                    {
+                        "id": f"call_{results}",
+                        "type": "function",
+                        "function": {
+                            "name": opts.tool,
+                            "arguments": json.dumps({opts.argument: filler}),
+                        },
+                    }
+                ]
+                finish = "tool_calls"
+            self._send(
+                200,
+                {
+                    "id": "chatcmpl-standin",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", MODEL),
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                },
+            )
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--tool", default="say")
+    p.add_argument("--argument", default="text")
+    p.add_argument("--calls", type=int, default=1)
+    p.add_argument("--size", type=int, default=16)
+    p.add_argument("--chat-status", type=int, default=0)
+    p.add_argument("--chat-message", default="")
+    p.add_argument("--models-status", type=int, default=0)
+    p.add_argument("--models-message", default="")
+    opts = p.parse_args(argv)
+    server = ThreadingHTTPServer(("127.0.0.1", opts.port), _handler(opts))
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+@dataclass
+class Standin:
+    port: int
+    process: subprocess.Popen[bytes]
+    model: str = MODEL
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        from serve_model import stop_process
+
+        stop_process(self.process)
+
+
+def start(log_dir: Path, **options: Any) -> Standin:
+    """Start the stand-in with ``options`` (``calls=7``, ``chat_status=400``, ...) on a free
+    port; returns once it answers ``/health``."""
+    from serve_model import free_port
+
+    port = free_port()
+    args = [sys.executable, __file__, "--port", str(port)]
+    for name, value in options.items():
+        args += [f"--{name.replace('_', '-')}", str(value)]
+    log = (log_dir / f"standin-{port}.log").open("wb")
+    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    standin = Standin(port, process)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"stand-in exited: {Path(log.name).read_text()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                return standin
+        except OSError:
+            time.sleep(0.05)
+    standin.stop()
+    raise RuntimeError("the stand-in did not start")
+
+
+if __name__ == "__main__":
+    main()
