@@ -143,6 +143,17 @@ def facts() -> TrainerFacts | None:
     return found if found is not None else _worker_facts()
 
 
+def worker_model() -> str | None:
+    """The model AsyncGRPO's rollout child generates with (its ``loop_kwargs``'
+    ``model_name``), when this process is that child."""
+    arguments = _worker_arguments()
+    loop_kwargs: object = arguments.get("loop_kwargs") if arguments else None
+    if not isinstance(loop_kwargs, dict):
+        return None
+    name = cast(dict[str, object], loop_kwargs).get("model_name")
+    return name if isinstance(name, str) and name else None
+
+
 def worker_metrics_queue() -> Any | None:
     """The AsyncGRPO worker's metrics queue when this process is its rollout child."""
     arguments = _worker_arguments()

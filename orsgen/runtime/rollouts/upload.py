@@ -136,7 +136,10 @@ def trainer_run_info(trainer: Any) -> dict[str, Any]:
     algorithm, learning rate, batch size and step, and ``trl`` with its version."""
     out: dict[str, Any] = {"framework": "trl", "framework_version": trl_version()}
     if trainer is None:
-        return {k: v for k, v in out.items() if v is not None} if out["framework_version"] else {}
+        worker = trainer_facts.worker_model()  # AsyncGRPO's rollout child
+        if worker is not None:
+            out.update(model_name=worker, training_stage="rl", rl_algorithm="async_grpo")
+        return {k: v for k, v in out.items() if v is not None}
     args, model = getattr(trainer, "args", None), getattr(trainer, "model", None)
     config = getattr(model, "config", None)
     name = getattr(model, "name_or_path", None) or getattr(config, "_name_or_path", None)

@@ -27,6 +27,7 @@ import atexit
 import importlib
 import json
 import logging
+import multiprocessing.util
 import queue
 import threading
 import time
@@ -135,6 +136,9 @@ def events(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, s
     return out
 
 
+_import_lock = threading.Lock()
+
+
 class Uploader:
     """This process's uploads (a :meth:`Process.part`: a forked child has its own)."""
 
@@ -200,16 +204,25 @@ class Uploader:
                 self._thread.start()
 
     def warm(self) -> None:
-        """Start the thread now: it imports the SDK's upload client (seconds of CPU on a
-        busy machine) while the trainer is still setting up, not during the first steps."""
+        """Import the SDK's upload client now, in the thread that configures the adapter
+        (the trainer's, before any rollout), then start the uploader thread. Not from the
+        uploader thread: its import of ``openreward`` could meet a rollout thread's import
+        of an SDK submodule halfway, and Python then hands one of them a partially
+        initialised module (an ImportError in a reset)."""
+        if self._thread is not None:
+            return  # warmed already
+        with _import_lock:
+            try:
+                # The runtime's own first SDK import, so two threads never enter it from
+                # different submodules; the upload client loads with the package.
+                importlib.import_module("openreward.api.environments.client")
+                importlib.import_module("openreward.api.rollouts.rollout")
+                sdk.quiet_upload_logs()
+            except Exception:  # noqa: BLE001 - the first upload says what is wrong
+                pass
         self._start()
 
     def _run(self) -> None:
-        try:
-            importlib.import_module("openreward.api.rollouts.rollout")
-            sdk.quiet_upload_logs()
-        except Exception:  # noqa: BLE001 - the first upload says what is wrong
-            pass
         while True:
             record = self._queue.get()
             try:
@@ -363,6 +376,9 @@ def _rollout_api(api_key: str, api_url: str | None) -> Any:
         client.config.send_loop_config.base_url = api_url.rstrip("/")
     api = client.rollout
     atexit.register(_at_exit)
+    # A multiprocessing child (AsyncGRPO's rollout worker) ends in os._exit without atexit
+    # handlers; multiprocessing runs its exit finalizers there.
+    multiprocessing.util.Finalize(None, _at_exit, exitpriority=100)
     return api
 
 
