@@ -48,6 +48,7 @@ ADAPTER_ATTRIBUTES = frozenset(
         "TOOLSET",
         "TERMINAL_TOOL",
         "SUPPORTS_SCORE_GROUP",
+        "PASS_THRESHOLD",
     }
 )
 # Fixed lists (Python 3.11's), so generated names never depend on the interpreter
