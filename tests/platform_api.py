@@ -38,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
 CHARS = {k: 10.0 for k in ("mean", "p1", "p10", "p25", "p50", "p75", "p90", "p99")}
 
 
@@ -152,6 +153,34 @@ class PlatformAPI:
         assert self.proc.stdout is not None
         self.port = int(self.proc.stdout.readline())
         self.url = f"http://127.0.0.1:{self.port}"
+
+    def run_child(
+        self, argv: list[str], key: str, timeout: float, **extra_env: str
+    ) -> tuple[dict[str, Any], subprocess.CompletedProcess[str], float]:
+        """Run a child that uploads to this stand-in (its only OPENREWARD_* settings are
+        this API's URL and ``key``) and prints one ``{"dropped": ...}`` JSON line: that
+        line, the finished process and its wall time."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+        env.update(
+            OPENREWARD_API_URL=self.url,
+            OPENREWARD_API_KEY=key,
+            OPENREWARD_DISABLE_UPDATE_CHECK="1",
+            PYTHONPATH=str(ROOT),
+            **extra_env,
+        )
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=timeout,
+        )
+        wall = time.monotonic() - started
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        (line,) = [x for x in proc.stdout.splitlines() if x.startswith('{"dropped"')]
+        return json.loads(line), proc, wall
 
     def refuse(self, status: int | None) -> None:
         request = urllib.request.Request(

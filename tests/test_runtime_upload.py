@@ -7,10 +7,6 @@ Timing is reported (printed), not asserted, except one generous bound on exit.""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,26 +23,9 @@ WARNING = "uploading rollouts to the runs UI failed"
 
 
 def _child(server: str, api: PlatformAPI, n: int, *extra: str) -> tuple[dict[str, Any], str, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
-    env.update(
-        OPENREWARD_API_URL=api.url,
-        OPENREWARD_API_KEY=KEY,
-        OPENREWARD_DISABLE_UPDATE_CHECK="1",
-        PYTHONPATH=str(ROOT),
-    )
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "upload_child.py"), server, str(n), *extra],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=240,
-    )
-    wall = time.monotonic() - started
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith('{"dropped"')]
-    return json.loads(line), proc.stderr + proc.stdout, wall
+    argv = [str(ROOT / "tests" / "upload_child.py"), server, str(n), *extra]
+    report, proc, wall = api.run_child(argv, KEY, timeout=240)
+    return report, proc.stderr + proc.stdout, wall
 
 
 def _bodies(api: PlatformAPI) -> str:

@@ -5,11 +5,6 @@ no exception. Wall times are printed (reported), not asserted."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,36 +24,12 @@ STEPS = 6
 def _train(
     server: str, model: Path, out: Path, api: PlatformAPI, *extra: str
 ) -> tuple[dict[str, Any], str, float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
-    env.update(
-        OPENREWARD_API_URL=api.url,
-        OPENREWARD_API_KEY=KEY,
-        OPENREWARD_DISABLE_UPDATE_CHECK="1",
-        PYTHONPATH=str(ROOT),
-        HF_HUB_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
+    script = str(ROOT / "tests" / "upload_grpo_run.py")
+    argv = [script, server, str(model), str(out), str(STEPS), *extra]
+    report, proc, wall = api.run_child(
+        argv, KEY, timeout=900, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"
     )
-    started = time.monotonic()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tests" / "upload_grpo_run.py"),
-            server,
-            str(model),
-            str(out),
-            str(STEPS),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=900,
-    )
-    wall = time.monotonic() - started
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith('{"dropped"')]
-    return json.loads(line), proc.stderr, wall
+    return report, proc.stderr, wall
 
 
 def test_grpo_rollouts_reach_the_runs_ui_once_and_a_stopped_api_costs_nothing(
