@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -319,3 +320,23 @@ def run_eval(args: list[str], timeout: float = 300) -> tuple[int, str, str]:
             proc.kill()
             proc.wait(timeout=10)
     return proc.returncode, out, err
+
+
+def eval_args(package: Path, server: ors_server.RunningServer, model: Any) -> list[str]:
+    """``orsgen eval``'s arguments for ``package`` on ``server`` against ``model`` (anything
+    with ``endpoint`` and ``model``: a served tiny model or a scripted stand-in)."""
+    return [
+        str(package),
+        "--endpoint",
+        model.endpoint,
+        "--model",
+        model.model,
+        "--base-url",
+        server.url,
+        "--no-progress",
+    ]
+
+
+def results_rows(out: Path) -> list[dict[str, Any]]:
+    """The rows of ``out``'s results.jsonl."""
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,28 +21,13 @@ import pytest
 import ors_server
 from conftest import ROOT, trl_tools
 from conftest import eval_process as _cli
+from conftest import eval_args as _base
+from conftest import results_rows as _rows
 from conftest import run_eval as run_cli
 from chance_model import SPLITS
-from serve_model import ModelServer, start_model_server
+from serve_model import start_model_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-def _base(chance_dir: Path, server: ors_server.RunningServer, model: ModelServer) -> list[str]:
-    return [
-        str(chance_dir),
-        "--endpoint",
-        model.endpoint,
-        "--model",
-        model.model,
-        "--base-url",
-        server.url,
-        "--no-progress",
-    ]
-
-
-def _rows(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
 def _pairs(rows: list[dict[str, Any]]) -> list[tuple[int, int]]:

@@ -18,6 +18,8 @@ import pytest
 import openai_standin
 import ors_server
 from conftest import ENVS, ROOT
+from conftest import eval_args as _args
+from conftest import results_rows as _rows
 from conftest import run_eval as _run
 
 JUDGE_ENV = ENVS / "judge_env.py"
@@ -41,25 +43,6 @@ def standin(tmp_path: Path) -> Iterator[Callable[..., openai_standin.Standin]]:
     finally:
         for server in started:
             server.stop()
-
-
-def _args(
-    package: Path, server: ors_server.RunningServer, model: openai_standin.Standin
-) -> list[str]:
-    return [
-        str(package),
-        "--endpoint",
-        model.endpoint,
-        "--model",
-        model.model,
-        "--base-url",
-        server.url,
-        "--no-progress",
-    ]
-
-
-def _rows(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
 def run_eval(args: list[str]) -> subprocess.CompletedProcess[str]:
