@@ -182,3 +182,37 @@ def test_every_adapter_is_closed_when_one_close_raises(
     with pytest.raises(RuntimeError, match="close failed"):
         evaluate(factory, config, concurrency=3, progress=False)
     assert len(made) >= 2 and len(closed) == len(made)  # the failing close stopped no other
+
+
+def test_each_adapter_class_gets_its_own_tool_schemas_made_once() -> None:
+    """Conversation.schemas caches per class (the hot path made them on every rollout)."""
+    from orsgen.eval.conversation import Conversation, Sampling, Turns, tool_schemas, trl_tools
+
+    class Say:
+        def say(self, text: str) -> str:
+            """Say something.
+
+            Args:
+                text: what to say
+            """
+            return text
+
+    class Guess:
+        def guess(self, word: str, count: int) -> str:
+            """Guess a word.
+
+            Args:
+                word: the guess
+                count: how many times
+            """
+            return word
+
+    talk = Conversation(
+        None, "http://127.0.0.1:1/v1", Sampling("m", None, None, None), Turns(1, None)
+    )
+    for kind in (Say, Guess, Say):
+        env = kind()
+        got = talk.schemas(env, trl_tools(env))
+        assert got == tool_schemas(trl_tools(env))
+        assert talk.schemas(kind(), trl_tools(kind())) is got  # made once per class
+    assert [s["function"]["name"] for s in talk.schemas(Guess(), {})] == ["guess"]
