@@ -116,10 +116,13 @@ def one_run(
         if found is None:
             raise RuntimeError(f"{mode}: no 'runs UI:' line\n{err[-3000:]}")
         uploaded, dropped = int(found.group(1)), int(found.group(2))
-        api.stop()
+        api.stop()  # reaped: its CPU seconds (on the same cores) count from here
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+        api_cpu = (reaped.ru_utime - after.ru_utime) + (reaped.ru_stime - after.ru_stime)
         arrived = [r for r in api.rollouts().values() if r["messages"]]
         bodies = "\n".join(r["body"] for r in api.requests())
         row.update(
+            api_cpu_s=round(api_cpu, 3),
             uploaded=uploaded,
             dropped=dropped,
             arrived=len(arrived),
@@ -234,6 +237,13 @@ def summarise(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
             "wall_median_s": statistics.median(walls),
             "wall_min_max_s": [min(walls), max(walls)],
             "cpu_median_s": statistics.median(r["cpu_s"] for r in mine),
+            "cpu_ms_per_rollout_over_none": round(
+                1000
+                * (statistics.median(r["cpu_s"] for r in mine) - statistics.median(base_cpu))
+                / statistics.median(r["rollouts"] for r in mine),
+                3,
+            ),
+            "api_cpu_median_s": statistics.median(r["api_cpu_s"] for r in mine),
             "ratio_of_medians": round(statistics.median(walls) / statistics.median(base), 4),
             "pair_ratio_median": round(statistics.median(ratios), 4),
             "pair_ratio_min_max": [round(min(ratios), 4), round(max(ratios), 4)],
@@ -262,15 +272,16 @@ def markdown(report: dict[str, Any]) -> str:
         f"every mode once in a turning order; `stopped` kills the API {s['stop_at']:.0%} of the "
         "way into the run; `refusing` answers 503 to everything.",
         "",
-        "| mode | runs | wall median s (min-max) | CPU median s | ratio of medians | "
-        "per-round ratio median (min-max) | uploaded / dropped | all accounted |",
-        "|---|---:|---|---:|---:|---|---|---|",
+        "| mode | runs | wall median s (min-max) | CPU median s (ms/rollout over none) | "
+        "stand-in API CPU s | ratio of medians | per-round ratio median (min-max) | "
+        "uploaded / dropped | all accounted |",
+        "|---|---:|---|---|---:|---:|---|---|---|",
     ]
     n = summary["none"]
     if n["wall_median_s"] is not None:
         lines.append(
             f"| none | {n['runs']} | {n['wall_median_s']:.2f} ({n['wall_min_max_s'][0]:.2f}-"
-            f"{n['wall_min_max_s'][1]:.2f}) | {n['cpu_median_s']:.2f} | 1 | - | - | - |"
+            f"{n['wall_min_max_s'][1]:.2f}) | {n['cpu_median_s']:.2f} | - | 1 | - | - | - |"
         )
     verdicts = []
     for mode in MODES[1:]:
@@ -280,7 +291,8 @@ def markdown(report: dict[str, Any]) -> str:
         lo, hi = x["pair_ratio_min_max"]
         lines.append(
             f"| {mode} | {x['runs']} | {x['wall_median_s']:.2f} ({x['wall_min_max_s'][0]:.2f}-"
-            f"{x['wall_min_max_s'][1]:.2f}) | {x['cpu_median_s']:.2f} | "
+            f"{x['wall_min_max_s'][1]:.2f}) | {x['cpu_median_s']:.2f} "
+            f"({x['cpu_ms_per_rollout_over_none']:+.2f}) | {x['api_cpu_median_s']:.2f} | "
             f"{x['ratio_of_medians']:.3f} | {x['pair_ratio_median']:.3f} ({lo:.3f}-{hi:.3f}) | "
             f"{x['uploaded_total']} / {x['dropped_total']} | "
             f"{'yes' if x['every_rollout_accounted'] else 'NO'} |"
