@@ -166,6 +166,7 @@ class Uploader:
         self.dropped_total = 0
         self.exited = False  # the exit's flush ran
         self._flushing = False  # a flush waits: with the API down, drop without probing
+        self._busy = False  # the thread holds a rollout (taken off the queue, not settled)
         metrics.source(self._drain_metric)
 
     # -- the rollout's side: enqueue only -------------------------------------------------
@@ -236,6 +237,7 @@ class Uploader:
     def _run(self) -> None:
         while True:
             record = self._queue.get()
+            self._busy = record is not None
             try:
                 if record is None:
                     return
@@ -243,6 +245,7 @@ class Uploader:
             except Exception as exc:  # noqa: BLE001 - an upload never ends the thread
                 self._drop(f"{type(exc).__name__}: {exc}")
             finally:
+                self._busy = False
                 self._queue.task_done()
 
     @property
@@ -324,9 +327,10 @@ class Uploader:
     # -- exit ----------------------------------------------------------------------------
 
     def queued(self) -> int:
-        """Rollouts waiting for the uploader thread."""
+        """Rollouts not settled yet: waiting for the uploader thread, or in its hands."""
         with self._queue.mutex:
-            return sum(1 for record in self._queue.queue if record is not None)
+            waiting = sum(1 for record in self._queue.queue if record is not None)
+        return waiting + int(self._busy)
 
     def abandon(self) -> None:
         """Give up on what is still queued: the SDK's own exit handler then waits only
