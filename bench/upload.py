@@ -4,8 +4,8 @@ the modes, so that a busy machine slows each mode alike:
 
 - ``none``: no upload;
 - ``healthy``: ``--upload-run`` to a stand-in of the platform API (tests/platform_api.py);
-- ``stopped``: the same, and the stand-in is killed (SIGKILL) ``--stop-at`` of the way into
-  the run (by the median wall time of the ``none`` runs so far);
+- ``stopped``: the same, and the stand-in is killed (SIGKILL) once ``--stop-at`` of the
+  run's rollouts have started on it;
 - ``refusing``: the stand-in answers every request with 503.
 
 The environment is bench/lottery_env.py on a local ORS server, the endpoint
@@ -60,8 +60,7 @@ def _git_commit() -> str:
 
 
 def one_run(
-    mode: str, opts: argparse.Namespace, package: Path, server: str, endpoint: str,
-    work: Path, stop_after: float | None,
+    mode: str, opts: argparse.Namespace, package: Path, server: str, endpoint: str, work: Path
 ) -> dict[str, Any]:  # fmt: skip
     """One ``orsgen eval`` process in ``mode``: its wall and CPU seconds and its accounting."""
     from platform_api import PlatformAPI
@@ -83,9 +82,17 @@ def one_run(
         env.update(OPENREWARD_DISABLE_UPDATE_CHECK="1", PYTHONPATH=str(ROOT))
     env["OPENREWARD_LOG_LEVEL"] = "ERROR"  # the SDK's per-batch lines; orsgen still says
     killer = None
-    if mode == "stopped" and api is not None and stop_after is not None:
-        proc_pid = api.proc.pid
-        killer = threading.Timer(stop_after, lambda: os.kill(proc_pid, signal.SIGKILL))
+    if mode == "stopped" and api is not None:
+        stopping = api
+        enough = int(opts.stop_at * opts.tasks * opts.samples)
+
+        def kill_when_enough() -> None:
+            while stopping.proc.poll() is None and len(stopping.rollouts()) < enough:
+                time.sleep(0.2)
+            if stopping.proc.poll() is None:
+                os.kill(stopping.proc.pid, signal.SIGKILL)  # the API goes away mid-run
+
+        killer = threading.Thread(target=kill_when_enough, daemon=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     child = subprocess.Popen(
@@ -96,8 +103,6 @@ def one_run(
     out, err = child.communicate(timeout=900)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if killer is not None:
-        killer.cancel()
     if child.returncode != 0:
         raise RuntimeError(f"{mode}: exit {child.returncode}\n{err[-3000:]}")
     summary = json.loads([x for x in out.splitlines() if x.startswith("{")][-1])
@@ -159,9 +164,7 @@ def measure(opts: argparse.Namespace) -> dict[str, Any]:
             # Each round runs every mode once, in an order that turns with the round.
             order = modes[number % len(modes) :] + modes[: number % len(modes)]
             for mode in order:
-                base = [r["wall_s"] for r in runs if r["mode"] == "none"]
-                stop_after = opts.stop_at * statistics.median(base) if base else opts.stop_at * 30
-                row = one_run(mode, opts, package, server.url, standin.endpoint, work, stop_after)
+                row = one_run(mode, opts, package, server.url, standin.endpoint, work)
                 row["round"] = number
                 runs.append(row)
                 print(json.dumps(row), flush=True)
@@ -269,8 +272,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"{s['samples']} samples, concurrency {s['concurrency']}) of {s['messages_per_rollout']} "
         f"messages of {s['message_bytes']} bytes, {s['environment']} on a local ORS server, "
         f"{s['endpoint']}, uploading to {s['platform_api']}. {s['rounds']} rounds, each running "
-        f"every mode once in a turning order; `stopped` kills the API {s['stop_at']:.0%} of the "
-        "way into the run; `refusing` answers 503 to everything.",
+        f"every mode once in a turning order; `stopped` kills the API once {s['stop_at']:.0%} of "
+        "the rollouts have started on it; `refusing` answers 503 to everything. Wall time "
+        "is of the whole process (start-up and exit included); CPU seconds are the "
+        "process's user + system.",
         "",
         "| mode | runs | wall median s (min-max) | CPU median s (ms/rollout over none) | "
         "stand-in API CPU s | ratio of medians | per-round ratio median (min-max) | "
