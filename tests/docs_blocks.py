@@ -6,6 +6,8 @@ The conventions the docs are written to (docs/internals.md, "Documented code is 
   with a line that runs ``orsgen``, unless the line right before its opening fence is
   ``<!-- not-run: REASON -->`` (a reason is required);
 - ``<!-- slow: REASON -->`` there instead: the block runs, in the slow tier;
+- a page runs top to bottom: a block runs after the earlier blocks of its page (a fast block
+  after the earlier fast ones), whatever order the tests are in;
 - ``<!-- file: NAME -->`` there: the block is a file the page's later blocks use; the tests
   write it as NAME into the page's workspace (the directory its blocks run in) and do not run
   it;

@@ -170,6 +170,21 @@ def _run_shell(block: Block, url: str, cwd: Path, env: dict[str, str]) -> None:
     assert process.returncode == 0, f"{block.id} exited {process.returncode}:\n{out[-6000:]}"
 
 
+def _earlier(block: Block) -> list[Block]:
+    """The blocks a page runs before ``block``, in page order: a page is read top to bottom,
+    so a block may use what an earlier one wrote (a run directory, a file). A fast block's
+    are the earlier fast ones (the fast tier never waits on a slow block); a slow block's are
+    all earlier ones."""
+    before = [b for b in RUN if b.page == block.page and b.line < block.line]
+    return before if block.marker == "slow" else [b for b in before if b.marker != "slow"]
+
+
+@pytest.fixture(scope="session")
+def ran() -> dict[str, str | None]:
+    """Every block run this session, by id: None when it passed, else why it failed."""
+    return {}
+
+
 @pytest.mark.usefixtures("fresh_runtime")
 @pytest.mark.parametrize("block", [_param(b) for b in RUN])
 def test_the_block_runs(
@@ -179,8 +194,32 @@ def test_the_block_runs(
     shims: Path,
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
+    ran: dict[str, str | None],
 ) -> None:
-    workspace = workspaces(block.page)
+    # Whatever order the tests run in, a block runs after the page's earlier blocks (each
+    # runs once a session: one run as another block's prerequisite is its own run).
+    for each in [*_earlier(block), block]:
+        if each.id not in ran:
+            ran[each.id] = "did not finish"
+            try:
+                _run_block(each, echo_server, workspaces(each.page), shims, monkeypatch, request)
+            except BaseException as failed:
+                ran[each.id] = f"{type(failed).__name__}: {str(failed)[-2000:]}"
+                raise
+            ran[each.id] = None
+        failure = ran[each.id]
+        if failure is not None:
+            pytest.fail(f"{each.id} failed, so {block.id} cannot run after it: {failure}")
+
+
+def _run_block(
+    block: Block,
+    echo_server: ors_server.RunningServer,
+    workspace: Path,
+    shims: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
     if block.is_shell:
         _run_shell(block, echo_server.url, workspace, _environment(shims, workspace))
         return

@@ -1,8 +1,8 @@
 """Evaluate a model on an ORS environment through a generated adapter (``orsgen eval``).
 
-``evaluate(EnvClass, endpoint=..., model=...) -> EvalResult`` runs each task of a split
-``n`` times against an OpenAI-compatible endpoint, with the tools, prompts and tool results
-the model sees in TRL training. Needs ``orsgen[eval]`` (openai, tqdm, matplotlib).
+``evaluate(EnvClass, EvalConfig(model=..., endpoint=...)) -> EvalResult`` runs each task
+of a split ``n`` times against an OpenAI-compatible endpoint, with the tools, prompts and
+tool results the model sees in TRL training. Needs ``orsgen[eval]`` (openai, tqdm, matplotlib).
 ``sft_dataset(run_dirs) -> datasets.Dataset`` turns the passing rollouts of runs into rows
 for TRL's ``SFTTrainer`` (``orsgen sft``; needs ``datasets``).
 """

@@ -235,26 +235,15 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
     def say_start(config: EvalConfig) -> None:
         print(
             f"evaluating {config.model} on split {config.split!r} of {config.environment}: "
-            f"{plural(len(config.task_indices), 'task')} x n={config.n}",
+            f"{plural(len(config.task_indices or ()), 'task')} x n={config.n}",
             file=sys.stderr,
         )
 
     try:
         return evaluate(
             klass,
-            endpoint=args.endpoint,
-            model=args.model,
-            split=split,
-            samples=args.samples,
-            num_tasks=args.num_tasks,
-            indices=args.indices,
+            config_of(args, split),
             concurrency=args.concurrency,
-            max_turns=args.max_turns,
-            temperature=args.temperature,
-            max_tokens=args.max_tokens,
-            pass_threshold=args.pass_threshold,
-            unfinished_reward=args.unfinished_reward,
-            seed=args.seed,
             rollout_timeout=args.rollout_timeout,
             endpoint_api_key=key,
             out=args.out,
@@ -271,9 +260,28 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         raise ConfigError(_as_options(str(exc))) from None
 
 
+def config_of(args: argparse.Namespace, split: str) -> EvalConfig:
+    """The :class:`EvalConfig` of ``orsgen eval``'s arguments (``split``: ``--split`` or
+    the package's default); raises :class:`EvalConfigError` naming the field."""
+    return EvalConfig(
+        model=args.model,
+        endpoint=args.endpoint,
+        split=split,
+        n=args.samples,
+        num_tasks=args.num_tasks,
+        task_indices=args.indices,
+        max_turns=args.max_turns,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        pass_threshold=args.pass_threshold,
+        unfinished_reward=args.unfinished_reward,
+    )
+
+
 _OPTION_WORDS = {
     r"pass one as split=": "pass one with --split",
-    r"(?<![\w-])indices\b": "--indices",
+    r"(?<![\w-])(task_)?indices\b": "--indices",
     r"(?<![\w-])num_tasks\b": "--num-tasks",
 }
 

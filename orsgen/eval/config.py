@@ -1,11 +1,14 @@
-"""``EvalConfig``: what one evaluation is. ``evaluate`` runs with it, writes it as
-``run.json``, refuses to resume a run whose ``run.json`` differs from it, and returns it
-as ``EvalResult.config``; ``orsgen eval --compare`` reads it back from both runs."""
+"""``EvalConfig``: what one evaluation is. ``evaluate(env, config)`` runs with it, fills in
+what comes from the environment (the adapter's fields, the default split, the whole split's
+task indices, the pass threshold), writes the result as ``run.json``, refuses to resume a
+run whose ``run.json`` differs from it, and returns it as ``EvalResult.config``;
+``orsgen eval --compare`` reads it back from both runs."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MAX_TURNS = 8
+ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 
 class EvalConfigError(ValueError):
@@ -22,56 +26,59 @@ class EvalConfigError(ValueError):
 
 @dataclass(frozen=True, kw_only=True)
 class EvalConfig:
-    """The identity of an evaluation run: every field is written to ``run.json`` under
-    its own name, and a resume with any field changed is refused, naming it.
+    """The parameters of an evaluation and the identity of its run: every field but
+    ``num_tasks`` is written to ``run.json`` under its own name, and a resume with any
+    field changed is refused, naming it.
 
-    ``endpoint`` is the endpoint's public URL (no credentials, no query); ``n`` the
-    samples per task; ``task_indices`` the tasks, in order; the adapter fields come from
-    the generated class (``environment`` is its ``ENV_NAME``)."""
+    ``endpoint`` is the endpoint's URL (``run.json`` holds it without credentials or a
+    query); ``n`` the samples per task. The tasks are the first ``num_tasks`` of ``split``,
+    exactly ``task_indices`` (in order), or, with neither, the whole split: its size comes
+    from the environment. A field left ``None`` is filled in by ``evaluate`` (``split``: the
+    adapter's default split; ``pass_threshold``: the adapter's; the adapter fields: the
+    generated class's, ``environment`` being its ``ENV_NAME``); a field given must agree with
+    the adapter. Construction raises :class:`EvalConfigError` naming the field."""
 
     model: str
     endpoint: str
-    environment: str | None
-    adapter: str
-    adapter_version: str | None
-    tools_sha256: str
-    split: str
-    n: int
-    task_indices: tuple[int, ...]
+    split: str | None = None
+    n: int = 1
+    num_tasks: int | None = None
+    task_indices: tuple[int, ...] | None = None
     max_turns: int = DEFAULT_MAX_TURNS
     temperature: float | None = None
     max_tokens: int | None = None
     seed: int | None = None
-    pass_threshold: float = 1.0
+    pass_threshold: float | None = None
     unfinished_reward: float | None = None
+    environment: str | None = None
+    adapter: str | None = None
+    adapter_version: str | None = None
+    tools_sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.task_indices is not None:
+            try:
+                indices = tuple(int(i) for i in self.task_indices)
+            except (TypeError, ValueError):
+                raise EvalConfigError(
+                    f"task_indices must be integers, got {self.task_indices!r}"
+                ) from None
+            object.__setattr__(self, "task_indices", indices)
+        _check(self)
 
     @staticmethod
-    def for_adapter(
-        klass: type,
-        *,
-        model: str,
-        endpoint: str,
-        split: str,
-        task_indices: Sequence[int],
-        **rest: Any,
-    ) -> EvalConfig:
-        """The config of an evaluation of the generated adapter class ``klass``."""
-        return EvalConfig(
-            model=model,
-            endpoint=endpoint,
-            environment=getattr(klass, "ENV_NAME", None),
-            adapter=klass.__qualname__,  # not the module: it depends on the import path
-            adapter_version=_package_version(klass),
-            tools_sha256=str(getattr(klass, "TOOLS_SHA256", "")),
-            split=split,
-            task_indices=tuple(int(i) for i in task_indices),
-            **rest,
-        )
+    def for_adapter(klass: type, **fields: Any) -> EvalConfig:
+        """The config of an evaluation of the generated adapter class ``klass``: its
+        adapter fields filled in, the rest as given."""
+        return EvalConfig(**fields, **adapter_identity(klass))
 
     def to_json(self) -> dict[str, Any]:
         """``run.json``'s content."""
         out = dataclasses.asdict(self)
-        out["task_indices"] = list(self.task_indices)
+        if out["task_indices"] is not None:
+            out["task_indices"] = list(out["task_indices"])
+        if out["num_tasks"] is None:  # a run's config names its tasks in task_indices
+            del out["num_tasks"]
         return out
 
     @staticmethod
@@ -80,18 +87,57 @@ class EvalConfig:
         keys are ignored, so a newer run.json still reads)."""
         names = {f.name for f in dataclasses.fields(EvalConfig)}
         given = {k: v for k, v in value.items() if k in names}
-        given["task_indices"] = tuple(int(i) for i in given.get("task_indices") or ())
+        if given.get("task_indices") is not None:
+            given["task_indices"] = tuple(int(i) for i in given["task_indices"])
         return EvalConfig(**given)
 
     @staticmethod
-    def load(run: Path) -> EvalConfig:
+    def load(run: str | Path) -> EvalConfig:
         """The config of the run in directory ``run`` (its ``run.json``)."""
-        return EvalConfig.from_json(json.loads((run / "run.json").read_text()))
+        return EvalConfig.from_json(json.loads((Path(run) / "run.json").read_text()))
 
     def differences(self, other: EvalConfig, fields: Sequence[str] | None = None) -> list[str]:
         """The names of the fields (all, or those of ``fields``) whose values differ."""
         names = fields or [f.name for f in dataclasses.fields(self)]
         return [name for name in names if getattr(self, name) != getattr(other, name)]
+
+
+def adapter_identity(klass: type) -> dict[str, Any]:
+    """The adapter fields of a config, from the generated class ``klass``."""
+    return {
+        "environment": getattr(klass, "ENV_NAME", None),
+        "adapter": klass.__qualname__,  # not the module: it depends on the import path
+        "adapter_version": _package_version(klass),
+        "tools_sha256": str(getattr(klass, "TOOLS_SHA256", "")),
+    }
+
+
+def _check(c: EvalConfig) -> None:
+    """Every field on its own and in combination (the split's range is checked against
+    the environment, by ``orsgen.runtime.rollouts.tasks.candidates``)."""
+    for name in ("model", "endpoint"):
+        if not isinstance(getattr(c, name), str) or not getattr(c, name):
+            raise EvalConfigError(f"{name} must be a non-empty string, got {getattr(c, name)!r}")
+    for name, low in (("n", 1), ("max_turns", 1), ("num_tasks", 1), ("max_tokens", 1)):
+        value = getattr(c, name)
+        if value is None and name in ("num_tasks", "max_tokens"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise EvalConfigError(f"{name} must be an integer of at least {low}, got {value!r}")
+    if c.num_tasks is not None and c.task_indices is not None:
+        raise EvalConfigError("pass num_tasks or task_indices, not both")
+    if c.task_indices is not None and not c.task_indices:
+        raise EvalConfigError("task_indices is empty: there is no task to evaluate")
+    if c.temperature is not None and not (_finite(c.temperature) and c.temperature >= 0):
+        raise EvalConfigError(f"temperature must be at least 0, got {c.temperature!r}")
+    for name in ("pass_threshold", "unfinished_reward"):
+        value = getattr(c, name)
+        if value is not None and not _finite(value):
+            raise EvalConfigError(f"{name} must be a finite number, got {value!r}")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _package_version(klass: type) -> str | None:

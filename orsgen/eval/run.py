@@ -11,8 +11,10 @@ completes; a failure is a row, never a stopped run. The run keeps only each row'
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
+import re
 import sys
 import threading
 import time
@@ -25,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval import report
-from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError
+from orsgen.eval.config import (
+    ADAPTER_FIELDS,
+    DEFAULT_MAX_TURNS,
+    EvalConfig,
+    EvalConfigError,
+    adapter_identity,
+)
 from orsgen.eval.conversation import Conversation, Rollout, Sampling, Turns, tool_schemas, trl_tools
 from orsgen.eval.groups import Groups
 from orsgen.eval.results import (
@@ -128,30 +136,43 @@ def _adapter_factory(
     return env
 
 
-def _check_numbers(samples: int, concurrency: int, max_turns: int) -> None:
-    for name, value in (("samples", samples), ("concurrency", concurrency)):
-        if value < 1:
-            raise EvalConfigError(f"{name} must be at least 1, got {value}")
-    if max_turns < 1:
-        raise EvalConfigError(f"max_turns must be at least 1, got {max_turns}")
+# The keywords of evaluate's shorthand, each building the EvalConfig field it names.
+_CONFIG_KEYWORDS = {
+    "endpoint": "endpoint",
+    "model": "model",
+    "split": "split",
+    "samples": "n",
+    "num_tasks": "num_tasks",
+    "indices": "task_indices",
+    "max_turns": "max_turns",
+    "temperature": "temperature",
+    "max_tokens": "max_tokens",
+    "pass_threshold": "pass_threshold",
+    "unfinished_reward": "unfinished_reward",
+    "seed": "seed",
+}
+
+
+def _config_of(config: EvalConfig | None, keywords: dict[str, Any]) -> EvalConfig:
+    """``config``, or the one the shorthand keywords build (never both)."""
+    given = {k: keywords.pop(k) for k in list(keywords) if k in _CONFIG_KEYWORDS}
+    if config is not None:
+        if given:
+            names = ", ".join(f"{_CONFIG_KEYWORDS[k]}=" for k in given)
+            raise EvalConfigError(f"pass {names} in config, not as keywords of evaluate")
+        return config
+    fields = {_CONFIG_KEYWORDS[k]: v for k, v in given.items() if v is not None}
+    missing = [k for k in ("endpoint", "model") if k not in fields]
+    if missing:
+        raise EvalConfigError(f"evaluate needs config=EvalConfig(...) or {'= and '.join(missing)}=")
+    return EvalConfig(**fields)
 
 
 def evaluate(
     env: type | Callable[[], Any],
+    config: EvalConfig | None = None,
     *,
-    endpoint: str,
-    model: str,
-    split: str | None = None,
-    samples: int = 1,
-    num_tasks: int | None = None,
-    indices: Sequence[int] | None = None,
     concurrency: int = 1,
-    max_turns: int = DEFAULT_MAX_TURNS,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    pass_threshold: float | None = None,
-    unfinished_reward: float | None = None,
-    seed: int | None = None,
     rollout_timeout: float | None = None,
     request_timeout: float = 600.0,
     endpoint_api_key: str | None = None,
@@ -161,14 +182,21 @@ def evaluate(
     on_start: Callable[[EvalConfig], None] | None = None,
     **adapter_kwargs: Any,
 ) -> EvalResult:
-    """Evaluate ``model`` behind ``endpoint`` (an OpenAI-compatible base URL such as
-    ``http://127.0.0.1:8000/v1``) on ``split`` of a generated adapter class ``env`` (or a
-    factory returning adapters): the first ``num_tasks`` tasks, exactly ``indices``, or
-    the whole split (its size comes from the environment), ``samples`` times each.
-    ``adapter_kwargs`` (``base_url``, ``api_key``, ``secrets``, ...) go to the class.
-    Results go to ``out`` when given (``resume=True`` continues the run there).
-    ``on_start(config)`` is called once the configuration is checked, before the first
-    rollout.
+    """Evaluate the model and endpoint of ``config`` (an OpenAI-compatible base URL such
+    as ``http://127.0.0.1:8000/v1``) on its split of a generated adapter class ``env`` (or
+    a factory returning adapters). ``EvalConfig``'s fields left ``None`` are filled in
+    from the environment; the result is ``EvalResult.config`` and ``run.json``.
+
+    The rest says how the run goes, not what it is: ``concurrency`` rollouts at once, each
+    bounded by ``rollout_timeout`` seconds, ``endpoint_api_key`` (never written), results
+    to ``out`` when given (``resume=True`` continues the run there). ``adapter_kwargs``
+    (``base_url``, ``api_key``, ``secrets``, ...) go to the class. ``on_start(config)`` is
+    called once the configuration is checked, before the first rollout.
+
+    Shorthand: without ``config``, the keywords ``endpoint``, ``model``, ``split``,
+    ``samples`` (``n``), ``num_tasks``, ``indices`` (``task_indices``), ``max_turns``,
+    ``temperature``, ``max_tokens``, ``pass_threshold``, ``unfinished_reward`` and
+    ``seed`` build it.
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
     configuration, always before the first rollout; an error after that is raised as it
@@ -176,30 +204,16 @@ def evaluate(
     if "task_count" in adapter_kwargs:  # the split's size now comes from the environment
         adapter_kwargs.pop("task_count")
         warnings.warn("evaluate(task_count=) is ignored", DeprecationWarning, stacklevel=2)
-    _check_numbers(samples, concurrency, max_turns)
+    config = _config_of(config, adapter_kwargs)
+    if concurrency < 1:
+        raise EvalConfigError(f"concurrency must be at least 1, got {concurrency}")
     if rollout_timeout is not None:
         adapter_kwargs = {"rollout_timeout": rollout_timeout, **adapter_kwargs}
     make = _adapter_factory(env, {"prefetch": False, **adapter_kwargs})
     adapters = _Adapters(make)
     try:
         try:
-            plan = _plan(
-                adapters.probe(),
-                model=model,
-                endpoint=public_url(endpoint),
-                split=split,
-                num_tasks=num_tasks,
-                indices=indices,
-                n=samples,
-                max_turns=max_turns,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                seed=seed,
-                pass_threshold=pass_threshold,
-                unfinished_reward=unfinished_reward,
-                out=Path(out) if out is not None else None,
-                resume=resume,
-            )
+            plan = _plan(adapters.probe(), config, Path(out) if out is not None else None, resume)
         except EvalConfigError:
             raise
         except (ValueError, TypeError, LookupError) as exc:
@@ -213,7 +227,7 @@ def evaluate(
         if on_start is not None:
             on_start(plan.config)
         conversation = _conversation(
-            plan.config, endpoint, endpoint_api_key, request_timeout, rollout_timeout
+            plan, config.endpoint, endpoint_api_key, request_timeout, rollout_timeout
         )
         log = ResultsLog(plan.out / RESULTS_FILE) if plan.out is not None else None
         started = time.monotonic()
@@ -236,16 +250,20 @@ def evaluate(
 
 @dataclass
 class _Plan:
-    """What a run does: its config, its output directory, the records it already has
+    """What a run does: its config (every field filled in: ``split``, ``tasks`` and
+    ``threshold`` are its own), its output directory, the records it already has
     (resumed) and the (task, sample) pairs still to run."""
 
     config: EvalConfig
+    split: str
+    tasks: tuple[int, ...]
+    threshold: float
     out: Path | None
     done: Records
     have: set[tuple[int, int]]
 
     def todo(self) -> Iterator[tuple[int, int]]:
-        for task in self.config.task_indices:
+        for task in self.tasks:
             for sample in range(self.config.n):
                 if (task, sample) not in self.have:
                     yield task, sample
@@ -253,39 +271,42 @@ class _Plan:
     def expected(self) -> dict[int, int]:
         """How many rollouts of each task are still to run."""
         n = self.config.n
-        counts = {task: n for task in self.config.task_indices}
+        counts = {task: n for task in self.tasks}
         for task, _ in self.have:
             if task in counts:
                 counts[task] -= 1
         return counts
 
 
-def _plan(
-    probe: Any,
-    *,
-    split: str | None,
-    num_tasks: int | None,
-    indices: Sequence[int] | None,
-    pass_threshold: float | None,
-    out: Path | None,
-    resume: bool,
-    **identity: Any,
-) -> _Plan:
-    """Everything checked before the first rollout (one ``/num_tasks`` request)."""
+def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> _Plan:
+    """Everything checked before the first rollout (one ``/num_tasks`` request): ``given``
+    with the fields that come from the environment filled in."""
     from orsgen.runtime import dataset
     from orsgen.runtime.rollouts import tasks
 
     here = probe.rollout.here
-    split = str(split or here.split)
-    count = dataset.split_size(here.endpoint, split, timeout=here.open_timeout)
-    chosen = list(dict.fromkeys(tasks.candidates(count, num_tasks, indices)))
     kind: type = probe.__class__
-    config = EvalConfig.for_adapter(
-        kind,
+    ours = adapter_identity(kind)
+    for name in ADAPTER_FIELDS:
+        if getattr(given, name) is not None and getattr(given, name) != ours[name]:
+            raise EvalConfigError(
+                f"config.{name} is {getattr(given, name)!r} but the adapter's is {ours[name]!r}"
+            )
+    split = str(given.split or here.split)
+    count = dataset.split_size(here.endpoint, split, timeout=here.open_timeout)
+    try:  # the one place that restricts tasks, with its range check
+        chosen = tasks.candidates(count, given.num_tasks, given.task_indices)
+    except ValueError as exc:
+        raise EvalConfigError(re.sub(r"^indices\b", "task_indices", str(exc))) from None
+    threshold = _threshold(probe, given.pass_threshold)
+    config = dataclasses.replace(
+        given,
+        endpoint=public_url(given.endpoint),
         split=split,
-        task_indices=chosen,
-        pass_threshold=_threshold(probe, pass_threshold),
-        **identity,
+        num_tasks=None,
+        task_indices=tuple(dict.fromkeys(chosen)),
+        pass_threshold=threshold,
+        **ours,
     )
     done = Records()
     if out is not None:
@@ -295,7 +316,10 @@ def _plan(
         # In the tools' own key order: the model saw them rendered in it.
         write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
         done = read_records(out / RESULTS_FILE)
-    return _Plan(config, out, done, {(r.task_index, r.sample) for r in done})
+    indices = config.task_indices or ()
+    return _Plan(
+        config, split, indices, threshold, out, done, {(r.task_index, r.sample) for r in done}
+    )
 
 
 def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
@@ -322,7 +346,7 @@ def _threshold(probe: Any, given: float | None) -> float:
 
 
 def _conversation(
-    config: EvalConfig,
+    plan: _Plan,
     endpoint: str,
     key: str | None,
     request_timeout: float,
@@ -333,6 +357,7 @@ def _conversation(
     client = openai.OpenAI(
         base_url=endpoint, api_key=key or "EMPTY", timeout=request_timeout, max_retries=3
     )
+    config = plan.config
     return Conversation(
         client,
         config.endpoint,
@@ -374,10 +399,19 @@ class _Adapters:
         return env
 
     def close(self) -> None:
+        """Close every adapter, even when one's close raises (the first error is raised
+        once all are closed)."""
         with self._lock:
             opened, self._opened = self._opened, []
+            self._spare = []
+        failed: BaseException | None = None
         for env in opened:
-            env.close()
+            try:
+                env.close()
+            except BaseException as exc:  # noqa: BLE001 - the others still close
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
 
 def _row(
@@ -420,7 +454,7 @@ def _run_all(
     stop = threading.Event()
     lock = threading.Lock()
     records = Records()
-    running = _Progress(config.pass_threshold)
+    running = _Progress(plan.threshold)
     bar = tqdm(total=total, disable=not show, unit="rollout", file=sys.stderr)
     judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
     groups = Groups(expected) if judges else None
@@ -429,10 +463,10 @@ def _run_all(
         env = None
         try:
             env = adapters.mine()
-            rollout = conversation.run(env, task_index, config.split, sample)
+            rollout = conversation.run(env, task_index, plan.split, sample)
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
             rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
-        row = _row(task_index, sample, config.split, rollout, config.unfinished_reward)
+        row = _row(task_index, sample, plan.split, rollout, config.unfinished_reward)
         bar.set_postfix(running.add(row), refresh=False)
         bar.update(1)
         done = [row] if groups is None else groups.add(env, task_index, row, rollout.final_answer)

@@ -1,0 +1,218 @@
+"""``evaluate(env, config)``: an :class:`EvalConfig` is both the parameters of a run and the
+identity ``run.json`` holds. A real ORS server (tests/envs/chance_env.py) and the scripted
+OpenAI-compatible stand-in (tests/openai_standin.py) on 127.0.0.1; nothing is mocked."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import openai_standin
+from conftest import import_generated
+
+CHANCE_TEST_TASKS = 4  # tests/envs/chance_env.py's "test" split
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+@pytest.fixture
+def standin(tmp_path: Path) -> Iterator[openai_standin.Standin]:
+    server = openai_standin.start(tmp_path)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _counted(pkg: Any, url: str) -> tuple[Callable[[], Any], list[Any], list[Any]]:
+    """A factory of ChanceEnv adapters that records each one made and each one closed."""
+    made: list[Any] = []
+    closed: list[Any] = []
+
+    class Counted(pkg.ChanceEnv):  # type: ignore[name-defined, misc]
+        def close(self):  # type: ignore[no-untyped-def]
+            closed.append(self)
+            return super().close()
+
+    def factory() -> Any:
+        env = Counted(base_url=url)
+        made.append(env)
+        return env
+
+    return factory, made, closed
+
+
+def test_run_json_is_the_config_evaluate_was_given(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    from orsgen.eval import EvalConfig, evaluate
+
+    pkg = import_generated(chance_dir)
+    config = EvalConfig.for_adapter(
+        pkg.ChanceEnv,
+        model=standin.model,
+        endpoint=standin.endpoint,
+        split="test",
+        n=2,
+        task_indices=(3, 1),
+        max_turns=4,
+        temperature=0.0,
+        max_tokens=32,
+        seed=7,
+        pass_threshold=0.5,
+        unfinished_reward=0.0,
+    )
+    out = tmp_path / "run"
+    result = evaluate(
+        pkg.ChanceEnv, config, out=out, concurrency=2, base_url=chance_server.url, progress=False
+    )
+    assert EvalConfig.load(out) == config  # run.json's identity is the config given
+    assert result.config == config
+    assert result.summary["n"] == 2 and result.summary["split"] == "test"
+    assert sorted((r.task_index, r.sample) for r in result.records) == [
+        (1, 0),
+        (1, 1),
+        (3, 0),
+        (3, 1),
+    ]
+    # The same config resumes the run (nothing left to do); a changed one is refused.
+    again = evaluate(
+        pkg.ChanceEnv, config, out=out, resume=True, base_url=chance_server.url, progress=False
+    )
+    assert again.config == config and len(again.records) == 4
+    from orsgen.eval import RunFileError
+
+    with pytest.raises(RunFileError, match="cannot resume: seed was 7 and is now 8"):
+        evaluate(
+            pkg.ChanceEnv,
+            dataclasses.replace(config, seed=8),
+            out=out,
+            resume=True,
+            base_url=chance_server.url,
+            progress=False,
+        )
+
+
+def test_fields_left_out_come_from_the_environment(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    from orsgen.eval import EvalConfig, evaluate
+    from orsgen.eval.config import ADAPTER_FIELDS
+    from orsgen.runtime.passk import PASS_THRESHOLD
+
+    pkg = import_generated(chance_dir)
+    given = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test")
+    out = tmp_path / "run"
+    result = evaluate(pkg.ChanceEnv, given, out=out, base_url=chance_server.url, progress=False)
+    config = result.config
+    assert config is not None and config == EvalConfig.load(out)
+    assert config.task_indices == tuple(range(CHANCE_TEST_TASKS))  # the split's size
+    assert config.pass_threshold == PASS_THRESHOLD
+    assert (config.environment, config.adapter) == (pkg.ChanceEnv.ENV_NAME, "ChanceEnv")
+    assert config.tools_sha256 == pkg.ChanceEnv.TOOLS_SHA256
+    filled = ("task_indices", "pass_threshold", *ADAPTER_FIELDS)
+    assert dataclasses.replace(config, **dict.fromkeys(filled)) == given  # the rest as given
+    first = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test", num_tasks=2)
+    result = evaluate(pkg.ChanceEnv, first, base_url=chance_server.url, progress=False)
+    assert result.config is not None and result.config.task_indices == (0, 1)
+    assert result.config.num_tasks is None  # a run's config names its tasks
+
+
+def test_an_unusable_config_is_refused_naming_the_field_before_any_rollout(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    from orsgen.eval import EvalConfig, EvalConfigError, evaluate
+
+    pkg = import_generated(chance_dir)
+    base = dict(model=standin.model, endpoint=standin.endpoint, split="test")
+    for fields, words in [
+        ({"n": 0}, "n must be an integer of at least 1"),
+        ({"num_tasks": 2, "task_indices": [0]}, "pass num_tasks or task_indices, not both"),
+        ({"task_indices": []}, "task_indices is empty"),
+        ({"max_turns": 0}, "max_turns must be"),
+        ({"temperature": -0.5}, "temperature must be at least 0"),
+        ({"pass_threshold": float("inf")}, "pass_threshold must be a finite number"),
+    ]:
+        with pytest.raises(EvalConfigError, match=words):
+            EvalConfig(**base, **fields)
+    factory, made, closed = _counted(pkg, chance_server.url)
+    cases: list[tuple[EvalConfig, dict[str, Any], str]] = [
+        (EvalConfig(**base, task_indices=(0, 9)), {}, r"task_indices \[9\] are outside"),
+        (EvalConfig(**base, tools_sha256="0" * 64), {}, "config.tools_sha256 is '0000"),
+        (EvalConfig(**base, environment="other"), {}, "config.environment is 'other'"),
+        (EvalConfig(**base), {"samples": 3}, "pass n= in config, not as keywords"),
+        (EvalConfig(**base), {"concurrency": 0}, "concurrency must be"),
+    ]
+    for n, (config, keywords, words) in enumerate(cases):
+        out = tmp_path / f"run{n}"
+        made.clear()
+        closed.clear()
+        with pytest.raises(EvalConfigError, match=words):
+            evaluate(factory, config, out=out, progress=False, **keywords)
+        assert not (out / "results.jsonl").exists(), words  # no rollout ran
+        assert len(closed) == len(made), words  # adapters closed on this path too
+
+
+def test_every_adapter_is_closed_when_one_close_raises(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    from orsgen.eval import EvalConfig, evaluate
+
+    pkg = import_generated(chance_dir)
+    made: list[Any] = []
+    closed: list[Any] = []
+
+    class Failing(pkg.ChanceEnv):  # type: ignore[name-defined, misc]
+        def close(self):  # type: ignore[no-untyped-def]
+            closed.append(self)
+            super().close()
+            if len(closed) == 1:
+                raise RuntimeError("close failed")
+
+    def factory() -> Any:
+        env = Failing(base_url=chance_server.url)
+        made.append(env)
+        return env
+
+    config = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test", n=3)
+    with pytest.raises(RuntimeError, match="close failed"):
+        evaluate(factory, config, concurrency=3, progress=False)
+    assert len(made) >= 2 and len(closed) == len(made)  # the failing close stopped no other
+
+
+def test_each_adapter_class_gets_its_own_tool_schemas_made_once() -> None:
+    """Conversation.schemas caches per class (the hot path made them on every rollout)."""
+    from orsgen.eval.conversation import Conversation, Sampling, Turns, tool_schemas, trl_tools
+
+    class Say:
+        def say(self, text: str) -> str:
+            """Say something.
+
+            Args:
+                text: what to say
+            """
+            return text
+
+    class Guess:
+        def guess(self, word: str, count: int) -> str:
+            """Guess a word.
+
+            Args:
+                word: the guess
+                count: how many times
+            """
+            return word
+
+    talk = Conversation(
+        None, "http://127.0.0.1:1/v1", Sampling("m", None, None, None), Turns(1, None)
+    )
+    for kind in (Say, Guess, Say):
+        env = kind()
+        got = talk.schemas(env, trl_tools(env))
+        assert got == tool_schemas(trl_tools(env))
+        assert talk.schemas(kind(), trl_tools(kind())) is got  # made once per class
+    assert [s["function"]["name"] for s in talk.schemas(Guess(), {})] == ["guess"]
