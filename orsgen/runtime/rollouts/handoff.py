@@ -117,6 +117,7 @@ class _Worker:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._written = ""
+        self._failed = False
         if self.handoff is None or self.handoff.trainer != os.getppid():
             self.handoff = None  # the trainer itself, or not its child: not the worker
             return
@@ -131,8 +132,10 @@ class _Worker:
             self._wake.clear()
             try:
                 self.flush()
-            except Exception:  # noqa: BLE001 - the writer must outlive one failed write
-                logger.exception("the rollout worker could not write its task-choice state")
+            except Exception:  # noqa: BLE001 - the writer must outlive a failed write
+                if not self._failed:  # once: the same cause would fail every period
+                    self._failed = True
+                    logger.exception("the rollout worker could not write its task-choice state")
 
     def flush(self) -> None:
         """Write the streams' states when they changed (never a file with no stream: the
