@@ -79,7 +79,6 @@ def evaluation(url: str, samples: int, out: Path) -> Path:
             endpoint=model.endpoint,
             model="answer",
             samples=samples,
-            task_count=20,
             concurrency=4,
             out=out,
             progress=False,
