@@ -168,12 +168,14 @@ class Chooser:
 
     def _next(self) -> tuple[int, int]:
         reset, self.handed_out = self.handed_out, self.handed_out + 1
-        layout = self.layout
+        layout, curriculum = self.layout, self.curriculum
+        # _first_group(), inline: this runs on every reset
+        first = 0 if curriculum is None else curriculum.first_group
         if layout is not None and layout.world > 1 and reset % layout.rows == 0:
             generation_start = (reset // layout.rows) * layout.world * layout.rows
-            self._exchange(self._first_group() + generation_start // self.group_size)
+            self._exchange(first + generation_start // self.group_size)
         slot = reset if layout is None else layout.slot(reset)
-        group = self._first_group() + slot // self.group_size
+        group = first + slot // self.group_size
         if self._current is None or self._current[0] != group:
             if self.curriculum is None:  # group_task, one shuffle per pass (not per group)
                 uniform_pass, at = divmod(group, len(self.tasks))
