@@ -172,22 +172,6 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
     return next(iter(found.values()))
 
 
-def count_tasks(klass: Any, base_url: Any, api_key: str | None, split: str) -> int:
-    """How many tasks ``split`` has on the adapter's server."""
-    from orsgen.runtime.dataset import split_size
-    from orsgen.runtime.transport.endpoint import resolve_all
-
-    endpoints = resolve_all(
-        base_url=base_url,
-        api_key=api_key,
-        env_name=None,
-        deployment=klass.DEPLOYMENT,
-        default_url=klass.DEFAULT_URL,
-        default_env_name=klass.ENV_NAME,
-    )
-    return split_size(endpoints[0], split)
-
-
 def check_endpoint(endpoint: str, key: str) -> None:
     """Fail early when nothing answers at ``endpoint``, or when it refuses the key (a
     server that lacks ``/models`` is fine)."""
