@@ -160,14 +160,7 @@ class PlatformAPI:
         """Run a child that uploads to this stand-in (its only OPENREWARD_* settings are
         this API's URL and ``key``) and prints one ``{"dropped": ...}`` JSON line: that
         line, the finished process and its wall time."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
-        env.update(
-            OPENREWARD_API_URL=self.url,
-            OPENREWARD_API_KEY=key,
-            OPENREWARD_DISABLE_UPDATE_CHECK="1",
-            PYTHONPATH=str(ROOT),
-            **extra_env,
-        )
+        env = self.child_env(key, **extra_env)
         started = time.monotonic()
         proc = subprocess.run(
             [sys.executable, *argv],
@@ -181,6 +174,19 @@ class PlatformAPI:
         assert proc.returncode == 0, proc.stderr[-4000:]
         (line,) = [x for x in proc.stdout.splitlines() if x.startswith('{"dropped"')]
         return json.loads(line), proc, wall
+
+    def child_env(self, key: str, **extra_env: str) -> dict[str, str]:
+        """The environment of a process that uploads to this stand-in: this one's, with no
+        OPENREWARD_* setting but this API's URL and ``key``."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+        env.update(
+            OPENREWARD_API_URL=self.url,
+            OPENREWARD_API_KEY=key,
+            OPENREWARD_DISABLE_UPDATE_CHECK="1",
+            PYTHONPATH=str(ROOT),
+            **extra_env,
+        )
+        return env
 
     def refuse(self, status: int | None) -> None:
         request = urllib.request.Request(

@@ -48,7 +48,7 @@ def test_the_rollout_child_uploads_its_own_rollouts(
         )
     finally:
         server.stop()
-    api.stop()
+        api.stop()  # also when the run fails: the stand-in is this test's process
     assert len(run.samples) >= WANTED
     uploaded = list(api.rollouts().values())
     assert len(uploaded) >= WANTED and len({r["eventId"] for r in uploaded}) == len(uploaded)

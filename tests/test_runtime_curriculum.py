@@ -198,3 +198,28 @@ def test_at_twenty_tasks_zero_variance_groups_stay_rare() -> None:
                 made.observe(g, task, r)
         shares.append(zero / 200)
     assert sum(shares) / len(shares) < 0.35, shares
+
+
+def test_the_group_count_has_one_owner() -> None:
+    """The curriculum numbers the groups and its Chooser reads it: a Chooser keeps no group
+    counter of its own (it kept a copy, saved beside the curriculum's), a new Chooser over
+    a restored curriculum opens the first group never planned, and a Chooser state saved
+    with the old copy still loads."""
+    from orsgen.runtime.rollouts.chooser import Chooser
+    from orsgen.runtime.rollouts.episode import Outcome
+
+    chooser = Chooser(range(len(PASS)), 0, 2, PassRateCurriculum())
+    for _ in range(9):  # four groups and the first reset of a fifth
+        chooser.observe(chooser.choose(), Outcome(kind="scored", reward=1.0))
+    state = json.loads(json.dumps(chooser.state_dict()))
+    assert "first_group" not in state and state["curriculum"]["first_group"] == 0
+
+    restored = PassRateCurriculum()
+    restored.load_state_dict(state["curriculum"])
+    fresh = Chooser(range(len(PASS)), 0, 2, restored)
+    assert fresh.next_choice()[1] == state["curriculum"]["planned"] == 5
+
+    older = dict(state, first_group=3)  # a Chooser state from before, with its copy
+    again = Chooser(range(len(PASS)), 0, 2, PassRateCurriculum())
+    again.load_state_dict(older)
+    assert again.next_choice()[1] == 3 + 9 // 2

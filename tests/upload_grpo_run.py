@@ -6,6 +6,10 @@ rollout the reward function scored (task, reward, step), ``train()``'s wall seco
 
     python tests/upload_grpo_run.py SERVER_URL MODEL_DIR OUT STEPS [--upload]
         [--kill-pid PID --kill-at-step K]
+
+Under ``torchrun`` each rank trains in ``OUT/rank-N`` and also writes its line, with its
+rank, world size, pid and the time ``main()`` returned (before the exit's flush), to
+``OUT/report-rank-N.json``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def main() -> None:
     from generated.echo import EchoEnv, load_tasks, outcome_reward
 
     torch.set_num_threads(1)
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    out = Path(a.out) / f"rank-{rank}" if world > 1 else Path(a.out)
     scored: list[dict[str, Any]] = []
 
     def recording_reward(environments: Any, **kwargs: Any) -> list[float | None]:
@@ -66,7 +72,7 @@ def main() -> None:
     factory = functools.partial(EchoEnv, base_url=a.server, secrets={"TOKEN": SECRET}, **extra)
     trainer = GRPOTrainer(
         model=a.model,
-        args=tiny_model.cpu_grpo_config(Path(a.out), max_steps=a.steps),
+        args=tiny_model.cpu_grpo_config(out, max_steps=a.steps),
         train_dataset=load_tasks(base_url=a.server),
         environment_factory=factory,
         reward_funcs=recording_reward,
@@ -83,6 +89,9 @@ def main() -> None:
     dropped = sum(h.get("ors/upload_dropped", 0.0) for h in trainer.state.log_history)
     result = {"scored": scored, "seconds": seconds, "error": error, "dropped": dropped}
     print(json.dumps(result, sort_keys=True), flush=True)
+    if world > 1:
+        result.update(rank=rank, world_size=world, pid=os.getpid(), returned_at=time.time())
+        (Path(a.out) / f"report-rank-{rank}.json").write_text(json.dumps(result, sort_keys=True))
 
 
 if __name__ == "__main__":

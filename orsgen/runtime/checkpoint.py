@@ -21,9 +21,15 @@ Under several processes the ranks first share the step's outcomes (a collective:
 rank saves), so they hold the same state, and only the world's process zero writes it
 (:func:`orsgen.runtime.transport.identity.identity`).
 
-Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker's own process, which
-the trainer's checkpoints never reach: the callback refuses to be used there, when the
-trainer is constructed, rather than save a state that cannot resume.
+Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
+spawns after this callback's ``on_train_begin``: the callback names a hand-off there
+(:mod:`orsgen.runtime.rollouts.handoff`, in the environment the child inherits), the worker
+writes its streams' states under ``output_dir/.orsgen_task_state/`` and, on resume, stages
+the checkpoint's file before its first stream. Each save copies the worker's latest
+states into the checkpoint, so they are at most ``handoff.WRITE_EVERY`` (1 s) behind the
+worker, which is itself ahead of the trainer (it holds the outcomes of rollouts still
+queued). Before the worker wrote anything the save says so and writes a file with no
+stream: a resume from it starts the task choice afresh, as it says.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -39,14 +45,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orsgen.runtime.rollouts import tasks
+from orsgen.runtime.rollouts import handoff, tasks
 from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+from orsgen.runtime.rollouts.handoff import FORMAT as FORMAT
+from orsgen.runtime.rollouts.handoff import Handoff
 from orsgen.runtime.rollouts.streams import StreamKey
 from orsgen.runtime.transport.identity import identity
 
 FILE = "orsgen_curriculum.json"
 CHECKPOINT = "checkpoint"  # transformers' PREFIX_CHECKPOINT_DIR
-FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's state
 
 logger = logging.getLogger("orsgen.runtime")
 
@@ -58,13 +65,11 @@ def path(output_dir: str | os.PathLike[str], step: int) -> Path:
 
 def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, Any]]]:
     """The (key, state) of every stream a saved file holds."""
-    if saved.get("format") != FORMAT:
-        raise ValueError(
-            f"{FILE} of format {saved.get('format', 1)!r}, not {FORMAT}: saved by an older "
-            "orsgen (one curriculum's state, no stream keys); resume it with the orsgen "
-            "that saved it"
-        )
-    return [(StreamKey.from_json(s["stream"]), s["state"]) for s in saved["streams"]]
+    return handoff.streams_of(saved)
+
+
+def _is_async(args: Any) -> bool:
+    return type(args).__name__.startswith("AsyncGRPO")
 
 
 def _nothing(*_: Any, **__: Any) -> None:
@@ -78,6 +83,7 @@ class CurriculumCheckpoint:
     def __init__(self, curriculum: PassRateCurriculum | None = None) -> None:
         self.curriculum = curriculum
         self.restored_from: Path | None = None
+        self.handoff: Handoff | None = None  # AsyncGRPO: where its rollout worker writes
         self._warned = False
 
     def __getattr__(self, name: str) -> Callable[..., None]:
@@ -85,44 +91,55 @@ class CurriculumCheckpoint:
             return _nothing
         raise AttributeError(name)
 
-    @staticmethod
-    def _refuse_async(args: Any) -> None:
-        if type(args).__name__.startswith("AsyncGRPO"):
-            raise ValueError(
-                "CurriculumCheckpoint cannot save the task choice of AsyncGRPOTrainer: its "
-                "adapters choose tasks in the rollout worker's process, which the trainer's "
-                "checkpoints do not reach, so a resume could not continue it. Remove the "
-                "callback (a resumed run then starts its task choice afresh) or train with "
-                "GRPOTrainer"
-            )
-
-    def on_init_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        self._refuse_async(args)  # transformers' Trainer.__init__ ends with this event
-
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
-        self._refuse_async(args)
         step = int(getattr(state, "global_step", 0) or 0)
-        if step <= 0:
-            return
-        saved = path(args.output_dir, step)
-        if not saved.is_file():
-            raise FileNotFoundError(
-                f"resuming at step {step}, but {saved} holds no task-choice state: the run "
-                "was saved without CurriculumCheckpoint, or from another output_dir"
-            )
-        streams = streams_of(json.loads(saved.read_text()))
-        if self.curriculum is not None:
+        saved = path(args.output_dir, step) if step > 0 else None
+        streams: list[tuple[StreamKey, Mapping[str, Any]]] = []
+        if saved is not None:
+            if not saved.is_file():
+                raise FileNotFoundError(
+                    f"resuming at step {step}, but {saved} holds no task-choice state: the run "
+                    "was saved without CurriculumCheckpoint, or from another output_dir"
+                )
+            streams = streams_of(json.loads(saved.read_text()))
+            if not streams:
+                logger.warning(
+                    "CurriculumCheckpoint: %s holds no task-choice stream, so the task choice "
+                    "starts afresh",
+                    saved,
+                )
+        if self.curriculum is not None and saved is not None:
             with_one = [s["curriculum"] for _, s in streams if "curriculum" in s]
             if len(with_one) != 1:
                 raise ValueError(
                     f"{saved} holds {len(with_one)} curricula: CurriculumCheckpoint("
                     "curriculum) restores the one curriculum of the run"
                 )
+            # Under AsyncGRPO too: the worker gets the factory, and this object, pickled later.
             self.curriculum.load_state_dict(with_one[0])
-        tasks.samplers().stage(streams)
+        if _is_async(args):
+            self._hand_off(Path(args.output_dir), saved)
+        elif saved is not None:
+            tasks.samplers().stage(streams)
         self.restored_from = saved
 
+    def _hand_off(self, output_dir: Path, resume: Path | None) -> None:
+        """Name the worker's hand-off in the environment it inherits (it is spawned after
+        this event), with no state of an earlier run left in its directory."""
+        self.handoff = Handoff(output_dir / handoff.DIRECTORY, resume, os.getpid())
+        self.handoff.latest.unlink(missing_ok=True)
+        os.environ[handoff.ENV] = self.handoff.to_env()
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        if self.handoff is not None:  # the worker is stopped: no later child inherits it
+            os.environ.pop(handoff.ENV, None)
+
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        target = path(args.output_dir, int(state.global_step))
+        if self.handoff is not None:
+            if identity().is_main:
+                self._save_worker(self.handoff, target)
+            return
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
         for sampler in tasks.samplers().all():
@@ -137,12 +154,21 @@ class CurriculumCheckpoint:
                 "CurriculumCheckpoint: no adapter in this process chose tasks "
                 "(train_dataset=None), so the checkpoints hold no task-choice state"
             )
-        target = path(args.output_dir, int(state.global_step))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        body = {
-            "format": FORMAT,
-            "streams": [{"stream": k.to_json(), "state": s} for k, s in streams],
-        }
-        temporary = target.with_suffix(".tmp")
-        temporary.write_text(json.dumps(body, sort_keys=True))
-        temporary.replace(target)  # never a half-written state beside a whole checkpoint
+        handoff.write(target, json.dumps(handoff.body(streams), sort_keys=True))
+
+    def _save_worker(self, worker: Handoff, target: Path) -> None:
+        """The rollout worker's latest states, checked whole, into the checkpoint."""
+        try:
+            text = worker.latest.read_text()
+        except FileNotFoundError:
+            logger.warning(
+                "CurriculumCheckpoint: the AsyncGRPO rollout worker has written no task-choice "
+                "state yet (it writes within %.0f s of its first reset, when the callback was "
+                "given to the trainer's callbacks=), so %s holds no stream and a resume from "
+                "it starts the task choice afresh",
+                handoff.WRITE_EVERY,
+                target.parent,
+            )
+            text = json.dumps(handoff.body([]), sort_keys=True)
+        streams_of(json.loads(text))  # never a file the resume cannot read
+        handoff.write(target, text)

@@ -66,7 +66,10 @@ class Chooser:
     whatever the outcomes); with one, the curriculum chooses once per group and learns
     from every settled outcome. ``share`` (several processes) exchanges the outcomes the
     ranks observed, at the first reset of each generation: every rank is there, after the
-    previous generation was scored and before any task of this one is chosen."""
+    previous generation was scored and before any task of this one is chosen.
+
+    It counts its resets (``handed_out``); the groups they open are numbered from the
+    curriculum's ``first_group``, the one group counter (0 for the uniform passes)."""
 
     def __init__(
         self,
@@ -84,10 +87,8 @@ class Chooser:
         self.seed = seed
         self.group_size = group_size
         self.curriculum, self.layout, self._share = curriculum, layout, share
-        self._first_group = 0  # a curriculum restored from a checkpoint continues there
-        if curriculum is not None:
+        if curriculum is not None:  # a restored one: this stream's groups follow its plan
             curriculum.start(self.tasks, seed, group_size, pass_threshold)
-            self._first_group = curriculum.next_group
         self._lock = threading.Lock()
         self._current: tuple[int, int] | None = None  # (group, task) last chosen
         self._pass: tuple[int, list[int]] | None = None  # the uniform pass in use, shuffled
@@ -137,7 +138,6 @@ class Chooser:
                 "given": self.handed_out,
             }
             if self.curriculum is not None:
-                state["first_group"] = self._first_group
                 state["curriculum"] = self.curriculum.state_dict()
             return state
 
@@ -149,11 +149,17 @@ class Chooser:
         with self._lock:
             if self.curriculum is not None:
                 self.curriculum.load_state_dict(state["curriculum"])
-                self._first_group = int(state["first_group"])
+                if "first_group" in state:  # saved when the Chooser kept its own copy
+                    self.curriculum.first_group = int(state["first_group"])
             self.handed_out, self._current = int(state["given"]), None
             self._waiting.clear()
 
     # -- by group ------------------------------------------------------------------------
+
+    def _first_group(self) -> int:
+        """The group of this stream's first reset: the curriculum's counter (its one
+        owner), 0 for the uniform passes."""
+        return 0 if self.curriculum is None else self.curriculum.first_group
 
     def next_choice(self) -> tuple[int, int]:
         """The next reset's task and its global GRPO group (no outcome expected back)."""
@@ -162,12 +168,14 @@ class Chooser:
 
     def _next(self) -> tuple[int, int]:
         reset, self.handed_out = self.handed_out, self.handed_out + 1
-        layout = self.layout
+        layout, curriculum = self.layout, self.curriculum
+        # _first_group(), inline: this runs on every reset
+        first = 0 if curriculum is None else curriculum.first_group
         if layout is not None and layout.world > 1 and reset % layout.rows == 0:
             generation_start = (reset // layout.rows) * layout.world * layout.rows
-            self._exchange(self._first_group + generation_start // self.group_size)
+            self._exchange(first + generation_start // self.group_size)
         slot = reset if layout is None else layout.slot(reset)
-        group = self._first_group + slot // self.group_size
+        group = first + slot // self.group_size
         if self._current is None or self._current[0] != group:
             if self.curriculum is None:  # group_task, one shuffle per pass (not per group)
                 uniform_pass, at = divmod(group, len(self.tasks))
@@ -199,7 +207,7 @@ class Chooser:
                 return
             generations = -(-self.handed_out // layout.rows)  # the ones that started
             self._exchange(
-                self._first_group + generations * layout.world * layout.rows // self.group_size
+                self._first_group() + generations * layout.world * layout.rows // self.group_size
             )
 
     def _exchange(self, first_group: int) -> None:
@@ -208,7 +216,7 @@ class Chooser:
         the statistics they were chosen from, whichever rank served them."""
         if self.curriculum is None or self._share is None:
             return
-        if first_group > self._first_group:
+        if first_group > self._first_group():
             self.curriculum.plan_through(first_group - 1)
         mine, self._unshared = self._unshared, []
         for outcomes in self._share(mine):

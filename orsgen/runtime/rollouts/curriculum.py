@@ -102,6 +102,9 @@ class PassRateCurriculum:
         self._open: dict[int, Group] = {}  # group -> outcomes still arriving
         self._plan: dict[int, int] = {}  # group -> its task, for the recent planned groups
         self._planned = 0  # groups 0 .. _planned - 1 are planned
+        # The run's one group counter (the Chooser numbers its resets' groups from it): the
+        # group its stream's first reset opened, 0 unless the stream began after a restore.
+        self.first_group = 0
         # task -> the last group planned on it (-1: never), the least recent first.
         self._last: OrderedDict[int, int] = OrderedDict()
         self._window = Window()
@@ -160,6 +163,7 @@ class PassRateCurriculum:
                         f"group_size={self.group_size}, pass_threshold={self.threshold}): one "
                         "curriculum serves one stream of tasks"
                     )
+                self.first_group = self._planned  # a new stream continues after the plan
                 return
             (self.tasks, self.seed, self.group_size), self.threshold = binding, threshold
             self._shuffled = list(self.tasks)
@@ -167,15 +171,11 @@ class PassRateCurriculum:
             self._pools = Pools(self.tasks)
             self._prior = {t: r for t, r in self._prior_rates.items() if t in self._pools}
             self._history, self._open, self._plan, self._planned = {}, {}, {}, 0
+            self.first_group = 0
             for task in self._prior:
                 self._pools.move(task, self._judge(task))
             self._first_pass = [t for t in self._shuffled if t not in self._prior]
             self._last = OrderedDict((t, -1) for t in self._shuffled)
-
-    @property
-    def next_group(self) -> int:
-        """The first group never planned: where a resumed run's groups continue."""
-        return self._planned
 
     @property
     def revisit(self) -> int:
@@ -313,6 +313,7 @@ class PassRateCurriculum:
                 "history": rows([g for t in sorted(self._history) for g in self._history[t]]),
                 "open": rows([self._open[k] for k in sorted(self._open)]),
                 "planned": self._planned,
+                "first_group": self.first_group,
                 "plan": [[g, self._plan[g]] for g in sorted(self._plan)],
                 "last_chosen": [[t, g] for t, g in chosen],
             }
@@ -337,6 +338,7 @@ class PassRateCurriculum:
                 self._pools.move(task, self._judge(task))
             self._open = {g: Group(g, t, list(r)) for g, t, r in state["open"]}
             self._planned = int(state["planned"])
+            self.first_group = int(state.get("first_group", 0))  # older files: the Chooser's
             self._plan = {int(g): int(t) for g, t in state["plan"]}
             last = {int(t): int(g) for t, g in state["last_chosen"]}
             rank = {t: i for i, t in enumerate(self._shuffled)}

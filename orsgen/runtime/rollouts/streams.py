@@ -14,7 +14,9 @@ reset and shared by every adapter instance of the stream. The protocol
   A staged state no stream takes is never handed to another stream.
 
 A forked child starts with no stream and nothing staged (this is a
-:meth:`~orsgen.runtime.transport.process.Process.part`).
+:meth:`~orsgen.runtime.transport.process.Process.part`). Under AsyncGRPO the process that
+chooses is the trainer's rollout worker, a spawned child: it saves and stages through the
+hand-off of :mod:`~orsgen.runtime.rollouts.handoff`, the same two calls.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ a rollout whose task the sampler chose. ``curriculum="pass_rate"`` (or a
 sampler factory :class:`~orsgen.runtime.rollouts.chooser.CurriculumFactory`: a Chooser
 whose groups the curriculum chooses; ``sampler=`` and ``curriculum=`` together are refused.
 
-Pure: no I/O. The adapter fetches the split's task count and says once, in the log, what
+Pure but for the AsyncGRPO worker's hand-off (:mod:`~orsgen.runtime.rollouts.handoff`,
+joined before a stream is made): no I/O. The adapter fetches the split's task count and says once, in the log, what
 it chose.
 """
 
@@ -43,7 +44,7 @@ from dataclasses import dataclass, field
 
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.rollouts import curriculum as curricula
-from orsgen.runtime.rollouts import metrics, ranks, trainer_facts
+from orsgen.runtime.rollouts import handoff, metrics, ranks, trainer_facts
 from orsgen.runtime.rollouts.chooser import Chooser as Chooser
 from orsgen.runtime.rollouts.chooser import CurriculumFactory, Layout, factory_of
 from orsgen.runtime.rollouts.streams import Samplers as Samplers
@@ -222,6 +223,7 @@ def sampler_for(
     )
     found = samplers().peek(stream)
     if found is None:
+        handoff.join()  # AsyncGRPO's worker: the saved states are staged before any is made
         among = candidates(split_size(), settings.num_tasks, settings.indices)
         found, made = samplers().get(
             stream,
@@ -231,6 +233,7 @@ def sampler_for(
             ),
         )
         if made:
+            handoff.made()
             where = (
                 f" (group size from {facts.source})" if facts and not settings.group_size else ""
             )

@@ -5,7 +5,8 @@
 Each settled rollout becomes one platform rollout: ``run_name``, the environment (its
 catalog name when it has one), split, task index and task spec, every message the model
 saw and sent (tool calls and results included), the reward and ``is_finished`` on the
-last message, orsgen's verdict and reason as metadata, and a ``RunInfo`` from what the
+last message, orsgen's verdict and reason as metadata (with the process's ``rank`` and
+``world_size`` under torchrun or accelerate), and a ``RunInfo`` from what the
 process knows (the trainer's model, algorithm, learning rate, batch size and first step;
 ``trl`` and its version; ``training_stage="rl"`` under a trainer). The conversation is
 the one TRL handed ``outcome_reward`` (``prompts`` and ``completions``); without one (a
@@ -28,6 +29,7 @@ from typing import Any
 from orsgen.jsonobject import as_array, is_array, is_object
 from orsgen.runtime.rollouts import trainer_facts
 from orsgen.runtime.rollouts.uploader import Record, UploadRun, flush, trl_version, uploader
+from orsgen.runtime.transport.identity import identity
 
 __all__ = ["UploadRun", "ended", "flush", "note_transcripts", "trainer_run_info"]
 
@@ -111,6 +113,9 @@ def ended(rollout: Any, run: UploadRun) -> None:
         "task_chosen": episode.chosen,
         "source": "orsgen",
     }
+    who = identity()
+    if who.world_size > 1:  # torchrun, accelerate: which training process uploaded it
+        metadata.update(rank=who.rank, world_size=who.world_size)
     seconds = time.time() - episode.started_at
     up.submit(
         Record(

@@ -16,14 +16,22 @@ queue, when it settles; one daemon thread per process (AsyncGRPO's rollout child
 torchrun rank have their own) creates it on the platform and logs every event of every
 message through the SDK's ``Rollout.log``, whose batches the SDK uploads in the background.
 A full queue or an API that is down or refusing drops the rollout: counted as
-``ors/upload_dropped`` in the trainer's log and said once per outage. While the API is away
-the thread retries one rollout at a time after a growing pause and drops the rest at once.
-At exit the queue gets :data:`EXIT_BUDGET` seconds in all to drain and flush.
+``ors/upload_dropped`` in the trainer's log and said once per outage.
+
+**An outage costs as little as it can.** A rollout's start is retried on a 5xx
+:data:`START_RETRIES` times (0.5 + 1 s; the SDK's own four would take 7.5 s); once a start has
+failed (refused, 5xx after those retries, 429), the API is known to be down: rollouts are
+dropped at once, and after a pause that grows from :data:`RETRY_FIRST` to :data:`RETRY_MAX`
+seconds one rollout is sent as a *probe*, a single request. A probe that goes through ends
+the outage. The SDK's batches of the rollouts that started keep its own retries. At exit the queue gets :data:`EXIT_BUDGET` seconds in all
+to drain and flush; with the API known to be down, what is queued is dropped (counted) without
+a request, and the SDK's batches get :data:`DOWN_GRACE` seconds.
 """
 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib
 import json
 import logging
@@ -44,7 +52,9 @@ logger = logging.getLogger("orsgen.runtime")
 
 QUEUE_SIZE = 2048  # rollouts waiting for the uploader; more are dropped (and counted)
 EXIT_BUDGET = 5.0  # seconds the process's exit gives the uploads in all
+DOWN_GRACE = 0.5  # seconds the exit gives the SDK's batches when the API is known down
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # pause before trying again after a failed start
+START_RETRIES = 2  # a start's retries on a 5xx while the API is up (0.5 + 1 s); a probe has 0
 SHUTDOWN_ORDER = 40  # before the trajectory files (50); independent of sessions
 
 
@@ -155,6 +165,8 @@ class Uploader:
         self.uploaded = 0
         self.dropped_total = 0
         self.exited = False  # the exit's flush ran
+        self._flushing = False  # a flush waits: with the API down, drop without probing
+        self._busy = False  # the thread holds a rollout (taken off the queue, not settled)
         metrics.source(self._drain_metric)
 
     # -- the rollout's side: enqueue only -------------------------------------------------
@@ -225,6 +237,7 @@ class Uploader:
     def _run(self) -> None:
         while True:
             record = self._queue.get()
+            self._busy = record is not None
             try:
                 if record is None:
                     return
@@ -232,21 +245,21 @@ class Uploader:
             except Exception as exc:  # noqa: BLE001 - an upload never ends the thread
                 self._drop(f"{type(exc).__name__}: {exc}")
             finally:
+                self._busy = False
                 self._queue.task_done()
 
+    @property
+    def down(self) -> bool:
+        """Whether the API is known to be down (a start failed, no probe went through since)."""
+        return self._outage is not None
+
     def _upload(self, record: Record) -> None:
-        if self._outage is not None and time.monotonic() < self._retry_at:
-            self._drop(self._outage)
+        outage = self._outage
+        if outage is not None and (self._flushing or time.monotonic() < self._retry_at):
+            self._drop(outage)  # known down: no request, no wait
             return
         api = self._api(record)
-        rollout = api.create(
-            run_name=record.run.run_name,
-            environment=record.environment,
-            split=record.split,
-            metadata=dict(record.metadata),
-            task_spec=None if record.task_spec is None else dict(record.task_spec),
-            run_info=self._run_info(record),
-        )
+        rollout = self._create(api, record, probe=outage is not None)
         if not sdk.rollout_started(rollout):
             with self._lock:
                 self._retry_at = time.monotonic() + self._pause
@@ -272,6 +285,28 @@ class Uploader:
             )
         self.uploaded += 1
 
+    def _create(self, api: Any, record: Record, probe: bool) -> Any:
+        """The SDK's ``create()`` (it sends the start event and waits for it), with
+        :data:`START_RETRIES` retries on a 5xx, or none for a probe while the API is known
+        down. (The SDK's ``Rollout`` reads ``send_loop_config`` for the start alone; its
+        batching thread kept the config it started with. Only this thread calls
+        ``create()``.)"""
+        kwargs: dict[str, Any] = {
+            "run_name": record.run.run_name,
+            "environment": record.environment,
+            "split": record.split,
+            "metadata": dict(record.metadata),
+            "task_spec": None if record.task_spec is None else dict(record.task_spec),
+            "run_info": self._run_info(record),
+        }
+        config = api.send_loop_config
+        retries = 0 if probe else min(START_RETRIES, config.max_retries)
+        api.send_loop_config = dataclasses.replace(config, max_retries=retries)
+        try:
+            return api.create(**kwargs)
+        finally:
+            api.send_loop_config = config
+
     def _api(self, record: Record) -> Any:
         key = (record.api_key, record.api_url)
         api = self._apis.get(key)
@@ -291,6 +326,12 @@ class Uploader:
 
     # -- exit ----------------------------------------------------------------------------
 
+    def queued(self) -> int:
+        """Rollouts not settled yet: waiting for the uploader thread, or in its hands."""
+        with self._queue.mutex:
+            waiting = sum(1 for record in self._queue.queue if record is not None)
+        return waiting + int(self._busy)
+
     def abandon(self) -> None:
         """Give up on what is still queued: the SDK's own exit handler then waits only
         briefly for its batches (its thread is a daemon and dies with the process)."""
@@ -299,21 +340,28 @@ class Uploader:
 
     def flush(self, timeout: float) -> bool:
         """Upload what is queued and flush the SDK's batches, within ``timeout`` seconds
-        in all; ``False`` when time ran out (what is left is dropped with the process)."""
+        in all; ``False`` when time ran out (what is left is dropped with the process).
+        With the API known to be down, what is queued is dropped (counted) without a
+        request and the SDK's batches get :data:`DOWN_GRACE` seconds."""
         deadline = time.monotonic() + timeout
-        if self._thread is not None:
-            try:
-                self._queue.put(None, timeout=max(deadline - time.monotonic(), 0.01))
-            except queue.Full:
-                return False
-            self._thread.join(max(deadline - time.monotonic(), 0.01))
-            if self._thread.is_alive():
-                return False
-            self._thread = None
-        for api in list(self._apis.values()):
-            _close(api, max(deadline - time.monotonic(), 0.5))
-        self._apis.clear()
-        return True
+        self._flushing = True
+        try:
+            if self._thread is not None:
+                try:
+                    self._queue.put(None, timeout=max(deadline - time.monotonic(), 0.01))
+                except queue.Full:
+                    return False
+                self._thread.join(max(deadline - time.monotonic(), 0.01))
+                if self._thread.is_alive():
+                    return False
+                self._thread = None
+            for api in list(self._apis.values()):
+                left = max(deadline - time.monotonic(), 0.5)
+                _close(api, min(left, DOWN_GRACE) if self.down else left)
+            self._apis.clear()
+            return True
+        finally:
+            self._flushing = False
 
 
 def uploader() -> Uploader:
@@ -333,8 +381,14 @@ def _at_exit() -> None:
     if up.exited:
         return
     up.exited = True
-    if not up.flush(EXIT_BUDGET):
+    before = up.dropped_total
+    done = up.flush(EXIT_BUDGET)
+    if not done:
         up.abandon()
+    lost = up.dropped_total - before + (0 if done else up.queued())
+    if lost:
+        why = "the API is down" if up.down else f"the exit's {EXIT_BUDGET:g} s ran out"
+        logger.warning("at exit %d more rollouts were not uploaded to the runs UI (%s)", lost, why)
 
 
 def _flush_at_exit(process: Process) -> None:

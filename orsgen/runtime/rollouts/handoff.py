@@ -1,0 +1,168 @@
+"""The file of task-sampler stream states, and its hand-off from the process that chooses
+tasks to the trainer that checkpoints them.
+
+The file (format 2) holds every stream's ``state_dict()`` under its key (adapter class,
+server, split; :mod:`orsgen.runtime.rollouts.streams`). A checkpoint's
+``orsgen_curriculum.json`` is one (:mod:`orsgen.runtime.checkpoint`).
+
+Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
+spawns at ``on_train_begin`` (``AsyncRolloutWorker.start()``, run by TRL's own
+``_TrainBeginCallback`` after the callbacks given to the trainer). A spawned child inherits
+the trainer's ``os.environ`` as it is at that moment, so the trainer's callback names a
+:class:`Handoff` in ``ORSGEN_TASK_STATE`` first: a directory under ``output_dir`` and, on
+resume, the checkpoint file to continue from. A child of the trainer that makes a stream
+under it (the worker) then
+
+- stages the resume file's states before its first stream is made, so each stream
+  continues from the state saved under its key;
+- writes its streams' states to ``directory/streams.json`` (a temporary file, then a
+  rename: never half-written) at once when a stream is made, then every
+  :data:`WRITE_EVERY` seconds when they changed, and at exit.
+
+So the worker's file is never more than :data:`WRITE_EVERY` seconds (and one write) behind
+the worker, and a file that exists always resumes. The worker is ahead of the trainer
+anyway: it also holds the choices and outcomes of rollouts the trainer has not trained on
+(up to ``max_inflight_tasks`` in flight and ``queue_maxsize`` queued), and a resume
+continues after them, it does not choose them again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orsgen.runtime.rollouts.streams import StreamKey, samplers
+from orsgen.runtime.transport.process import current
+
+FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's state
+ENV = "ORSGEN_TASK_STATE"
+WRITE_EVERY = 1.0  # seconds: the worker's file lags its streams by at most this (and a write)
+DIRECTORY = ".orsgen_task_state"  # under output_dir
+LATEST = "streams.json"
+
+logger = logging.getLogger("orsgen.runtime")
+
+Streams = Sequence[tuple[StreamKey, Mapping[str, Any]]]
+
+
+def body(streams: Streams) -> dict[str, Any]:
+    """The file's content for these streams."""
+    return {"format": FORMAT, "streams": [{"stream": k.to_json(), "state": s} for k, s in streams]}
+
+
+def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, Any]]]:
+    """The (key, state) of every stream a saved file holds."""
+    if saved.get("format") != FORMAT:
+        raise ValueError(
+            f"a task-choice state of format {saved.get('format', 1)!r}, not {FORMAT}: saved by "
+            "an older orsgen (one curriculum's state, no stream keys); resume it with the "
+            "orsgen that saved it"
+        )
+    return [(StreamKey.from_json(s["stream"]), s["state"]) for s in saved["streams"]]
+
+
+def write(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` whole: a reader sees the old file or the new one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    temporary.replace(target)
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """Where the worker writes its streams' states, what it resumes from, and the trainer's
+    process (which never writes: it checkpoints)."""
+
+    directory: Path
+    resume: Path | None
+    trainer: int
+
+    @property
+    def latest(self) -> Path:
+        return self.directory / LATEST
+
+    def to_env(self) -> str:
+        resume = None if self.resume is None else str(self.resume)
+        return json.dumps(
+            {"directory": str(self.directory), "resume": resume, "trainer": self.trainer}
+        )
+
+    @staticmethod
+    def from_env() -> Handoff | None:
+        raw = os.environ.get(ENV)
+        if not raw:
+            return None
+        value = json.loads(raw)
+        resume = value.get("resume")
+        return Handoff(
+            Path(value["directory"]),
+            None if resume is None else Path(resume),
+            int(value["trainer"]),
+        )
+
+
+class _Worker:
+    """This process's part in a hand-off (none when it is not a worker under one)."""
+
+    def __init__(self) -> None:
+        self.handoff = Handoff.from_env()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._written = ""
+        self._failed = False
+        if self.handoff is None or self.handoff.trainer != os.getppid():
+            self.handoff = None  # the trainer itself, or not its child: not the worker
+            return
+        if self.handoff.resume is not None:  # before any stream is made: each takes its own
+            samplers().stage(streams_of(json.loads(self.handoff.resume.read_text())))
+        threading.Thread(target=self._run, name="orsgen-task-state", daemon=True).start()
+        atexit.register(self.flush)  # the last state, when the worker exits cleanly
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(WRITE_EVERY)
+            self._wake.clear()
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001 - the writer must outlive a failed write
+                if not self._failed:  # once: the same cause would fail every period
+                    self._failed = True
+                    logger.exception("the rollout worker could not write its task-choice state")
+
+    def flush(self) -> None:
+        """Write the streams' states when they changed (never a file with no stream: the
+        trainer says so instead)."""
+        if self.handoff is None:
+            return
+        with self._lock:
+            streams = samplers().saved()
+            if not streams:
+                return
+            text = json.dumps(body(streams), sort_keys=True)
+            if text != self._written:
+                write(self.handoff.latest, text)
+                self._written = text
+
+
+def join() -> None:
+    """Take part in the hand-off named in the environment, if this process is its worker
+    (once per process; the adapter calls this before it makes a stream)."""
+    current().part(_Worker)
+
+
+def made() -> None:
+    """A stream was made: write the states now, not a period later."""
+    current().part(_Worker)._wake.set()
+
+
+def flush() -> None:
+    """Write the worker's states now, when they changed (as at exit)."""
+    current().part(_Worker).flush()
