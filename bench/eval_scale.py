@@ -72,7 +72,8 @@ def child(opts: argparse.Namespace) -> None:
     """One measurement, in this process: print its figures as one JSON line. With
     ``--samples FILE`` it appends {done, seconds, cpu, rss, peak} to FILE every
     ``--sample-every`` rollouts, so that a run stopped halfway still says how its memory
-    went; with ``--profile FILE`` the run is under cProfile (its stats dumped to FILE)."""
+    went; with ``--profile FILE`` the run is under cProfile (its stats dumped to FILE).
+    """
     import threading
 
     from conftest import import_generated
@@ -239,7 +240,8 @@ def measure(
                 load = os.getloadavg()[0]
                 child_run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 print(
-                    f"child pid {child_run.pid}: {rollouts} rollouts, writes={writes}", flush=True
+                    f"child pid {child_run.pid}: {rollouts} rollouts, writes={writes}",
+                    flush=True,
                 )
                 stdout, stderr = child_run.communicate()
                 if child_run.returncode != 0:
@@ -267,14 +269,25 @@ def measure(
     return runs
 
 
-def report(runs: list[dict[str, Any]], partial: list[Path], out_dir: Path) -> dict[str, Any]:
-    """``eval_scale.json`` and ``eval_scale.md`` in ``out_dir`` from finished ``runs`` and
-    the RSS samples of runs stopped before the end (``partial``)."""
-    stopped = []
-    for path in partial:
+def _samples(paths: list[Path]) -> list[dict[str, Any]]:
+    found = []
+    for path in paths:
         lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
         if lines:
-            stopped.append({"samples_file": path.name, "samples": lines})
+            found.append({"samples_file": path.name, "samples": lines})
+    return found
+
+
+def report(
+    runs: list[dict[str, Any]],
+    partial: list[Path],
+    out_dir: Path,
+    rss: list[Path] = [],  # noqa: B006
+) -> dict[str, Any]:
+    """``eval_scale.json`` and ``eval_scale.md`` in ``out_dir`` from finished ``runs``, the
+    RSS samples of runs stopped before the end (``partial``) and of finished runs whose
+    memory over time is shown (``rss``)."""
+    stopped, traces = _samples(partial), _samples(rss)
     result = {
         "machine": {
             "cpus": os.cpu_count(),
@@ -294,7 +307,8 @@ def report(runs: list[dict[str, Any]], partial: list[Path], out_dir: Path) -> di
         },
         "runs": runs,
         "stopped_runs": stopped,
-        "verdicts": _verdicts(runs, stopped),
+        "rss_over_time": traces,
+        "verdicts": _verdicts(runs, stopped, traces),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "eval_scale.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -335,6 +349,16 @@ def _markdown(report: dict[str, Any]) -> str:
             f"Stopped before the end ({stop['samples_file']}): {last['done']} rollouts done "
             f"after {last['seconds']} s, RSS {last['rss_mb']} MB, peak {last['peak_rss_mb']} MB.",
         ]
+    for trace in report.get("rss_over_time", []):
+        points = trace["samples"]
+        shown = [points[round(i * (len(points) - 1) / 5)] for i in range(6)]
+        lines += [
+            "",
+            f"RSS during a run ({trace['samples_file']}, sampled every few thousand "
+            "rollouts): "
+            + ", ".join(f"{p['rss_mb']} MB after {p['done']}" for p in shown)
+            + f"; peak {points[-1]['peak_rss_mb']} MB.",
+        ]
     lines += ["", "## Goals", ""]
     for line in report["verdicts"]:
         lines.append(f"- {line}")
@@ -345,7 +369,9 @@ def _spread(values: list[float]) -> str:
     return f"median {statistics.median(values):.2f}, range {min(values):.2f} to {max(values):.2f}"
 
 
-def _verdicts(runs: list[dict[str, Any]], stopped: list[dict[str, Any]]) -> list[str]:
+def _verdicts(
+    runs: list[dict[str, Any]], stopped: list[dict[str, Any]], rss: list[dict[str, Any]]
+) -> list[str]:
     """The goals, from the medians of each (size, writes) and the peak RSS of each size."""
 
     def of(rollouts: int, writes: bool, key: str) -> list[float]:
@@ -379,11 +405,10 @@ def _verdicts(runs: list[dict[str, Any]], stopped: list[dict[str, Any]]) -> list
         )
         cpu_q = of(rollouts, False, "cpu_ms_per_rollout") if cpu_w else []
         if cpu_w and cpu_q:
-            cpu_ratio = statistics.median(cpu_q) / statistics.median(cpu_w)
+            cpu_ratio = statistics.median(cpu_w) / statistics.median(cpu_q)
             line += (
                 f"; eval-process CPU ms per rollout writing {_spread(cpu_w)}, not writing "
-                f"{_spread(cpu_q)}, so writing costs {cpu_ratio:.2f} of the CPU speed "
-                "of writing nothing"
+                f"{_spread(cpu_q)}: writing uses {cpu_ratio:.2f} times the CPU per rollout"
             )
         out.append(f"{line}). Goal (within 10%, at least 0.90): {met}.")
     written = sorted({r["rollouts"] for r in runs if r["writes"]})
@@ -391,6 +416,16 @@ def _verdicts(runs: list[dict[str, Any]], stopped: list[dict[str, Any]]) -> list
     for stop in stopped:
         last = stop["samples"][-1]
         peaks.setdefault(last["done"], last["peak_rss_mb"])
+    during = {}  # the peak before evaluate returned (the last sample is taken after it)
+    for trace in [*rss, *stopped]:
+        points = trace["samples"]
+        inside = points[:-1] if trace in rss and len(points) > 1 else points
+        during[inside[-1]["done"]] = inside[-1]["peak_rss_mb"]
+    if len(during) > 1:
+        out.append(
+            "peak RSS writing during the rollouts (RSS samples, before the report is "
+            "written): " + ", ".join(f"{during[n]} MB at {n}" for n in sorted(during))
+        )
     if len(peaks) > 1:
         low, high = min(peaks), max(peaks)
         growth = peaks[high] / peaks[low] - 1
@@ -430,7 +465,20 @@ def main() -> None:
         help="write the results from these runs files (and the *.rss.jsonl of runs that "
         "did not finish, given after --partial) instead of measuring",
     )
-    p.add_argument("--partial", nargs="*", type=Path, default=[])
+    p.add_argument(
+        "--partial",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="RSS samples of stopped runs",
+    )
+    p.add_argument(
+        "--rss",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="RSS samples of runs to show over time",
+    )
     p.add_argument("--profile-to", type=Path, help="run under cProfile, stats to this file")
     p.add_argument("--out", type=Path, default=BENCH / "results")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -452,7 +500,7 @@ def main() -> None:
             for line in path.read_text().splitlines()
             if line.strip()
         ]
-        report(runs, opts.partial, opts.out)
+        report(runs, opts.partial, opts.out, opts.rss)
         return
     modes = {"both": [False, True], "write": [True], "none": [False]}[opts.modes]
     runs_file = opts.runs or Path(tempfile.mkdtemp(prefix="orsgen-eval-scale-")) / "runs.jsonl"
