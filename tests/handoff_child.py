@@ -16,14 +16,20 @@ KEY = StreamKey("tests.Env", "http://127.0.0.1:9", "train")
 TASKS = list(range(10))
 
 
-def choose(resets: int, answer: Any) -> None:
+def choose(resets: int, answer: Any, curriculum: bool = True) -> None:
     """Make the stream as the adapter does (join, make, say it was made), choose
-    ``resets`` tasks, each scored 1.0, write the state at once, and put the stream's
-    state right after it was made on ``answer``."""
+    ``resets`` tasks, each scored 1.0, write the state at once, and put on ``answer`` the
+    stream's state right after it was made, then the tasks chosen. ``curriculum``: a
+    pass-rate curriculum, else the uniform passes."""
     handoff.join()
-    sampler, _ = samplers().get("stream", KEY, lambda: Chooser(TASKS, 0, 2, PassRateCurriculum()))
+    sampler, _ = samplers().get(
+        "stream", KEY, lambda: Chooser(TASKS, 0, 2, PassRateCurriculum() if curriculum else None)
+    )
     handoff.made()
     answer.put(sampler.state_dict())
+    chosen = []
     for _ in range(resets):
-        sampler.observe(sampler.choose(), Outcome(kind="scored", reward=1.0))
+        chosen.append(sampler.choose())
+        sampler.observe(chosen[-1], Outcome(kind="scored", reward=1.0))
+    answer.put(chosen)
     handoff.flush()

@@ -9,6 +9,7 @@ environment inherited), the callback is driven with a real ``AsyncGRPOConfig``.
   where the saved one was, and the worker writes on from there.
 - A new run's train begin removes an earlier run's worker file; train end takes the
   hand-off out of the environment.
+- The uniform passes resume where the worker was, past the first pass.
 """
 
 from __future__ import annotations
@@ -38,16 +39,17 @@ def _args(out: Path) -> Any:
     return AsyncGRPOConfig(output_dir=str(out), use_cpu=True, bf16=False, report_to="none")
 
 
-def _spawn(resets: int) -> dict[str, Any]:
+def _spawn(resets: int, curriculum: bool = True) -> tuple[dict[str, Any], list[int]]:
+    """The worker's stream state when made, and the tasks it chose."""
     ctx = mp.get_context("spawn")  # as AsyncRolloutWorker: a fresh interpreter, our environ
     answer = ctx.Queue()
-    child = ctx.Process(target=handoff_child.choose, args=(resets, answer), daemon=True)
+    child = ctx.Process(target=handoff_child.choose, args=(resets, answer, curriculum), daemon=True)
     child.start()
     try:
-        made = answer.get(timeout=120)
+        made, chosen = answer.get(timeout=120), answer.get(timeout=120)
         child.join(timeout=120)
         assert child.exitcode == 0, child.exitcode
-        return dict(made)
+        return dict(made), list(chosen)
     finally:
         if child.is_alive():  # this test's own child, by its PID
             child.kill()
@@ -75,7 +77,7 @@ def test_the_worker_writes_its_state_and_resumes_from_the_checkpoint(
     assert "has written no task-choice state yet" in caplog.text
     assert json.loads(path(out, 1).read_text()) == {"format": 2, "streams": []}
 
-    made = _spawn(resets=6)  # the worker: 3 groups of 2, each outcome observed
+    made, _ = _spawn(resets=6)  # the worker: 3 groups of 2, each outcome observed
     assert made["given"] == 0
     callback.on_save(args, SimpleNamespace(global_step=2), None)
     saved = json.loads(path(out, 2).read_text())
@@ -92,7 +94,7 @@ def test_the_worker_writes_its_state_and_resumes_from_the_checkpoint(
     resumed.on_train_begin(args, SimpleNamespace(global_step=2), None)
     assert json.loads(os.environ[handoff.ENV])["resume"] == str(path(out, 2))
     assert not latest.exists()
-    made = _spawn(resets=2)
+    made, _ = _spawn(resets=2)
     assert made == stream["state"]
     state = json.loads(latest.read_text())["streams"][0]["state"]
     assert state["given"] == 8 and state["curriculum"]["planned"] == 4
@@ -104,6 +106,30 @@ def test_the_worker_writes_its_state_and_resumes_from_the_checkpoint(
         CurriculumCheckpoint().on_train_begin(args, SimpleNamespace(global_step=1), None)
     assert "holds no task-choice stream, so the task choice starts afresh" in caplog.text
     monkeypatch.delenv(handoff.ENV, raising=False)
+
+
+def test_the_uniform_passes_resume_where_the_worker_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seeded uniform passes go on from the worker's saved position, past the first
+    pass, instead of starting pass 0 again."""
+    from orsgen.runtime.rollouts.chooser import group_task
+
+    monkeypatch.delenv(handoff.ENV, raising=False)
+    out = tmp_path / "out"
+    args = _args(out)
+    first = CurriculumCheckpoint()
+    first.on_train_begin(args, SimpleNamespace(global_step=0), None)
+    _, before = _spawn(resets=26, curriculum=False)  # a pass of 10 groups of 2, and 3 more
+    first.on_save(args, SimpleNamespace(global_step=1), None)
+    first.on_train_end(args, SimpleNamespace(global_step=1), None)
+    resumed = CurriculumCheckpoint()
+    resumed.on_train_begin(args, SimpleNamespace(global_step=1), None)
+    made, after = _spawn(resets=8, curriculum=False)
+    resumed.on_train_end(args, SimpleNamespace(global_step=1), None)
+    assert made["given"] == 26
+    expected = [group_task(handoff_child.TASKS, 0, r // 2) for r in range(34)]
+    assert before + after == expected
 
 
 def test_the_trainer_process_is_never_the_writer(
