@@ -340,3 +340,28 @@ def eval_args(package: Path, server: ors_server.RunningServer, model: Any) -> li
 def results_rows(out: Path) -> list[dict[str, Any]]:
     """The rows of ``out``'s results.jsonl."""
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def counted_adapters(
+    cls: Any, url: str, fail_first_close: bool = False
+) -> tuple[Callable[[], Any], list[Any], list[Any]]:
+    """A factory of ``cls`` adapters on ``url`` that records each one made and each one
+    closed; with ``fail_first_close`` the first ``close()`` raises ``RuntimeError("close
+    failed")`` after closing (so a caller must still close the others)."""
+    made: list[Any] = []
+    closed: list[Any] = []
+
+    class Counted(cls):  # type: ignore[misc, valid-type]
+        def close(self) -> Any:
+            closed.append(self)
+            done = super().close()
+            if fail_first_close and len(closed) == 1:
+                raise RuntimeError("close failed")
+            return done
+
+    def factory() -> Any:
+        env = Counted(base_url=url)
+        made.append(env)
+        return env
+
+    return factory, made, closed

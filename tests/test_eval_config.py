@@ -5,14 +5,14 @@ OpenAI-compatible stand-in (tests/openai_standin.py) on 127.0.0.1; nothing is mo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import openai_standin
-from conftest import import_generated
+from conftest import counted_adapters, import_generated
 
 CHANCE_TEST_TASKS = 4  # tests/envs/chance_env.py's "test" split
 
@@ -26,24 +26,6 @@ def standin(tmp_path: Path) -> Iterator[openai_standin.Standin]:
         yield server
     finally:
         server.stop()
-
-
-def _counted(pkg: Any, url: str) -> tuple[Callable[[], Any], list[Any], list[Any]]:
-    """A factory of ChanceEnv adapters that records each one made and each one closed."""
-    made: list[Any] = []
-    closed: list[Any] = []
-
-    class Counted(pkg.ChanceEnv):  # type: ignore[name-defined, misc]
-        def close(self):  # type: ignore[no-untyped-def]
-            closed.append(self)
-            return super().close()
-
-    def factory() -> Any:
-        env = Counted(base_url=url)
-        made.append(env)
-        return env
-
-    return factory, made, closed
 
 
 def test_run_json_is_the_config_evaluate_was_given(
@@ -139,7 +121,7 @@ def test_an_unusable_config_is_refused_naming_the_field_before_any_rollout(
     ]:
         with pytest.raises(EvalConfigError, match=words):
             EvalConfig(**base, **fields)
-    factory, made, closed = _counted(pkg, chance_server.url)
+    factory, made, closed = counted_adapters(pkg.ChanceEnv, chance_server.url)
     cases: list[tuple[EvalConfig, dict[str, Any], str]] = [
         (EvalConfig(**base, task_indices=(0, 9)), {}, r"task_indices \[9\] are outside"),
         (EvalConfig(**base, tools_sha256="0" * 64), {}, "config.tools_sha256 is '0000"),
@@ -163,20 +145,9 @@ def test_every_adapter_is_closed_when_one_close_raises(
     from orsgen.eval import EvalConfig, evaluate
 
     pkg = import_generated(chance_dir)
-    made: list[Any] = []
-    closed: list[Any] = []
-
-    class Failing(pkg.ChanceEnv):  # type: ignore[name-defined, misc]
-        def close(self):  # type: ignore[no-untyped-def]
-            closed.append(self)
-            super().close()
-            if len(closed) == 1:
-                raise RuntimeError("close failed")
-
-    def factory() -> Any:
-        env = Failing(base_url=chance_server.url)
-        made.append(env)
-        return env
+    factory, made, closed = counted_adapters(
+        pkg.ChanceEnv, chance_server.url, fail_first_close=True
+    )
 
     config = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test", n=3)
     with pytest.raises(RuntimeError, match="close failed"):

@@ -234,22 +234,12 @@ def test_records_are_slim_transcripts_come_from_the_file_and_graded_text_is_whol
 def test_adapters_are_closed_when_resume_checking_raises(
     chance_dir, chance_server, standin, tmp_path
 ) -> None:
-    from conftest import import_generated
+    from conftest import counted_adapters, import_generated
     from orsgen.eval import RunFileError, evaluate
 
-    pkg = import_generated(chance_dir)
-    made: list[Any] = []
-    closed: list[Any] = []
-
-    class Counted(pkg.ChanceEnv):  # type: ignore[name-defined, misc]
-        def close(self):  # type: ignore[no-untyped-def]
-            closed.append(self)
-            return super().close()
-
-    def factory() -> Any:
-        env = Counted(base_url=chance_server.url)
-        made.append(env)
-        return env
+    factory, made, closed = counted_adapters(
+        import_generated(chance_dir).ChanceEnv, chance_server.url
+    )
 
     model = standin()
     common: dict[str, Any] = dict(
