@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from orsgen.runtime.rollouts import uploader as uploader_module
-from orsgen.runtime.rollouts.uploader import Record, Uploader, UploadRun
+from orsgen.runtime.rollouts.upload_record import Record, UploadRun
+from orsgen.runtime.rollouts.uploader import Uploader
 from platform_api import PlatformAPI
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

@@ -34,7 +34,7 @@ from orsgen.runtime.rollouts.tasks import SamplerFactory, TaskChoice
 from orsgen.runtime.rollouts.trajectories import TrajectorySink
 from orsgen.runtime.sessions.opening import SessionOptions, resolve_servers
 from orsgen.runtime.transport import health
-from orsgen.runtime.rollouts.uploader import UploadRun
+from orsgen.runtime.rollouts.upload_record import UploadRun
 from orsgen.runtime.transport.endpoint import session_secrets
 
 DEFAULT_CALL_TIMEOUT = 600.0

@@ -115,7 +115,7 @@ class _Worker:
     def __init__(self) -> None:
         self.handoff = Handoff.from_env()
         self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self.wake = threading.Event()
         self._written = ""
         self._failed = False
         if self.handoff is None or self.handoff.trainer != os.getppid():
@@ -128,8 +128,8 @@ class _Worker:
 
     def _run(self) -> None:
         while True:
-            self._wake.wait(WRITE_EVERY)
-            self._wake.clear()
+            self.wake.wait(WRITE_EVERY)
+            self.wake.clear()
             try:
                 self.flush()
             except Exception:  # noqa: BLE001 - the writer must outlive a failed write
@@ -160,7 +160,7 @@ def join() -> None:
 
 def made() -> None:
     """A stream was made: write the states now, not a period later."""
-    current().part(_Worker)._wake.set()
+    current().part(_Worker).wake.set()
 
 
 def flush() -> None:

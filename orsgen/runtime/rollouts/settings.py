@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orsgen.runtime import images
-from orsgen.runtime.rollouts.uploader import UploadRun, uploader
+from orsgen.runtime.rollouts.upload_record import UploadRun
+from orsgen.runtime.rollouts.uploader import uploader
 from orsgen.runtime.rollouts.trajectories import TrajectorySink, sink_of
 
 

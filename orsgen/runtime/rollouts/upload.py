@@ -28,7 +28,8 @@ from typing import Any
 
 from orsgen.jsonobject import as_array, is_array, is_object
 from orsgen.runtime.rollouts import trainer_facts
-from orsgen.runtime.rollouts.uploader import Record, UploadRun, flush, trl_version, uploader
+from orsgen.runtime.rollouts.upload_record import Record, UploadRun
+from orsgen.runtime.rollouts.uploader import flush, trl_version, uploader
 from orsgen.runtime.transport.identity import identity
 
 __all__ = ["UploadRun", "ended", "flush", "note_transcripts", "trainer_run_info"]

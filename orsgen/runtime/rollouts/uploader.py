@@ -1,5 +1,5 @@
 """The uploader behind :mod:`orsgen.runtime.upload` (rollouts in OpenReward's runs UI: opt-in with ``upload_run="NAME"`` (or an
-:class:`UploadRun`) on an adapter, or ``orsgen eval --upload-run NAME``.
+:class:`~orsgen.runtime.rollouts.upload_record.UploadRun`) on an adapter, or ``orsgen eval --upload-run NAME``.
 
 Each settled rollout becomes one platform rollout: ``run_name``, the environment (its
 catalog name when it has one), split, task index and task spec, every message the model
@@ -33,18 +33,15 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import importlib
-import json
 import logging
 import multiprocessing.util
 import queue
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from orsgen.jsonobject import as_array, as_object, is_array, is_object
 from orsgen.runtime.rollouts import metrics
+from orsgen.runtime.rollouts.upload_record import Record, events
 from orsgen.runtime.transport import sdk
 from orsgen.runtime.transport.process import Process, at_shutdown, current
 
@@ -56,94 +53,6 @@ DOWN_GRACE = 0.5  # seconds the exit gives the SDK's batches when the API is kno
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # pause before trying again after a failed start
 START_RETRIES = 2  # a start's retries on a 5xx while the API is up (0.5 + 1 s); a probe has 0
 SHUTDOWN_ORDER = 40  # before the trajectory files (50); independent of sessions
-
-
-@dataclass(frozen=True)
-class UploadRun:
-    """Where and as what rollouts are uploaded. ``run_name`` groups them in the runs UI;
-    ``model_name`` and ``training_stage`` (``"pretrained"``, ``"sft"``, ``"rl"``) default to
-    what the trainer driving the process says (``"rl"`` under a trainer); ``run_info``
-    adds or overrides ``RunInfo`` fields; ``api_url`` defaults to ``OPENREWARD_API_URL``
-    (then the platform's API for a catalog environment, then the SDK's default)."""
-
-    run_name: str
-    model_name: str | None = None
-    training_stage: str | None = None
-    run_info: Mapping[str, Any] = field(default_factory=lambda: {})
-    api_url: str | None = None
-
-    @staticmethod
-    def of(value: object) -> UploadRun | None:
-        """The setting ``upload_run=`` names (a run name or an :class:`UploadRun`)."""
-        if value is None or isinstance(value, UploadRun):
-            return value
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"upload_run must be a run name or an UploadRun, got {value!r}")
-        return UploadRun(value)
-
-
-@dataclass(frozen=True)
-class Record:
-    """One settled rollout, as it will be uploaded (built when it settles)."""
-
-    run: UploadRun
-    environment: str | None
-    split: str
-    task_index: int | None
-    task_spec: Mapping[str, Any] | None
-    messages: Sequence[Mapping[str, Any]]
-    reward: float | None
-    finished: bool
-    metadata: Mapping[str, Any]
-    step: int | None
-    duration_ms: int | None
-    api_key: str = field(default="", repr=False)
-    api_url: str | None = None
-
-
-def _text(content: Any) -> str:
-    """A message's content as text (image parts named, not sent)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if is_array(content):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif is_object(part) and "text" in part:
-                parts.append(str(part["text"]))
-            else:
-                parts.append("[image]")
-        return "\n".join(parts)
-    return str(content)
-
-
-def events(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, str]]]:
-    """Every upload event of OpenAI-style ``messages``, in order: each message's text and
-    *each* of its tool calls (the SDK's ``log_openai_completions`` keeps only the first)."""
-    out: list[tuple[str, dict[str, str]]] = []
-    for number, message in enumerate(messages):
-        role = message.get("role")
-        text = _text(message.get("content"))
-        if role == "tool":
-            call_id = str(message.get("tool_call_id") or f"call_{number}")
-            out.append(("tool_result", {"content": text, "call_id": call_id}))
-            continue
-        if role in ("user", "system", "assistant") and text.strip():
-            out.append((f"{role}_message", {"content": text}))
-        for call in as_array(message.get("tool_calls")):
-            function = as_object(as_object(call).get("function"))
-            arguments: Any = function.get("arguments")
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments or {}, sort_keys=True, default=repr)
-            name = str(function.get("name") or "?")
-            call_id = str(as_object(call).get("id") or f"call_{number}")
-            out.append(
-                ("tool_call", {"name": name, "content": arguments or "{}", "call_id": call_id})
-            )
-    return out
 
 
 _import_lock = threading.Lock()
