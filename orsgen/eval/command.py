@@ -22,7 +22,7 @@ from typing import Any
 from orsgen.arguments import Parser, UsageError, at_least, in_range, number, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError
-from orsgen.eval.run import EvalResult, evaluate, public_url
+from orsgen.eval.run import SHORTHAND, EvalResult, config_from_keywords, evaluate, public_url
 from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.wording import plural
 
@@ -246,21 +246,9 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 
 def config_of(args: argparse.Namespace, split: str) -> EvalConfig:
     """The :class:`EvalConfig` of ``orsgen eval``'s arguments (``split``: ``--split`` or
-    the package's default); raises :class:`EvalConfigError` naming the field."""
-    return EvalConfig(
-        model=args.model,
-        endpoint=args.endpoint,
-        split=split,
-        n=args.samples,
-        num_tasks=args.num_tasks,
-        task_indices=args.indices,
-        max_turns=args.max_turns,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        pass_threshold=args.pass_threshold,
-        unfinished_reward=args.unfinished_reward,
-    )
+    the package's default), through evaluate's own shorthand (its keywords are these
+    options' names); raises :class:`EvalConfigError` naming the field."""
+    return config_from_keywords({**{k: getattr(args, k) for k in SHORTHAND}, "split": split})
 
 
 _OPTION_WORDS = {

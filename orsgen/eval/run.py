@@ -20,7 +20,7 @@ import threading
 import time
 import urllib.parse
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,7 +137,7 @@ def _adapter_factory(
 
 
 # The keywords of evaluate's shorthand, each building the EvalConfig field it names.
-_CONFIG_KEYWORDS = {
+SHORTHAND = {
     "endpoint": "endpoint",
     "model": "model",
     "split": "split",
@@ -155,13 +155,19 @@ _CONFIG_KEYWORDS = {
 
 def _config_of(config: EvalConfig | None, keywords: dict[str, Any]) -> EvalConfig:
     """``config``, or the one the shorthand keywords build (never both)."""
-    given = {k: keywords.pop(k) for k in list(keywords) if k in _CONFIG_KEYWORDS}
+    given = {k: keywords.pop(k) for k in list(keywords) if k in SHORTHAND}
     if config is not None:
         if given:
-            names = ", ".join(f"{_CONFIG_KEYWORDS[k]}=" for k in given)
+            names = ", ".join(f"{SHORTHAND[k]}=" for k in given)
             raise EvalConfigError(f"pass {names} in config, not as keywords of evaluate")
         return config
-    fields = {_CONFIG_KEYWORDS[k]: v for k, v in given.items() if v is not None}
+    return config_from_keywords(given)
+
+
+def config_from_keywords(keywords: Mapping[str, Any]) -> EvalConfig:
+    """The :class:`EvalConfig` of evaluate's shorthand keywords (``samples``, ``indices``,
+    ...; ``orsgen eval``'s options have the same names), ``None`` meaning the default."""
+    fields = {SHORTHAND[k]: v for k, v in keywords.items() if v is not None}
     missing = [k for k in ("endpoint", "model") if k not in fields]
     if missing:
         raise EvalConfigError(f"evaluate needs config=EvalConfig(...) or {'= and '.join(missing)}=")

@@ -49,6 +49,7 @@ from orsgen.runtime.rollouts import handoff, tasks
 from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 from orsgen.runtime.rollouts.handoff import FORMAT as FORMAT
 from orsgen.runtime.rollouts.handoff import Handoff
+from orsgen.runtime.rollouts.handoff import streams_of as streams_of
 from orsgen.runtime.rollouts.streams import StreamKey
 from orsgen.runtime.transport.identity import identity
 
@@ -61,11 +62,6 @@ logger = logging.getLogger("orsgen.runtime")
 def path(output_dir: str | os.PathLike[str], step: int) -> Path:
     """Where the task choice of the checkpoint at ``step`` is saved."""
     return Path(output_dir) / f"{CHECKPOINT}-{step}" / FILE
-
-
-def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, Any]]]:
-    """The (key, state) of every stream a saved file holds."""
-    return handoff.streams_of(saved)
 
 
 def _is_async(args: Any) -> bool:
