@@ -17,9 +17,12 @@ What the SDK sends and expects (``api/rollouts/rollout.py``, ``background.py``,
   ``model_name``, ``training_stage`` (and ``variant``...) -> ``{"tasks": [{task_index,
   avg_reward, min_reward, max_reward, num_rollouts, response_chars, split, variant}]}``.
 
-Every request is appended to a JSON-lines record file (so it survives a stop). ``POST
-/_control {"refuse": 503 | 429 | null}`` makes the API answer every other request with
-that status until told otherwise.
+Every request is appended to a JSON-lines record file (so it survives a stop), with the
+client's port (``peer``: one per connection). ``POST /_control {"refuse": 503 | 429 |
+null}`` makes the API answer every other request with that status until told otherwise;
+``{"hang": true}`` makes it record every other request and never answer it (an API that
+accepts connections and does not answer). It speaks HTTP/1.1 and keeps connections alive,
+as the platform's API does.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ def difficulty_row(
 
 class _Handler(BaseHTTPRequestHandler):
     server: Any
+    protocol_version = "HTTP/1.1"  # kept-alive connections, as a real API's
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms ACK wait
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
@@ -79,6 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
             "path": self.path,
             "body": body,
             "headers": headers,
+            "peer": self.client_address[1],
         }
         with self.server.lock:
             with open(self.server.record, "a", encoding="utf-8") as fh:
@@ -96,9 +102,13 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body() if self.command == "POST" else ""
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/_control":
-            self.server.refuse = json.loads(body or "{}").get("refuse")
-            return self._send(200, {"refuse": self.server.refuse})
+            asked = json.loads(body or "{}")
+            self.server.refuse = asked.get("refuse")
+            self.server.hang = bool(asked.get("hang"))
+            return self._send(200, {"refuse": self.server.refuse, "hang": self.server.hang})
         self._record(body)
+        if self.server.hang:
+            threading.Event().wait()  # never answers (a daemon thread: ends with the server)
         if self.server.refuse:
             return self._send(int(self.server.refuse), {"detail": "refused by the stand-in"})
         parts = url.path.strip("/").split("/")
@@ -133,6 +143,7 @@ def serve(port: int, record: str, difficulty: str | None) -> None:
     server.lock = threading.Lock()
     server.record = record
     server.refuse = None
+    server.hang = False
     server.difficulty = json.loads(Path(difficulty).read_text()) if difficulty else []
     print(server.server_address[1], flush=True)
     server.serve_forever()
@@ -189,8 +200,15 @@ class PlatformAPI:
         return env
 
     def refuse(self, status: int | None) -> None:
+        self._control({"refuse": status})
+
+    def hang(self) -> None:
+        """From now on, record every request and never answer it."""
+        self._control({"hang": True})
+
+    def _control(self, asked: dict[str, Any]) -> None:
         request = urllib.request.Request(
-            self.url + "/_control", data=json.dumps({"refuse": status}).encode(), method="POST"
+            self.url + "/_control", data=json.dumps(asked).encode(), method="POST"
         )
         urllib.request.urlopen(request, timeout=10).read()
 
