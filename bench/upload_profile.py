@@ -5,9 +5,10 @@ tool calls with their results, a last answer) and uploads them to the stand-in p
 (tests/platform_api.py, a subprocess). What is measured is this process's CPU seconds
 (every thread: the uploader's and the SDK's batching thread) from the first submit to the
 end of the flush, per rollout, after a warm-up; and, with ``--profile``, a cProfile of
-each of those threads.
+each of those threads. The rollouts are handed over ``--rate`` a second (as they settle in
+bench/upload.py's runs), or all at once.
 
-    python bench/upload_profile.py [--rollouts 600] [--profile] [--environment NAME]
+    python bench/upload_profile.py [--rollouts 600] [--rate 40] [--profile] [--environment NAME]
 
 ``--environment owner/name`` is a catalog name (the SDK then looks the environment up
 before each start); the default is a bare name, as bench/upload.py's runs have.
@@ -73,6 +74,12 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=600)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--environment", default="lotteryenv")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=40.0,
+        help="rollouts settling per second (bench/upload.py's runs: about 37); 0: all at once",
+    )
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--top", type=int, default=30)
     opts = parser.parse_args()
@@ -104,6 +111,8 @@ def main() -> None:
         cpu, wall = time.process_time(), time.monotonic()
         for record in records:
             up.submit(record)
+            if opts.rate:
+                time.sleep(1 / opts.rate)
         up._queue.join()  # pyright: ignore[reportPrivateUsage]
         queued_cpu = time.process_time() - cpu
         assert up.flush(60)
@@ -116,10 +125,13 @@ def main() -> None:
         requests = api.requests()
     finally:
         api.stop()
-    starts = sum(1 for r in requests if r["path"] == "/v1/rollouts" and '"rollout"' in r["body"][:400])
+    starts = sum(
+        1 for r in requests if r["path"] == "/v1/rollouts" and '"rollout"' in r["body"][:400]
+    )
     result = {
         "rollouts": opts.rollouts,
         "environment": opts.environment,
+        "rate_per_s": opts.rate,
         "cpu_ms_per_rollout": round(1000 * cpu / opts.rollouts, 3),
         "cpu_ms_per_rollout_until_queue_empty": round(1000 * queued_cpu / opts.rollouts, 3),
         "wall_s": round(wall, 3),

@@ -21,7 +21,8 @@ Every request is appended to a JSON-lines record file (so it survives a stop), w
 client's port (``peer``: one per connection). ``POST /_control {"refuse": 503 | 429 |
 null}`` makes the API answer every other request with that status until told otherwise;
 ``{"hang": true}`` makes it record every other request and never answer it (an API that
-accepts connections and does not answer). It speaks HTTP/1.1 and keeps connections alive,
+accepts connections and does not answer); ``{"one_start": true}`` makes it answer 422 to a
+post with more than one rollout start event (the SDK posts each start alone). It speaks HTTP/1.1 and keeps connections alive,
 as the platform's API does.
 """
 
@@ -105,7 +106,8 @@ class _Handler(BaseHTTPRequestHandler):
             asked = json.loads(body or "{}")
             self.server.refuse = asked.get("refuse")
             self.server.hang = bool(asked.get("hang"))
-            return self._send(200, {"refuse": self.server.refuse, "hang": self.server.hang})
+            self.server.one_start = bool(asked.get("one_start"))
+            return self._send(200, asked)
         self._record(body)
         if self.server.hang:
             threading.Event().wait()  # never answers (a daemon thread: ends with the server)
@@ -113,6 +115,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(int(self.server.refuse), {"detail": "refused by the stand-in"})
         parts = url.path.strip("/").split("/")
         if url.path == "/v1/rollouts" and self.command == "POST":
+            starts = [e for e in json.loads(body)["events"] if e.get("eventType") == "rollout"]
+            if self.server.one_start and len(starts) > 1:
+                return self._send(422, {"detail": "one rollout start per request"})
             return self._send(200, {"ok": True})
         if len(parts) == 4 and parts[:2] == ["v1", "environments"]:
             return self._send(200, {"id": f"env-{parts[2]}-{parts[3]}", "name": parts[3]})
@@ -144,6 +149,7 @@ def serve(port: int, record: str, difficulty: str | None) -> None:
     server.record = record
     server.refuse = None
     server.hang = False
+    server.one_start = False
     server.difficulty = json.loads(Path(difficulty).read_text()) if difficulty else []
     print(server.server_address[1], flush=True)
     server.serve_forever()
@@ -205,6 +211,10 @@ class PlatformAPI:
     def hang(self) -> None:
         """From now on, record every request and never answer it."""
         self._control({"hang": True})
+
+    def one_start_per_request(self) -> None:
+        """From now on, answer 422 to a post of several rollout starts."""
+        self._control({"one_start": True})
 
     def _control(self, asked: dict[str, Any]) -> None:
         request = urllib.request.Request(

@@ -69,7 +69,7 @@ def _upload(api: PlatformAPI, records: list[Record]) -> Uploader:
     return up
 
 
-def test_one_connection_one_lookup_and_each_start_before_its_messages(api: PlatformAPI) -> None:
+def test_one_connection_one_lookup_and_the_starts_before_their_messages(api: PlatformAPI) -> None:
     _upload(api, [_record(api, n) for n in range(6)])
     requests = api.requests()
     # The SDK's create() looks the environment up before every start, and opens a new
@@ -83,17 +83,20 @@ def test_one_connection_one_lookup_and_each_start_before_its_messages(api: Platf
     posts = [r for r in requests if r["method"] == "POST"]
     assert {(r["path"], r["headers"]["x-api-key"]) for r in posts} == {("/v1/rollouts", KEY)}
     assert all(r["headers"]["content-type"] == "application/json" for r in posts)
-    # Each start is posted alone, and before any event of its rollout.
+    # Starts are posted on their own (those of rollouts that settle together in one
+    # request), each acknowledged before any event of its rollout is sent.
     first_seen: dict[str, int] = {}
     for number, r in enumerate(posts):
         events = json.loads(r["body"])["events"]
         if events[0]["eventType"] == "rollout":
-            assert len(events) == 1
-            first_seen[events[0]["eventId"]] = number
+            assert {e["eventType"] for e in events} == {"rollout"}
+            first_seen.update((e["eventId"], number) for e in events)
         else:
             for e in events:
                 owner = e.get("rolloutEventId") or e["eventId"]
                 assert first_seen[owner] < number
+    # The starts of rollouts that settle together go in one request (START_SPACING apart).
+    assert 1 <= len({n for n in first_seen.values()}) <= 2
     rollouts = api.rollouts()
     assert len(rollouts) == 6
     for r in rollouts.values():
@@ -101,6 +104,23 @@ def test_one_connection_one_lookup_and_each_start_before_its_messages(api: Platf
         assert [m["index"] for m in r["messages"]] == [0, 1, 2, 3, 4]
         assert all(m["environment_id"] == "env-acme-echo" for m in r["messages"])
         assert len(r["updates"]) == 1
+
+
+def test_an_api_that_takes_one_start_per_request_gets_them_one_by_one(api: PlatformAPI) -> None:
+    api.one_start_per_request()
+    _upload(api, [_record(api, n) for n in range(6)])  # every rollout uploaded, none dropped
+    bodies = [
+        json.loads(r["body"])["events"]
+        for r in api.requests()
+        if r["method"] == "POST" and '"eventType": "rollout"' in r["body"]
+    ]
+    turned_down = [b for b in bodies if len(b) > 1]
+    assert len(turned_down) == 1  # once: the wire takes one at a time from then on
+    accepted = [b[0] for b in bodies if len(b) == 1]
+    assert sorted(e["task_spec"]["index"] for e in accepted) == list(range(6))
+    arrived = {e["eventId"] for e in accepted}
+    messages = [e for e in api.events() if e.get("eventType") == "message"]
+    assert {e["rolloutEventId"] for e in messages} == arrived
 
 
 def _without_varying(value: Any) -> Any:
@@ -173,7 +193,10 @@ def test_the_bodies_are_the_sdks_own(api: PlatformAPI, tmp_path: Path) -> None:
     assert sorted(ours, key=key) == sorted(sdk_events, key=key)
     assert [e["eventType"] for e in api.events()][0] == "rollout"
     start_bodies = [
-        r["body"] for s in (api, theirs) for r in s.requests() if '"eventType": "rollout"' in r["body"]
+        r["body"]
+        for s in (api, theirs)
+        for r in s.requests()
+        if '"eventType": "rollout"' in r["body"]
     ]
     assert len(start_bodies) == 2  # one start each, with the same bytes but for ids and clocks
     ours_start, sdk_start = (json.loads(b) for b in start_bodies)
@@ -197,5 +220,9 @@ def test_encode_event_is_the_sdks_encoding() -> None:
     ]
     for event in found:
         encoded = sdk.encode_event(event)
-        assert encoded == json.loads(background._encode_event(event))  # pyright: ignore[reportPrivateUsage]
-        assert json.dumps(encoded) == json.dumps(json.loads(background._encode_event(event)))  # pyright: ignore[reportPrivateUsage]
+        assert encoded == json.loads(
+            background._encode_event(event)
+        )  # pyright: ignore[reportPrivateUsage]
+        assert json.dumps(encoded) == json.dumps(
+            json.loads(background._encode_event(event))
+        )  # pyright: ignore[reportPrivateUsage]

@@ -13,8 +13,9 @@ before any of its messages:
 
 - ``GET /v1/environments/{owner}/{name}`` for a catalog name, once per environment (the SDK
   asks before every rollout; a failed lookup is asked again, a 4xx answer is kept);
-- ``POST /v1/rollouts`` with the start event alone, bounded by :data:`START_TIMEOUT` in all
-  (lookup, tries and their waits);
+- ``POST /v1/rollouts`` with start events (those of the rollouts the uploader holds, as
+  the SDK's batches hold message events), bounded by :data:`START_TIMEOUT` in all (lookup,
+  tries and their waits), acknowledged before any event of those rollouts is sent;
 - ``POST /v1/rollouts`` with batches of message and ``rollout_update`` events, as the SDK
   batches them (``max_items`` events, ``max_bytes``, ``max_age`` seconds; at most
   ``max_batch_items`` and ``max_batch_bytes`` in one), each with the SDK's retries, within
@@ -34,6 +35,8 @@ import uuid
 from collections import deque
 from typing import Any
 
+from orsgen.jsonobject import as_object
+from orsgen.runtime.rollouts.upload_record import Record, events
 from orsgen.runtime.transport import sdk
 
 logger = logging.getLogger("orsgen.runtime")
@@ -44,6 +47,11 @@ BATCH_TIMEOUT = 10.0  # seconds for a batch in all (the SDK's 4 retries wait 7.5
 
 class StartFailed(Exception):
     """A rollout's start did not go through: refused, failed or not answered in time."""
+
+
+class StartsOneByOne(Exception):
+    """The API turned down several starts in one request (a 4xx other than 429, which the
+    SDK, posting each alone, would not meet): from now on this wire takes one at a time."""
 
 
 @functools.cache
@@ -60,6 +68,32 @@ def _millis() -> int:
     return int(time.time() * 1000)
 
 
+def start_fields(record: Record, run_info: Any) -> dict[str, Any]:
+    """What ``RolloutAPI.create()`` is given for ``record``'s start (``run_info``: an SDK
+    ``RunInfo``), for :meth:`Wire.start`."""
+    return {
+        "run_name": record.run.run_name,
+        "environment": record.environment,
+        "split": record.split,
+        "metadata": dict(record.metadata),
+        "task_spec": None if record.task_spec is None else dict(record.task_spec),
+        "run_info": run_info,
+    }
+
+
+def _event(kind: str, fields: dict[str, str]) -> Any:
+    """The SDK's upload type for one event (``openreward.api.rollouts.serializers.base``)."""
+    base = _module("openreward.api.rollouts.serializers.base")
+    make = {
+        "user_message": base.UserMessage,
+        "assistant_message": base.AssistantMessage,
+        "system_message": base.SystemMessage,
+        "tool_call": base.ToolCall,
+        "tool_result": base.ToolResult,
+    }[kind]
+    return make(**fields)
+
+
 class Wire:
     """Uploads to one API (the SDK's ``SendLoopConfig``: its URL, key, batching and retry
     settings), from one thread: every method runs this wire's event loop in the caller's
@@ -69,6 +103,7 @@ class Wire:
         self.config = config
         self.base_url: str = config.base_url
         self.failed_batches = 0
+        self.one_by_one = False  # the API turned down several starts in one request
         self._loop = asyncio.new_event_loop()
         self._session: Any = None  # aiohttp.ClientSession, made in the loop on first use
         self._agent = sdk.upload_user_agent()
@@ -136,44 +171,59 @@ class Wire:
             if isinstance(status, int) and 400 <= status < 500:
                 self._environments[environment] = None  # an answer: not asked again
             return None
-        found_id = found.get("id") if isinstance(found, dict) else None
+        found_id: Any = as_object(found).get("id")
         self._environments[environment] = found_id
         return found_id
 
-    def start(self, retries: int, **fields: Any) -> WireRollout:
-        """Post a rollout's start event (``RolloutAPI.create``'s, from ``fields``: its
+    def start(self, retries: int, starts: list[dict[str, Any]]) -> list[WireRollout]:
+        """Post rollouts' start events (``RolloutAPI.create``'s, each from its fields:
         ``run_name``, ``environment``, ``split``, ``metadata``, ``task_spec`` and
-        ``run_info``, an SDK ``RunInfo``) with ``retries`` retries on a 5xx, and wait for
-        it, at most :data:`START_TIMEOUT` seconds; :class:`StartFailed` when it fails."""
+        ``run_info``, an SDK ``RunInfo``), in one request, with ``retries`` retries on a
+        5xx, and wait for it, at most :data:`START_TIMEOUT` seconds in all;
+        :class:`StartFailed` when it fails."""
         deadline = time.monotonic() + START_TIMEOUT
         models = _models()
-        run_info = fields.pop("run_info", None)
-        config = models.RolloutConfig(
-            **fields, run_info=None if run_info is None else dataclasses.asdict(run_info)
-        )
-        event_id = str(uuid.uuid4())
-        environment_id = self._environment_id(config.environment, retries, deadline)
-        event = models.RolloutStartedEvent.from_config(
-            event_id=event_id,
-            timestamp=_millis(),
-            config=config,
-            environment_id=environment_id,
-            variant_id=None,
-        )
-        body = {"events": [sdk.encode_event(event)]}
+        started: list[WireRollout] = []
+        encoded: list[dict[str, Any]] = []
+        for fields in starts:
+            run_info = fields.get("run_info")
+            config = models.RolloutConfig(
+                **{**fields, "run_info": None if run_info is None else dataclasses.asdict(run_info)}
+            )
+            event_id = str(uuid.uuid4())
+            environment_id = self._environment_id(config.environment, retries, deadline)
+            event = models.RolloutStartedEvent.from_config(
+                event_id=event_id,
+                timestamp=_millis(),
+                config=config,
+                environment_id=environment_id,
+                variant_id=None,
+            )
+            encoded.append(sdk.encode_event(event))
+            started.append(WireRollout(self, event_id, environment_id))
+        body = {"events": encoded}
         try:
             self._send("POST", "/v1/rollouts", body, retries, deadline - time.monotonic())
         except asyncio.TimeoutError:
             raise StartFailed(
-                f"the platform API at {self.base_url} did not answer a rollout's start "
+                f"the platform API at {self.base_url} did not answer rollouts' start "
                 f"within {START_TIMEOUT:g} s"
             ) from None
         except Exception as exc:  # noqa: BLE001 - refused, 5xx after the retries, 429, 4xx
+            status = getattr(exc, "status", None)
+            if (
+                len(encoded) > 1
+                and isinstance(status, int)
+                and 400 <= status < 500
+                and status != 429
+            ):
+                self.one_by_one = True
+                raise StartsOneByOne(status) from None
             raise StartFailed(
                 f"the platform API at {self.base_url} refused or is away: "
                 f"{type(exc).__name__}: {str(exc)[:200]}"
             ) from None
-        return WireRollout(self, event_id, environment_id)
+        return started
 
     # -- message batches ---------------------------------------------------------------
 
@@ -190,12 +240,15 @@ class Wire:
         """Seconds until the pending events are ``max_age`` old (``None``: none pending)."""
         if self._oldest is None:
             return None
-        return max(self._oldest + self.config.max_age - time.monotonic(), 0.0)
+        age: float = self.config.max_age
+        return max(self._oldest + age - time.monotonic(), 0.0)
 
     def _due(self) -> bool:
         c = self.config
-        return len(self._pending) >= c.max_items or self._pending_bytes >= c.max_bytes or (
-            self.due_in() == 0.0
+        return (
+            len(self._pending) >= c.max_items
+            or self._pending_bytes >= c.max_bytes
+            or (self.due_in() == 0.0)
         )
 
     def send_due(self, timeout: float, everything: bool = False) -> None:
@@ -217,7 +270,9 @@ class Wire:
                 self._oldest = None
             left = deadline - time.monotonic()
             try:
-                self._send("POST", "/v1/rollouts", {"events": events}, self.config.max_retries, left)
+                self._send(
+                    "POST", "/v1/rollouts", {"events": events}, self.config.max_retries, left
+                )
             except Exception as exc:  # noqa: BLE001 - the SDK logs and drops a failed batch
                 self.failed_batches += 1
                 logger.debug("a batch of %d rollout events was not uploaded: %r", len(events), exc)
@@ -282,3 +337,24 @@ class WireRollout:
         )
         self.wire.add(event)
         self.logged += 1
+
+    def log_record(self, record: Record) -> None:
+        """Every event of ``record``'s messages, the reward, ``is_finished``, orsgen's
+        metadata and a ``RolloutInfo`` on the last (as the uploader logged them through the
+        SDK's ``Rollout.log``)."""
+        info = _models().RolloutInfo(
+            task_index=-1 if record.task_index is None else record.task_index,
+            current_step=record.step,
+            duration_ms=record.duration_ms,
+            harness="orsgen",
+        )
+        found = events(record.messages) or [("user_message", {"content": "(no messages)"})]
+        for number, (kind, fields) in enumerate(found):
+            last = number == len(found) - 1
+            self.log(
+                _event(kind, fields),
+                reward=record.reward if last else None,
+                is_finished=record.finished if last else False,
+                metadata=dict(record.metadata) if last else None,
+                rollout_info=info if last else None,
+            )

@@ -14,9 +14,10 @@ without a timeout, retried on 5xx for about 15 s) and its ``log_openai_completio
 only the first event of a message. So a rollout is only *enqueued* here, on a bounded
 queue, when it settles; one daemon thread per process (AsyncGRPO's rollout child and each
 torchrun rank have their own) starts it on the platform and batches every event of every
-message, the SDK's requests sent over one kept-alive HTTP session
-(:mod:`orsgen.runtime.rollouts.upload_wire`).
-A full queue or an API that is down or refusing drops the rollout: counted as
+message: the SDK's requests, sent over one kept-alive HTTP session
+(:mod:`orsgen.runtime.rollouts.upload_wire`). Start requests are :data:`START_SPACING`
+seconds apart at least: the rollouts that settle meanwhile start in one request, each
+acknowledged before any of its messages is sent. A full queue or an API that is down or refusing drops the rollout: counted as
 ``ors/upload_dropped`` in the trainer's log and said once per outage.
 
 **An outage costs as little as it can.** A rollout's start is retried on a 5xx
@@ -43,8 +44,14 @@ import time
 from typing import Any
 
 from orsgen.runtime.rollouts import metrics
-from orsgen.runtime.rollouts.upload_record import Record, events
-from orsgen.runtime.rollouts.upload_wire import BATCH_TIMEOUT, StartFailed, Wire
+from orsgen.runtime.rollouts.upload_record import Record
+from orsgen.runtime.rollouts.upload_wire import (
+    BATCH_TIMEOUT,
+    StartFailed,
+    StartsOneByOne,
+    Wire,
+    start_fields,
+)
 from orsgen.runtime.transport.process import Process, at_shutdown, current
 
 logger = logging.getLogger("orsgen.runtime")
@@ -54,6 +61,8 @@ EXIT_BUDGET = 5.0  # seconds the process's exit gives the uploads in all
 DOWN_GRACE = 0.5  # seconds the exit gives the batches when the API is known down
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # pause before trying again after a failed start
 START_RETRIES = 2  # a start's retries on a 5xx while the API is up (0.5 + 1 s); a probe has 0
+START_SPACING = 0.25  # seconds between start requests at least (those waiting start together)
+START_GROUP = 128  # rollouts started in one request at most (the SDK's max_batch_items)
 SHUTDOWN_ORDER = 40  # before the trajectory files (50); independent of sessions
 
 
@@ -69,6 +78,7 @@ class Uploader:
         self._thread: threading.Thread | None = None
         self._wires: dict[tuple[str, str | None], Wire] = {}  # (key, url): the thread's
         self._deadline = 0.0  # when the flush under way must be done
+        self._last_start = 0.0  # when the last start request was sent
         self._dropped = 0  # since the last metrics drain
         self._outage: str | None = None  # why uploads fail, while they do
         self._retry_at = 0.0
@@ -78,7 +88,7 @@ class Uploader:
         self.dropped_total = 0
         self.exited = False  # the exit's flush ran
         self._flushing = False  # a flush waits: with the API down, drop without probing
-        self._busy = False  # the thread holds a rollout (taken off the queue, not settled)
+        self._busy = 0  # rollouts the thread holds (taken off the queue, not settled)
         metrics.source(self._drain_metric)
 
     # -- the rollout's side: enqueue only -------------------------------------------------
@@ -150,22 +160,56 @@ class Uploader:
         while True:
             due = [d for w in self._wires.values() if (d := w.due_in()) is not None]
             try:
-                record = self._queue.get(timeout=min(due) if due else None)
+                first = self._queue.get(timeout=min(due) if due else None)
             except queue.Empty:  # a batch is max_age old
                 self._send_due()
                 continue
-            self._busy = record is not None
+            self._busy = int(first is not None)
+            group = self._take(first)
+            records = [r for r in group if r is not None]
+            self._busy = len(records)
+            settled = self.uploaded + self.dropped_total
             try:
-                if record is None:
-                    self._close_wires()
-                    return
-                self._upload(record)
+                for wire, mine in self._by_api(records):
+                    self._upload(wire, mine)
                 self._send_due()
             except Exception as exc:  # noqa: BLE001 - an upload never ends the thread
-                self._drop(f"{type(exc).__name__}: {exc}")
+                for _ in range(len(records) - (self.uploaded + self.dropped_total - settled)):
+                    self._drop(f"{type(exc).__name__}: {exc}")
             finally:
-                self._busy = False
-                self._queue.task_done()
+                self._busy = 0
+                for _ in group:
+                    self._queue.task_done()
+            if group[-1] is None:
+                self._close_wires()
+                return
+
+    def _take(self, first: Record | None) -> list[Record | None]:
+        """``first`` and the rollouts queued behind it, to start in one request, up to
+        :data:`START_GROUP` or a flush's end (``None``). Start requests are
+        :data:`START_SPACING` seconds apart at least: after a quiet spell a rollout starts
+        at once, in a steady stream those that settled meanwhile start together."""
+        wait = self._last_start + START_SPACING - time.monotonic()
+        if first is not None and wait > 0 and not self._flushing:
+            time.sleep(wait)
+        group = [first]
+        while group[-1] is not None and len(group) < START_GROUP:
+            try:
+                group.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return group
+
+    def _by_api(self, records: list[Record]) -> list[tuple[Wire, list[Record]]]:
+        """``records`` in runs of the same API (nearly always one run)."""
+        runs: list[tuple[Wire, list[Record]]] = []
+        for record in records:
+            wire = self._wire(record)
+            if runs and runs[-1][0] is wire:
+                runs[-1][1].append(record)
+            else:
+                runs.append((wire, [record]))
+        return runs
 
     def _batch_time(self) -> float:
         """How long batches may take now: :data:`BATCH_TIMEOUT`, or within a flush what
@@ -192,53 +236,55 @@ class Uploader:
         """Whether the API is known to be down (a start failed, no probe went through since)."""
         return self._outage is not None
 
-    def _upload(self, record: Record) -> None:
+    def _upload(self, wire: Wire, records: list[Record]) -> None:
         outage = self._outage
         if outage is not None and (self._flushing or time.monotonic() < self._retry_at):
-            self._drop(outage)  # known down: no request, no wait
+            for _ in records:
+                self._drop(outage)  # known down: no request, no wait
             return
-        wire = self._wire(record)
+        if outage is not None:  # a probe: one rollout, one request
+            if not self._begin(wire, records[:1], probe=True):
+                for _ in records[1:]:
+                    self._drop(outage)
+                return
+            records = records[1:]
+        if records:
+            self._begin(wire, records, probe=False)
+
+    def _begin(self, wire: Wire, records: list[Record], probe: bool) -> bool:
+        """Start ``records`` on the platform, then queue their events for the batches."""
+        if wire.one_by_one and len(records) > 1:
+            for number, record in enumerate(records):
+                if not self._begin(wire, [record], probe):
+                    for _ in records[number + 1 :]:
+                        self._drop(self._outage or "the platform API is away")
+                    return False
+            return True
+        self._last_start = time.monotonic()
         try:
-            rollout = self._create(wire, record, probe=outage is not None)
+            started = self._create(wire, records, probe)
+        except StartsOneByOne:
+            return self._begin(wire, records, probe)
         except StartFailed as exc:
             with self._lock:
                 self._retry_at = time.monotonic() + self._pause
                 self._pause = min(self._pause * 2, RETRY_MAX)
-            self._drop(str(exc))
-            return
+            for _ in records:
+                self._drop(str(exc))
+            return False
         self._recovered()
-        info = _model("RolloutInfo")(
-            task_index=-1 if record.task_index is None else record.task_index,
-            current_step=record.step,
-            duration_ms=record.duration_ms,
-            harness="orsgen",
-        )
-        found = events(record.messages) or [("user_message", {"content": "(no messages)"})]
-        for number, (kind, fields) in enumerate(found):
-            last = number == len(found) - 1
-            rollout.log(
-                _event(kind, fields),
-                reward=record.reward if last else None,
-                is_finished=record.finished if last else False,
-                metadata=dict(record.metadata) if last else None,
-                rollout_info=info if last else None,
-            )
-        self.uploaded += 1
+        for record, rollout in zip(records, started):
+            rollout.log_record(record)
+            self.uploaded += 1
+        return True
 
-    def _create(self, wire: Wire, record: Record, probe: bool) -> Any:
-        """The start event the SDK's ``create()`` sends, waited for, with
+    def _create(self, wire: Wire, records: list[Record], probe: bool) -> list[Any]:
+        """The start events the SDK's ``create()`` sends, in one request, waited for, with
         :data:`START_RETRIES` retries on a 5xx, or none for a probe while the API is known
         down; :class:`StartFailed` when it does not go through."""
         retries = 0 if probe else min(START_RETRIES, wire.config.max_retries)
-        return wire.start(
-            retries,
-            run_name=record.run.run_name,
-            environment=record.environment,
-            split=record.split,
-            metadata=dict(record.metadata),
-            task_spec=None if record.task_spec is None else dict(record.task_spec),
-            run_info=self._run_info(record),
-        )
+        starts = [start_fields(record, self._run_info(record)) for record in records]
+        return list(wire.start(retries, starts))
 
     def _wire(self, record: Record) -> Wire:
         key = (record.api_key, record.api_url)
@@ -263,7 +309,7 @@ class Uploader:
         """Rollouts not settled yet: waiting for the uploader thread, or in its hands."""
         with self._queue.mutex:
             waiting = sum(1 for record in self._queue.queue if record is not None)
-        return waiting + int(self._busy)
+        return waiting + self._busy
 
     def flush(self, timeout: float) -> bool:
         """Upload what is queued and send its batches, within ``timeout`` seconds in all;
@@ -325,19 +371,6 @@ at_shutdown(SHUTDOWN_ORDER, _flush_at_exit)
 
 def _model(name: str) -> Any:
     return getattr(importlib.import_module("openreward.models"), name)
-
-
-def _event(kind: str, fields: dict[str, str]) -> Any:
-    """The SDK's upload type for one event (``openreward.api.rollouts.serializers.base``)."""
-    base: Any = importlib.import_module("openreward.api.rollouts.serializers.base")
-    make = {
-        "user_message": base.UserMessage,
-        "assistant_message": base.AssistantMessage,
-        "system_message": base.SystemMessage,
-        "tool_call": base.ToolCall,
-        "tool_result": base.ToolResult,
-    }[kind]
-    return make(**fields)
 
 
 def _new_wire(api_key: str, api_url: str | None) -> Wire:
