@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.metadata
 import logging
 import multiprocessing.util
 import queue
@@ -61,7 +62,7 @@ EXIT_BUDGET = 5.0  # seconds the process's exit gives the uploads in all
 DOWN_GRACE = 0.5  # seconds the exit gives the batches when the API is known down
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # pause before trying again after a failed start
 START_RETRIES = 2  # a start's retries on a 5xx while the API is up (0.5 + 1 s); a probe has 0
-START_SPACING = 0.25  # seconds between start requests at least (those waiting start together)
+START_SPACING = 0.1  # seconds between start requests at least (those waiting start together)
 START_GROUP = 128  # rollouts started in one request at most (the SDK's max_batch_items)
 SHUTDOWN_ORDER = 40  # before the trajectory files (50); independent of sessions
 
@@ -389,7 +390,9 @@ def _new_wire(api_key: str, api_url: str | None) -> Wire:
 
 
 def trl_version() -> str | None:
+    """TRL's installed version, read without importing it (0.3 s of CPU in a process that
+    does not train, as ``orsgen eval`` does not)."""
     try:
-        return str(importlib.import_module("trl").__version__)
+        return importlib.metadata.version("trl")
     except Exception:  # noqa: BLE001 - no trl, no version
         return None
