@@ -4,6 +4,7 @@ hand-off the test named in ``ORSGEN_TASK_STATE``."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from orsgen.runtime.rollouts import handoff
@@ -33,3 +34,38 @@ def choose(resets: int, answer: Any, curriculum: bool = True) -> None:
         sampler.observe(chosen[-1], Outcome(kind="scored", reward=1.0))
     answer.put(chosen)
     handoff.flush()
+
+
+class _Counted(Chooser):
+    """A Chooser that counts its ``state_dict()`` calls (the writer's serialisations)."""
+
+    calls = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        _Counted.calls += 1
+        return super().state_dict()
+
+
+def idle(answer: Any, seconds: float) -> None:
+    """Choose and observe as the adapter does (through ``tasks``), then idle ``seconds``,
+    then choose once more: put on ``answer`` the serialisations while idle, then whether
+    the writer wrote the new choice on its own (within 10 s)."""
+    from orsgen.runtime.rollouts import tasks
+
+    handoff.join()
+    sampler, _ = samplers().get("stream", KEY, lambda: _Counted(TASKS, 0, 2, PassRateCurriculum()))
+    handoff.made()
+    for _ in range(4):
+        tasks.observe(sampler, tasks.choose(sampler), Outcome(kind="scored", reward=1.0))
+    time.sleep(2 * handoff.WRITE_EVERY)  # the writer's next period writes the four
+    before = _Counted.calls
+    time.sleep(seconds)
+    answer.put(_Counted.calls - before)
+    latest = handoff.Handoff.from_env()
+    assert latest is not None
+    written = latest.latest.read_text()
+    tasks.choose(sampler)
+    deadline = time.monotonic() + 10
+    while latest.latest.read_text() == written and time.monotonic() < deadline:
+        time.sleep(0.05)
+    answer.put(latest.latest.read_text() != written)

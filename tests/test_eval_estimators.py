@@ -149,3 +149,26 @@ def test_summary_zero_variance_share_averages_the_fully_scored_tasks() -> None:
     unscored = [_row(0, 0, "failed", None), _row(0, 1, "failed", None)]
     none_scored = summarize(unscored, {"n": 2, "pass_threshold": 1.0, "task_indices": [0]})
     assert none_scored["zero_variance_share"] == {"2": None}
+
+
+def test_the_summary_is_one_pass_over_the_rows() -> None:
+    """summarize reads each row once and keeps none (issue 29: flat memory at 100,000
+    rollouts): a one-shot iterator of the rows gives the same summary as the list."""
+    rows = [
+        _row(t, s, v, r)
+        for t, s, v, r in [
+            (0, 1, "scored", 1.0),
+            (1, 0, "unfinished", 0.5),
+            (0, 0, "failed", None),
+            (1, 1, "scored", 0.25),
+            (2, 0, "scored", 1.0),  # a task beyond task_indices is kept, after them
+        ]
+    ]
+    config = {"n": 2, "pass_threshold": 0.5, "unfinished_reward": 0.5, "task_indices": [0, 1]}
+    once = summarize(iter(rows), config)
+    assert once == summarize(rows, config)
+    assert [t["task_index"] for t in once["per_task"]] == [0, 1, 2]
+    assert once["rollouts"] == 5 and once["tasks"] == 3 and once["expected_rollouts"] == 6
+    task1 = once["per_task"][1]
+    assert (task1["scored"], task1["unfinished"], task1["passed"]) == (1, 1, 1)
+    assert task1["mean_reward"] == 0.25 and task1["pass_at_k_scored"] == {"1": 0.0}

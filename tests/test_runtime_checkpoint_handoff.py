@@ -142,3 +142,27 @@ def test_the_trainer_process_is_never_the_writer(
     handoff.join()
     handoff.flush()
     assert not named.latest.exists()
+
+
+def test_an_idle_worker_serialises_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's writer skips the periods with no choice or outcome (a catalog-sized
+    state costs O(tasks) to serialise), and still writes a new choice on its own."""
+    monkeypatch.delenv(handoff.ENV, raising=False)
+    args = _args(tmp_path / "out")
+    callback = CurriculumCheckpoint()
+    callback.on_train_begin(args, SimpleNamespace(global_step=0), None)
+    ctx = mp.get_context("spawn")
+    answer = ctx.Queue()
+    child = ctx.Process(target=handoff_child.idle, args=(answer, 3.0), daemon=True)
+    child.start()
+    try:
+        idle_writes, wrote_new = answer.get(timeout=120), answer.get(timeout=120)
+        child.join(timeout=120)
+        assert child.exitcode == 0, child.exitcode
+    finally:
+        callback.on_train_end(args, SimpleNamespace(global_step=1), None)
+        if child.is_alive():  # this test's own child, by its PID
+            child.kill()
+            child.join(timeout=10)
+    assert idle_writes == 0  # three idle periods, no serialisation
+    assert wrote_new is True

@@ -4,6 +4,7 @@ backend: no display needed)."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -92,9 +93,15 @@ def _pass_histogram(plt: Any, summary: Mapping[str, Any], values: Sequence[float
 
 def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Any:
     """The histogram of scored rollouts' rewards, each bin's count on it."""
-    rewards = [float(r["reward"]) for r in rows if r["verdict"] == "scored"]
+    import numpy
+
+    rewards = array("d", (float(r["reward"]) for r in rows if r["verdict"] == "scored"))
+    # Binned here, and only the 20 bins handed to matplotlib: its hist of 100,000 floats
+    # takes 25 MB and seconds. Weighting each bin's left edge by its count draws the same.
+    values = numpy.frombuffer(rewards, dtype=numpy.float64)
+    counts, edges = numpy.histogram(values[numpy.isfinite(values)], bins=20)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    counts, _edges, patches = ax.hist(rewards, bins=20, color="C1", zorder=2)
+    counts, _edges, patches = ax.hist(edges[:-1], bins=edges, weights=counts, color="C1", zorder=2)
     ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
     ax.set_xlabel("reward (scored rollouts)")
     ax.set_ylabel("rollouts")

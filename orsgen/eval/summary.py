@@ -21,7 +21,9 @@ Rules (also in the README):
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.runtime.passk import passes as _passes
@@ -35,25 +37,46 @@ def passes(row: Mapping[str, Any], threshold: float) -> bool:
     return _passes(float(reward) if isinstance(reward, (int, float)) else None, threshold)
 
 
-def _task_figures(rows: Sequence[Mapping[str, Any]], n: int, threshold: float) -> dict[str, Any]:
-    scored = [r for r in rows if r["verdict"] == "scored"]
-    c = sum(passes(r, threshold) for r in rows)
-    c_scored = sum(passes(r, threshold) for r in scored)
-    rewards = [float(r["reward"]) for r in scored]
-    mean, se = mean_and_se(rewards)
+@dataclass(slots=True)
+class _Tally:
+    """One task's counts, filled in one pass over the rows: no row is kept."""
+
+    samples: int = 0
+    scored: int = 0
+    unfinished: int = 0
+    failed: int = 0
+    passed: int = 0
+    passed_scored: int = 0
+    rewards: array[float] = field(default_factory=lambda: array("d"))  # the scored ones
+
+
+class _Curves:
+    """The pass@k and pass^k dicts of one summary, one per (estimator, samples, passing)
+    and shared by every task with those counts: 10,000 tasks of n=10 hold 11 of each."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[Callable[[int, int, int], float], int, int], dict[str, float]] = {}
+
+    def of(self, estimator: Callable[[int, int, int], float], n: int, c: int) -> dict[str, float]:
+        key = (estimator, n, c)
+        if key not in self._made:
+            self._made[key] = {_key(k): estimator(n, c, k) for k in range(1, n + 1)}
+        return self._made[key]
+
+
+def _task_figures(t: _Tally, curves: _Curves) -> dict[str, Any]:
+    mean, se = mean_and_se(t.rewards)
     return {
-        "samples": len(rows),
-        "scored": len(scored),
-        "unfinished": sum(r["verdict"] == "unfinished" for r in rows),
-        "failed": sum(r["verdict"] == "failed" for r in rows),
-        "passed": c,
+        "samples": t.samples,
+        "scored": t.scored,
+        "unfinished": t.unfinished,
+        "failed": t.failed,
+        "passed": t.passed,
         "mean_reward": mean,
         "mean_reward_se": se,
-        "pass_at_k": {_key(k): pass_at_k(len(rows), c, k) for k in range(1, len(rows) + 1)},
-        "pass_hat_k": {_key(k): pass_hat_k(len(rows), c, k) for k in range(1, len(rows) + 1)},
-        "pass_at_k_scored": {
-            _key(k): pass_at_k(len(scored), c_scored, k) for k in range(1, len(scored) + 1)
-        },
+        "pass_at_k": curves.of(pass_at_k, t.samples, t.passed),
+        "pass_hat_k": curves.of(pass_hat_k, t.samples, t.passed),
+        "pass_at_k_scored": curves.of(pass_at_k, t.scored, t.passed_scored),
     }
 
 
@@ -93,32 +116,55 @@ def no_gradient_tasks(per_task: Sequence[Mapping[str, Any]], n: int) -> list[int
     ]
 
 
-def summarize(rows: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
-    """The summary of ``rows`` (one per (task, sample) of ``config``)."""
+def summarize(rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary of ``rows`` (one per (task, sample) of ``config``), in one pass that
+    keeps per-task counts and the rewards as floats, never the rows: its memory grows
+    with the tasks, not with the transcripts or the row objects. Tasks with the same
+    counts share their ``pass_at_k`` / ``pass_hat_k`` dicts: read them, don't change them."""
     n, threshold = int(config["n"]), float(config["pass_threshold"])
     unfinished_reward = config.get("unfinished_reward")
-    by_task: dict[int, list[Mapping[str, Any]]] = {i: [] for i in config["task_indices"]}
+    by_task: dict[int, _Tally] = {int(i): _Tally() for i in config["task_indices"]}
+    scored, every = array("d"), array("d")
+    verdicts = dict.fromkeys(("scored", "unfinished", "failed"), 0)
     for row in rows:
-        by_task.setdefault(int(row["task_index"]), []).append(row)
-    per_task: list[dict[str, Any]] = []
-    for index, task_rows in by_task.items():
-        ordered = sorted(task_rows, key=lambda r: int(r["sample"]))
-        per_task.append({"task_index": index, **_task_figures(ordered, n, threshold)})
-    total = len(rows)
-    scored = [float(r["reward"]) for r in rows if r["verdict"] == "scored"]
-    every = [float(r["reward"]) if isinstance(r.get("reward"), (int, float)) else 0.0 for r in rows]
+        task = by_task.get(int(row["task_index"]))
+        if task is None:
+            task = by_task[int(row["task_index"])] = _Tally()
+        verdict, reward = row["verdict"], row.get("reward")  # Any: a number when scored
+        value: float | None = float(reward) if isinstance(reward, (int, float)) else None
+        passed = passes(row, threshold)
+        task.samples += 1
+        task.passed += passed
+        every.append(0.0 if value is None else value)
+        if verdict in verdicts:
+            verdicts[verdict] += 1
+        if verdict == "scored":
+            task.scored += 1
+            task.passed_scored += passed
+            task.rewards.append(float(row["reward"]))
+            scored.append(task.rewards[-1])
+        elif verdict == "unfinished":
+            task.unfinished += 1
+        elif verdict == "failed":
+            task.failed += 1
+    curves = _Curves()
+    per_task: list[dict[str, Any]] = [
+        {"task_index": i, **_task_figures(t, curves)} for i, t in by_task.items()
+    ]
+    by_task.clear()  # the rewards of each task: freed before the summary is returned
+    total = len(every)
     mean, se = mean_and_se(scored)
     mean_all, se_all = mean_and_se(every)
+    del scored, every
     pass1 = [t["pass_at_k"]["1"] for t in per_task if "1" in t["pass_at_k"]]
     p1, p1_se = mean_and_se(pass1)
-    verdicts = {v: sum(r["verdict"] == v for r in rows) for v in ("scored", "unfinished", "failed")}
     return {
         **{k: config[k] for k in config if k != "task_indices"},
-        "tasks": len(by_task),
+        "tasks": len(per_task),
         "rollouts": total,
-        "expected_rollouts": len(by_task) * n,
+        "expected_rollouts": len(per_task) * n,
         "verdicts": verdicts,
-        "coverage": len(scored) / total if total else 0.0,
+        "coverage": verdicts["scored"] / total if total else 0.0,
         "mean_reward": mean,
         "mean_reward_se": se,
         "mean_reward_ci95": interval(mean, se),

@@ -211,7 +211,7 @@ class OrsAdapter:
             sampler = None
             if task_index is None and task_spec is None:  # train_dataset=None: choose here
                 sampler = self._sampler(rollout.here)
-                task_index = sampler.choose()
+                task_index = tasks.choose(sampler)
             index = None if task_spec is not None else int(task_index or 0)
             prompt = rollout.open(index, task_spec, sampler)
             return UNAVAILABLE_PROMPT if prompt is None else prompt

@@ -17,9 +17,12 @@ under it (the worker) then
   continues from the state saved under its key;
 - writes its streams' states to ``directory/streams.json`` (a temporary file, then a
   rename: never half-written) at once when a stream is made, then every
-  :data:`WRITE_EVERY` seconds when they changed, and at exit.
+  :data:`WRITE_EVERY` seconds when a sampler chose or observed since the last write (an
+  idle worker serialises nothing), and at exit. A write of a catalog-sized state costs
+  O(tasks), so the period stretches to :data:`PACE` times the last write's cost when
+  that is longer (about 3 s at 100,000 tasks on a 2-core machine).
 
-So the worker's file is never more than :data:`WRITE_EVERY` seconds (and one write) behind
+So the worker's file is never more than that period (and one write) behind
 the worker, and a file that exists always resumes. The worker is ahead of the trainer
 anyway: it also holds the choices and outcomes of rollouts the trainer has not trained on
 (up to ``max_inflight_tasks`` in flight and ``queue_maxsize`` queued), and a resume
@@ -33,6 +36,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +48,9 @@ from orsgen.runtime.transport.process import current
 FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's state
 ENV = "ORSGEN_TASK_STATE"
 WRITE_EVERY = 1.0  # seconds: the worker's file lags its streams by at most this (and a write)
+# A write costs O(tasks) (about 0.3 s at 100,000 tasks here): the writer waits at least this
+# many times its last write's cost, so it never takes more than a tenth of a core.
+PACE = 9.0
 DIRECTORY = ".orsgen_task_state"  # under output_dir
 LATEST = "streams.json"
 
@@ -117,6 +124,8 @@ class _Worker:
         self._lock = threading.Lock()
         self.wake = threading.Event()
         self._written = ""
+        self._changes = -1  # samplers().changes() at the last write
+        self._cost = 0.0  # seconds the last write took
         self._failed = False
         if self.handoff is None or self.handoff.trainer != os.getppid():
             self.handoff = None  # the trainer itself, or not its child: not the worker
@@ -128,8 +137,10 @@ class _Worker:
 
     def _run(self) -> None:
         while True:
-            self.wake.wait(WRITE_EVERY)
+            self.wake.wait(max(WRITE_EVERY, PACE * self._cost))
             self.wake.clear()
+            if samplers().changes() == self._changes:
+                continue  # idle: no choice or outcome since the last write
             try:
                 self.flush()
             except Exception:  # noqa: BLE001 - the writer must outlive a failed write
@@ -143,6 +154,8 @@ class _Worker:
         if self.handoff is None:
             return
         with self._lock:
+            changes = samplers().changes()  # before the states: a later change writes again
+            started = time.monotonic()
             streams = samplers().saved()
             if not streams:
                 return
@@ -150,6 +163,7 @@ class _Worker:
             if text != self._written:
                 write(self.handoff.latest, text)
                 self._written = text
+            self._changes, self._cost = changes, time.monotonic() - started
 
 
 def join() -> None:

@@ -33,7 +33,7 @@ from orsgen.runtime.errors import (
 from orsgen.runtime.images import Content, blocks_to_content, blocks_to_text
 from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.runtime.rollouts import upload
-from orsgen.runtime.rollouts import metrics, trajectories
+from orsgen.runtime.rollouts import metrics, tasks, trajectories
 from orsgen.runtime.rollouts.episode import Call, Episode, Outcome, RolloutState, classify
 from orsgen.runtime.rollouts.settings import RolloutSettings
 from orsgen.runtime.rollouts.tasks import TaskSampler
@@ -112,7 +112,7 @@ class AdapterRollout:
                 self.episode.counted = True
                 metrics.counts().rollout_done(outcome)
                 if self._sampler is not None and self.task_index is not None:
-                    self._sampler.observe(self.task_index, outcome)
+                    tasks.observe(self._sampler, self.task_index, outcome)
             self.end()
             return outcome
 

@@ -81,6 +81,17 @@ class Samplers:
         self._lock = threading.Lock()
         self._items: dict[Hashable, tuple[StreamKey, TaskSampler]] = {}
         self._staged: dict[StreamKey, Mapping[str, Any]] = {}
+        self._changes = 0  # choices and outcomes so far: the worker's writer skips idle periods
+
+    def changed(self) -> None:
+        """A sampler chose a task or observed an outcome: its state changed."""
+        with self._lock:
+            self._changes += 1
+
+    def changes(self) -> int:
+        """How many times :meth:`changed` was called (a new stream's state counts too)."""
+        with self._lock:
+            return self._changes + len(self._items)
 
     def peek(self, stream: Hashable) -> TaskSampler | None:
         with self._lock:
@@ -135,6 +146,7 @@ class Samplers:
                 state = self._take(key)
                 if state is not None:
                     sampler.load_state_dict(state)
+                    self._changes += 1
 
     def staged(self) -> list[StreamKey]:
         """The keys of saved states no stream has taken yet."""

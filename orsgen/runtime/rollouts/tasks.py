@@ -47,6 +47,7 @@ from orsgen.runtime.rollouts import curriculum as curricula
 from orsgen.runtime.rollouts import handoff, metrics, ranks, trainer_facts
 from orsgen.runtime.rollouts.chooser import Chooser as Chooser
 from orsgen.runtime.rollouts.chooser import CurriculumFactory, Layout, factory_of
+from orsgen.runtime.rollouts.episode import Outcome
 from orsgen.runtime.rollouts.streams import Samplers as Samplers
 from orsgen.runtime.rollouts.streams import StreamKey as StreamKey
 from orsgen.runtime.rollouts.streams import TaskSampler as TaskSampler
@@ -177,6 +178,19 @@ def spread(sampler: TaskSampler, layout: Layout | None, label: str) -> TaskSampl
         )
     sampler.spread(layout, ranks.all_gather)
     return sampler
+
+
+def choose(sampler: TaskSampler) -> int:
+    """``sampler.choose()``, counted as a change of its state (see :meth:`Samplers.changed`)."""
+    task = sampler.choose()
+    samplers().changed()
+    return task
+
+
+def observe(sampler: TaskSampler, task_index: int, outcome: Outcome) -> None:
+    """``sampler.observe(...)``, counted as a change of its state."""
+    sampler.observe(task_index, outcome)
+    samplers().changed()
 
 
 def describe(sampler: TaskSampler) -> str:
