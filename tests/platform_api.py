@@ -17,9 +17,13 @@ What the SDK sends and expects (``api/rollouts/rollout.py``, ``background.py``,
   ``model_name``, ``training_stage`` (and ``variant``...) -> ``{"tasks": [{task_index,
   avg_reward, min_reward, max_reward, num_rollouts, response_chars, split, variant}]}``.
 
-Every request is appended to a JSON-lines record file (so it survives a stop). ``POST
-/_control {"refuse": 503 | 429 | null}`` makes the API answer every other request with
-that status until told otherwise.
+Every request is appended to a JSON-lines record file (so it survives a stop), with the
+client's port (``peer``: one per connection). ``POST /_control {"refuse": 503 | 429 |
+null}`` makes the API answer every other request with that status until told otherwise;
+``{"hang": true}`` makes it record every other request and never answer it (an API that
+accepts connections and does not answer); ``{"one_start": true}`` makes it answer 422 to a
+post with more than one rollout start event (the SDK posts each start alone). It speaks HTTP/1.1 and keeps connections alive,
+as the platform's API does.
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ def difficulty_row(
 
 class _Handler(BaseHTTPRequestHandler):
     server: Any
+    protocol_version = "HTTP/1.1"  # kept-alive connections, as a real API's
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms ACK wait
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
@@ -79,6 +85,7 @@ class _Handler(BaseHTTPRequestHandler):
             "path": self.path,
             "body": body,
             "headers": headers,
+            "peer": self.client_address[1],
         }
         with self.server.lock:
             with open(self.server.record, "a", encoding="utf-8") as fh:
@@ -96,13 +103,21 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body() if self.command == "POST" else ""
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/_control":
-            self.server.refuse = json.loads(body or "{}").get("refuse")
-            return self._send(200, {"refuse": self.server.refuse})
+            asked = json.loads(body or "{}")
+            self.server.refuse = asked.get("refuse")
+            self.server.hang = bool(asked.get("hang"))
+            self.server.one_start = bool(asked.get("one_start"))
+            return self._send(200, asked)
         self._record(body)
+        if self.server.hang:
+            threading.Event().wait()  # never answers (a daemon thread: ends with the server)
         if self.server.refuse:
             return self._send(int(self.server.refuse), {"detail": "refused by the stand-in"})
         parts = url.path.strip("/").split("/")
         if url.path == "/v1/rollouts" and self.command == "POST":
+            starts = [e for e in json.loads(body)["events"] if e.get("eventType") == "rollout"]
+            if self.server.one_start and len(starts) > 1:
+                return self._send(422, {"detail": "one rollout start per request"})
             return self._send(200, {"ok": True})
         if len(parts) == 4 and parts[:2] == ["v1", "environments"]:
             return self._send(200, {"id": f"env-{parts[2]}-{parts[3]}", "name": parts[3]})
@@ -133,6 +148,8 @@ def serve(port: int, record: str, difficulty: str | None) -> None:
     server.lock = threading.Lock()
     server.record = record
     server.refuse = None
+    server.hang = False
+    server.one_start = False
     server.difficulty = json.loads(Path(difficulty).read_text()) if difficulty else []
     print(server.server_address[1], flush=True)
     server.serve_forever()
@@ -189,8 +206,19 @@ class PlatformAPI:
         return env
 
     def refuse(self, status: int | None) -> None:
+        self._control({"refuse": status})
+
+    def hang(self) -> None:
+        """From now on, record every request and never answer it."""
+        self._control({"hang": True})
+
+    def one_start_per_request(self) -> None:
+        """From now on, answer 422 to a post of several rollout starts."""
+        self._control({"one_start": True})
+
+    def _control(self, asked: dict[str, Any]) -> None:
         request = urllib.request.Request(
-            self.url + "/_control", data=json.dumps({"refuse": status}).encode(), method="POST"
+            self.url + "/_control", data=json.dumps(asked).encode(), method="POST"
         )
         urllib.request.urlopen(request, timeout=10).read()
 

@@ -2,7 +2,8 @@
 counted in requests against the stand-in API (tests/platform_api.py), not in seconds: a
 start is tried 1 + START_RETRIES times on a 5xx (not the SDK's five: a try and four retries,
 7.5 s); once it has failed, a probe is one request, and a flush with the API known to be
-down drops what is queued without a request.
+down drops what is queued without a request. An API that accepts connections and never
+answers costs one start (given up after START_TIMEOUT), not the exit's time.
 
 An uploader of the test's own, in this process, with the SDK's real upload client."""
 
@@ -112,3 +113,20 @@ def test_a_flush_with_the_api_known_down_drops_the_queue_without_a_request(
     assert not any(r["messages"] for r in api.rollouts().values())
     bodies = "\n".join(r["body"] for r in api.requests())
     assert KEY not in bodies
+
+
+def test_an_api_that_never_answers_costs_one_start_and_the_flush_ends(
+    api: PlatformAPI,
+) -> None:
+    up = Uploader()
+    up.warm()
+    api.hang()  # records each request, answers none
+    for number in range(5):
+        up.submit(_record(api, number))
+    # The first start is given up after START_TIMEOUT: the API is known down and the rest
+    # are dropped without a request. (Before: the SDK's start waited with no timeout of its
+    # own, so the flush ran out of its time with every rollout still queued.)
+    assert up.flush(30)
+    assert up.down and up.dropped_total == 5 and up.uploaded == 0 and up.queued() == 0
+    assert _starts(api) == 1
+    assert len(api.requests()) == 1

@@ -13,9 +13,11 @@ authenticates the request as a header, the SDK's own way.
 without a timeout, retried on 5xx for about 15 s) and its ``log_openai_completions`` keeps
 only the first event of a message. So a rollout is only *enqueued* here, on a bounded
 queue, when it settles; one daemon thread per process (AsyncGRPO's rollout child and each
-torchrun rank have their own) creates it on the platform and logs every event of every
-message through the SDK's ``Rollout.log``, whose batches the SDK uploads in the background.
-A full queue or an API that is down or refusing drops the rollout: counted as
+torchrun rank have their own) starts it on the platform and batches every event of every
+message: the SDK's requests, sent over one kept-alive HTTP session
+(:mod:`orsgen.runtime.rollouts.upload_wire`). Start requests are :data:`START_SPACING`
+seconds apart at least: the rollouts that settle meanwhile start in one request, each
+acknowledged before any of its messages is sent. A full queue or an API that is down or refusing drops the rollout: counted as
 ``ors/upload_dropped`` in the trainer's log and said once per outage.
 
 **An outage costs as little as it can.** A rollout's start is retried on a 5xx
@@ -23,16 +25,18 @@ A full queue or an API that is down or refusing drops the rollout: counted as
 failed (refused, 5xx after those retries, 429), the API is known to be down: rollouts are
 dropped at once, and after a pause that grows from :data:`RETRY_FIRST` to :data:`RETRY_MAX`
 seconds one rollout is sent as a *probe*, a single request. A probe that goes through ends
-the outage. The SDK's batches of the rollouts that started keep its own retries. At exit the queue gets :data:`EXIT_BUDGET` seconds in all
-to drain and flush; with the API known to be down, what is queued is dropped (counted) without
-a request, and the SDK's batches get :data:`DOWN_GRACE` seconds.
+the outage. A start is given up after ``START_TIMEOUT`` seconds in all, so an API that
+accepts connections and never answers is an outage too. The batches of the rollouts that
+started keep the SDK's retries. At exit the queue gets :data:`EXIT_BUDGET` seconds in all to
+drain and flush; with the API known to be down, what is queued is dropped (counted) without
+a request, and the batches get :data:`DOWN_GRACE` seconds.
 """
 
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import importlib
+import importlib.metadata
 import logging
 import multiprocessing.util
 import queue
@@ -41,17 +45,25 @@ import time
 from typing import Any
 
 from orsgen.runtime.rollouts import metrics
-from orsgen.runtime.rollouts.upload_record import Record, events
-from orsgen.runtime.transport import sdk
+from orsgen.runtime.rollouts.upload_record import Record
+from orsgen.runtime.rollouts.upload_wire import (
+    BATCH_TIMEOUT,
+    StartFailed,
+    StartsOneByOne,
+    Wire,
+    start_fields,
+)
 from orsgen.runtime.transport.process import Process, at_shutdown, current
 
 logger = logging.getLogger("orsgen.runtime")
 
 QUEUE_SIZE = 2048  # rollouts waiting for the uploader; more are dropped (and counted)
 EXIT_BUDGET = 5.0  # seconds the process's exit gives the uploads in all
-DOWN_GRACE = 0.5  # seconds the exit gives the SDK's batches when the API is known down
+DOWN_GRACE = 0.5  # seconds the exit gives the batches when the API is known down
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # pause before trying again after a failed start
 START_RETRIES = 2  # a start's retries on a 5xx while the API is up (0.5 + 1 s); a probe has 0
+START_SPACING = 0.1  # seconds between start requests at least (those waiting start together)
+START_GROUP = 128  # rollouts started in one request at most (the SDK's max_batch_items)
 SHUTDOWN_ORDER = 40  # before the trajectory files (50); independent of sessions
 
 
@@ -65,7 +77,9 @@ class Uploader:
         self._queue: queue.Queue[Record | None] = queue.Queue(maxsize=QUEUE_SIZE)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._apis: dict[tuple[str, str | None], Any] = {}  # (key, url) -> SDK RolloutAPI
+        self._wires: dict[tuple[str, str | None], Wire] = {}  # (key, url): the thread's
+        self._deadline = 0.0  # when the flush under way must be done
+        self._last_start = 0.0  # when the last start request was sent
         self._dropped = 0  # since the last metrics drain
         self._outage: str | None = None  # why uploads fail, while they do
         self._retry_at = 0.0
@@ -75,7 +89,7 @@ class Uploader:
         self.dropped_total = 0
         self.exited = False  # the exit's flush ran
         self._flushing = False  # a flush waits: with the API down, drop without probing
-        self._busy = False  # the thread holds a rollout (taken off the queue, not settled)
+        self._busy = 0  # rollouts the thread holds (taken off the queue, not settled)
         metrics.source(self._drain_metric)
 
     # -- the rollout's side: enqueue only -------------------------------------------------
@@ -137,91 +151,148 @@ class Uploader:
                 # The runtime's own first SDK import, so two threads never enter it from
                 # different submodules; the upload client loads with the package.
                 importlib.import_module("openreward.api.environments.client")
-                importlib.import_module("openreward.api.rollouts.rollout")
-                sdk.quiet_upload_logs()
+                for name in ("openreward.http_client", "openreward.api.rollouts.background"):
+                    importlib.import_module(name)
             except Exception:  # noqa: BLE001 - the first upload says what is wrong
                 pass
         self._start()
 
     def _run(self) -> None:
         while True:
-            record = self._queue.get()
-            self._busy = record is not None
+            due = [d for w in self._wires.values() if (d := w.due_in()) is not None]
             try:
-                if record is None:
-                    return
-                self._upload(record)
+                first = self._queue.get(timeout=min(due) if due else None)
+            except queue.Empty:  # a batch is max_age old
+                self._send_due()
+                continue
+            self._busy = int(first is not None)
+            group = self._take(first)
+            records = [r for r in group if r is not None]
+            self._busy = len(records)
+            settled = self.uploaded + self.dropped_total
+            try:
+                for wire, mine in self._by_api(records):
+                    self._upload(wire, mine)
+                self._send_due()
             except Exception as exc:  # noqa: BLE001 - an upload never ends the thread
-                self._drop(f"{type(exc).__name__}: {exc}")
+                for _ in range(len(records) - (self.uploaded + self.dropped_total - settled)):
+                    self._drop(f"{type(exc).__name__}: {exc}")
             finally:
-                self._busy = False
-                self._queue.task_done()
+                self._busy = 0
+                for _ in group:
+                    self._queue.task_done()
+            if group[-1] is None:
+                self._close_wires()
+                return
+
+    def _take(self, first: Record | None) -> list[Record | None]:
+        """``first`` and the rollouts queued behind it, to start in one request, up to
+        :data:`START_GROUP` or a flush's end (``None``). Start requests are
+        :data:`START_SPACING` seconds apart at least: after a quiet spell a rollout starts
+        at once, in a steady stream those that settled meanwhile start together."""
+        wait = self._last_start + START_SPACING - time.monotonic()
+        if first is not None and wait > 0 and not self._flushing:
+            time.sleep(wait)
+        group = [first]
+        while group[-1] is not None and len(group) < START_GROUP:
+            try:
+                group.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return group
+
+    def _by_api(self, records: list[Record]) -> list[tuple[Wire, list[Record]]]:
+        """``records`` in runs of the same API (nearly always one run)."""
+        runs: list[tuple[Wire, list[Record]]] = []
+        for record in records:
+            wire = self._wire(record)
+            if runs and runs[-1][0] is wire:
+                runs[-1][1].append(record)
+            else:
+                runs.append((wire, [record]))
+        return runs
+
+    def _batch_time(self) -> float:
+        """How long batches may take now: :data:`BATCH_TIMEOUT`, or within a flush what
+        is left of it (:data:`DOWN_GRACE` at most with the API known down)."""
+        if not self._flushing:
+            return BATCH_TIMEOUT
+        left = max(self._deadline - time.monotonic(), 0.0)
+        return min(left, DOWN_GRACE) if self.down else min(left, BATCH_TIMEOUT)
+
+    def _send_due(self) -> None:
+        for wire in list(self._wires.values()):
+            wire.send_due(self._batch_time())
+
+    def _close_wires(self) -> None:
+        wires, self._wires = list(self._wires.values()), {}
+        for wire in wires:
+            try:
+                wire.close(self._batch_time())
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
 
     @property
     def down(self) -> bool:
         """Whether the API is known to be down (a start failed, no probe went through since)."""
         return self._outage is not None
 
-    def _upload(self, record: Record) -> None:
+    def _upload(self, wire: Wire, records: list[Record]) -> None:
         outage = self._outage
         if outage is not None and (self._flushing or time.monotonic() < self._retry_at):
-            self._drop(outage)  # known down: no request, no wait
+            for _ in records:
+                self._drop(outage)  # known down: no request, no wait
             return
-        api = self._api(record)
-        rollout = self._create(api, record, probe=outage is not None)
-        if not sdk.rollout_started(rollout):
+        if outage is not None:  # a probe: one rollout, one request
+            if not self._begin(wire, records[:1], probe=True):
+                for _ in records[1:]:
+                    self._drop(outage)
+                return
+            records = records[1:]
+        if records:
+            self._begin(wire, records, probe=False)
+
+    def _begin(self, wire: Wire, records: list[Record], probe: bool) -> bool:
+        """Start ``records`` on the platform, then queue their events for the batches."""
+        if wire.one_by_one and len(records) > 1:
+            for number, record in enumerate(records):
+                if not self._begin(wire, [record], probe):
+                    for _ in records[number + 1 :]:
+                        self._drop(self._outage or "the platform API is away")
+                    return False
+            return True
+        self._last_start = time.monotonic()
+        try:
+            started = self._create(wire, records, probe)
+        except StartsOneByOne:
+            return self._begin(wire, records, probe)
+        except StartFailed as exc:
             with self._lock:
                 self._retry_at = time.monotonic() + self._pause
                 self._pause = min(self._pause * 2, RETRY_MAX)
-            self._drop(f"the platform API at {api.send_loop_config.base_url} refused or is away")
-            return
+            for _ in records:
+                self._drop(str(exc))
+            return False
         self._recovered()
-        info = _model("RolloutInfo")(
-            task_index=-1 if record.task_index is None else record.task_index,
-            current_step=record.step,
-            duration_ms=record.duration_ms,
-            harness="orsgen",
-        )
-        found = events(record.messages) or [("user_message", {"content": "(no messages)"})]
-        for number, (kind, fields) in enumerate(found):
-            last = number == len(found) - 1
-            rollout.log(
-                _event(kind, fields),
-                reward=record.reward if last else None,
-                is_finished=record.finished if last else False,
-                metadata=dict(record.metadata) if last else None,
-                rollout_info=info if last else None,
-            )
-        self.uploaded += 1
+        for record, rollout in zip(records, started):
+            rollout.log_record(record)
+            self.uploaded += 1
+        return True
 
-    def _create(self, api: Any, record: Record, probe: bool) -> Any:
-        """The SDK's ``create()`` (it sends the start event and waits for it), with
+    def _create(self, wire: Wire, records: list[Record], probe: bool) -> list[Any]:
+        """The start events the SDK's ``create()`` sends, in one request, waited for, with
         :data:`START_RETRIES` retries on a 5xx, or none for a probe while the API is known
-        down. (The SDK's ``Rollout`` reads ``send_loop_config`` for the start alone; its
-        batching thread kept the config it started with. Only this thread calls
-        ``create()``.)"""
-        kwargs: dict[str, Any] = {
-            "run_name": record.run.run_name,
-            "environment": record.environment,
-            "split": record.split,
-            "metadata": dict(record.metadata),
-            "task_spec": None if record.task_spec is None else dict(record.task_spec),
-            "run_info": self._run_info(record),
-        }
-        config = api.send_loop_config
-        retries = 0 if probe else min(START_RETRIES, config.max_retries)
-        api.send_loop_config = dataclasses.replace(config, max_retries=retries)
-        try:
-            return api.create(**kwargs)
-        finally:
-            api.send_loop_config = config
+        down; :class:`StartFailed` when it does not go through."""
+        retries = 0 if probe else min(START_RETRIES, wire.config.max_retries)
+        starts = [start_fields(record, self._run_info(record)) for record in records]
+        return list(wire.start(retries, starts))
 
-    def _api(self, record: Record) -> Any:
+    def _wire(self, record: Record) -> Wire:
         key = (record.api_key, record.api_url)
-        api = self._apis.get(key)
-        if api is None:
-            api = self._apis[key] = _rollout_api(record.api_key, record.api_url)
-        return api
+        wire = self._wires.get(key)
+        if wire is None:
+            wire = self._wires[key] = _new_wire(record.api_key, record.api_url)
+        return wire
 
     def _run_info(self, record: Record) -> Any:
         fields: dict[str, Any] = dict(self.trainer or {})
@@ -239,20 +310,14 @@ class Uploader:
         """Rollouts not settled yet: waiting for the uploader thread, or in its hands."""
         with self._queue.mutex:
             waiting = sum(1 for record in self._queue.queue if record is not None)
-        return waiting + int(self._busy)
-
-    def abandon(self) -> None:
-        """Give up on what is still queued: the SDK's own exit handler then waits only
-        briefly for its batches (its thread is a daemon and dies with the process)."""
-        for api in list(self._apis.values()):
-            api.shutdown_timeout = 0.5
+        return waiting + self._busy
 
     def flush(self, timeout: float) -> bool:
-        """Upload what is queued and flush the SDK's batches, within ``timeout`` seconds
-        in all; ``False`` when time ran out (what is left is dropped with the process).
-        With the API known to be down, what is queued is dropped (counted) without a
-        request and the SDK's batches get :data:`DOWN_GRACE` seconds."""
-        deadline = time.monotonic() + timeout
+        """Upload what is queued and send its batches, within ``timeout`` seconds in all;
+        ``False`` when time ran out (what is left is dropped with the process, the
+        thread being a daemon). With the API known to be down, what is queued is dropped
+        (counted) without a request and the batches get :data:`DOWN_GRACE` seconds."""
+        deadline = self._deadline = time.monotonic() + timeout
         self._flushing = True
         try:
             if self._thread is not None:
@@ -264,10 +329,6 @@ class Uploader:
                 if self._thread.is_alive():
                     return False
                 self._thread = None
-            for api in list(self._apis.values()):
-                left = max(deadline - time.monotonic(), 0.5)
-                _close(api, min(left, DOWN_GRACE) if self.down else left)
-            self._apis.clear()
             return True
         finally:
             self._flushing = False
@@ -292,8 +353,6 @@ def _at_exit() -> None:
     up.exited = True
     before = up.dropped_total
     done = up.flush(EXIT_BUDGET)
-    if not done:
-        up.abandon()
     lost = up.dropped_total - before + (0 if done else up.queued())
     if lost:
         why = "the API is down" if up.down else f"the exit's {EXIT_BUDGET:g} s ran out"
@@ -315,43 +374,25 @@ def _model(name: str) -> Any:
     return getattr(importlib.import_module("openreward.models"), name)
 
 
-def _event(kind: str, fields: dict[str, str]) -> Any:
-    """The SDK's upload type for one event (``openreward.api.rollouts.serializers.base``)."""
-    base: Any = importlib.import_module("openreward.api.rollouts.serializers.base")
-    make = {
-        "user_message": base.UserMessage,
-        "assistant_message": base.AssistantMessage,
-        "system_message": base.SystemMessage,
-        "tool_call": base.ToolCall,
-        "tool_result": base.ToolResult,
-    }[kind]
-    return make(**fields)
-
-
-def _rollout_api(api_key: str, api_url: str | None) -> Any:
-    """The SDK's ``RolloutAPI`` (its own background batching thread) for ``api_key`` at
-    ``api_url`` (``None``: the SDK's choice, ``OPENREWARD_API_URL`` first). Its exit handler
-    would close it before this module's queue is drained, so this module's runs first
-    (``atexit`` runs the last registered first)."""
+def _new_wire(api_key: str, api_url: str | None) -> Wire:
+    """Uploads for ``api_key`` at ``api_url`` (``None``: the SDK's choice,
+    ``OPENREWARD_API_URL`` first), with the SDK client's upload settings (its
+    ``SendLoopConfig``), and this module's exit flush registered."""
     client: Any = importlib.import_module("openreward").OpenReward(api_key=api_key or None)
-    client.config.shutdown_timeout = EXIT_BUDGET
+    config = client.config.send_loop_config
     if api_url:
-        client.config.send_loop_config.base_url = api_url.rstrip("/")
-    api = client.rollout
+        config.base_url = api_url.rstrip("/")
     atexit.register(_at_exit)
     # A multiprocessing child (AsyncGRPO's rollout worker) ends in os._exit without atexit
     # handlers; multiprocessing runs its exit finalizers there.
     multiprocessing.util.Finalize(None, _at_exit, exitpriority=100)
-    return api
-
-
-def _close(api: Any, timeout: float) -> None:
-    api.shutdown_timeout = timeout
-    api.close()
+    return Wire(config)
 
 
 def trl_version() -> str | None:
+    """TRL's installed version, read without importing it (0.3 s of CPU in a process that
+    does not train, as ``orsgen eval`` does not)."""
     try:
-        return str(importlib.import_module("trl").__version__)
+        return importlib.metadata.version("trl")
     except Exception:  # noqa: BLE001 - no trl, no version
         return None

@@ -19,7 +19,6 @@ import asyncio
 import functools
 import importlib
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -375,20 +374,21 @@ async def score_group(session: Any, answers: list[str]) -> list[float]:
     return [float(s.reward) for s in scores]
 
 
-def rollout_started(rollout: Any) -> bool:
-    """Whether the SDK's ``rollout.create()`` got its start event through: on failure it
-    only logs and quietly turns that rollout's uploads off (``_rollouts_disabled``)."""
-    return not getattr(rollout, "_rollouts_disabled", False)
+def upload_user_agent() -> str:
+    """The ``User-Agent`` the SDK's upload client sends (``openreward._version``)."""
+    return str(importlib.import_module("openreward._version").USER_AGENT)
 
 
-def quiet_upload_logs() -> None:
-    """Silence the SDK's upload client below errors that end the process: it prints a line
-    to stdout per failed rollout start and per failed batch, where orsgen says an outage
-    once. ``OPENREWARD_LOG_LEVEL``, when set, is the user's choice and is kept."""
-    if os.environ.get("OPENREWARD_LOG_LEVEL"):
-        return
-    structlog: Any = importlib.import_module("structlog")
-    quiet = structlog.wrap_logger(None, wrapper_class=structlog.make_filtering_bound_logger(50))
-    for name, attribute in (("background", "log"), ("rollout", "logger")):
-        module = importlib.import_module(f"openreward.api.rollouts.{name}")
-        setattr(module, attribute, quiet)
+def encode_event(event: Any) -> dict[str, Any]:
+    """An upload event (``openreward.models``) as the SDK's batching thread encodes it
+    (``background._encode_event``: its fields, ``None`` values dropped through nested
+    dicts), without ``dataclasses.asdict``'s deep copy of every value, which is most of
+    that encoding's CPU. The same JSON for events whose values are JSON data."""
+    fields = {name: getattr(event, name) for name in event.__dataclass_fields__}
+    found: dict[str, Any] = _background()._strip_none(fields)
+    return found
+
+
+@functools.cache
+def _background() -> Any:
+    return importlib.import_module("openreward.api.rollouts.background")
