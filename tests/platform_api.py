@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +45,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CHARS = {k: 10.0 for k in ("mean", "p1", "p10", "p25", "p50", "p75", "p90", "p99")}
+
+
+def dropped_at_exit(said: str) -> int:
+    """The rollouts an uploading process's exit said it did not upload (its one line)."""
+    return sum(int(k) for k in re.findall(r"at exit (\d+) more rollouts were not uploaded", said))
 
 
 def difficulty_row(

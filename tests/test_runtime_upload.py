@@ -7,7 +7,6 @@ Timing is reported (printed), not asserted, except one generous bound on exit.""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 import ors_server
 import upload_child
 from conftest import ROOT
-from platform_api import PlatformAPI
+from platform_api import PlatformAPI, dropped_at_exit
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 KEY = "or-upload-test-key-77aa"
@@ -100,8 +99,7 @@ def test_a_stopped_api_costs_no_rollout_and_no_exception(
     # rollouts the uploader still held (it waits up to START_LINGER for more rollouts to
     # start with one, so a run shorter than that uploads at exit). Every rollout arrived or
     # was dropped.
-    at_exit = re.findall(r"at exit (\d+) more rollouts were not uploaded", said)
-    dropped = out["dropped"] + sum(int(k) for k in at_exit)
+    dropped = out["dropped"] + dropped_at_exit(said)
     assert dropped >= 1 and arrived + dropped >= n
     print(
         f"\nAPI stopped at rollout 6 of {n}: {arrived} arrived, {dropped:.0f} dropped; "
@@ -123,8 +121,7 @@ def test_a_refusing_api_drops_and_says_so_once(
     assert out["errors"] == [] and out["rewards"] == [1.0] * 6
     # Every rollout dropped and counted: in the run's ors/upload_dropped, or, when the
     # uploader had not got to it before the run ended, by the exit's line.
-    at_exit = re.findall(r"at exit (\d+) more rollouts were not uploaded", said)
-    assert out["dropped"] + sum(int(n) for n in at_exit) == 6 and len(at_exit) <= 1
+    assert out["dropped"] + dropped_at_exit(said) == 6 and said.count("at exit") <= 1
     assert said.count(WARNING) <= 1  # once per outage (none if the exit ran out first)
     if status == 429:  # refused at once, so known down before the exit's 5 s run out
         assert said.count(WARNING) == 1

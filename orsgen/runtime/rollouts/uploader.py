@@ -90,7 +90,7 @@ class Uploader:
         self.exited = False  # the exit's flush ran
         self._flushing = False  # a flush waits: with the API down, drop without probing
         self._busy = 0  # rollouts the thread holds (taken off the queue, not settled)
-        metrics.source(self._drain_metric)
+        metrics.source(self.drain_metric)
 
     # -- the rollout's side: enqueue only -------------------------------------------------
 
@@ -102,7 +102,8 @@ class Uploader:
         except queue.Full:
             self._drop(f"the upload queue is full ({QUEUE_SIZE} rollouts waiting)")
 
-    def _drain_metric(self) -> dict[str, float]:
+    def drain_metric(self) -> dict[str, float]:
+        """``ors/upload_dropped`` since the last drain (the metrics', or the exit's)."""
         with self._lock:
             dropped, self._dropped = self._dropped, 0
         return {"ors/upload_dropped": float(dropped)}
@@ -351,9 +352,9 @@ def _at_exit() -> None:
     if up.exited:
         return
     up.exited = True
-    before = up.dropped_total
     done = up.flush(EXIT_BUDGET)
-    lost = up.dropped_total - before + (0 if done else up.queued())
+    # Every drop no log got: the exit's, and those after the trainer's last metrics drain.
+    lost = int(up.drain_metric()["ors/upload_dropped"]) + (0 if done else up.queued())
     if lost:
         why = "the API is down" if up.down else f"the exit's {EXIT_BUDGET:g} s ran out"
         logger.warning("at exit %d more rollouts were not uploaded to the runs UI (%s)", lost, why)
