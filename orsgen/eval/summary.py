@@ -21,6 +21,7 @@ Rules (also in the README):
 from __future__ import annotations
 
 import functools
+import itertools
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,21 +51,12 @@ class _Tally:
     rewards: array[float] = field(default_factory=lambda: array("d"))  # the scored ones
 
 
-class _Curves:
-    """The pass@k and pass^k dicts of one summary, one per (estimator, samples, passing)
-    and shared by every task with those counts: 10,000 tasks of n=10 hold 11 of each."""
-
-    def __init__(self) -> None:
-        self._made: dict[tuple[Callable[[int, int, int], float], int, int], dict[str, float]] = {}
-
-    def of(self, estimator: Callable[[int, int, int], float], n: int, c: int) -> dict[str, float]:
-        key = (estimator, n, c)
-        if key not in self._made:
-            self._made[key] = {_key(k): estimator(n, c, k) for k in range(1, n + 1)}
-        return self._made[key]
+def _curve(estimator: Callable[[int, int, int], float], n: int, c: int) -> dict[str, float]:
+    """``{"1": estimator(n, c, 1), ..., "n": ...}``: a task's pass@k or pass^k."""
+    return {_key(k): estimator(n, c, k) for k in range(1, n + 1)}
 
 
-def _task_figures(t: _Tally, curves: _Curves) -> dict[str, Any]:
+def _task_figures(t: _Tally, curve: Callable[..., dict[str, float]]) -> dict[str, Any]:
     mean, se = mean_and_se(t.rewards)
     return {
         "samples": t.samples,
@@ -74,9 +66,9 @@ def _task_figures(t: _Tally, curves: _Curves) -> dict[str, Any]:
         "passed": t.passed,
         "mean_reward": mean,
         "mean_reward_se": se,
-        "pass_at_k": curves.of(pass_at_k, t.samples, t.passed),
-        "pass_hat_k": curves.of(pass_hat_k, t.samples, t.passed),
-        "pass_at_k_scored": curves.of(pass_at_k, t.scored, t.passed_scored),
+        "pass_at_k": curve(pass_at_k, t.samples, t.passed),
+        "pass_hat_k": curve(pass_hat_k, t.samples, t.passed),
+        "pass_at_k_scored": curve(pass_at_k, t.scored, t.passed_scored),
     }
 
 
@@ -124,38 +116,42 @@ def summarize(rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any]) -> d
     n, threshold = int(config["n"]), float(config["pass_threshold"])
     unfinished_reward = config.get("unfinished_reward")
     by_task: dict[int, _Tally] = {int(i): _Tally() for i in config["task_indices"]}
-    scored, every = array("d"), array("d")
-    verdicts = dict.fromkeys(("scored", "unfinished", "failed"), 0)
+    every = array("d")  # each rollout's reward, 0.0 for none
     for row in rows:
-        task = by_task.get(int(row["task_index"]))
+        index = int(row["task_index"])
+        task = by_task.get(index)
         if task is None:
-            task = by_task[int(row["task_index"])] = _Tally()
+            task = by_task[index] = _Tally()
         verdict, reward = row["verdict"], row.get("reward")  # Any: a number when scored
         value: float | None = float(reward) if isinstance(reward, (int, float)) else None
-        passed = passes(row, threshold)
+        passed = _passes(value, threshold)  # the pass rule, as passes(row) applies it
         task.samples += 1
         task.passed += passed
         every.append(0.0 if value is None else value)
-        if verdict in verdicts:
-            verdicts[verdict] += 1
         if verdict == "scored":
             task.scored += 1
             task.passed_scored += passed
             task.rewards.append(float(row["reward"]))
-            scored.append(task.rewards[-1])
         elif verdict == "unfinished":
             task.unfinished += 1
         elif verdict == "failed":
             task.failed += 1
-    curves = _Curves()
+    # One dict per (estimator, samples, passing), shared by every task with those counts:
+    # 10,000 tasks of n=10 hold 11 of each.
+    curve = functools.cache(_curve)
     per_task: list[dict[str, Any]] = [
-        {"task_index": i, **_task_figures(t, curves)} for i, t in by_task.items()
+        {"task_index": i, **_task_figures(t, curve)} for i, t in by_task.items()
     ]
-    by_task.clear()  # the rewards of each task: freed before the summary is returned
+    verdicts = {
+        "scored": sum(t.scored for t in by_task.values()),
+        "unfinished": sum(t.unfinished for t in by_task.values()),
+        "failed": sum(t.failed for t in by_task.values()),
+    }
     total = len(every)
+    # In task order, not row order: mean_and_se sums exactly (fsum), so the same figures.
+    scored = array("d", itertools.chain.from_iterable(t.rewards for t in by_task.values()))
     mean, se = mean_and_se(scored)
     mean_all, se_all = mean_and_se(every)
-    del scored, every
     pass1 = [t["pass_at_k"]["1"] for t in per_task if "1" in t["pass_at_k"]]
     p1, p1_se = mean_and_se(pass1)
     return {

@@ -27,8 +27,8 @@ spawns after this callback's ``on_train_begin``: the callback names a hand-off t
 writes its streams' states under ``output_dir/.orsgen_task_state/`` and, on resume, stages
 the checkpoint's file before its first stream. Each save copies the worker's latest
 states into the checkpoint, so they are at most ``handoff.WRITE_EVERY`` (1 s; longer for a
-catalog-sized state, see ``handoff.PACE``) behind the worker, which is itself ahead of the trainer (it holds the outcomes of rollouts still
-queued). Before the worker wrote anything the save says so and writes a file with no
+catalog-sized state, see ``handoff.PACE``) behind the worker, which is itself ahead of the
+trainer (it holds the outcomes of rollouts still queued). Before the worker wrote anything the save says so and writes a file with no
 stream: a resume from it starts the task choice afresh, as it says.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls

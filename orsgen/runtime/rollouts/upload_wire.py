@@ -102,7 +102,6 @@ class Wire:
     def __init__(self, config: Any) -> None:
         self.config = config
         self.base_url: str = config.base_url
-        self.failed_batches = 0
         self.one_by_one = False  # the API turned down several starts in one request
         self._loop = asyncio.new_event_loop()
         self._session: Any = None  # aiohttp.ClientSession, made in the loop on first use
@@ -274,7 +273,6 @@ class Wire:
                     "POST", "/v1/rollouts", {"events": events}, self.config.max_retries, left
                 )
             except Exception as exc:  # noqa: BLE001 - the SDK logs and drops a failed batch
-                self.failed_batches += 1
                 logger.debug("a batch of %d rollout events was not uploaded: %r", len(events), exc)
 
     def close(self, timeout: float) -> None:

@@ -17,8 +17,9 @@ torchrun rank have their own) starts it on the platform and batches every event 
 message: the SDK's requests, sent over one kept-alive HTTP session
 (:mod:`orsgen.runtime.rollouts.upload_wire`). Start requests are :data:`START_SPACING`
 seconds apart at least: the rollouts that settle meanwhile start in one request, each
-acknowledged before any of its messages is sent. A full queue or an API that is down or refusing drops the rollout: counted as
-``ors/upload_dropped`` in the trainer's log and said once per outage.
+acknowledged before any of its messages is sent. A full queue or an API that is down or
+refusing drops the rollout: counted as ``ors/upload_dropped`` in the trainer's log and said
+once per outage.
 
 **An outage costs as little as it can.** A rollout's start is retried on a 5xx
 :data:`START_RETRIES` times (0.5 + 1 s; the SDK's own four would take 7.5 s); once a start has
