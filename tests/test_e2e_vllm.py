@@ -7,6 +7,9 @@ train split. Nothing is mocked: a real ORS server, a real vLLM, the CLI as a pro
 CI runs scripts/vllm_cpu.sh before the tests (.ci/run). When the env is not there this
 test runs the script itself; when the script cannot build it, the test fails with the
 script's reason: it never skips.
+
+The page's GRPO recipes for TRL's ``use_vllm`` need a GPU and are not run here; a fast
+test checks that they parse with examples/grpo.py's own parser.
 """
 
 from __future__ import annotations
@@ -19,10 +22,9 @@ import pytest
 
 import ors_server
 from conftest import ROOT, eval_args, results_rows, run_eval
+from docs_blocks import blocks
 from serve_model import start_vllm_server
 from train_echo import build_warm_model
-
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 VLLM_SCRIPT = ROOT / "scripts" / "vllm_cpu.sh"
 ECHO_PACKAGE = ROOT / "generated" / "echo"
@@ -43,6 +45,8 @@ def vllm_python() -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_orsgen_eval_against_vllm(echo_server: ors_server.RunningServer, tmp_path: Path) -> None:
     python = vllm_python()
     model = build_warm_model(echo_server.url, tmp_path / "model", head_dim=32)
@@ -66,3 +70,20 @@ def test_orsgen_eval_against_vllm(echo_server: ors_server.RunningServer, tmp_pat
     summary = json.loads((out / "summary.json").read_text())
     assert summary["split"] == "train" and summary["n"] == 2
     assert summary["pass_at_k"]["1"] > 0, rows  # the parsed tool calls reached the environment
+
+
+def test_the_pages_grpo_recipes_parse_with_use_vllm(tmp_path: Path) -> None:
+    from grpo import make_parser
+
+    recipes = [b for b in blocks(Path("docs/vllm.md")) if b.language == "yaml"]
+    modes = []
+    for recipe in recipes:
+        config = tmp_path / f"recipe-{recipe.line}.yaml"
+        config.write_text(recipe.code)
+        orsgen_args, training, model = make_parser().parse_args_and_config(
+            args=["--config", str(config), "--output_dir", str(tmp_path / "out")]
+        )
+        assert training.use_vllm and model.model_name_or_path == "Qwen/Qwen3-0.6B"
+        assert orsgen_args.package == "generated/echo"
+        modes.append(training.vllm_mode)
+    assert modes == ["colocate", "server"]
