@@ -94,10 +94,11 @@ def plan(
     ``blocks`` defaults to the fewest blocks in which every environment with a dataset
     shows each of its rows at least once; it is required when no environment has one."""
     exact = check_weights(list(sizes), weights)
-    for key, value in (("block", block), ("blocks", blocks), ("seed", seed)):
+    given: dict[str, object] = {"block": block, "blocks": blocks, "seed": seed}
+    for key, value in given.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise ValueError(f"{key}= must be a whole number, got {value!r}")
-        if value is not None and key != "seed" and value < 1:
+        if isinstance(value, int) and key != "seed" and value < 1:
             raise ValueError(f"{key}= must be at least 1, got {value}")
     if block is None:
         raise ValueError(
