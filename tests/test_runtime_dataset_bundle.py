@@ -86,8 +86,8 @@ def test_a_weighted_environment_without_a_dataset_runs_its_own_curriculum(
     the other environment's rows open their own tasks. Driven as GRPOTrainer drives it:
     each row reset ``G`` times in a row (``RepeatSampler``), by the row's environment."""
     from generated.echo import outcome_reward
-    from orsgen.runtime.rollouts import tasks
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing import tasks
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     module, quiz_server = quiz
     tasks.samplers().clear()
