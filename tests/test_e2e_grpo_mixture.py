@@ -4,8 +4,11 @@ tool), a dict ``environment_factory``, ``bundle_tasks(..., weights={"echo": 3, "
 block=B)`` with ``B`` TRL's unique prompts per generation and ``shuffle_dataset=False``.
 
 Every step's rollouts split 3:1 exactly, and each step is one block of the dataset, in
-order. Nothing is mocked: the rollouts reach real ORS servers, and what the trainer scored
-is read from the environments it handed the reward function."""
+order. The trainer's log holds every ``ors/*`` figure per environment (``ors/echo/...``,
+``ors/quiz/...``, each environment's tools under it): each one what the step's rollouts of
+that environment did, and the pooled figure their rollout-weighted mean. Nothing is
+mocked: the rollouts reach real ORS servers, and what the trainer scored is read from the
+environments it handed the reward function."""
 
 from __future__ import annotations
 
@@ -68,11 +71,19 @@ def test_every_step_splits_its_rollouts_by_the_weights(
     assert len(data) == 2 * block
 
     steps: list[list[tuple[str, int | None]]] = []
+    scored: list[dict[str, list[bool]]] = []  # per step, per environment: each rollout scored?
 
     def recording_reward(environments: Any, **kwargs: Any) -> list[float | None]:
-        """outcome_reward itself, with each rollout's environment and task written down."""
+        """outcome_reward itself, with each rollout's environment, task and verdict written
+        down."""
         steps.append([(type(e).__name__, e.rollout.task_index) for e in environments])
-        return outcome_reward(environments, **kwargs)
+        rewards = outcome_reward(environments, **kwargs)
+        kinds: dict[str, list[bool]] = {}
+        for e in environments:
+            outcome = e.rollout.outcome()
+            kinds.setdefault(str(outcome.environment), []).append(outcome.kind == "scored")
+        scored.append(kinds)
+        return rewards
 
     recording_reward.__name__ = outcome_reward.__name__
     trainer = GRPOTrainer(
@@ -106,3 +117,26 @@ def test_every_step_splits_its_rollouts_by_the_weights(
         ]
         assert rollouts == expected, (step, rollouts, expected)
     assert any(h.get("rewards/outcome_reward/mean") is not None for h in trainer.state.log_history)
+
+    # Every ors/* figure per environment, each environment's tools under it, and the pooled
+    # figure the rollout-weighted mean of the environments' (logging_steps=1: one entry a step).
+    logged = [h for h in trainer.state.log_history if "ors/scored_frac" in h]
+    assert len(logged) == 4, trainer.state.log_history
+    for step, (entry, kinds) in enumerate(zip(logged, scored)):
+        assert set(kinds) == {"echo", "quiz"}, kinds  # each rollout knew its environment
+        for env in ("echo", "quiz"):
+            assert entry[f"ors/{env}/scored_frac"] == sum(kinds[env]) / len(kinds[env]), step
+            assert entry[f"ors/{env}/rollouts"] == len(kinds[env])
+        assert entry["ors/echo/rollout_frac"] == 0.75 and entry["ors/quiz/rollout_frac"] == 0.25
+        assert "ors/echo/tool/echo/calls_per_rollout" in entry  # the model's tools
+        assert "ors/echo/tool/hint/calls_per_rollout" in entry
+        assert "ors/quiz/tool/scratch/calls_per_rollout" in entry
+        assert entry["ors/quiz/tool/submit/calls_per_rollout"] > 0  # the @terminal tool
+        assert not any(k.startswith("ors/tool/") for k in entry)  # tools per environment only
+        weighted = 0.75 * entry["ors/echo/scored_frac"] + 0.25 * entry["ors/quiz/scored_frac"]
+        assert entry["ors/scored_frac"] == pytest.approx(weighted), entry
+        for figure in ("failed_frac", "finished_frac", "calls_per_rollout", "pass@1"):
+            weighted = sum(
+                entry[f"ors/{e}/rollout_frac"] * entry[f"ors/{e}/{figure}"] for e in names
+            )
+            assert entry[f"ors/{figure}"] == pytest.approx(weighted), figure

@@ -117,7 +117,10 @@ def test_rates_reduce_like_asyncgrpo_logs_them() -> None:
         pushes.append(acc.drain_rates())
     acc.rollout_done(Outcome(None, "unfinished"))
     pushes.append(acc.drain_rates())
-    reduced = {k: _reduce_metric(k, [p[k] for p in pushes]) for k in pushes[0]}
+    # The trainer's log() appends each push's values under their keys, then reduces; a rate
+    # over nothing (the last rollout made no call) is not pushed.
+    assert "ors/tool_call_s" not in pushes[-1] and pushes[-1]["ors/scored_frac"] == (0.0, 1.0)
+    reduced = {k: _reduce_metric(k, [p[k] for p in pushes if k in p]) for k in pushes[0]}
     assert (
         reduced["ors/scored_frac"] == 0.5
     )  # 2 of 4 rollouts over four pushes, not a mean of means

@@ -153,8 +153,12 @@ class Accumulator:
         return {**self._take().values(), **_read_gauges()}
 
     def drain_rates(self) -> dict[str, float | Rate]:
-        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window."""
-        out: dict[str, float | Rate] = dict(self._take().rates())
+        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window. A
+        rate over nothing (0, 0) is left out: it would add nothing to the trainer's sums,
+        and a key no push of a logging window carries is left out of that step's log
+        rather than logged as NaN."""
+        rates = self._take().rates().items()
+        out: dict[str, float | Rate] = {k: rate for k, rate in rates if rate[1]}
         out.update(_read_gauges())
         return out
 
