@@ -21,16 +21,43 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "examples")]
-for _k, _v in {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TRL_EXPERIMENTAL_SILENCE": "1",
-    "OPENREWARD_DISABLE_UPDATE_CHECK": "1",
-}.items():
-    os.environ.setdefault(_k, _v)
+from rank_setup import offline
+
+
+def train_mixture(
+    model: Path, config: Any, echo_url: str, quiz: Any, quiz_url: str, reward: Any
+) -> tuple[Any, Any]:
+    """A GRPOTrainer trained on echo and ``quiz`` (a generated package of
+    tests/envs/terminal_env.py) weighted 3:1, one block of ``bundle_tasks`` per generation
+    (seed 0); the trainer and its dataset."""
+    from trl import GRPOTrainer
+
+    from generated.echo import EchoEnv
+    from generated.echo import load_tasks as echo_tasks
+    from orsgen import bundle_tasks
+
+    data = bundle_tasks(
+        {"echo": echo_tasks(base_url=echo_url), "quiz": quiz.load_tasks(base_url=quiz_url)},
+        weights={"echo": 3, "quiz": 1},
+        block=config.generation_batch_size // config.num_generations,  # unique prompts a step
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=str(model),
+        args=config,
+        train_dataset=data,
+        environment_factory={
+            "echo": functools.partial(EchoEnv, base_url=echo_url),
+            "quiz": functools.partial(quiz.QuizEnv, base_url=quiz_url),
+        },
+        reward_funcs=reward,
+    )
+    try:
+        trainer.train()
+    finally:
+        EchoEnv.close_all()
+        quiz.QuizEnv.close_all()
+    return trainer, data
 
 
 def main() -> None:
@@ -43,13 +70,11 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=3)
     args = p.parse_args()
 
+    offline()
     import torch
     from tiny_model import cpu_grpo_config
-    from trl import GRPOTrainer
 
-    from generated.echo import EchoEnv, outcome_reward
-    from generated.echo import load_tasks as echo_tasks
-    from orsgen import bundle_tasks
+    from generated.echo import outcome_reward
 
     sys.path.insert(0, str(args.quiz_package.parent))
     quiz = importlib.import_module(args.quiz_package.name)
@@ -67,35 +92,13 @@ def main() -> None:
     config = cpu_grpo_config(
         args.out / "trainer",
         max_steps=args.steps,
-        per_device_train_batch_size=8,
-        num_generations=2,
+        per_device_train_batch_size=8,  # 8 rows a block on 2 ranks: the quiz rows (seed 0)
+        num_generations=2,  # land on rank 1 only, so rank 0 logs the quiz's share, 0
         shuffle_dataset=False,
     )
-    block = config.generation_batch_size // config.num_generations  # 8 rows on 2 ranks
-    data = bundle_tasks(
-        {
-            "echo": echo_tasks(base_url=args.echo_url),
-            "quiz": quiz.load_tasks(base_url=args.quiz_url),
-        },
-        weights={"echo": 3, "quiz": 1},
-        block=block,
-        seed=0,  # the quiz rows land on rank 1 only: rank 0 logs its share, 0
+    trainer, _ = train_mixture(
+        args.model, config, args.echo_url, quiz, args.quiz_url, recording_reward
     )
-    trainer = GRPOTrainer(
-        model=str(args.model),
-        args=config,
-        train_dataset=data,
-        environment_factory={
-            "echo": functools.partial(EchoEnv, base_url=args.echo_url),
-            "quiz": functools.partial(quiz.QuizEnv, base_url=args.quiz_url),
-        },
-        reward_funcs=recording_reward,
-    )
-    try:
-        trainer.train()
-    finally:
-        EchoEnv.close_all()
-        quiz.QuizEnv.close_all()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"rank-{rank}.json").write_text(
         json.dumps({"rank": rank, "steps": steps, "log": trainer.state.log_history})

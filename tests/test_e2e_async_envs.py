@@ -23,8 +23,7 @@ pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 pytest.importorskip("aiohttp")
 
-import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
-from async_trainer import NoWeightSync, on_cpu, train  # noqa: E402
+from async_trainer import NoWeightSync, cpu_config, on_cpu, tiny_model_for, train  # noqa: E402
 from envs.coin_echo_support import COIN_ECHO_ENV, ScoredCoinEchoAdapter  # noqa: E402
 from envs.trust_support import TRUST_ENV, ScoredTrustAdapter, TrustAdapter  # noqa: E402
 from standin_vllm import StandinVLLM, echo_tokenizer  # noqa: E402
@@ -43,7 +42,7 @@ def test_async_grpo_logs_every_figure_per_environment(
     ors_servers: ors_server.Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torch
-    from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+    from trl.experimental.async_grpo import AsyncGRPOTrainer
 
     torch.set_num_threads(1)
     on_cpu(monkeypatch)
@@ -51,33 +50,20 @@ def test_async_grpo_logs_every_figure_per_environment(
     try:
         probe = TrustAdapter(base_url=trust.url)  # no I/O: its tool methods
         tokenizer = echo_tokenizer([probe.echo, probe.hint], WORDS)
-        model = tiny_model.build_model(
-            len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id
-        )
-        model.save_pretrained(tmp_path / "model")
-        tokenizer.save_pretrained(tmp_path / "model")
+        model = tiny_model_for(tokenizer, tmp_path / "model")
         data = bundle_tasks(
             {"trust": None, "coin": None}, weights={"trust": 3, "coin": 1}, block=4, blocks=4
         )
         with StandinVLLM(tokenizer) as generator:
-            args = AsyncGRPOConfig(
-                output_dir=str(tmp_path / "out"),
+            args = cpu_config(
+                tmp_path / "out",
+                generator.url,
                 max_steps=4,
-                num_generations=2,
                 per_device_train_batch_size=4,
-                max_completion_length=64,
-                max_tool_calling_iterations=2,
-                token_budget=256,  # else read from vLLM's /v1/models
-                vllm_server_base_url=generator.url,
-                use_cpu=True,
-                bf16=False,
-                report_to="none",
-                logging_steps=1,
                 save_strategy="no",
-                seed=0,
             )
             trainer = AsyncGRPOTrainer(
-                model=str(tmp_path / "model"),
+                model=str(model),
                 args=args,
                 processing_class=tokenizer,
                 train_dataset=data,

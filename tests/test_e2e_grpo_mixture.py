@@ -12,7 +12,6 @@ environments it handed the reward function."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -34,22 +33,19 @@ from train_echo import warm_up_episodes  # noqa: E402
 
 from generated.echo import EchoEnv, outcome_reward  # noqa: E402
 from generated.echo import load_tasks as echo_tasks  # noqa: E402
-from orsgen import bundle_tasks  # noqa: E402
+from envs_ranks import train_mixture  # noqa: E402
 
 
 @pytest.mark.timeout(600)
 def test_every_step_splits_its_rollouts_by_the_weights(
     ors_servers: ors_server.Servers, echo_server: ors_server.RunningServer, tmp_path: Path
 ) -> None:
-    from trl import GRPOTrainer
-
     quiz, quiz_server = served_package(ors_servers, QUIZ, tmp_path / "quiz_pkg")
-    echo_data = echo_tasks(base_url=echo_server.url)
     probe = EchoEnv(base_url=echo_server.url)  # no I/O: only its tool methods
     model_dir = tiny_model.build_tiny_model(
         tmp_path / "tiny",
         tools=[probe.echo, probe.hint],
-        episodes=warm_up_episodes(echo_server.url, echo_data),
+        episodes=warm_up_episodes(echo_server.url, echo_tasks(base_url=echo_server.url)),
         tool_name="echo",
     )
     args = tiny_model.cpu_grpo_config(
@@ -61,14 +57,6 @@ def test_every_step_splits_its_rollouts_by_the_weights(
     )
     block = args.generation_batch_size // args.num_generations  # unique prompts per step
     assert block == 4 and args.steps_per_generation == args.gradient_accumulation_steps == 1
-    data = bundle_tasks(
-        {"echo": echo_data, "quiz": quiz.load_tasks(base_url=quiz_server.url)},
-        weights={"echo": 3, "quiz": 1},
-        block=block,
-        seed=0,
-    )
-    # echo's 4 tasks at 3 a block and quiz's 2 at 1 a block: 2 blocks cover both.
-    assert len(data) == 2 * block
 
     steps: list[list[tuple[str, int | None]]] = []
     scored: list[dict[str, list[bool]]] = []  # per step, per environment: each rollout scored?
@@ -86,21 +74,13 @@ def test_every_step_splits_its_rollouts_by_the_weights(
         return rewards
 
     recording_reward.__name__ = outcome_reward.__name__
-    trainer = GRPOTrainer(
-        model=str(model_dir),
-        args=args,
-        train_dataset=data,
-        environment_factory={
-            "echo": functools.partial(EchoEnv, base_url=echo_server.url),
-            "quiz": functools.partial(quiz.QuizEnv, base_url=quiz_server.url),
-        },
-        reward_funcs=recording_reward,
+    # bundle_tasks({"echo": ..., "quiz": ...}, weights={"echo": 3, "quiz": 1}, block=block,
+    # seed=0), and a GRPOTrainer with the dict environment_factory trained on it.
+    trainer, data = train_mixture(
+        model_dir, args, echo_server.url, quiz, quiz_server.url, recording_reward
     )
-    try:
-        trainer.train()
-    finally:
-        EchoEnv.close_all()
-        quiz.QuizEnv.close_all()
+    # echo's 4 tasks at 3 a block and quiz's 2 at 1 a block: 2 blocks cover both.
+    assert len(data) == 2 * block
 
     assert len(steps) == 4, steps
     names = {"echo": "EchoEnv", "quiz": "QuizEnv"}
