@@ -84,7 +84,7 @@ def runtime_imports(root: Path = RUNTIME) -> dict[str, set[str]]:
 # The runtime's layers, lowest first. A module imports only from its own layer or lower
 # ones: the foundation (pure modules every layer may use), then transport below sessions
 # below rollouts below the adapter's top level.
-FOUNDATION = {"errors", "images", "compat", "validate", "passk"}
+FOUNDATION = {"errors", "images", "compat", "validate", "passk", "rundir"}
 LAYERS = ["foundation", "transport", "sessions", "rollouts", "top"]
 
 
