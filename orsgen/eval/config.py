@@ -115,7 +115,7 @@ def adapter_identity(klass: type) -> dict[str, Any]:
 
 def _check(c: EvalConfig) -> None:
     """Every field on its own and in combination (the split's range is checked against
-    the environment, by ``orsgen.runtime.rollouts.tasks.candidates``)."""
+    the environment, by ``orsgen.runtime.choosing.tasks.candidates``)."""
     for name in ("model", "endpoint"):
         if not isinstance(getattr(c, name), str) or not getattr(c, name):
             raise EvalConfigError(f"{name} must be a non-empty string, got {getattr(c, name)!r}")

@@ -283,7 +283,7 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> _Pla
     """Everything checked before the first rollout (one ``/num_tasks`` request): ``given``
     with the fields that come from the environment filled in."""
     from orsgen.runtime import dataset
-    from orsgen.runtime.rollouts import tasks
+    from orsgen.runtime.choosing import tasks
 
     here = probe.rollout.here
     kind: type = probe.__class__

@@ -20,7 +20,7 @@ from typing import Any
 
 from orsgen.jsonobject import as_array, as_object, is_array, is_object
 from orsgen.runtime.passk import PASS_THRESHOLD, passes
-from orsgen.runtime.rollouts.trajectory_reader import pass_threshold
+from orsgen.runtime.trajectories.reader import pass_threshold
 from orsgen.runtime.rundir import (
     RESULTS_FILE,
     SUMMARY_FILE,
