@@ -217,5 +217,3 @@ def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card:
     finally:
         for temporary in (staging, cache):
             shutil.rmtree(temporary, ignore_errors=True)
-
-
