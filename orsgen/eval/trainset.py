@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import numpy
 
 CARD_FILE = "README.md"
+SHARD = "64MB"  # the largest data file of a dataset written to disk
 LEFT_OUT = ("images", "cut", "no answer")
 # The mark orsgen.eval.conversation.cut leaves on a text results.jsonl keeps only part of.
 CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
@@ -211,7 +212,11 @@ def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card:
     for old in (staging, cache):
         shutil.rmtree(old, ignore_errors=True)
     try:
-        as_dataset(rows, columns, cache).save_to_disk(str(staging))
+        # Copied by one worker process, a shard at a time: datasets reads the Arrow file it
+        # wrote back through a memory map, and the pages it touches stay in the reading
+        # process's resident set, so in this one memory would grow with the dataset.
+        dataset = as_dataset(rows, columns, cache)
+        dataset.save_to_disk(str(staging), num_proc=1, max_shard_size=SHARD)
         (staging / CARD_FILE).write_text(card, encoding="utf-8")
         os.replace(staging, out)
     finally:
