@@ -87,7 +87,7 @@ def test_selection_keeps_passing_rows_once_shortest_first(tmp_path: Path) -> Non
     chosen = select([run])
     assert [(r["task_index"], r["sample"]) for r in chosen.rows] == [(0, 1), (0, 0)]
     assert chosen.duplicates == 1 and chosen.passing == {"a": 3}
-    first = chosen.rows[0]
+    first = next(iter(chosen.rows))
     # Ends with the assistant turn that made the call; no ids; arguments as the JSON text.
     assert [m["role"] for m in first["messages"]] == ["user", "assistant"]
     call = first["messages"][1]["tool_calls"][0]

@@ -69,7 +69,7 @@ class Selection:
     runs: list[Run]
     min_reward: float | None = None
     per_task: int | None = None
-    rows: Sequence[dict[str, Any]] = ()  # a Kept
+    rows: Kept | tuple[()] = ()  # read when iterated
     rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
     passing: dict[str, int] = field(default_factory=lambda: {})  # per run name
     duplicates: int = 0

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from orsgen.jsonobject import is_array
 from orsgen.runtime.rundir import RESULTS_FILE, Row, RunDirError, read_adapter, read_config, row_at
@@ -150,35 +150,17 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | 
     return out
 
 
-class Kept(Sequence[dict[str, Any]]):
+@dataclass(frozen=True)
+class Kept:
     """A dataset's rows, each made by ``record`` from the results.jsonl row at ``where``
-    (run number, line offset) when asked for: iterating reads them one at a time, each run's
-    file open once."""
+    (run number, line offset), read one at a time, each run's file open once."""
 
-    def __init__(
-        self,
-        runs: Sequence[Run],
-        where: numpy.ndarray[Any, Any],
-        record: Callable[[Run, Row], dict[str, Any]],
-    ) -> None:
-        self.runs, self.record = list(runs), record
-        self.where = where  # (run number, line offset) per row
+    runs: Sequence[Run]
+    where: numpy.ndarray[Any, Any]
+    record: Callable[[Run, Row], dict[str, Any]]
 
     def __len__(self) -> int:
         return len(self.where)
-
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        run = self.runs[int(self.where[i][0])]
-        with run.results.open("rb") as handle:
-            return self.record(run, row_at(handle, int(self.where[i][1])))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with ExitStack() as files:
@@ -188,19 +170,13 @@ class Kept(Sequence[dict[str, Any]]):
                 yield self.record(self.runs[number], row_at(handles[number], offset))
 
 
-def _each(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    yield from rows
-
-
 def as_dataset(rows: Iterable[dict[str, Any]], columns: Any, cache: Path | None = None) -> Any:
-    """``rows`` (iterable more than once, each time from the start) as a ``datasets.Dataset``
-    of ``columns`` (a ``datasets.Features``), written by ``Dataset.from_generator`` one
-    batch at a time into ``cache`` (default: the datasets cache)."""
+    """``rows`` (iterable from the start each time) as a ``datasets.Dataset`` of ``columns``
+    (a ``datasets.Features``), written by ``Dataset.from_generator`` a batch at a time into
+    ``cache`` (default: the datasets cache; what it hashes, ``rows``, names the dataset)."""
     datasets: Any = importlib.import_module("datasets")
     where = None if cache is None else str(cache)
-    return datasets.Dataset.from_generator(
-        _each, features=columns, gen_kwargs={"rows": rows}, cache_dir=where
-    )
+    return datasets.Dataset.from_generator(rows.__iter__, features=columns, cache_dir=where)
 
 
 def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card: str) -> None:
