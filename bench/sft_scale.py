@@ -226,7 +226,22 @@ def report(runs: list[dict[str, Any]], out: Path) -> None:
             f"| {run['peak_file_mb']} | {run['main_maxrss_mb']} | {run['seconds']} "
             f"| {run['cpu_seconds']} |"
         )
-    lines += ["", "Peak at the largest run over the smallest, medians per code:", ""]
+    lines += [
+        "",
+        "How to read it: the peak RSS is the process tree's (`orsgen sft` and the worker",
+        "process `save_to_disk` copies the dataset in). orsgen reads each results.jsonl one",
+        "line at a time, twice: the first pass keeps a few numbers per passing rollout",
+        "(about 50 bytes), the second reads the chosen lines back into",
+        "`Dataset.from_generator`, which writes 1,000 rows at a time. datasets then reads the",
+        "Arrow file it wrote back through a memory map to copy it into the output, and the",
+        "pages it touches count in the reading process's resident set: in one process the",
+        "whole dataset would. So the copy runs in one worker process, a 64 MB shard at a",
+        "time (`save_to_disk(num_proc=1, max_shard_size=...)`). The old code (`main`, where",
+        "measured) read the whole results.jsonl into memory, messages included.",
+        "",
+        "Peak at the largest run over the smallest, medians per code:",
+        "",
+    ]
     for label in dict.fromkeys(r["label"] for r in runs):
         mine = [r for r in runs if r["label"] == label]
         sizes = sorted({r["rollouts"] for r in mine})
