@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, overload
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
+from orsgen.eval.tools import ToolTally
 from orsgen.runtime.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, read_config, rows
 
 # results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
@@ -87,6 +88,7 @@ class Records(Sequence[Record]):
         self._reason = array("q")  # index into _reasons, or -1
         self._reasons: list[str] = []
         self._reason_index: dict[str, int] = {}
+        self.tools = ToolTally()  # the rows' tool calls, per tool (summary.json's tools)
 
     def append(self, r: Record) -> None:
         self._task.append(r.task_index)
@@ -106,6 +108,11 @@ class Records(Sequence[Record]):
     def extend(self, records: Iterable[Record]) -> None:
         for r in records:
             self.append(r)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Keep a row's record, and fold its tool calls into :attr:`tools`."""
+        self.append(Record.of(row))
+        self.tools.add(row.get("tool_calls"))
 
     def __len__(self) -> int:
         return len(self._task)
@@ -146,7 +153,8 @@ def read_records(path: Path) -> Records:
     """The records of results.jsonl's whole rows, reading one line at a time. A torn last
     line is cut off the file, so that its rollout runs again."""
     records = Records()
-    records.extend(Record.of(row) for row in rows(path))
+    for row in rows(path):
+        records.add(row)
     if path.exists():
         with path.open("r+b") as fh:
             size = fh.seek(0, os.SEEK_END)

@@ -233,16 +233,15 @@ def evaluate(
         log = ResultsLog(plan.out / RESULTS_FILE) if plan.out is not None else None
         started = time.monotonic()
         try:
-            new = _run_all(plan, adapters, conversation, concurrency, progress, log)
+            _run_all(plan, adapters, conversation, concurrency, progress, log)
         finally:
             if log is not None:
                 log.close()
         seconds = time.monotonic() - started
     finally:
         adapters.close()
-    records = plan.done
-    records.extend(new)
-    summary = summarize(records, plan.config.to_json())
+    records = plan.done  # the resumed rows' records, and the new ones
+    summary = summarize(records, plan.config.to_json(), records.tools)
     if plan.out is not None:
         write_json(plan.out / SUMMARY_FILE, summary)
         report.write(plan.out, summary, records)
@@ -434,6 +433,7 @@ def _row(
         "endpoint_seconds": round(r.endpoint_seconds, 4),
         "environment_seconds": round(r.environment_seconds, 4),
         "messages": r.messages,
+        "tool_calls": r.tool_calls,
     }
 
 
@@ -444,7 +444,8 @@ def _run_all(
     concurrency: int,
     show: bool,
     log: ResultsLog | None,
-) -> Records:
+) -> None:
+    """Run the plan's (task, sample) pairs, each row added to ``plan.done``."""
     tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
 
     config = plan.config
@@ -454,7 +455,7 @@ def _run_all(
     take = threading.Lock()
     stop = threading.Event()
     lock = threading.Lock()
-    records = Records()
+    records = plan.done
     running = _Progress(plan.threshold)
     bar = tqdm(total=total, disable=not show, unit="rollout", file=sys.stderr)
     judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
@@ -475,7 +476,7 @@ def _run_all(
             if log is not None:
                 log.append(finished)
             with lock:
-                records.append(Record.of(finished))
+                records.add(finished)
 
     def worker() -> None:
         while not stop.is_set():
@@ -497,4 +498,3 @@ def _run_all(
     finally:
         pool.shutdown(wait=True)
         bar.close()
-    return records
