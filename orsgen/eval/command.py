@@ -258,7 +258,7 @@ def _adapter(args: argparse.Namespace, klass: Any) -> Any:
     """The adapter's :class:`~orsgen.AdapterConfig` of the options (no network)."""
     from orsgen.runtime.config import AdapterConfig
 
-    urls = args.base_url or []
+    urls: list[str] = args.base_url or []
     adapter = AdapterConfig.of(
         klass,
         base_url=urls[0] if len(urls) == 1 else urls or None,

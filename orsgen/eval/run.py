@@ -173,8 +173,6 @@ def evaluate(
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
     configuration, always before the first rollout; an error after that is raised as it
     is, with the rows written so far kept."""
-    if not isinstance(config, EvalConfig):
-        raise TypeError(f"evaluate takes an EvalConfig, got {type(config).__name__}")
     if concurrency < 1:
         raise EvalConfigError(f"must be at least 1, got {concurrency}", "concurrency")
     adapters = Adapters(_adapter_factory(env, adapter, rollout_timeout))
