@@ -91,8 +91,8 @@ def run_arm(
     """One arm: ``groups`` groups in batches, through the generated package."""
     from coinenv import CoinEnv, outcome_reward
 
-    from orsgen.runtime.rollouts import tasks
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing import tasks
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     tasks.samplers().clear()  # each arm starts its own stream
     curriculum: Any = arm if prior is None else PassRateCurriculum(prior=prior)
@@ -212,8 +212,8 @@ def arms(args: argparse.Namespace) -> None:
 def stream(tasks_count: int, mode: str, group_size: int = 4) -> tuple[Any, Any, list[float]]:
     """The stream's sampler as the adapter builds it (a Chooser, with a curriculum unless
     ``mode`` is uniform), its curriculum and each task's chance of passing."""
-    from orsgen.runtime.rollouts.chooser import Chooser
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing.chooser import Chooser
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     chance = [(1.0, 0.0, 0.5)[t % 3] for t in range(tasks_count)]
     made = None
@@ -226,8 +226,8 @@ def stream(tasks_count: int, mode: str, group_size: int = 4) -> tuple[Any, Any, 
 
 def run_groups(chooser: Any, made: Any, chance: list[float], groups: int) -> None:
     """``groups`` groups in batches of 2, the logged figures computed once per batch."""
-    from orsgen.runtime.rollouts import curriculum as curricula
-    from orsgen.runtime.rollouts.episode import Outcome
+    from orsgen.runtime.choosing import curriculum as curricula
+    from orsgen.runtime.records.episode import Outcome
 
     rng = random.Random(0)
     for _batch in range(groups // 2):

@@ -48,7 +48,7 @@ def main() -> None:
     from tiny_model import cpu_grpo_config
     from trl import GRPOTrainer
 
-    from orsgen.runtime.rollouts import tasks
+    from orsgen.runtime.choosing import tasks
 
     torch.set_num_threads(1)
     steps: list[list[int]] = []

@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from orsgen.runtime.rollouts import handoff
-from orsgen.runtime.rollouts.chooser import Chooser
-from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
-from orsgen.runtime.rollouts.episode import Outcome
-from orsgen.runtime.rollouts.streams import StreamKey, samplers
+from orsgen.runtime.choosing import handoff
+from orsgen.runtime.choosing.chooser import Chooser
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
+from orsgen.runtime.choosing.streams import StreamKey, samplers
+from orsgen.runtime.records.episode import Outcome
 
 KEY = StreamKey("tests.Env", "http://127.0.0.1:9", "train")
 TASKS = list(range(10))
@@ -50,7 +50,7 @@ def idle(answer: Any, seconds: float) -> None:
     """Choose and observe as the adapter does (through ``tasks``), then idle ``seconds``,
     then choose once more: put on ``answer`` the serialisations while idle, then whether
     the writer wrote the new choice on its own (within 10 s)."""
-    from orsgen.runtime.rollouts import tasks
+    from orsgen.runtime.choosing import tasks
 
     handoff.join()
     sampler, _ = samplers().get("stream", KEY, lambda: _Counted(TASKS, 0, 2, PassRateCurriculum()))

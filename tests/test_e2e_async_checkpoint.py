@@ -37,7 +37,7 @@ from standin_vllm import StandinVLLM, echo_tokenizer  # noqa: E402
 
 from orsgen import CurriculumCheckpoint  # noqa: E402
 from orsgen.runtime.checkpoint import path  # noqa: E402
-from orsgen.runtime.rollouts import handoff  # noqa: E402
+from orsgen.runtime.choosing import handoff  # noqa: E402
 
 NUM_GENERATIONS = 2
 

@@ -30,9 +30,9 @@ pytest.importorskip("tokenizers")
 
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
-from orsgen.runtime.rollouts import tasks  # noqa: E402
 from orsgen.runtime.checkpoint import CurriculumCheckpoint, path  # noqa: E402
-from orsgen.runtime.rollouts.curriculum import PassRateCurriculum  # noqa: E402
+from orsgen.runtime.choosing import tasks  # noqa: E402
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COIN_ENV = ROOT / "bench" / "coin_env.py"

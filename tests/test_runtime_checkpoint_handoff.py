@@ -26,7 +26,7 @@ import pytest
 
 import handoff_child
 from orsgen.runtime.checkpoint import CurriculumCheckpoint, path
-from orsgen.runtime.rollouts import handoff
+from orsgen.runtime.choosing import handoff
 
 pytest.importorskip("trl")
 
@@ -113,7 +113,7 @@ def test_the_uniform_passes_resume_where_the_worker_was(
 ) -> None:
     """The seeded uniform passes go on from the worker's saved position, past the first
     pass, instead of starting pass 0 again."""
-    from orsgen.runtime.rollouts.chooser import group_task
+    from orsgen.runtime.choosing.chooser import group_task
 
     monkeypatch.delenv(handoff.ENV, raising=False)
     out = tmp_path / "out"

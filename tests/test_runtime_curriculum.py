@@ -1,4 +1,4 @@
-"""The pass-rate curriculum (orsgen/runtime/rollouts/curriculum.py): pools from scored outcomes,
+"""The pass-rate curriculum (orsgen/runtime/choosing/curriculum.py): pools from scored outcomes,
 unseen first, rare but never dropped, seeded, order-free and resumable. Pure and fast."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from orsgen.runtime.rollouts import curriculum
-from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+from orsgen.runtime.choosing import curriculum
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
 # 20 tasks: 7 always solved, 7 never solved, 6 solved half the time (issue 23's bench).
 PASS = [1.0] * 7 + [0.0] * 7 + [0.5] * 6
@@ -205,8 +205,8 @@ def test_the_group_count_has_one_owner() -> None:
     counter of its own (it kept a copy, saved beside the curriculum's), a new Chooser over
     a restored curriculum opens the first group never planned, and a Chooser state saved
     with the old copy still loads."""
-    from orsgen.runtime.rollouts.chooser import Chooser
-    from orsgen.runtime.rollouts.episode import Outcome
+    from orsgen.runtime.choosing.chooser import Chooser
+    from orsgen.runtime.records.episode import Outcome
 
     chooser = Chooser(range(len(PASS)), 0, 2, PassRateCurriculum())
     for _ in range(9):  # four groups and the first reset of a fifth

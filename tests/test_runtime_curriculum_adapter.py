@@ -16,9 +16,9 @@ import pytest
 import ors_server
 from conftest import import_generated
 from orsgen.runtime.checkpoint import CurriculumCheckpoint, path
+from orsgen.runtime.choosing import tasks
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.config import AdapterConfig
-from orsgen.runtime.rollouts import tasks
-from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("fresh_runtime")]
 

@@ -21,9 +21,9 @@ import pytest
 import ors_server
 from answer_model import AnswerModel
 from conftest import import_generated
-from orsgen.runtime.rollouts import tasks
-from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
-from orsgen.runtime.rollouts.prior import PriorError
+from orsgen.runtime.choosing import tasks
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
+from orsgen.runtime.choosing.prior import PriorError
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("fresh_runtime")]
 

@@ -1,4 +1,4 @@
-"""Rollout health metrics (orsgen/runtime/rollouts/metrics.py): counted per process, drained per
+"""Rollout health metrics (orsgen/runtime/records/metrics.py): counted per process, drained per
 logging step through TRL's ``log_metric`` (GRPOTrainer) or as (num, den) rates that
 AsyncGRPO's own ``_reduce_metric`` reduces. Real trustenv sessions."""
 
@@ -11,10 +11,10 @@ import pytest
 from conftest import failed
 from envs.trust_support import TRUST_ENV, TrustAdapter
 
+from orsgen.runtime.records import metrics
+from orsgen.runtime.records.episode import Outcome
+from orsgen.runtime.records.usage import Usage
 from orsgen.runtime.rewards import outcome_reward
-from orsgen.runtime.rollouts import metrics
-from orsgen.runtime.rollouts.episode import Outcome
-from orsgen.runtime.rollouts.usage import Usage
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 

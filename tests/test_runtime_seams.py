@@ -14,10 +14,10 @@ import ors_server
 import pytest
 from envs.trust_support import TRUST_ENV, TrustAdapter
 
+from orsgen.runtime.choosing import tasks
+from orsgen.runtime.records.episode import Outcome, RolloutState
+from orsgen.runtime.records.protocol import HasRollout
 from orsgen.runtime.rewards import outcome_reward
-from orsgen.runtime.rollouts import tasks
-from orsgen.runtime.rollouts.episode import Outcome, RolloutState
-from orsgen.runtime.rollouts.protocol import HasRollout
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 

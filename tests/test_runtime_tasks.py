@@ -2,7 +2,7 @@
 that visits every task once per pass, handed out in blocks of the group size, restricted
 by ``num_tasks`` / ``indices``, and refused (not mixed) under several processes.
 
-Pure tests of orsgen/runtime/rollouts/tasks.py, then the adapter against a real trustenv server.
+Pure tests of orsgen/runtime/choosing/tasks.py, then the adapter against a real trustenv server.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import ors_server
 import pytest
 from envs.trust_support import TRUST_ENV, TrustAdapter
 
-from orsgen.runtime.rollouts import tasks, trainer_facts
-from orsgen.runtime.rollouts.chooser import Chooser, Layout, group_task
-from orsgen.runtime.rollouts.episode import Outcome
-from orsgen.runtime.rollouts.tasks import TaskChoiceError
+from orsgen.runtime.choosing import tasks
+from orsgen.runtime.choosing.chooser import Chooser, Layout, group_task
+from orsgen.runtime.choosing.tasks import TaskChoiceError
+from orsgen.runtime.records import trainer_facts
+from orsgen.runtime.records.episode import Outcome
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 
@@ -182,7 +183,7 @@ def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
     import random
     import threading
 
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     passes = [1.0] * 7 + [0.0] * 7 + [0.5] * 6
     barrier = threading.Barrier(2, timeout=30)
@@ -251,7 +252,7 @@ def test_the_default_chooser_hands_out_the_seeded_order() -> None:
 def test_a_curriculum_chooser_learns_each_outcome_for_its_own_group() -> None:
     """TaskSampler.observe names the task only: the chooser gives the outcome back to the
     group it chose (a task's rollouts settle in the order chosen); unscored is no outcome."""
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     chooser = Chooser(range(5), seed=2, group_size=2, curriculum=PassRateCurriculum())
     chosen = [chooser.choose() for _ in range(6)]  # groups 0, 1, 2

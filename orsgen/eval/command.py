@@ -347,7 +347,7 @@ def _upload(args: argparse.Namespace) -> Any:
 
 def _report_upload(run_name: str) -> None:
     """Flush the uploads (bounded) and say how many went to the runs UI."""
-    from orsgen.runtime.rollouts.uploader import EXIT_BUDGET, uploader
+    from orsgen.runtime.upload.uploader import EXIT_BUDGET, uploader
 
     up = uploader()
     done = up.flush(EXIT_BUDGET)

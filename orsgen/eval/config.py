@@ -119,8 +119,8 @@ def adapter_identity(klass: type) -> dict[str, Any]:
 
 
 def _check(c: EvalConfig) -> None:
-    """Every field on its own and in combination (the split's range is checked against
-    the environment, by ``orsgen.runtime.rollouts.tasks.candidates``)."""
+    """Every field on its own and in combination (the task indices are checked against
+    the split's size, from the environment, by ``orsgen.eval.run.tasks_of``)."""
     for name in ("model", "endpoint"):
         if not isinstance(getattr(c, name), str) or not getattr(c, name):
             raise EvalConfigError(f"must be a non-empty string, got {getattr(c, name)!r}", name)

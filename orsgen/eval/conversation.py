@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.jsonobject import is_array, is_object
-from orsgen.runtime.rollouts.episode import Kind
 from orsgen.runtime.errors import describe
+from orsgen.runtime.records.episode import Kind
 from orsgen.runtime.rewards import final_message, outcome_reward
 
 # Characters kept in results.jsonl of each kind of text; the assistant's own messages,

@@ -6,7 +6,7 @@
                           callbacks=[CurriculumCheckpoint()])
     trainer.train(resume_from_checkpoint=True)
 
-The resume protocol (:mod:`orsgen.runtime.rollouts.streams`): every save writes
+The resume protocol (:mod:`orsgen.runtime.choosing.streams`): every save writes
 ``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
 (``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``) with the
 ``state_dict()`` of every task-sampler stream of the process, each under its key (adapter
@@ -23,7 +23,7 @@ rank saves), so they hold the same state, and only the world's process zero writ
 
 Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
 spawns after this callback's ``on_train_begin``: the callback names a hand-off there
-(:mod:`orsgen.runtime.rollouts.handoff`, in the environment the child inherits), the worker
+(:mod:`orsgen.runtime.choosing.handoff`, in the environment the child inherits), the worker
 writes its streams' states under ``output_dir/.orsgen_task_state/`` and, on resume, stages
 the checkpoint's file before its first stream. Each save copies the worker's latest
 states into the checkpoint, so they are at most ``handoff.WRITE_EVERY`` (1 s; longer for a
@@ -45,12 +45,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orsgen.runtime.rollouts import handoff, tasks
-from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
-from orsgen.runtime.rollouts.handoff import FORMAT as FORMAT
-from orsgen.runtime.rollouts.handoff import Handoff
-from orsgen.runtime.rollouts.handoff import streams_of as streams_of
-from orsgen.runtime.rollouts.streams import StreamKey
+from orsgen.runtime.choosing import handoff, tasks
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
+from orsgen.runtime.choosing.handoff import FORMAT as FORMAT
+from orsgen.runtime.choosing.handoff import Handoff
+from orsgen.runtime.choosing.handoff import streams_of as streams_of
+from orsgen.runtime.choosing.streams import StreamKey
 from orsgen.runtime.transport.identity import identity
 
 FILE = "orsgen_curriculum.json"

@@ -2,7 +2,7 @@
 
 The reward functions read each environment through the :class:`Rollout` protocol,
 which ``OrsAdapter.rollout`` implements
-(:mod:`orsgen.runtime.rollouts.protocol`); this module imports nothing of the adapter.
+(:mod:`orsgen.runtime.records.protocol`); this module imports nothing of the adapter.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
 from orsgen.runtime.passk import PASS_THRESHOLD, grouped_pass_at_k
-from orsgen.runtime.rollouts import upload
-from orsgen.runtime.rollouts import metrics, task_table, trainer_facts
-from orsgen.runtime.rollouts.protocol import HasRollout, Rollout
+from orsgen.runtime.records import metrics, trainer_facts
+from orsgen.runtime.records.protocol import HasRollout, Rollout
+from orsgen.runtime.trajectories import task_table
+from orsgen.runtime.upload import build as upload
 
 
 def _rollout(env: object) -> Rollout | None:
@@ -68,13 +69,13 @@ def outcome_reward(
 
     With TRL's ``log_metric`` (GRPOTrainer passes it to every reward function), the
     batch's rollout health goes into the trainer's log as ``ors/*`` metrics
-    (:mod:`orsgen.runtime.rollouts.metrics`), with ``ors/pass@k`` for every k up to the batch's
+    (:mod:`orsgen.runtime.records.metrics`), with ``ors/pass@k`` for every k up to the batch's
     smallest group: rollouts of one task (TRL's ``task_index`` and ``split`` columns) are a
     group, a rollout passes by the pass rule (:func:`orsgen.runtime.passk.passes` with its
     adapter's ``pass_threshold``; Chen et al.'s estimator, averaged over groups). In evaluation TRL logs them all under ``eval_``.
     With ``log_extra`` each rollout's task index
     and split become columns of TRL's completions table, and every scored batch feeds the
-    per-task table (:mod:`orsgen.runtime.rollouts.task_table`).
+    per-task table (:mod:`orsgen.runtime.trajectories.task_table`).
 
     With ``upload_run=`` on the adapter, each rollout's conversation (``prompts`` and
     ``completions``) goes to OpenReward's runs UI when it settles (:mod:`orsgen.runtime.upload`).

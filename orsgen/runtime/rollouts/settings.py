@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orsgen.runtime import images
-from orsgen.runtime.rollouts.upload_record import UploadRun
-from orsgen.runtime.rollouts.uploader import uploader
-from orsgen.runtime.rollouts.trajectories import TrajectorySink, sink_of
+from orsgen.runtime.trajectories.writer import TrajectorySink, sink_of
+from orsgen.runtime.upload.record import UploadRun
+from orsgen.runtime.upload.uploader import uploader
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What an upload is made of (:mod:`orsgen.runtime.rollouts.uploader` sends it): the
+"""What an upload is made of (:mod:`orsgen.runtime.upload.uploader` sends it): the
 :class:`UploadRun` setting, one settled rollout's :class:`Record`, and :func:`events`, the
 upload events of its messages (every tool call of a message, where the SDK's
 ``log_openai_completions`` keeps only the first)."""

@@ -16,7 +16,7 @@ reset and shared by every adapter instance of the stream. The protocol
 A forked child starts with no stream and nothing staged (this is a
 :meth:`~orsgen.runtime.transport.process.Process.part`). Under AsyncGRPO the process that
 chooses is the trainer's rollout worker, a spawned child: it saves and stages through the
-hand-off of :mod:`~orsgen.runtime.rollouts.handoff`, the same two calls.
+hand-off of :mod:`~orsgen.runtime.choosing.handoff`, the same two calls.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from orsgen.runtime.rollouts.episode import Outcome
+from orsgen.runtime.records.episode import Outcome
 from orsgen.runtime.transport.process import current
 
 logger = logging.getLogger("orsgen.runtime")
@@ -35,8 +35,8 @@ logger = logging.getLogger("orsgen.runtime")
 
 class TaskSampler(Protocol):
     """Which task the next reset of a stream opens (a stream: one adapter class, server and
-    split in one process; see :func:`~orsgen.runtime.rollouts.tasks.sampler_for`).
-    :class:`~orsgen.runtime.rollouts.chooser.Chooser` (uniform seeded passes, or a
+    split in one process; see :func:`~orsgen.runtime.choosing.tasks.sampler_for`).
+    :class:`~orsgen.runtime.choosing.chooser.Chooser` (uniform seeded passes, or a
     curriculum's choices) is the built-in one."""
 
     def choose(self) -> int:

@@ -1,5 +1,5 @@
 """The uploader behind :mod:`orsgen.runtime.upload` (rollouts in OpenReward's runs UI: opt-in with ``upload_run="NAME"`` (or an
-:class:`~orsgen.runtime.rollouts.upload_record.UploadRun`) on an adapter, or ``orsgen eval --upload-run NAME``.
+:class:`~orsgen.runtime.upload.record.UploadRun`) on an adapter, or ``orsgen eval --upload-run NAME``.
 
 Each settled rollout becomes one platform rollout: ``run_name``, the environment (its
 catalog name when it has one), split, task index and task spec, every message the model
@@ -15,7 +15,7 @@ only the first event of a message. So a rollout is only *enqueued* here, on a bo
 queue, when it settles; one daemon thread per process (AsyncGRPO's rollout child and each
 torchrun rank have their own) starts it on the platform and batches every event of every
 message: the SDK's requests, sent over one kept-alive HTTP session
-(:mod:`orsgen.runtime.rollouts.upload_wire`). Start requests are :data:`START_SPACING`
+(:mod:`orsgen.runtime.upload.wire`). Start requests are :data:`START_SPACING`
 seconds apart at least: the rollouts that settle meanwhile start in one request, each
 acknowledged before any of its messages is sent. A full queue or an API that is down or
 refusing drops the rollout: counted as ``ors/upload_dropped`` in the trainer's log and said
@@ -45,9 +45,9 @@ import threading
 import time
 from typing import Any
 
-from orsgen.runtime.rollouts import metrics
-from orsgen.runtime.rollouts.upload_record import Record
-from orsgen.runtime.rollouts.upload_wire import (
+from orsgen.runtime.records import metrics
+from orsgen.runtime.upload.record import Record
+from orsgen.runtime.upload.wire import (
     BATCH_TIMEOUT,
     StartFailed,
     StartsOneByOne,

@@ -16,8 +16,8 @@ TRL 1.16 lets ``train_dataset`` be omitted when an ``environment_factory`` owns 
 
 Under several processes a group's rows can land on different ranks (the sampler's own
 diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``). Under a ``GRPOTrainer`` each rank knows where its
-rows sit (:class:`~orsgen.runtime.rollouts.chooser.Layout`), and the built-in
-:class:`~orsgen.runtime.rollouts.chooser.Chooser` chooses by global group there, so groups
+rows sit (:class:`~orsgen.runtime.choosing.chooser.Layout`), and the built-in
+:class:`~orsgen.runtime.choosing.chooser.Chooser` chooses by global group there, so groups
 stay whole and ranks agree. Elsewhere (several processes, no layout, or a custom sampler)
 :func:`check_single_process` refuses to choose, with an error that says to pass
 ``train_dataset=load_tasks(...)``.
@@ -26,11 +26,11 @@ The choice is a seam: a :class:`TaskSampler` (``choose``, ``observe`` a settled 
 ``state_dict`` / ``load_state_dict``), made per stream by the adapter's ``sampler=`` factory;
 :class:`Chooser` is the default. The adapter calls ``observe`` with each settled outcome of
 a rollout whose task the sampler chose. ``curriculum="pass_rate"`` (or a
-:class:`~orsgen.runtime.rollouts.curriculum.PassRateCurriculum`) is shorthand for the
-sampler factory :class:`~orsgen.runtime.rollouts.chooser.CurriculumFactory`: a Chooser
+:class:`~orsgen.runtime.choosing.curriculum.PassRateCurriculum`) is shorthand for the
+sampler factory :class:`~orsgen.runtime.choosing.chooser.CurriculumFactory`: a Chooser
 whose groups the curriculum chooses; ``sampler=`` and ``curriculum=`` together are refused.
 
-Pure but for the AsyncGRPO worker's hand-off (:mod:`~orsgen.runtime.rollouts.handoff`,
+Pure but for the AsyncGRPO worker's hand-off (:mod:`~orsgen.runtime.choosing.handoff`,
 joined before a stream is made): no I/O. The adapter fetches the split's task count and says once, in the log, what
 it chose.
 """
@@ -42,16 +42,17 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from orsgen.runtime.choosing import curriculum as curricula
+from orsgen.runtime.choosing import handoff, ranks
+from orsgen.runtime.choosing.chooser import Chooser as Chooser
+from orsgen.runtime.choosing.chooser import CurriculumFactory, Layout, factory_of
+from orsgen.runtime.choosing.streams import Samplers as Samplers
+from orsgen.runtime.choosing.streams import StreamKey as StreamKey
+from orsgen.runtime.choosing.streams import TaskSampler as TaskSampler
+from orsgen.runtime.choosing.streams import samplers as samplers
 from orsgen.runtime.errors import OrsRuntimeError
-from orsgen.runtime.rollouts import curriculum as curricula
-from orsgen.runtime.rollouts import handoff, metrics, ranks, trainer_facts
-from orsgen.runtime.rollouts.chooser import Chooser as Chooser
-from orsgen.runtime.rollouts.chooser import CurriculumFactory, Layout, factory_of
-from orsgen.runtime.rollouts.episode import Outcome
-from orsgen.runtime.rollouts.streams import Samplers as Samplers
-from orsgen.runtime.rollouts.streams import StreamKey as StreamKey
-from orsgen.runtime.rollouts.streams import TaskSampler as TaskSampler
-from orsgen.runtime.rollouts.streams import samplers as samplers
+from orsgen.runtime.records import metrics, trainer_facts
+from orsgen.runtime.records.episode import Outcome
 from orsgen.runtime.transport.identity import identity
 
 DEFAULT_SEED = 0
@@ -148,7 +149,7 @@ def order(tasks: Sequence[int], seed: int, group_size: int) -> Iterator[int]:
 
 def check_single_process(env_label: str, layout: Layout | None = None) -> None:
     """Refuse to choose tasks when a group's resets may be spread over processes that
-    cannot place them (no :class:`~orsgen.runtime.rollouts.chooser.Layout`)."""
+    cannot place them (no :class:`~orsgen.runtime.choosing.chooser.Layout`)."""
     size = identity().world_size
     if size > 1 and (layout is None or layout.world != size):
         raise TaskChoiceError(

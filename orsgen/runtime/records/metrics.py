@@ -2,7 +2,7 @@
 
 Each settled rollout's :class:`~orsgen.runtime.episode.Outcome` carries its kind, its
 lost or degraded session and its own reset and tool calls (failed, failed by the
-environment; :mod:`orsgen.runtime.rollouts.usage`), so every figure counts exactly the rollouts
+environment; :mod:`orsgen.runtime.records.usage`), so every figure counts exactly the rollouts
 it is logged for: ``outcome_reward`` logs its batch (:func:`emit`); ``get_reward()``
 counts its rollout in the process window, which a drain returns as ``ors/*`` metrics
 before it starts a new window. A scratch adapter's calls that no reward settled count
@@ -40,8 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from orsgen.runtime.errors import describe
-from orsgen.runtime.rollouts import trainer_facts
-from orsgen.runtime.rollouts.episode import Outcome
+from orsgen.runtime.records import trainer_facts
+from orsgen.runtime.records.episode import Outcome
 from orsgen.runtime.sessions import pool
 from orsgen.runtime.transport.process import current
 

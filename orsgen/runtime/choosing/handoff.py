@@ -2,7 +2,7 @@
 tasks to the trainer that checkpoints them.
 
 The file (format 2) holds every stream's ``state_dict()`` under its key (adapter class,
-server, split; :mod:`orsgen.runtime.rollouts.streams`). A checkpoint's
+server, split; :mod:`orsgen.runtime.choosing.streams`). A checkpoint's
 ``orsgen_curriculum.json`` is one (:mod:`orsgen.runtime.checkpoint`).
 
 Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orsgen.runtime.rollouts.streams import StreamKey, samplers
+from orsgen.runtime.choosing.streams import StreamKey, samplers
 from orsgen.runtime.transport.process import current
 
 FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's state

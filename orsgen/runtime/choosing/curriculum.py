@@ -11,7 +11,7 @@ chooses every task, so it can spend groups where they teach:
   ``learning`` otherwise, and ``unseen`` before its first scored group. Unfinished and
   failed rollouts (reward ``None``) say nothing about the task: they never count as
   failures.
-- **a prior** (``prior=``, :mod:`orsgen.runtime.rollouts.prior`): an evaluation's pass rate
+- **a prior** (``prior=``, :mod:`orsgen.runtime.choosing.prior`): an evaluation's pass rate
   of a task counts as one scored group older than any of the run's, so a covered task
   starts in its pool (rate 1: solved, 0: unsolved, else learning) and leaves the window
   as the run's own groups arrive. Uncovered tasks stay unseen.
@@ -22,7 +22,7 @@ chooses every task, so it can spend groups where they teach:
   never: a task last chosen more than ``revisit`` groups ago is due and is chosen before
   any other (the most overdue first, ties in the seeded order), so a task the model
   starts or stops solving comes back.
-- **scale**: pools are kept up to date as groups close (:mod:`~orsgen.runtime.rollouts.pools`),
+- **scale**: pools are kept up to date as groups close (:mod:`~orsgen.runtime.choosing.pools`),
   so a choice costs O(log tasks) and the logged figures O(1), for any number of tasks.
 - **reproducible and order-free**: groups are planned in order, each from the seed, its
   index (random draws use ``Random(f"{seed}:{g}")``), the groups planned before it and
@@ -43,13 +43,13 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from orsgen.runtime.choosing import prior as priors
+from orsgen.runtime.choosing.pools import POOLS as POOLS
+from orsgen.runtime.choosing.pools import Group as Group
+from orsgen.runtime.choosing.pools import Pools
+from orsgen.runtime.choosing.pools import Weights as Weights
+from orsgen.runtime.choosing.pools import Window as Window
 from orsgen.runtime.passk import PASS_THRESHOLD, check_threshold, passes
-from orsgen.runtime.rollouts import prior as priors
-from orsgen.runtime.rollouts.pools import POOLS as POOLS
-from orsgen.runtime.rollouts.pools import Group as Group
-from orsgen.runtime.rollouts.pools import Pools
-from orsgen.runtime.rollouts.pools import Weights as Weights
-from orsgen.runtime.rollouts.pools import Window as Window
 
 KEEP_PLANNED = 4096  # planned groups remembered (a group is chosen within a generation)
 
@@ -64,7 +64,7 @@ class PassRateCurriculum:
             and is chosen first; ``None`` means five times the number of tasks.
         prior: each task's pass rate before training: an ``orsgen eval`` run directory
             (or a list of them), an ``orsgen.eval.EvalResult``, or a mapping from task
-            index to pass rate (:func:`orsgen.runtime.rollouts.prior.load`). A run's prior
+            index to pass rate (:func:`orsgen.runtime.choosing.prior.load`). A run's prior
             is refused by an adapter of another environment, split, tool hash or
             ``pass_threshold``.
     """
@@ -364,7 +364,7 @@ def report(curricula: Sequence[PassRateCurriculum]) -> dict[str, float]:
 
 def make(curriculum: object) -> PassRateCurriculum | None:
     """The curriculum an adapter's ``curriculum=`` names: ``None`` or ``"uniform"`` (the
-    seeded uniform passes of :class:`~orsgen.runtime.rollouts.chooser.Chooser`), ``"pass_rate"`` with its
+    seeded uniform passes of :class:`~orsgen.runtime.choosing.chooser.Chooser`), ``"pass_rate"`` with its
     defaults, or a :class:`PassRateCurriculum` with other parameters."""
     if curriculum is None or curriculum == "uniform":
         return None

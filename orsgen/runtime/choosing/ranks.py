@@ -1,7 +1,7 @@
 """Outcomes shared between training processes (torchrun, accelerate) over the trainer's
 own ``torch.distributed`` process group.
 
-Only :class:`~orsgen.runtime.rollouts.chooser.Chooser` calls :func:`all_gather`, at the
+Only :class:`~orsgen.runtime.choosing.chooser.Chooser` calls :func:`all_gather`, at the
 first reset of each generation, which every rank reaches once per generation (GRPOTrainer
 resets its whole generation batch before it generates): a collective there cannot be
 missed by one rank and waited on by another.

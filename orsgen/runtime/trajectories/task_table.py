@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.runtime.passk import PASS_THRESHOLD, passes
-from orsgen.runtime.rollouts.episode import Outcome
+from orsgen.runtime.records.episode import Outcome
 from orsgen.runtime.transport.process import current
 
 TASK_INDEX = "task_index"

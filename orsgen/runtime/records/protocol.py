@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Protocol, runtime_checkable
 
-from orsgen.runtime.rollouts.episode import Call, Episode, Outcome, RolloutState
+from orsgen.runtime.records.episode import Call, Episode, Outcome, RolloutState
 
 
 class Rollout(Protocol):

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from orsgen.runtime.rollouts import trainer_facts
-from orsgen.runtime.rollouts.protocol import Rollout
+from orsgen.runtime.records import trainer_facts
+from orsgen.runtime.records.protocol import Rollout
 from orsgen.runtime.transport.identity import identity
 from orsgen.runtime.transport.process import Process, at_shutdown, current, forked
 

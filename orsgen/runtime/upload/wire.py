@@ -1,4 +1,4 @@
-"""What the uploader (:mod:`orsgen.runtime.rollouts.uploader`) sends, and how: the SDK's
+"""What the uploader (:mod:`orsgen.runtime.upload.uploader`) sends, and how: the SDK's
 upload protocol (``openreward.api.rollouts``), sent from the uploader's own thread over
 one kept-alive HTTP session per API (a :class:`Wire`).
 
@@ -36,8 +36,8 @@ from collections import deque
 from typing import Any
 
 from orsgen.jsonobject import as_object
-from orsgen.runtime.rollouts.upload_record import Record, events
 from orsgen.runtime.transport import sdk
+from orsgen.runtime.upload.record import Record, events
 
 logger = logging.getLogger("orsgen.runtime")
 

@@ -1,11 +1,11 @@
 """Reading the trajectory log back: the per-task table of a run whose rollouts are scored
 in other processes (AsyncGRPO's rollout child, the other ranks of a distributed run).
 
-:class:`TrajectoryFiles` follows every file :class:`~orsgen.runtime.rollouts.trajectories.
+:class:`TrajectoryFiles` follows every file :class:`~orsgen.runtime.trajectories.writer.
 JsonlFile` writes for one configured path (the path as given, ``x.rank<r>.jsonl``,
 ``x.pid<pid>.jsonl``) and returns only the complete lines appended since it last read: a
 line still being written (no newline yet) is read once it is whole. :func:`fold` adds
-lines to a :class:`~orsgen.runtime.rollouts.task_table.TaskTable` with the outcome each
+lines to a :class:`~orsgen.runtime.trajectories.task_table.TaskTable` with the outcome each
 line records.
 """
 
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from orsgen.runtime.passk import PASS_THRESHOLD
-from orsgen.runtime.rollouts.episode import Kind, Outcome
-from orsgen.runtime.rollouts.task_table import Task, TaskTable
-from orsgen.runtime.rollouts.trajectories import process_paths
+from orsgen.runtime.records.episode import Kind, Outcome
+from orsgen.runtime.trajectories.task_table import Task, TaskTable
+from orsgen.runtime.trajectories.writer import process_paths
 
 logger = logging.getLogger("orsgen.runtime")
 

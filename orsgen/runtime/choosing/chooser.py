@@ -1,4 +1,4 @@
-"""The built-in :class:`~orsgen.runtime.rollouts.tasks.TaskSampler`: one task per global
+"""The built-in :class:`~orsgen.runtime.choosing.tasks.TaskSampler`: one task per global
 GRPO group, by seeded uniform passes or by a curriculum.
 
 Under several processes a group's rows can land on different ranks (the sampler's own
@@ -10,7 +10,7 @@ with a curriculum, of statistics every rank holds alike), so a group split acros
 stays on one task and all ranks agree on the order.
 
 Pure: no I/O. Sharing outcomes between ranks is a function handed in
-(:func:`orsgen.runtime.rollouts.ranks.all_gather`).
+(:func:`orsgen.runtime.choosing.ranks.all_gather`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orsgen.runtime.choosing import curriculum as curricula
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.passk import PASS_THRESHOLD
-from orsgen.runtime.rollouts import curriculum as curricula
-from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
-from orsgen.runtime.rollouts.episode import Outcome
+from orsgen.runtime.records.episode import Outcome
 
 # (group, task, reward) of settled rollouts, exchanged between ranks.
 Shared = list[tuple[int, int, float | None]]
@@ -33,7 +33,7 @@ Shared = list[tuple[int, int, float | None]]
 
 def group_task(tasks: Sequence[int], seed: int, group: int) -> int:
     """The task of global group ``group`` in the seeded uniform passes: the same as the
-    ``group``-th block of :func:`orsgen.runtime.rollouts.tasks.order`."""
+    ``group``-th block of :func:`orsgen.runtime.choosing.tasks.order`."""
     return _shuffled(tasks, seed, group // len(tasks))[group % len(tasks)]
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from orsgen.runtime.errors import ToolCallFailure
-from orsgen.runtime.rollouts.usage import Usage, usage_of
+from orsgen.runtime.records.usage import Usage, usage_of
 
 MAX_OUTPUT_TEXT = 500
 MAX_ARGUMENTS_TEXT = 2000

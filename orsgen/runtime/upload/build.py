@@ -1,6 +1,6 @@
 """Rollouts in OpenReward's runs UI: opt-in with ``upload_run="NAME"`` (or an
 :class:`UploadRun`) on an adapter or in its ``AdapterConfig``, or ``orsgen eval
---upload-run NAME``. How it stays out of the rollouts' way: :mod:`orsgen.runtime.rollouts.uploader`.
+--upload-run NAME``. How it stays out of the rollouts' way: :mod:`orsgen.runtime.upload.uploader`.
 
 Each settled rollout becomes one platform rollout: ``run_name``, the environment (its
 catalog name when it has one), split, task index and task spec, every message the model
@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from orsgen.jsonobject import as_array, is_array, is_object
-from orsgen.runtime.rollouts import trainer_facts
-from orsgen.runtime.rollouts.upload_record import Record, UploadRun
-from orsgen.runtime.rollouts.uploader import flush, trl_version, uploader
+from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.transport.identity import identity
+from orsgen.runtime.upload.record import Record, UploadRun
+from orsgen.runtime.upload.uploader import flush, trl_version, uploader
 
 __all__ = ["UploadRun", "ended", "flush", "note_transcripts", "trainer_run_info"]
 
@@ -148,7 +148,7 @@ def trainer_run_info(trainer: Any) -> dict[str, Any]:
         return {k: v for k, v in out.items() if v is not None}
     args, model = getattr(trainer, "args", None), getattr(trainer, "model", None)
     config = getattr(model, "config", None)
-    name = getattr(model, "name_or_path", None) or getattr(config, "_name_or_path", None)
+    name = getattr(model, "name_or_path", None) or getattr(config, "name_or_path", None)
     out.update(
         model_name=name if isinstance(name, str) and name else None,
         training_stage="rl",
