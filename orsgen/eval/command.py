@@ -217,8 +217,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _required(args: argparse.Namespace) -> None:
-    missing = [o for o, v in (("DIR", args.dir), ("--endpoint", args.endpoint)) if not v]
-    missing += [] if args.model else ["--model"]
+    given = {"DIR": args.dir, "--endpoint": args.endpoint, "--model": args.model}
+    missing = [name for name, value in given.items() if not value]
     if missing:
         raise UsageError(
             f"the following arguments are required: {', '.join(missing)} "
@@ -232,23 +232,25 @@ def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
     """The :class:`EvalConfig` of the options, ``--split`` checked against the splits the
     package's snapshot.json records and ``--indices`` against that split's size (no
     network: the environment checks them again)."""
+    from orsgen.snapshot.errors import TargetError
     from orsgen.snapshot.model import SnapshotError, load_text
+    from orsgen.snapshot.splits import choose_split
 
-    given = {k: v for k, v in vars(args).items() if k in CONFIG_FIELDS and v is not None}
-    config = EvalConfig(**{**given, "split": args.split or klass.DEFAULT_SPLIT})
+    given: dict[str, Any] = {k: v for k, v in vars(args).items() if k in CONFIG_FIELDS}
+    split: str = args.split or klass.DEFAULT_SPLIT
+    given["split"] = split
+    config = EvalConfig(**{k: v for k, v in given.items() if v is not None})
     path = Path(args.dir) / "snapshot.json"
     try:
         splits = load_text(path.read_text(encoding="utf-8"), str(path)).environment.splits
     except (OSError, SnapshotError):
         return config  # `orsgen check` says what is wrong with it
     sizes = {s.name: s.num_tasks for s in splits}
-    if config.split not in sizes:
-        raise UsageError(
-            f"split {config.split!r} does not exist; {args.dir}'s splits: "
-            f"{', '.join(sizes) or '(none)'}; choose one with --split"
-        )
     try:
-        tasks_of(config, config.split, sizes[config.split])
+        choose_split(list(sizes), split)
+        tasks_of(config, split, sizes[split])
+    except TargetError as exc:  # the split, as the snapshot names them
+        raise UsageError(str(exc)) from None
     except EvalConfigError as exc:
         raise EvalConfigError(f"{exc.problem}, as {path} records it", exc.field) from None
     return config
