@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, overload
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
+from orsgen.eval.tools import ToolTally
 
 RUN_FILE = "run.json"
 RESULTS_FILE = "results.jsonl"
@@ -92,6 +93,7 @@ class Records(Sequence[Record]):
         self._reason = array("q")  # index into _reasons, or -1
         self._reasons: list[str] = []
         self._reason_index: dict[str, int] = {}
+        self.tools = ToolTally()  # the rows' tool calls, per tool (summary.json's tools)
 
     def append(self, r: Record) -> None:
         self._task.append(r.task_index)
@@ -111,6 +113,11 @@ class Records(Sequence[Record]):
     def extend(self, records: Iterable[Record]) -> None:
         for r in records:
             self.append(r)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Keep a row's record, and fold its tool calls into :attr:`tools`."""
+        self.append(Record.of(row))
+        self.tools.add(row.get("tool_calls"))
 
     def __len__(self) -> int:
         return len(self._task)
@@ -167,7 +174,8 @@ def read_records(path: Path) -> Records:
     """The records of results.jsonl's complete rows, reading one line at a time. A
     half-written last line is cut off the file, so that rollout runs again."""
     records = Records()
-    records.extend(Record.of(row) for row in iter_rows(path))
+    for row in iter_rows(path):
+        records.add(row)
     if path.exists():
         with path.open("r+b") as fh:
             size = fh.seek(0, os.SEEK_END)

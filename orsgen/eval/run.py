@@ -197,16 +197,15 @@ def evaluate(
         log = ResultsLog(plan.out / RESULTS_FILE) if plan.out is not None else None
         started = time.monotonic()
         try:
-            new = run_all(plan, adapters, conversation, concurrency, progress, log)
+            run_all(plan, adapters, conversation, concurrency, progress, log)
         finally:
             if log is not None:
                 log.close()
         seconds = time.monotonic() - started
     finally:
         adapters.close()
-    records = plan.done
-    records.extend(new)
-    summary = summarize(records, plan.config.to_json())
+    records = plan.done  # the resumed rows' records, and the new ones
+    summary = summarize(records, plan.config.to_json(), records.tools)
     if plan.out is not None:
         write_json(plan.out / SUMMARY_FILE, summary)
         report.write(plan.out, summary, records)

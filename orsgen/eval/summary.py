@@ -16,6 +16,8 @@ Rules (also in the README):
   of G rollouts of a uniformly chosen task that all pass or all fail (no gradient): per
   task ``(C(c, G) + C(n - c, G)) / C(n, G)``, averaged over the tasks whose n samples were
   all scored (``None`` when there is none).
+- ``tools``: per tool, its calls, failed calls (by the environment and by the model apart),
+  and mean and p90 seconds (:mod:`orsgen.eval.tools`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from orsgen.runtime.passk import passes as _passes
 from orsgen.eval.estimators import interval, mean_and_se, pass_at_k, pass_hat_k, zero_variance
+from orsgen.eval.tools import ToolTally
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
@@ -108,11 +111,15 @@ def no_gradient_tasks(per_task: Sequence[Mapping[str, Any]], n: int) -> list[int
     ]
 
 
-def summarize(rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+def summarize(
+    rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any], tools: ToolTally | None = None
+) -> dict[str, Any]:
     """The summary of ``rows`` (one per (task, sample) of ``config``), in one pass that
     keeps per-task counts and the rewards as floats, never the rows: its memory grows
     with the tasks, not with the transcripts or the row objects. Tasks with the same
-    counts share their ``pass_at_k`` / ``pass_hat_k`` dicts: read them, don't change them."""
+    counts share their ``pass_at_k`` / ``pass_hat_k`` dicts: read them, don't change them.
+    ``tools`` holds the rows' tool calls (:mod:`orsgen.eval.tools`), folded in as they were
+    read."""
     n, threshold = int(config["n"]), float(config["pass_threshold"])
     unfinished_reward = config.get("unfinished_reward")
     by_task: dict[int, _Tally] = {int(i): _Tally() for i in config["task_indices"]}
@@ -172,6 +179,7 @@ def summarize(rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any]) -> d
         "pass_hat_k": _averaged(per_task, "pass_hat_k", n),
         "pass_at_k_scored": _averaged(per_task, "pass_at_k_scored", n),
         "zero_variance_share": zero_variance_share(per_task, n),
+        "tools": {} if tools is None else tools.figures(),
         "rules": {
             "coverage": "scored rollouts / all rollouts",
             "mean_reward": "mean over scored rollouts of each rollout's reward",
@@ -188,6 +196,10 @@ def summarize(rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any]) -> d
             "ci95": "mean +/- 1.96 standard errors (pass@1: over tasks)",
             "zero_variance_share": "per group size G: (C(c,G)+C(n-c,G))/C(n,G) per task "
             "(c passing of n), averaged over tasks with all n samples scored",
+            "tools": "per tool the model called (unknown names as _unknown): its calls, the "
+            "failed ones (environment_failed: the environment or infrastructure failed; "
+            "model_failed: invalid arguments, unknown tool, ...), mean and exact nearest-rank "
+            "p90 seconds over all its calls",
         },
         "per_task": per_task,
     }

@@ -17,7 +17,7 @@ from typing import Any
 from orsgen.eval.config import EvalConfig
 from orsgen.eval.conversation import Conversation, Rollout
 from orsgen.eval.groups import Groups
-from orsgen.eval.results import Record, Records, ResultsLog
+from orsgen.eval.results import Records, ResultsLog
 from orsgen.eval.summary import passes
 
 
@@ -139,6 +139,7 @@ def _row(
         "endpoint_seconds": round(r.endpoint_seconds, 4),
         "environment_seconds": round(r.environment_seconds, 4),
         "messages": r.messages,
+        "tool_calls": r.tool_calls,
     }
 
 
@@ -149,9 +150,9 @@ def run_all(
     concurrency: int,
     show: bool,
     log: ResultsLog | None,
-) -> Records:
-    """Run ``plan``'s pairs still to run; the records of the rows written (a progress bar on stderr
-    with ``show``, none when nothing is left to run)."""
+) -> None:
+    """Run ``plan``'s pairs still to run, each row added to ``plan.done`` (a progress bar
+    on stderr with ``show``, none when nothing is left to run)."""
     tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
 
     expected = plan.expected()
@@ -160,7 +161,7 @@ def run_all(
     take = threading.Lock()
     stop = threading.Event()
     lock = threading.Lock()
-    records = Records()
+    records = plan.done
     running = _Progress(plan.threshold)
     bar = tqdm(total=total, disable=not show or not total, unit="rollout", file=sys.stderr)
     judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
@@ -181,7 +182,7 @@ def run_all(
             if log is not None:
                 log.append(finished)
             with lock:
-                records.append(Record.of(finished))
+                records.add(finished)
 
     def worker() -> None:
         while not stop.is_set():
@@ -203,4 +204,3 @@ def run_all(
     finally:
         pool.shutdown(wait=True)
         bar.close()
-    return records
