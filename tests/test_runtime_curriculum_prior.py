@@ -52,19 +52,17 @@ def coinenv() -> Any:
 @pytest.fixture(scope="module")
 def evaluation(server, coinenv, tmp_path_factory) -> Any:  # type: ignore[no-untyped-def]
     """An evaluation of coinenv's train split, written to a run directory."""
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     out = tmp_path_factory.mktemp("prior") / "run"
     with AnswerModel() as model:
         return evaluate(
             coinenv.CoinEnv,
-            endpoint=model.endpoint,
-            model="answer",
-            samples=SAMPLES,
+            EvalConfig(endpoint=model.endpoint, model="answer", n=SAMPLES),
+            adapter={"base_url": server.url},
             concurrency=4,
             out=out,
             progress=False,
-            base_url=server.url,
         )
 
 

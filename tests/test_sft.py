@@ -201,16 +201,13 @@ def test_unusable_runs_are_refused_with_one_line(tmp_path: Path) -> None:
 def _evaluate(
     pkg: Any, server: ors_server.RunningServer, model: ModelServer, split: str, out: Path
 ):
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     return evaluate(
         pkg.ChanceEnv,
-        endpoint=model.endpoint,
-        model=model.model,
-        split=split,
-        samples=4,
+        EvalConfig(endpoint=model.endpoint, model=model.model, split=split, n=4),
+        adapter={"base_url": server.url},
         out=out,
-        base_url=server.url,
         progress=False,
     )
 
@@ -293,12 +290,13 @@ def test_a_held_out_run_is_refused_and_nothing_is_written(
     run = tmp_path / "test-run"
     _evaluate(chance_pkg, chance_server, model_server, "test", run)
     out = tmp_path / "datasets" / "sft"
+    out.parent.mkdir()  # -o into a missing directory is refused
     refused = orsgen_subprocess(["sft", str(run), "-o", str(out)])
     assert refused.code == 2 and refused.stdout == ""
     lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), refused.stderr
+    assert len(lines) == 1 and lines[0].startswith("orsgen sft: error: "), refused.stderr
     assert "'test'" in lines[0] and "--allow-split test" in lines[0]
-    assert not out.exists() and not (tmp_path / "datasets").exists()
+    assert list(out.parent.iterdir()) == []
     # Another failure after the checks pass leaves nothing either: an OUT that holds files.
     allowed = orsgen_subprocess(["sft", str(run), "-o", str(out), "--allow-split", "test"])
     assert allowed.code == 0, allowed.stderr

@@ -70,7 +70,11 @@ def test_the_command_writes_the_page_and_refuses_a_path_without_a_run(tmp_path: 
         env=env,
         cwd=ROOT,
     )
-    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "results.jsonl" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and bad.stderr.startswith("orsgen view: error: ")
+        and "results.jsonl" in bad.stderr
+    )
 
 
 @pytest.fixture(scope="module")

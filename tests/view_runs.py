@@ -1,5 +1,5 @@
 """Run directories and trajectory files for the viewer's tests, in the formats orsgen
-writes them (``results.jsonl`` rows of :func:`orsgen.eval.run._row`, trajectory lines of
+writes them (``results.jsonl`` rows of :func:`orsgen.eval.workers._row`, trajectory lines of
 :func:`orsgen.runtime.trajectories.writer.line`), built without a model so that a test
 knows every verdict, reward and text it must find on the page."""
 
