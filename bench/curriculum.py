@@ -71,18 +71,16 @@ def evaluation(url: str, samples: int, out: Path) -> Path:
     from answer_model import AnswerModel
     from coinenv import CoinEnv
 
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     with AnswerModel() as model:
         evaluate(
             CoinEnv,
-            endpoint=model.endpoint,
-            model="answer",
-            samples=samples,
+            EvalConfig(endpoint=model.endpoint, model="answer", n=samples),
+            adapter={"base_url": url},
             concurrency=4,
             out=out,
             progress=False,
-            base_url=url,
         )
     return out
 

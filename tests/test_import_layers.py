@@ -86,7 +86,7 @@ def runtime_imports(root: Path = RUNTIME) -> dict[str, set[str]]:
 # rollout's records, then three rooms side by side that never import each other (choosing
 # tasks, the trajectory log, the upload), the rollout that drives them, and the adapter's
 # top level.
-FOUNDATION = {"errors", "images", "compat", "validate", "passk"}
+FOUNDATION = {"errors", "images", "compat", "validate", "passk", "rundir"}
 LAYERS: list[set[str]] = [
     {"foundation"},
     {"transport"},

@@ -199,8 +199,15 @@ def _zero_variance(summary: Mapping[str, Any]) -> list[str]:
     return [
         f"- zero-variance share at G={n}: {_fmt(share)} (GRPO groups of {n} rollouts of a "
         "uniformly chosen task that all pass or all fail: no gradient); tasks with no "
-        f"gradient (always or never passing): {', '.join(map(str, tasks)) or 'none'}"
+        f"gradient (always or never passing): {_tasks(tasks)}"
     ]
+
+
+def _tasks(indices: Sequence[int]) -> str:
+    """ "tasks 0, 3", "task 2" or "none": never a bare index that reads as a count."""
+    if not indices:
+        return "none"
+    return f"task{'s' if len(indices) > 1 else ''} {', '.join(map(str, indices))}"
 
 
 def _ci(pair: Any) -> str:
