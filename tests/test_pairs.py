@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import ors_server
-from conftest import ECHO_ENV, ROOT, CliRun
+from conftest import CliRun
 from test_sft import _messages, _row, _write_run
 
 from orsgen.eval.pairs import COLUMNS, export, select
@@ -174,3 +174,125 @@ def test_the_command_refuses_a_held_out_run_and_writes_nothing(
     )
     assert done.code == 0, done.stderr
     assert done.stdout.startswith("wrote 1 pairs (1 tasks) from 1 run(s)"), done.stdout
+
+
+# --- A real run: the warmed-up echo model at temperature 1.0, DPOTrainer ------------------
+
+
+def evaluate_echo(url: str, model: Path, split: str, out: Path, n: int = 8) -> Path:
+    """Evaluate ``model`` (the tiny echo model) on ``split`` of the echo server at ``url``
+    at temperature 1.0 through generated/echo, from a ``transformers serve`` of its own
+    (seeded once, so a rerun repeats; as examples/eval_demo.py does, with the model's
+    generation config set to sample, or the server decodes greedily); the run directory."""
+    from serve_model import start_model_server
+    from train_echo import sample_when_served
+
+    from generated.echo import EchoEnv
+    from orsgen.eval import EvalConfig, evaluate
+
+    sample_when_served(model)
+    server = start_model_server(model, out.parent, seed=0)
+    try:
+        config = EvalConfig(
+            endpoint=server.endpoint, model=server.model, split=split, n=n, temperature=1.0
+        )
+        evaluate(EchoEnv, config, adapter={"base_url": url}, out=out, progress=False)
+    finally:
+        server.stop()
+    return out
+
+
+@pytest.fixture(scope="module")
+def echo_model(
+    echo_server: ors_server.RunningServer, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The tiny model, warmed up to echo the right word in half of its tries."""
+    import train_echo
+
+    out = tmp_path_factory.mktemp("echo-model") / "model-before"
+    return Path(train_echo.build_warm_model(echo_server.url, out, right_share=0.5))
+
+
+def _transcripts(run: Path) -> Iterator[tuple[int, list[dict[str, Any]], dict[str, Any]]]:
+    from orsgen.eval.trainset import transcript
+
+    for line in (run / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        messages = transcript(row.get("messages") or [])
+        if messages is not None:
+            yield row["task_index"], messages, row
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_pairs_of_a_real_run_contrast_and_train_dpotrainer(
+    echo_server: ors_server.RunningServer,
+    echo_model: Path,
+    orsgen_subprocess: Callable[..., CliRun],
+    tmp_path: Path,
+) -> None:
+    import datasets
+    import torch
+    from trl import DPOConfig, DPOTrainer
+
+    from orsgen.eval.summary import passes
+
+    run = evaluate_echo(echo_server.url, echo_model, "train", tmp_path / "train-run")
+    threshold = json.loads((run / "run.json").read_text())["pass_threshold"]
+    out = tmp_path / "pairs"
+    done = orsgen_subprocess(["pairs", str(run), "-o", str(out)])
+    assert done.code == 0, done.stderr
+    assert done.stdout.startswith("wrote ") and len(done.stdout.strip().splitlines()) == 1
+    dataset = datasets.load_from_disk(str(out))
+    assert dataset.num_rows >= 1 and dataset.column_names == list(COLUMNS)
+    rollouts = list(_transcripts(run))
+    for row in dataset:
+        # The rollouts this row's chosen and rejected completions came from.
+        whole = [(row["prompt"] + row[k]) for k in ("chosen", "rejected")]
+        good = [r for t, m, r in rollouts if t == row["task_index"] and m == whole[0]]
+        bad = [r for t, m, r in rollouts if t == row["task_index"] and m == whole[1]]
+        assert good and all(r["verdict"] == "scored" and passes(r, threshold) for r in good)
+        assert bad and all(r["verdict"] == "scored" for r in bad)
+        assert not any(passes(r, threshold) for r in bad)
+        assert row["chosen_reward"] >= threshold
+        assert row["rejected_reward"] < threshold
+        assert row["chosen"][-1]["role"] == row["rejected"][-1]["role"] == "assistant"
+        assert [m["role"] for m in row["prompt"]] == ["user"]
+    assert (out / "README.md").is_file()
+
+    torch.set_num_threads(1)
+    config = DPOConfig(
+        output_dir=str(tmp_path / "dpo-out"),
+        max_steps=4,
+        per_device_train_batch_size=2,
+        learning_rate=1e-4,
+        logging_steps=1,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        seed=0,
+    )
+    trainer = DPOTrainer(model=str(echo_model), args=config, train_dataset=dataset)
+    trainer.train()
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert len(losses) == 4 and all(math.isfinite(x) for x in losses), losses
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_held_out_run_exits_2_and_writes_nothing(
+    echo_server: ors_server.RunningServer,
+    echo_model: Path,
+    orsgen_subprocess: Callable[..., CliRun],
+    tmp_path: Path,
+) -> None:
+    run = evaluate_echo(echo_server.url, echo_model, "test", tmp_path / "test-run", n=2)
+    out = tmp_path / "datasets" / "pairs"
+    out.parent.mkdir()
+    refused = orsgen_subprocess(["pairs", str(run), "-o", str(out)])
+    assert refused.code == 2 and refused.stdout == ""
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("orsgen pairs: error: "), refused.stderr
+    assert "'test'" in lines[0] and "--allow-split test" in lines[0]
+    assert list(out.parent.iterdir()) == []

@@ -69,8 +69,10 @@ if TYPE_CHECKING:
     import numpy
 
 __all__ = ["COLUMNS", "PairSelection", "export", "features", "select"]
-COLUMNS = ("prompt", "chosen", "rejected", "tools", "task_index", "split")
-COLUMNS += ("chosen_reward", "rejected_reward", "run")
+COLUMNS = (
+    *("prompt", "chosen", "rejected", "tools", "task_index", "split"),
+    *("chosen_reward", "rejected_reward", "run"),
+)
 
 
 @dataclass
