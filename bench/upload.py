@@ -10,9 +10,9 @@ the modes, so that a busy machine slows each mode alike:
 - ``refusing``: the stand-in answers every request with 503.
 
 The environment is bench/lottery_env.py on a local ORS server, the endpoint
-tests/openai_standin.py (a scripted OpenAI-compatible server that answers at once), so the
-endpoint costs nothing and what is measured is orsgen, the environment and the upload (the
-upload's share of a run is then as large as it gets). Every rollout must be accounted for:
+tests/openai_standin.py (a scripted OpenAI-compatible server) answering each call
+``--endpoint-delay`` seconds late (0.2: a fast model; 0 makes the run all CPU, where the
+upload's CPU is the largest share of it it can be). Every rollout must be accounted for:
 ``orsgen eval`` scores each (no error verdict) and says how many it uploaded and dropped
 (``runs UI: U rollouts uploaded ..., D dropped``), and U + D must be the number of
 rollouts. Goal: each upload mode's wall time within ``--goal`` (5%) of no upload (the median
@@ -160,7 +160,9 @@ def measure(opts: argparse.Namespace) -> dict[str, Any]:
     )
     work = Path(tempfile.mkdtemp(prefix="orsgen-bench-upload-"))
     server = ors_server.start(BENCH / "lottery_env.py", log_dir=work)
-    standin = openai_standin.start(work, tool="draw", calls=CALLS, size=SIZE)
+    standin = openai_standin.start(
+        work, tool="draw", calls=CALLS, size=SIZE, delay=opts.endpoint_delay
+    )
     modes = [m for m in MODES if m in opts.modes.split(",")]
     runs: list[dict[str, Any]] = []
     commit = _git_commit()
@@ -193,7 +195,11 @@ def measure(opts: argparse.Namespace) -> dict[str, Any]:
             "command": "orsgen eval --split test --num-tasks T -n S --concurrency C "
             "--no-progress [--upload-run bench-upload]",
             "environment": "bench/lottery_env.py",
-            "endpoint": "tests/openai_standin.py (answers at once)",
+            "endpoint": (
+                f"tests/openai_standin.py (answering {opts.endpoint_delay:g} s late)"
+                if opts.endpoint_delay
+                else "tests/openai_standin.py (answers at once)"
+            ),
             "platform_api": f"tests/platform_api.py (answering {opts.api_delay:g} s late)",
             "goal": opts.goal,
             "tasks": opts.tasks,
@@ -350,6 +356,7 @@ def main() -> None:
     parser.add_argument("--stop-at", type=float, default=0.5)
     parser.add_argument("--modes", default="none,healthy")
     parser.add_argument("--api-delay", type=float, default=0.2)
+    parser.add_argument("--endpoint-delay", type=float, default=0.2)
     parser.add_argument("--goal", type=float, default=0.05)
     parser.add_argument("--note", default="2 cores shared with other agents' work")
     parser.add_argument("--out", default=str(BENCH / "results"))

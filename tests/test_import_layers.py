@@ -287,8 +287,8 @@ def test_no_platform_route_is_spelled_in_orsgen() -> None:
 
 def test_the_scans_find_what_they_look_for() -> None:
     sample = ast.parse(
-        'import importlib\n'
-        'from openreward._version import USER_AGENT\n'
+        "import importlib\n"
+        "from openreward._version import USER_AGENT\n"
         'importlib.import_module("openreward.api.rollouts.background")\n'
         'URL = f"/v1/environments/{x}"\n'
         'def f():\n    """Posts to /v1/rollouts."""\n    return "/v1/rollouts"\n'
