@@ -169,8 +169,7 @@ class Uploader:
             self._drop(why)
             return
         try:
-            started = self._start(record)
-            failure = None if started else f"the platform API at {self._url(record)} refused it"
+            failure = self._start(record)
         except Exception as exc:  # noqa: BLE001 - an upload never ends the thread
             failure = f"{type(exc).__name__}: {str(exc)[:200]}"
         with self._lock:
@@ -217,13 +216,14 @@ class Uploader:
         self._retry_at = time.monotonic() + self._pause
         self._pause = min(self._pause * 2, RETRY_MAX)
 
-    def _start(self, record: Record) -> bool:
+    def _start(self, record: Record) -> str | None:
         """Start ``record``'s rollout with the SDK's ``create()`` (waited for) and log every
         event of its messages, the reward, ``is_finished``, orsgen's metadata and a
-        ``RolloutInfo`` on the last; whether it started (the SDK logs nothing for a rollout
-        whose start failed)."""
+        ``RolloutInfo`` on the last; ``None`` when it started, else why not (the SDK logs
+        nothing for a rollout whose start failed)."""
         sdk = _sdk()
-        rollout = self._client(record).create(
+        client = self._client(record)
+        rollout = client.create(
             run_name=record.run.run_name,
             environment=record.environment,
             split=record.split,
@@ -247,7 +247,9 @@ class Uploader:
                 metadata=dict(record.metadata) if last else None,
                 rollout_info=info if last else None,
             )
-        return int(rollout.logged_messages) > 0
+        if rollout.logged_messages:
+            return None
+        return f"the platform API at {client.send_loop_config.base_url} did not start a rollout"
 
     def _client(self, record: Record) -> Any:
         """The SDK's ``RolloutAPI`` for ``record``'s key and API (one per process)."""
@@ -261,9 +263,6 @@ class Uploader:
                 found = self._clients[key] = client.rollout
                 _exit_flush_registered()
             return found
-
-    def _url(self, record: Record) -> str:
-        return str(self._client(record).send_loop_config.base_url)
 
     def _run_info(self, record: Record) -> Any:
         fields: dict[str, Any] = dict(self.trainer or {})
