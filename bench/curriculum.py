@@ -71,18 +71,16 @@ def evaluation(url: str, samples: int, out: Path) -> Path:
     from answer_model import AnswerModel
     from coinenv import CoinEnv
 
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     with AnswerModel() as model:
         evaluate(
             CoinEnv,
-            endpoint=model.endpoint,
-            model="answer",
-            samples=samples,
+            EvalConfig(endpoint=model.endpoint, model="answer", n=samples),
+            adapter={"base_url": url},
             concurrency=4,
             out=out,
             progress=False,
-            base_url=url,
         )
     return out
 
@@ -93,8 +91,8 @@ def run_arm(
     """One arm: ``groups`` groups in batches, through the generated package."""
     from coinenv import CoinEnv, outcome_reward
 
-    from orsgen.runtime.rollouts import tasks
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing import tasks
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     tasks.samplers().clear()  # each arm starts its own stream
     curriculum: Any = arm if prior is None else PassRateCurriculum(prior=prior)
@@ -214,8 +212,8 @@ def arms(args: argparse.Namespace) -> None:
 def stream(tasks_count: int, mode: str, group_size: int = 4) -> tuple[Any, Any, list[float]]:
     """The stream's sampler as the adapter builds it (a Chooser, with a curriculum unless
     ``mode`` is uniform), its curriculum and each task's chance of passing."""
-    from orsgen.runtime.rollouts.chooser import Chooser
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing.chooser import Chooser
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     chance = [(1.0, 0.0, 0.5)[t % 3] for t in range(tasks_count)]
     made = None
@@ -223,13 +221,13 @@ def stream(tasks_count: int, mode: str, group_size: int = 4) -> tuple[Any, Any, 
         made = PassRateCurriculum(prior=dict(enumerate(chance)))
     elif mode == "first pass":
         made = PassRateCurriculum()
-    return Chooser(range(tasks_count), 0, group_size, made), made, chance
+    return Chooser(range(tasks_count), 0, group_size, curriculum=made), made, chance
 
 
 def run_groups(chooser: Any, made: Any, chance: list[float], groups: int) -> None:
     """``groups`` groups in batches of 2, the logged figures computed once per batch."""
-    from orsgen.runtime.rollouts import curriculum as curricula
-    from orsgen.runtime.rollouts.episode import Outcome
+    from orsgen.runtime.choosing import curriculum as curricula
+    from orsgen.runtime.records.episode import Outcome
 
     rng = random.Random(0)
     for _batch in range(groups // 2):

@@ -1,5 +1,5 @@
 """Where the upload's CPU goes, per rollout (issue 27): an uploader in this process
-(orsgen/runtime/rollouts/uploader.py, with the SDK's real upload client) is handed N
+(orsgen/runtime/upload/uploader.py, with the SDK's real upload client) is handed N
 settled rollouts shaped like bench/upload.py's (8 messages of 512 bytes: a prompt, three
 tool calls with their results, a last answer) and uploads them to the stand-in platform API
 (tests/platform_api.py, a subprocess). What is measured is this process's CPU seconds
@@ -36,7 +36,7 @@ SIZE = 512
 
 
 def _record(api_url: str, number: int, environment: str) -> Any:
-    from orsgen.runtime.rollouts.upload_record import Record, UploadRun
+    from orsgen.runtime.upload.record import Record, UploadRun
 
     text = "x" * SIZE
     messages: list[dict[str, Any]] = [{"role": "user", "content": text}]
@@ -86,7 +86,7 @@ def main() -> None:
     os.environ["OPENREWARD_DISABLE_UPDATE_CHECK"] = "1"
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "ERROR")
 
-    from orsgen.runtime.rollouts.uploader import Uploader
+    from orsgen.runtime.upload.uploader import Uploader
     from platform_api import PlatformAPI
 
     profiles: dict[str, cProfile.Profile] = {}

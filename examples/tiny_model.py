@@ -211,8 +211,11 @@ def episode_ids(
     return ids, mask
 
 
-def build_model(vocab_size: int, pad_id: int, eos_id: int, seed: int = 0) -> Any:
-    """A randomly initialised ~115k-parameter Qwen3ForCausalLM."""
+def build_model(
+    vocab_size: int, pad_id: int, eos_id: int, seed: int = 0, head_dim: int = 16
+) -> Any:
+    """A randomly initialised ~115k-parameter Qwen3ForCausalLM (~140k with ``head_dim=32``,
+    the smallest head vLLM's CPU attention kernel takes; head_dim 16 kills its engine)."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -224,7 +227,7 @@ def build_model(vocab_size: int, pad_id: int, eos_id: int, seed: int = 0) -> Any
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
+        head_dim=head_dim,
         max_position_embeddings=1024,
         tie_word_embeddings=True,
         pad_token_id=pad_id,
@@ -347,12 +350,14 @@ def build_tiny_model(
     steps: int = 150,
     lr: float = 1e-2,
     seed: int = 0,
+    head_dim: int = 16,
 ) -> Path:
     """Build, warm up and save the tokenizer and model to ``out_dir``; return the path.
 
     ``tools`` are the callables GRPOTrainer will offer the model (an adapter's tool
     methods); ``episodes`` the rollouts to teach, one per task or several (a mix of
-    answers to one prompt is taught as that mix).
+    answers to one prompt is taught as that mix). ``head_dim=32`` for a model that
+    vLLM's CPU build serves (docs/vllm.md).
     """
     import torch
 
@@ -360,7 +365,7 @@ def build_tiny_model(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tok = build_episode_tokenizer(tools, episodes, tool_name)
-    model = build_model(len(tok), tok.pad_token_id, tok.eos_token_id, seed=seed)
+    model = build_model(len(tok), tok.pad_token_id, tok.eos_token_id, seed=seed, head_dim=head_dim)
     sequences = [episode_ids(tok, tools, ep, tool_name) for ep in episodes]
     stats = warm_up(model, sequences, tok.pad_token_id, steps=steps, lr=lr, seed=seed)
     _save(out, model, tok)

@@ -144,16 +144,22 @@ def warm_up_episodes(url: str, dataset: Any, right_share: float = 1.0) -> list[E
 
 
 def build_warm_model(
-    url: str, out: Path, dataset: Any | None = None, right_share: float = 1.0
+    url: str,
+    out: Path,
+    dataset: Any | None = None,
+    right_share: float = 1.0,
+    head_dim: int = 16,
 ) -> Path:
     """The tiny model, warmed up on the tasks of ``dataset`` (default: the train split) to
-    echo the right word in ``right_share`` of its tries (examples/tiny_model.py)."""
+    echo the right word in ``right_share`` of its tries (examples/tiny_model.py);
+    ``head_dim=32`` for one that vLLM's CPU build serves."""
     tools = EchoEnv(base_url=url)  # construction does no network I/O
     return build_tiny_model(
         out,
         tools=[tools.echo, tools.hint],
         episodes=warm_up_episodes(url, dataset or load_tasks(base_url=url), right_share),
         tool_name="echo",
+        head_dim=head_dim,
     )
 
 

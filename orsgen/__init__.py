@@ -26,8 +26,8 @@ _PUBLIC: dict[str, str] = {
     # Training: the adapters' settings, datasets, the curriculum and the trainer callbacks.
     "AdapterConfig": "orsgen.runtime.config",
     "bundle_tasks": "orsgen.runtime.dataset",
-    "PassRateCurriculum": "orsgen.runtime.rollouts.curriculum",
-    "CurriculumCheckpoint": "orsgen.runtime.checkpoint",
+    "PassRateCurriculum": "orsgen.runtime.choosing.curriculum",
+    "CurriculumCheckpoint": "orsgen.runtime.choosing.checkpoint",
     "TaskTableCallback": "orsgen.runtime.task_callback",
     # The pass rule: a rollout passes when scored and its reward >= the threshold.
     "passes": "orsgen.runtime.passk",
@@ -69,8 +69,8 @@ _PUBLIC: dict[str, str] = {
     "ToolInputError": "orsgen.runtime.errors",
     "ToolEnvironmentError": "orsgen.runtime.errors",
     "SessionCapError": "orsgen.runtime.sessions.cap",
-    "TaskChoiceError": "orsgen.runtime.rollouts.tasks",
-    "PriorError": "orsgen.runtime.rollouts.prior",
+    "TaskChoiceError": "orsgen.runtime.choosing.tasks",
+    "PriorError": "orsgen.runtime.choosing.prior",
     "ToolDriftError": "orsgen.runtime.sessions.drift",
     "ToolDriftWarning": "orsgen.runtime.sessions.drift",
     "RunFileError": "orsgen.eval",
@@ -166,7 +166,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.pipeline import RequestError as RequestError
     from orsgen.pipeline import Result as Result
     from orsgen.pipeline import run as run
-    from orsgen.runtime.checkpoint import CurriculumCheckpoint as CurriculumCheckpoint
+    from orsgen.runtime.choosing.checkpoint import CurriculumCheckpoint as CurriculumCheckpoint
     from orsgen.runtime.config import AdapterConfig as AdapterConfig
     from orsgen.runtime.dataset import bundle_tasks as bundle_tasks
     from orsgen.runtime.errors import EnvironmentUnavailableError as EnvironmentUnavailableError
@@ -178,15 +178,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.runtime.errors import ToolEnvironmentError as ToolEnvironmentError
     from orsgen.runtime.errors import ToolInputError as ToolInputError
     from orsgen.runtime.images import Content as Content
-    from orsgen.runtime.rollouts.prior import PriorError as PriorError
+    from orsgen.runtime.choosing.prior import PriorError as PriorError
     from orsgen.runtime.images import ContentPart as ContentPart
     from orsgen.runtime.images import ImageLike as ImageLike
     from orsgen.runtime.images import ImagePart as ImagePart
     from orsgen.runtime.images import TextPart as TextPart
     from orsgen.runtime.passk import PASS_THRESHOLD as PASS_THRESHOLD
     from orsgen.runtime.passk import passes as passes
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum as PassRateCurriculum
-    from orsgen.runtime.rollouts.tasks import TaskChoiceError as TaskChoiceError
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum as PassRateCurriculum
+    from orsgen.runtime.choosing.tasks import TaskChoiceError as TaskChoiceError
     from orsgen.runtime.sessions.cap import SessionCapError as SessionCapError
     from orsgen.runtime.sessions.drift import ToolDriftError as ToolDriftError
     from orsgen.runtime.sessions.drift import ToolDriftWarning as ToolDriftWarning

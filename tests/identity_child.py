@@ -25,8 +25,8 @@ def rank_main(rank: int, url: str, out: str, port: int) -> None:
         sys.path.insert(0, str(ROOT / "bench"))
         from coinenv import CoinEnv, outcome_reward
 
-        from orsgen.runtime.rollouts import trajectories
         from orsgen.runtime.task_callback import TaskTableCallback
+        from orsgen.runtime.trajectories import writer as trajectories
         from orsgen.runtime.transport.identity import identity
 
         env = CoinEnv(base_url=url, trajectories=str(Path(out) / "x.jsonl"))

@@ -63,8 +63,8 @@ def test_csv_and_plot_are_written(tmp_path: Path) -> None:
 
 def _task_table_file(tmp_path: Path) -> Path:
     """A per-task table written by orsgen's own writer (what TaskTableCallback writes)."""
-    from orsgen.runtime.rollouts.episode import Outcome
-    from orsgen.runtime.rollouts.task_table import TaskTable
+    from orsgen.runtime.records.episode import Outcome
+    from orsgen.runtime.trajectories.task_table import TaskTable
 
     table = TaskTable()
     for reward, step in [(1.0, 1), (0.0, 1), (1.0, 2), (1.0, 3)]:

@@ -81,27 +81,44 @@ def runtime_imports(root: Path = RUNTIME) -> dict[str, set[str]]:
     }
 
 
-# The runtime's layers, lowest first. A module imports only from its own layer or lower
-# ones: the foundation (pure modules every layer may use), then transport below sessions
-# below rollouts below the adapter's top level.
-FOUNDATION = {"errors", "images", "compat", "validate", "passk"}
-LAYERS = ["foundation", "transport", "sessions", "rollouts", "top"]
+# The runtime's layers, lowest first. A module imports only from its own package or lower
+# layers: the foundation (pure modules every layer may use), transport, sessions, the
+# rollout's records, then three rooms side by side that never import each other (choosing
+# tasks, the trajectory log, the upload), the rollout that drives them, and the adapter's
+# top level.
+FOUNDATION = {"errors", "images", "compat", "validate", "passk", "rundir"}
+LAYERS: list[set[str]] = [
+    {"foundation"},
+    {"transport"},
+    {"sessions"},
+    {"records"},
+    {"choosing", "trajectories", "upload"},
+    {"rollouts"},
+    {"top"},
+]
+PACKAGES = set().union(*LAYERS) - {"foundation", "top"}
 
 
 def layer_of(module: str) -> str:
-    """The layer of a runtime module (``orsgen.runtime.<name>`` or a sub-package's)."""
+    """The room of a runtime module (``orsgen.runtime.<name>`` or a sub-package's)."""
     parts = module.split(".")[2:]
-    if parts and parts[0] in ("transport", "sessions", "rollouts"):
+    if parts and parts[0] in PACKAGES:
         return parts[0]
     return "foundation" if parts and parts[0] in FOUNDATION else "top"
 
 
+def _rank(room: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if room in layer)
+
+
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:
-    """Every import of a higher layer's module, as ``"importer -> imported"``."""
+    """Every import of a higher layer's module or of a side room's, as
+    ``"importer -> imported"``."""
     found: list[str] = []
     for name, imported in sorted(graph.items()):
         for target in sorted(imported & set(graph)):
-            if LAYERS.index(layer_of(target)) > LAYERS.index(layer_of(name)):
+            mine, theirs = layer_of(name), layer_of(target)
+            if _rank(theirs) > _rank(mine) or (_rank(theirs) == _rank(mine) and theirs != mine):
                 found.append(f"{name} -> {target}")
     return found
 
@@ -144,9 +161,10 @@ def test_the_runtime_has_no_import_cycle() -> None:
 
 
 def test_the_runtime_layers_import_only_downwards() -> None:
-    """transport below sessions below rollouts below the adapter (the top level)."""
+    """transport below sessions below records below the rooms (choosing, trajectories,
+    upload) below rollouts below the adapter (the top level)."""
     graph = runtime_imports()
-    for package in ("transport", "sessions", "rollouts"):
+    for package in sorted(PACKAGES):
         assert any(layer_of(name) == package for name in graph), package
     assert layer_violations(graph) == []
 
@@ -163,13 +181,35 @@ def test_the_layer_check_finds_an_upward_import() -> None:
     ]
 
 
-def test_no_runtime_module_is_longer_than_400_lines() -> None:
+def test_the_layer_check_finds_an_import_between_side_rooms() -> None:
+    graph = {
+        "orsgen.runtime.choosing.tasks": {"orsgen.runtime.upload.record"},
+        "orsgen.runtime.upload.record": {"orsgen.runtime.records.episode"},
+        "orsgen.runtime.records.episode": set(),
+        "orsgen.runtime.rollouts.rollout": {"orsgen.runtime.choosing.tasks"},
+    }
+    assert layer_violations(graph) == [
+        "orsgen.runtime.choosing.tasks -> orsgen.runtime.upload.record"
+    ]
+
+
+ORSGEN = RUNTIME.parent
+
+
+def test_no_module_is_over_400_lines_and_no_folder_holds_over_15() -> None:
+    """Anywhere in orsgen/: a module a reader takes in whole, a folder list one can scan."""
     long = {
-        path.name: n
-        for path in RUNTIME.rglob("*.py")
+        str(path.relative_to(ORSGEN)): n
+        for path in ORSGEN.rglob("*.py")
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400
     }
     assert long == {}
+    crowded = {
+        str(folder.relative_to(ORSGEN)): n
+        for folder in [ORSGEN, *(p for p in ORSGEN.rglob("*") if p.is_dir())]
+        if (n := len(list(folder.glob("*.py")))) > 15
+    }
+    assert crowded == {}
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -227,9 +267,25 @@ FOREIGN_PRIVATE |= {f"getattr(process, {name!r})" for name in ("_target", "_args
 
 def test_no_runtime_module_reads_another_objects_private_attribute() -> None:
     reads = {
-        path.name: sorted(_private_reads(ast.parse(path.read_text(encoding="utf-8"))))
+        str(path.relative_to(RUNTIME)): sorted(
+            _private_reads(ast.parse(path.read_text(encoding="utf-8")))
+        )
         for path in sorted(RUNTIME.rglob("*.py"))
         if path.name != "sdk.py"
     }
     reads = {name: [r for r in found if r not in FOREIGN_PRIVATE] for name, found in reads.items()}
     assert {name: found for name, found in reads.items() if found} == {}
+
+
+def test_only_trainer_facts_reads_a_private_name_by_getattr() -> None:
+    """``getattr(x, "_name")`` anywhere in orsgen/ (the generator and eval too): only the
+    documented TRL fence, trainer_facts.py, reads another object's private name so."""
+    found = {
+        str(path.relative_to(ORSGEN)): sorted(
+            read
+            for read in _private_reads(ast.parse(path.read_text(encoding="utf-8")))
+            if read.startswith("getattr(")
+        )
+        for path in sorted(ORSGEN.rglob("*.py"))
+    }
+    assert {name for name, reads in found.items() if reads} == {"runtime/records/trainer_facts.py"}

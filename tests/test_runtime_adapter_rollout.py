@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import failed
 
-from orsgen.runtime.rollouts.tasks import TaskChoiceError
+from orsgen.runtime.choosing.tasks import TaskChoiceError
 
 pytestmark = pytest.mark.timeout(120)
 

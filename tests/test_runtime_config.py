@@ -12,7 +12,7 @@ import pytest
 
 from generated.echo import EchoEnv
 from orsgen.runtime.config import AdapterConfig, AdapterSettings
-from orsgen.runtime.rollouts.trajectories import JsonlFile
+from orsgen.runtime.trajectories.writer import JsonlFile
 
 
 def test_every_keyword_lands_in_one_frozen_config() -> None:

@@ -75,3 +75,51 @@ def test_bundle_refuses_a_metadata_environment_column(echo_server: Any) -> None:
     data = echo_tasks(base_url=echo_server.url).add_column("environment", ["x"] * 4)
     with pytest.raises(ValueError, match="include_metadata=False"):
         bundle_tasks({"echo": data})
+
+
+@pytest.mark.usefixtures("fresh_runtime")
+def test_a_weighted_environment_without_a_dataset_runs_its_own_curriculum(
+    echo_server: Any, quiz: Any
+) -> None:
+    """What docs/several-environments.md promises: a dataset of ``None`` leaves the task to
+    the environment, so its ``curriculum=`` chooses within the environment's share, while
+    the other environment's rows open their own tasks. Driven as GRPOTrainer drives it:
+    each row reset ``G`` times in a row (``RepeatSampler``), by the row's environment."""
+    from generated.echo import outcome_reward
+    from orsgen.runtime.choosing import tasks
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
+
+    module, quiz_server = quiz
+    tasks.samplers().clear()
+    curriculum = PassRateCurriculum()
+    data = bundle_tasks(
+        {"echo": None, "quiz": module.load_tasks(base_url=quiz_server.url)},
+        weights={"echo": 1, "quiz": 1},
+        block=2,
+        blocks=8,
+    )
+    groups = 2
+    echo = [
+        EchoEnv(base_url=echo_server.url, curriculum=curriculum, group_size=groups)
+        for _ in range(groups)
+    ]
+    quizzes = [module.QuizEnv(base_url=quiz_server.url) for _ in range(groups)]
+    chosen: list[list[int]] = []
+    try:
+        for row in data:
+            columns = {k: v for k, v in row.items() if k != "environment"}  # as TRL does
+            if row["environment"] == "quiz":
+                for env in quizzes:
+                    assert row["question"] in env.reset(**columns)
+                continue
+            for env in echo:
+                env.reset(**columns)
+                env.echo(text="apple")  # only task 0 wants it
+            outcome_reward(echo)  # each settled rollout tells the curriculum
+            chosen.append([env.rollout.task_index for env in echo])
+    finally:
+        EchoEnv.close_all()
+        module.QuizEnv.close_all()
+    assert len(chosen) == 8 and all(a == b for a, b in chosen)  # each group on one task
+    assert sorted(a for a, _ in chosen[:4]) == [0, 1, 2, 3]  # the first pass: each task once
+    assert [curriculum.pool(t) for t in range(4)] == ["solved"] + ["unsolved"] * 3

@@ -19,7 +19,7 @@ import pytest
 
 import ors_server
 from conftest import import_generated
-from orsgen.runtime.rollouts import metrics
+from orsgen.runtime.records import metrics
 from orsgen.runtime.sessions.drift import ToolDriftError, ToolDriftWarning
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("fresh_runtime")]

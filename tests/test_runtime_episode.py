@@ -1,4 +1,4 @@
-"""Rollout outcomes and the ``unfinished_reward`` policy (orsgen/runtime/rollouts/episode.py), read
+"""Rollout outcomes and the ``unfinished_reward`` policy (orsgen/runtime/records/episode.py), read
 through ``outcome_reward`` and ``get_reward()`` on real trustenv sessions.
 
 - scored: the environment's last non-null reward (0.0 is a score);
@@ -17,8 +17,8 @@ import pytest
 from conftest import failed
 from envs.trust_support import TRUST_ENV, ScoredTrustAdapter, TrustAdapter
 
+from orsgen.runtime.records.episode import Episode, classify
 from orsgen.runtime.rewards import outcome_reward
-from orsgen.runtime.rollouts.episode import Episode, classify
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import failed
 from generated.echo import EchoEnv, ScoredEchoEnv
 from generated.echo.rewards import outcome_reward
-from orsgen.runtime.rollouts import metrics
+from orsgen.runtime.records import metrics
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from orsgen.runtime import passk
+from orsgen.runtime.choosing import tasks
 from orsgen.runtime.config import AdapterConfig
-from orsgen.runtime.rollouts import task_table, tasks, trajectories
-from orsgen.runtime.rollouts.task_table import TaskTable
-from orsgen.runtime.rollouts.trajectory_reader import fold
+from orsgen.runtime.trajectories import task_table, writer as trajectories
+from orsgen.runtime.trajectories.reader import fold
+from orsgen.runtime.trajectories.task_table import TaskTable
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 

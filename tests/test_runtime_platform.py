@@ -123,7 +123,7 @@ def test_the_rows_the_stand_in_serves_are_the_sdks_shape(api: PlatformAPI) -> No
 
 
 def test_a_platform_prior_reaches_the_curriculum(api: PlatformAPI) -> None:
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     curriculum = PassRateCurriculum(prior=_quiet(split="train", min_rollouts=4))
     curriculum.start(range(8), 0, 4)
@@ -141,7 +141,7 @@ def test_a_platform_prior_reaches_the_curriculum(api: PlatformAPI) -> None:
 
 
 def test_no_prior_is_no_prior_for_the_curriculum() -> None:
-    from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 
     with pytest.warns(PlatformPriorWarning):
         curriculum = PassRateCurriculum(prior=platform_difficulty("local-only"))

@@ -14,7 +14,7 @@ import pytest
 
 from generated.echo import EchoEnv
 from generated.echo.rewards import outcome_reward
-from orsgen.runtime.rollouts import task_table
+from orsgen.runtime.trajectories import task_table
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 

@@ -12,7 +12,7 @@ from conftest import failed
 from envs.trust_support import TRUST_ENV, TrustAdapter
 
 from orsgen.runtime.rewards import outcome_reward
-from orsgen.runtime.rollouts import trajectories
+from orsgen.runtime.trajectories import writer as trajectories
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]
 
@@ -88,7 +88,7 @@ def test_one_file_per_process(tmp_path: Path) -> None:
 
 
 def test_long_outputs_are_truncated() -> None:
-    from orsgen.runtime.rollouts.episode import MAX_OUTPUT_TEXT, Call
+    from orsgen.runtime.records.episode import MAX_OUTPUT_TEXT, Call
 
     record = Call("t", {"a": "b" * 5000}, "x" * 5000, None, False, 0.0).record()
     assert len(record["output"]) == MAX_OUTPUT_TEXT and record["output"].endswith("...")

@@ -16,11 +16,11 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 
 from generated.echo import EchoEnv
 from generated.echo.rewards import outcome_reward
-from orsgen.runtime.rollouts import task_table
-from orsgen.runtime.rollouts.task_table import TaskTable
-from orsgen.runtime.rollouts.trajectories import JsonlFile
-from orsgen.runtime.rollouts.trajectory_reader import TrajectoryFiles, fold, task_outcome
 from orsgen.runtime.task_callback import TaskTableCallback
+from orsgen.runtime.trajectories import task_table
+from orsgen.runtime.trajectories.reader import TrajectoryFiles, fold, task_outcome
+from orsgen.runtime.trajectories.task_table import TaskTable
+from orsgen.runtime.trajectories.writer import JsonlFile
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,4 +1,4 @@
-"""What an outage of the platform API costs the uploader (orsgen/runtime/rollouts/uploader.py),
+"""What an outage of the platform API costs the uploader (orsgen/runtime/upload/uploader.py),
 counted in requests against the stand-in API (tests/platform_api.py), not in seconds: a
 start is tried 1 + START_RETRIES times on a 5xx (not the SDK's five: a try and four retries,
 7.5 s); once it has failed, a probe is one request, and a flush with the API known to be
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from orsgen.runtime.rollouts import uploader as uploader_module
-from orsgen.runtime.rollouts.upload_record import Record, UploadRun
-from orsgen.runtime.rollouts.uploader import Uploader
+from orsgen.runtime.upload import uploader as uploader_module
+from orsgen.runtime.upload.record import Record, UploadRun
+from orsgen.runtime.upload.uploader import Uploader
 from platform_api import PlatformAPI
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

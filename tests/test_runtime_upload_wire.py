@@ -1,4 +1,4 @@
-"""What the uploader sends (orsgen/runtime/rollouts/upload_wire.py): the SDK's own requests,
+"""What the uploader sends (orsgen/runtime/upload/wire.py): the SDK's own requests,
 over one kept-alive connection, with one environment lookup per catalog environment.
 Against the stand-in platform API (tests/platform_api.py); the SDK's own upload client
 (``RolloutAPI.create()`` and ``Rollout.log``) against a second one, for the same bodies."""
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from orsgen.runtime.rollouts.upload_record import Record, UploadRun
-from orsgen.runtime.rollouts.uploader import Uploader
 from orsgen.runtime.transport import sdk
+from orsgen.runtime.upload.record import Record, UploadRun
+from orsgen.runtime.upload.uploader import Uploader
 from platform_api import PlatformAPI
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -136,7 +136,7 @@ def _sdk_upload(api: PlatformAPI, record: Record, up: Uploader) -> None:
     import openreward
     from openreward.models import RolloutInfo, RunInfo
 
-    from orsgen.runtime.rollouts.upload_record import events
+    from orsgen.runtime.upload.record import events
 
     client = openreward.OpenReward(api_key=KEY)
     client.config.send_loop_config.base_url = api.url

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from generated.echo import EchoEnv, outcome_reward  # noqa: E402
-from orsgen.runtime.rollouts import metrics  # noqa: E402
+from orsgen.runtime.records import metrics  # noqa: E402
 from orsgen.runtime.upload import UploadRun  # noqa: E402
 
 SECRET = "sk-upload-test-SECRET-41d2"

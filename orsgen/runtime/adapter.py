@@ -41,10 +41,11 @@ from orsgen.runtime.config import (
     AdapterConfig,
     AdapterSettings,
 )
+from orsgen.runtime.choosing import tasks
 from orsgen.runtime.errors import OrsRuntimeError, ServerNotConfiguredError, SessionOpenError
 from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
-from orsgen.runtime.rollouts import metrics, tasks
-from orsgen.runtime.rollouts.protocol import Rollout
+from orsgen.runtime.records import metrics, trainer_facts
+from orsgen.runtime.records.protocol import Rollout
 from orsgen.runtime.rollouts.rollout import AdapterRollout
 from orsgen.runtime.sessions import cap, pool
 from orsgen.runtime.sessions.drift import ToolDriftError, ToolDriftWarning
@@ -123,17 +124,18 @@ class OrsAdapter:
         rollout_timeout: seconds from ``reset()``'s open session after which tool calls
             end the episode, unfinished, without a round trip.
         seed, num_tasks, indices: task choice for ``train_dataset=None``
-            (:mod:`orsgen.runtime.rollouts.tasks`, ``docs/training.md``).
-        sampler: makes the task sampler of a stream from ``(tasks, seed, group_size)``;
-            defaults to uniform seeded passes (:class:`~orsgen.runtime.rollouts.tasks.Chooser`).
-            It observes every settled outcome of a rollout whose task it chose.
+            (:mod:`orsgen.runtime.choosing.tasks`, ``docs/training.md``).
+        sampler: makes the task sampler of a stream from ``(tasks, seed, group_size,
+            pass_threshold)``; defaults to uniform seeded passes
+            (:class:`~orsgen.runtime.choosing.tasks.Chooser`). It observes every settled
+            outcome of a rollout whose task it chose.
         curriculum: shorthand for the sampler: ``None`` / ``"uniform"`` (seeded uniform
             passes), ``"pass_rate"`` (favour tasks the model sometimes solves,
-            :mod:`orsgen.runtime.rollouts.curriculum`), or a ``PassRateCurriculum`` with
+            :mod:`orsgen.runtime.choosing.curriculum`), or a ``PassRateCurriculum`` with
             other parameters. Not together with ``sampler=``.
         unfinished_reward: the reward of a rollout whose session worked but never scored.
         trajectories: a path (one JSON line per rollout) or a sink with ``write(line)``
-            (:mod:`orsgen.runtime.rollouts.trajectories`).
+            (:mod:`orsgen.runtime.trajectories.writer`).
         upload_run: a run name (or an :class:`~orsgen.runtime.upload.UploadRun`): every
             settled rollout also goes to OpenReward's runs UI under it, from a background
             thread that never holds up a reset or a tool call (:mod:`orsgen.runtime.upload`).
@@ -168,6 +170,11 @@ class OrsAdapter:
         if config is not None and settings:
             raise TypeError("pass config= or keyword settings, not both")
         self._config = config or AdapterConfig.of(type(self), **settings)
+        built = trainer_facts.environment_name()  # by TRL's environment_factory: its key
+        if built is not None:
+            metrics.counts().expect(built[1])  # the run's environments (none when one)
+            rollouts = dataclasses.replace(self._config.rollouts, environment=built[0])
+            self._config = dataclasses.replace(self._config, rollouts=rollouts)
         cap.of(type(self)).adopt(self, self._config.sessions.max_sessions)
         self._lock = threading.RLock()
         self._slot = SessionSlot(type(self))
@@ -234,7 +241,7 @@ class OrsAdapter:
     def rollout(self) -> Rollout:
         """The current rollout (a new one at every reset), as the reward functions, the
         metrics, the trajectory log and an evaluation loop read it
-        (:class:`orsgen.runtime.rollouts.protocol.Rollout`). A property, not a method, so
+        (:class:`orsgen.runtime.records.protocol.Rollout`). A property, not a method, so
         TRL never offers it to the model as a tool."""
         return self._rollout
 

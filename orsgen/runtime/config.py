@@ -9,7 +9,7 @@ them by who reads them:
 - ``rollouts`` (:class:`~orsgen.runtime.rollouts.settings.RolloutSettings`): what a rollout
   runs under (call timeout, rollout deadline and its clock, multimodal output,
   ``unfinished_reward``, the trajectory sink);
-- ``tasks`` (:class:`~orsgen.runtime.rollouts.tasks.TaskChoice`): how tasks are chosen for
+- ``tasks`` (:class:`~orsgen.runtime.choosing.tasks.TaskChoice`): how tasks are chosen for
   ``train_dataset=None`` (seed, restriction, group size, the sampler factory, which
   ``curriculum=`` selects);
 - ``pass_threshold``: the one pass rule's threshold (:func:`orsgen.runtime.passk.passes`),
@@ -27,15 +27,15 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
 from orsgen.runtime import passk
-from orsgen.runtime.rollouts.curriculum import PassRateCurriculum
-from orsgen.runtime.rollouts.prior import Identity
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
+from orsgen.runtime.choosing.prior import Identity
+from orsgen.runtime.choosing.tasks import SamplerFactory, TaskChoice
 from orsgen.runtime.rollouts.settings import RolloutSettings
-from orsgen.runtime.rollouts.tasks import SamplerFactory, TaskChoice
-from orsgen.runtime.rollouts.trajectories import TrajectorySink
 from orsgen.runtime.sessions.opening import SessionOptions, resolve_servers
+from orsgen.runtime.trajectories.writer import TrajectorySink
 from orsgen.runtime.transport import health
-from orsgen.runtime.rollouts.upload_record import UploadRun
 from orsgen.runtime.transport.endpoint import session_secrets
+from orsgen.runtime.upload.record import UploadRun
 
 DEFAULT_CALL_TIMEOUT = 600.0
 DEFAULT_OPEN_TIMEOUT = 1800.0

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from orsgen.jsonobject import is_object
+from orsgen.runtime import mixture
 from orsgen.runtime.errors import ServerNotConfiguredError, TaskLoadError, describe
 from orsgen.runtime.transport import health
 from orsgen.runtime.transport.endpoint import Endpoint, resolve_all
@@ -291,18 +292,52 @@ def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
     return from_dict(fixed)
 
 
-def bundle_tasks(datasets: Mapping[str, "Dataset"]) -> "Dataset":
+def bundle_tasks(
+    datasets: Mapping[str, "Dataset | None"],
+    *,
+    weights: Mapping[str, float] | None = None,
+    block: int | None = None,
+    seed: int | None = None,
+    blocks: int | None = None,
+) -> "Dataset":
     """One training set from several environments' ``load_tasks()`` datasets, for TRL's
     multi-environment mode: ``environment_factory={"echo": EchoEnv, "quiz": QuizEnv}``
     picks each row's adapter by the ``environment`` column this adds (TRL does not pass
     that column to ``reset``). Metadata columns are merged; a row gets ``None`` for the
-    columns of other environments."""
+    columns of other environments.
+
+    Without ``weights`` the datasets are concatenated in the mapping's order. With
+    ``weights={"echo": 3, "quiz": 1}`` and ``block=B`` (:mod:`orsgen.runtime.mixture`):
+
+    - every block of ``B`` consecutive rows holds each environment's weighted share of
+      ``B``, rounded by largest remainder, in a seeded order (``seed``, default 0);
+    - an environment's rows come in seeded passes over its dataset: sampled without
+      replacement until they run out, then a new pass (so a small one repeats);
+    - the dataset has ``blocks`` blocks (``blocks * B`` rows); by default the fewest in
+      which every environment shows each of its tasks at least once;
+    - a dataset of ``None`` makes the environment choose its own tasks: its rows carry no
+      task, so its adapter's ``seed=``, ``num_tasks=`` and ``curriculum=`` choose (one
+      process only: across ranks a stream cannot place its resets among the run's rows).
+
+    ``B`` = the unique prompts of one TRL generation, ``generation_batch_size //
+    num_generations``, with ``shuffle_dataset=False``: then every optimizer step holds
+    exactly the shares (docs/several-environments.md)."""
     if not datasets:
         raise ValueError("bundle_tasks needs at least one dataset")
+    if weights is None:
+        given = [
+            f"{k}="
+            for k, v in (("block", block), ("seed", seed), ("blocks", blocks))
+            if v is not None
+        ]
+        if given or None in datasets.values():
+            what = ", ".join(given) or "a dataset of None (the environment chooses its tasks)"
+            raise ValueError(f"{what} shapes a weighted mixture: pass weights= too")
     # Unbatched, `to_dict()` returns the columns (its annotation also allows an iterator).
     parts = {
         name: cast(dict[str, list[Any]], ds.to_dict())  # pyright: ignore[reportUnknownMemberType]
         for name, ds in datasets.items()
+        if ds is not None
     }
     for name, columns in parts.items():
         missing = [c for c in _REQUIRED_COLUMNS if c not in columns]
@@ -314,15 +349,21 @@ def bundle_tasks(datasets: Mapping[str, "Dataset"]) -> "Dataset":
                 "reserves for choosing the environment; load it with include_metadata=False "
                 "or remove that column"
             )
+    sizes = {name: len(parts[name]["task_index"]) if name in parts else None for name in datasets}
+    if weights is None:
+        order: list[mixture.Row] = [(name, i) for name, n in sizes.items() for i in range(n or 0)]
+    else:
+        order = mixture.plan(sizes, weights, block=block, seed=seed, blocks=blocks)
     keys = sorted({k for columns in parts.values() for k in columns} - set(RESERVED_COLUMNS))
     rows: dict[str, list[Any]] = {"prompt": [], "task_index": [], "split": [], "environment": []}
     rows.update({key: [] for key in keys})
-    for name, columns in parts.items():
-        n = len(columns["task_index"])
-        rows["prompt"] += columns["prompt"]
-        rows["task_index"] += columns["task_index"]
-        rows["split"] += columns.get("split", [None] * n)  # None: the adapter's default
-        rows["environment"] += [name] * n
-        for key in keys:
-            rows[key] += columns.get(key, [None] * n)
+    for name, i in order:
+        columns = parts.get(name, {})
+        for key, values in rows.items():
+            if key == "environment":
+                values.append(name)
+            elif i is None:  # the environment chooses its task: an empty prompt, no task
+                values.append([{"role": "user", "content": ""}] if key == "prompt" else None)
+            else:  # a column the dataset lacks (split, other environments' metadata): None
+                values.append(columns[key][i] if key in columns else None)
     return to_dataset(rows)

@@ -2,7 +2,7 @@
 
 The reward functions read each environment through the :class:`Rollout` protocol,
 which ``OrsAdapter.rollout`` implements
-(:mod:`orsgen.runtime.rollouts.protocol`); this module imports nothing of the adapter.
+(:mod:`orsgen.runtime.records.protocol`); this module imports nothing of the adapter.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
 from orsgen.runtime.passk import PASS_THRESHOLD, grouped_pass_at_k
-from orsgen.runtime.rollouts import upload
-from orsgen.runtime.rollouts import metrics, task_table, trainer_facts
-from orsgen.runtime.rollouts.protocol import HasRollout, Rollout
+from orsgen.runtime.records import metrics, trainer_facts
+from orsgen.runtime.records.protocol import HasRollout, Rollout
+from orsgen.runtime.trajectories import task_table
+from orsgen.runtime.upload import build as upload
 
 
 def _rollout(env: object) -> Rollout | None:
@@ -68,13 +69,15 @@ def outcome_reward(
 
     With TRL's ``log_metric`` (GRPOTrainer passes it to every reward function), the
     batch's rollout health goes into the trainer's log as ``ors/*`` metrics
-    (:mod:`orsgen.runtime.rollouts.metrics`), with ``ors/pass@k`` for every k up to the batch's
+    (:mod:`orsgen.runtime.records.metrics`; per environment when several train), ``ors/pass@1``
+    the share of rollouts that pass by the pass rule (:func:`orsgen.runtime.passk.passes` with
+    its adapter's ``pass_threshold``), with ``ors/pass@k`` for every k from 2 up to the batch's
     smallest group: rollouts of one task (TRL's ``task_index`` and ``split`` columns) are a
-    group, a rollout passes by the pass rule (:func:`orsgen.runtime.passk.passes` with its
-    adapter's ``pass_threshold``; Chen et al.'s estimator, averaged over groups). In evaluation TRL logs them all under ``eval_``.
+    group (Chen et al.'s estimator, averaged over groups). In evaluation TRL logs them all
+    under ``eval_``.
     With ``log_extra`` each rollout's task index
     and split become columns of TRL's completions table, and every scored batch feeds the
-    per-task table (:mod:`orsgen.runtime.rollouts.task_table`).
+    per-task table (:mod:`orsgen.runtime.trajectories.task_table`).
 
     With ``upload_run=`` on the adapter, each rollout's conversation (``prompts`` and
     ``completions``) goes to OpenReward's runs UI when it settles (:mod:`orsgen.runtime.upload`).
@@ -103,11 +106,13 @@ def outcome_reward(
     rewards = [None if o is None else o.reward for o in outcomes]
     thresholds = [PASS_THRESHOLD if r is None else r.pass_threshold for r in rollouts]
     if log_metric is not None:
-        metrics.emit(log_metric, [o for o in outcomes if o is not None])
+        settled = [(o, t) for o, t in zip(outcomes, thresholds) if o is not None]
+        metrics.emit(log_metric, [o for o, _ in settled], [t for _, t in settled])
         if task_index is not None and len(task_index) == len(rewards):
             keys = list(zip(task_index, split or [None] * len(rewards)))
             for k, value in grouped_pass_at_k(keys, rewards, thresholds).items():
-                log_metric(f"ors/pass@{k}", value)
+                if k > 1:  # pass@1, the share of rollouts that pass, is emit()'s
+                    log_metric(f"ors/pass@{k}", value)
     tasks = [None if r is None else (r.split, r.task_index) for r in rollouts]
     task_table.record(tasks, outcomes, trainer_state, thresholds)
     if log_extra is not None:

@@ -1,4 +1,4 @@
-"""The TRL callback that writes the per-task table (:mod:`orsgen.runtime.rollouts.task_table`)
+"""The TRL callback that writes the per-task table (:mod:`orsgen.runtime.trajectories.task_table`)
 beside the run's output at every logging step::
 
     from orsgen.runtime.task_callback import TaskTableCallback
@@ -27,9 +27,9 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from orsgen.runtime.rollouts.task_table import TaskTable, table
-from orsgen.runtime.rollouts.trajectories import JsonlFile, process_path
-from orsgen.runtime.rollouts.trajectory_reader import TrajectoryFiles, fold
+from orsgen.runtime.trajectories.reader import TrajectoryFiles, fold
+from orsgen.runtime.trajectories.task_table import TaskTable, table
+from orsgen.runtime.trajectories.writer import JsonlFile, process_path
 from orsgen.runtime.transport.identity import identity
 
 FILE_NAME = "ors_tasks.csv"

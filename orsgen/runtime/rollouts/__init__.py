@@ -1,7 +1,7 @@
-"""Rollouts: one reset's :class:`~orsgen.runtime.rollouts.rollout.Rollout` and its record
-(``episode``), task choice (``tasks``), the process's metrics (``metrics``), the
-trajectory log (``trajectories``) and what the calling TRL trainer knows
-(``trainer_facts``).
+"""Rollouts: one reset's :class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which
+drives the rooms below it (the task choice, the trajectory log, the upload), and its
+settings (``settings``).
 
-Above :mod:`orsgen.runtime.sessions`, below the adapter.
+Above :mod:`orsgen.runtime.choosing`, :mod:`orsgen.runtime.trajectories` and
+:mod:`orsgen.runtime.upload`; below the adapter.
 """

@@ -1,12 +1,12 @@
 """One reset's rollout: :class:`AdapterRollout`, in an explicit
-:class:`~orsgen.runtime.rollouts.episode.RolloutState`.
+:class:`~orsgen.runtime.records.episode.RolloutState`.
 
 An adapter makes one :class:`AdapterRollout` per ``reset()``. It owns what that reset
 produced: its session (in the adapter's :class:`~orsgen.runtime.sessions.pool.SessionSlot`),
-status, every call's reward, metadata and record (:class:`~orsgen.runtime.rollouts.episode.
+status, every call's reward, metadata and record (:class:`~orsgen.runtime.records.episode.
 Episode`), deadline (``rollout_timeout``, on an injectable clock) and outcome. The reward
 functions, metrics, trajectory log, upload and TRL-free loops read it through
-:class:`~orsgen.runtime.rollouts.protocol.Rollout`.
+:class:`~orsgen.runtime.records.protocol.Rollout`.
 
 A tool call goes down one way: the generated method, ``OrsAdapter._call``,
 :meth:`AdapterRollout.call`, the call policy and the SDK. A failed call is recorded, then
@@ -30,19 +30,20 @@ from orsgen.runtime.errors import (
     describe,
     tool_failure,
 )
+from orsgen.runtime.choosing import tasks
 from orsgen.runtime.images import Content, blocks_to_content, blocks_to_text
 from orsgen.runtime.passk import PASS_THRESHOLD
-from orsgen.runtime.rollouts import upload
-from orsgen.runtime.rollouts import metrics, tasks, trajectories
-from orsgen.runtime.rollouts.episode import Call, Episode, Outcome, RolloutState, classify
+from orsgen.runtime.records import metrics
+from orsgen.runtime.records.episode import Call, Episode, Outcome, RolloutState, classify
 from orsgen.runtime.rollouts.settings import RolloutSettings
-from orsgen.runtime.rollouts.tasks import TaskSampler
 from orsgen.runtime.sessions import drift
 from orsgen.runtime.sessions.opening import SessionOptions, TaskRef
 from orsgen.runtime.sessions.pool import SessionSlot
+from orsgen.runtime.trajectories import writer as trajectories
 from orsgen.runtime.transport import health, sdk
 from orsgen.runtime.transport.policy import Action
 from orsgen.runtime.transport.process import current
+from orsgen.runtime.upload import build as upload
 
 
 class AdapterRollout:
@@ -61,7 +62,7 @@ class AdapterRollout:
         self.owner, self.settings, self.here = owner, settings, here
         self.pass_threshold = pass_threshold
         self._slot, self._lock, self._clock = slot, lock, settings.clock
-        self._sampler: TaskSampler | None = None  # the one that chose the task observes it
+        self._sampler: tasks.TaskSampler | None = None  # the one that chose the task observes it
         self.state = RolloutState.OPENING
         self.episode = Episode()
         self.reward: float | None = None
@@ -101,7 +102,8 @@ class AdapterRollout:
 
     def outcome(self) -> Outcome:
         """How the rollout ended, with ``unfinished_reward`` applied."""
-        return classify(self.episode, self.rewards, self.settings.unfinished_reward, self.finished)
+        s, kept = self.settings, (self.finished, self.owner)
+        return classify(self.episode, self.rewards, s.unfinished_reward, *kept, s.environment)
 
     def settle(self) -> Outcome:
         """The outcome, counted once in the process's metrics, observed once by the task
@@ -110,7 +112,7 @@ class AdapterRollout:
             outcome = self.outcome()
             if not self.episode.counted:
                 self.episode.counted = True
-                metrics.counts().rollout_done(outcome)
+                metrics.counts().rollout_done(outcome, self.pass_threshold)
                 if self._sampler is not None and self.task_index is not None:
                     tasks.observe(self._sampler, self.task_index, outcome)
             self.end()
@@ -132,7 +134,7 @@ class AdapterRollout:
         self,
         index: int | None,
         task_spec: Mapping[str, Any] | None,
-        sampler: TaskSampler | None = None,
+        sampler: tasks.TaskSampler | None = None,
     ) -> Content | None:
         """Open this rollout's session for task ``index`` (or ``task_spec``), which
         ``sampler`` chose when the trainer gave none. Whether and when the open is retried
@@ -171,9 +173,8 @@ class AdapterRollout:
         return opened.prompt
 
     def degrade(self) -> None:
-        """Run the rest of this rollout without an environment: its tools answer
-        ``Error: environment unavailable`` and it gets no reward. Counted once, in the
-        server's health record."""
+        """Run the rest of this rollout without an environment (its tools answer ``Error:
+        environment unavailable``, no reward). Counted once, in the server's health record."""
         if self.episode.void_reason is not None:
             return
         self._void("unavailable")

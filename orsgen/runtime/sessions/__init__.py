@@ -2,5 +2,5 @@
 prefetch (``pool``), one reset's open under the call policy (``opening``) and the drift
 guard (``drift``).
 
-Above :mod:`orsgen.runtime.transport`, below :mod:`orsgen.runtime.rollouts`.
+Above :mod:`orsgen.runtime.transport`, below :mod:`orsgen.runtime.records`.
 """

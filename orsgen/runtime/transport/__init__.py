@@ -2,5 +2,5 @@
 aiohttp client, the SDK calls, endpoints and the servers' health (the call policy).
 
 The lowest layer: it imports only the runtime's foundation modules (``errors``,
-``images``), never sessions, rollouts or the adapter (``tests/test_import_layers.py``).
+``images``), never the layers above it (``tests/test_import_layers.py``).
 """

@@ -1,0 +1,252 @@
+"""The built-in :class:`~orsgen.runtime.choosing.tasks.TaskSampler`: one task per global
+GRPO group, by seeded uniform passes or by a curriculum.
+
+Under several processes a group's rows can land on different ranks (the sampler's own
+diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``). Every rank therefore maps its own resets onto
+the run's global rows (:class:`Layout`: accelerate gives rank ``r`` the ``r``-th block of
+``per_device_train_batch_size * steps_per_generation`` rows of each generation) and
+chooses by *global group*: a task is a function of the seed and the group index (and,
+with a curriculum, of statistics every rank holds alike), so a group split across ranks
+stays on one task and all ranks agree on the order.
+
+Pure: no I/O. Sharing outcomes between ranks is a function handed in
+(:func:`orsgen.runtime.choosing.ranks.all_gather`).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from orsgen.runtime.choosing import curriculum as curricula
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
+from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.records.episode import Outcome
+
+# (group, task, reward) of settled rollouts, exchanged between ranks.
+Shared = list[tuple[int, int, float | None]]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a rank's resets sit among the run's rows: each generation, rank ``rank`` of
+    ``world`` resets rows ``rank * rows .. (rank + 1) * rows - 1`` of ``world * rows``."""
+
+    rank: int
+    world: int
+    rows: int
+
+    def slot(self, reset: int) -> int:
+        """The global row of this rank's ``reset``-th reset (0, 1, ...)."""
+        generation, row = divmod(reset, self.rows)
+        return (generation * self.world + self.rank) * self.rows + row
+
+
+class Chooser:
+    """A stream's task sampler, shared by every adapter instance of the stream in a
+    process. Thread-safe (AsyncGRPO resets from a thread pool).
+
+    Without a curriculum, the groups follow seeded uniform passes, whatever the outcomes:
+    pass ``p`` is every task once, in the order ``Random(f"{seed}:{p}")`` shuffles them, and
+    group ``g`` gets task ``g % len(tasks)`` of pass ``g // len(tasks)``. With one, the curriculum chooses once per group and learns
+    from every settled outcome. ``share`` (several processes) exchanges the outcomes the
+    ranks observed, at the first reset of each generation: every rank is there, after the
+    previous generation was scored and before any task of this one is chosen.
+
+    It counts its resets (``handed_out``); the groups they open are numbered from the
+    curriculum's ``first_group``, the one group counter (0 for the uniform passes)."""
+
+    def __init__(
+        self,
+        tasks: Sequence[int],
+        seed: int,
+        group_size: int,
+        pass_threshold: float = PASS_THRESHOLD,
+        *,
+        curriculum: PassRateCurriculum | None = None,
+    ) -> None:
+        if group_size < 1:
+            raise ValueError(f"group_size must be at least 1, got {group_size}")
+        self.tasks = list(tasks)
+        self.seed = seed
+        self.group_size = group_size
+        self.curriculum = curriculum
+        self.layout: Layout | None = None  # spread() sets both under several processes
+        self._share: Callable[[Shared], list[Shared]] | None = None
+        if curriculum is not None:
+            curriculum.start(self.tasks, seed, group_size, pass_threshold)
+        self._lock = threading.Lock()
+        self._current: tuple[int, int] | None = None  # (group, task) last chosen
+        self._pass: tuple[int, list[int]] | None = None  # the uniform pass in use, shuffled
+        self._unshared: Shared = []
+        # task -> the groups of this process's choices on it whose outcome has not come:
+        # TaskSampler.observe names the task, a task's rollouts settle in the order chosen.
+        self._waiting: dict[int, deque[int]] = {}
+        self.handed_out = 0
+
+    def spread(self, layout: Layout, share: Callable[[Shared], list[Shared]]) -> None:
+        """Choose by global group across ``layout``'s ranks, sharing outcomes by
+        ``share`` (before the first choice)."""
+        with self._lock:
+            if self.handed_out:
+                raise RuntimeError("a chooser is spread over ranks before its first choice")
+            self.layout, self._share = layout, share
+
+    # -- TaskSampler ---------------------------------------------------------------------
+
+    def choose(self) -> int:
+        with self._lock:
+            task, group = self._next()
+            if self.curriculum is not None:
+                self._waiting.setdefault(task, deque()).append(group)
+            return task
+
+    def observe(self, task_index: int, outcome: Outcome) -> None:
+        """A settled rollout this chooser chose: only a score says how hard the task is,
+        so unfinished and failed rollouts count as no outcome, never as failures."""
+        if self.curriculum is None:
+            return
+        with self._lock:
+            waiting = self._waiting.get(task_index)
+            if not waiting:
+                return  # not one of this chooser's choices
+            group = waiting.popleft()
+            if not waiting:  # at catalog scale most tasks wait for nothing: hold no deque
+                del self._waiting[task_index]
+        reward = outcome.reward if outcome.kind == "scored" else None
+        self.observe_group(group, task_index, reward)
+
+    def state_dict(self) -> dict[str, Any]:
+        with self._lock:
+            state: dict[str, Any] = {
+                "tasks": list(self.tasks),
+                "seed": self.seed,
+                "given": self.handed_out,
+            }
+            if self.curriculum is not None:
+                state["curriculum"] = self.curriculum.state_dict()
+            return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if list(state["tasks"]) != self.tasks or state["seed"] != self.seed:
+            raise ValueError("this state is of a sampler with other tasks or another seed")
+        if (self.curriculum is None) != ("curriculum" not in state):
+            raise ValueError("this state is of a sampler with another curriculum")
+        with self._lock:
+            if self.curriculum is not None:
+                self.curriculum.load_state_dict(state["curriculum"])
+            self.handed_out, self._current = int(state["given"]), None
+            self._waiting.clear()
+
+    # -- by group ------------------------------------------------------------------------
+
+    def _first_group(self) -> int:
+        """The group of this stream's first reset: the curriculum's counter (its one
+        owner), 0 for the uniform passes."""
+        return 0 if self.curriculum is None else self.curriculum.first_group
+
+    def _next(self) -> tuple[int, int]:
+        reset, self.handed_out = self.handed_out, self.handed_out + 1
+        layout, curriculum = self.layout, self.curriculum
+        # _first_group(), inline: this runs on every reset
+        first = 0 if curriculum is None else curriculum.first_group
+        if layout is not None and layout.world > 1 and reset % layout.rows == 0:
+            generation_start = (reset // layout.rows) * layout.world * layout.rows
+            self._exchange(first + generation_start // self.group_size)
+        slot = reset if layout is None else layout.slot(reset)
+        group = first + slot // self.group_size
+        if self._current is None or self._current[0] != group:
+            if self.curriculum is None:  # the uniform passes, one shuffle per pass
+                uniform_pass, at = divmod(group, len(self.tasks))
+                if self._pass is None or self._pass[0] != uniform_pass:
+                    shuffled = list(self.tasks)
+                    random.Random(f"{self.seed}:{uniform_pass}").shuffle(shuffled)
+                    self._pass = (uniform_pass, shuffled)
+                task = self._pass[1][at]
+            else:
+                task = self.curriculum.choose(group)
+            self._current = (group, task)
+        return self._current[1], group
+
+    def observe_group(self, group: int, task: int, reward: float | None) -> None:
+        """A settled rollout of ``group``: its reward, ``None`` when it was not scored."""
+        if self.curriculum is None:
+            return
+        with self._lock:
+            if self._share is not None and self.layout is not None and self.layout.world > 1:
+                self._unshared.append((group, task, reward))
+            else:
+                self.curriculum.observe(group, task, reward)
+
+    def synchronize(self) -> None:
+        """Share the outcomes of the generation in progress now, not at the next one's
+        first reset: every rank calls it at the same point (a checkpoint's save, the end of
+        training), after which all ranks hold the same curriculum state."""
+        with self._lock:
+            layout = self.layout
+            if layout is None or layout.world <= 1 or self.handed_out == 0:
+                return
+            generations = -(-self.handed_out // layout.rows)  # the ones that started
+            self._exchange(
+                self._first_group() + generations * layout.world * layout.rows // self.group_size
+            )
+
+    def _exchange(self, first_group: int) -> None:
+        """Share the outcomes of the generation before the one whose first global group is
+        ``first_group``. Its groups are all planned first, so every rank plans them from
+        the statistics they were chosen from, whichever rank served them."""
+        if self.curriculum is None or self._share is None:
+            return
+        if first_group > self._first_group():
+            self.curriculum.plan_through(first_group - 1)
+        mine, self._unshared = self._unshared, []
+        for outcomes in self._share(mine):
+            for group, task, reward in outcomes:
+                self.curriculum.observe(group, task, reward)
+
+    def describe(self) -> str:
+        how = (
+            f"in an order shuffled by seed={self.seed}"
+            if self.curriculum is None
+            else f"by a {type(self.curriculum).__name__} seeded by seed={self.seed}"
+        )
+        where = "" if self.layout is None else f", groups counted across {self.layout.world} ranks"
+        return (
+            f"{len(self.tasks)} tasks {how}, each task for {self.group_size} consecutive "
+            f"resets (one GRPO group){where}"
+        )
+
+
+@dataclass(frozen=True)
+class CurriculumFactory:
+    """The sampler factory ``curriculum=`` selects: a :class:`Chooser` whose groups the
+    curriculum chooses. ``"pass_rate"`` makes one curriculum per stream; a
+    :class:`PassRateCurriculum` object is shared by every stream that uses it (and
+    compared by identity, so the adapters given it share one stream)."""
+
+    curriculum: str | PassRateCurriculum
+
+    @property
+    def named(self) -> bool:
+        """Whether each stream makes its own curriculum (``curriculum="pass_rate"``)."""
+        return isinstance(self.curriculum, str)
+
+    def __call__(
+        self, tasks: Sequence[int], seed: int, group_size: int, pass_threshold: float
+    ) -> Chooser:
+        """``pass_threshold``: the adapter's, which the curriculum's pools judge by."""
+        made = curricula.make(self.curriculum)
+        return Chooser(tasks, seed, group_size, pass_threshold, curriculum=made)
+
+
+def factory_of(curriculum: object) -> CurriculumFactory | None:
+    """The factory ``curriculum=`` names, ``None`` for the uniform passes (raises on an
+    unknown name or object now, not at the first reset)."""
+    if curricula.make(curriculum) is None:
+        return None
+    assert isinstance(curriculum, (str, PassRateCurriculum))  # make() accepted it
+    return CurriculumFactory(curriculum)

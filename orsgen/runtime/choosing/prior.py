@@ -1,0 +1,173 @@
+"""A curriculum's prior: each task's pass rate as an evaluation measured it
+(``PassRateCurriculum(prior=...)``), so the curriculum starts with tasks in their pools
+instead of spending its first pass visiting every task.
+
+A prior is read from (:func:`load`):
+
+- an ``orsgen eval`` run directory, or several (their counts add up): ``summary.json``'s
+  ``per_task`` (``task_index``, ``passed``, ``scored``, ``samples``) and ``run.json``'s
+  identity (``environment``, ``split``, ``tools_sha256``, ``pass_threshold``);
+- a :class:`~orsgen.runtime.rundir.FinishedRun` such as ``orsgen.eval.EvalResult``: its
+  ``summary`` holds the same;
+- a mapping from task index to pass rate in [0, 1], which carries no identity.
+
+A task's rate is its passing samples over its scored ones: an unscored sample says nothing
+about the task, and a task with none is not covered. A prior with an identity is refused
+against a stream of another environment, split, tool hash or pass threshold
+(:meth:`Prior.check`), with an error that names the field.
+
+The files are read by :mod:`orsgen.runtime.rundir`: the runtime never imports
+``orsgen.eval``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from orsgen.runtime.rundir import FinishedRun, RunDirError, read_config, read_summary
+
+IDENTITY = ("environment", "split", "tools_sha256", "pass_threshold")
+
+
+class PriorError(ValueError):
+    """A prior that cannot be read, or that is of another stream."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a pass rate is a pass rate of: an environment's split, its tools (their hash)
+    and the pass rule's threshold."""
+
+    environment: str | None
+    split: str
+    tools_sha256: str
+    pass_threshold: float
+
+    def differences(self, other: Identity) -> list[tuple[str, object, object]]:
+        """``(field, mine, other's)`` for every field that differs."""
+        return [
+            (name, getattr(self, name), getattr(other, name))
+            for name in IDENTITY
+            if getattr(self, name) != getattr(other, name)
+        ]
+
+
+@dataclass(frozen=True)
+class Prior:
+    """Each covered task's pass rate, and what it was measured on (``None`` for a plain
+    mapping). ``source`` names where it came from, for error messages."""
+
+    rates: Mapping[int, float]
+    identity: Identity | None
+    source: str
+
+    def check(self, stream: Identity) -> None:
+        """Refuse a prior measured on another environment, split, tool hash or threshold."""
+        if self.identity is None:
+            return
+        found = self.identity.differences(stream)
+        if found:
+            name, mine, theirs = found[0]
+            raise PriorError(
+                f"the curriculum's prior ({self.source}) was measured with {name}={mine!r}, "
+                f"but the adapter trains with {name}={theirs!r}: evaluate the environment, "
+                "split and tools you train on, with the same pass_threshold"
+            )
+
+
+def load(prior: object) -> Prior:
+    """The prior ``prior`` names (see the module docstring)."""
+    kind = type(prior).__name__  # before isinstance() narrows it
+    if isinstance(prior, (str, os.PathLike)):
+        return _of_runs([Path(cast("str | os.PathLike[str]", prior))])
+    if isinstance(prior, Mapping):
+        return _of_mapping(cast(Mapping[object, object], prior))
+    if isinstance(prior, FinishedRun):  # summary.json's figures, with the run's identity
+        where = f"the evaluation of {prior.out}" if prior.out is not None else "an EvalResult"
+        summary = prior.summary
+        return _combine([(_identity(summary, where), _counts(summary, where))], where)
+    if isinstance(prior, (list, tuple)):
+        items = cast(Sequence[object], prior)
+        if items and all(isinstance(p, (str, os.PathLike)) for p in items):
+            return _of_runs([Path(cast("str | os.PathLike[str]", p)) for p in items])
+    raise PriorError(
+        "prior must be an evaluation run directory, a list or tuple of them, an EvalResult "
+        f"or a mapping from task index to pass rate, got {kind}"
+    )
+
+
+def _of_mapping(given: Mapping[object, object]) -> Prior:
+    rates: dict[int, float] = {}
+    for key, value in given.items():
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise PriorError(f"a prior mapping's keys are task indices, got {key!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise PriorError(f"prior[{key}] must be a pass rate in [0, 1], got {value!r}")
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise PriorError(f"prior[{key}] must be a pass rate in [0, 1], got {value!r}")
+        rates[key] = float(value)
+    return Prior(rates, None, "a mapping")
+
+
+def _of_runs(runs: list[Path]) -> Prior:
+    if not runs:
+        raise PriorError("prior is an empty list of run directories")
+    parts: list[tuple[Identity, dict[int, tuple[int, int]]]] = []
+    for run in runs:
+        try:
+            config, summary = read_config(run), read_summary(run)
+        except RunDirError as exc:
+            raise PriorError(f"{exc}: pass the --out directory of a finished orsgen eval") from None
+        parts.append((_identity(config, str(run)), _counts(summary, str(run))))
+    source = str(runs[0]) if len(runs) == 1 else f"{len(runs)} runs from {runs[0]}"
+    return _combine(parts, source)
+
+
+def _identity(config: Mapping[str, Any], where: str) -> Identity:
+    missing = [k for k in IDENTITY if k not in config]
+    if missing:
+        raise PriorError(f"{where} records no {', '.join(missing)}: not an orsgen eval run")
+    threshold = config["pass_threshold"]
+    return Identity(
+        None if config["environment"] is None else str(config["environment"]),
+        str(config["split"]),
+        str(config["tools_sha256"]),
+        float(threshold),
+    )
+
+
+def _counts(summary: Mapping[str, Any], where: str) -> dict[int, tuple[int, int]]:
+    """``{task: (passed, scored)}`` of a summary's per-task figures."""
+    per_task: object = summary.get("per_task")
+    if not isinstance(per_task, list):
+        raise PriorError(f"{where}: summary.json has no per_task list")
+    out: dict[int, tuple[int, int]] = {}
+    for entry in cast(list[Mapping[str, Any]], per_task):
+        scored = int(entry.get("scored", entry["samples"]))
+        out[int(entry["task_index"])] = (min(int(entry["passed"]), scored), scored)
+    return out
+
+
+def _combine(parts: list[tuple[Identity, dict[int, tuple[int, int]]]], source: str) -> Prior:
+    first = parts[0][0]
+    for identity, _ in parts[1:]:
+        found = first.differences(identity)
+        if found:
+            name, mine, theirs = found[0]
+            raise PriorError(
+                f"the prior's runs differ in {name} ({mine!r} and {theirs!r}): give runs "
+                "of one environment, split, tool hash and pass_threshold"
+            )
+    totals: dict[int, list[int]] = {}
+    for _, counts in parts:
+        for task, (passed, scored) in counts.items():
+            total = totals.setdefault(task, [0, 0])
+            total[0] += passed
+            total[1] += scored
+    rates = {t: p / s for t, (p, s) in sorted(totals.items()) if s > 0}
+    return Prior(rates, first, source)

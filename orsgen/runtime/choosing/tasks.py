@@ -1,0 +1,270 @@
+"""Which task a reset opens when the trainer gives none (environment-owned data).
+
+TRL 1.16 lets ``train_dataset`` be omitted when an ``environment_factory`` owns the data:
+``reset()`` then receives only ``prompt=`` (``trl/trainer/grpo_trainer.py``, around line
+862: identical placeholder rows). The adapter chooses the task itself, here:
+
+- the candidate tasks are the split's, restricted by ``num_tasks`` / ``indices`` exactly as
+  ``load_tasks`` restricts them;
+- a pass visits every candidate once, in an order shuffled by ``seed`` (pass ``p`` uses
+  ``Random(f"{seed}:{p}")``, so a run is reproducible and each pass differs);
+- each task is handed out ``group_size`` times in a row, so the G consecutive resets of a
+  GRPO group open the same task. Both trainers reset one group's rollouts one after
+  another in one process: ``GRPOTrainer`` in slot order (``RepeatSampler`` puts a group's
+  rows next to each other), AsyncGRPO's worker awaiting each ``reset`` before drawing the
+  next row (``async_rollout_worker.py``, around lines 549-583 and 878-887).
+
+Under several processes a group's rows can land on different ranks (the sampler's own
+diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``). Under a ``GRPOTrainer`` each rank knows where its
+rows sit (:class:`~orsgen.runtime.choosing.chooser.Layout`), and the built-in
+:class:`~orsgen.runtime.choosing.chooser.Chooser` chooses by global group there, so groups
+stay whole and ranks agree. Elsewhere (several processes, no layout, or a custom sampler)
+:func:`check_single_process` refuses to choose, with an error that says to pass
+``train_dataset=load_tasks(...)``.
+
+The choice is a seam: a :class:`TaskSampler` (``choose``, ``observe`` a settled outcome,
+``state_dict`` / ``load_state_dict``), made per stream by the adapter's ``sampler=`` factory
+from the candidate tasks, seed, group size and the adapter's ``pass_threshold``;
+:class:`Chooser` is the default. The adapter calls ``observe`` with each settled outcome of
+a rollout whose task the sampler chose. ``curriculum="pass_rate"`` (or a
+:class:`~orsgen.runtime.choosing.curriculum.PassRateCurriculum`) is shorthand for the
+sampler factory :class:`~orsgen.runtime.choosing.chooser.CurriculumFactory`: a Chooser
+whose groups the curriculum chooses; ``sampler=`` and ``curriculum=`` together are refused.
+
+Pure but for the AsyncGRPO worker's hand-off (:mod:`~orsgen.runtime.choosing.handoff`,
+joined before a stream is made): no I/O. The adapter fetches the split's task count and says once, in the log, what
+it chose.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from orsgen.runtime.choosing import curriculum as curricula
+from orsgen.runtime.choosing import handoff, ranks
+from orsgen.runtime.choosing.chooser import Chooser as Chooser
+from orsgen.runtime.choosing.chooser import Layout, factory_of
+from orsgen.runtime.choosing.streams import Samplers as Samplers
+from orsgen.runtime.choosing.streams import StreamKey as StreamKey
+from orsgen.runtime.choosing.streams import TaskSampler as TaskSampler
+from orsgen.runtime.choosing.streams import samplers as samplers
+from orsgen.runtime.errors import OrsRuntimeError
+from orsgen.runtime.records import metrics, trainer_facts
+from orsgen.runtime.records.episode import Outcome
+from orsgen.runtime.transport.identity import identity
+
+DEFAULT_SEED = 0
+
+logger = logging.getLogger("orsgen.runtime")
+
+
+class TaskChoiceError(OrsRuntimeError, ValueError):
+    """``reset()`` got no task and the adapter cannot choose one safely."""
+
+
+@dataclass(frozen=True)
+class TaskChoice:
+    """How an adapter chooses tasks for resets that got none (part of its ``AdapterConfig``):
+    ``group_size`` ``None`` learns GRPO's group size from the trainer."""
+
+    seed: int | None = None
+    num_tasks: int | None = None
+    indices: tuple[int, ...] | None = None
+    group_size: int | None = None
+    # Makes a stream's sampler from its candidate tasks, seed, group size and pass threshold.
+    sampler: SamplerFactory = field(default_factory=lambda: Chooser)
+
+    @staticmethod
+    def of(
+        seed: int | None,
+        num_tasks: int | None,
+        indices: Sequence[int] | None,
+        group_size: int | None,
+        sampler: SamplerFactory | None = None,
+        curriculum: object = None,
+    ) -> TaskChoice:
+        if num_tasks is not None and indices is not None:
+            raise ValueError("pass num_tasks or indices, not both")
+        if sampler is not None:
+            _check_factory(sampler)
+        led = factory_of(curriculum)
+        if led is not None and sampler is not None:
+            raise ValueError(
+                f"pass sampler= or curriculum=, not both: curriculum={curriculum!r} selects "
+                "the sampler (a Chooser whose groups the curriculum chooses)"
+            )
+        sampler = sampler if led is None else led
+        return TaskChoice(
+            seed=None if seed is None else int(seed),
+            num_tasks=num_tasks,
+            indices=None if indices is None else tuple(int(i) for i in indices),
+            group_size=group_size,
+            sampler=Chooser if sampler is None else sampler,
+        )
+
+
+# (candidate tasks, seed, group size, pass threshold) -> the stream's sampler.
+SamplerFactory = Callable[[Sequence[int], int, int, float], TaskSampler]
+
+
+def _check_factory(factory: Callable[..., object]) -> None:
+    """Refuse, at the adapter's construction, a ``sampler=`` that cannot be called as
+    ``factory(tasks, seed, group_size, pass_threshold)`` (as a 3-argument factory of an
+    earlier orsgen)."""
+    try:
+        inspect.signature(factory).bind([0], 0, 1, 1.0)
+    except TypeError:
+        raise TypeError(
+            "sampler must be a callable (tasks, seed, group_size, pass_threshold) -> "
+            f"TaskSampler, got {factory!r}: a factory of three arguments needs a fourth, "
+            "pass_threshold (the adapter's, to judge passes by; ignore it if it is not needed)"
+        ) from None
+    except ValueError:
+        pass  # no signature to read (a builtin): it is called as it is
+
+
+def candidates(count: int, num_tasks: int | None, indices: Sequence[int] | None) -> list[int]:
+    """The task indices a chooser samples from: ``load_tasks``' restriction of a split of
+    ``count`` tasks (the first ``num_tasks``, or exactly ``indices``)."""
+    if num_tasks is not None and indices is not None:
+        raise ValueError("pass num_tasks or indices, not both")
+    if indices is not None:
+        chosen = [int(i) for i in indices]
+        bad = [i for i in chosen if not 0 <= i < count]
+        if bad:
+            raise ValueError(f"indices {bad} are outside the split's {count} tasks")
+        if not chosen:
+            raise ValueError("indices is empty: there is no task to choose")
+        return chosen
+    if num_tasks is not None and num_tasks < 1:
+        raise ValueError(f"num_tasks must be at least 1, got {num_tasks}")
+    top = count if num_tasks is None else min(count, num_tasks)
+    if top < 1:
+        raise ValueError("the split has no tasks: there is no task to choose")
+    return list(range(top))
+
+
+def check_single_process(env_label: str, layout: Layout | None = None) -> None:
+    """Refuse to choose tasks when a group's resets may be spread over processes that
+    cannot place them (no :class:`~orsgen.runtime.choosing.chooser.Layout`)."""
+    size = identity().world_size
+    if size > 1 and (layout is None or layout.world != size):
+        raise TaskChoiceError(
+            f"{env_label}: reset() got no task_index or task_spec (train_dataset=None) in a "
+            f"run of {size} processes. A GRPO group's rollouts can be split across processes, "
+            "which cannot agree on one task per group without the dataset: pass "
+            "train_dataset=load_tasks(...) to the trainer."
+        )
+
+
+def layout_of(facts: trainer_facts.TrainerFacts | None) -> Layout | None:
+    """Where this rank's resets sit among the run's rows, when several ranks train."""
+    if facts is None or facts.rows is None or facts.world <= 1:
+        return None
+    return Layout(facts.rank, facts.world, facts.rows)
+
+
+def spread(sampler: TaskSampler, layout: Layout | None, label: str) -> TaskSampler:
+    """``sampler``, choosing by global group across ``layout``'s ranks (when there is one)."""
+    if layout is None:
+        return sampler
+    if not isinstance(sampler, Chooser):
+        raise TaskChoiceError(
+            f"{label}: the task sampler {type(sampler).__name__} cannot keep GRPO groups "
+            f"whole across {layout.world} processes: use the built-in one (no sampler=, or "
+            "curriculum=), or pass train_dataset=load_tasks(...) to the trainer."
+        )
+    sampler.spread(layout, ranks.all_gather)
+    return sampler
+
+
+def choose(sampler: TaskSampler) -> int:
+    """``sampler.choose()``, counted as a change of its state (see :meth:`Samplers.changed`)."""
+    task = sampler.choose()
+    samplers().changed()
+    return task
+
+
+def observe(sampler: TaskSampler, task_index: int, outcome: Outcome) -> None:
+    """``sampler.observe(...)``, counted as a change of its state."""
+    sampler.observe(task_index, outcome)
+    samplers().changed()
+
+
+def describe(sampler: TaskSampler) -> str:
+    """What a sampler does, for the log line of a stream's first choice."""
+    if isinstance(sampler, Chooser):
+        return sampler.describe()
+    return f"{type(sampler).__name__} (a custom task sampler)"
+
+
+def sampler_for(
+    settings: TaskChoice,
+    pass_threshold: float,
+    key: StreamKey,
+    label: str,
+    split: str,
+    split_size: Callable[[], int],
+) -> TaskSampler:
+    """The sampler of this stream (``key``: class, server, split), made on its first use:
+    every instance of a stream in a process shares one. The first use says, once, what it
+    does; it raises :class:`TaskChoiceError` when groups could not stay whole. A
+    curriculum judges passes by ``pass_threshold`` (the adapter's)."""
+    facts = trainer_facts.facts()
+    layout = layout_of(facts)
+    check_single_process(label, layout)
+    group = settings.group_size or (facts.num_generations if facts else None)
+    if group is None:
+        raise TaskChoiceError(
+            f"{label}: reset() got no task_index or task_spec, and the GRPO group size is "
+            "unknown (no GRPOTrainer or AsyncGRPO worker is calling): pass group_size= "
+            "(your num_generations) to the adapter, or train_dataset=load_tasks(...) to the trainer."
+        )
+    seed = settings.seed
+    if seed is None:
+        seed = facts.seed if facts is not None and facts.seed is not None else DEFAULT_SEED
+    stream = (
+        key,
+        settings.num_tasks,
+        settings.indices,
+        seed,
+        group,
+        settings.sampler,
+        layout,
+        pass_threshold,
+    )
+    found = samplers().peek(stream)
+    if found is None:
+        handoff.join()  # AsyncGRPO's worker: the saved states are staged before any is made
+        among = candidates(split_size(), settings.num_tasks, settings.indices)
+        found, made = samplers().get(
+            stream,
+            key,
+            lambda: spread(settings.sampler(among, seed, group, pass_threshold), layout, label),
+        )
+        if made:
+            handoff.made()
+            where = (
+                f" (group size from {facts.source})" if facts and not settings.group_size else ""
+            )
+            logger.warning(
+                "%s: reset() got no task (train_dataset=None): the adapter chooses tasks of "
+                "split %r itself: %s%s.",
+                label,
+                split,
+                describe(found),
+                where,
+            )
+    return found
+
+
+def _curriculum_metrics() -> dict[str, float]:
+    """``ors/curriculum/*`` of this process's curricula (one per stream, usually one)."""
+    found = [s.curriculum for s in samplers().all() if isinstance(s, Chooser)]
+    return curricula.report([c for c in found if c is not None])
+
+
+metrics.source(_curriculum_metrics)

@@ -1,0 +1,202 @@
+"""One rollout's record, its state, and what its outcome is.
+
+Each rollout (:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`) is in one
+:class:`RolloutState` and keeps one :class:`Episode`: which task it opened (and whether the
+adapter chose it), how long the reset took, and every tool call (tool, arguments, a
+truncated output, reward, failure, seconds).
+
+A rollout ends in one of three outcomes (:func:`classify`):
+
+- ``scored``: the environment gave a reward (the last non-null one; ``0.0`` and negative
+  values are real scores);
+- ``unfinished``: the session worked but no call scored (no call, only the model's own
+  mistakes, the tool-call limit, an answer the environment does not score), or the
+  rollout's ``rollout_timeout`` passed (even after an earlier score). It gets the
+  user's ``unfinished_reward`` (``None`` by default);
+- ``failed``: the infrastructure or the grader failed (the tool raised on the server, a
+  server error, a timeout, a lost session, the environment unavailable). ``None``,
+  whatever ``unfinished_reward`` says: there is nothing to learn from it.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from orsgen.runtime.errors import ToolCallFailure
+from orsgen.runtime.records.usage import Usage, usage_of
+
+MAX_OUTPUT_TEXT = 500
+MAX_ARGUMENTS_TEXT = 2000
+
+Kind = Literal["scored", "unfinished", "failed"]
+
+
+class RolloutState(enum.Enum):
+    """Where a rollout is. A rollout that went ``VOID`` fails; one that went ``TIMED_OUT``
+    (even after being void or released) is unfinished, unless it was void; the others are
+    scored when a call scored (else unfinished, or failed when the environment failed)."""
+
+    OPENING = "opening"  # no session yet: reset() has not opened one (or raised)
+    OPEN = "open"  # the session is open and the episode runs
+    FINISHED = "finished"  # the environment said the episode is over; the session is held
+    RELEASED = "released"  # finished and scored, the session closed to free its place
+    TIMED_OUT = "timed_out"  # rollout_timeout passed: unfinished, whatever scored before
+    VOID = "void"  # the session was lost, or the rollout ran degraded: unscored
+
+    @property
+    def finished(self) -> bool:
+        """Whether the episode is over (the adapter's ``finished``)."""
+        return self not in (RolloutState.OPENING, RolloutState.OPEN)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a rollout ended: its reward after the ``unfinished_reward`` policy, its kind,
+    and why it got no score (``None`` when scored)."""
+
+    reward: float | None
+    kind: Kind
+    reason: str | None = None
+    finished: bool = False  # whether the episode finished
+    usage: Usage = Usage()  # the rollout's own reset and calls (its ors/* figures)
+    drifted: bool = False  # its task's live tools differed from the snapshot
+    environment: str | None = None  # its ors/<env>/* name when several environments train
+
+
+@dataclass
+class Call:
+    """One tool call of a rollout."""
+
+    tool: str
+    arguments: dict[str, Any]
+    output: str
+    reward: float | None
+    finished: bool
+    seconds: float
+    failure: str | None = None  # the ToolCallFailure reason
+    environment_failed: bool = False
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "arguments": _bounded_arguments(self.arguments),
+            "output": _truncate(self.output, MAX_OUTPUT_TEXT),
+            "reward": self.reward,
+            "finished": self.finished,
+            "error": self.failure,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _bounded_arguments(arguments: dict[str, Any]) -> Any:
+    text = json.dumps(arguments, sort_keys=True, default=repr)
+    if len(text) <= MAX_ARGUMENTS_TEXT:
+        return json.loads(text)
+    return _truncate(text, MAX_ARGUMENTS_TEXT)
+
+
+@dataclass
+class Episode:
+    """The record of one rollout, from its reset on."""
+
+    task_index: int | None = None
+    task_spec: bool = False  # opened on an explicit task_spec (its content is not logged)
+    chosen: bool = False  # the adapter chose the task (the trainer gave none)
+    reset_seconds: float = 0.0
+    started_at: float = field(default_factory=time.time)
+    calls: list[Call] = field(default_factory=lambda: [])
+    void_reason: str | None = None  # "lost_session" / "unavailable": no reward possible
+    timed_out: bool = False  # rollout_timeout passed: unfinished, whatever scored before
+    written: bool = False  # already in the trajectory log
+    uploaded: bool = False  # already queued for the runs UI
+    # For the upload alone (never in the trajectory log): the task spec and the prompt.
+    spec: Mapping[str, Any] | None = field(default=None, repr=False)
+    prompt: Any = field(default=None, repr=False)
+    counted: bool = False  # already in the metrics
+    drifted: bool = False  # the drift guard's findings held for this task and server
+
+    def called(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        output: str,
+        reward: float | None,
+        finished: bool,
+        seconds: float,
+    ) -> Call:
+        call = Call(tool, dict(arguments), output, reward, finished, seconds)
+        self.calls.append(call)
+        return call
+
+    def failed(
+        self, tool: str, arguments: dict[str, Any], failure: ToolCallFailure, seconds: float
+    ) -> Call:
+        call = Call(tool, dict(arguments), str(failure), None, False, seconds)
+        call.failure = failure.reason
+        call.environment_failed = failure.environment_failed
+        self.calls.append(call)
+        return call
+
+    @property
+    def opened(self) -> bool:
+        """Whether the rollout's reset got as far as opening a session for a task."""
+        return self.task_index is not None or self.task_spec
+
+    @property
+    def environment_failure(self) -> str | None:
+        """Why the environment failed this rollout, when it did."""
+        if self.void_reason is not None:
+            return self.void_reason
+        return next((c.failure for c in self.calls if c.environment_failed), None)
+
+
+def classify(
+    episode: Episode,
+    rewards: list[float | None],
+    unfinished_reward: float | None,
+    finished: bool = False,
+    owner: type | None = None,
+    environment: str | None = None,
+) -> Outcome:
+    """The outcome of a rollout of an ``owner`` adapter whose calls gave ``rewards`` (see
+    the module docstring), with what the rollout used (per tool of ``owner``) and the name
+    of its ``environment`` in the run."""
+    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls, owner)
+    ending = _ending(episode, rewards, unfinished_reward, finished)
+    return replace(ending, usage=usage, drifted=episode.drifted, environment=environment)
+
+
+def _ending(
+    episode: Episode,
+    rewards: list[float | None],
+    unfinished_reward: float | None,
+    finished: bool,
+) -> Outcome:
+    if episode.void_reason is not None:
+        return Outcome(None, "failed", episode.void_reason, finished)
+    if episode.timed_out:
+        return Outcome(unfinished_reward, "unfinished", "rollout_timeout passed", finished)
+    scored = [r for r in rewards if r is not None]
+    if scored:
+        return Outcome(float(scored[-1]), "scored", None, finished)
+    failure = episode.environment_failure
+    if failure is not None:
+        return Outcome(None, "failed", failure, finished)
+    if not episode.calls:
+        reason = "no tool call"
+    elif any(c.finished for c in episode.calls):
+        reason = "finished without a score"
+    elif all(c.failure is not None for c in episode.calls):
+        reason = "only invalid calls"
+    else:
+        reason = "no call scored"
+    return Outcome(unfinished_reward, "unfinished", reason, finished)

@@ -1,0 +1,203 @@
+"""Rollout health, counted per rollout and drained into the trainer's log.
+
+Each settled rollout's :class:`~orsgen.runtime.episode.Outcome` carries its kind, its
+lost or degraded session, its own reset and tool calls (failed, failed by the
+environment, per tool; :mod:`orsgen.runtime.records.usage`) and its environment's name, so
+every figure counts exactly the rollouts it is logged for: ``outcome_reward`` logs its batch
+(:func:`emit`); ``get_reward()`` counts its rollout in the process window, which a drain
+returns as ``ors/*`` metrics before it starts a new window. A scratch adapter's calls that
+no reward settled count nowhere (:mod:`orsgen.runtime.records.window` counts):
+
+==========================  ==========================================================
+``ors/rollouts``            rollouts in the window
+``ors/scored_frac``         rollouts the environment scored (the scoring coverage)
+``ors/unfinished_frac``     rollouts whose session worked but that never scored
+``ors/failed_frac``         rollouts an infrastructure or grader failure left unscored
+``ors/finished_frac``       rollouts whose episode finished
+``ors/lost_frac``           rollouts whose session the server lost
+``ors/degraded_frac``       rollouts that ran without an environment (server away)
+``ors/tool_error_frac``     failed calls over calls
+``ors/env_error_frac``      calls the environment failed over calls
+``ors/model_error_frac``    calls the model got wrong (invalid arguments, ...) over calls
+``ors/calls_per_rollout``   tool calls per rollout
+``ors/reset_s``             mean seconds per reset
+``ors/tool_call_s``         mean seconds per tool call
+``ors/open_sessions``       sessions this process holds when the window is drained
+``ors/drift``               rollouts whose task's live tools differ from the snapshot
+``ors/reward_mean``         mean reward of the rollouts that have one
+``ors/pass@1``              rollouts that pass (:func:`orsgen.runtime.passk.passes`)
+``ors/tool/<name>/...``     per tool: ``calls_per_rollout``, ``error_frac``, ``call_s``
+==========================  ==========================================================
+
+When a run trains on several environments (TRL's dict ``environment_factory``: each
+adapter knows its key, :func:`~orsgen.runtime.records.trainer_facts.environment_name`),
+every figure is also logged per environment as ``ors/<env>/<figure>``, the per-tool ones
+only there (``ors/<env>/tool/<name>/...``), with ``ors/<env>/rollout_frac``, the
+environment's share of the rollouts. Each pooled figure is the weighted mean of its
+per-environment figures (:mod:`~orsgen.runtime.records.window`). Per environment at most
+:data:`~orsgen.runtime.records.usage.MAX_TOOLS` tools have keys; the rest count as
+``_other``.
+
+Two ways out, both exact over all the rollouts of a logging step. :func:`emit` (the
+reward path of ``GRPOTrainer``) logs a figure ``num / den`` ``den`` times through
+``log_metric``, whose values TRL sums and counts across ranks
+(``sum(values) / len(values)``, ``grpo_trainer.py`` around line 2851): the logged value
+is ``sum(num) / sum(den)`` over every rank's batch. :meth:`Accumulator.drain_rates` gives
+``(numerator, denominator)`` pairs, which AsyncGRPO's ``log()`` reduces as
+``sum(num) / sum(den)`` over its window (``_reduce_metric`` in ``async_grpo_trainer.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+
+from orsgen.runtime.errors import describe
+from orsgen.runtime.passk import passes
+from orsgen.runtime.records import trainer_facts
+from orsgen.runtime.records.episode import Outcome
+from orsgen.runtime.records.window import Counts, Rate, Window
+from orsgen.runtime.sessions import pool
+from orsgen.runtime.transport.process import current
+
+# Gauges, read from their owners (the pool) when a window is drained.
+_gauges: dict[str, Callable[[], float]] = {}
+
+
+def _open_sessions() -> float:
+    return float(sum(1 for slot in pool.sessions().held() if slot.session is not None))
+
+
+def gauge(name: str, read: Callable[[], float]) -> None:
+    """Report ``read()`` as ``name`` with every drained window."""
+    _gauges[name] = read
+
+
+gauge("ors/open_sessions", _open_sessions)
+
+
+# Sources of several metrics at once, each drained with every window.
+_sources: list[Callable[[], dict[str, float]]] = []
+
+
+def source(read: Callable[[], dict[str, float]]) -> None:
+    """Report ``read()``'s metrics with every drained window (``read`` drains its own)."""
+    _sources.append(read)
+
+
+_failed: set[str] = set()  # the gauges and sources already warned about
+
+
+def _read_gauges() -> dict[str, float]:
+    out: dict[str, float] = {}
+    for read_many in list(_sources):
+        try:
+            out.update(read_many())
+        except Exception as exc:  # noqa: BLE001 - a metric never breaks the reward path
+            _warn_once(getattr(read_many, "__qualname__", repr(read_many)), exc)
+    for name, read in list(_gauges.items()):
+        try:
+            out[name] = float(read())
+        except Exception as exc:  # noqa: BLE001 - a gauge never breaks the reward path
+            _warn_once(name, exc)
+    return out
+
+
+def _warn_once(name: str, exc: Exception) -> None:
+    """A metric that cannot be read is left out of the log: say so, once per metric."""
+    if name not in _failed:
+        _failed.add(name)
+        warnings.warn(
+            f"metric {name} is left out of the log: reading it failed ({describe(exc)})",
+            stacklevel=2,
+        )
+
+
+class Accumulator:
+    """The counts of one process since the last drain (a
+    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child starts from zero),
+    and the run's environments when several train. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.environments: tuple[str, ...] = ()
+        self._window = Counts()
+
+    def expect(self, environments: Sequence[str]) -> None:
+        """The run trains on ``environments`` (none: one environment, no per-environment
+        figures): each gets its figures in every window from now on."""
+        with self._lock:
+            self.environments = tuple(environments)
+            for name in self.environments:
+                self._window.by_env.setdefault(name, Window())
+
+    def rollout_done(self, outcome: Outcome, threshold: float | None = None) -> None:
+        """Count a settled rollout (it passes by ``threshold``, when one is given)."""
+        passed = threshold is not None and passes(outcome.reward, threshold)
+        with self._lock:
+            self._window.count(outcome, passed)
+
+    def _take(self) -> Counts:
+        with self._lock:
+            window = self._window
+            self._window = Counts(self.environments)
+            return window
+
+    def discard(self) -> None:
+        """A new window; the old one's counts are dropped (the sources are not drained)."""
+        self._take()
+
+    def drain(self) -> dict[str, float]:
+        """The window's metrics as plain floats, with the gauges, and a new window."""
+        return {**self._take().values(), **_read_gauges()}
+
+    def drain_rates(self) -> dict[str, float | Rate]:
+        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window. A
+        rate over nothing (0, 0) is left out: it would add nothing to the trainer's sums,
+        and a key no push of a logging window carries is left out of that step's log
+        rather than logged as NaN."""
+        rates = self._take().rates().items()
+        out: dict[str, float | Rate] = {k: rate for k, rate in rates if rate[1]}
+        out.update(_read_gauges())
+        return out
+
+
+def counts() -> Accumulator:
+    """This process's counts."""
+    return current().part(Accumulator)
+
+
+def push_to_worker() -> bool:
+    """In AsyncGRPO's rollout child, send this process's window to the worker's metrics
+    queue, which the trainer's ``log()`` drains into ``trainer.state.log_history`` next to
+    TRL's own ``env/*`` and ``tools/*`` metrics. ``False`` (and nothing drained) anywhere else."""
+    queue = trainer_facts.worker_metrics_queue()
+    if queue is None:
+        return False
+    try:
+        queue.put_nowait(counts().drain_rates())
+    except Exception:  # noqa: BLE001 - a full queue drops a window, as TRL's own pushes do
+        return False
+    return True
+
+
+def emit(
+    log_metric: Callable[[str, float], object],
+    batch: Sequence[Outcome],
+    thresholds: Sequence[float],
+) -> None:
+    """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
+    batch's own rollouts with their own calls and resets, each rollout passing by its own
+    threshold. A figure ``num / den`` is logged ``den`` times, so that TRL's mean of the
+    logged values over the ranks is ``sum(num) / sum(den)``; the rollout counts and the
+    gauges once. The process window is drained, so a rollout settled outside a trainer
+    (before training) never lands in a step."""
+    counts().discard()  # not drain(): that would drain the sources before they are read
+    passed = [passes(o.reward, t) for o, t in zip(batch, thresholds, strict=True)]
+    window = Counts.of(batch, passed, counts().environments)
+    for name, (num, den) in sorted(window.rates().items()):
+        for _ in range(round(den)):
+            log_metric(name, num / den)
+    for name, value in sorted({**window.totals(), **_read_gauges()}.items()):
+        log_metric(name, value)

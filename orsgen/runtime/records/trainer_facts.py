@@ -1,0 +1,185 @@
+"""What the TRL trainer driving this process knows and does not hand the environment.
+
+TRL gives ``reset()`` only the dataset row, and with ``train_dataset=None`` that row is a
+placeholder: no group size, no seed. Two facts are readable without any configuration:
+
+- ``GRPOTrainer`` calls ``environment.reset(**row)`` from its own method
+  (``trl/trainer/grpo_trainer.py``, around line 2389), so the caller's frame holds the
+  trainer: ``num_generations`` and ``args.seed``.
+- AsyncGRPO runs its rollout loop in a spawned child started as
+  ``Process(target=_child_main, args=(loop_cls, loop_kwargs, ..., metrics_queue))``
+  (``experimental/async_grpo/async_rollout_worker.py``, around line 271). The child's own
+  ``multiprocessing.current_process()`` keeps those arguments: ``loop_kwargs``'
+  ``num_generations``, and the ``metrics_queue`` the trainer's ``log()`` drains into
+  ``trainer.state.log_history`` (``async_grpo_trainer.py``, around line 1698).
+
+- Both build each environment of a dict ``environment_factory`` (several environments) as
+  ``self.environment_factories[name]()`` or ``factory()`` in a loop over
+  ``self.environment_factories.items()``, with ``name`` a local of the building frame
+  (``grpo_trainer.py`` around lines 686 and 2358, ``async_rollout_worker.py`` around lines
+  436 and 574): an adapter being constructed finds its name up the stack.
+
+This is the only module that reads them; every reader returns ``None`` when the shape is
+not the one above, and the caller then asks the user (``group_size=``) or does without.
+"""
+
+from __future__ import annotations
+
+import inspect
+import multiprocessing
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, cast
+
+from orsgen.runtime.transport.identity import identity
+
+# How far up the stack a reset may be from the trainer's own call (user wrappers).
+_MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class TrainerFacts:
+    """What a reset learned about the trainer that called it."""
+
+    num_generations: int
+    seed: int | None
+    source: str  # "GRPOTrainer" or "AsyncGRPO rollout worker"
+    # GRPOTrainer's process layout: this rank, the ranks, and the rows each rank resets per
+    # generation (``args.train_batch_size * steps_per_generation``: its dataloader's batch).
+    rank: int = 0
+    world: int = 1
+    rows: int | None = None
+
+
+def trainer(frame: Any) -> Any | None:
+    """The ``GRPOTrainer`` (or subclass) whose method is on the stack at ``frame`` or up
+    to a few frames above it, else ``None``."""
+    depth = 0
+    while frame is not None and depth < _MAX_DEPTH:
+        owner = frame.f_locals.get("self")
+        if isinstance(getattr(owner, "num_generations", None), int) and hasattr(
+            owner, "environments"
+        ):
+            return owner
+        frame, depth = frame.f_back, depth + 1
+    return None
+
+
+# The trainer step of the last scored batch in this process (reward functions get the
+# trainer's state): the step a settling rollout belongs to, ``None`` outside a trainer.
+_step: int | None = None
+
+
+def note_step(trainer_state: Any) -> None:
+    """Remember ``trainer_state.global_step`` (TRL's ``trainer_state`` reward argument)."""
+    global _step
+    step = getattr(trainer_state, "global_step", None)
+    if isinstance(step, int):
+        _step = step
+
+
+def current_step() -> int | None:
+    """The step :func:`note_step` last saw in this process."""
+    return _step
+
+
+def _grpo_trainer(frame: Any) -> TrainerFacts | None:
+    depth = 0
+    while frame is not None and depth < _MAX_DEPTH:
+        owner = frame.f_locals.get("self")
+        generations = getattr(owner, "num_generations", None)
+        if isinstance(generations, int) and hasattr(owner, "environments"):
+            args = getattr(owner, "args", None)
+            seed = getattr(args, "seed", None)
+            seed = seed if isinstance(seed, int) else None
+            me = identity()  # accelerate's process_index is torch.distributed's rank
+            batch = getattr(args, "train_batch_size", None)  # the dataloader's, per process
+            steps = getattr(args, "steps_per_generation", None)
+            if not (isinstance(batch, int) and isinstance(steps, int)):
+                return TrainerFacts(generations, seed, type(owner).__name__)
+            return TrainerFacts(
+                generations, seed, type(owner).__name__, me.rank, me.world_size, batch * steps
+            )
+        frame, depth = frame.f_back, depth + 1
+    return None
+
+
+# (pid, arguments): a process's start arguments never change, so they are read once.
+_read: tuple[int, dict[str, Any] | None] | None = None
+
+
+def _worker_arguments() -> dict[str, Any] | None:
+    """The arguments of AsyncGRPO's ``_child_main`` when this is its spawned child."""
+    global _read
+    if _read is None or _read[0] != os.getpid():
+        _read = (os.getpid(), _start_arguments())
+    return _read[1]
+
+
+def _start_arguments() -> dict[str, Any] | None:
+    process: Any = multiprocessing.current_process()
+    target = getattr(process, "_target", None)
+    if getattr(target, "__name__", None) != "_child_main" or target is None:
+        return None
+    try:
+        bound = inspect.signature(target).bind(
+            *getattr(process, "_args", ()), **getattr(process, "_kwargs", {})
+        )
+    except (TypeError, ValueError):
+        return None
+    return dict(bound.arguments)
+
+
+def _worker_facts() -> TrainerFacts | None:
+    arguments = _worker_arguments()
+    loop_kwargs: object = arguments.get("loop_kwargs") if arguments else None
+    generations: object = None
+    if isinstance(loop_kwargs, dict):
+        generations = cast(dict[str, object], loop_kwargs).get("num_generations")
+    if not isinstance(generations, int):
+        return None
+    return TrainerFacts(generations, None, "AsyncGRPO rollout worker")
+
+
+def facts() -> TrainerFacts | None:
+    """The trainer resetting this adapter, read from the caller's stack (GRPOTrainer) or
+    from this process's start arguments (AsyncGRPO's child), else ``None``."""
+    found = _grpo_trainer(sys._getframe(1))  # pyright: ignore[reportPrivateUsage]
+    return found if found is not None else _worker_facts()
+
+
+def worker_model() -> str | None:
+    """The model AsyncGRPO's rollout child generates with (its ``loop_kwargs``'
+    ``model_name``), when this process is that child."""
+    arguments = _worker_arguments()
+    loop_kwargs: object = arguments.get("loop_kwargs") if arguments else None
+    if not isinstance(loop_kwargs, dict):
+        return None
+    name = cast(dict[str, object], loop_kwargs).get("model_name")
+    return name if isinstance(name, str) and name else None
+
+
+def worker_metrics_queue() -> Any | None:
+    """The AsyncGRPO worker's metrics queue when this process is its rollout child."""
+    arguments = _worker_arguments()
+    found = arguments.get("metrics_queue") if arguments else None
+    return found if hasattr(found, "put_nowait") else None
+
+
+def environment_name() -> tuple[str | None, tuple[str, ...]] | None:
+    """When TRL's ``environment_factory`` is constructing the caller (an adapter's
+    ``__init__``), read from the building frame up the stack: the name it builds it under
+    and every name of the dict when it holds several environments, ``(None, ())`` for one.
+    ``None`` when no trainer is building it."""
+    frame: Any = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    depth = 0
+    while frame is not None and depth < _MAX_DEPTH:
+        factories = getattr(frame.f_locals.get("self"), "environment_factories", None)
+        if isinstance(factories, dict) and "name" in frame.f_locals:
+            name, names = frame.f_locals["name"], list(cast(dict[object, Any], factories))
+            if len(names) > 1 and isinstance(name, str) and name in names:
+                return name, tuple(str(k) for k in names)
+            return None, ()
+        frame, depth = frame.f_back, depth + 1
+    return None

@@ -1,0 +1,124 @@
+"""Reading the trajectory log back: the per-task table of a run whose rollouts are scored
+in other processes (AsyncGRPO's rollout child, the other ranks of a distributed run).
+
+:class:`TrajectoryFiles` follows every file :class:`~orsgen.runtime.trajectories.writer.
+JsonlFile` writes for one configured path (the path as given, ``x.rank<r>.jsonl``,
+``x.pid<pid>.jsonl``) and returns only the complete lines appended since it last read: a
+line still being written (no newline yet) is read once it is whole (the rule of
+:mod:`orsgen.runtime.rundir`); a whole line that is not a trajectory line is counted,
+logged and skipped, so that a training run never stops on one. :func:`fold` adds
+lines to a :class:`~orsgen.runtime.trajectories.task_table.TaskTable` with the outcome each
+line records.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, cast, get_args
+
+from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.records.episode import Kind, Outcome
+from orsgen.runtime.rundir import complete
+from orsgen.runtime.trajectories.task_table import Task, TaskTable
+from orsgen.runtime.trajectories.writer import process_paths
+
+logger = logging.getLogger("orsgen.runtime")
+
+_KINDS: tuple[str, ...] = get_args(Kind)
+
+
+class TrajectoryFiles:
+    """The trajectory files of every process for the configured ``path``, read
+    incrementally. Not thread-safe: one reader (the trainer's callback) owns it."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.skipped = 0  # complete lines that were not a trajectory line
+        self._offsets: dict[Path, int] = {}  # bytes already read, to the end of a line
+
+    def files(self) -> list[Path]:
+        """Every process's file for the path, by name."""
+        return process_paths(self.path)
+
+    def skip_existing(self) -> None:
+        """Read nothing that is already there (say, a run before this one appended to the
+        same path): later reads start after the last complete line of every file."""
+        for file in self.files():
+            self._offsets[file] = len(complete(file.read_bytes()))
+
+    def new_lines(self) -> list[dict[str, Any]]:
+        """The complete lines appended to any of the files since the last read."""
+        found: list[dict[str, Any]] = []
+        for file in self.files():
+            found.extend(self._read(file))
+        return found
+
+    def _read(self, file: Path) -> Iterable[dict[str, Any]]:
+        offset = self._offsets.get(file, 0)
+        try:
+            with file.open("rb") as handle:
+                if os.fstat(handle.fileno()).st_size < offset:
+                    offset = 0  # a new file took the old one's name
+                handle.seek(offset)
+                whole = complete(handle.read())
+        except OSError as exc:
+            logger.warning("could not read trajectory file %s: %s", file, exc)
+            return []
+        self._offsets[file] = offset + len(whole)
+        lines: list[dict[str, Any]] = []
+        for raw in whole.splitlines():
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                lines.append(cast(dict[str, Any], value))  # JSON object keys are str
+            elif raw.strip():
+                self.skipped += 1
+                logger.warning("skipped a line of %s that is not a trajectory line", file)
+        return lines
+
+
+def pass_threshold(line: dict[str, Any]) -> float:
+    """The pass threshold a trajectory line was judged by (lines before it was recorded:
+    the default)."""
+    found = line.get("pass_threshold")
+    if isinstance(found, (int, float)) and not isinstance(found, bool):
+        return float(found)
+    return PASS_THRESHOLD
+
+
+def task_outcome(line: dict[str, Any]) -> tuple[Task, Outcome] | None:
+    """The task and outcome a trajectory line records; ``None`` for a line that has none."""
+    split, index = line.get("split"), line.get("task_index")
+    kind, reward = line.get("outcome"), line.get("reward")
+    if not isinstance(split, str) or kind not in _KINDS:
+        return None
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+        return None
+    if reward is not None and not isinstance(reward, (int, float)):
+        return None
+    outcome = Outcome(
+        None if reward is None else float(reward),
+        kind,
+        line.get("why_unscored"),
+        bool(line.get("finished")),
+    )
+    return (split, index), outcome
+
+
+def fold(table: TaskTable, lines: Iterable[dict[str, Any]], step: int | None) -> int:
+    """Add every trajectory line to ``table`` at ``step``; how many lines had no task and
+    outcome (left out)."""
+    left_out = 0
+    for line in lines:
+        found = task_outcome(line)
+        if found is None:
+            left_out += 1
+            continue
+        table.add(found[0], found[1], step, pass_threshold(line))
+    return left_out

@@ -1,0 +1,159 @@
+"""Opt-in trajectory records: one line per rollout, to a :class:`TrajectorySink`.
+
+``trajectories="runs/x.jsonl"`` (a path) is :class:`JsonlFile`, today's sink;
+``trajectories=`` also takes any object with ``write(line)``, so an upload can be added
+without touching the rollout. A sink handed to ``functools.partial`` must pickle (AsyncGRPO
+spawns its rollout worker).
+
+Each line is :func:`line`: the task, each call's tool, arguments, truncated output, reward
+and timing, the outcome and why the rollout is unscored. It holds no secret, no
+``env_overrides`` and no task-spec content: the adapter never hands them to the episode.
+
+:class:`JsonlFile` writes one file per process. The process that trains alone (or rank 0 of one) writes the path
+as given; rank ``r`` of a distributed run writes ``x.rank<r>.jsonl``; a forked child
+writes ``x.pid<pid>.jsonl``, so no two processes append to one file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from orsgen.runtime.records import trainer_facts
+from orsgen.runtime.records.protocol import Rollout
+from orsgen.runtime.transport.identity import identity
+from orsgen.runtime.transport.process import Process, at_shutdown, current, forked
+
+logger = logging.getLogger("orsgen.runtime")
+
+
+class TrajectorySink(Protocol):
+    """Where settled rollouts' lines go. ``write`` may raise ``OSError``: it is logged, and
+    the run goes on."""
+
+    def write(self, line: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class JsonlFile:
+    """Today's sink: one JSON line per rollout appended to ``path`` (one file per process,
+    see :func:`process_path`)."""
+
+    path: str
+
+    def write(self, line: dict[str, Any]) -> None:
+        writers().write(self.path, line)
+
+    def __str__(self) -> str:
+        return self.path
+
+
+def sink_of(value: str | os.PathLike[str] | TrajectorySink | None) -> TrajectorySink | None:
+    """The sink ``trajectories=`` names: a path is a :class:`JsonlFile`."""
+    if value is None:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return JsonlFile(os.fspath(value))
+    if not callable(getattr(value, "write", None)):
+        raise TypeError(f"trajectories must be a path or a sink with write(line), got {value!r}")
+    return value
+
+
+def line(rollout: Rollout) -> dict[str, Any]:
+    """The trajectory line of a rollout. No secret, override or task-spec content."""
+    episode, outcome = rollout.episode, rollout.outcome()
+    return {
+        "env": rollout.env,
+        "split": rollout.split,
+        "task_index": episode.task_index,
+        "task_spec": episode.task_spec,
+        "task_chosen": episode.chosen,
+        "outcome": outcome.kind,
+        "why_unscored": outcome.reason,
+        "reward": outcome.reward,
+        "pass_threshold": rollout.pass_threshold,
+        "finished": rollout.finished,
+        "reset_s": round(episode.reset_seconds, 4),
+        "duration_s": round(time.time() - episode.started_at, 4),
+        "started_at": round(episode.started_at, 3),
+        "calls": [c.record() for c in episode.calls],
+        "step": trainer_facts.current_step(),  # the trainer step of the last scored batch
+    }
+
+
+def deliver(sink: TrajectorySink, rollout: Rollout) -> None:
+    """Write ``rollout``'s line to ``sink``; a full disk must not end the run (said once per
+    rollout)."""
+    try:
+        sink.write(line(rollout))
+    except OSError as exc:
+        logger.warning("could not write a trajectory line to %s: %s", sink, exc)
+
+
+def process_path(path: str | os.PathLike[str], rank: int, world: int, forked: bool) -> Path:
+    """The file this process writes for the configured ``path``."""
+    base = Path(path)
+    if world > 1:
+        return base.with_name(f"{base.stem}.rank{rank}{base.suffix}")
+    if forked:
+        return base.with_name(f"{base.stem}.pid{os.getpid()}{base.suffix}")
+    return base
+
+
+def process_paths(path: str | os.PathLike[str]) -> list[Path]:
+    """Every process's file for the configured ``path``, as :func:`process_path` names
+    them (the path itself, ``x.rank<r>.jsonl``, ``x.pid<pid>.jsonl``), sorted by name."""
+    base = Path(path)
+    name = re.compile(rf"{re.escape(base.stem)}(\.rank\d+|\.pid\d+)?{re.escape(base.suffix)}")
+    if not base.parent.is_dir():
+        return []
+    return sorted(p for p in base.parent.iterdir() if name.fullmatch(p.name) and p.is_file())
+
+
+SHUTDOWN_ORDER = 50  # independent of sessions and clients
+
+
+class Writers:
+    """This process's open trajectory files, by configured path (a
+    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child opens its own)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._files: dict[str, Any] = {}
+
+    def write(self, path: str, line: dict[str, Any]) -> None:
+        text = json.dumps(line, sort_keys=True, default=repr) + "\n"
+        with self._lock:
+            handle = self._files.get(path)
+            if handle is None:
+                me = identity()
+                target = process_path(path, me.rank, me.world_size, forked())
+                target.parent.mkdir(parents=True, exist_ok=True)
+                handle = self._files[path] = target.open("a", encoding="utf-8")
+            handle.write(text)
+            handle.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in self._files.values():
+                handle.close()
+            self._files.clear()
+
+
+def writers() -> Writers:
+    """This process's trajectory files."""
+    return current().part(Writers)
+
+
+def _close_at_exit(process: Process) -> None:
+    process.part(Writers).close()
+
+
+at_shutdown(SHUTDOWN_ORDER, _close_at_exit)
