@@ -1,12 +1,9 @@
-"""The one orsgen module that touches the openreward SDK's private APIs: its session
-internals (``openreward.api._session``) and the environments client.
-
-Everything orsgen does with the SDK beyond its public surface lives here, behind a
-small session wrapper (:func:`session_class`): orsgen's keepalive pings, the session's
-lost and dead state, and a tool call that is never sent twice. Also here: the SDK's
-environment on orsgen's HTTP clients, one stateless request (reporting its retries when
-asked), opening and closing a session, and group judging. All of it runs on the runtime
-loop.
+"""The one orsgen module that touches the openreward SDK's private APIs (its session internals,
+``openreward.api._session``, and the environments client), behind a small session wrapper
+(:func:`session_class`): orsgen's keepalive pings, the session's lost and dead state, and a
+tool call that is never sent twice. Also here: the SDK's environment on orsgen's HTTP
+clients, one stateless request (reporting its retries when asked), opening and closing a
+session, and group judging. All of it runs on the runtime loop.
 
 The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and
 keeps pinging a session the server has forgotten (after a restart it answers 404 "Active
@@ -26,7 +23,7 @@ from typing import Any
 
 from orsgen.runtime.errors import describe
 from orsgen.runtime.images import blocks_to_text
-from orsgen.runtime.transport import health, http
+from orsgen.runtime.transport import health, http, sdk_check
 from orsgen.runtime.transport.endpoint import Endpoint
 from orsgen.runtime.transport.process import current
 
@@ -40,12 +37,14 @@ PING_TIMEOUT = 30.0
 
 # Typed as Any (the SDK ships no types), imported on first use (that takes seconds).
 def _client_module() -> Any:
+    sdk_check.check()  # once: does the installed SDK have what this module uses?
     import openreward.api.environments.client as client  # type: ignore[import-untyped]
 
     return client
 
 
 def _http_module() -> Any:
+    sdk_check.check()
     import openreward.api._session.http as sdk_http  # type: ignore[import-untyped]
 
     return sdk_http
