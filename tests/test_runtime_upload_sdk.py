@@ -117,7 +117,9 @@ def test_a_full_queue_drops_counts_and_says_so_once(
     assert up.dropped_total == n and up.uploaded == 0 and up.queued() == 0
     said = [r.getMessage() for r in caplog.records]
     assert sum("uploading rollouts to the runs UI failed" in line for line in said) == 1
-    assert len([r for r in api.requests() if r["path"] == "/v1/rollouts"]) == 1
+    # One start at most: the probe (on a loaded machine the SDK may not have sent it yet
+    # when the flush gives it up and closes the client).
+    assert len([r for r in api.requests() if r["path"] == "/v1/rollouts"]) <= 1
 
 
 def _post(api: PlatformAPI, events: list[dict[str, object]]) -> int:
