@@ -1,14 +1,23 @@
 """The rollouts of one evaluation on ``concurrency`` worker threads, one adapter each,
 which take the next (task, sample) as they finish the last: memory does not grow with the
 number of rollouts. Every (task, sample) gets exactly one row, written as it completes; a
-failure is a row, never a stopped run."""
+failure is a row, never a stopped run.
+
+Environments that judge groups (ORS ``score_group``) are evaluated as trained: the samples
+of one task are one group, judged together on their final answers once the last of them
+finishes, on that rollout's still-open session (``rollout.score_group``, the runtime's own
+path, as ``group_reward`` does in training). A group's rows are written together, once
+judged, so a run stopped halfway reruns the whole group. Each row keeps its pointwise
+outcome and gets ``group_reward``; a row that the environment did not score itself, and
+whose group score exists, takes that score as its ``reward`` and becomes ``scored``. When
+the judge gives no scores, each row of the group says why in its ``reason``."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +25,9 @@ from typing import Any
 
 from orsgen.eval.config import EvalConfig
 from orsgen.eval.conversation import Conversation, Rollout
-from orsgen.eval.groups import Groups
 from orsgen.eval.results import Records, ResultsLog
 from orsgen.eval.summary import passes
+from orsgen.runtime.errors import describe
 
 
 @dataclass
@@ -118,6 +127,52 @@ class Plan:
             if task in counts:
                 counts[task] -= 1
         return counts
+
+
+class Groups:
+    """The rows of the groups still running, per task (``expected``: how many rollouts
+    of each task this run makes)."""
+
+    def __init__(self, expected: Mapping[int, int]) -> None:
+        self._expected = dict(expected)
+        self._parked: dict[int, list[tuple[dict[str, Any], str]]] = {}
+        self._lock = threading.Lock()
+
+    def add(
+        self, env: Any, task_index: int, row: dict[str, Any], answer: str | None
+    ) -> list[dict[str, Any]]:
+        """Park ``row``; when it completes its task's group, the group's judged rows."""
+        with self._lock:
+            parked = self._parked.setdefault(task_index, [])
+            parked.append((row, answer or ""))
+            if len(parked) < self._expected.get(task_index, 1):
+                return []
+            del self._parked[task_index]
+        scores, why = _judge(env, [answer for _, answer in parked])
+        out: list[dict[str, Any]] = []
+        for i, (judged, _) in enumerate(parked):
+            score = scores[i] if scores is not None else None
+            judged["group_reward"] = score
+            if score is not None and judged["verdict"] == "unfinished":
+                judged.update(reward=score, verdict="scored", reason=None)
+            elif why is not None:
+                judged["reason"] = why if not judged["reason"] else f"{judged['reason']}; {why}"
+            out.append(judged)
+        return sorted(out, key=lambda r: int(r["sample"]))
+
+
+def _judge(env: Any, answers: list[str]) -> tuple[list[float] | None, str | None]:
+    """The group's scores, or ``None`` and why there are none."""
+    if env is None:
+        return None, "group judge: the rollout had no adapter"
+    try:
+        scores = env.rollout.score_group(answers)
+    except Exception as exc:  # noqa: BLE001 - no group score is a row that says why
+        return None, f"group judge: {describe(exc)}"
+    if scores is None:
+        why = getattr(env.rollout, "group_error", None) or "no session to judge on"
+        return None, f"group judge: {why}"
+    return scores, None
 
 
 def _row(
