@@ -221,7 +221,7 @@ def stream(tasks_count: int, mode: str, group_size: int = 4) -> tuple[Any, Any, 
         made = PassRateCurriculum(prior=dict(enumerate(chance)))
     elif mode == "first pass":
         made = PassRateCurriculum()
-    return Chooser(range(tasks_count), 0, group_size, made), made, chance
+    return Chooser(range(tasks_count), 0, group_size, curriculum=made), made, chance
 
 
 def run_groups(chooser: Any, made: Any, chance: list[float], groups: int) -> None:

@@ -11,11 +11,11 @@ for TRL's ``SFTTrainer`` (``orsgen sft``; needs ``datasets``).
 
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import EvalConfig, EvalConfigError
-from orsgen.eval.estimators import pass_at_k, pass_hat_k
-from orsgen.eval.results import Record, RunFileError
 from orsgen.eval.merge import merge_shards
+from orsgen.eval.results import Record, RunFileError
 from orsgen.eval.run import EvalResult, evaluate
 from orsgen.eval.sft import SftError, sft_dataset
+from orsgen.runtime.passk import pass_at_k, pass_hat_k
 
 __all__ = [
     "EvalConfig",

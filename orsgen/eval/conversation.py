@@ -18,8 +18,10 @@ reward path (``outcome_reward``: a terminal tool grades the final message, as in
 
 from __future__ import annotations
 
-import importlib
+import base64
 import hashlib
+import importlib
+import io
 import json
 import time
 from collections.abc import Callable
@@ -137,9 +139,18 @@ def _tool_content(result: Any) -> Any:
     images in a content list sent as data URLs (what an OpenAI-compatible server takes)."""
     if not is_array(result):
         return str(result)
-    from orsgen.eval.images import openai_parts
-
-    return openai_parts(result)
+    parts: list[dict[str, Any]] = []
+    for part in result:
+        if is_object(part) and part.get("type") == "image" and "image" in part:
+            buffer = io.BytesIO()
+            image: Any = part["image"]  # a PIL.Image.Image
+            image.save(buffer, format="PNG")
+            url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            text = part["text"] if is_object(part) and "text" in part else part
+            parts.append({"type": "text", "text": str(text)})
+    return parts
 
 
 def _arguments(text: str | None) -> dict[str, Any]:

@@ -22,18 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
-from orsgen.eval.results import (
+from orsgen.eval.results import Records, ResultsLog, RunFileError, write_json
+from orsgen.eval.run import EvalResult, finish
+from orsgen.runtime.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
-    Records,
-    ResultsLog,
-    RunFileError,
-    iter_rows,
-    write_json,
+    RunDirError,
+    read_adapter,
+    read_config,
+    rows,
 )
-from orsgen.eval.run import EvalResult, finish
 
 # The fields the shards of one run may differ in.
 SHARD_FIELDS = ("shard", "endpoint")
@@ -63,7 +63,13 @@ def merge_shards(
     shards or the field, for: a directory that is not a shard or not finished, shards that
     differ in configuration (a field named), a shard given twice, a missing shard, a row that
     is not its shard's or is there twice, and an ``out`` that holds a run."""
-    found = [_read(Path(p)) for p in shards]
+    try:
+        return _merge([_read(Path(p)) for p in shards], Path(out), partial)
+    except RunDirError as exc:  # a run file that cannot be read
+        raise RunFileError(str(exc)) from None
+
+
+def _merge(found: list[_Shard], target: Path, partial: bool) -> EvalResult:
     if not found:
         raise EvalConfigError("give the shard directories to merge")
     first = found[0]
@@ -79,35 +85,35 @@ def merge_shards(
         by_index[shard.index] = shard
     missing = [i for i in range(first.count) if i not in by_index]
     if missing and not partial:
+        names = " and ".join(f"{i}/{first.count}" for i in missing)
+        them = "them" if len(missing) > 1 else "it"
         raise EvalConfigError(
-            f"shard {', '.join(f'{i}/{first.count}' for i in missing)} missing: give every "
-            "shard of the run, or pass --partial to merge without it"
+            f"shard {names} missing: give every shard of the run, or pass --partial to merge "
+            f"without {them}"
         )
-    target = Path(out)
     if target.resolve() in {s.path.resolve() for s in found}:
         raise RunFileError(f"--out {target} is one of the shards; merge into another directory")
     if (target / RUN_FILE).exists() or (target / RESULTS_FILE).exists():
         raise RunFileError(f"{target} already holds a run; merge into another --out")
+    adapter = read_adapter(first.path)
     target.mkdir(parents=True, exist_ok=True)
     ordered = [by_index[i] for i in sorted(by_index)]
     records = _stream(ordered, config, target)
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
     write_json(target / RUN_FILE, {**config.to_json(), **({"partial": record} if record else {})})
-    adapter = json.loads((first.path / ADAPTER_FILE).read_text(encoding="utf-8"))
     write_json(target / ADAPTER_FILE, adapter, sort_keys=False)
     present = {task for shard in ordered for task in shard.config.tasks()}
     tasks = [task for task in config.tasks() if task in present]
     summary = finish(target, config, tasks, records)
-    return EvalResult(summary, records, target, None, config)
+    return EvalResult(summary, target, records, None, config)
 
 
 def _read(path: Path) -> _Shard:
     """A shard's directory, checked to be a finished shard run (nothing read but run.json)."""
-    if not (path / RUN_FILE).is_file():
-        raise RunFileError(f"{path} is not an orsgen eval run (no {RUN_FILE})")
+    found = read_config(path)  # a RunDirError, naming the file, when there is none
     try:
-        config = EvalConfig.from_json(json.loads((path / RUN_FILE).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError) as exc:
+        config = EvalConfig.from_json(found)
+    except (ValueError, TypeError) as exc:
         raise RunFileError(f"cannot read {path / RUN_FILE}: {exc}") from None
     if config.shard is None:
         raise RunFileError(f"{path} is a run, not a shard: merge the runs of --shard I/N")
@@ -156,8 +162,8 @@ def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Recor
     try:
         for shard in shards:
             mine = set(shard.config.tasks())
-            rows = 0
-            for row in iter_rows(shard.path / RESULTS_FILE):
+            count = 0
+            for row in rows(shard.path / RESULTS_FILE):
                 task, sample = int(row["task_index"]), int(row["sample"])
                 if task not in mine or not 0 <= sample < n:
                     raise RunFileError(
@@ -169,11 +175,11 @@ def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Recor
                 if seen[at]:
                     raise RunFileError(f"{shard} holds (task {task}, sample {sample}) twice")
                 seen[at] = 1
-                rows += 1
+                count += 1
                 log.append(row)
                 records.add(row)
-            if rows < len(mine) * n:
-                why = f"{rows} of {len(mine) * n} rollouts"
+            if count < len(mine) * n:
+                why = f"{count} of {len(mine) * n} rollouts"
                 raise RunFileError(_unfinished(shard.path, shard.index, shard.count, why))
     except BaseException:
         log.close()

@@ -28,21 +28,17 @@ from orsgen.eval.config import (
     adapter_identity,
 )
 from orsgen.eval.conversation import Conversation, Sampling, Turns, tool_schemas, trl_tools
-from orsgen.eval.results import (
+from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
+from orsgen.eval.summary import summarize
+from orsgen.eval.workers import Adapters, Plan, run_all
+from orsgen.runtime.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
-    Record,
-    Records,
-    ResultsLog,
-    check_resume,
-    iter_rows,
-    read_records,
-    write_json,
+    FinishedRun,
+    rows,
 )
-from orsgen.eval.summary import summarize
-from orsgen.eval.workers import Adapters, Plan, run_all
 
 if TYPE_CHECKING:
     from orsgen.runtime.config import AdapterConfig
@@ -51,15 +47,14 @@ __all__ = ["DEFAULT_MAX_TURNS", "EvalResult", "evaluate", "public_url"]
 
 
 @dataclass(frozen=True)
-class EvalResult:
-    """A finished evaluation: ``summary`` is summary.json, ``config`` the run's identity
-    (run.json), ``records`` one slim :class:`Record` per rollout, and ``seconds`` the wall
-    time of this call's rollouts (setup and report excluded; ``None`` for shards merged). The transcripts stay in
-    ``out``'s results.jsonl: :meth:`transcripts` reads them back one at a time."""
+class EvalResult(FinishedRun):
+    """A finished evaluation: ``summary`` is summary.json (each task's ``pass_at_k`` and
+    ``pass_hat_k`` read-only), ``config`` the run's identity (run.json), ``records`` one slim
+    :class:`Record` per rollout, and ``seconds`` the wall time of this call's rollouts (setup
+    and report excluded; ``None`` for shards merged). The transcripts stay in ``out``'s
+    results.jsonl: :meth:`transcripts` reads them back one at a time."""
 
-    summary: dict[str, Any]
     records: Sequence[Record]
-    out: Path | None
     seconds: float | None = 0.0
     config: EvalConfig | None = None
 
@@ -96,7 +91,7 @@ class EvalResult:
         """results.jsonl's rows, messages included, read one at a time."""
         if self.out is None:
             raise ValueError("this run kept no transcripts: pass out= to evaluate")
-        return iter_rows(self.out / RESULTS_FILE)
+        return rows(self.out / RESULTS_FILE)
 
     def transcript(self, task_index: int, sample: int = 0) -> dict[str, Any] | None:
         """The row of (``task_index``, ``sample``), messages included, or ``None``."""
@@ -208,7 +203,7 @@ def evaluate(
         adapters.close()
     records = plan.done  # the resumed rows' records, and the new ones
     summary = finish(plan.out, plan.config, plan.tasks, records)
-    return EvalResult(summary, records, plan.out, seconds, plan.config)
+    return EvalResult(summary, plan.out, records, seconds, plan.config)
 
 
 def finish(

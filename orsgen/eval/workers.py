@@ -1,7 +1,7 @@
-"""The rollouts of one evaluation on ``concurrency`` worker threads, one adapter each,
-which take the next (task, sample) as they finish the last: memory does not grow with the
-number of rollouts. Every (task, sample) gets exactly one row, written as it completes; a
-failure is a row, never a stopped run.
+"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads, one
+adapter each, which take the next (task, sample) as they finish the last: memory does not
+grow with the number of rollouts. Every (task, sample) gets exactly one row, written as it
+completes; a failure is a row, never a stopped run.
 
 Environments that judge groups (ORS ``score_group``) are evaluated as trained: the samples
 of one task are one group, judged together on their final answers once the last of them
@@ -10,7 +10,8 @@ path, as ``group_reward`` does in training). A group's rows are written together
 judged, so a run stopped halfway reruns the whole group. Each row keeps its pointwise
 outcome and gets ``group_reward``; a row that the environment did not score itself, and
 whose group score exists, takes that score as its ``reward`` and becomes ``scored``. When
-the judge gives no scores, each row of the group says why in its ``reason``."""
+the judge gives no scores, each row of the group says why in its ``reason``.
+"""
 
 from __future__ import annotations
 
