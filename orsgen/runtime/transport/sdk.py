@@ -25,7 +25,7 @@ from typing import Any
 
 from orsgen.runtime.errors import describe
 from orsgen.runtime.images import blocks_to_text
-from orsgen.runtime.transport import health, http
+from orsgen.runtime.transport import health, http, sdk_check
 from orsgen.runtime.transport.endpoint import Endpoint
 from orsgen.runtime.transport.process import current
 
@@ -39,10 +39,12 @@ PING_TIMEOUT = 30.0
 
 def _client_module() -> Any:
     # Typed as Any: the SDK ships no types, and its private helpers are used on purpose.
+    sdk_check.check()  # once: does the installed SDK have what this module uses?
     return importlib.import_module("openreward.api.environments.client")
 
 
 def _http_module() -> Any:
+    sdk_check.check()
     return importlib.import_module("openreward.api._session.http")
 
 
