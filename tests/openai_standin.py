@@ -1,8 +1,9 @@
 """A scripted stand-in for an OpenAI-compatible chat-completions server: no model, it
-answers at once. Run as its own process on 127.0.0.1 (``start(...)``), stopped by PID.
+answers at once (or ``--delay`` seconds late, as a model's latency). Run as its own process
+on 127.0.0.1 (``start(...)``), stopped by PID.
 
     python tests/openai_standin.py --port P [--tool say --argument text --calls 1 --size 16]
-        [--tools lookup,nosuch,submit] [--quote 3]
+        [--tools lookup,nosuch,submit] [--quote 3] [--delay 0.2]
         [--chat-status 400 --chat-message "Server is pinned to ..."]
         [--models-status 401 --models-message "Invalid API key"]
 
@@ -83,6 +84,7 @@ def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             if not self.path.endswith("/chat/completions"):
                 self._error(404, f"no route {self.path}")
                 return
+            time.sleep(opts.delay)
             if opts.chat_status:
                 self._error(opts.chat_status, opts.chat_message)
                 return
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--chat-message", default="")
     p.add_argument("--models-status", type=int, default=0)
     p.add_argument("--models-message", default="")
+    p.add_argument("--delay", type=float, default=0.0)
     opts = p.parse_args(argv)
     server = ThreadingHTTPServer(("127.0.0.1", opts.port), _handler(opts))
     server.daemon_threads = True

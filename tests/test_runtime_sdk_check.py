@@ -30,6 +30,8 @@ def test_uses_lists_exactly_the_sdk_modules_sdk_py_loads() -> None:
     for node in ast.walk(ast.parse(SDK_PY.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("openreward"):
             loaded.add(str(node.module))
+        elif isinstance(node, ast.Import):
+            loaded.update(a.name for a in node.names if a.name.startswith("openreward"))
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

@@ -36,6 +36,9 @@ USES: dict[str, tuple[str, ...]] = {
         "AsyncSession._run_ping",
         "AsyncSession.score_group",
         "ErrorResponse",
+        "Message",
+        "Task",
+        "TextBlock",
         "ToolCallError",
         "ToolFailed",
         "ToolOutput",
@@ -45,11 +48,16 @@ USES: dict[str, tuple[str, ...]] = {
         "_parse_blocks",
         "resumable_sse(resumable_only)",
     ),
-    "openreward.api._session.http": ("request_retryable", "set_retry_policy"),
-    "openreward.api._session.ping": ("ErrorResponse",),
-    "openreward.api.environments.types": ("Message", "Task", "TextBlock"),
-    "openreward._version": ("USER_AGENT",),
-    "openreward.api.rollouts.background": ("_strip_none",),
+    "openreward.api._session.http": (
+        "AuthenticationError",
+        "_ENV_SERVER_MAX_ATTEMPTS",
+        "_request_retryable_api.retry.stop",
+        "_request_retryable_api.retry_with",
+        "_request_retryable_env_server.retry_with",
+        "_resolve_policy",
+        "request_retryable",
+        "set_retry_policy",
+    ),
 }
 
 
