@@ -159,6 +159,7 @@ def _watch(pid: int, peaks: dict[str, float], stop: threading.Event) -> None:
 def measure_one(code: Path, run: Path, out: Path, command: str = "sft") -> dict[str, Any]:
     """One ``orsgen COMMAND`` process: its figures."""
     shutil.rmtree(out, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)  # the command writes into what exists
     env = {**os.environ, "PYTHONPATH": str(code), "HF_DATASETS_CACHE": str(out.parent / "hf")}
     started = time.monotonic()
     child = subprocess.Popen(

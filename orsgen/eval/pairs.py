@@ -41,7 +41,6 @@ import os
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, UsageError, at_least, output
@@ -50,16 +49,16 @@ from orsgen.eval.trainset import (
     CARD_FILE,
     LEFT_OUT,
     SAME,
-    Kept,
-    Run,
-    SftError,
-    check_runs,
     conversation_type,
+    first_per_task,
+    Kept,
     left_out,
     new_out,
+    open_runs,
     quiet,
-    read_run,
+    Run,
     run_arguments,
+    SftError,
     transcript,
     write_dataset,
 )
@@ -102,12 +101,9 @@ def select(
     allow_splits: Iterable[str] = (),
 ) -> PairSelection:
     """The pairs of ``run_dirs``, and how they were chosen. Raises :class:`SftError`."""
-    if not run_dirs:
-        raise SftError("no run directory given")
-    if per_task is not None and per_task < 1:
-        raise SftError(f"--per-task must be at least 1, got {per_task}")
-    runs = [read_run(p) for p in dict.fromkeys(Path(d).resolve() for d in run_dirs)]
-    check_runs(runs, allow_splits, {**SAME, "pass_threshold": "pass thresholds"})
+    runs = open_runs(
+        run_dirs, per_task, allow_splits, {**SAME, "pass_threshold": "pass thresholds"}
+    )
     chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
     try:
         found = _candidates(chosen)
@@ -207,13 +203,10 @@ def _pairs(
     first = np.sort(np.unique(same, axis=0, return_index=True)[1])
     chosen.duplicates += len(pairs) - len(first)
     pairs = pairs[first]  # still in order
-    task = np.stack([c["split"][pairs[:, 0]], c["task"][pairs[:, 0]]], axis=1)
-    _, start, which = np.unique(task, axis=0, return_index=True, return_inverse=True)
-    keep = np.arange(len(pairs)) - start[which.reshape(-1)] < (chosen.per_task or len(pairs))
+    split, task = c["split"][pairs[:, 0]], c["task"][pairs[:, 0]]
+    keep, chosen.tasks = first_per_task(split, task, chosen.per_task, names)
     chosen.over_cap = len(pairs) - int(keep.sum())
-    pairs, task = pairs[keep], task[keep]
-    keys, counts = np.unique(task, axis=0, return_counts=True)
-    chosen.tasks = {(names[s], t): n for (s, t), n in zip(keys.tolist(), counts.tolist())}
+    pairs = pairs[keep]
     runs = c["run"][pairs[:, 0]]
     chosen.pairs = {r.name: int((runs == i).sum()) for i, r in enumerate(chosen.runs)}
     return np.stack([runs, c["offset"][pairs[:, 0]], c["offset"][pairs[:, 1]]], axis=1)

@@ -101,6 +101,40 @@ def check_runs(
             )
 
 
+def open_runs(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    per_task: int | None,
+    allow_splits: Iterable[str],
+    same: Mapping[str, str] = SAME,
+) -> list[Run]:
+    """The runs of ``run_dirs`` (a directory given twice is one run), checked
+    (:func:`check_runs`); ``per_task`` checked to be at least 1."""
+    if not run_dirs:
+        raise SftError("no run directory given")
+    if per_task is not None and per_task < 1:
+        raise SftError(f"--per-task must be at least 1, got {per_task}")
+    runs = [read_run(p) for p in dict.fromkeys(Path(d).resolve() for d in run_dirs)]
+    check_runs(runs, allow_splits, same)
+    return runs
+
+
+def first_per_task(
+    split: numpy.ndarray[Any, Any],
+    task: numpy.ndarray[Any, Any],
+    most: int | None,
+    names: list[str],
+) -> tuple[numpy.ndarray[Any, Any], dict[tuple[str, int], int]]:
+    """Which rows, in order, are among the first ``most`` of their (split number, task)
+    (all with ``None``), and how many each (split name, task) keeps."""
+    import numpy as np
+
+    pairs = np.stack((split, task), axis=1)
+    _, start, which = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    keep = np.arange(len(pairs)) - start[which.reshape(-1)] < (most or len(pairs))
+    keys, counts = np.unique(pairs[keep], axis=0, return_counts=True)
+    return keep, {(names[s], t): n for (s, t), n in zip(keys.tolist(), counts.tolist())}
+
+
 def _message(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     """One message in TRL's format (every message with the same keys, so Arrow stores one
     struct); ``None`` for content that is not text (images are not stored in results)."""
