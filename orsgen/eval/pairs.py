@@ -191,12 +191,14 @@ def _pairs(
         members = members[np.sort(np.unique(same, axis=0, return_index=True)[1])]
         good = int(c["good"][members].sum())
         chosen.duplicates += (hi - lo - bad) * bad - good * (len(members) - good)
-        found.append(_rounds(members, good))
+        pairs = _rounds(members, good)
+        contrast = np.any(digests[pairs[:, 0], 2:] != digests[pairs[:, 1], 2:], axis=1)
+        chosen.no_contrast += int(len(pairs) - contrast.sum())
+        # A run's task gives at most per_task pairs (its first): no more are kept of the task.
+        pairs = pairs[contrast]
+        chosen.over_cap += max(0, len(pairs) - (chosen.per_task or len(pairs)))
+        found.append(pairs[: chosen.per_task])
     pairs = np.concatenate(found) if found else np.zeros((0, 4), dtype=np.int64)
-    good_of, bad_of = pairs[:, 0], pairs[:, 1]
-    contrast = np.any(digests[good_of, 2:] != digests[bad_of, 2:], axis=1)
-    chosen.no_contrast = int(len(pairs) - contrast.sum())
-    pairs = pairs[contrast]
     key = [pairs[:, 3], c["run"][pairs[:, 0]], pairs[:, 2], c["task"][pairs[:, 0]]]
     pairs = pairs[np.lexsort([*key, c["split"][pairs[:, 0]]])]
     same = np.concatenate([digests[pairs[:, 0], :2], digests[pairs[:, 1], :2]], axis=1)
@@ -205,7 +207,7 @@ def _pairs(
     pairs = pairs[first]  # still in order
     split, task = c["split"][pairs[:, 0]], c["task"][pairs[:, 0]]
     keep, chosen.tasks = first_per_task(split, task, chosen.per_task, names)
-    chosen.over_cap = len(pairs) - int(keep.sum())
+    chosen.over_cap += len(pairs) - int(keep.sum())
     pairs = pairs[keep]
     runs = c["run"][pairs[:, 0]]
     chosen.pairs = {r.name: int((runs == i).sum()) for i, r in enumerate(chosen.runs)}
