@@ -242,7 +242,7 @@ def report(runs: list[dict[str, Any]], out: Path, command: str = "sft") -> None:
         "`Dataset.from_generator`, which writes 1,000 rows at a time. datasets then reads the",
         "Arrow file it wrote back through a memory map to copy it into the output, and the",
         "pages it touches count in the reading process's resident set: in one process the",
-        "whole dataset would. So the copy runs in one worker process, a 64 MB shard at a",
+        "whole dataset would. So the copy runs in one worker process, a 16 MB shard at a",
         "time (`save_to_disk(num_proc=1, max_shard_size=...)`).",
         *(
             ["The old code (`main`, where measured) read the whole results.jsonl into memory,"]
