@@ -119,16 +119,19 @@ def child(opts: argparse.Namespace) -> None:
 
 def _split(out: dict[str, Any], concurrency: int, latency: float) -> dict[str, Any]:
     """A run's rate and the split of each rollout's slot (ms per rollout, means) from a
-    child's figures. orsgen's ``environment_seconds`` include the reset, timed on its own
-    (``reset_seconds``) and taken out here; inspect-openreward's session open is not timed
-    apart (no ``reset_seconds``) and stays in the harness's time."""
+    child's figures. A rollout's own time is its session open (orsgen's ``reset``, timed
+    apart as ``reset_seconds``) and its conversation; a session opened while the worker's
+    previous rollout ran is off the critical path, so the slot's last part is what lies
+    outside the conversations: the session opens not hidden, writing the row, taking the
+    next task, the start and the end of the run. inspect-openreward's session open is not
+    timed apart (no ``reset_seconds``): it stays in its harness's time."""
     n = len(out["rollout_seconds"])
     mean = lambda values: 1000 * sum(values) / max(1, n)  # noqa: E731
     model = mean([t * latency for t in out["turns"]])
     opened = mean(out.get("reset_seconds", []))
-    rollout = mean(out["rollout_seconds"])
+    conversation = mean(out["rollout_seconds"]) - opened
     endpoint = mean(out["endpoint_seconds"])
-    environment = mean(out["environment_seconds"])
+    tools = mean(out["environment_seconds"]) - opened
     slot = concurrency * out["seconds"] / max(1, n) * 1000
     figures = {
         "rollouts": n,
@@ -141,11 +144,11 @@ def _split(out: dict[str, Any], concurrency: int, latency: float) -> dict[str, A
         "split_ms": {
             "model latency": round(model, 1),
             "rest of endpoint round trips": round(endpoint - model, 1),
-            "session open": round(opened, 1),
-            "tool calls": round(environment - opened, 1),
-            "harness inside the rollout": round(rollout - endpoint - environment, 1),
-            "between rollouts": round(slot - rollout, 1),
+            "tool calls": round(tools, 1),
+            "harness inside the conversation": round(conversation - endpoint - tools, 1),
+            "outside the conversation": round(slot - conversation, 1),
         },
+        "session_open_ms": round(opened, 1) if out.get("reset_seconds") else None,
     }
     if out.get("error"):
         figures["error"] = out["error"]
@@ -174,6 +177,7 @@ def one_run(
     contender: str,
     concurrency: int,
     opts: argparse.Namespace,
+    server: Any,
     servers: dict[str, Any],
     work: Path,
 ) -> dict[str, Any]:
@@ -208,7 +212,17 @@ def one_run(
             str(target),
         ]
     args += ["--rollouts", str(rollouts), "--concurrency", str(concurrency)]
+    if opts.profile is not None:  # py-spy (bench/.venv-inspect) samples the run's stacks
+        spy = INSPECT_VENV / "bin" / "py-spy"
+        if not spy.exists():
+            subprocess.run([str(inspect_python()), "-m", "pip", "install", "-q", "py-spy"])
+        opts.profile.mkdir(parents=True, exist_ok=True)
+        stacks = opts.profile / f"{contender}-{concurrency}.txt"
+        spied = [str(spy), "record", "--nonblocking", "--format", "raw", "-o", str(stacks)]
+        spied += ["--idle", "--threads"] if opts.profile_idle else ["--gil"]
+        args = [*spied, "--", *args]
     pids = servers["pids"]
+    server.reset_counts()
     before = {name: process_cpu(pid) for name, pid in pids.items()}
     load = os.getloadavg()[0]
     with (work / f"{contender}-{concurrency}.stderr").open("w") as err:
@@ -216,8 +230,9 @@ def one_run(
     if done.returncode != 0:
         tail = (work / f"{contender}-{concurrency}.stderr").read_text()[-3000:]
         raise RuntimeError(f"{contender} at concurrency {concurrency} failed:\n{tail}")
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = json.loads([x for x in done.stdout.splitlines() if x.startswith("{")][-1])
     cpu = {name: process_cpu(pid) - before[name] for name, pid in pids.items()}
+    requests, connections = server.requests(), server.connections()
     run: dict[str, Any] = {"contender": contender, "endpoints": len(endpoints)}
     run["concurrency"] = concurrency
     if "unsupported" in out:
@@ -235,6 +250,8 @@ def one_run(
         standin_cpu_ms_per_rollout=round(
             sum(v for k, v in cpu.items() if k.startswith("standin")) * per, 2
         ),
+        ors_requests_per_rollout=round(sum(requests.values()) * per / 1000, 2),
+        ors_new_connections_per_rollout=round(sum(connections.values()) * per / 1000, 3),
         load_average_1m_before=round(load, 2),
         load_average_1m_after=round(os.getloadavg()[0], 2),
         when=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -275,7 +292,7 @@ def measure(opts: argparse.Namespace) -> dict[str, Any]:
                 for contender in contenders:
                     if contender in unsupported:
                         continue
-                    run = one_run(contender, level, opts, servers, work)
+                    run = one_run(contender, level, opts, server, servers, work)
                     if "unsupported" in run:
                         unsupported.add(contender)
                     runs.append(run)
@@ -380,8 +397,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "| contender | endpoints | concurrency | rollouts | scored | rollouts/s | limit | "
         "fraction | eval CPU ms/rollout | ORS server CPU ms/rollout | stand-in CPU ms/rollout "
-        "| load 1m before/after |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| ORS requests/rollout | new ORS connections/rollout | load 1m before/after |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in chosen:
         lines.append(
@@ -389,22 +406,26 @@ def markdown(report: dict[str, Any]) -> str:
             f"{r['scored']} | {r['rollouts_per_second']} | {r['limit_rollouts_per_second']} | "
             f"{r['fraction_of_limit']} | {r['eval_cpu_ms_per_rollout']} | "
             f"{r['server_cpu_ms_per_rollout']} | {r['standin_cpu_ms_per_rollout']} | "
+            f"{r['ors_requests_per_rollout']} | {r['ors_new_connections_per_rollout']} | "
             f"{r['load_average_1m_before']}/{r['load_average_1m_after']} |"
         )
     parts = list(chosen[0]["split_ms"]) if chosen else []
     lines += [
         "",
         "Where each rollout's slot goes (ms per rollout, means; the slot is concurrency x "
-        "seconds / rollouts, the parts add up to it):",
+        "seconds / rollouts, and the parts add up to it; the session open is outside the "
+        "conversation, on the critical path unless opened while the previous rollout ran; "
+        "inspect-openreward's is inside its harness's time):",
         "",
-        "| contender | concurrency | slot | " + " | ".join(parts) + " |",
-        "|---|---:|---:|" + "---:|" * len(parts),
+        "| contender | concurrency | slot | " + " | ".join(parts) + " | session open |",
+        "|---|---:|---:|" + "---:|" * (len(parts) + 1),
     ]
     for r in chosen:
+        opened = r.get("session_open_ms")
         lines.append(
             f"| {r['contender']} | {r['concurrency']} | {r['slot_ms']} | "
             + " | ".join(str(r["split_ms"][p]) for p in parts)
-            + " |"
+            + f" | {'-' if opened is None else opened} |"
         )
     lines += ["", "## Goals", ""] + [f"- {v}" for v in verdicts(report["runs"])]
     return "\n".join(lines) + "\n"
@@ -418,6 +439,10 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--contenders", default=",".join(CONTENDERS))
     p.add_argument("--out", type=Path, default=BENCH / "results")
+    p.add_argument("--profile", type=Path, help="sample each run with py-spy into this folder")
+    p.add_argument(
+        "--profile-idle", action="store_true", help="sample waiting threads too, not only the GIL"
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--package", help=argparse.SUPPRESS)
     p.add_argument("--base-url", help=argparse.SUPPRESS)

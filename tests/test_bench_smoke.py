@@ -137,3 +137,25 @@ def test_eval_scale_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     assert runs[(40, False)]["results_mb"] == 0
     md = (tmp_path / "eval_scale.md").read_text()
     assert "| 40 | yes |" in md and "of the speed of writing nothing" in md
+
+
+@pytest.mark.slow
+def test_throughput_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
+    """bench/throughput.py (issue 36): orsgen at two concurrency levels against a stand-in
+    endpoint with a short latency. Every rollout is scored in 2 turns, the limit is
+    concurrency / (2 x latency), the parts of a rollout's slot add up to it, and no run
+    beats the model's own latency."""
+    args = ["--concurrency", "2,4", "--rollouts-per-worker", "2", "--latency", "0.05"]
+    run_bench("throughput.py", [*args, "--contenders", "orsgen", "--out", str(tmp_path)], 600)
+    data = json.loads((tmp_path / "throughput.json").read_text())
+    runs = data["runs"]
+    assert [(r["contender"], r["concurrency"]) for r in runs] == [("orsgen", 2), ("orsgen", 4)]
+    for r in runs:
+        assert r["rollouts"] == r["scored"] == 2 * r["concurrency"], r
+        assert r["turns_per_rollout"] == 2
+        assert r["limit_rollouts_per_second"] == pytest.approx(r["concurrency"] / 0.1)
+        assert sum(r["split_ms"].values()) == pytest.approx(r["slot_ms"], abs=1)
+        assert r["split_ms"]["model latency"] == pytest.approx(100)
+        assert 0 < r["fraction_of_limit"] <= 1 and r["eval_cpu_ms_per_rollout"] > 0
+    md = (tmp_path / "throughput.md").read_text()
+    assert "| orsgen | 1 | 4 | 8 | 8 |" in md and data["machine"]["uptime_before"] in md
