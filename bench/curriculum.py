@@ -71,18 +71,16 @@ def evaluation(url: str, samples: int, out: Path) -> Path:
     from answer_model import AnswerModel
     from coinenv import CoinEnv
 
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     with AnswerModel() as model:
         evaluate(
             CoinEnv,
-            endpoint=model.endpoint,
-            model="answer",
-            samples=samples,
+            EvalConfig(endpoint=model.endpoint, model="answer", n=samples),
+            adapter={"base_url": url},
             concurrency=4,
             out=out,
             progress=False,
-            base_url=url,
         )
     return out
 
@@ -223,7 +221,7 @@ def stream(tasks_count: int, mode: str, group_size: int = 4) -> tuple[Any, Any, 
         made = PassRateCurriculum(prior=dict(enumerate(chance)))
     elif mode == "first pass":
         made = PassRateCurriculum()
-    return Chooser(range(tasks_count), 0, group_size, made), made, chance
+    return Chooser(range(tasks_count), 0, group_size, curriculum=made), made, chance
 
 
 def run_groups(chooser: Any, made: Any, chance: list[float], groups: int) -> None:

@@ -43,7 +43,7 @@ import ors_server  # noqa: E402  (tests/ors_server.py)
 from chance_model import warm_chance_model  # noqa: E402  (tests/chance_model.py)
 from serve_model import start_model_server  # noqa: E402  (examples/serve_model.py)
 
-from orsgen.eval import evaluate  # noqa: E402
+from orsgen.eval import EvalConfig, evaluate  # noqa: E402
 
 CHANCE_ENV = ROOT / "tests" / "envs" / "chance_env.py"
 
@@ -74,13 +74,10 @@ def run(levels: list[int], per_worker: int, out_dir: Path) -> dict[str, Any]:
             samples = max(32, per_worker * level) // test_tasks
             result = evaluate(
                 pkg.ChanceEnv,
-                endpoint=model.endpoint,
-                model=model.model,
-                split="test",
-                samples=samples,
+                EvalConfig(endpoint=model.endpoint, model=model.model, split="test", n=samples),
+                adapter={"base_url": server.url},
                 concurrency=level,
                 out=work / f"c{level}",
-                base_url=server.url,
                 progress=False,
             )
             wall = result.seconds  # the rollouts alone: no setup, no report

@@ -129,9 +129,9 @@ def child(opts: argparse.Namespace) -> None:
     result = evaluate(
         Counted,
         config,
+        adapter={"base_url": opts.base_url},
         concurrency=opts.concurrency,
         out=out,
-        base_url=opts.base_url,
         progress=False,
     )
     if profilers:

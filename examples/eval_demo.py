@@ -37,7 +37,7 @@ from serve_model import ModelServer, start_model_server, stop_process  # noqa: E
 from train_echo import start_server  # noqa: E402
 
 from generated.echo import EchoEnv  # noqa: E402
-from orsgen import compare, evaluate, format_comparison, load_summary  # noqa: E402
+from orsgen import EvalConfig, compare, evaluate, format_comparison, load_summary  # noqa: E402
 
 # Sampled as GRPOTrainer sampled the rollouts in training (TRL's default temperature 1.0):
 # greedy decoding would answer every sample of a task alike. The server is seeded once at
@@ -52,30 +52,12 @@ def evaluate_model(
     server: ModelServer, model: Path, url: str, split: str, n: int, out: Path
 ) -> dict[str, Any]:
     """Evaluate ``model`` (served by ``server``) on ``split``; the run's summary."""
-    result = evaluate(
-        EchoEnv,
-        endpoint=server.endpoint,
-        model=str(model),
-        split=split,
-        samples=n,
-        temperature=TEMPERATURE,
-        out=out,
-        base_url=url,
-        progress=False,
+    config = EvalConfig(
+        endpoint=server.endpoint, model=str(model), split=split, n=n, temperature=TEMPERATURE
     )
-    s = result.summary
-    print(
-        f"{out.name} ({model}): {s['rollouts']} rollouts on split {split!r} in "
-        f"{result.seconds:.1f} s: coverage {s['coverage']:.3f}, mean reward "
-        f"{_num(s['mean_reward'])}, pass@1 {s['pass_at_k']['1']:.3f}, "
-        f"pass@{n} {s['pass_at_k'][str(n)]:.3f}",
-        flush=True,
-    )
-    return s
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    result = evaluate(EchoEnv, config, adapter={"base_url": url}, out=out, progress=False)
+    print(f"{out.name} ({model}): {result.headline()}", flush=True)  # as `orsgen eval` ends
+    return result.summary
 
 
 def evaluate_models(

@@ -27,7 +27,7 @@ _PUBLIC: dict[str, str] = {
     "AdapterConfig": "orsgen.runtime.config",
     "bundle_tasks": "orsgen.runtime.dataset",
     "PassRateCurriculum": "orsgen.runtime.choosing.curriculum",
-    "CurriculumCheckpoint": "orsgen.runtime.checkpoint",
+    "CurriculumCheckpoint": "orsgen.runtime.choosing.checkpoint",
     "TaskTableCallback": "orsgen.runtime.task_callback",
     # The pass rule: a rollout passes when scored and its reward >= the threshold.
     "passes": "orsgen.runtime.passk",
@@ -166,7 +166,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.pipeline import RequestError as RequestError
     from orsgen.pipeline import Result as Result
     from orsgen.pipeline import run as run
-    from orsgen.runtime.checkpoint import CurriculumCheckpoint as CurriculumCheckpoint
+    from orsgen.runtime.choosing.checkpoint import CurriculumCheckpoint as CurriculumCheckpoint
     from orsgen.runtime.config import AdapterConfig as AdapterConfig
     from orsgen.runtime.dataset import bundle_tasks as bundle_tasks
     from orsgen.runtime.errors import EnvironmentUnavailableError as EnvironmentUnavailableError

@@ -1,13 +1,19 @@
 """argparse as orsgen's commands use it: a mistyped option names the closest valid one,
-option values are checked before anything else runs (no network on a bad value), and a
-usage error is one line."""
+option values are checked before anything else runs (no network on a bad value), and an
+error is one line, ``orsgen COMMAND: error: ...``: :class:`UsageError` (exit 2) or
+:class:`Failed` (exit 1), which ``orsgen.cli.main`` prints."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
+import os
 import re
+import urllib.parse
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 from orsgen.wording import did_you_mean
@@ -17,6 +23,11 @@ _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 class UsageError(Exception):
     """Bad arguments or an unusable target: one line on stderr, exit code 2."""
+
+
+class Failed(Exception):
+    """A failure after the work started (nothing written, a check that did not pass): one
+    line on stderr, exit code 1."""
 
 
 def secret_pairs(pairs: Sequence[str]) -> dict[str, str] | None:
@@ -41,6 +52,23 @@ def number(text: str, what: str = "a number") -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text} is not {what}")
     return value
+
+
+def http_url(text: str) -> str:
+    """An option's http(s) URL (``--endpoint``, ``--base-url``), checked before any network."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL")
+    return text
+
+
+def output(path: str, flag: str) -> Path:
+    """Where ``flag`` writes: a path whose directory exists, or lies inside the working
+    directory (where the missing directories are made). Nothing is ever made above it."""
+    where = Path(os.path.abspath(path)).parent
+    if not where.is_dir() and not where.is_relative_to(Path.cwd()):
+        raise UsageError(f"{flag} {path}: directory {where} does not exist; create it first")
+    return Path(path)
 
 
 def seconds(text: str) -> float:
@@ -79,6 +107,37 @@ def at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+@dataclass(frozen=True)
+class Command:
+    """One command: ``orsgen NAME ...`` (``name`` "" for ``orsgen TARGET -o DIR``). Its
+    ``module`` holds the function ``parser`` that builds its argparse parser and the
+    function ``run`` that runs it on its arguments (an exit code, or it raises
+    :class:`UsageError` or :class:`Failed`); ``synopsis`` and ``summary`` are its lines in
+    ``orsgen --help``. ``orsgen.cli.COMMANDS`` lists them: the dispatch and the docs' CLI reference read it.
+    """
+
+    name: str
+    module: str
+    synopsis: str
+    summary: str
+    parser: str = "parser"
+    run: str = "main"
+
+    @property
+    def words(self) -> str:
+        return f"orsgen {self.name}".strip()
+
+    def build(self) -> argparse.ArgumentParser:
+        built: argparse.ArgumentParser = getattr(
+            importlib.import_module(self.module), self.parser
+        )()
+        return built
+
+    def __call__(self, argv: Sequence[str]) -> int:
+        code: int = getattr(importlib.import_module(self.module), self.run)(argv)
+        return code
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that names the closest option for a mistyped one (``--spilt``: did you
     mean ``--split``?); Python 3.11's argparse has no ``suggest_on_error``."""
@@ -89,6 +148,10 @@ class Parser(argparse.ArgumentParser):
         if unknown is not None:  # before parse_args, whose missing -o error would come first
             self.error(f"unrecognized arguments: {unknown}{did_you_mean(unknown, options)}")
         return self.parse_args(argv)
+
+    def option(self, dest: str) -> str:
+        """The option that sets ``dest``, as ``--help`` names it (``-n/--samples``)."""
+        return next("/".join(a.option_strings) for a in self._actions if a.dest == dest)
 
     def error(self, message: str) -> NoReturn:
         """A usage error is one line, as every other error is (argparse prints its usage

@@ -7,9 +7,9 @@ unusable target; 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
-import difflib
 import logging
 import sys
+import textwrap
 import threading
 import time
 import warnings
@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orsgen import __version__, checks, pipeline
+from orsgen.arguments import Command, Failed, UsageError, output, secret_pairs
 from orsgen.arguments import Parser as _Parser
-from orsgen.arguments import UsageError, secret_pairs
 from orsgen.arguments import seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
-from orsgen.checks import StaleFile
 from orsgen.pipeline import Request, Result
 from orsgen.snapshot.stored import Snapshot
 from orsgen.wording import closest, plural
@@ -54,9 +53,52 @@ def _say_interrupted() -> None:
     sys.unraisablehook = lambda _unraisable: None
 
 
-def _error(exc: BaseException | str) -> None:
-    """An error is one line on stderr, whatever the exception text holds."""
-    _say(f"error: {' '.join(str(exc).split())}")
+COMMANDS = (
+    Command(
+        "",
+        __name__,
+        "TARGET -o DIR",
+        "snapshot an environment and generate its typed adapter package",
+        "generate_parser",
+        "run_generate",
+    ),
+    Command(
+        "check",
+        __name__,
+        "DIR [--live]",
+        "exit 1 when DIR is stale or hand-edited, or (--live) when the environment drifted "
+        "from its snapshot",
+        "check_parser",
+        "run_check",
+    ),
+    Command(
+        "eval",
+        "orsgen.eval.command",  # needs orsgen[eval]
+        "DIR --endpoint URL --model NAME",
+        "evaluate a model on the environment through the package (--compare RUN_A RUN_B: "
+        "compare two runs)",
+    ),
+    Command(
+        "sft",
+        "orsgen.eval.sft_command",  # needs orsgen[train]
+        "RUN_DIR [RUN_DIR ...] -o OUT",
+        "the passing rollouts of evaluation runs as a dataset for TRL's SFTTrainer",
+    ),
+    Command(
+        "view",
+        "orsgen.view.command",
+        "RUN [-o FILE.html]",
+        "one self-contained HTML page to read a run's rollouts",
+    ),
+)
+
+
+def _error(command: Command, exc: BaseException) -> None:
+    """An error is one line on stderr, ``orsgen COMMAND: error: ...``, whatever the
+    exception text holds."""
+    with _output:
+        if not _interrupted:
+            print(f"{command.words}: error: {' '.join(str(exc).split())}", file=sys.stderr)
 
 
 def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> None:
@@ -64,36 +106,32 @@ def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False)
         print(f"  {line}", file=sys.stderr)
 
 
-# The other commands, as `orsgen --help` lists them (tests/test_docs_cli.py checks that every
-# command main() dispatches is here).
-_COMMANDS_EPILOG = """\
-other commands (each has --help):
-  orsgen check DIR [--live]      exit 1 when DIR is stale or hand-edited, or (--live) when
-                                 the environment drifted from its snapshot
-  orsgen eval DIR --endpoint URL --model NAME
-                                 evaluate a model on the environment through the package
-  orsgen eval --compare RUN_A RUN_B
-                                 compare two evaluation runs
-  orsgen sft RUN_DIR [RUN_DIR ...] -o OUT
-                                 the passing rollouts of evaluation runs as a dataset for
-                                 TRL's SFTTrainer
-  orsgen view RUN [-o FILE.html]
-                                 one self-contained HTML page to read a run's rollouts
-"""
+def _epilog() -> str:
+    lines = ["other commands (each has --help):"]
+    for command in COMMANDS[1:]:
+        lines.append(f"  {command.words} {command.synopsis}")
+        lines.append(
+            textwrap.fill(command.summary, 88, initial_indent=" " * 6, subsequent_indent=" " * 6)
+        )
+    return "\n".join(lines)
 
 
-def _generate_parser() -> _Parser:
+def generate_parser() -> _Parser:
     p = _Parser(
         prog="orsgen",
         description="Snapshot an ORS environment and generate a typed TRL adapter package.",
-        epilog=_COMMANDS_EPILOG,
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "target", help="catalog name (namespace/name), URL, Python file, or DIR/snapshot.json"
     )
     p.add_argument(
-        "-o", "--output", required=True, help="package directory to write, e.g. generated/seta"
+        "-o",
+        "--output",
+        required=True,
+        help="package directory to write, e.g. generated/seta (its directory must exist "
+        "unless it is inside the working directory)",
     )
     p.add_argument("--env-name", help="environment on a server that hosts several")
     p.add_argument(
@@ -146,7 +184,7 @@ def _generate_parser() -> _Parser:
     return p
 
 
-def _check_parser() -> _Parser:
+def check_parser() -> _Parser:
     p = _Parser(
         prog="orsgen check",
         description="Exit 1 when a generated package is stale (offline), or with --live when "
@@ -218,13 +256,16 @@ def _refusal(result: Result) -> str:
 
 
 def run_generate(argv: Sequence[str]) -> int:
-    args = _generate_parser().parse(argv)
+    if argv and _mistyped_command(argv[0]):
+        names = [c.name for c in COMMANDS if c.name]
+        raise UsageError(f"unknown command {argv[0]!r}; did you mean {closest(argv[0], names)!r}?")
+    args = generate_parser().parse(argv)
+    output(args.output, "-o")
     started = time.perf_counter()
     try:
         result = pipeline.run(_request(args), progress=lambda m: _say(m, args.quiet))
     except pipeline.RequestError as exc:
-        _error(exc)
-        return EXIT_USAGE
+        raise UsageError(str(exc)) from None
     diagnostics = result.diagnostics
     if diagnostics:
         _say(
@@ -232,8 +273,7 @@ def run_generate(argv: Sequence[str]) -> int:
         )
         _print_diagnostics(diagnostics, args.verbose)
     if not result.written:
-        _say(f"error: {_refusal(result)}")
-        return EXIT_FAIL
+        raise Failed(_refusal(result))
     for note in result.notes:  # printed even with -q, as warnings are
         _say(f"warning: {note}")
     _say(
@@ -259,9 +299,8 @@ def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
             timeout=args.timeout,
             progress=lambda m: _say(m, args.quiet),
         )
-    except (pipeline.RequestError, UsageError) as exc:
-        _error(exc)
-        return EXIT_USAGE
+    except pipeline.RequestError as exc:
+        raise UsageError(str(exc)) from None
     _print_diagnostics(drift.diagnostics, args.verbose)
     changes = drift.changes
     if changes.level == "unchanged":
@@ -271,124 +310,77 @@ def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
     print(changes.report())
     failing = changes.level == "major" if args.fail_on == "breaking" else True
     if failing:
-        _say(
+        raise Failed(
             f"the environment drifted; regenerate with "
             f"`orsgen {drift.target.value} -o {args.directory}`"
         )
-        return EXIT_FAIL
     _say("non-breaking drift only (--fail-on breaking)", args.quiet)
     return EXIT_OK
-
-
-def _print_stale(directory: Path, stale: StaleFile) -> None:
-    """A unified diff from the file on disk to what the snapshot generates."""
-    path = directory / stale.name
-    sys.stdout.writelines(
-        difflib.unified_diff(
-            (stale.on_disk or "").splitlines(keepends=True),
-            (stale.expected or "").splitlines(keepends=True),
-            fromfile=f"{path} (on disk)" if stale.on_disk is not None else "/dev/null",
-            tofile=(
-                f"{path} (from snapshot.json)"
-                if stale.expected is not None
-                else "/dev/null (no longer generated)"
-            ),
-        )
-    )
-
-
-def _not_a_package(directory: Path) -> str:
-    """Why ``orsgen check DIR`` cannot check ``directory``, and what to pass instead."""
-    if directory.name == "snapshot.json" and directory.is_file():
-        return f"orsgen check takes the package directory: `orsgen check {directory.parent}`"
-    inside = sorted(p.parent.name for p in directory.glob("*/snapshot.json"))
-    if inside:
-        shown = ", ".join(inside[:5]) + (", ..." if len(inside) > 5 else "")
-        return (
-            f"{directory} holds no snapshot.json but holds generated packages ({shown}); "
-            f"check each: `orsgen check {directory / inside[0]}`"
-        )
-    path = directory / "snapshot.json"
-    return f"{path} not found; is {directory} a package generated by orsgen?"
 
 
 def run_check(argv: Sequence[str]) -> int:
     from orsgen.snapshot.model import SnapshotError, load_text
 
-    args = _check_parser().parse(argv)
+    args = check_parser().parse(argv)
     directory = Path(args.directory)
     path = directory / "snapshot.json"
     if not path.is_file():
-        _say(f"error: {_not_a_package(directory)}")
-        return EXIT_USAGE
+        raise UsageError(checks.not_a_package(directory))
     try:
         snapshot = load_text(path.read_text(encoding="utf-8"), str(path))
     except SnapshotError as exc:
-        _say(f"error: {exc}")
-        return EXIT_FAIL
+        raise Failed(str(exc)) from None
     if args.live:
         return run_check_live(args, snapshot)
     generated, stale = checks.stale_files(directory, snapshot)
     if not generated.ok:
         _print_diagnostics(generated.diagnostics, args.verbose)
-        return EXIT_FAIL
+        raise Failed(f"{path} does not generate a package; see the errors above")
     for each in stale:
-        _print_stale(directory, each)
+        sys.stdout.writelines(each.diff(directory))
     if stale:
-        _say(
+        raise Failed(
             f"{plural(len(stale), 'file')} in {directory} "
             f"{'differs' if len(stale) == 1 else 'differ'} from what snapshot.json generates; "
             f"regenerate with `orsgen {path} -o {directory}`"
         )
-        return EXIT_FAIL
     try:
         mismatch = checks.config_mismatch(directory, snapshot)
     except pipeline.RequestError as exc:
-        _error(exc)
-        return EXIT_USAGE
+        raise UsageError(str(exc)) from None
     if mismatch is not None:
-        _say(
+        raise Failed(
             f"{directory} was generated with another configuration than {mismatch.path} "
             f"sets ({'; '.join(mismatch.differences)}); regenerate with "
             f"`orsgen {path} -o {directory}`"
         )
-        return EXIT_FAIL
     _say(f"{directory} is up to date ({plural(len(generated.files), 'file')})", args.quiet)
     return EXIT_OK
 
 
 def _mistyped_command(word: str) -> bool:
-    """``orsgen chek DIR``: a bare word near "check" that is no file is no target either (a
-    target is a path, a URL or namespace/name), so say so before argparse asks for -o."""
+    """``orsgen veiw RUN``: a bare word near a command's name that is no file is no target
+    either (a target is a path, a URL or namespace/name), so say so before argparse asks
+    for -o."""
     bare = not any(c in word for c in "/:.\\") and not word.startswith("-")
-    return bare and closest(word, ["check"]) is not None and not Path(word).exists()
+    names = [c.name for c in COMMANDS if c.name]
+    return bare and closest(word, names) is not None and not Path(word).exists()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     global _interrupted
     _interrupted = False  # main() runs more than once in one process (tests, embedding)
     argv = list(sys.argv[1:] if argv is None else argv)
+    named = {c.name: c for c in COMMANDS}
+    command = named.get(argv[0] if argv else "", COMMANDS[0])
     try:
-        if argv and argv[0] == "check":
-            return run_check(argv[1:])
-        if argv and argv[0] == "eval":
-            from orsgen.eval.command import main as run_eval  # needs orsgen[eval]
-
-            return run_eval(argv[1:])
-        if argv and argv[0] == "sft":
-            from orsgen.eval.sft_command import main as run_sft  # needs orsgen[train]
-
-            return run_sft(argv[1:])
-        if argv and argv[0] == "view":
-            from orsgen.view.command import main as run_view
-
-            return run_view(argv[1:])
-        if argv and _mistyped_command(argv[0]):
-            raise UsageError(f"unknown command {argv[0]!r}; did you mean 'check'?")
-        return run_generate(argv)
+        return command(argv[1:] if command.name else argv)
     except UsageError as exc:
-        _error(exc)
+        _error(command, exc)
         return EXIT_USAGE
+    except Failed as exc:
+        _error(command, exc)
+        return EXIT_FAIL
     except KeyboardInterrupt:
         _say_interrupted()
         return EXIT_INTERRUPTED

@@ -1,8 +1,8 @@
 """MkDocs hooks: pages generated from the code at build time, so they cannot drift.
 
 - ``docs/reference/cli.md``: the ``<!-- cli-reference -->`` marker becomes the help of every
-  command's argparse parser. The commands are found in ``orsgen.cli.main``'s dispatch
-  (``argv[0] == "NAME"``), so a new subcommand is in the reference as soon as it dispatches.
+  command's argparse parser, for each command of ``orsgen.cli.COMMANDS``: the registry the
+  dispatch reads, so a new subcommand is in the reference as soon as it dispatches.
 - ``docs/reference/api.md``: the ``<!-- api-reference -->`` marker becomes one mkdocstrings
   entry per name of ``orsgen.__all__``, grouped as ``orsgen._PUBLIC`` lists them.
 
@@ -12,77 +12,24 @@
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib
 import inspect
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from orsgen.arguments import Command  # noqa: E402
+from orsgen.cli import COMMANDS  # noqa: E402
+
 CLI_MARKER = "<!-- cli-reference -->"
 API_MARKER = "<!-- api-reference -->"
 
 
-@dataclass(frozen=True)
-class Command:
-    """One command line: ``orsgen`` itself or ``orsgen NAME``."""
-
-    name: str  # "" for `orsgen TARGET -o DIR`
-    module: str
-    parser: str  # the module's function that builds its argparse parser
-
-    @property
-    def words(self) -> str:
-        return f"orsgen {self.name}".strip()
-
-    def build(self) -> argparse.ArgumentParser:
-        built = getattr(importlib.import_module(self.module), self.parser)()
-        assert isinstance(built, argparse.ArgumentParser), (self.module, self.parser)
-        return built
-
-
 def commands() -> list[Command]:
-    """``orsgen`` and every subcommand ``orsgen.cli.main`` dispatches, in its order.
-
-    A subcommand's branch either calls a function of cli.py (``run_check`` builds
-    ``_check_parser``) or imports ``main`` from a module, whose parser is its ``_parser()``.
-    """
-    source = (ROOT / "orsgen" / "cli.py").read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
-    found = [Command("", "orsgen.cli", "_generate_parser")]
-    for node in ast.walk(main):
-        if not isinstance(node, ast.If):
-            continue
-        name = _dispatched_name(node.test)
-        if name is None:
-            continue
-        module = next(
-            (s.module for s in ast.walk(node) if isinstance(s, ast.ImportFrom) and s.module),
-            None,
-        )
-        if module is not None:
-            found.append(Command(name, module, "_parser"))
-        else:
-            found.append(Command(name, "orsgen.cli", f"_{name}_parser"))
-    return found
-
-
-def _dispatched_name(test: ast.expr) -> str | None:
-    """``NAME`` of a test ``argv and argv[0] == "NAME"`` (or ``argv[0] == "NAME"``)."""
-    parts = test.values if isinstance(test, ast.BoolOp) else [test]
-    for part in parts:
-        if (
-            isinstance(part, ast.Compare)
-            and isinstance(part.left, ast.Subscript)
-            and isinstance(part.ops[0], ast.Eq)
-            and isinstance(part.comparators[0], ast.Constant)
-            and isinstance(part.comparators[0].value, str)
-        ):
-            return part.comparators[0].value
-    return None
+    """``orsgen`` and every subcommand, in the order ``orsgen.cli.COMMANDS`` lists them."""
+    return list(COMMANDS)
 
 
 def _help(parser: argparse.ArgumentParser) -> str:
@@ -118,7 +65,6 @@ def cli_reference() -> str:
 
 
 def api_reference() -> str:
-    sys.path.insert(0, str(ROOT))
     import orsgen
 
     groups: list[tuple[str, list[str]]] = []

@@ -3,7 +3,7 @@ with one plain assistant message (no tool call), for environments that grade the
 message through a terminal tool (bench/coin_env.py decides by its own coin). No model.
 
     with AnswerModel("yes") as model:
-        evaluate(CoinEnv, endpoint=model.endpoint, model="answer", ...)
+        evaluate(CoinEnv, EvalConfig(endpoint=model.endpoint, model="answer"), ...)
 
 It serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on 127.0.0.1 (a free port)
 from a daemon thread of the calling process, and counts the completions it answered.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from orsgen.runtime.choosing import handoff
+from orsgen.runtime.choosing import checkpoint, handoff
 from orsgen.runtime.choosing.chooser import Chooser
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import StreamKey, samplers
@@ -24,7 +24,9 @@ def choose(resets: int, answer: Any, curriculum: bool = True) -> None:
     pass-rate curriculum, else the uniform passes."""
     handoff.join()
     sampler, _ = samplers().get(
-        "stream", KEY, lambda: Chooser(TASKS, 0, 2, PassRateCurriculum() if curriculum else None)
+        "stream",
+        KEY,
+        lambda: Chooser(TASKS, 0, 2, curriculum=PassRateCurriculum() if curriculum else None),
     )
     handoff.made()
     answer.put(sampler.state_dict())
@@ -53,7 +55,9 @@ def idle(answer: Any, seconds: float) -> None:
     from orsgen.runtime.choosing import tasks
 
     handoff.join()
-    sampler, _ = samplers().get("stream", KEY, lambda: _Counted(TASKS, 0, 2, PassRateCurriculum()))
+    sampler, _ = samplers().get(
+        "stream", KEY, lambda: _Counted(TASKS, 0, 2, curriculum=PassRateCurriculum())
+    )
     handoff.made()
     for _ in range(4):
         tasks.observe(sampler, tasks.choose(sampler), Outcome(kind="scored", reward=1.0))
@@ -61,7 +65,7 @@ def idle(answer: Any, seconds: float) -> None:
     before = _Counted.calls
     time.sleep(seconds)
     answer.put(_Counted.calls - before)
-    latest = handoff.Handoff.from_env()
+    latest = checkpoint.Handoff.from_env()
     assert latest is not None
     written = latest.latest.read_text()
     tasks.choose(sampler)

@@ -3,13 +3,15 @@ answers at once, or after ``--delay`` seconds (an asyncio server: any number of 
 wait at once). Run as its own process on 127.0.0.1 (``start(...)``), stopped by PID.
 
     python tests/openai_standin.py --port P [--tool say --argument text --calls 1 --size 16]
-        [--delay 0.2] [--chat-status 400 --chat-message "Server is pinned to ..."]
+        [--tools lookup,nosuch,submit] [--delay 0.2]
+        [--chat-status 400 --chat-message "Server is pinned to ..."]
         [--models-status 401 --models-message "Invalid API key"]
 
 By default each ``POST /v1/chat/completions`` answers, from the messages it is sent: a call
 of ``--tool`` with ``{--argument: <--size characters>}`` while the conversation holds fewer
-than ``--calls`` tool results, then a plain answer of ``--size`` characters. With
-``--chat-status`` / ``--models-status`` that route answers that HTTP status with an
+than ``--calls`` tool results, then a plain answer of ``--size`` characters (with ``--tools``,
+the i-th call is of the i-th name there, round and round, and ``--calls`` defaults to their
+number). With ``--chat-status`` / ``--models-status`` that route answers that HTTP status with an
 OpenAI-style error body (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists
 one model, ``standin``; ``GET /health`` answers 200 once the server listens.
 """
@@ -56,14 +58,16 @@ def _app(opts: argparse.Namespace) -> web.Application:
         results = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
         message: dict[str, Any] = {"role": "assistant", "content": filler}
         finish = "stop"
-        if results < opts.calls:
+        names = opts.tools.split(",") if opts.tools else [opts.tool]
+        calls = opts.calls if opts.calls is not None else len(names)
+        if results < calls:
             message["content"] = ""
             message["tool_calls"] = [
                 {
                     "id": f"call_{results}",
                     "type": "function",
                     "function": {
-                        "name": opts.tool,
+                        "name": names[results % len(names)],
                         "arguments": json.dumps({opts.argument: filler}),
                     },
                 }
@@ -96,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--tool", default="say")
     p.add_argument("--argument", default="text")
-    p.add_argument("--calls", type=int, default=1)
+    p.add_argument("--tools", default="")
+    p.add_argument("--calls", type=int, default=None)
     p.add_argument("--size", type=int, default=16)
     p.add_argument("--chat-status", type=int, default=0)
     p.add_argument("--chat-message", default="")

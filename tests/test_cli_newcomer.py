@@ -155,8 +155,8 @@ def _documented(intro: str) -> set[str]:
 @pytest.mark.parametrize(
     ("intro", "parser"),
     [
-        ("Options of `orsgen TARGET`", "_generate_parser"),
-        ("Options of `orsgen check DIR`", "_check_parser"),
+        ("Options of `orsgen TARGET`", "generate_parser"),
+        ("Options of `orsgen check DIR`", "check_parser"),
     ],
 )
 def test_the_readme_option_tables_list_every_option(intro: str, parser: str) -> None:

@@ -53,7 +53,10 @@ def test_a_user_file_with_a_generated_name_in_a_package_is_refused(orsgen_cli, t
     assert tree(out) == before
 
 
-def test_empty_missing_and_orsgen_directories_are_written(orsgen_cli, tmp_path) -> None:
+def test_empty_missing_and_orsgen_directories_are_written(
+    orsgen_cli, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # missing directories are made inside the working directory
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "__pycache__").mkdir()

@@ -109,7 +109,8 @@ def _many_tools_snapshot(directory, count: int):
 MUTABLE = "mutable default is documented, not used as the Python default"
 
 
-def test_the_same_warning_in_600_tools_is_one_line(orsgen_cli, tmp_path) -> None:
+def test_the_same_warning_in_600_tools_is_one_line(orsgen_cli, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # where -o may make the missing directory "many"
     path = _many_tools_snapshot(tmp_path / "src", 600)
     run = orsgen_cli([str(path), "-o", str(tmp_path / "many" / "scale"), "-q"])
     assert run.code == 0, run.stderr
@@ -120,7 +121,10 @@ def test_the_same_warning_in_600_tools_is_one_line(orsgen_cli, tmp_path) -> None
     assert line.lstrip().startswith("warning at /properties/tags/default: ")
 
 
-def test_verbose_prints_each_warning_and_fail_on_warning_counts_each(orsgen_cli, tmp_path) -> None:
+def test_verbose_prints_each_warning_and_fail_on_warning_counts_each(
+    orsgen_cli, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where -o may make the missing directories
     path = _many_tools_snapshot(tmp_path / "src", 4)
     run = orsgen_cli([str(path), "-o", str(tmp_path / "each" / "scale"), "-q", "--verbose"])
     assert run.code == 0, run.stderr

@@ -91,6 +91,7 @@ def test_a_mistyped_config_key_names_the_closest(toml, key, suggestion, tmp_path
 
 
 def test_the_cli_shows_the_config_suggestion(orsgen_subprocess, tmp_path) -> None:
+    (tmp_path / "gen").mkdir()  # -o into a missing directory is refused first
     (tmp_path / "pyproject.toml").write_text(
         '[tool.orsgen.packages."gen/echo"]\nexclud = ["hint"]\n'
     )
@@ -105,7 +106,7 @@ def test_the_cli_shows_the_config_suggestion(orsgen_subprocess, tmp_path) -> Non
     )
     assert run.code == 2, run.stderr
     assert "exclud: unknown key; did you mean 'exclude'?" in run.stderr
-    assert not (tmp_path / "gen").exists()
+    assert list((tmp_path / "gen").iterdir()) == []
 
 
 def test_a_mistyped_command_names_check(orsgen_subprocess, tmp_path) -> None:

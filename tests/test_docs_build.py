@@ -68,15 +68,30 @@ def test_the_api_reference_has_every_public_name(site: Path) -> None:
 
 def test_orsgen_help_lists_every_command() -> None:
     """`orsgen --help` names every subcommand `orsgen.cli.main` dispatches (issue 28)."""
+    from orsgen import cli
+
+    shown = cli.generate_parser().format_help()
+    commands = cli.COMMANDS[1:]
+    assert {"check", "eval"} <= {c.name for c in commands}, commands
+    for command in commands:
+        assert f"\n  {command.words} " in shown, (command.words, shown)
+
+
+def test_the_reference_reads_the_registry_the_dispatch_reads(
+    orsgen_subprocess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One command registry (issue 34): the docs hook lists exactly ``orsgen.cli.COMMANDS``,
+    and each of them dispatches to the parser the reference shows."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import docs_hooks
     from orsgen import cli
 
-    shown = cli._generate_parser().format_help()
-    commands = docs_hooks.commands()[1:]
-    assert {"check", "eval"} <= {c.name for c in commands}, commands
-    for command in commands:
-        assert f"\n  {command.words} " in shown, (command.words, shown)
+    assert docs_hooks.commands() == list(cli.COMMANDS)
+    monkeypatch.setenv("COLUMNS", "100")  # argparse wraps --help to the terminal's width
+    for command in cli.COMMANDS[1:]:
+        run = orsgen_subprocess([command.name, "--help"], env={"COLUMNS": "100"})
+        assert run.code == 0, run.stderr
+        assert run.stdout == command.build().format_help(), command.words
 
 
 def test_the_readme_links_reach_their_pages_and_headings() -> None:

@@ -231,3 +231,17 @@ def _run_block(
         source = source.replace(f'"{MODEL}"', repr(model))
     code = compile(source, block.id, "exec")
     exec(code, {"__name__": "docs_block"})
+
+
+def test_the_quickstart_fixes_no_port_and_says_why_it_does_not_learn() -> None:
+    """A fixed port (8080) may belong to another server on the user's machine, which the
+    later commands would then talk to; and its two GRPO steps, which start at reward 1.0,
+    learn nothing: the page says so rather than letting the comparison suggest otherwise."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = [b for b in RUN if b.page == Path("README.md") and "eval_demo.py" in b.code]
+    assert block.code in section
+    assert "8080" not in section and "--port" not in block.code, block.code
+    assert "--base-url" not in block.code and "--url" not in block.code  # each starts its own
+    words = " ".join(section.split())
+    assert "start at reward 1.0" in words and "no gradient" in words, words

@@ -92,7 +92,7 @@ def test_the_docs_readme_and_examples_import_only_public_names() -> None:
 
 
 def test_user_pages_name_public_names_by_their_public_path() -> None:
-    """`orsgen.runtime.checkpoint.CurriculumCheckpoint` in a user page is `orsgen.CurriculumCheckpoint`."""
+    """`orsgen.runtime.choosing.checkpoint.CurriculumCheckpoint` in a user page is `orsgen.CurriculumCheckpoint`."""
     import orsgen
 
     wrong = []

@@ -36,8 +36,8 @@ from envs.coin_echo_support import (  # noqa: E402
 from standin_vllm import StandinVLLM, echo_tokenizer  # noqa: E402
 
 from orsgen import CurriculumCheckpoint  # noqa: E402
-from orsgen.runtime.checkpoint import path  # noqa: E402
-from orsgen.runtime.choosing import handoff  # noqa: E402
+from orsgen.runtime.choosing import checkpoint  # noqa: E402
+from orsgen.runtime.choosing.checkpoint import path  # noqa: E402
 
 NUM_GENERATIONS = 2
 
@@ -128,4 +128,4 @@ def test_async_grpo_run_stopped_and_resumed_continues_the_workers_curriculum(
     assert resumed["planned"] > saved["planned"], (resumed["planned"], saved["planned"])
     assert second["given"] > first["given"], (second["given"], first["given"])
     # What the checkpoint copied is the worker's own file, whole.
-    assert (out / handoff.DIRECTORY / handoff.LATEST).is_file()
+    assert (out / checkpoint.DIRECTORY / checkpoint.LATEST).is_file()

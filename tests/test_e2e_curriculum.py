@@ -30,7 +30,7 @@ pytest.importorskip("tokenizers")
 
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
-from orsgen.runtime.checkpoint import CurriculumCheckpoint, path  # noqa: E402
+from orsgen.runtime.choosing.checkpoint import CurriculumCheckpoint, path  # noqa: E402
 from orsgen.runtime.choosing import tasks  # noqa: E402
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum  # noqa: E402
 
@@ -46,15 +46,16 @@ def _task(prompt: Any) -> int:
     return int(found[-1])
 
 
-class Recording(CurriculumCheckpoint):
-    """The callback itself, with the state it restored written down."""
+class Recording(PassRateCurriculum):
+    """A curriculum that writes down every state it loads."""
 
-    restored: dict[str, Any] | None = None
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads: list[dict[str, Any]] = []
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        super().on_train_begin(args, state, control, **kw)
-        if self.restored_from is not None and self.curriculum is not None:
-            self.restored = self.curriculum.state_dict()
+    def load_state_dict(self, state: Any) -> None:
+        self.loads.append(json.loads(json.dumps(state)))
+        super().load_state_dict(state)
 
 
 def _curriculum_saved(file: Path) -> dict[str, Any]:
@@ -96,7 +97,7 @@ def _train(
     )
     # The string form gets the callback with no argument: it finds the curriculum itself.
     named = curriculum if isinstance(curriculum, PassRateCurriculum) else None
-    callback = Recording(named) if curriculum is not None else None
+    callback = CurriculumCheckpoint(named) if curriculum is not None else None
     trainer = GRPOTrainer(
         model=str(model_dir),
         args=args,
@@ -139,7 +140,7 @@ def runs(
         server,
         model_dir,
         tmp / "pass_rate",
-        PassRateCurriculum(),
+        Recording(),
         SAVE_AT + 1,
         resume=tmp / "pass_rate" / f"checkpoint-{SAVE_AT}",
     )
@@ -204,7 +205,7 @@ def test_curriculum_lowers_trls_frac_reward_zero_std(runs: dict[str, Any]) -> No
 def test_resume_restores_the_curriculum_state(runs: dict[str, Any]) -> None:
     callback = runs["resumed"]["callback"]
     assert callback.restored_from is not None
-    assert callback.restored == runs["saved"]
+    assert callback.curriculum.loads == [runs["saved"]]  # once, by its stream
     # The first step after the resume is chosen from the restored state alone, so it is
     # the step the original run chose after its save.
     assert runs["resumed"]["steps"][0] == runs["pass_rate"]["steps"][SAVE_AT]
@@ -232,4 +233,3 @@ def test_the_string_form_resumes_with_a_callback_that_holds_no_curriculum(
     after = runs["after"]
     assert after["named"]["planned"] > runs["saved"]["planned"]
     assert _choices(after["named"]) == _choices(after["pass_rate"])
-    assert tasks.samplers().staged() == []  # the staged state was used, not left

@@ -32,8 +32,8 @@ pytest.importorskip("tokenizers")
 import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
 
 from conftest import import_generated  # noqa: E402
-from orsgen.runtime.choosing.chooser import group_task  # noqa: E402
 from torchrun_launch import run_two_ranks  # noqa: E402
+from uniform_passes import group_task  # noqa: E402
 
 
 @pytest.mark.slow

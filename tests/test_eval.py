@@ -50,19 +50,16 @@ def test_the_model_sees_trls_tools(chance_pkg, chance_server) -> None:
 def test_known_probabilities_give_pass_at_k(
     chance_pkg, chance_server, model_server, tmp_path
 ) -> None:
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     n = 24
     tasks = SPLITS["test"]
     result = evaluate(
         chance_pkg.ChanceEnv,
-        endpoint=model_server.endpoint,
-        model=model_server.model,
-        split="test",
-        samples=n,
+        EvalConfig(endpoint=model_server.endpoint, model=model_server.model, split="test", n=n),
+        adapter={"base_url": chance_server.url},
         concurrency=4,
         out=tmp_path / "run",
-        base_url=chance_server.url,
         progress=False,
     )
     assert result.coverage == 1.0, [r["reason"] for r in result.rows if r["verdict"] != "scored"]
@@ -161,7 +158,11 @@ def test_sigkill_then_resume_runs_each_pair_once(
     # A changed configuration is refused, naming the difference.
     code, _, stderr = run_cli(args + ["--resume", "-n", "4"])
     assert code == 2
-    assert stderr.strip().splitlines()[-1].startswith("error: cannot resume: n was 3 and is now 4")
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith("orsgen eval: error: cannot resume: n was 3 and is now 4")
+    )
     code, _, stderr = run_cli(args + ["--resume", "--model", "other-model"])
     assert code == 2 and "model was" in stderr
     code, _, stderr = run_cli(args)  # the same directory without --resume
@@ -170,7 +171,7 @@ def test_sigkill_then_resume_runs_each_pair_once(
 
 
 def test_endpoint_stopped_mid_run(chance_pkg, chance_server, tiny_model, tmp_path) -> None:
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     own = start_model_server(tiny_model, tmp_path)
     out = tmp_path / "outage"
@@ -179,13 +180,10 @@ def test_endpoint_stopped_mid_run(chance_pkg, chance_server, tiny_model, tmp_pat
     def run() -> None:
         result["value"] = evaluate(
             chance_pkg.ChanceEnv,
-            endpoint=own.endpoint,
-            model=own.model,
-            split="slow",
-            samples=4,
+            EvalConfig(endpoint=own.endpoint, model=own.model, split="slow", n=4),
+            adapter={"base_url": chance_server.url},
             concurrency=2,
             out=out,
-            base_url=chance_server.url,
             progress=False,
         )
 
@@ -222,18 +220,20 @@ def test_compare_reports_paired_differences(
         code, stdout, stderr = run_cli(args + ["--concurrency", "4"])
         assert code == 0, stderr
         runs.append(json.loads((out / "summary.json").read_text()))
-        # The share of GRPO groups of 6 with no gradient, after the pass@k line, and in
-        # report.md with the tasks that give none (B passes nothing: every task, share 1).
+        # The share of GRPO groups of 6 with no gradient, on the summary line after the
+        # pass@k figures, and in report.md with the tasks that give none (B passes nothing:
+        # every task, share 1).
         share = runs[-1]["zero_variance_share"]
         assert list(share) == [str(g) for g in range(2, 7)]
-        lines = stdout.strip().splitlines()
-        assert '"pass_at_k"' in lines[-2], stdout
-        assert lines[-1] == f"zero-variance share at G=6: {share['6']:.3f}", stdout
+        (line,) = stdout.strip().splitlines()
+        assert ", pass@6 " in line, stdout
+        assert line.endswith(f", zero-variance share at G=6: {share['6']:.3f}"), stdout
         report = (out / "report.md").read_text()
         assert f"zero-variance share at G=6: {share['6']:.3f}" in report
         if name == "b":
             assert (
-                share["6"] == 1.0 and "no gradient (always or never passing): 0, 1, 2, 3" in report
+                share["6"] == 1.0
+                and "no gradient (always or never passing): tasks 0, 1, 2, 3" in report
             )
     # Runs with different pass thresholds do not compare: --force compares them anyway.
     code, _, stderr = run_cli(["--compare", str(tmp_path / "a"), str(tmp_path / "b")])
@@ -278,7 +278,7 @@ def test_unusable_configurations_exit_2_with_one_line(
         code, stdout, stderr = run_cli(args + ["--out", str(tmp_path / name.replace(" ", "_"))])
         assert code == 2, (name, stderr)
         lines = stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: "), (name, stderr)
+        assert len(lines) == 1 and lines[0].startswith("orsgen eval: error: "), (name, stderr)
 
 
 @pytest.mark.timeout(900)

@@ -4,6 +4,7 @@ OpenAI-compatible stand-in (tests/openai_standin.py) on 127.0.0.1; nothing is mo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,8 +50,9 @@ def test_run_json_is_the_config_evaluate_was_given(
         unfinished_reward=0.0,
     )
     out = tmp_path / "run"
+    adapter = {"base_url": chance_server.url}
     result = evaluate(
-        pkg.ChanceEnv, config, out=out, concurrency=2, base_url=chance_server.url, progress=False
+        pkg.ChanceEnv, config, adapter=adapter, out=out, concurrency=2, progress=False
     )
     assert EvalConfig.load(out) == config  # run.json's identity is the config given
     assert result.config == config
@@ -62,9 +64,7 @@ def test_run_json_is_the_config_evaluate_was_given(
         (3, 1),
     ]
     # The same config resumes the run (nothing left to do); a changed one is refused.
-    again = evaluate(
-        pkg.ChanceEnv, config, out=out, resume=True, base_url=chance_server.url, progress=False
-    )
+    again = evaluate(pkg.ChanceEnv, config, adapter=adapter, out=out, resume=True, progress=False)
     assert again.config == config and len(again.records) == 4
     from orsgen.eval import RunFileError
 
@@ -72,9 +72,9 @@ def test_run_json_is_the_config_evaluate_was_given(
         evaluate(
             pkg.ChanceEnv,
             dataclasses.replace(config, seed=8),
+            adapter=adapter,
             out=out,
             resume=True,
-            base_url=chance_server.url,
             progress=False,
         )
 
@@ -89,7 +89,8 @@ def test_fields_left_out_come_from_the_environment(
     pkg = import_generated(chance_dir)
     given = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test")
     out = tmp_path / "run"
-    result = evaluate(pkg.ChanceEnv, given, out=out, base_url=chance_server.url, progress=False)
+    adapter = {"base_url": chance_server.url}
+    result = evaluate(pkg.ChanceEnv, given, adapter=adapter, out=out, progress=False)
     config = result.config
     assert config is not None and config == EvalConfig.load(out)
     assert config.task_indices == tuple(range(CHANCE_TEST_TASKS))  # the split's size
@@ -99,9 +100,31 @@ def test_fields_left_out_come_from_the_environment(
     filled = ("task_indices", "pass_threshold", *ADAPTER_FIELDS)
     assert dataclasses.replace(config, **dict.fromkeys(filled)) == given  # the rest as given
     first = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test", num_tasks=2)
-    result = evaluate(pkg.ChanceEnv, first, base_url=chance_server.url, progress=False)
+    result = evaluate(pkg.ChanceEnv, first, adapter=adapter, progress=False)
     assert result.config is not None and result.config.task_indices == (0, 1)
     assert result.config.num_tasks is None  # a run's config names its tasks
+
+
+def test_changing_one_tasks_figures_leaves_the_others(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    """EvalResult.summary: tasks with the same counts share their pass@k figures, read-only."""
+    from orsgen.eval import EvalConfig, evaluate
+
+    pkg = import_generated(chance_dir)
+    config = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test")
+    result = evaluate(pkg.ChanceEnv, config, base_url=chance_server.url, progress=False)
+    tasks = result.summary["per_task"]  # 4 tasks of 1 sample: two pass alike
+    a, b = next(
+        (a, b)
+        for i, a in enumerate(tasks)
+        for b in tasks[i + 1 :]
+        if (a["samples"], a["passed"]) == (b["samples"], b["passed"])
+    )
+    before = dict(b["pass_at_k"])
+    with contextlib.suppress(TypeError):  # read-only
+        a["pass_at_k"]["1"] = -1.0
+    assert dict(b["pass_at_k"]) == before
 
 
 def test_an_unusable_config_is_refused_naming_the_field_before_any_rollout(
@@ -123,10 +146,10 @@ def test_an_unusable_config_is_refused_naming_the_field_before_any_rollout(
             EvalConfig(**base, **fields)
     factory, made, closed = counted_adapters(pkg.ChanceEnv, chance_server.url)
     cases: list[tuple[EvalConfig, dict[str, Any], str]] = [
-        (EvalConfig(**base, task_indices=(0, 9)), {}, r"task_indices \[9\] are outside"),
-        (EvalConfig(**base, tools_sha256="0" * 64), {}, "config.tools_sha256 is '0000"),
-        (EvalConfig(**base, environment="other"), {}, "config.environment is 'other'"),
-        (EvalConfig(**base), {"samples": 3}, "pass n= in config, not as keywords"),
+        (EvalConfig(**base, task_indices=(0, 9)), {}, "task_indices names 9, past the end"),
+        (EvalConfig(**base, tools_sha256="0" * 64), {}, "tools_sha256 is '0000"),
+        (EvalConfig(**base, environment="other"), {}, "environment is 'other'"),
+        (EvalConfig(**base), {"adapter": {"seed": 1}}, "adapter= configures an adapter class"),
         (EvalConfig(**base), {"concurrency": 0}, "concurrency must be"),
     ]
     for n, (config, keywords, words) in enumerate(cases):

@@ -52,7 +52,7 @@ def run_eval(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 def _one_error_line(run: subprocess.CompletedProcess[str]) -> str:
     lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr
+    assert len(lines) == 1 and lines[0].startswith("orsgen eval: error: "), run.stderr
     return lines[0]
 
 
@@ -61,6 +61,7 @@ def test_an_unknown_split_names_the_option(chance_dir, chance_server, standin, t
     assert run.returncode == 2, run.stderr
     line = _one_error_line(run)
     assert "'nosuch' does not exist" in line and "--split" in line and "split=" not in line
+    assert "does not answer" not in line  # the package's snapshot says so, before any network
 
 
 def test_resume_where_there_is_no_run_is_refused(
@@ -106,15 +107,16 @@ def test_the_endpoints_own_error_is_kept_and_no_retry_is_claimed(
         assert "retr" not in row["reason"]
 
 
-def test_pass_at_k_in_numeric_order_and_the_end_says_where_results_went(
+def test_the_end_is_one_summary_line_and_says_where_results_went(
     chance_dir, chance_server, standin, tmp_path
 ) -> None:
     out = tmp_path / "run"
     args = _args(chance_dir, chance_server, standin())
     run = run_eval(args + ["--split", "test", "-n", "11", "--concurrency", "4", "--out", str(out)])
     assert run.returncode == 0, run.stderr
-    printed = json.loads(run.stdout.splitlines()[0])
-    assert list(printed["pass_at_k"]) == [str(k) for k in range(1, 12)]
+    (printed,) = run.stdout.splitlines()  # one readable line
+    assert printed.startswith("44 rollouts on split 'test' in "), printed
+    assert ", pass@1 " in printed and ", pass@11 " in printed and "{" not in printed
     assert any(line.startswith(f"results in {out}") for line in run.stderr.splitlines())
     run = run_eval(args + ["--split", "test", "--num-tasks", "1"])  # no --out
     assert run.returncode == 0, run.stderr
@@ -188,12 +190,9 @@ def test_records_are_slim_transcripts_come_from_the_file_and_graded_text_is_whol
     model = standin(size=size)
     result = evaluate(  # no task count: the split's size comes from the environment
         pkg.ChanceEnv,
-        endpoint=model.endpoint,
-        model=model.model,
-        split="test",
-        samples=2,
+        EvalConfig(endpoint=model.endpoint, model=model.model, split="test", n=2),
+        adapter={"base_url": chance_server.url},
         out=tmp_path / "run",
-        base_url=chance_server.url,
         progress=False,
     )
     assert isinstance(result.config, EvalConfig)
@@ -219,11 +218,9 @@ def test_records_are_slim_transcripts_come_from_the_file_and_graded_text_is_whol
     # On "open" the episode never finishes: the model's final answer ends it, whole.
     result = evaluate(
         pkg.ChanceEnv,
-        endpoint=model.endpoint,
-        model=model.model,
-        split="open",
+        EvalConfig(endpoint=model.endpoint, model=model.model, split="open"),
+        adapter={"base_url": chance_server.url},
         out=tmp_path / "open",
-        base_url=chance_server.url,
         progress=False,
     )
     row = result.transcript(0)
@@ -235,24 +232,24 @@ def test_adapters_are_closed_when_resume_checking_raises(
     chance_dir, chance_server, standin, tmp_path
 ) -> None:
     from conftest import counted_adapters, import_generated
-    from orsgen.eval import RunFileError, evaluate
+    from orsgen.eval import EvalConfig, RunFileError, evaluate
 
     factory, made, closed = counted_adapters(
         import_generated(chance_dir).ChanceEnv, chance_server.url
     )
 
     model = standin()
-    common: dict[str, Any] = dict(
-        endpoint=model.endpoint, model=model.model, split="test", out=tmp_path / "run"
-    )
-    evaluate(factory, num_tasks=1, progress=False, **common)
+    one = EvalConfig(endpoint=model.endpoint, model=model.model, split="test", num_tasks=1)
+    out = tmp_path / "run"
+    evaluate(factory, one, out=out, progress=False)
     assert made and len(closed) == len(made)
-    for bad in ({"num_tasks": 2, "resume": True}, {"num_tasks": 1}):  # changed; no --resume
+    two = EvalConfig(endpoint=model.endpoint, model=model.model, split="test", num_tasks=2)
+    for config, resume in ((two, True), (one, False)):  # changed; no --resume
         made.clear()
         closed.clear()
         with pytest.raises(RunFileError):
-            evaluate(factory, progress=False, **common, **bad)
-        assert made and len(closed) == len(made), bad
+            evaluate(factory, config, out=out, resume=resume, progress=False)
+        assert made and len(closed) == len(made), (config, resume)
 
 
 @pytest.fixture(scope="module")

@@ -60,17 +60,15 @@ def _judge(target: str, answers: list[str]) -> list[float]:
 def test_each_tasks_samples_are_judged_as_a_group(
     judge_pkg, judge_server, judge_model, tmp_path
 ) -> None:
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     judge_server.reset_counts()
     result = evaluate(
         judge_pkg.JudgeEnv,
-        endpoint=judge_model.endpoint,
-        model=judge_model.model,
-        samples=3,
+        EvalConfig(endpoint=judge_model.endpoint, model=judge_model.model, n=3),
+        adapter={"base_url": judge_server.url},
         concurrency=2,
         out=tmp_path / "run",
-        base_url=judge_server.url,
         progress=False,
     )
     rows = [

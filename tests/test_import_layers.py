@@ -86,7 +86,7 @@ def runtime_imports(root: Path = RUNTIME) -> dict[str, set[str]]:
 # rollout's records, then three rooms side by side that never import each other (choosing
 # tasks, the trajectory log, the upload), the rollout that drives them, and the adapter's
 # top level.
-FOUNDATION = {"errors", "images", "compat", "validate", "passk"}
+FOUNDATION = {"errors", "images", "compat", "validate", "passk", "rundir"}
 LAYERS: list[set[str]] = [
     {"foundation"},
     {"transport"},
@@ -193,13 +193,24 @@ def test_the_layer_check_finds_an_import_between_side_rooms() -> None:
     ]
 
 
-def test_no_runtime_module_is_longer_than_400_lines() -> None:
+ORSGEN = RUNTIME.parent
+
+
+def test_no_module_is_over_400_lines_and_no_folder_holds_over_15() -> None:
+    """Anywhere in orsgen/: a module a reader takes in whole, a folder list one can scan."""
     long = {
-        str(path.relative_to(RUNTIME)): n
-        for path in RUNTIME.rglob("*.py")
+        str(path.relative_to(ORSGEN)): n
+        for path in ORSGEN.rglob("*.py")
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400
     }
-    assert long == {}
+    # eval/run.py (505 lines) is being rewritten (issue 34, item 6): drop it from here then.
+    assert {name: n for name, n in long.items() if name != "eval/run.py"} == {}
+    crowded = {
+        str(folder.relative_to(ORSGEN)): n
+        for folder in [ORSGEN, *(p for p in ORSGEN.rglob("*") if p.is_dir())]
+        if (n := len(list(folder.glob("*.py")))) > 15
+    }
+    assert crowded == {}
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -265,3 +276,17 @@ def test_no_runtime_module_reads_another_objects_private_attribute() -> None:
     }
     reads = {name: [r for r in found if r not in FOREIGN_PRIVATE] for name, found in reads.items()}
     assert {name: found for name, found in reads.items() if found} == {}
+
+
+def test_only_trainer_facts_reads_a_private_name_by_getattr() -> None:
+    """``getattr(x, "_name")`` anywhere in orsgen/ (the generator and eval too): only the
+    documented TRL fence, trainer_facts.py, reads another object's private name so."""
+    found = {
+        str(path.relative_to(ORSGEN)): sorted(
+            read
+            for read in _private_reads(ast.parse(path.read_text(encoding="utf-8")))
+            if read.startswith("getattr(")
+        )
+        for path in sorted(ORSGEN.rglob("*.py"))
+    }
+    assert {name for name, reads in found.items() if reads} == {"runtime/records/trainer_facts.py"}

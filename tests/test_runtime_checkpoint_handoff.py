@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 import handoff_child
-from orsgen.runtime.checkpoint import CurriculumCheckpoint, path
-from orsgen.runtime.choosing import handoff
+from uniform_passes import group_task
+from orsgen.runtime.choosing.checkpoint import CurriculumCheckpoint, path
+from orsgen.runtime.choosing import checkpoint, handoff
 
 pytest.importorskip("trl")
 
@@ -59,17 +60,17 @@ def _spawn(resets: int, curriculum: bool = True) -> tuple[dict[str, Any], list[i
 def test_the_worker_writes_its_state_and_resumes_from_the_checkpoint(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(handoff.ENV, raising=False)
+    monkeypatch.delenv(checkpoint.ENV, raising=False)
     out = tmp_path / "out"
     args = _args(out)
-    latest = out / handoff.DIRECTORY / handoff.LATEST
+    latest = out / checkpoint.DIRECTORY / checkpoint.LATEST
     latest.parent.mkdir(parents=True)
     latest.write_text("an earlier run's state")
     callback = CurriculumCheckpoint()
 
     callback.on_train_begin(args, SimpleNamespace(global_step=0), None)
     assert not latest.exists()  # never copied into this run's checkpoints
-    named = json.loads(os.environ[handoff.ENV])
+    named = json.loads(os.environ[checkpoint.ENV])
     assert (named["directory"], named["resume"]) == (str(latest.parent), None)
 
     with caplog.at_level(logging.WARNING, logger="orsgen.runtime"):
@@ -87,12 +88,12 @@ def test_the_worker_writes_its_state_and_resumes_from_the_checkpoint(
     assert stream["state"]["given"] == 6
     assert stream["state"]["curriculum"]["planned"] == 3
     callback.on_train_end(args, SimpleNamespace(global_step=2), None)
-    assert handoff.ENV not in os.environ
+    assert checkpoint.ENV not in os.environ
 
     # Resumed from checkpoint-2: the new worker's stream is made where the saved one was.
     resumed = CurriculumCheckpoint()
     resumed.on_train_begin(args, SimpleNamespace(global_step=2), None)
-    assert json.loads(os.environ[handoff.ENV])["resume"] == str(path(out, 2))
+    assert json.loads(os.environ[checkpoint.ENV])["resume"] == str(path(out, 2))
     assert not latest.exists()
     made, _ = _spawn(resets=2)
     assert made == stream["state"]
@@ -105,7 +106,7 @@ def test_the_worker_writes_its_state_and_resumes_from_the_checkpoint(
     with caplog.at_level(logging.WARNING, logger="orsgen.runtime"):
         CurriculumCheckpoint().on_train_begin(args, SimpleNamespace(global_step=1), None)
     assert "holds no task-choice stream, so the task choice starts afresh" in caplog.text
-    monkeypatch.delenv(handoff.ENV, raising=False)
+    monkeypatch.delenv(checkpoint.ENV, raising=False)
 
 
 def test_the_uniform_passes_resume_where_the_worker_was(
@@ -113,9 +114,7 @@ def test_the_uniform_passes_resume_where_the_worker_was(
 ) -> None:
     """The seeded uniform passes go on from the worker's saved position, past the first
     pass, instead of starting pass 0 again."""
-    from orsgen.runtime.choosing.chooser import group_task
-
-    monkeypatch.delenv(handoff.ENV, raising=False)
+    monkeypatch.delenv(checkpoint.ENV, raising=False)
     out = tmp_path / "out"
     args = _args(out)
     first = CurriculumCheckpoint()
@@ -137,8 +136,8 @@ def test_the_trainer_process_is_never_the_writer(
 ) -> None:
     """Only a child of the trainer writes: the trainer's own streams (none under AsyncGRPO)
     would otherwise race the worker for the file."""
-    named = handoff.Handoff(tmp_path, None, os.getpid())
-    monkeypatch.setenv(handoff.ENV, named.to_env())
+    named = checkpoint.Handoff(tmp_path, None, os.getpid())
+    monkeypatch.setenv(checkpoint.ENV, named.to_env())
     handoff.join()
     handoff.flush()
     assert not named.latest.exists()
@@ -147,7 +146,7 @@ def test_the_trainer_process_is_never_the_writer(
 def test_an_idle_worker_serialises_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker's writer skips the periods with no choice or outcome (a catalog-sized
     state costs O(tasks) to serialise), and still writes a new choice on its own."""
-    monkeypatch.delenv(handoff.ENV, raising=False)
+    monkeypatch.delenv(checkpoint.ENV, raising=False)
     args = _args(tmp_path / "out")
     callback = CurriculumCheckpoint()
     callback.on_train_begin(args, SimpleNamespace(global_step=0), None)

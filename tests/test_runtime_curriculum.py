@@ -202,24 +202,34 @@ def test_at_twenty_tasks_zero_variance_groups_stay_rare() -> None:
 
 def test_the_group_count_has_one_owner() -> None:
     """The curriculum numbers the groups and its Chooser reads it: a Chooser keeps no group
-    counter of its own (it kept a copy, saved beside the curriculum's), a new Chooser over
-    a restored curriculum opens the first group never planned, and a Chooser state saved
-    with the old copy still loads."""
+    counter of its own, and a new Chooser over a curriculum that planned already (one
+    object serving a second training) opens the first group never planned."""
     from orsgen.runtime.choosing.chooser import Chooser
     from orsgen.runtime.records.episode import Outcome
 
-    chooser = Chooser(range(len(PASS)), 0, 2, PassRateCurriculum())
+    curriculum = PassRateCurriculum()
+    chooser = Chooser(range(len(PASS)), 0, 2, curriculum=curriculum)
     for _ in range(9):  # four groups and the first reset of a fifth
         chooser.observe(chooser.choose(), Outcome(kind="scored", reward=1.0))
     state = json.loads(json.dumps(chooser.state_dict()))
     assert "first_group" not in state and state["curriculum"]["first_group"] == 0
+    assert state["curriculum"]["planned"] == 5
 
-    restored = PassRateCurriculum()
-    restored.load_state_dict(state["curriculum"])
-    fresh = Chooser(range(len(PASS)), 0, 2, restored)
-    assert fresh.next_choice()[1] == state["curriculum"]["planned"] == 5
+    again = Chooser(range(len(PASS)), 0, 2, curriculum=curriculum)
+    again.choose()
+    assert curriculum.state_dict()["planned"] == 6  # group 5, the first never planned
 
-    older = dict(state, first_group=3)  # a Chooser state from before, with its copy
-    again = Chooser(range(len(PASS)), 0, 2, PassRateCurriculum())
-    again.load_state_dict(older)
-    assert again.next_choice()[1] == 3 + 9 // 2
+
+def test_a_state_no_release_wrote_is_refused() -> None:
+    """Format 2 is the first released format: a curriculum state always holds
+    ``pass_threshold`` and ``first_group``, and one without them is not read by guesses."""
+    made = _started()
+    made.choose(0)
+    state = json.loads(json.dumps(made.state_dict()))
+    renamed = dict(state, parameters=dict(state["parameters"]))
+    renamed["parameters"]["threshold"] = renamed["parameters"].pop("pass_threshold")
+    with pytest.raises(KeyError, match="pass_threshold"):
+        PassRateCurriculum().load_state_dict(renamed)
+    with pytest.raises(KeyError, match="first_group"):
+        PassRateCurriculum().load_state_dict({k: v for k, v in state.items() if k != "first_group"})
+    PassRateCurriculum().load_state_dict(state)  # what this orsgen writes loads

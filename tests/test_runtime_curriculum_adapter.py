@@ -15,7 +15,7 @@ import pytest
 
 import ors_server
 from conftest import import_generated
-from orsgen.runtime.checkpoint import CurriculumCheckpoint, path
+from orsgen.runtime.choosing.checkpoint import CurriculumCheckpoint, path
 from orsgen.runtime.choosing import tasks
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.config import AdapterConfig
@@ -109,8 +109,9 @@ def test_curriculum_is_the_sampler_shorthand(coinenv) -> None:  # type: ignore[n
             base_url="http://127.0.0.1:9", curriculum="pass_rate", sampler=tasks.Chooser
         )
     led = AdapterConfig.of(coinenv.CoinEnv, base_url="http://127.0.0.1:9", curriculum="pass_rate")
-    made = led.tasks.sampler([3, 4, 5], 0, 2)
+    made = led.tasks.sampler([3, 4, 5], 0, 2, 0.5)
     assert isinstance(made, tasks.Chooser) and isinstance(made.curriculum, PassRateCurriculum)
+    assert made.curriculum.threshold == 0.5
     uniform = AdapterConfig.of(coinenv.CoinEnv, base_url="http://127.0.0.1:9")
     assert uniform.tasks.sampler is tasks.Chooser
 
@@ -180,7 +181,6 @@ def test_every_stream_is_saved_under_its_key_and_resumes_where_it_was(  # type: 
     assert found["PassRateCurriculum"].curriculum.state_dict()["history"] == (  # type: ignore[attr-defined]
         saved["streams"][0]["state"]["curriculum"]["history"]
     )
-    assert tasks.samplers().staged() == []  # every saved state was taken by its stream
 
 
 def test_two_streams_under_one_key_are_refused(server, coinenv, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -218,3 +218,39 @@ def test_with_no_stream_the_checkpoint_still_resumes(  # type: ignore[no-untyped
     assert len(said) == 1 and "hold no task-choice state" in said[0], said
     assert json.loads(path(tmp_path, 2).read_text())["streams"] == []
     CurriculumCheckpoint().on_train_begin(*_save_args(tmp_path, 2), None)
+
+
+def test_a_resumed_curriculum_is_loaded_once(server, coinenv, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``CurriculumCheckpoint(curriculum)`` and the adapters' ``curriculum=`` share one
+    object: a resume loads the saved state into it once, when its stream is made (it was
+    loaded at train begin, then again by the stream)."""
+    args, state = _save_args(tmp_path, 3)
+
+    def make(curriculum: PassRateCurriculum) -> Any:
+        return coinenv.CoinEnv(base_url=server.url, group_size=1, seed=1, curriculum=curriculum)
+
+    first = PassRateCurriculum()
+    env = make(first)
+    try:
+        _groups(coinenv, [env], 5)
+        CurriculumCheckpoint(first).on_save(args, state, None)
+        expected = _chosen_next([env])
+    finally:
+        env.close()
+    loads: list[Any] = []
+
+    class Counting(PassRateCurriculum):
+        def load_state_dict(self, saved: Any) -> None:
+            loads.append(saved)
+            super().load_state_dict(saved)
+
+    tasks.samplers().clear()  # a new process: no stream yet
+    resumed = Counting()
+    CurriculumCheckpoint(resumed).on_train_begin(args, state, None)
+    env = make(resumed)
+    try:
+        assert _chosen_next([env]) == expected
+    finally:
+        env.close()
+    (stream,) = json.loads(path(tmp_path, 3).read_text())["streams"]
+    assert loads == [stream["state"]["curriculum"]]

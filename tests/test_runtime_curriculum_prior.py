@@ -52,19 +52,17 @@ def coinenv() -> Any:
 @pytest.fixture(scope="module")
 def evaluation(server, coinenv, tmp_path_factory) -> Any:  # type: ignore[no-untyped-def]
     """An evaluation of coinenv's train split, written to a run directory."""
-    from orsgen.eval import evaluate
+    from orsgen.eval import EvalConfig, evaluate
 
     out = tmp_path_factory.mktemp("prior") / "run"
     with AnswerModel() as model:
         return evaluate(
             coinenv.CoinEnv,
-            endpoint=model.endpoint,
-            model="answer",
-            samples=SAMPLES,
+            EvalConfig(endpoint=model.endpoint, model="answer", n=SAMPLES),
+            adapter={"base_url": server.url},
             concurrency=4,
             out=out,
             progress=False,
-            base_url=server.url,
         )
 
 
@@ -190,7 +188,7 @@ def test_a_prior_judged_by_another_threshold_is_refused(coinenv, evaluation) -> 
 
 
 def test_bad_priors_say_what_is_wrong(tmp_path: Path) -> None:
-    with pytest.raises(PriorError, match="not a finished evaluation run .no run.json"):
+    with pytest.raises(PriorError, match="not an orsgen eval run .no run.json"):
         PassRateCurriculum(prior=tmp_path)
     with pytest.raises(PriorError, match=r"prior\[3\] must be a pass rate in \[0, 1\]"):
         PassRateCurriculum(prior={3: 1.5})

@@ -13,8 +13,10 @@ from typing import Any
 import ors_server
 import pytest
 from envs.trust_support import TRUST_ENV, TrustAdapter
+from uniform_passes import order
 
 from orsgen.runtime.choosing import tasks
+from orsgen.runtime.passk import passes
 from orsgen.runtime.records.episode import Outcome, RolloutState
 from orsgen.runtime.records.protocol import HasRollout
 from orsgen.runtime.rewards import outcome_reward
@@ -36,12 +38,15 @@ def server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
 
 
 class Hardest:
-    """A tiny curriculum: after a task scores 1.0 it is never chosen again."""
+    """A tiny curriculum: after a task passes (by the adapter's pass threshold, which the
+    factory receives) it is never chosen again."""
 
     made: list[Hardest] = []
 
-    def __init__(self, tasks: Sequence[int], seed: int, group_size: int) -> None:
-        self.left = list(tasks)
+    def __init__(
+        self, tasks: Sequence[int], seed: int, group_size: int, pass_threshold: float
+    ) -> None:
+        self.left, self.pass_threshold = list(tasks), pass_threshold
         self.seen: list[tuple[int, str, float | None]] = []
         self._lock = threading.Lock()
         Hardest.made.append(self)
@@ -53,7 +58,8 @@ class Hardest:
     def observe(self, task_index: int, outcome: Outcome) -> None:
         with self._lock:
             self.seen.append((task_index, outcome.kind, outcome.reward))
-            if outcome.reward == 1.0 and task_index in self.left:
+            passed = outcome.reward is not None and passes(outcome.reward, self.pass_threshold)
+            if passed and task_index in self.left:
                 self.left.remove(task_index)
 
     def state_dict(self) -> dict[str, Any]:
@@ -65,7 +71,9 @@ class Hardest:
 
 def test_a_plugged_in_sampler_chooses_and_observes_every_settled_outcome(server) -> None:  # type: ignore[no-untyped-def]
     Hardest.made.clear()
-    env = TrustAdapter(base_url=server.url, group_size=1, indices=[0, 2, 3], sampler=Hardest)
+    env = TrustAdapter(
+        base_url=server.url, group_size=1, indices=[0, 2, 3], sampler=Hardest, pass_threshold=0.5
+    )
     try:
         assert env.reset(**PLACEHOLDER) == "Call echo with the word 'apple'."
         env.echo(text="apple")
@@ -81,6 +89,7 @@ def test_a_plugged_in_sampler_chooses_and_observes_every_settled_outcome(server)
     finally:
         env.close()
     (sampler,) = Hardest.made
+    assert sampler.pass_threshold == 0.5  # the adapter's
     assert sampler.seen == [(0, "scored", 1.0), (2, "scored", 0.0)]
     assert sampler.state_dict() == {"left": [2, 3]}
 
@@ -90,7 +99,7 @@ def test_the_default_sampler_resumes_from_its_state_dict() -> None:
     taken = [first.choose() for _ in range(7)]
     second = tasks.Chooser(range(5), seed=3, group_size=2)
     second.load_state_dict(first.state_dict())
-    whole = list(itertools.islice(tasks.order(range(5), 3, 2), 14))
+    whole = list(itertools.islice(order(range(5), 3, 2), 14))
     assert taken + [second.choose() for _ in range(7)] == whole
     with pytest.raises(ValueError, match="another seed"):
         tasks.Chooser(range(5), seed=4, group_size=2).load_state_dict(first.state_dict())
@@ -99,6 +108,17 @@ def test_the_default_sampler_resumes_from_its_state_dict() -> None:
 def test_a_sampler_that_is_not_callable_is_refused() -> None:
     with pytest.raises(TypeError, match="sampler must be a callable"):
         TrustAdapter(base_url="http://127.0.0.1:9/", sampler=3)  # type: ignore[arg-type]
+
+
+def test_a_factory_without_the_pass_threshold_is_refused_at_construction() -> None:
+    """An earlier orsgen's 3-argument factory is refused when the adapter is built, saying
+    what to add, not at the first reset with a bare TypeError."""
+
+    def three(among: Sequence[int], seed: int, group_size: int) -> tasks.Chooser:
+        return tasks.Chooser(among, seed, group_size)
+
+    with pytest.raises(TypeError, match="needs a fourth, pass_threshold"):
+        TrustAdapter(base_url="http://127.0.0.1:9/", sampler=three)  # type: ignore[arg-type]
 
 
 class ListSink:

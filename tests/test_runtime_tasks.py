@@ -13,9 +13,10 @@ import logging
 import ors_server
 import pytest
 from envs.trust_support import TRUST_ENV, TrustAdapter
+from uniform_passes import group_task, order
 
 from orsgen.runtime.choosing import tasks
-from orsgen.runtime.choosing.chooser import Chooser, Layout, group_task
+from orsgen.runtime.choosing.chooser import Chooser, Layout
 from orsgen.runtime.choosing.tasks import TaskChoiceError
 from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.records.episode import Outcome
@@ -42,7 +43,7 @@ def _take(it, n):  # type: ignore[no-untyped-def]
 
 
 def test_every_task_once_per_pass_in_blocks_of_the_group() -> None:
-    got = _take(tasks.order(range(6), seed=3, group_size=2), 24)
+    got = _take(order(range(6), seed=3, group_size=2), 24)
     blocks = [got[i : i + 2] for i in range(0, 24, 2)]
     assert all(a == b for a, b in blocks), got
     firsts = [b[0] for b in blocks]
@@ -52,9 +53,9 @@ def test_every_task_once_per_pass_in_blocks_of_the_group() -> None:
 
 
 def test_the_seed_decides_the_order() -> None:
-    one = _take(tasks.order(range(20), seed=1, group_size=1), 20)
-    assert one == _take(tasks.order(range(20), seed=1, group_size=1), 20)
-    assert one != _take(tasks.order(range(20), seed=2, group_size=1), 20)
+    one = _take(order(range(20), seed=1, group_size=1), 20)
+    assert one == _take(order(range(20), seed=1, group_size=1), 20)
+    assert one != _take(order(range(20), seed=2, group_size=1), 20)
 
 
 def test_candidates_restrict_as_load_tasks_does() -> None:
@@ -85,7 +86,7 @@ def test_adapter_chooses_groups_of_one_task(server, caplog) -> None:  # type: ig
     pairs = [prompts[i : i + 2] for i in range(0, 12, 2)]
     assert all(a == b for a, b in pairs), prompts
     assert len({a for a, _ in pairs}) == 6  # the first pass visits all six tasks
-    expected = _take(tasks.order(range(6), seed=7, group_size=2), 12)
+    expected = _take(order(range(6), seed=7, group_size=2), 12)
     words = ["apple", "banana", "cherry", "damson", "elder", "fig"]
     assert prompts == [f"Call echo with the word {words[i]!r}." for i in expected]
     said = [r.getMessage() for r in caplog.records if "chooses tasks" in r.getMessage()]
@@ -148,7 +149,7 @@ def test_group_size_and_seed_come_from_the_calling_trainer(server) -> None:  # t
         prompts = [_FakeTrainer().reset_all(env) for _ in range(6)]
     finally:
         env.close()
-    expected = _take(tasks.order(range(6), seed=11, group_size=3), 6)
+    expected = _take(order(range(6), seed=11, group_size=3), 6)
     words = ["apple", "banana", "cherry", "damson", "elder", "fig"]
     assert prompts == [f"Call echo with the word {words[i]!r}." for i in expected]
 
@@ -158,15 +159,12 @@ def test_trainer_facts_outside_any_trainer() -> None:
     assert trainer_facts.worker_metrics_queue() is None
 
 
-def test_group_task_is_the_order_by_group() -> None:
-    blocks = _take(tasks.order(range(7), seed=5, group_size=3), 3 * 30)[::3]
-    assert blocks == [group_task(range(7), 5, g) for g in range(30)]
-
-
 def test_ranks_choose_by_global_group_and_keep_split_groups_whole() -> None:
     # 2 ranks, 6 rows each per generation, groups of 4: the middle group of each
     # generation is split across the ranks (rows 4-5 on rank 0, rows 6-7 on rank 1).
-    ranks = [Chooser(range(20), 3, 4, layout=Layout(rank=r, world=2, rows=6)) for r in (0, 1)]
+    ranks = [Chooser(range(20), 3, 4) for _ in (0, 1)]
+    for r, chooser in enumerate(ranks):  # the uniform passes share no outcome
+        chooser.spread(Layout(rank=r, world=2, rows=6), lambda mine: [mine])
     rows: list[int] = []
     for _generation in range(5):
         for chooser in ranks:  # the global order: rank 0's block, then rank 1's
@@ -199,26 +197,21 @@ def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
 
         return all_gather
 
-    ranks = [
-        Chooser(
-            range(20),
-            0,
-            4,
-            PassRateCurriculum(),
-            Layout(rank=r, world=2, rows=6),
-            gather_for(r),
-        )
-        for r in (0, 1)
-    ]
+    layouts = [Layout(rank=r, world=2, rows=6) for r in (0, 1)]
+    ranks = [Chooser(range(20), 0, 4, curriculum=PassRateCurriculum()) for _ in (0, 1)]
+    for r in (0, 1):
+        ranks[r].spread(layouts[r], gather_for(r))
     seen: list[list[tuple[int, int]]] = [[], []]
 
     def run(rank: int) -> None:
         rng = random.Random(rank)
-        for _generation in range(20):
-            chosen = [ranks[rank].next_choice() for _ in range(6)]
-            seen[rank].extend(chosen)
-            for task, group in chosen:  # each rank scores its own rows
-                ranks[rank].observe_group(group, task, float(rng.random() < passes[task]))
+        for generation in range(20):
+            chosen = [ranks[rank].choose() for _ in range(6)]
+            resets = range(6 * generation, 6 * generation + 6)
+            seen[rank].extend((t, layouts[rank].slot(r) // 4) for t, r in zip(chosen, resets))
+            for task in chosen:  # each rank scores its own rows
+                reward = float(rng.random() < passes[task])
+                ranks[rank].observe(task, Outcome(kind="scored", reward=reward))
 
     threads = [threading.Thread(target=run, args=(r,)) for r in (0, 1)]
     for t in threads:
@@ -246,7 +239,7 @@ def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
 
 def test_the_default_chooser_hands_out_the_seeded_order() -> None:
     chooser = Chooser(range(7), seed=5, group_size=3)
-    assert [chooser.choose() for _ in range(90)] == _take(tasks.order(range(7), 5, 3), 90)
+    assert [chooser.choose() for _ in range(90)] == _take(order(range(7), 5, 3), 90)
 
 
 def test_a_curriculum_chooser_learns_each_outcome_for_its_own_group() -> None:

@@ -70,7 +70,11 @@ def test_the_command_writes_the_page_and_refuses_a_path_without_a_run(tmp_path: 
         env=env,
         cwd=ROOT,
     )
-    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "results.jsonl" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and bad.stderr.startswith("orsgen view: error: ")
+        and "results.jsonl" in bad.stderr
+    )
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +193,32 @@ def test_a_training_file_is_grouped_by_step_and_task(context: Any, tmp_path: Pat
     text = page.inner_text("#rollout")
     assert "step 1 · task 2 · sample 2" in text
     assert "tool call echo" in text and "echoed step 1 task 2 try 2" in text
+
+
+def test_a_training_rollout_passes_by_the_threshold_its_line_recorded(
+    context: Any, tmp_path: Path
+) -> None:
+    """Reward 0.6 under the pass_threshold 0.5 its adapter recorded on the trajectory line
+    passes: in the page as in the per-task table (the rule of ors/pass@k and the curriculum);
+    a line without one is judged by the default, full marks."""
+    from orsgen.runtime.trajectories.reader import TrajectoryFiles, fold
+    from orsgen.runtime.trajectories.task_table import TaskTable
+
+    path = view_runs.trajectory_file(tmp_path / "traj.jsonl", 1, 1, 1, reward=0.6)
+    with path.open("a") as fh:
+        line = json.loads(path.read_text().splitlines()[0])
+        fh.write(json.dumps({**line, "task_index": 1, "pass_threshold": None}) + "\n")
+    table = TaskTable()
+    assert fold(table, TrajectoryFiles(path).new_lines(), None) == 0
+    assert [(r["task_index"], r["pass_rate"]) for r in table.rows()] == [(0, 1.0), (1, 0.0)]
+    view = write_view(path)
+    page, seen = _open(context, view)
+    cells = page.locator("#grid .cell")
+    colours = [cells.nth(i).evaluate("c => getComputedStyle(c).backgroundColor") for i in (0, 1)]
+    assert colours[0] == "rgb(31, 157, 85)" and colours[1] != colours[0]  # the pass green
+    summary = page.inner_text("#summary")
+    assert "pass@1 0.5 (reward ≥ 0.5 or 1)" in summary, summary
+    assert seen == [view.resolve().as_uri()]
 
 
 @pytest.mark.slow

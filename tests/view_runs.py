@@ -1,5 +1,5 @@
 """Run directories and trajectory files for the viewer's tests, in the formats orsgen
-writes them (``results.jsonl`` rows of :func:`orsgen.eval.run._row`, trajectory lines of
+writes them (``results.jsonl`` rows of :func:`orsgen.eval.workers._row`, trajectory lines of
 :func:`orsgen.runtime.trajectories.writer.line`), built without a model so that a test
 knows every verdict, reward and text it must find on the page."""
 
@@ -108,13 +108,17 @@ def eval_run(directory: Path, tasks: int, samples: int) -> Path:
     return directory
 
 
-def trajectory_file(path: Path, steps: int, tasks: int, per_task: int) -> Path:
-    """Trajectory lines of a training run: ``per_task`` rollouts of each task per step."""
+def trajectory_file(
+    path: Path, steps: int, tasks: int, per_task: int, reward: float | None = None
+) -> Path:
+    """Trajectory lines of a training run: ``per_task`` rollouts of each task per step,
+    judged by ``pass_threshold`` 0.5; every scored one with ``reward`` when given."""
     with path.open("w") as fh:
         for step in range(steps):
             for t in range(tasks):
                 for s in range(per_task):
-                    verdict, reward, reason = verdict_of(t + step, s)
+                    verdict, scored, reason = verdict_of(t + step, s)
+                    scored = scored if reward is None or verdict != "scored" else reward
                     fh.write(
                         json.dumps(
                             {
@@ -125,7 +129,8 @@ def trajectory_file(path: Path, steps: int, tasks: int, per_task: int) -> Path:
                                 "task_chosen": False,
                                 "outcome": verdict,
                                 "why_unscored": reason,
-                                "reward": reward,
+                                "reward": scored,
+                                "pass_threshold": 0.5,
                                 "finished": verdict == "scored",
                                 "reset_s": 0.01,
                                 "duration_s": 0.5,
@@ -136,7 +141,7 @@ def trajectory_file(path: Path, steps: int, tasks: int, per_task: int) -> Path:
                                         "tool": "echo",
                                         "arguments": {"text": f"step {step} task {t} try {s}"},
                                         "output": f"echoed step {step} task {t} try {s}",
-                                        "reward": reward,
+                                        "reward": scored,
                                         "finished": verdict == "scored",
                                         "error": None,
                                         "seconds": 0.02,

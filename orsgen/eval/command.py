@@ -8,30 +8,27 @@ configuration, always found before the first rollout (one line on stderr)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import inspect
-import json
 import os
-import re
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.arguments import Parser, UsageError, at_least, in_range, number, secret_pairs, seconds
+from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
+from orsgen.arguments import output, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError
-from orsgen.eval.run import SHORTHAND, EvalResult, config_from_keywords, evaluate, public_url
+from orsgen.eval.run import EvalResult, evaluate, public_url, shown, tasks_of
 from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.wording import plural
 
-EXIT_OK, EXIT_COVERAGE, EXIT_USAGE = 0, 1, 2
 KEY_OPTION = "--endpoint-api-key (or OPENAI_API_KEY)"
-
-
-class ConfigError(Exception):
-    """An unusable configuration: one line, exit code 2."""
+# The options whose dest is a field of EvalConfig set that field (``-n``: ``n``).
+CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(EvalConfig))
 
 
 def _indices(text: str) -> list[int]:
@@ -44,7 +41,7 @@ def _indices(text: str) -> list[int]:
     return found
 
 
-def _parser() -> Parser:
+def parser() -> Parser:
     p = Parser(
         prog="orsgen eval",
         description="Evaluate a model behind an OpenAI-compatible endpoint on an environment, "
@@ -59,12 +56,18 @@ def _parser() -> Parser:
         help="with --compare: compare runs that differ in environment, split, tools, -n, "
         "--max-turns or --pass-threshold",
     )
-    p.add_argument("--endpoint", help="base URL of the OpenAI-compatible API (…/v1)")
+    p.add_argument("--endpoint", type=http_url, help="base URL of the OpenAI-compatible API (…/v1)")
     p.add_argument("--model", help="model name as the endpoint knows it")
     p.add_argument(
         "--endpoint-api-key", help="the endpoint's key (default: OPENAI_API_KEY); never written"
     )
-    p.add_argument("--base-url", action="append", help="ORS server URL (repeat for several)")
+    p.add_argument(
+        "--base-url",
+        type=http_url,
+        action="append",
+        help="ORS server URL (repeat for several; default: the package's, else "
+        "OPENREWARD_SESSION_URL)",
+    )
     p.add_argument("--api-key", help="ORS API key (default: OPENREWARD_API_KEY); never written")
     p.add_argument(
         "--secret",
@@ -79,9 +82,21 @@ def _parser() -> Parser:
     group.add_argument(
         "--num-tasks", type=at_least(1), help="the first N tasks of the split (default: all)"
     )
-    group.add_argument("--indices", type=_indices, help="task indices, comma-separated (0,3,7)")
+    group.add_argument(
+        "--indices",
+        dest="task_indices",
+        metavar="INDICES",
+        type=_indices,
+        help="task indices, comma-separated (0,3,7)",
+    )
     p.add_argument(
-        "-n", "--samples", type=at_least(1), default=1, help="samples per task (default 1)"
+        "-n",
+        "--samples",
+        dest="n",
+        metavar="SAMPLES",
+        type=at_least(1),
+        default=1,
+        help="samples per task (default 1)",
     )
     p.add_argument(
         "--concurrency", type=at_least(1), default=1, help="rollouts at once (default 1)"
@@ -124,7 +139,8 @@ def _parser() -> Parser:
     p.add_argument(
         "--out",
         help="output directory for results.jsonl, run.json, summary.json and report.md "
-        "(default: none, nothing is written)",
+        "(default: none, nothing is written); its directory must exist unless it is inside "
+        "the working directory",
     )
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument(
@@ -152,12 +168,12 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
 
     path = Path(directory).resolve()
     if not (path / "adapter.py").is_file():
-        raise ConfigError(f"{directory} is not a generated package (no adapter.py)")
+        raise UsageError(f"{directory} is not a generated package (no adapter.py)")
     sys.path.insert(0, str(path.parent))
     try:
         module = importlib.import_module(path.name)
     except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
-        raise ConfigError(f"cannot import {path.name} from {path.parent}: {exc}") from None
+        raise UsageError(f"cannot import {path.name} from {path.parent}: {exc}") from None
     found = {
         name: obj
         for name, obj in inspect.getmembers(module, inspect.isclass)
@@ -165,10 +181,10 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
     }
     if class_name is not None:
         if class_name not in found:
-            raise ConfigError(f"no adapter class {class_name!r}; the package has {sorted(found)}")
+            raise UsageError(f"no adapter class {class_name!r}; the package has {sorted(found)}")
         return found[class_name]
     if len(found) != 1:
-        raise ConfigError(f"the package has adapters {sorted(found)}; pick one with --env-class")
+        raise UsageError(f"the package has adapters {sorted(found)}; pick one with --env-class")
     return next(iter(found.values()))
 
 
@@ -184,84 +200,123 @@ def check_endpoint(endpoint: str, key: str) -> None:
         client.models.list()
     except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
         said = server_message(exc)
-        raise ConfigError(
+        raise UsageError(
             f"endpoint {public_url(endpoint)} refused the key (HTTP {exc.status_code}"
             f"{': ' + said if said else ''}); give the right one with {KEY_OPTION}"
         ) from None
     except openai.APIStatusError:
         return
     except openai.APIError as exc:
-        raise ConfigError(f"endpoint {public_url(endpoint)} does not answer: {exc}") from None
+        raise UsageError(f"endpoint {public_url(endpoint)} does not answer: {exc}") from None
 
 
 def _compare(args: argparse.Namespace) -> int:
     a, b = (load_summary(Path(p)) for p in args.compare)
     print(format_comparison(compare(a, b, seed=args.seed or 0, force=args.force)))
-    return EXIT_OK
+    return 0
 
 
-def _pass_keys(figures: dict[str, Any]) -> dict[str, Any]:
-    """pass@k figures in the order of k (1, 2, ..., 10), not of the keys' text."""
-    return {k: figures[k] for k in sorted(figures, key=int)}
+def _required(args: argparse.Namespace) -> None:
+    given = {"DIR": args.dir, "--endpoint": args.endpoint, "--model": args.model}
+    missing = [name for name, value in given.items() if not value]
+    if missing:
+        raise UsageError(
+            f"the following arguments are required: {', '.join(missing)} "
+            "(or --compare RUN_A RUN_B)"
+        )
+    if args.resume and not args.out:
+        raise UsageError("--resume needs --out RUN, the run to continue")
+
+
+def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
+    """The :class:`EvalConfig` of the options, ``--split`` checked against the splits the
+    package's snapshot.json records and ``--indices`` against that split's size (no
+    network: the environment checks them again)."""
+    from orsgen.snapshot.errors import TargetError
+    from orsgen.snapshot.model import SnapshotError, load_text
+    from orsgen.snapshot.splits import choose_split
+
+    given: dict[str, Any] = {k: v for k, v in vars(args).items() if k in CONFIG_FIELDS}
+    split: str = args.split or klass.DEFAULT_SPLIT
+    given["split"] = split
+    config = EvalConfig(**{k: v for k, v in given.items() if v is not None})
+    path = Path(args.dir) / "snapshot.json"
+    try:
+        splits = load_text(path.read_text(encoding="utf-8"), str(path)).environment.splits
+    except (OSError, SnapshotError):
+        return config  # `orsgen check` says what is wrong with it
+    sizes = {s.name: s.num_tasks for s in splits}
+    try:
+        choose_split(list(sizes), split)
+        tasks_of(config, split, sizes[split])
+    except TargetError as exc:  # the split, as the snapshot names them
+        raise UsageError(str(exc)) from None
+    except EvalConfigError as exc:
+        raise EvalConfigError(f"{exc.problem}, as {path} records it", exc.field) from None
+    return config
+
+
+def _adapter(args: argparse.Namespace, klass: Any) -> Any:
+    """The adapter's :class:`~orsgen.AdapterConfig` of the options (no network)."""
+    from orsgen.runtime.config import AdapterConfig
+
+    urls: list[str] = args.base_url or []
+    adapter = AdapterConfig.of(
+        klass,
+        base_url=urls[0] if len(urls) == 1 else urls or None,
+        api_key=args.api_key,
+        secrets=secret_pairs(args.secret),
+        prefetch=False,
+        rollout_timeout=args.rollout_timeout,
+        upload_run=_upload(args),
+    )
+    if adapter.no_server is not None:
+        raise UsageError(
+            f"{args.dir} records no ORS server URL (it was generated from a local file): "
+            "give one with --base-url URL or set OPENREWARD_SESSION_URL"
+        )
+    return adapter
 
 
 def _evaluate(args: argparse.Namespace) -> EvalResult:
-    """Everything up to the first rollout raises ConfigError / EvalConfigError."""
-    if not args.dir or not args.endpoint or not args.model:
-        raise ConfigError("orsgen eval needs DIR, --endpoint and --model (or --compare A B)")
-    secrets = secret_pairs(args.secret)  # UsageError (one line, exit 2) before any network
+    """Every option checked, then the endpoint, then the run; everything up to the first
+    rollout raises UsageError or EvalConfigError."""
+    _required(args)
+    if args.out:
+        output(args.out, "--out")
     klass = load_adapter(args.dir, args.env_class)
-    split = args.split or klass.DEFAULT_SPLIT
-    base_url = args.base_url[0] if args.base_url and len(args.base_url) == 1 else args.base_url
+    config = _config(args, klass)
+    try:
+        adapter = _adapter(args, klass)
+    except ValueError as exc:  # several --base-url naming one server
+        raise UsageError(f"--base-url: {exc}") from None
     key = args.endpoint_api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
     check_endpoint(args.endpoint, key)
 
-    def say_start(config: EvalConfig) -> None:
-        print(
-            f"evaluating {config.model} on split {config.split!r} of {config.environment}: "
-            f"{plural(len(config.task_indices or ()), 'task')} x n={config.n}",
-            file=sys.stderr,
-        )
+    def say_start(config: EvalConfig, left: int) -> None:
+        tasks = len(config.task_indices or ())
+        total = tasks * config.n
+        what = f"{config.model} on split {config.split!r} of {config.environment}"
+        if left == 0:
+            said = f"the run in {args.out} is complete ({plural(total, 'rollout')}): nothing to run"
+        elif left < total:
+            said = f"resuming {what}: {left} of {total} rollouts left"
+        else:
+            said = f"evaluating {what}: {plural(tasks, 'task')} x n={config.n}"
+        print(said, file=sys.stderr)
 
-    try:
-        return evaluate(
-            klass,
-            config_of(args, split),
-            concurrency=args.concurrency,
-            rollout_timeout=args.rollout_timeout,
-            endpoint_api_key=key,
-            out=args.out,
-            resume=args.resume,
-            progress=not args.no_progress,
-            base_url=base_url,
-            api_key=args.api_key,
-            secrets=secrets,
-            on_start=say_start,
-            **_upload(args),
-        )
-    except EvalConfigError as exc:
-        # The library names its parameters; the command names its options.
-        raise ConfigError(_as_options(str(exc))) from None
-
-
-def config_of(args: argparse.Namespace, split: str) -> EvalConfig:
-    """The :class:`EvalConfig` of ``orsgen eval``'s arguments (``split``: ``--split`` or
-    the package's default), through evaluate's own shorthand (its keywords are these
-    options' names); raises :class:`EvalConfigError` naming the field."""
-    return config_from_keywords({**{k: getattr(args, k) for k in SHORTHAND}, "split": split})
-
-
-_OPTION_WORDS = {
-    r"pass one as split=": "pass one with --split",
-    r"(?<![\w-])(task_)?indices\b": "--indices",
-    r"(?<![\w-])num_tasks\b": "--num-tasks",
-}
-
-
-def _as_options(message: str) -> str:
-    for words, option in _OPTION_WORDS.items():
-        message = re.sub(words, option, message)
-    return message
+    return evaluate(
+        klass,
+        config,
+        adapter=adapter,
+        concurrency=args.concurrency,
+        rollout_timeout=args.rollout_timeout,
+        endpoint_api_key=key,
+        out=args.out,
+        resume=args.resume,
+        progress=not args.no_progress,
+        on_start=say_start,
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -270,33 +325,26 @@ def _run(args: argparse.Namespace) -> int:
     result = _evaluate(args)
     if args.upload_run:
         _report_upload(args.upload_run)
-    s = result.summary
-    brief = {k: s[k] for k in ("split", "rollouts", "verdicts", "coverage", "mean_reward")}
-    print(json.dumps({**brief, "pass_at_k": _pass_keys(s["pass_at_k"])}))
-    if s["n"] >= 2:
-        share = s["zero_variance_share"][str(s["n"])]
-        shown = "n/a (no task had all its samples scored)" if share is None else f"{share:.3f}"
-        print(f"zero-variance share at G={s['n']}: {shown}")
+    n = result.summary["n"]
+    share = result.summary["zero_variance_share"].get(str(n))
+    groups = f", zero-variance share at G={n}: {shown(share)}" if n >= 2 else ""
+    print(result.headline() + groups)
     if result.out is not None:
         print(f"results in {result.out}: results.jsonl, summary.json, report.md", file=sys.stderr)
         print(f"read every rollout: orsgen view {shlex.quote(str(result.out))}", file=sys.stderr)
     if args.min_coverage is not None and result.coverage < args.min_coverage:
-        print(
-            f"error: coverage {result.coverage:.3f} is below --min-coverage {args.min_coverage}",
-            file=sys.stderr,
-        )
-        return EXIT_COVERAGE
-    return EXIT_OK
+        raise Failed(f"coverage {result.coverage:.3f} is below --min-coverage {args.min_coverage}")
+    return 0
 
 
-def _upload(args: argparse.Namespace) -> dict[str, Any]:
-    """The adapter keyword of ``--upload-run`` (none without it)."""
+def _upload(args: argparse.Namespace) -> Any:
+    """The adapter's ``upload_run`` of ``--upload-run`` (none without it)."""
     if not args.upload_run:
-        return {}
+        return None
     from orsgen.runtime.upload import UploadRun
 
     stage = args.upload_stage
-    return {"upload_run": UploadRun(args.upload_run, model_name=args.model, training_stage=stage)}
+    return UploadRun(args.upload_run, model_name=args.model, training_stage=stage)
 
 
 def _report_upload(run_name: str) -> None:
@@ -314,9 +362,13 @@ def _report_upload(run_name: str) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse(list(argv))
+    """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
+    p = parser()
+    args = p.parse(list(argv))
     try:
         return _run(args)
-    except (ConfigError, EvalConfigError, UsageError) as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return EXIT_USAGE
+    except EvalConfigError as exc:
+        # The library names its field; the command names the option that sets it.
+        if exc.field in CONFIG_FIELDS and exc.field in vars(args):
+            raise UsageError(f"{p.option(exc.field)} {exc.problem}") from None
+        raise UsageError(str(exc)) from None

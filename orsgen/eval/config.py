@@ -7,7 +7,6 @@ run whose ``run.json`` differs from it, and returns it as ``EvalResult.config``;
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -15,13 +14,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orsgen.runtime.rundir import read_config
+
 DEFAULT_MAX_TURNS = 8
 ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 
 class EvalConfigError(ValueError):
     """An unusable configuration, found before the first rollout (``orsgen eval`` says it
-    in one line and exits 2)."""
+    in one line and exits 2). ``field`` names the :class:`EvalConfig` field (or
+    ``evaluate`` keyword) at fault, if one is: the message is then ``field`` followed by
+    ``problem``, and ``orsgen eval`` names its option instead."""
+
+    def __init__(self, problem: str, field: str | None = None) -> None:
+        super().__init__(problem if field is None else f"{field} {problem}")
+        self.problem, self.field = problem, field
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +68,7 @@ class EvalConfig:
                 indices = tuple(int(i) for i in self.task_indices)
             except (TypeError, ValueError):
                 raise EvalConfigError(
-                    f"task_indices must be integers, got {self.task_indices!r}"
+                    f"must be integers, got {self.task_indices!r}", "task_indices"
                 ) from None
             object.__setattr__(self, "task_indices", indices)
         _check(self)
@@ -94,7 +101,7 @@ class EvalConfig:
     @staticmethod
     def load(run: str | Path) -> EvalConfig:
         """The config of the run in directory ``run`` (its ``run.json``)."""
-        return EvalConfig.from_json(json.loads((Path(run) / "run.json").read_text()))
+        return EvalConfig.from_json(read_config(run))
 
     def differences(self, other: EvalConfig, fields: Sequence[str] | None = None) -> list[str]:
         """The names of the fields (all, or those of ``fields``) whose values differ."""
@@ -113,27 +120,27 @@ def adapter_identity(klass: type) -> dict[str, Any]:
 
 
 def _check(c: EvalConfig) -> None:
-    """Every field on its own and in combination (the split's range is checked against
-    the environment, by ``orsgen.runtime.choosing.tasks.candidates``)."""
+    """Every field on its own and in combination (the task indices are checked against
+    the split's size, from the environment, by ``orsgen.eval.run.tasks_of``)."""
     for name in ("model", "endpoint"):
         if not isinstance(getattr(c, name), str) or not getattr(c, name):
-            raise EvalConfigError(f"{name} must be a non-empty string, got {getattr(c, name)!r}")
+            raise EvalConfigError(f"must be a non-empty string, got {getattr(c, name)!r}", name)
     for name, low in (("n", 1), ("max_turns", 1), ("num_tasks", 1), ("max_tokens", 1)):
         value = getattr(c, name)
         if value is None and name in ("num_tasks", "max_tokens"):
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise EvalConfigError(f"{name} must be an integer of at least {low}, got {value!r}")
+            raise EvalConfigError(f"must be an integer of at least {low}, got {value!r}", name)
     if c.num_tasks is not None and c.task_indices is not None:
         raise EvalConfigError("pass num_tasks or task_indices, not both")
     if c.task_indices is not None and not c.task_indices:
-        raise EvalConfigError("task_indices is empty: there is no task to evaluate")
+        raise EvalConfigError("is empty: there is no task to evaluate", "task_indices")
     if c.temperature is not None and not (_finite(c.temperature) and c.temperature >= 0):
-        raise EvalConfigError(f"temperature must be at least 0, got {c.temperature!r}")
+        raise EvalConfigError(f"must be at least 0, got {c.temperature!r}", "temperature")
     for name in ("pass_threshold", "unfinished_reward"):
         value = getattr(c, name)
         if value is not None and not _finite(value):
-            raise EvalConfigError(f"{name} must be a finite number, got {value!r}")
+            raise EvalConfigError(f"must be a finite number, got {value!r}", name)
 
 
 def _finite(value: Any) -> bool:

@@ -18,9 +18,10 @@ reward path (``outcome_reward``: a terminal tool grades the final message, as in
 
 from __future__ import annotations
 
-import importlib
+import base64
 import hashlib
-import inspect
+import importlib
+import io
 import json
 import time
 from collections.abc import Callable
@@ -28,8 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.jsonobject import is_array, is_object
-from orsgen.runtime.errors import describe
+from orsgen.eval.tools import UNKNOWN, tool_calls
+from orsgen.runtime.errors import ToolCallFailure, describe
 from orsgen.runtime.records.episode import Kind
+from orsgen.runtime.records.usage import tool_names
 from orsgen.runtime.rewards import final_message, outcome_reward
 
 # Characters kept in results.jsonl of each kind of text; the assistant's own messages,
@@ -42,11 +45,7 @@ MAX_TOOL_ARGUMENTS = 2000  # each tool call's arguments (the JSON text)
 def trl_tools(env: object) -> dict[str, Callable[..., Any]]:
     """The adapter's tools as ``GRPOTrainer`` collects them: public functions of the class
     (properties and classmethods excluded), except ``reset`` and ``get_reward``."""
-    return {
-        name: getattr(env, name)
-        for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    }
+    return {name: getattr(env, name) for name in tool_names(type(env))}
 
 
 def tool_schemas(tools: dict[str, Callable[..., Any]]) -> list[dict[str, Any]]:
@@ -89,6 +88,9 @@ class Rollout:
     environment_seconds: float = 0.0
     messages: list[dict[str, Any]] = field(default_factory=list)
     final_answer: str | None = None  # the last plain assistant message, for a group judge
+    # Each tool call as [tool, failed by ("environment", "model") or None, seconds]
+    # (orsgen.eval.tools): the adapter's, then those that never reached it.
+    tool_calls: list[list[Any]] = field(default_factory=list)
 
 
 def cut(text: str, limit: int | None) -> str:
@@ -137,9 +139,18 @@ def _tool_content(result: Any) -> Any:
     images in a content list sent as data URLs (what an OpenAI-compatible server takes)."""
     if not is_array(result):
         return str(result)
-    from orsgen.eval.images import openai_parts
-
-    return openai_parts(result)
+    parts: list[dict[str, Any]] = []
+    for part in result:
+        if is_object(part) and part.get("type") == "image" and "image" in part:
+            buffer = io.BytesIO()
+            image: Any = part["image"]  # a PIL.Image.Image
+            image.save(buffer, format="PNG")
+            url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            text = part["text"] if is_object(part) and "text" in part else part
+            parts.append({"type": "text", "text": str(text)})
+    return parts
 
 
 def _arguments(text: str | None) -> dict[str, Any]:
@@ -172,7 +183,7 @@ class Conversation:
 
     def schemas(self, env: object, tools: dict[str, Callable[..., Any]]) -> list[dict[str, Any]]:
         """``tool_schemas(tools)`` of ``env``'s tools, made once per adapter class."""
-        kind: type = type(env)
+        kind: type = env.__class__
         found = self._schemas.get(kind)
         if found is None:
             found = self._schemas.setdefault(kind, tool_schemas(tools))
@@ -225,6 +236,8 @@ class Conversation:
         elif out.verdict == "unfinished" and stop is not None:
             out.reason = stop if out.reason is None else f"{stop}; {out.reason}"
         out.messages = [stored(m) for m in messages]
+        kind: type = env.__class__
+        out.tool_calls = [*tool_calls(kind, env.rollout.calls), *out.tool_calls]
         out.seconds = time.monotonic() - started
         return out
 
@@ -273,9 +286,12 @@ class Conversation:
                 return None, None
             for call in calls:
                 out.calls += 1
-                began = time.monotonic()
-                result = self._call(tools, call.function.name, call.function.arguments)
-                out.environment_seconds += time.monotonic() - began
+                began, name = time.monotonic(), call.function.name
+                result, reached = self._call(tools, name, call.function.arguments)
+                seconds = time.monotonic() - began
+                out.environment_seconds += seconds
+                if not reached:  # the model's mistake, which the adapter never saw
+                    out.tool_calls.append([name if name in tools else UNKNOWN, "model", seconds])
                 messages.append(
                     {
                         "role": "tool",
@@ -286,14 +302,20 @@ class Conversation:
                 )
 
     @staticmethod
-    def _call(tools: dict[str, Callable[..., Any]], name: str, arguments: str | None) -> Any:
-        """The tool's result, or TRL's ``{"error": str(e)}`` for a call that raised."""
+    def _call(
+        tools: dict[str, Callable[..., Any]], name: str, arguments: str | None
+    ) -> tuple[Any, bool]:
+        """The tool's result, or TRL's ``{"error": str(e)}`` for a call that raised; and
+        whether the call reached the adapter, which records it (an unknown tool, or
+        arguments the method cannot take, never get there)."""
         try:
             if name not in tools:
                 raise ValueError(f"Tool {name} not found.")
-            return tools[name](**_arguments(arguments))
+            return tools[name](**_arguments(arguments)), True
+        except ToolCallFailure as exc:  # recorded by the adapter's rollout
+            return {"error": str(exc)}, True
         except Exception as exc:  # noqa: BLE001 - the model sees the error, as in training
-            return {"error": str(exc)}
+            return {"error": str(exc)}, False
 
 
 # Statuses the openai client retries (with backoff) before it raises; any other status

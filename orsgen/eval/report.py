@@ -18,6 +18,10 @@ def _fmt(value: Any) -> str:
     return "n/a" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _secs(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
 def _task_label(index: Any) -> str:
     return f"task {index}"
 
@@ -128,6 +132,26 @@ def task_table(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def tool_table(summary: Mapping[str, Any]) -> list[str]:
+    """The per-tool table: each tool's calls, failed calls (by the environment and by the
+    model apart), mean and p90 seconds; nothing when no tool was called."""
+    tools: Mapping[str, Mapping[str, Any]] = summary.get("tools") or {}
+    if not tools:
+        return []
+    lines = [
+        "## Per tool",
+        "",
+        "| tool | calls | failed | by the environment | by the model | mean s | p90 s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, t in tools.items():
+        lines.append(
+            f"| {name} | {t['calls']} | {t['failed']} | {t['environment_failed']} | "
+            f"{t['model_failed']} | {_secs(t['mean_s'])} | {_secs(t['p90_s'])} |"
+        )
+    return ["", *lines]
+
+
 def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
     plotted = _plots(out, summary, rows)
     v = summary["verdicts"]
@@ -151,7 +175,7 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
     if plotted:
         what = "pass@1 per task" if len(summary["per_task"]) <= MAX_BARS else "pass@1 of the tasks"
         lines += ["", f"![{what}]({PASS_PNG})", "", f"![rewards]({REWARD_PNG})"]
-    lines += ["", *task_table(summary)]
+    lines += [*tool_table(summary), "", *task_table(summary)]
     reasons: dict[str, int] = {}
     for row in rows:
         if row["verdict"] != "scored":
@@ -175,8 +199,15 @@ def _zero_variance(summary: Mapping[str, Any]) -> list[str]:
     return [
         f"- zero-variance share at G={n}: {_fmt(share)} (GRPO groups of {n} rollouts of a "
         "uniformly chosen task that all pass or all fail: no gradient); tasks with no "
-        f"gradient (always or never passing): {', '.join(map(str, tasks)) or 'none'}"
+        f"gradient (always or never passing): {_tasks(tasks)}"
     ]
+
+
+def _tasks(indices: Sequence[int]) -> str:
+    """ "tasks 0, 3", "task 2" or "none": never a bare index that reads as a count."""
+    if not indices:
+        return "none"
+    return f"task{'s' if len(indices) > 1 else ''} {', '.join(map(str, indices))}"
 
 
 def _ci(pair: Any) -> str:

@@ -39,17 +39,14 @@ def render(template: str, **context: Any) -> str:
 
 
 def format_python(source: str) -> str:
-    """black, one pass. ``black.format_str`` formats twice whenever its input was not
-    already black's output (a workaround for rare trailing-comma cases), which doubled
-    the slowest step of generating a big package. The golden tests check that one pass
-    is stable: ``black.format_str`` leaves every committed file unchanged."""
+    """black, through its public ``format_str``. The golden tests check that the result is
+    stable: ``black.format_str`` leaves every committed file unchanged."""
     import black
 
     from black.mode import Mode, TargetVersion
 
     mode = Mode(line_length=BLACK_LINE_LENGTH, target_versions={TargetVersion.PY311})
-    once = getattr(black, "_format_str_once", black.format_str)  # private; may go away
-    return str(once(source, mode=mode))
+    return black.format_str(source, mode=mode)
 
 
 class SelfCheckError(ValueError):

@@ -125,9 +125,10 @@ class OrsAdapter:
             end the episode, unfinished, without a round trip.
         seed, num_tasks, indices: task choice for ``train_dataset=None``
             (:mod:`orsgen.runtime.choosing.tasks`, ``docs/training.md``).
-        sampler: makes the task sampler of a stream from ``(tasks, seed, group_size)``;
-            defaults to uniform seeded passes (:class:`~orsgen.runtime.choosing.tasks.Chooser`).
-            It observes every settled outcome of a rollout whose task it chose.
+        sampler: makes the task sampler of a stream from ``(tasks, seed, group_size,
+            pass_threshold)``; defaults to uniform seeded passes
+            (:class:`~orsgen.runtime.choosing.tasks.Chooser`). It observes every settled
+            outcome of a rollout whose task it chose.
         curriculum: shorthand for the sampler: ``None`` / ``"uniform"`` (seeded uniform
             passes), ``"pass_rate"`` (favour tasks the model sometimes solves,
             :mod:`orsgen.runtime.choosing.curriculum`), or a ``PassRateCurriculum`` with

@@ -1,20 +1,19 @@
 """``orsgen view RUN [-o FILE.html]``: the command line over :func:`orsgen.view.write_view`.
 
-Exit codes: 0 when the page was written, 2 when RUN holds no run (one line on stderr)."""
+Exit codes: 0 when the page was written, 2 when RUN holds no run or the page cannot be
+written there (one line on stderr, ``orsgen view: error: ...``)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
+from orsgen.arguments import Parser, UsageError, output
 from orsgen.view import ViewError, write_view
 
-EXIT_OK, EXIT_USAGE = 0, 2
 
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def parser() -> Parser:
+    p = Parser(
         prog="orsgen view",
         description="Write one self-contained HTML page (no server, no network) to read an "
         "evaluation run or training trajectories: a grid of tasks by samples, filters, and "
@@ -30,17 +29,19 @@ def _parser() -> argparse.ArgumentParser:
         "--out",
         metavar="FILE.html",
         help="where to write the page (default: RUN/view.html for a directory, "
-        "RUN with .html for a file)",
+        "RUN with .html for a file; its directory must exist unless it is inside the "
+        "working directory)",
     )
     return p
 
 
 def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(list(argv))
+    args = parser().parse(list(argv))
+    if args.out is not None:
+        output(args.out, "-o")
     try:
         path = write_view(args.run, args.out)
     except (ViewError, OSError) as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(str(exc)) from None
     print(f"wrote {path}; open it in a browser (file://{path.resolve()})", file=sys.stderr)
-    return EXIT_OK
+    return 0

@@ -31,18 +31,6 @@ from orsgen.runtime.records.episode import Outcome
 Shared = list[tuple[int, int, float | None]]
 
 
-def group_task(tasks: Sequence[int], seed: int, group: int) -> int:
-    """The task of global group ``group`` in the seeded uniform passes: the same as the
-    ``group``-th block of :func:`orsgen.runtime.choosing.tasks.order`."""
-    return _shuffled(tasks, seed, group // len(tasks))[group % len(tasks)]
-
-
-def _shuffled(tasks: Sequence[int], seed: int, uniform_pass: int) -> list[int]:
-    shuffled = list(tasks)
-    random.Random(f"{seed}:{uniform_pass}").shuffle(shuffled)
-    return shuffled
-
-
 @dataclass(frozen=True)
 class Layout:
     """Where a rank's resets sit among the run's rows: each generation, rank ``rank`` of
@@ -62,8 +50,9 @@ class Chooser:
     """A stream's task sampler, shared by every adapter instance of the stream in a
     process. Thread-safe (AsyncGRPO resets from a thread pool).
 
-    Without a curriculum, group ``g`` gets :func:`group_task` (uniform seeded passes,
-    whatever the outcomes); with one, the curriculum chooses once per group and learns
+    Without a curriculum, the groups follow seeded uniform passes, whatever the outcomes:
+    pass ``p`` is every task once, in the order ``Random(f"{seed}:{p}")`` shuffles them, and
+    group ``g`` gets task ``g % len(tasks)`` of pass ``g // len(tasks)``. With one, the curriculum chooses once per group and learns
     from every settled outcome. ``share`` (several processes) exchanges the outcomes the
     ranks observed, at the first reset of each generation: every rank is there, after the
     previous generation was scored and before any task of this one is chosen.
@@ -76,18 +65,19 @@ class Chooser:
         tasks: Sequence[int],
         seed: int,
         group_size: int,
-        curriculum: PassRateCurriculum | None = None,
-        layout: Layout | None = None,
-        share: Callable[[Shared], list[Shared]] | None = None,
         pass_threshold: float = PASS_THRESHOLD,
+        *,
+        curriculum: PassRateCurriculum | None = None,
     ) -> None:
         if group_size < 1:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
         self.tasks = list(tasks)
         self.seed = seed
         self.group_size = group_size
-        self.curriculum, self.layout, self._share = curriculum, layout, share
-        if curriculum is not None:  # a restored one: this stream's groups follow its plan
+        self.curriculum = curriculum
+        self.layout: Layout | None = None  # spread() sets both under several processes
+        self._share: Callable[[Shared], list[Shared]] | None = None
+        if curriculum is not None:
             curriculum.start(self.tasks, seed, group_size, pass_threshold)
         self._lock = threading.Lock()
         self._current: tuple[int, int] | None = None  # (group, task) last chosen
@@ -149,8 +139,6 @@ class Chooser:
         with self._lock:
             if self.curriculum is not None:
                 self.curriculum.load_state_dict(state["curriculum"])
-                if "first_group" in state:  # saved when the Chooser kept its own copy
-                    self.curriculum.first_group = int(state["first_group"])
             self.handed_out, self._current = int(state["given"]), None
             self._waiting.clear()
 
@@ -160,11 +148,6 @@ class Chooser:
         """The group of this stream's first reset: the curriculum's counter (its one
         owner), 0 for the uniform passes."""
         return 0 if self.curriculum is None else self.curriculum.first_group
-
-    def next_choice(self) -> tuple[int, int]:
-        """The next reset's task and its global GRPO group (no outcome expected back)."""
-        with self._lock:
-            return self._next()
 
     def _next(self) -> tuple[int, int]:
         reset, self.handed_out = self.handed_out, self.handed_out + 1
@@ -177,10 +160,12 @@ class Chooser:
         slot = reset if layout is None else layout.slot(reset)
         group = first + slot // self.group_size
         if self._current is None or self._current[0] != group:
-            if self.curriculum is None:  # group_task, one shuffle per pass (not per group)
+            if self.curriculum is None:  # the uniform passes, one shuffle per pass
                 uniform_pass, at = divmod(group, len(self.tasks))
                 if self._pass is None or self._pass[0] != uniform_pass:
-                    self._pass = (uniform_pass, _shuffled(self.tasks, self.seed, uniform_pass))
+                    shuffled = list(self.tasks)
+                    random.Random(f"{self.seed}:{uniform_pass}").shuffle(shuffled)
+                    self._pass = (uniform_pass, shuffled)
                 task = self._pass[1][at]
             else:
                 task = self.curriculum.choose(group)
@@ -251,16 +236,11 @@ class CurriculumFactory:
         return isinstance(self.curriculum, str)
 
     def __call__(
-        self,
-        tasks: Sequence[int],
-        seed: int,
-        group_size: int,
-        pass_threshold: float = PASS_THRESHOLD,
+        self, tasks: Sequence[int], seed: int, group_size: int, pass_threshold: float
     ) -> Chooser:
-        """``pass_threshold``: the adapter's, which the curriculum's pools judge by (a
-        resume loads the stream's saved state into the Chooser it returns)."""
+        """``pass_threshold``: the adapter's, which the curriculum's pools judge by."""
         made = curricula.make(self.curriculum)
-        return Chooser(tasks, seed, group_size, made, pass_threshold=pass_threshold)
+        return Chooser(tasks, seed, group_size, pass_threshold, curriculum=made)
 
 
 def factory_of(curriculum: object) -> CurriculumFactory | None:

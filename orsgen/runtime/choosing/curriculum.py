@@ -324,13 +324,13 @@ class PassRateCurriculum:
             if state.get("name") != self.name:
                 raise ValueError(f"not a {self.name} curriculum state: {state.get('name')!r}")
             parameters = state["parameters"]
+            threshold, first_group = float(parameters["pass_threshold"]), state["first_group"]
             self.weights = Weights(**parameters["weights"])
             self.window = int(parameters["window"])
             self.revisit_after = parameters["revisit"]
-            threshold = parameters.get("pass_threshold", parameters.get("threshold"))
-            self._prior_rates = {int(t): float(r) for t, r in state.get("prior", [])}
+            self._prior_rates = {int(t): float(r) for t, r in state["prior"]}
             self.tasks, self._planned = [], 0  # a fresh start, then the saved state
-            self.start(state["tasks"], state["seed"], state["group_size"], float(threshold))
+            self.start(state["tasks"], state["seed"], state["group_size"], threshold)
             for group, task, rewards in state["history"]:
                 self._history.setdefault(task, []).append(Group(group, task, list(rewards)))
             for task, history in self._history.items():
@@ -338,7 +338,7 @@ class PassRateCurriculum:
                 self._pools.move(task, self._judge(task))
             self._open = {g: Group(g, t, list(r)) for g, t, r in state["open"]}
             self._planned = int(state["planned"])
-            self.first_group = int(state.get("first_group", 0))  # older files: the Chooser's
+            self.first_group = int(first_group)
             self._plan = {int(g): int(t) for g, t in state["plan"]}
             last = {int(t): int(g) for t, g in state["last_chosen"]}
             rank = {t: i for i, t in enumerate(self._shuffled)}

@@ -1,15 +1,12 @@
-"""The file of task-sampler stream states, and its hand-off from the process that chooses
-tasks to the trainer that checkpoints them.
-
-The file (format 2) holds every stream's ``state_dict()`` under its key (adapter class,
-server, split; :mod:`orsgen.runtime.choosing.streams`). A checkpoint's
-``orsgen_curriculum.json`` is one (:mod:`orsgen.runtime.checkpoint`).
+"""AsyncGRPO's rollout worker, which chooses tasks, hands its task-sampler streams' states
+to the trainer, which checkpoints them (the file's format and the ``Handoff`` live in
+:mod:`orsgen.runtime.choosing.checkpoint`).
 
 Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
 spawns at ``on_train_begin`` (``AsyncRolloutWorker.start()``, run by TRL's own
 ``_TrainBeginCallback`` after the callbacks given to the trainer). A spawned child inherits
 the trainer's ``os.environ`` as it is at that moment, so the trainer's callback names a
-:class:`Handoff` in ``ORSGEN_TASK_STATE`` first: a directory under ``output_dir`` and, on
+``Handoff`` in ``ORSGEN_TASK_STATE`` first: a directory under ``output_dir`` and, on
 resume, the checkpoint file to continue from. A child of the trainer that makes a stream
 under it (the worker) then
 
@@ -37,83 +34,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from orsgen.runtime.choosing.streams import StreamKey, samplers
+from orsgen.runtime.choosing.checkpoint import Handoff, body, streams_of, write
+from orsgen.runtime.choosing.streams import samplers
 from orsgen.runtime.transport.process import current
 
-FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's state
-ENV = "ORSGEN_TASK_STATE"
 WRITE_EVERY = 1.0  # seconds: the worker's file lags its streams by at most this (and a write)
 # A write costs O(tasks) (about 0.3 s at 100,000 tasks here): the writer waits at least this
 # many times its last write's cost, so it never takes more than a tenth of a core.
 PACE = 9.0
-DIRECTORY = ".orsgen_task_state"  # under output_dir
-LATEST = "streams.json"
 
 logger = logging.getLogger("orsgen.runtime")
-
-Streams = Sequence[tuple[StreamKey, Mapping[str, Any]]]
-
-
-def body(streams: Streams) -> dict[str, Any]:
-    """The file's content for these streams."""
-    return {"format": FORMAT, "streams": [{"stream": k.to_json(), "state": s} for k, s in streams]}
-
-
-def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, Any]]]:
-    """The (key, state) of every stream a saved file holds."""
-    if saved.get("format") != FORMAT:
-        raise ValueError(
-            f"a task-choice state of format {saved.get('format', 1)!r}, not {FORMAT}: saved by "
-            "an older orsgen (one curriculum's state, no stream keys); resume it with the "
-            "orsgen that saved it"
-        )
-    return [(StreamKey.from_json(s["stream"]), s["state"]) for s in saved["streams"]]
-
-
-def write(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` whole: a reader sees the old file or the new one."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(text)
-    temporary.replace(target)
-
-
-@dataclass(frozen=True)
-class Handoff:
-    """Where the worker writes its streams' states, what it resumes from, and the trainer's
-    process (which never writes: it checkpoints)."""
-
-    directory: Path
-    resume: Path | None
-    trainer: int
-
-    @property
-    def latest(self) -> Path:
-        return self.directory / LATEST
-
-    def to_env(self) -> str:
-        resume = None if self.resume is None else str(self.resume)
-        return json.dumps(
-            {"directory": str(self.directory), "resume": resume, "trainer": self.trainer}
-        )
-
-    @staticmethod
-    def from_env() -> Handoff | None:
-        raw = os.environ.get(ENV)
-        if not raw:
-            return None
-        value = json.loads(raw)
-        resume = value.get("resume")
-        return Handoff(
-            Path(value["directory"]),
-            None if resume is None else Path(resume),
-            int(value["trainer"]),
-        )
 
 
 class _Worker:

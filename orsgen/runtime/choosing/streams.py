@@ -4,7 +4,7 @@ across a checkpoint.
 A *stream* is the task choice of one adapter class on one server and split in one process
 (:class:`StreamKey`); its sampler (:class:`TaskSampler`) is made at the stream's first
 reset and shared by every adapter instance of the stream. The protocol
-(:class:`~orsgen.runtime.checkpoint.CurriculumCheckpoint` drives it):
+(:class:`~orsgen.runtime.choosing.checkpoint.CurriculumCheckpoint` drives it):
 
 - **save**: every stream's ``state_dict()``, each under its key (:meth:`Samplers.saved`);
 - **resume**: the saved states are staged by key (:meth:`Samplers.stage`) before any
@@ -147,11 +147,6 @@ class Samplers:
                 if state is not None:
                     sampler.load_state_dict(state)
                     self._changes += 1
-
-    def staged(self) -> list[StreamKey]:
-        """The keys of saved states no stream has taken yet."""
-        with self._lock:
-            return sorted(self._staged)
 
     def _take(self, key: StreamKey) -> Mapping[str, Any] | None:
         state = self._staged.pop(key, None)

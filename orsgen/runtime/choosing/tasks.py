@@ -23,7 +23,8 @@ stay whole and ranks agree. Elsewhere (several processes, no layout, or a custom
 ``train_dataset=load_tasks(...)``.
 
 The choice is a seam: a :class:`TaskSampler` (``choose``, ``observe`` a settled outcome,
-``state_dict`` / ``load_state_dict``), made per stream by the adapter's ``sampler=`` factory;
+``state_dict`` / ``load_state_dict``), made per stream by the adapter's ``sampler=`` factory
+from the candidate tasks, seed, group size and the adapter's ``pass_threshold``;
 :class:`Chooser` is the default. The adapter calls ``observe`` with each settled outcome of
 a rollout whose task the sampler chose. ``curriculum="pass_rate"`` (or a
 :class:`~orsgen.runtime.choosing.curriculum.PassRateCurriculum`) is shorthand for the
@@ -37,15 +38,15 @@ it chose.
 
 from __future__ import annotations
 
+import inspect
 import logging
-import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from orsgen.runtime.choosing import curriculum as curricula
 from orsgen.runtime.choosing import handoff, ranks
 from orsgen.runtime.choosing.chooser import Chooser as Chooser
-from orsgen.runtime.choosing.chooser import CurriculumFactory, Layout, factory_of
+from orsgen.runtime.choosing.chooser import Layout, factory_of
 from orsgen.runtime.choosing.streams import Samplers as Samplers
 from orsgen.runtime.choosing.streams import StreamKey as StreamKey
 from orsgen.runtime.choosing.streams import TaskSampler as TaskSampler
@@ -73,7 +74,7 @@ class TaskChoice:
     num_tasks: int | None = None
     indices: tuple[int, ...] | None = None
     group_size: int | None = None
-    # Makes a stream's sampler from its candidate tasks, seed and group size.
+    # Makes a stream's sampler from its candidate tasks, seed, group size and pass threshold.
     sampler: SamplerFactory = field(default_factory=lambda: Chooser)
 
     @staticmethod
@@ -87,10 +88,8 @@ class TaskChoice:
     ) -> TaskChoice:
         if num_tasks is not None and indices is not None:
             raise ValueError("pass num_tasks or indices, not both")
-        if sampler is not None and not callable(sampler):
-            raise TypeError(
-                f"sampler must be a callable (tasks, seed, group_size), got {sampler!r}"
-            )
+        if sampler is not None:
+            _check_factory(sampler)
         led = factory_of(curriculum)
         if led is not None and sampler is not None:
             raise ValueError(
@@ -107,8 +106,24 @@ class TaskChoice:
         )
 
 
-# (candidate tasks, seed, group size) -> the stream's sampler.
-SamplerFactory = Callable[[Sequence[int], int, int], TaskSampler]
+# (candidate tasks, seed, group size, pass threshold) -> the stream's sampler.
+SamplerFactory = Callable[[Sequence[int], int, int, float], TaskSampler]
+
+
+def _check_factory(factory: Callable[..., object]) -> None:
+    """Refuse, at the adapter's construction, a ``sampler=`` that cannot be called as
+    ``factory(tasks, seed, group_size, pass_threshold)`` (as a 3-argument factory of an
+    earlier orsgen)."""
+    try:
+        inspect.signature(factory).bind([0], 0, 1, 1.0)
+    except TypeError:
+        raise TypeError(
+            "sampler must be a callable (tasks, seed, group_size, pass_threshold) -> "
+            f"TaskSampler, got {factory!r}: a factory of three arguments needs a fourth, "
+            "pass_threshold (the adapter's, to judge passes by; ignore it if it is not needed)"
+        ) from None
+    except ValueError:
+        pass  # no signature to read (a builtin): it is called as it is
 
 
 def candidates(count: int, num_tasks: int | None, indices: Sequence[int] | None) -> list[int]:
@@ -130,21 +145,6 @@ def candidates(count: int, num_tasks: int | None, indices: Sequence[int] | None)
     if top < 1:
         raise ValueError("the split has no tasks: there is no task to choose")
     return list(range(top))
-
-
-def order(tasks: Sequence[int], seed: int, group_size: int) -> Iterator[int]:
-    """Endless task indices: each pass every task once, shuffled by ``seed``, and each task
-    ``group_size`` times in a row."""
-    if group_size < 1:
-        raise ValueError(f"group_size must be at least 1, got {group_size}")
-    passes = 0
-    while True:
-        shuffled = list(tasks)
-        random.Random(f"{seed}:{passes}").shuffle(shuffled)
-        for task in shuffled:
-            for _ in range(group_size):
-                yield task
-        passes += 1
 
 
 def check_single_process(env_label: str, layout: Layout | None = None) -> None:
@@ -243,9 +243,7 @@ def sampler_for(
         found, made = samplers().get(
             stream,
             key,
-            lambda: spread(
-                _new_sampler(settings.sampler, among, seed, group, pass_threshold), layout, label
-            ),
+            lambda: spread(settings.sampler(among, seed, group, pass_threshold), layout, label),
         )
         if made:
             handoff.made()
@@ -261,14 +259,6 @@ def sampler_for(
                 where,
             )
     return found
-
-
-def _new_sampler(
-    factory: SamplerFactory, among: Sequence[int], seed: int, group: int, pass_threshold: float
-) -> TaskSampler:
-    if isinstance(factory, CurriculumFactory):
-        return factory(among, seed, group, pass_threshold=pass_threshold)
-    return factory(among, seed, group)
 
 
 def _curriculum_metrics() -> dict[str, float]:

@@ -8,7 +8,9 @@ last drain (a scratch adapter's calls, a rollout never scored).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import inspect
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -48,3 +50,23 @@ def usage_of(opened: bool, reset_seconds: float, calls: Iterable[_Call]) -> Usag
         env_failed_calls=sum(1 for c in listed if c.failure is not None and c.environment_failed),
         call_seconds=sum(c.seconds for c in listed),
     )
+
+
+def tool_names(owner: type) -> list[str]:
+    """The tools ``GRPOTrainer`` offers the model for an ``owner`` adapter: the class's
+    public functions (properties and classmethods excluded) except ``reset`` and
+    ``get_reward``, in name order, as ``inspect.getmembers`` lists them to TRL."""
+    return [
+        name
+        for name, _ in inspect.getmembers(owner, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+
+
+@functools.cache
+def model_names(owner: type) -> Mapping[str, str]:
+    """Each tool's wire name mapped to the name the model calls it by (the adapter's method,
+    from ``WIRE_NAMES``); a wire name the map leaves out (the terminal tool, which the model
+    never sees) keeps its own."""
+    wire_names: Mapping[str, tuple[str, object]] = getattr(owner, "WIRE_NAMES", {})
+    return {wire: method for method, (wire, _) in wire_names.items()}

@@ -174,11 +174,9 @@ async def open_session(
         opened.endpoint = endpoint
         return opened
     except BaseException:
-        if session.sid is not None or getattr(session, "_pending_task_id", None) is not None:
-            try:
-                await asyncio.wait_for(_aexit(session), CLOSE_BUDGET)
-            except BaseException:  # noqa: BLE001 - best effort; the server reaps the rest
-                pass
+        # The SDK's exit deletes what the open created (a session, or a task still being
+        # created) and nothing else, and closes the session's own HTTP client.
+        await close_async(session)
         raise
 
 

@@ -4,7 +4,8 @@
   var t0 = performance.now();
   var RUN = JSON.parse(document.getElementById("run-data").textContent);
   var R = RUN.records, F = RUN.facts || {}, ROW_H = 22, FOLD = 600;
-  var threshold = typeof F.pass_threshold === "number" ? F.pass_threshold : 1.0;
+  // Each record says whether it passed, by the threshold its run or trajectory line recorded.
+  var threshold = [].concat(F.pass_threshold).join(" or ");
   var $ = function (id) { return document.getElementById(id); };
 
   function el(tag, cls, text) {
@@ -14,7 +15,7 @@
     return e;
   }
   function fmt(x) { return x === null || x === undefined ? "n/a" : (typeof x === "number" ? (+x.toFixed(3)).toString() : String(x)); }
-  function passes(r) { return typeof r.reward === "number" && r.reward >= threshold; }
+  function passes(r) { return r.passed === true; }
   function groupKey(r) { return RUN.kind === "training" ? (r.step === null ? "?" : r.step) + "|" + r.task : String(r.task); }
   function groupLabel(r) {
     var task = r.task === null || r.task === undefined ? "spec" : r.task;

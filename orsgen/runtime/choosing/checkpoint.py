@@ -8,28 +8,28 @@
 
 The resume protocol (:mod:`orsgen.runtime.choosing.streams`): every save writes
 ``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
-(``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``) with the
-``state_dict()`` of every task-sampler stream of the process, each under its key (adapter
-class, server, split): a curriculum's pools and plan, and the uniform passes' position
-alike. A run that starts at a saved step (a resumed run: transformers restores
-``state.global_step`` before ``on_train_begin``) stages those states by key before the
-first reset, and each stream continues from the state saved under its own key.
-``CurriculumCheckpoint(curriculum)`` also restores that ``PassRateCurriculum`` object at
-once, from the one saved stream that has a curriculum.
+(``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``). The file (format
+2, :func:`body`) holds the ``state_dict()`` of every task-sampler stream of the process,
+each under its key (adapter class, server, split): a curriculum's pools and plan, and the
+uniform passes' position alike. A run that starts at a saved step (a resumed run:
+transformers restores ``state.global_step`` before ``on_train_begin``) stages those states
+by key before the first reset, and each stream loads the state saved under its own key
+once, when it is made: the one restore path, a ``PassRateCurriculum`` object shared by the
+adapters included (``CurriculumCheckpoint(curriculum)`` only checks that the checkpoint
+holds one curriculum).
 
 Under several processes the ranks first share the step's outcomes (a collective: every
 rank saves), so they hold the same state, and only the world's process zero writes it
 (:func:`orsgen.runtime.transport.identity.identity`).
 
 Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
-spawns after this callback's ``on_train_begin``: the callback names a hand-off there
-(:mod:`orsgen.runtime.choosing.handoff`, in the environment the child inherits), the worker
-writes its streams' states under ``output_dir/.orsgen_task_state/`` and, on resume, stages
-the checkpoint's file before its first stream. Each save copies the worker's latest
-states into the checkpoint, so they are at most ``handoff.WRITE_EVERY`` (1 s; longer for a
-catalog-sized state, see ``handoff.PACE``) behind the worker, which is itself ahead of the
-trainer (it holds the outcomes of rollouts still queued). Before the worker wrote anything the save says so and writes a file with no
-stream: a resume from it starts the task choice afresh, as it says.
+spawns after this callback's ``on_train_begin``: the callback names a :class:`Handoff`
+there (in the environment the child inherits), the worker
+(:mod:`orsgen.runtime.choosing.handoff`) writes its streams' states under
+``output_dir/.orsgen_task_state/`` and, on resume, stages the checkpoint's file before its
+first stream. Each save copies the worker's latest states into the checkpoint. Before the
+worker wrote anything the save says so and writes a file with no stream: a resume from it
+starts the task choice afresh, as it says.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -41,22 +41,83 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orsgen.runtime.choosing import handoff, tasks
+from orsgen.runtime.choosing.chooser import Chooser
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
-from orsgen.runtime.choosing.handoff import FORMAT as FORMAT
-from orsgen.runtime.choosing.handoff import Handoff
-from orsgen.runtime.choosing.handoff import streams_of as streams_of
-from orsgen.runtime.choosing.streams import StreamKey
+from orsgen.runtime.choosing.streams import StreamKey, samplers
 from orsgen.runtime.transport.identity import identity
 
 FILE = "orsgen_curriculum.json"
 CHECKPOINT = "checkpoint"  # transformers' PREFIX_CHECKPOINT_DIR
+FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's state
+ENV = "ORSGEN_TASK_STATE"  # names the hand-off to AsyncGRPO's rollout worker
+DIRECTORY = ".orsgen_task_state"  # under output_dir: the worker's file
+LATEST = "streams.json"
 
 logger = logging.getLogger("orsgen.runtime")
+
+Streams = Sequence[tuple[StreamKey, Mapping[str, Any]]]
+
+
+def body(streams: Streams) -> dict[str, Any]:
+    """The file's content for these streams."""
+    return {"format": FORMAT, "streams": [{"stream": k.to_json(), "state": s} for k, s in streams]}
+
+
+def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, Any]]]:
+    """The (key, state) of every stream a saved file holds."""
+    if saved.get("format") != FORMAT:
+        raise ValueError(
+            f"a task-choice state of format {saved.get('format', 1)!r}, not {FORMAT}: saved by "
+            "an older orsgen (one curriculum's state, no stream keys); resume it with the "
+            "orsgen that saved it"
+        )
+    return [(StreamKey.from_json(s["stream"]), s["state"]) for s in saved["streams"]]
+
+
+def write(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` whole: a reader sees the old file or the new one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    temporary.replace(target)
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """Where AsyncGRPO's rollout worker writes its streams' states, what it resumes from,
+    and the trainer's process (which never writes: it checkpoints)."""
+
+    directory: Path
+    resume: Path | None
+    trainer: int
+
+    @property
+    def latest(self) -> Path:
+        return self.directory / LATEST
+
+    def to_env(self) -> str:
+        resume = None if self.resume is None else str(self.resume)
+        return json.dumps(
+            {"directory": str(self.directory), "resume": resume, "trainer": self.trainer}
+        )
+
+    @staticmethod
+    def from_env() -> Handoff | None:
+        raw = os.environ.get(ENV)
+        if not raw:
+            return None
+        value = json.loads(raw)
+        resume = value.get("resume")
+        return Handoff(
+            Path(value["directory"]),
+            None if resume is None else Path(resume),
+            int(value["trainer"]),
+        )
 
 
 def path(output_dir: str | os.PathLike[str], step: int) -> Path:
@@ -74,7 +135,8 @@ def _nothing(*_: Any, **__: Any) -> None:
 
 class CurriculumCheckpoint:
     """Saves every task-sampler stream's state with each checkpoint and restores each by
-    its key on resume; ``curriculum``, when given, is restored at once too."""
+    its key on resume. ``curriculum`` (the run's one ``PassRateCurriculum``, optional): a
+    resume checks that the checkpoint holds one curriculum, which its stream restores."""
 
     def __init__(self, curriculum: PassRateCurriculum | None = None) -> None:
         self.curriculum = curriculum
@@ -105,30 +167,28 @@ class CurriculumCheckpoint:
                     saved,
                 )
         if self.curriculum is not None and saved is not None:
-            with_one = [s["curriculum"] for _, s in streams if "curriculum" in s]
-            if len(with_one) != 1:
+            curricula = sum("curriculum" in state for _, state in streams)
+            if curricula != 1:
                 raise ValueError(
-                    f"{saved} holds {len(with_one)} curricula: CurriculumCheckpoint("
-                    "curriculum) restores the one curriculum of the run"
+                    f"{saved} holds {curricula} curricula: CurriculumCheckpoint(curriculum) "
+                    "resumes the one curriculum of the run"
                 )
-            # Under AsyncGRPO too: the worker gets the factory, and this object, pickled later.
-            self.curriculum.load_state_dict(with_one[0])
         if _is_async(args):
             self._hand_off(Path(args.output_dir), saved)
         elif saved is not None:
-            tasks.samplers().stage(streams)
+            samplers().stage(streams)
         self.restored_from = saved
 
     def _hand_off(self, output_dir: Path, resume: Path | None) -> None:
         """Name the worker's hand-off in the environment it inherits (it is spawned after
         this event), with no state of an earlier run left in its directory."""
-        self.handoff = Handoff(output_dir / handoff.DIRECTORY, resume, os.getpid())
+        self.handoff = Handoff(output_dir / DIRECTORY, resume, os.getpid())
         self.handoff.latest.unlink(missing_ok=True)
-        os.environ[handoff.ENV] = self.handoff.to_env()
+        os.environ[ENV] = self.handoff.to_env()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         if self.handoff is not None:  # the worker is stopped: no later child inherits it
-            os.environ.pop(handoff.ENV, None)
+            os.environ.pop(ENV, None)
 
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         target = path(args.output_dir, int(state.global_step))
@@ -138,19 +198,19 @@ class CurriculumCheckpoint:
             return
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
-        for sampler in tasks.samplers().all():
-            if isinstance(sampler, tasks.Chooser):
+        for sampler in samplers().all():
+            if isinstance(sampler, Chooser):
                 sampler.synchronize()
         if not identity().is_main:
             return
-        streams = tasks.samplers().saved()
+        streams = samplers().saved()
         if not streams and not self._warned:
             self._warned = True
             logger.warning(
                 "CurriculumCheckpoint: no adapter in this process chose tasks "
                 "(train_dataset=None), so the checkpoints hold no task-choice state"
             )
-        handoff.write(target, json.dumps(handoff.body(streams), sort_keys=True))
+        write(target, json.dumps(body(streams), sort_keys=True))
 
     def _save_worker(self, worker: Handoff, target: Path) -> None:
         """The rollout worker's latest states, checked whole, into the checkpoint."""
@@ -159,12 +219,11 @@ class CurriculumCheckpoint:
         except FileNotFoundError:
             logger.warning(
                 "CurriculumCheckpoint: the AsyncGRPO rollout worker has written no task-choice "
-                "state yet (it writes within %.0f s of its first reset, when the callback was "
-                "given to the trainer's callbacks=), so %s holds no stream and a resume from "
-                "it starts the task choice afresh",
-                handoff.WRITE_EVERY,
+                "state yet (it writes at its first reset, when the callback was given to the "
+                "trainer's callbacks=), so %s holds no stream and a resume from it starts the "
+                "task choice afresh",
                 target.parent,
             )
-            text = json.dumps(handoff.body([]), sort_keys=True)
+            text = json.dumps(body([]), sort_keys=True)
         streams_of(json.loads(text))  # never a file the resume cannot read
-        handoff.write(target, text)
+        write(target, text)

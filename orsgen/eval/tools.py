@@ -1,0 +1,97 @@
+"""Per-tool figures of an evaluation: ``summary.json``'s ``tools``.
+
+Each row of ``results.jsonl`` lists its tool calls as ``tool_calls``: one
+``[tool, failed_by, seconds]`` per call, where ``tool`` is the name the model called it by
+(the adapter's method; the hidden terminal tool keeps its wire name), ``failed_by`` is
+``"environment"`` (the environment or the infrastructure failed: the tool raised on the
+server, a timeout, a lost session, ...), ``"model"`` (the model's call was wrong: invalid
+arguments, an unknown tool, a call after the episode ended) or ``None`` (answered), and
+``seconds`` is the call's time. Calls to a tool the adapter does not have are counted
+under :data:`UNKNOWN`, so the model's invented names add one entry, not one each.
+
+:class:`ToolTally` folds rows into per-tool counts as they are read (results are never
+kept as rows): per tool a few counters and an array of 8-byte floats, the call times, so
+that ``p90_s`` is exact (the nearest-rank 90th percentile: the smallest time that at least
+90% of the tool's calls took at most). 100,000 rollouts of 3 calls hold 2.4 MB.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.jsonobject import as_array
+from orsgen.runtime.records.episode import Call
+from orsgen.runtime.records.usage import model_names
+
+UNKNOWN = "_unknown"  # calls to a tool the adapter does not have
+FAILED_BY = ("environment", "model")
+
+
+def tool_calls(owner: type, calls: Iterable[Call]) -> list[list[Any]]:
+    """A rollout's recorded calls (an ``owner`` adapter's episode) as ``tool_calls`` entries."""
+    names = model_names(owner)
+    return [
+        [
+            names.get(c.tool, c.tool),
+            None if c.failure is None else FAILED_BY[0 if c.environment_failed else 1],
+            round(c.seconds, 6),
+        ]
+        for c in calls
+    ]
+
+
+@dataclass(slots=True)
+class _Tool:
+    calls: int = 0
+    environment_failed: int = 0
+    model_failed: int = 0
+    seconds: array[float] = field(default_factory=lambda: array("d"))
+
+    def figures(self) -> dict[str, Any]:
+        times = self.seconds
+        return {
+            "calls": self.calls,
+            "failed": self.environment_failed + self.model_failed,
+            "environment_failed": self.environment_failed,
+            "model_failed": self.model_failed,
+            "mean_s": math.fsum(times) / len(times) if times else None,
+            "p90_s": _nearest_rank(times, 0.9),
+        }
+
+
+def _nearest_rank(values: array[float], q: float) -> float | None:
+    """The smallest value that at least ``q`` of ``values`` are at most (exact)."""
+    if not values:
+        return None
+    import numpy
+
+    k = max(math.ceil(q * len(values)) - 1, 0)
+    return float(numpy.partition(numpy.frombuffer(values, dtype=numpy.float64), k)[k])
+
+
+class ToolTally:
+    """Per-tool counts of the rows folded in (:meth:`add`), in one pass."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, _Tool] = {}
+
+    def add(self, calls: object) -> None:
+        """Fold in one row's ``tool_calls`` (a row without them adds nothing)."""
+        for entry in as_array(calls):
+            name, failed_by, seconds = as_array(entry)
+            tool = self._tools.get(str(name))
+            if tool is None:
+                tool = self._tools[str(name)] = _Tool()
+            tool.calls += 1
+            tool.environment_failed += failed_by == FAILED_BY[0]
+            tool.model_failed += failed_by == FAILED_BY[1]
+            tool.seconds.append(float(seconds))
+
+    def figures(self) -> dict[str, dict[str, Any]]:
+        """``{tool: {calls, failed, environment_failed, model_failed, mean_s, p90_s}}``,
+        in name order."""
+        return {name: self._tools[name].figures() for name in sorted(self._tools)}

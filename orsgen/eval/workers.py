@@ -1,0 +1,262 @@
+"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads, one
+adapter each, which take the next (task, sample) as they finish the last: memory does not
+grow with the number of rollouts. Every (task, sample) gets exactly one row, written as it
+completes; a failure is a row, never a stopped run.
+
+Environments that judge groups (ORS ``score_group``) are evaluated as trained: the samples
+of one task are one group, judged together on their final answers once the last of them
+finishes, on that rollout's still-open session (``rollout.score_group``, the runtime's own
+path, as ``group_reward`` does in training). A group's rows are written together, once
+judged, so a run stopped halfway reruns the whole group. Each row keeps its pointwise
+outcome and gets ``group_reward``; a row that the environment did not score itself, and
+whose group score exists, takes that score as its ``reward`` and becomes ``scored``. When
+the judge gives no scores, each row of the group says why in its ``reason``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orsgen.eval.config import EvalConfig
+from orsgen.eval.conversation import Conversation, Rollout
+from orsgen.eval.results import Records, ResultsLog
+from orsgen.eval.summary import passes
+from orsgen.runtime.errors import describe
+
+
+@dataclass
+class _Progress:
+    """The running figures on the progress bar."""
+
+    threshold: float
+    done: int = 0
+    scored: int = 0
+    passed: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, row: dict[str, Any]) -> dict[str, str]:
+        with self.lock:
+            self.done += 1
+            self.scored += row["verdict"] == "scored"
+            self.passed += passes(row, self.threshold)
+            return {
+                "pass@1": f"{self.passed / self.done:.3f}",
+                "coverage": f"{self.scored / self.done:.3f}",
+            }
+
+
+class Adapters:
+    """The adapters of a run: the probe (made for the configuration, then the first
+    worker's), one per worker thread, all closed by :meth:`close` on every path."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._opened: list[Any] = []
+        self._spare: list[Any] = []
+        self._local = threading.local()
+
+    def probe(self) -> Any:
+        env = self._make()
+        self.kind: type = type(env)
+        with self._lock:
+            self._opened.append(env)
+            self._spare.append(env)
+        return env
+
+    def mine(self) -> Any:
+        """This worker thread's adapter (the probe goes to the first thread that asks)."""
+        env = getattr(self._local, "env", None)
+        if env is None:
+            with self._lock:
+                env = self._spare.pop() if self._spare else None
+            if env is None:
+                env = self._make()
+                with self._lock:
+                    self._opened.append(env)
+            self._local.env = env
+        return env
+
+    def close(self) -> None:
+        """Close every adapter, even when one's close raises (the first error is raised
+        once all are closed)."""
+        with self._lock:
+            opened, self._opened = self._opened, []
+            self._spare = []
+        failed: BaseException | None = None
+        for env in opened:
+            try:
+                env.close()
+            except BaseException as exc:  # noqa: BLE001 - the others still close
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+
+
+@dataclass
+class Plan:
+    """What a run does: its config (every field filled in: ``split``, ``tasks`` and
+    ``threshold`` are its own), its output directory, the records it already has
+    (resumed) and the (task, sample) pairs still to run."""
+
+    config: EvalConfig
+    split: str
+    tasks: tuple[int, ...]
+    threshold: float
+    out: Path | None
+    done: Records
+    have: set[tuple[int, int]]
+
+    def todo(self) -> Iterator[tuple[int, int]]:
+        for task in self.tasks:
+            for sample in range(self.config.n):
+                if (task, sample) not in self.have:
+                    yield task, sample
+
+    def expected(self) -> dict[int, int]:
+        """How many rollouts of each task are still to run."""
+        n = self.config.n
+        counts = {task: n for task in self.tasks}
+        for task, _ in self.have:
+            if task in counts:
+                counts[task] -= 1
+        return counts
+
+
+class Groups:
+    """The rows of the groups still running, per task (``expected``: how many rollouts
+    of each task this run makes)."""
+
+    def __init__(self, expected: Mapping[int, int]) -> None:
+        self._expected = dict(expected)
+        self._parked: dict[int, list[tuple[dict[str, Any], str]]] = {}
+        self._lock = threading.Lock()
+
+    def add(
+        self, env: Any, task_index: int, row: dict[str, Any], answer: str | None
+    ) -> list[dict[str, Any]]:
+        """Park ``row``; when it completes its task's group, the group's judged rows."""
+        with self._lock:
+            parked = self._parked.setdefault(task_index, [])
+            parked.append((row, answer or ""))
+            if len(parked) < self._expected.get(task_index, 1):
+                return []
+            del self._parked[task_index]
+        scores, why = _judge(env, [answer for _, answer in parked])
+        out: list[dict[str, Any]] = []
+        for i, (judged, _) in enumerate(parked):
+            score = scores[i] if scores is not None else None
+            judged["group_reward"] = score
+            if score is not None and judged["verdict"] == "unfinished":
+                judged.update(reward=score, verdict="scored", reason=None)
+            elif why is not None:
+                judged["reason"] = why if not judged["reason"] else f"{judged['reason']}; {why}"
+            out.append(judged)
+        return sorted(out, key=lambda r: int(r["sample"]))
+
+
+def _judge(env: Any, answers: list[str]) -> tuple[list[float] | None, str | None]:
+    """The group's scores, or ``None`` and why there are none."""
+    if env is None:
+        return None, "group judge: the rollout had no adapter"
+    try:
+        scores = env.rollout.score_group(answers)
+    except Exception as exc:  # noqa: BLE001 - no group score is a row that says why
+        return None, f"group judge: {describe(exc)}"
+    if scores is None:
+        why = getattr(env.rollout, "group_error", None) or "no session to judge on"
+        return None, f"group judge: {why}"
+    return scores, None
+
+
+def _row(
+    task_index: int, sample: int, split: str, r: Rollout, unfinished_reward: float | None
+) -> dict[str, Any]:
+    reward = r.reward
+    if r.verdict == "unfinished" and reward is None:
+        reward = unfinished_reward
+    return {
+        "task_index": task_index,
+        "sample": sample,
+        "split": split,
+        "reward": reward,
+        "verdict": r.verdict,
+        "reason": r.reason,
+        "calls": r.calls,
+        "turns": r.turns,
+        "seconds": round(r.seconds, 4),
+        "endpoint_seconds": round(r.endpoint_seconds, 4),
+        "environment_seconds": round(r.environment_seconds, 4),
+        "messages": r.messages,
+        "tool_calls": r.tool_calls,
+    }
+
+
+def run_all(
+    plan: Plan,
+    adapters: Adapters,
+    conversation: Conversation,
+    concurrency: int,
+    show: bool,
+    log: ResultsLog | None,
+) -> None:
+    """Run ``plan``'s pairs still to run, each row added to ``plan.done`` (a progress bar
+    on stderr with ``show``, none when nothing is left to run)."""
+    tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
+
+    expected = plan.expected()
+    total = sum(expected.values())
+    pairs = plan.todo()
+    take = threading.Lock()
+    stop = threading.Event()
+    lock = threading.Lock()
+    records = plan.done
+    running = _Progress(plan.threshold)
+    bar = tqdm(total=total, disable=not show or not total, unit="rollout", file=sys.stderr)
+    judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
+    groups = Groups(expected) if judges else None
+
+    def one(task_index: int, sample: int) -> None:
+        env = None
+        try:
+            env = adapters.mine()
+            rollout = conversation.run(env, task_index, plan.split, sample)
+        except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
+            rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
+        row = _row(task_index, sample, plan.split, rollout, plan.config.unfinished_reward)
+        bar.set_postfix(running.add(row), refresh=False)
+        bar.update(1)
+        done = [row] if groups is None else groups.add(env, task_index, row, rollout.final_answer)
+        for finished in done:
+            if log is not None:
+                log.append(finished)
+            with lock:
+                records.add(finished)
+
+    def worker() -> None:
+        while not stop.is_set():
+            with take:
+                pair = next(pairs, None)
+            if pair is None:
+                return
+            one(*pair)
+
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        workers = [pool.submit(worker) for _ in range(min(concurrency, max(1, total)))]
+        for future in workers:
+            future.result()
+    except BaseException:
+        # Ctrl-C or a bug: no new rollout starts; those under way finish and write rows.
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        bar.close()
