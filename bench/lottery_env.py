@@ -66,6 +66,4 @@ class LotteryEnv(Environment):
         if self.calls < CALLS:
             return ToolOutput(blocks=[TextBlock(text=text)], reward=None, finished=False)
         won = random.random() < chance(int(self.task_spec["task"]))
-        return ToolOutput(
-            blocks=[TextBlock(text=text)], reward=1.0 if won else 0.0, finished=ENDS
-        )
+        return ToolOutput(blocks=[TextBlock(text=text)], reward=1.0 if won else 0.0, finished=ENDS)

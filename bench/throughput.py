@@ -96,12 +96,11 @@ def child(opts: argparse.Namespace) -> None:
     # A one-rollout run first: the imports and one-time costs (the first session's tool
     # listing) are paid there, so the run measured is a steady one.
     warm = dataclasses.replace(config, num_tasks=1)
-    evaluate(Timed, warm, out=Path(opts.write) / "warm-up", base_url=opts.base_url)
+    adapter = {"base_url": opts.base_url}
+    evaluate(Timed, warm, adapter=adapter, out=Path(opts.write) / "warm-up")
     resets.clear()
     cpu0 = cpu_seconds()
-    result = evaluate(
-        Timed, config, concurrency=opts.concurrency, out=opts.write, base_url=opts.base_url
-    )
+    result = evaluate(Timed, config, adapter=adapter, concurrency=opts.concurrency, out=opts.write)
     cpu = cpu_seconds() - cpu0
     rows = list(result.transcripts())
     figures = {
