@@ -113,7 +113,8 @@ def test_changing_one_tasks_figures_leaves_the_others(
 
     pkg = import_generated(chance_dir)
     config = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test")
-    result = evaluate(pkg.ChanceEnv, config, base_url=chance_server.url, progress=False)
+    adapter = {"base_url": chance_server.url}
+    result = evaluate(pkg.ChanceEnv, config, adapter=adapter, progress=False)
     tasks = result.summary["per_task"]  # 4 tasks of 1 sample: two pass alike
     a, b = next(
         (a, b)

@@ -48,6 +48,8 @@ def eval_row(task: int, sample: int, long_text: bool = False) -> dict[str, Any]:
         "seconds": 1.25,
         "endpoint_seconds": 1.0,
         "environment_seconds": 0.25,
+        # submit's call: failed by the environment on failed rows, answered on the others.
+        "tool_calls": [["submit", "environment" if verdict == "failed" else None, 0.25]],
         # A hand-edited row that carries credentials: the viewer must drop them.
         "secrets": {"TOKEN": SECRET},
         "env_overrides": {"DB_PASSWORD": OVERRIDE},
@@ -143,7 +145,7 @@ def trajectory_file(
                                         "output": f"echoed step {step} task {t} try {s}",
                                         "reward": scored,
                                         "finished": verdict == "scored",
-                                        "error": None,
+                                        "error": "tool_raised" if verdict == "failed" else None,
                                         "seconds": 0.02,
                                     }
                                 ],

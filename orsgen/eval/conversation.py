@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.jsonobject import is_array, is_object
-from orsgen.eval.tools import UNKNOWN, tool_calls
+from orsgen.runtime.records.tools import UNKNOWN, tool_calls
 from orsgen.runtime.errors import ToolCallFailure, describe
 from orsgen.runtime.records.episode import Kind
 from orsgen.runtime.records.usage import tool_names
@@ -89,7 +89,7 @@ class Rollout:
     messages: list[dict[str, Any]] = field(default_factory=list)
     final_answer: str | None = None  # the last plain assistant message, for a group judge
     # Each tool call as [tool, failed by ("environment", "model") or None, seconds]
-    # (orsgen.eval.tools): the adapter's, then those that never reached it.
+    # (orsgen.runtime.records.tools): the adapter's, then those that never reached it.
     tool_calls: list[list[Any]] = field(default_factory=list)
 
 

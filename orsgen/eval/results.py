@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, overload
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
-from orsgen.eval.tools import ToolTally
+from orsgen.runtime.records.tools import ToolTally
 from orsgen.runtime.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, read_config, rows
 
 # results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at

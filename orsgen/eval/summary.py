@@ -17,7 +17,7 @@ Rules (also in the README):
   task ``(C(c, G) + C(n - c, G)) / C(n, G)``, averaged over the tasks whose n samples were
   all scored (``None`` when there is none).
 - ``tools``: per tool, its calls, failed calls (by the environment and by the model apart),
-  and mean and p90 seconds (:mod:`orsgen.eval.tools`).
+  and mean and p90 seconds (:mod:`orsgen.runtime.records.tools`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 from orsgen.runtime.passk import passes as _passes
 from orsgen.eval.estimators import interval, mean_and_se, pass_at_k, pass_hat_k, zero_variance
-from orsgen.eval.tools import ToolTally
+from orsgen.runtime.records.tools import ToolTally
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
@@ -114,7 +114,7 @@ def summarize(
     keeps per-task counts and the rewards as floats, never the rows: its memory grows
     with the tasks, not with the transcripts or the row objects. Tasks with the same
     counts share their ``pass_at_k`` / ``pass_hat_k`` figures, as read-only mappings.
-    ``tools`` holds the rows' tool calls (:mod:`orsgen.eval.tools`), folded in as they were
+    ``tools`` holds the rows' tool calls (:mod:`orsgen.runtime.records.tools`), folded in as they were
     read."""
     n, threshold = int(config["n"]), float(config["pass_threshold"])
     unfinished_reward = config.get("unfinished_reward")

@@ -20,6 +20,7 @@ from typing import Any
 
 from orsgen.jsonobject import as_array, as_object, is_array, is_object
 from orsgen.runtime.passk import PASS_THRESHOLD, passes
+from orsgen.runtime.records.tools import ToolTally, failed_by
 from orsgen.runtime.trajectories.reader import pass_threshold
 from orsgen.runtime.rundir import (
     RESULTS_FILE,
@@ -93,7 +94,11 @@ def _eval_run(path: Path) -> Run:
     facts = {k: v for k, v in {**config, **summary}.items() if k not in ("per_task", "rules")}
     facts.pop("task_indices", None)
     threshold = facts.setdefault("pass_threshold", PASS_THRESHOLD)
-    records = [_eval_record(row, threshold) for row in rows(path / RESULTS_FILE)]
+    tools, records = ToolTally(), list[dict[str, Any]]()
+    for row in rows(path / RESULTS_FILE):
+        tools.add(row.get("tool_calls"))
+        records.append(_eval_record(row, threshold))
+    facts["tools"] = tools.figures()  # also of a run still going, which has no summary
     title = (
         f"{facts.get('model', '?')} on {facts.get('environment', '?')} ({facts.get('split', '?')})"
     )
@@ -132,6 +137,7 @@ def _training_run(files: list[Path], name: str) -> Run:
     records: list[dict[str, Any]] = []
     envs: set[str] = set()
     thresholds: set[float] = set()
+    tools = ToolTally()  # by the environment's tool names (a trajectory line's)
     for file in files:
         for line in rows(file):
             if "outcome" not in line and "calls" not in line:
@@ -140,6 +146,10 @@ def _training_run(files: list[Path], name: str) -> Run:
             threshold = pass_threshold(line)  # its adapter's
             thresholds.add(threshold)
             records.append(_training_record(line, file.name, threshold))
+            calls = [as_object(c) for c in as_array(line.get("calls"))]
+            tools.add(
+                [[c.get("tool"), failed_by(c.get("error")), c.get("seconds") or 0.0] for c in calls]
+            )
     # Samples number the rollouts of one (step, task) in the order they started.
     records.sort(key=lambda r: (_order(r["step"]), _order(r["task"]), r["started_at"] or 0.0))
     seen: dict[tuple[Any, Any], int] = {}
@@ -149,6 +159,7 @@ def _training_run(files: list[Path], name: str) -> Run:
         seen[key] = record["sample"] + 1
     facts: dict[str, Any] = {"files": [f.name for f in files]}
     facts["environment"] = ", ".join(sorted(envs))
+    facts["tools"] = tools.figures()
     # The threshold every line holds, or the ones they hold.
     facts["pass_threshold"] = sorted(thresholds)[0] if len(thresholds) == 1 else sorted(thresholds)
     return Run("training", f"training rollouts: {name}", _scrubbed(facts), records)
