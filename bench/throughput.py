@@ -3,7 +3,7 @@
 latency (200 ms), with one endpoint and with two, and inspect-openreward on the same
 servers in the same run.
 
-    python bench/throughput.py [--concurrency 8,32,64] [--rollouts-per-worker 10]
+    python bench/throughput.py [--concurrency 8,32,64] [--rollouts-per-worker 20]
         [--latency 0.2] [--repeats 1] [--contenders orsgen,orsgen-2,inspect] [--out DIR]
 
 The environment is bench/lottery_env.py on a local ORS server (tests/serve_env.py, the
@@ -433,7 +433,7 @@ def markdown(report: dict[str, Any]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--concurrency", default="8,32,64")
-    p.add_argument("--rollouts-per-worker", type=int, default=10)
+    p.add_argument("--rollouts-per-worker", type=int, default=20)
     p.add_argument("--latency", type=float, default=0.2, help="the endpoint's seconds a turn")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--contenders", default=",".join(CONTENDERS))

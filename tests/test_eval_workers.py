@@ -30,9 +30,10 @@ def standin(tmp_path: Path) -> Iterator[openai_standin.Standin]:
 
 
 def _run(chance_dir: Path, url: str, standin: Any, wait: float, **options: Any) -> dict[str, Any]:
-    """Evaluate tasks 0 and 1 at concurrency 1 with an adapter whose reset of task 0 waits up
-    to ``wait`` seconds for a reset of task 1 to begin: whether it began, the collector's
-    freeze count during the resets and after the run, and the rows."""
+    """Evaluate tasks 0 and 1 at concurrency 1 with an adapter whose rollout of task 0, once
+    its session is open, waits up to ``wait`` seconds for a reset of task 1 to begin: whether
+    it began, the collector's freeze count during the resets and after the run, and the
+    rows."""
     from orsgen.eval import EvalConfig, evaluate
 
     pkg = import_generated(chance_dir)
@@ -40,13 +41,20 @@ def _run(chance_dir: Path, url: str, standin: Any, wait: float, **options: Any) 
     seen: dict[str, Any] = {"met": [], "frozen": []}
 
     class Meeting(pkg.ChanceEnv):  # type: ignore[misc, name-defined]
+        task: int | None = None
+
         def reset(self, *args: Any, **kwargs: Any) -> Any:
             seen["frozen"].append(gc.get_freeze_count())
-            if kwargs.get("task_index") == 1:
+            self.task = kwargs.get("task_index")
+            if self.task == 1:
                 began.set()
-            elif kwargs.get("task_index") == 0:
-                seen["met"].append(began.wait(wait))
             return super().reset(*args, **kwargs)
+
+        @property
+        def finished(self) -> bool:  # read by the conversation before each turn
+            if self.task == 0 and not seen["met"]:
+                seen["met"].append(began.wait(wait))
+            return bool(super().finished)
 
     config = EvalConfig(
         model=standin.model, endpoint=standin.endpoint, split="test", task_indices=(0, 1)
@@ -60,8 +68,8 @@ def _run(chance_dir: Path, url: str, standin: Any, wait: float, **options: Any) 
 def test_the_next_rollouts_session_opens_while_one_runs(
     chance_dir: Path, chance_server: Any, standin: Any
 ) -> None:
-    """One worker: task 1's session opens while task 0's rollout is under way (task 0's reset
-    would otherwise wait in vain: one rollout at a time)."""
+    """One worker: task 1's session opens while task 0's rollout is under way (task 0's
+    rollout would otherwise wait in vain: one rollout at a time)."""
     seen = _run(chance_dir, chance_server.url, standin, wait=120)
     assert seen["met"] == [True] and seen["rows"] == [0, 1]
     assert all(count > 0 for count in seen["frozen"]) and seen["after"] == 0

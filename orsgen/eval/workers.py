@@ -224,7 +224,7 @@ def run_all(
     judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
     groups = Groups(expected) if judges else None
 
-    def one(env: Any, task_index: int, sample: int, opened: Opened | None) -> None:
+    def one(env: Any, task_index: int, sample: int, opened: Opened) -> None:
         try:
             rollout = conversation.run(env, task_index, plan.split, sample, opened)
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
@@ -254,7 +254,10 @@ def run_all(
         other = adapters.take() if opener is not None else None
         pair, opening = taken(), None
         while pair is not None and not stop.is_set():
-            opened = opening.result() if opening is not None else None
+            if opening is not None:
+                opened = opening.result()
+            else:  # the first, or each one with no opening ahead: the next opens after it
+                opened = conversation.open(env, pair[0], plan.split)
             following, opening = taken(), None
             if following is not None and opener is not None and other is not None:
                 opening = opener.submit(conversation.open, other, following[0], plan.split)
