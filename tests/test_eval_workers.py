@@ -1,7 +1,7 @@
 """How ``evaluate``'s workers run the rollouts (orsgen/eval/workers.py): each worker opens its
-next rollout's session while the current one runs, except under a rollout deadline, and the
-objects made before the rollouts stay out of the cyclic collector's way only during them. A
-real ORS server (tests/envs/chance_env.py) and the scripted OpenAI-compatible stand-in
+next rollout's session while the current one runs, except under a rollout deadline or a
+session cap, and the objects made before the rollouts stay out of the cyclic collector's way
+only during them. A real ORS server (tests/envs/chance_env.py) and the scripted OpenAI-compatible stand-in
 (tests/openai_standin.py) on 127.0.0.1; nothing is mocked."""
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def _run(chance_dir: Path, url: str, standin: Any, wait: float, **options: Any) 
     config = EvalConfig(
         model=standin.model, endpoint=standin.endpoint, split="test", task_indices=(0, 1)
     )
-    result = evaluate(Meeting, config, adapter={"base_url": url}, progress=False, **options)
+    options.setdefault("adapter", {"base_url": url})
+    result = evaluate(Meeting, config, progress=False, **options)
     seen["rows"] = sorted(r.task_index for r in result.records)
     seen["after"] = gc.get_freeze_count()
     return seen
@@ -81,4 +82,14 @@ def test_no_session_opens_ahead_under_a_rollout_deadline(
     """A rollout deadline counts from the session's open: a session opened ahead would spend
     it waiting, so task 1's opens only once task 0's rollout is over."""
     seen = _run(chance_dir, chance_server.url, standin, wait=2, rollout_timeout=300)
+    assert seen["met"] == [False] and seen["rows"] == [0, 1]
+
+
+def test_no_session_opens_ahead_under_a_session_cap(
+    chance_dir: Path, chance_server: Any, standin: Any
+) -> None:
+    """Under ``max_sessions`` a session opened ahead would hold a place (or wait for one):
+    task 1's opens only once task 0's rollout is over."""
+    adapter = {"base_url": chance_server.url, "max_sessions": 4}
+    seen = _run(chance_dir, chance_server.url, standin, wait=2, adapter=adapter)
     assert seen["met"] == [False] and seen["rows"] == [0, 1]

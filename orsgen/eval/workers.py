@@ -68,8 +68,11 @@ class Adapters:
     def probe(self) -> Any:
         env = self._make()
         self.kind: type = type(env)
-        # A rollout deadline counts from the session's open (the adapter's own clock).
-        self.deadline: float | None = getattr(env.rollout.settings, "rollout_timeout", None)
+        # Whether sessions open ahead: not under a rollout deadline, which counts from the
+        # session's open and which a session opened ahead would spend waiting, nor under a
+        # session cap, where it would hold a place (or wait for one, up to reconnect_for).
+        deadline = getattr(env.rollout.settings, "rollout_timeout", None)
+        self.ahead = deadline is None and getattr(env.rollout.here, "max_sessions", None) is None
         with self._lock:
             self._opened.append(env)
             self._spare.append(env)
@@ -245,9 +248,8 @@ def run_all(
 
     # Sessions open ahead: while a worker's rollout runs on one adapter, its other adapter
     # opens the session of the worker's next rollout, so that the open (three requests to
-    # the environment's server) is off the critical path. Not under a rollout deadline,
-    # which a session opened ahead would spend waiting.
-    opener = ThreadPoolExecutor(max_workers=concurrency) if adapters.deadline is None else None
+    # the environment's server) is off the critical path.
+    opener = ThreadPoolExecutor(max_workers=concurrency) if adapters.ahead else None
 
     def worker() -> None:
         env = adapters.take()
