@@ -1,8 +1,9 @@
 """A scripted stand-in for an OpenAI-compatible chat-completions server: no model, it
-answers at once. Run as its own process on 127.0.0.1 (``start(...)``), stopped by PID.
+answers at once, or after ``--delay`` seconds. Run as its own process on 127.0.0.1
+(``start(...)``), stopped by PID.
 
     python tests/openai_standin.py --port P [--tool say --argument text --calls 1 --size 16]
-        [--tools lookup,nosuch,submit]
+        [--tools lookup,nosuch,submit] [--delay 0.2]
         [--chat-status 400 --chat-message "Server is pinned to ..."]
         [--models-status 401 --models-message "Invalid API key"]
 
@@ -13,7 +14,8 @@ the i-th call is of the i-th name there, round and round, and ``--calls`` defaul
 number). With
 ``--chat-status`` / ``--models-status`` that route answers that HTTP status with an
 OpenAI-style error body (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists
-one model, ``standin``; ``GET /health`` answers 200 once the server listens.
+one model, ``standin``; ``GET /health`` answers 200 once the server listens, with the
+number of chat-completions requests it has answered (``{"chat_requests": N}``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -34,6 +37,8 @@ MODEL = "standin"
 
 def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
     filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
+    answered = [0]
+    count = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: the client reuses its connection
@@ -55,7 +60,7 @@ def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             if self.path.endswith("/health"):
-                self._send(200, {"status": "ok"})
+                self._send(200, {"status": "ok", "chat_requests": answered[0]})
             elif self.path.endswith("/models"):
                 if opts.models_status:
                     self._error(opts.models_status, opts.models_message)
@@ -70,6 +75,7 @@ def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             if not self.path.endswith("/chat/completions"):
                 self._error(404, f"no route {self.path}")
                 return
+            time.sleep(opts.delay)
             if opts.chat_status:
                 self._error(opts.chat_status, opts.chat_message)
                 return
@@ -102,6 +108,8 @@ def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 },
             )
+            with count:
+                answered[0] += 1
 
     return Handler
 
@@ -118,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--chat-message", default="")
     p.add_argument("--models-status", type=int, default=0)
     p.add_argument("--models-message", default="")
+    p.add_argument("--delay", type=float, default=0.0)
     opts = p.parse_args(argv)
     server = ThreadingHTTPServer(("127.0.0.1", opts.port), _handler(opts))
     server.daemon_threads = True
@@ -133,6 +142,11 @@ class Standin:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def chat_requests(self) -> int:
+        """The chat-completions requests it has answered so far."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+            return int(json.loads(r.read())["chat_requests"])
 
     def stop(self) -> None:
         from serve_model import stop_process
