@@ -312,3 +312,43 @@ def test_a_replica_killed_mid_run_costs_no_rollout(
     for path in out.iterdir():
         assert "secret-key-1" not in path.read_text(errors="replace"), path
     assert "secret-key-1" not in stdout + stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_endpoint_down_for_the_limit_is_exit_1_and_one_line(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    from conftest import eval_process
+
+    only = standin(delay=0.2)
+    out = tmp_path / "run"
+    args = [str(chance_dir), "--model", only.model, "--base-url", chance_server.url]
+    args += ["--endpoint", only.endpoint, "--endpoint-down-limit", "1", "--split", "test"]
+    proc = eval_process(
+        [*args, "-n", "8", "--concurrency", "2", "--no-progress", "--out", str(out)]
+    )
+    try:
+        while only.chat_requests() < 2:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+        only.process.kill()
+        only.process.wait(timeout=30)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        f"orsgen eval: error: every endpoint has been down for 1 s: {only.endpoint} (connection "
+    ), stderr
+    assert last.endswith(
+        f"(--endpoint-down-limit); the rows so far are in {out}: continue with --resume"
+    )
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert 0 < len(rows) < 4 * 8 and all(r["verdict"] == "scored" for r in rows)
+    counts = json.loads((out / "run.json").read_text())["endpoint_counts"][only.endpoint]
+    assert counts["outages"] == 1 and counts["failures"] >= 1
+    assert not (out / "summary.json").exists()  # the run did not finish
