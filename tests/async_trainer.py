@@ -110,3 +110,37 @@ def train(trainer: Any, **kwargs: Any) -> Any:
 
     AttentionInterface.register(TREE_ATTENTION, cpu_tree_attention)
     return trainer.train(**kwargs)
+
+
+def tiny_model_for(tokenizer: Any, directory: Any) -> Any:
+    """examples/tiny_model.py's untrained model for ``tokenizer``, saved with it in
+    ``directory`` (what ``AsyncGRPOTrainer(model=...)`` loads); ``directory``."""
+    import tiny_model
+
+    model = tiny_model.build_model(len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def cpu_config(output_dir: Any, generator_url: str, **overrides: Any) -> Any:
+    """The ``AsyncGRPOConfig`` of these tests: the tiny model on a CPU against the
+    stand-in generation server at ``generator_url``, one log entry a step; ``overrides``
+    win."""
+    from trl.experimental.async_grpo import AsyncGRPOConfig
+
+    settings: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        num_generations=2,
+        per_device_train_batch_size=2,
+        max_completion_length=64,
+        max_tool_calling_iterations=2,
+        token_budget=256,  # else read from vLLM's /v1/models
+        vllm_server_base_url=generator_url,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        logging_steps=1,
+        seed=0,
+    )
+    return AsyncGRPOConfig(**{**settings, **overrides})

@@ -16,20 +16,12 @@ import functools
 import json
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "examples"), str(ROOT / "bench")]
-for _k, _v in {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "TRL_EXPERIMENTAL_SILENCE": "1",
-    "OPENREWARD_DISABLE_UPDATE_CHECK": "1",
-}.items():
-    os.environ.setdefault(_k, _v)
+from rank_setup import ROOT, offline
+
+offline(ROOT / "bench")
 
 TASK = re.compile(r"Task (\d+):")
 

@@ -3,6 +3,7 @@ modules that own it (the runtime itself carries no test hooks)."""
 
 from __future__ import annotations
 
+from orsgen.runtime.records import metrics
 from orsgen.runtime.sessions import drift, pool
 from orsgen.runtime.transport import health, http
 from orsgen.runtime.transport.process import current
@@ -10,8 +11,10 @@ from orsgen.runtime.transport.process import current
 
 def forget_learned_state() -> None:
     """Close unused prefetched sessions and forget what the process learned: prefetch
-    patterns, drift verdicts and health records, so each test starts from scratch."""
+    patterns, drift verdicts, health records and the run's environments, so each test
+    starts from scratch."""
     pool.forget()
+    metrics.counts().expect(())
     drift.forget()
     health.forget()
 

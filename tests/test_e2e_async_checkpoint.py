@@ -26,8 +26,7 @@ pytest.importorskip("trl")
 pytest.importorskip("tokenizers")
 pytest.importorskip("aiohttp")
 
-import tiny_model  # noqa: E402  (examples/, on sys.path via conftest)
-from async_trainer import NoWeightSync, on_cpu, train  # noqa: E402
+from async_trainer import NoWeightSync, cpu_config, on_cpu, tiny_model_for, train  # noqa: E402
 from envs.coin_echo_support import (  # noqa: E402
     COIN_ECHO_ENV,
     CoinEchoAdapter,
@@ -60,7 +59,7 @@ def test_async_grpo_run_stopped_and_resumed_continues_the_workers_curriculum(
     ors_servers: ors_server.Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torch
-    from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+    from trl.experimental.async_grpo import AsyncGRPOTrainer
 
     torch.set_num_threads(1)
     on_cpu(monkeypatch)
@@ -69,35 +68,16 @@ def test_async_grpo_run_stopped_and_resumed_continues_the_workers_curriculum(
     try:
         probe = CoinEchoAdapter(base_url=server.url)
         tokenizer = echo_tokenizer([probe.echo], [f"t{i}" for i in range(20)])
-        model = tiny_model.build_model(
-            len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id
-        )
-        model.save_pretrained(tmp_path / "model")
-        tokenizer.save_pretrained(tmp_path / "model")
+        model = tiny_model_for(tokenizer, tmp_path / "model")
         factory = functools.partial(
             ScoredCoinEchoAdapter, base_url=server.url, curriculum="pass_rate"
         )
 
         def run(max_steps: int, resume: bool | None) -> None:
             with StandinVLLM(tokenizer) as generator:
-                args = AsyncGRPOConfig(
-                    output_dir=str(out),
-                    max_steps=max_steps,
-                    save_steps=2,
-                    num_generations=NUM_GENERATIONS,
-                    per_device_train_batch_size=2,
-                    max_completion_length=64,
-                    max_tool_calling_iterations=2,
-                    token_budget=256,  # else read from vLLM's /v1/models
-                    vllm_server_base_url=generator.url,
-                    use_cpu=True,
-                    bf16=False,
-                    report_to="none",
-                    logging_steps=1,
-                    seed=0,
-                )
+                args = cpu_config(out, generator.url, max_steps=max_steps, save_steps=2)
                 trainer = AsyncGRPOTrainer(
-                    model=str(tmp_path / "model"),
+                    model=str(model),
                     args=args,
                     processing_class=tokenizer,
                     environment_factory=factory,

@@ -4,6 +4,7 @@ OpenAI-compatible stand-in (tests/openai_standin.py) on 127.0.0.1; nothing is mo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,6 +103,29 @@ def test_fields_left_out_come_from_the_environment(
     result = evaluate(pkg.ChanceEnv, first, adapter=adapter, progress=False)
     assert result.config is not None and result.config.task_indices == (0, 1)
     assert result.config.num_tasks is None  # a run's config names its tasks
+
+
+def test_changing_one_tasks_figures_leaves_the_others(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    """EvalResult.summary: tasks with the same counts share their pass@k figures, read-only."""
+    from orsgen.eval import EvalConfig, evaluate
+
+    pkg = import_generated(chance_dir)
+    config = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test")
+    adapter = {"base_url": chance_server.url}
+    result = evaluate(pkg.ChanceEnv, config, adapter=adapter, progress=False)
+    tasks = result.summary["per_task"]  # 4 tasks of 1 sample: two pass alike
+    a, b = next(
+        (a, b)
+        for i, a in enumerate(tasks)
+        for b in tasks[i + 1 :]
+        if (a["samples"], a["passed"]) == (b["samples"], b["passed"])
+    )
+    before = dict(b["pass_at_k"])
+    with contextlib.suppress(TypeError):  # read-only
+        a["pass_at_k"]["1"] = -1.0
+    assert dict(b["pass_at_k"]) == before
 
 
 def test_an_unusable_config_is_refused_naming_the_field_before_any_rollout(

@@ -3,6 +3,7 @@ the summary's rules on hand-built rows (orsgen/eval/summary.py)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -172,3 +173,24 @@ def test_the_summary_is_one_pass_over_the_rows() -> None:
     task1 = once["per_task"][1]
     assert (task1["scored"], task1["unfinished"], task1["passed"]) == (1, 1, 1)
     assert task1["mean_reward"] == 0.25 and task1["pass_at_k_scored"] == {"1": 0.0}
+
+
+def test_a_tasks_figures_are_read_only_and_the_summary_keeps_no_cache(tmp_path) -> None:
+    """Tasks with the same counts share their pass@k figures (flat memory at 100,000
+    rollouts), read-only: changing one task's cannot change another's. No cache outlives a
+    call, and summary.json still holds plain objects."""
+    import orsgen.eval.summary as module
+    from orsgen.eval.results import write_json
+
+    rows = [_row(t, 0, "scored", 1.0) for t in range(2)]
+    s = summarize(rows, {"n": 1, "pass_threshold": 1.0, "task_indices": [0, 1]})
+    first, second = s["per_task"]
+    for key in ("pass_at_k", "pass_hat_k", "pass_at_k_scored"):
+        with pytest.raises(TypeError):
+            first[key]["1"] = 0.0
+        assert second[key] == {"1": 1.0}
+    assert [name for name, value in vars(module).items() if hasattr(value, "cache_info")] == []
+    write_json(tmp_path / "summary.json", s)
+    assert json.loads((tmp_path / "summary.json").read_text())["per_task"][1]["pass_at_k"] == {
+        "1": 1.0
+    }

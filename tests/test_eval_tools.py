@@ -1,4 +1,4 @@
-"""``summary.json["tools"]`` (orsgen/eval/tools.py): per-tool calls, failures by the
+"""``summary.json["tools"]`` (orsgen/runtime/records/tools.py): per-tool calls, failures by the
 environment and by the model apart, mean and p90 seconds.
 
 End to end: ``orsgen eval`` on tests/envs/flaky_env.py, whose ``lookup`` fails on the server
@@ -23,7 +23,7 @@ from conftest import results_rows as _rows
 from conftest import run_eval
 
 from orsgen.eval.report import tool_table
-from orsgen.eval.tools import UNKNOWN, ToolTally, tool_calls
+from orsgen.runtime.records.tools import UNKNOWN, ToolTally, tool_calls
 from orsgen.runtime.errors import ToolEnvironmentError, ToolInputError
 from orsgen.runtime.records.episode import Episode
 

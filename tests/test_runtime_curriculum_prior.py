@@ -188,7 +188,7 @@ def test_a_prior_judged_by_another_threshold_is_refused(coinenv, evaluation) -> 
 
 
 def test_bad_priors_say_what_is_wrong(tmp_path: Path) -> None:
-    with pytest.raises(PriorError, match="not a finished evaluation run .no run.json"):
+    with pytest.raises(PriorError, match="not an orsgen eval run .no run.json"):
         PassRateCurriculum(prior=tmp_path)
     with pytest.raises(PriorError, match=r"prior\[3\] must be a pass rate in \[0, 1\]"):
         PassRateCurriculum(prior={3: 1.5})

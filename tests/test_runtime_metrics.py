@@ -54,7 +54,14 @@ def test_outcome_reward_logs_the_batch_health(server) -> None:  # type: ignore[n
             env.close()
     assert rewards == [1.0, 0.0, None, None]
     one = {k: v[0] for k, v in logged.items()}
-    assert all(len(v) == 1 for v in logged.values()), logged
+    # A figure over rollouts is logged once per rollout and one over calls once per call
+    # (TRL's mean over the ranks then weighs each rank's batch by them); counts and gauges
+    # once.
+    assert all(len(set(v)) == 1 for v in logged.values()), logged
+    assert len(logged["ors/scored_frac"]) == 4 and len(logged["ors/reset_s"]) == 4
+    assert len(logged["ors/tool_error_frac"]) == 5 and len(logged["ors/reward_mean"]) == 2
+    assert len(logged["ors/tool/echo/error_frac"]) == 4 and len(logged["ors/tool/hint/call_s"]) == 1
+    assert len(logged["ors/rollouts"]) == 1 and len(logged["ors/open_sessions"]) == 1
     assert one["ors/rollouts"] == 4.0
     assert one["ors/scored_frac"] == 0.5
     assert one["ors/unfinished_frac"] == 0.25 and one["ors/failed_frac"] == 0.25
@@ -64,6 +71,12 @@ def test_outcome_reward_logs_the_batch_health(server) -> None:  # type: ignore[n
     assert one["ors/calls_per_rollout"] == 5 / 4
     assert one["ors/reset_s"] > 0 and one["ors/tool_call_s"] > 0
     assert one["ors/drift"] == 0.0 and one["ors/lost_frac"] == 0.0
+    assert one["ors/reward_mean"] == 0.5 and one["ors/pass@1"] == 0.25
+    # Per tool: echo 4 calls (a grader crash, the model's bad argument), hint 1.
+    assert one["ors/tool/echo/calls_per_rollout"] == 1.0 and one["ors/tool/echo/error_frac"] == 0.5
+    assert one["ors/tool/hint/calls_per_rollout"] == 0.25 and one["ors/tool/hint/error_frac"] == 0
+    assert one["ors/tool/echo/call_s"] > 0 and one["ors/tool/hint/call_s"] > 0
+    assert not any(k.startswith("ors/tool/_other") for k in one)  # two tools: no _other
     assert "ors/open_sessions" in one
     # A second scoring of the same rollouts logs the same figures: they are the batch's own.
     again: dict[str, float] = {}
@@ -104,7 +117,10 @@ def test_rates_reduce_like_asyncgrpo_logs_them() -> None:
         pushes.append(acc.drain_rates())
     acc.rollout_done(Outcome(None, "unfinished"))
     pushes.append(acc.drain_rates())
-    reduced = {k: _reduce_metric(k, [p[k] for p in pushes]) for k in pushes[0]}
+    # The trainer's log() appends each push's values under their keys, then reduces; a rate
+    # over nothing (the last rollout made no call) is not pushed.
+    assert "ors/tool_call_s" not in pushes[-1] and pushes[-1]["ors/scored_frac"] == (0.0, 1.0)
+    reduced = {k: _reduce_metric(k, [p[k] for p in pushes if k in p]) for k in pushes[0]}
     assert (
         reduced["ors/scored_frac"] == 0.5
     )  # 2 of 4 rollouts over four pushes, not a mean of means

@@ -22,7 +22,8 @@ from conftest import CliRun
 from serve_model import ModelServer
 from chance_model import SPLITS
 
-from orsgen.eval.sft import SftError, select, sft_dataset, transcript
+from orsgen.eval.sft import SftError, select, sft_dataset
+from orsgen.eval.trainset import left_out, transcript
 
 SAY_SCHEMA = {"type": "function", "function": {"name": "say", "parameters": {}}}
 
@@ -86,7 +87,7 @@ def test_selection_keeps_passing_rows_once_shortest_first(tmp_path: Path) -> Non
     chosen = select([run])
     assert [(r["task_index"], r["sample"]) for r in chosen.rows] == [(0, 1), (0, 0)]
     assert chosen.duplicates == 1 and chosen.passing == {"a": 3}
-    first = chosen.rows[0]
+    first = next(iter(chosen.rows))
     # Ends with the assistant turn that made the call; no ids; arguments as the JSON text.
     assert [m["role"] for m in first["messages"]] == ["user", "assistant"]
     call = first["messages"][1]["tool_calls"][0]
@@ -114,12 +115,37 @@ def test_selection_keeps_passing_rows_once_shortest_first(tmp_path: Path) -> Non
     assert dataset.num_rows == 2
 
 
+def test_many_rows_in_any_order_of_two_runs(tmp_path: Path) -> None:
+    """Rows read back by where their line starts, in the dataset's order whatever the file's;
+    a transcript two runs share is kept from the first run given; the columns' types hold
+    for rows after the first batch that look unlike it (tool calls after 1,000 without)."""
+    answer = [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello."}]
+    rows = [_row(t, 0, 1.0, _messages(f"w{t}") if t >= 1100 else answer) for t in range(1200)]
+    rows[1:1100] = [
+        _row(t, 0, 1.0, [*answer[:1], {"role": "assistant", "content": f"Hello {t}."}])
+        for t in range(1, 1100)
+    ]
+    first = _write_run(tmp_path / "first", rows[::-1])  # written last task first
+    second = _write_run(tmp_path / "second", [_row(5, 3, 1.0, _messages("w1105"))])
+    chosen = select([second, first])
+    assert len(chosen.rows) == 1200 and chosen.duplicates == 1  # first's task 1105
+    assert [(r["task_index"], r["run"]) for r in chosen.rows][:7] == [
+        *((t, "first") for t in range(6)),  # task 5: the shorter transcript first
+        (5, "second"),
+    ]
+    assert 1105 not in {r["task_index"] for r in chosen.rows}
+    capped = select([second, first], per_task=1)
+    assert len(capped.rows) == 1199 and capped.over_cap == 1
+    dataset = sft_dataset([first])
+    assert dataset.num_rows == 1200 and dataset["task_index"] == list(range(1200))
+    assert dataset[1150]["messages"][1]["tool_calls"][0]["function"]["name"] == "say"
+    assert dataset[0]["messages"][1]["tool_calls"] is None
+
+
 def test_a_rollout_with_a_text_results_jsonl_cut_is_left_out(tmp_path: Path) -> None:
     """The prompt, a tool output or a call's arguments past its limit, as orsgen eval stores
     it (conversation.stored): the transcript is not what the model saw."""
     from orsgen.eval.conversation import MAX_TOOL_ARGUMENTS, MAX_TOOL_OUTPUT, stored
-
-    from orsgen.eval.sft import left_out
 
     assert left_out([stored(m) for m in _messages("apple")]) is None
     long_output = _messages("apple")
@@ -140,8 +166,6 @@ def test_transcript_of_a_rollout_with_an_image_or_no_answer_is_none() -> None:
     with_image = _messages("apple")
     with_image[2]["content"] = ["said", "(image)"]
     assert transcript(with_image) is None
-    from orsgen.eval.sft import left_out
-
     assert left_out(with_image) == "images"
     assert transcript([{"role": "user", "content": "hi"}]) is None
     answered = transcript(_messages("fig", extra_turn=True))

@@ -120,6 +120,14 @@ def test_the_grid_summary_and_filters_show_what_the_rows_hold(
     )
     assert f"pass@1 {round(pass1, 3):g}" in summary
     assert page.locator("#grid .row").count() == TASKS  # 30 rows fit: all drawn
+    # The per-tool table, folded: each row's submit call, failed by the environment on the
+    # failed rows.
+    assert not page.locator("#tools table").is_visible()
+    page.click("#tools summary")
+    assert page.inner_text("#tools summary") == "per tool: 1 tool"
+    row = page.locator("#tools tr").nth(1).locator("td").all_inner_texts()
+    failed = str(counts["failed"])
+    assert row == ["submit", str(len(expected)), failed, failed, "0", "0.25", "0.25"], row
 
     page.uncheck("#f-scored")
     page.uncheck("#f-unfinished")
@@ -193,6 +201,58 @@ def test_a_training_file_is_grouped_by_step_and_task(context: Any, tmp_path: Pat
     text = page.inner_text("#rollout")
     assert "step 1 · task 2 · sample 2" in text
     assert "tool call echo" in text and "echoed step 1 task 2 try 2" in text
+    failed = sum(
+        view_runs.verdict_of(t + step, i)[0] == "failed"
+        for step in range(steps)
+        for t in range(tasks)
+        for i in range(per)
+    )
+    page.click("#tools summary")
+    row = page.locator("#tools tr").nth(1).locator("td").all_inner_texts()
+    assert row == ["echo", str(steps * tasks * per), str(failed), str(failed), "0", "0.02", "0.02"]
+
+
+def test_the_run_facts_hold_the_per_tool_figures(tmp_path: Path) -> None:
+    """Folded from the rows as they are read: an evaluation's tool_calls (also of a run with
+    no summary yet), a training line's calls (a call's error reason says who failed)."""
+    from orsgen.view.load import load
+
+    run = load(view_runs.eval_run(tmp_path / "run", 3, 2))
+    assert run.facts["tools"]["submit"]["calls"] == 6
+    path = view_runs.trajectory_file(tmp_path / "traj.jsonl", 1, 2, 5)
+    with path.open("a") as fh:
+        line = json.loads(path.read_text().splitlines()[0])
+        call = {**line["calls"][0], "error": "invalid_arguments", "seconds": None}
+        fh.write(json.dumps({**line, "calls": [call]}) + "\n")
+    echo = load(path).facts["tools"]["echo"]
+    failed = sum(view_runs.verdict_of(t, i)[0] == "failed" for t in range(2) for i in range(5))
+    assert (echo["calls"], echo["environment_failed"], echo["model_failed"]) == (11, failed, 1)
+
+
+def test_a_training_rollout_passes_by_the_threshold_its_line_recorded(
+    context: Any, tmp_path: Path
+) -> None:
+    """Reward 0.6 under the pass_threshold 0.5 its adapter recorded on the trajectory line
+    passes: in the page as in the per-task table (the rule of ors/pass@k and the curriculum);
+    a line without one is judged by the default, full marks."""
+    from orsgen.runtime.trajectories.reader import TrajectoryFiles, fold
+    from orsgen.runtime.trajectories.task_table import TaskTable
+
+    path = view_runs.trajectory_file(tmp_path / "traj.jsonl", 1, 1, 1, reward=0.6)
+    with path.open("a") as fh:
+        line = json.loads(path.read_text().splitlines()[0])
+        fh.write(json.dumps({**line, "task_index": 1, "pass_threshold": None}) + "\n")
+    table = TaskTable()
+    assert fold(table, TrajectoryFiles(path).new_lines(), None) == 0
+    assert [(r["task_index"], r["pass_rate"]) for r in table.rows()] == [(0, 1.0), (1, 0.0)]
+    view = write_view(path)
+    page, seen = _open(context, view)
+    cells = page.locator("#grid .cell")
+    colours = [cells.nth(i).evaluate("c => getComputedStyle(c).backgroundColor") for i in (0, 1)]
+    assert colours[0] == "rgb(31, 157, 85)" and colours[1] != colours[0]  # the pass green
+    summary = page.inner_text("#summary")
+    assert "pass@1 0.5 (reward ≥ 0.5 or 1)" in summary, summary
+    assert seen == [view.resolve().as_uri()]
 
 
 @pytest.mark.slow

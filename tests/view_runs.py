@@ -48,6 +48,8 @@ def eval_row(task: int, sample: int, long_text: bool = False) -> dict[str, Any]:
         "seconds": 1.25,
         "endpoint_seconds": 1.0,
         "environment_seconds": 0.25,
+        # submit's call: failed by the environment on failed rows, answered on the others.
+        "tool_calls": [["submit", "environment" if verdict == "failed" else None, 0.25]],
         # A hand-edited row that carries credentials: the viewer must drop them.
         "secrets": {"TOKEN": SECRET},
         "env_overrides": {"DB_PASSWORD": OVERRIDE},
@@ -108,13 +110,17 @@ def eval_run(directory: Path, tasks: int, samples: int) -> Path:
     return directory
 
 
-def trajectory_file(path: Path, steps: int, tasks: int, per_task: int) -> Path:
-    """Trajectory lines of a training run: ``per_task`` rollouts of each task per step."""
+def trajectory_file(
+    path: Path, steps: int, tasks: int, per_task: int, reward: float | None = None
+) -> Path:
+    """Trajectory lines of a training run: ``per_task`` rollouts of each task per step,
+    judged by ``pass_threshold`` 0.5; every scored one with ``reward`` when given."""
     with path.open("w") as fh:
         for step in range(steps):
             for t in range(tasks):
                 for s in range(per_task):
-                    verdict, reward, reason = verdict_of(t + step, s)
+                    verdict, scored, reason = verdict_of(t + step, s)
+                    scored = scored if reward is None or verdict != "scored" else reward
                     fh.write(
                         json.dumps(
                             {
@@ -125,7 +131,8 @@ def trajectory_file(path: Path, steps: int, tasks: int, per_task: int) -> Path:
                                 "task_chosen": False,
                                 "outcome": verdict,
                                 "why_unscored": reason,
-                                "reward": reward,
+                                "reward": scored,
+                                "pass_threshold": 0.5,
                                 "finished": verdict == "scored",
                                 "reset_s": 0.01,
                                 "duration_s": 0.5,
@@ -136,9 +143,9 @@ def trajectory_file(path: Path, steps: int, tasks: int, per_task: int) -> Path:
                                         "tool": "echo",
                                         "arguments": {"text": f"step {step} task {t} try {s}"},
                                         "output": f"echoed step {step} task {t} try {s}",
-                                        "reward": reward,
+                                        "reward": scored,
                                         "finished": verdict == "scored",
-                                        "error": None,
+                                        "error": "tool_raised" if verdict == "failed" else None,
                                         "seconds": 0.02,
                                     }
                                 ],

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.estimators import bootstrap_interval
-from orsgen.eval.results import SUMMARY_FILE, RunFileError
+from orsgen.eval.results import RunFileError
+from orsgen.runtime.rundir import RunDirError, read_json, read_summary
 
 MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_threshold")
 
@@ -26,11 +27,10 @@ MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_th
 def load_summary(run: Path) -> dict[str, Any]:
     """The ``summary.json`` of a run directory (or that file itself); a missing or unreadable
     one raises :class:`RunFileError` naming it."""
-    path = run / SUMMARY_FILE if run.is_dir() else run
     try:
-        return dict(json.loads(path.read_text()))
-    except (OSError, ValueError) as exc:
-        raise RunFileError(f"cannot read {path}: {exc}") from None
+        return read_summary(run) if run.is_dir() else read_json(run)
+    except RunDirError as exc:
+        raise RunFileError(str(exc)) from None
 
 
 def compare(

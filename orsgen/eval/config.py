@@ -7,13 +7,14 @@ run whose ``run.json`` differs from it, and returns it as ``EvalResult.config``;
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+
+from orsgen.runtime.rundir import read_config
 
 DEFAULT_MAX_TURNS = 8
 ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
@@ -111,7 +112,7 @@ class EvalConfig:
     @staticmethod
     def load(run: str | Path) -> EvalConfig:
         """The config of the run in directory ``run`` (its ``run.json``)."""
-        return EvalConfig.from_json(json.loads((Path(run) / "run.json").read_text()))
+        return EvalConfig.from_json(read_config(run))
 
     def differences(self, other: EvalConfig, fields: Sequence[str] | None = None) -> list[str]:
         """The names of the fields (all, or those of ``fields``) whose values differ."""

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.eval.endpoints import Endpoints, RequestFailed
-from orsgen.eval.tools import UNKNOWN, tool_calls
 from orsgen.jsonobject import is_array, is_object
+from orsgen.runtime.records.tools import UNKNOWN, tool_calls
 from orsgen.runtime.errors import ToolCallFailure, describe
 from orsgen.runtime.records.episode import Kind
 from orsgen.runtime.records.usage import tool_names
@@ -90,7 +90,7 @@ class Rollout:
     messages: list[dict[str, Any]] = field(default_factory=list)
     final_answer: str | None = None  # the last plain assistant message, for a group judge
     # Each tool call as [tool, failed by ("environment", "model") or None, seconds]
-    # (orsgen.eval.tools): the adapter's, then those that never reached it.
+    # (orsgen.runtime.records.tools): the adapter's, then those that never reached it.
     tool_calls: list[list[Any]] = field(default_factory=list)
 
 
@@ -140,25 +140,17 @@ def _tool_content(result: Any) -> Any:
     images in a content list sent as data URLs (what an OpenAI-compatible server takes)."""
     if not is_array(result):
         return str(result)
-    return openai_parts(result)
-
-
-def openai_parts(content: list[Any]) -> list[dict[str, Any]]:
-    """A TRL content list (``{"type": "text"}`` and ``{"type": "image", "image": PIL}``
-    parts, ``multimodal=True`` adapters) as chat-completions parts: text as it is, images
-    as PNG data URLs."""
     parts: list[dict[str, Any]] = []
-    for part in content:
+    for part in result:
         if is_object(part) and part.get("type") == "image" and "image" in part:
             buffer = io.BytesIO()
             image: Any = part["image"]  # a PIL.Image.Image
             image.save(buffer, format="PNG")
             url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
             parts.append({"type": "image_url", "image_url": {"url": url}})
-        elif is_object(part) and "text" in part:
-            parts.append({"type": "text", "text": str(part["text"])})
         else:
-            parts.append({"type": "text", "text": str(part)})
+            text = part["text"] if is_object(part) and "text" in part else part
+            parts.append({"type": "text", "text": str(text)})
     return parts
 
 

@@ -1,5 +1,6 @@
-"""The files of an evaluation run: ``run.json`` (the :class:`EvalConfig`, written first, so
-a resumed run can be checked against it), ``adapter.json`` (what the adapter showed the
+"""Writing the files of an evaluation run (their names, and how they are read:
+:mod:`orsgen.runtime.rundir`): ``run.json`` (the :class:`EvalConfig`, written first, so a
+resumed run can be checked against it), ``adapter.json`` (what the adapter showed the
 model: its tools' JSON schemas and the package's training split, which ``orsgen sft``
 reads), ``results.jsonl`` (one row per rollout, appended as each completes) and
 ``summary.json``.
@@ -23,12 +24,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, overload
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
-from orsgen.eval.tools import ToolTally
+from orsgen.runtime.records.tools import ToolTally
+from orsgen.runtime.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, read_config, rows
 
-RUN_FILE = "run.json"
-RESULTS_FILE = "results.jsonl"
-SUMMARY_FILE = "summary.json"
-ADAPTER_FILE = "adapter.json"
 # results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
 # most this often and on close (a lost machine loses at most this many seconds of rows).
 FSYNC_EVERY = 1.0
@@ -79,9 +77,6 @@ class Record(Mapping[str, Any]):
         return len(_FIELDS)
 
 
-_VERDICTS = ("scored", "unfinished", "failed")
-
-
 class Records(Sequence[Record]):
     """A run's records, kept column by column in arrays (about 40 bytes a rollout, reasons
     stored once each): 100,000 rollouts hold 4 MB. Indexing gives a :class:`Record`."""
@@ -98,7 +93,7 @@ class Records(Sequence[Record]):
     def append(self, r: Record) -> None:
         self._task.append(r.task_index)
         self._sample.append(r.sample)
-        self._verdict.append(_VERDICTS.index(r.verdict) if r.verdict in _VERDICTS else -1)
+        self._verdict.append(VERDICTS.index(r.verdict) if r.verdict in VERDICTS else -1)
         self._has.append((r.reward is not None) | (r.group_reward is not None) << 1)
         self._reward.append(0.0 if r.reward is None else r.reward)
         self._group.append(0.0 if r.group_reward is None else r.group_reward)
@@ -135,7 +130,7 @@ class Records(Sequence[Record]):
         return Record(
             self._task[i],
             self._sample[i],
-            _VERDICTS[verdict] if verdict >= 0 else "failed",
+            VERDICTS[verdict] if verdict >= 0 else "failed",
             self._reward[i] if has & 1 else None,
             self._reasons[reason] if reason >= 0 else None,
             self._seconds[i],
@@ -145,47 +140,29 @@ class Records(Sequence[Record]):
 
 def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
     """Write JSON atomically (a temporary file renamed over the target). ``sort_keys=False``
-    keeps the key order, which is part of the text when it is rendered for a model."""
+    keeps the key order, which is part of the text when it is rendered for a model. A
+    read-only mapping (a summary's shared figures) is written as the object it reads as."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:  # in chunks: no second copy as one string
-        json.dump(value, fh, indent=2, sort_keys=sort_keys)
+        json.dump(value, fh, indent=2, sort_keys=sort_keys, default=dict)
         fh.write("\n")
     os.replace(tmp, path)
 
 
-def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete rows of results.jsonl, one line at a time. A half-written last line
-    (a run killed while writing it) is left out; a broken line before it is an error."""
-    if not path.exists():
-        return
-    with path.open("rb") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.endswith(b"\n"):
-                return  # the half-written last line
-            try:
-                yield json.loads(line)
-            except ValueError:
-                raise RunFileError(
-                    f"{path}: line {number} is not JSON; move the file away"
-                ) from None
-
-
 def read_records(path: Path) -> Records:
-    """The records of results.jsonl's complete rows, reading one line at a time. A
-    half-written last line is cut off the file, so that rollout runs again."""
+    """The records of results.jsonl's whole rows, reading one line at a time. A torn last
+    line is cut off the file, so that its rollout runs again."""
     records = Records()
-    for row in iter_rows(path):
+    for row in rows(path):
         records.add(row)
     if path.exists():
         with path.open("r+b") as fh:
             size = fh.seek(0, os.SEEK_END)
-            if size:
-                fh.seek(max(0, size - 1))
-                if fh.read(1) != b"\n":
-                    end = _last_line_end(fh, size)
-                    fh.truncate(end)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+            end = _last_line_end(fh, size)
+            if end < size:
+                fh.truncate(end)
+                fh.flush()
+                os.fsync(fh.fileno())
     return records
 
 
@@ -209,7 +186,7 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> None:
     run_file = out / RUN_FILE
     if not run_file.exists():
         if (out / RESULTS_FILE).exists():
-            raise RunFileError(f"{out} holds results.jsonl but no {RUN_FILE}; use another --out")
+            raise RunFileError(f"{out} holds {RESULTS_FILE} but no {RUN_FILE}; use another --out")
         if resume:
             raise RunFileError(
                 f"--resume: {out} holds no run to continue; drop --resume to start one there"
@@ -218,9 +195,11 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> None:
     if not resume:
         raise RunFileError(f"{out} already holds a run; pass --resume to continue it")
     try:
-        before = EvalConfig.from_json(json.loads(run_file.read_text()))
-    except (OSError, ValueError, TypeError) as exc:
-        raise RunFileError(f"cannot read {run_file}: {exc}") from None
+        before = EvalConfig.from_json(read_config(out))
+    except RunDirError as exc:
+        raise RunFileError(str(exc)) from None
+    except (ValueError, TypeError) as exc:
+        raise RunFileError(f"cannot read {out / RUN_FILE}: {exc}") from None
     for key in before.differences(config):
         was, now = before.to_json()[key], config.to_json()[key]
         raise RunFileError(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,21 +28,19 @@ from orsgen.eval.config import (
 )
 from orsgen.eval.conversation import Conversation, Sampling, Turns, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
-from orsgen.eval.results import (
+from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
+from orsgen.eval.summary import summarize
+from orsgen.eval.workers import Adapters, Plan, run_all
+from orsgen.runtime.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
-    Record,
-    Records,
-    ResultsLog,
-    check_resume,
-    iter_rows,
-    read_records,
-    write_json,
+    FinishedRun,
+    RunDirError,
+    read_json,
+    rows,
 )
-from orsgen.eval.summary import summarize
-from orsgen.eval.workers import Adapters, Plan, run_all
 
 if TYPE_CHECKING:
     from orsgen.runtime.config import AdapterConfig
@@ -52,15 +49,14 @@ __all__ = ["DEFAULT_MAX_TURNS", "EvalResult", "evaluate"]
 
 
 @dataclass(frozen=True)
-class EvalResult:
-    """A finished evaluation: ``summary`` is summary.json, ``config`` the run's identity
-    (run.json), ``records`` one slim :class:`Record` per rollout, and ``seconds`` the wall
-    time of this call's rollouts (setup and report excluded). The transcripts stay in
-    ``out``'s results.jsonl: :meth:`transcripts` reads them back one at a time."""
+class EvalResult(FinishedRun):
+    """A finished evaluation: ``summary`` is summary.json (each task's ``pass_at_k`` and
+    ``pass_hat_k`` read-only), ``config`` the run's identity (run.json), ``records`` one slim
+    :class:`Record` per rollout, and ``seconds`` the wall time of this call's rollouts (setup
+    and report excluded). The transcripts stay in ``out``'s results.jsonl:
+    :meth:`transcripts` reads them back one at a time."""
 
-    summary: dict[str, Any]
     records: Sequence[Record]
-    out: Path | None
     seconds: float = 0.0
     config: EvalConfig | None = None
 
@@ -95,7 +91,7 @@ class EvalResult:
         """results.jsonl's rows, messages included, read one at a time."""
         if self.out is None:
             raise ValueError("this run kept no transcripts: pass out= to evaluate")
-        return iter_rows(self.out / RESULTS_FILE)
+        return rows(self.out / RESULTS_FILE)
 
     def transcript(self, task_index: int, sample: int = 0) -> dict[str, Any] | None:
         """The row of (``task_index``, ``sample``), messages included, or ``None``."""
@@ -220,7 +216,7 @@ def evaluate(
     if plan.out is not None:
         write_json(plan.out / SUMMARY_FILE, summary)
         report.write(plan.out, summary, records)
-    return EvalResult(summary, records, plan.out, seconds, plan.config)
+    return EvalResult(summary, plan.out, records, seconds, plan.config)
 
 
 def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan:
@@ -306,7 +302,7 @@ def _endpoint_counts(out: Path) -> dict[str, Any]:
     """The endpoint counts an earlier run in ``out`` recorded in its run.json (none when
     it has no readable run.json: resuming checks that)."""
     try:
-        counts: Any = json.loads((out / RUN_FILE).read_text())["endpoint_counts"]
-    except (OSError, ValueError, KeyError, TypeError):
+        counts: Any = read_json(out / RUN_FILE).get("endpoint_counts")
+    except RunDirError:
         return {}
     return cast(dict[str, Any], counts) if isinstance(counts, dict) else {}

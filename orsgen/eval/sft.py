@@ -3,10 +3,11 @@ rejection-sampling fine-tuning, so a model that rarely passes gets a start befor
 
 Each run directory of ``orsgen eval`` holds ``run.json`` (its configuration),
 ``adapter.json`` (the tools the model saw, and the package's training split) and
-``results.jsonl`` (one row per rollout, with its messages). A rollout is kept when it is
-``scored`` and its reward is at least its run's ``pass_threshold`` (or ``min_reward``); at
-most ``per_task`` per task, shortest transcript first, then by sample; identical
-transcripts once. A row is TRL's conversational tool-calling format:
+``results.jsonl`` (one row per rollout, with its messages), read by
+:mod:`orsgen.runtime.rundir`. A rollout is kept when it is ``scored`` and passes by the
+pass rule with its run's ``pass_threshold`` (or ``min_reward``); at most ``per_task`` per
+task, shortest transcript first, then by sample; identical transcripts once. A row is TRL's
+conversational tool-calling format:
 
 - ``messages``: the user prompt, the assistant turns (``tool_calls`` with
   ``function.name`` and ``function.arguments``, the JSON text the model wrote) and the
@@ -19,46 +20,46 @@ transcripts once. A row is TRL's conversational tool-calling format:
 
 A run on a split other than the package's training split is refused (training on held-out
 transcripts contaminates every later evaluation) unless that split is in ``allow_splits``.
+
+Memory stays flat in the number of rollouts: the rows are read twice, one line at a time.
+The first pass keeps a few numbers per passing rollout (its task, sample, transcript length,
+a hash of its transcript and where its line starts); the second reads the kept lines back,
+in the dataset's order, into ``datasets.Dataset.from_generator``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
-import re
-import shutil
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from orsgen.eval.results import ADAPTER_FILE, RESULTS_FILE, RUN_FILE
-from orsgen.jsonobject import is_array, is_object
+from orsgen.eval.summary import passes
+from orsgen.eval.trainset import (
+    CARD_FILE,
+    LEFT_OUT,
+    Kept,
+    Run,
+    SftError,
+    as_dataset,
+    check_runs,
+    left_out,
+    read_run,
+    transcript,
+    write_dataset,
+)
+from orsgen.runtime.rundir import Row, RunDirError, located_rows
 
-CARD_FILE = "README.md"
-LEFT_OUT = ("images", "cut", "no answer")
-# The mark orsgen.eval.conversation.cut leaves on a text results.jsonl keeps only part of.
-CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
+if TYPE_CHECKING:
+    import numpy
+
+__all__ = ["CARD_FILE", "COLUMNS", "Selection", "SftError", "export", "select", "sft_dataset"]
 COLUMNS = ("messages", "tools", "task_index", "split", "sample", "reward", "run")
-
-
-class SftError(ValueError):
-    """Runs that cannot make a dataset as asked (one line, exit code 2)."""
-
-
-@dataclass(frozen=True)
-class Run:
-    """One evaluation run directory, read."""
-
-    path: Path
-    config: dict[str, Any]  # run.json
-    view: dict[str, Any]  # adapter.json
-    rows: list[dict[str, Any]]  # results.jsonl
-
-    @property
-    def name(self) -> str:
-        return self.path.name
 
 
 @dataclass
@@ -66,140 +67,21 @@ class Selection:
     """The kept rows, and how they were chosen (what the dataset card says)."""
 
     runs: list[Run]
-    rows: list[dict[str, Any]] = field(default_factory=lambda: [])
     min_reward: float | None = None
     per_task: int | None = None
+    rows: Kept | tuple[()] = ()  # read when iterated
+    rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
     passing: dict[str, int] = field(default_factory=lambda: {})  # per run name
     duplicates: int = 0
     over_cap: int = 0
     # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
     # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
     left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
+    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})
 
     def kept_per_task(self) -> dict[tuple[str, int], int]:
-        counts: dict[tuple[str, int], int] = {}
-        for row in self.rows:
-            key = (str(row["split"]), int(row["task_index"]))
-            counts[key] = counts.get(key, 0) + 1
-        return counts
-
-
-def read_run(directory: str | os.PathLike[str]) -> Run:
-    """The run in ``directory``, read without changing it (a half-written last row, from a
-    run still going or killed, is left out)."""
-    path = Path(directory)
-    if not (path / RUN_FILE).is_file() or not (path / RESULTS_FILE).is_file():
-        raise SftError(f"{path} is not an orsgen eval run (no {RUN_FILE} and {RESULTS_FILE})")
-    if not (path / ADAPTER_FILE).is_file():
-        raise SftError(
-            f"{path} has no {ADAPTER_FILE} (the tools the model saw): it was written by an "
-            "older orsgen eval; evaluate again to make a dataset of it"
-        )
-    config = _json(path / RUN_FILE)
-    view = _json(path / ADAPTER_FILE)
-    data = (path / RESULTS_FILE).read_bytes()
-    rows: list[dict[str, Any]] = []
-    for number, line in enumerate(data[: data.rfind(b"\n") + 1].splitlines(), 1):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            raise SftError(f"{path / RESULTS_FILE}: line {number} is not JSON") from None
-        rows.append(row)
-    return Run(path, config, view, rows)
-
-
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        raise SftError(f"{path} is not JSON") from None
-    if not is_object(value):
-        raise SftError(f"{path} holds no JSON object")
-    return dict(value)
-
-
-def _check_runs(runs: Sequence[Run], allow_splits: Iterable[str]) -> None:
-    """One environment and one set of tools; no held-out split unless allowed."""
-    first = runs[0]
-    for run in runs[1:]:
-        for key, what in (("environment", "environments"), ("tools_sha256", "tool hashes")):
-            if run.config.get(key) != first.config.get(key):
-                raise SftError(
-                    f"runs of different {what}: {first.path} has {first.config.get(key)!r}, "
-                    f"{run.path} has {run.config.get(key)!r}; make one dataset per environment"
-                )
-    allowed = set(allow_splits)
-    for run in runs:
-        split, train = run.config.get("split"), run.view.get("train_split")
-        if split != train and split not in allowed:
-            raise SftError(
-                f"{run.path} evaluated split {split!r}, not the package's training split "
-                f"{train!r}: training on held-out transcripts contaminates later "
-                f"evaluations; pass --allow-split {split} to use it anyway"
-            )
-
-
-def _message(raw: Mapping[str, Any]) -> dict[str, Any] | None:
-    """One message in TRL's format (every message with the same keys, so Arrow stores one
-    struct); ``None`` for content that is not text (images are not stored in results)."""
-    content = raw.get("content")
-    if not isinstance(content, str):
-        return None
-    calls: list[dict[str, Any]] = []
-    if is_array(raw.get("tool_calls")):
-        for call in raw["tool_calls"]:
-            function = call["function"]
-            arguments = function.get("arguments")
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments, ensure_ascii=False)
-            calls.append(
-                {"type": "function", "function": {"name": function["name"], "arguments": arguments}}
-            )
-    name = raw.get("name") if raw.get("role") == "tool" else None
-    return {"role": raw["role"], "content": content, "tool_calls": calls or None, "name": name}
-
-
-def left_out(messages: Sequence[Mapping[str, Any]]) -> str | None:
-    """Why a rollout's stored messages cannot be trained on as they are (a key of
-    :data:`LEFT_OUT`), or ``None``: an image (not stored), or a text cut at its limit (the
-    prompt, a tool output or a call's arguments; the transcript would not be what the model
-    saw, and cut arguments are no JSON)."""
-    for message in messages:
-        content = message.get("content")
-        if not isinstance(content, str):
-            return "images"
-        texts = [content]
-        calls: list[Mapping[str, Any]] = message.get("tool_calls") or []
-        for call in calls:
-            arguments: object = call["function"].get("arguments")
-            texts += [arguments] if isinstance(arguments, str) else []
-        if any(CUT_MARK.search(text) for text in texts):
-            return "cut"
-    return None
-
-
-def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
-    """A rollout's messages as an SFT transcript ending with an assistant message, or
-    ``None`` when it holds non-text content or no assistant turn. Tool call ids are dropped:
-    the server makes them up, and they would make every transcript unique."""
-    out: list[dict[str, Any]] = []
-    for raw in messages:
-        message = _message(raw)
-        if message is None:
-            return None
-        out.append(message)
-    while out and out[-1]["role"] == "tool":
-        out.pop()
-    if not out or out[-1]["role"] != "assistant":
-        return None
-    return out
-
-
-def _passes(row: Mapping[str, Any], threshold: float) -> bool:
-    reward = row.get("reward")
-    return (
-        row.get("verdict") == "scored" and isinstance(reward, (int, float)) and reward >= threshold
-    )
+        """How many rows each (split, task) kept, by split and task."""
+        return self.tasks
 
 
 def select(
@@ -214,49 +96,15 @@ def select(
         raise SftError("no run directory given")
     if per_task is not None and per_task < 1:
         raise SftError(f"--per-task must be at least 1, got {per_task}")
-    seen_paths: dict[Path, None] = {}
-    for directory in run_dirs:
-        seen_paths.setdefault(Path(directory).resolve(), None)
-    runs = [read_run(p) for p in seen_paths]
-    _check_runs(runs, allow_splits)
+    paths = dict.fromkeys(Path(directory).resolve() for directory in run_dirs)
+    runs = [read_run(p) for p in paths]
+    check_runs(runs, allow_splits)
     chosen = Selection(runs, min_reward=min_reward, per_task=per_task)
-    candidates: dict[tuple[str, int], list[tuple[int, int, int, dict[str, Any]]]] = {}
-    seen: set[str] = set()
-    for order, run in enumerate(runs):
-        threshold = float(run.config["pass_threshold"]) if min_reward is None else min_reward
-        tools = json.dumps(run.view["tools"], ensure_ascii=False)
-        rows = sorted(run.rows, key=lambda r: (int(r["task_index"]), int(r["sample"])))
-        passing = [r for r in rows if _passes(r, threshold)]
-        chosen.passing[run.name] = len(passing)
-        for row in passing:
-            raw: list[Mapping[str, Any]] = row.get("messages") or []
-            why = left_out(raw)
-            messages = transcript(raw) if why is None else None
-            if messages is None:
-                chosen.left_out[why or "no answer"] += 1
-                continue
-            text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
-            if text + tools in seen:
-                chosen.duplicates += 1
-                continue
-            seen.add(text + tools)
-            record: dict[str, Any] = {
-                "messages": messages,
-                "tools": tools,
-                "task_index": int(row["task_index"]),
-                "split": str(row.get("split", run.config["split"])),
-                "sample": int(row["sample"]),
-                "reward": float(row["reward"]),
-                "run": run.name,
-            }
-            key = (str(record["split"]), int(row["task_index"]))
-            rank = (len(text), order, int(row["sample"]))
-            candidates.setdefault(key, []).append((*rank, record))
-    for key in sorted(candidates):
-        ranked = sorted(candidates[key], key=lambda c: c[:3])
-        keep = ranked if per_task is None else ranked[:per_task]
-        chosen.over_cap += len(ranked) - len(keep)
-        chosen.rows += [c[3] for c in keep]
+    try:
+        found = _candidates(chosen)
+    except RunDirError as exc:
+        raise SftError(str(exc)) from None
+    chosen.rows = Kept(runs, _order(chosen, *found), _record)
     if not chosen.rows:
         rule = (
             f"reward >= {min_reward}"
@@ -271,10 +119,91 @@ def select(
     return chosen
 
 
-def to_dataset(selection: Selection) -> Any:
-    """The selection as a ``datasets.Dataset`` with :data:`COLUMNS`."""
+_COLUMNS = ("split", "task", "length", "run", "sample", "offset")
+
+
+def _candidates(chosen: Selection) -> tuple[dict[str, array[int]], bytearray, list[str]]:
+    """The first pass: a few numbers per passing rollout with a transcript (columns of
+    :data:`_COLUMNS`; ``split`` numbers the splits' names), and a 16-byte hash of each
+    transcript and its tools, in a row of ``bytearray``."""
+    columns = {name: array("q") for name in _COLUMNS}
+    hashes, splits = bytearray(), dict[str, int]()
+    for number, run in enumerate(chosen.runs):
+        threshold = float(run.config["pass_threshold"])
+        threshold = threshold if chosen.min_reward is None else chosen.min_reward
+        tools, rollouts, passing = run.tools, 0, 0
+        for offset, row in located_rows(run.results):
+            rollouts += 1
+            if row.get("verdict") != "scored" or not passes(row, threshold):
+                continue
+            passing += 1
+            raw: list[Mapping[str, Any]] = row.get("messages") or []
+            why = left_out(raw)
+            messages = transcript(raw) if why is None else None
+            if messages is None:
+                chosen.left_out[why or "no answer"] += 1
+                continue
+            text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+            split = splits.setdefault(str(row.get("split", run.config["split"])), len(splits))
+            task, sample = int(row["task_index"]), int(row["sample"])
+            for name, value in zip(_COLUMNS, (split, task, len(text), number, sample, offset)):
+                columns[name].append(value)
+            hashes += hashlib.blake2b((text + tools).encode(), digest_size=16).digest()
+        chosen.rollouts[run.name], chosen.passing[run.name] = rollouts, passing
+    return columns, hashes, list(splits)
+
+
+def _order(
+    chosen: Selection, columns: dict[str, array[int]], hashes: bytearray, splits: list[str]
+) -> numpy.ndarray[Any, Any]:
+    """``(run number, line offset)`` of each kept rollout, in the dataset's order: identical
+    transcripts once (the first by run, task and sample), then by split and task, shortest
+    first (then by run and sample), at most ``per_task`` of a task."""
+    import numpy as np
+
+    c = {name: np.frombuffer(column, dtype=np.int64) for name, column in columns.items()}
+    names = sorted(splits)
+    c["split"] = np.array([names.index(s) for s in splits], dtype=np.int64)[c["split"]]
+    first = np.lexsort((c["sample"], c["task"], c["run"]))
+    digests = np.frombuffer(hashes, dtype=np.uint64).reshape(-1, 2)[first]
+    unique = first[np.unique(digests, axis=0, return_index=True)[1]]
+    chosen.duplicates = len(first) - len(unique)
+    kept = unique[np.lexsort([c[k][unique] for k in ("sample", "run", "length", "task", "split")])]
+    task = np.stack((c["split"][kept], c["task"][kept]), axis=1)
+    _, start, which = np.unique(task, axis=0, return_index=True, return_inverse=True)
+    keep = np.arange(len(kept)) - start[which.reshape(-1)] < (chosen.per_task or len(kept))
+    chosen.over_cap = len(kept) - int(keep.sum())
+    kept, task = kept[keep], task[keep]
+    keys, counts = np.unique(task, axis=0, return_counts=True)
+    chosen.tasks = {(names[s], t): n for (s, t), n in zip(keys.tolist(), counts.tolist())}
+    return np.stack((c["run"][kept], c["offset"][kept]), axis=1)
+
+
+def _record(run: Run, row: Row) -> dict[str, Any]:
+    """The dataset row of a kept rollout's results.jsonl row."""
+    return {
+        "messages": transcript(row.get("messages") or []),
+        "tools": run.tools,
+        "task_index": int(row["task_index"]),
+        "split": str(row.get("split", run.config["split"])),
+        "sample": int(row["sample"]),
+        "reward": float(row["reward"]),
+        "run": run.name,
+    }
+
+
+def features() -> Any:
+    """The dataset's columns and their types (a ``datasets.Features``), so that no batch's
+    guess decides them."""
     datasets: Any = importlib.import_module("datasets")  # ships no type information
-    return datasets.Dataset.from_list([{c: row[c] for c in COLUMNS} for row in selection.rows])
+    text = datasets.Value("string")
+    call = {"type": text, "function": {"name": text, "arguments": text}}
+    message = {"role": text, "content": text, "tool_calls": [call], "name": text}
+    number, reward = datasets.Value("int64"), datasets.Value("float64")
+    return datasets.Features(
+        {"messages": [message], "tools": text, "task_index": number, "split": text}
+        | {"sample": number, "reward": reward, "run": text}
+    )
 
 
 def sft_dataset(
@@ -288,13 +217,13 @@ def sft_dataset(
     and one tool set) as a ``datasets.Dataset`` for TRL's ``SFTTrainer``: columns
     ``messages``, ``tools``, ``task_index``, ``split``, ``sample``, ``reward``, ``run``.
 
-    A rollout is kept when it is scored with a reward of at least its run's pass threshold
+    A rollout is kept when it is scored and passes with its run's pass threshold
     (``min_reward`` instead, when given); at most ``per_task`` per task (shortest first,
     then by sample); identical transcripts once. A run of a split other than the package's
     training split is refused unless its split is in ``allow_splits``. Raises
     :class:`SftError` (a ``ValueError``) with a one-line message."""
     chosen = select(run_dirs, min_reward=min_reward, per_task=per_task, allow_splits=allow_splits)
-    return to_dataset(chosen)
+    return as_dataset(chosen.rows, features())
 
 
 def export(
@@ -305,23 +234,13 @@ def export(
     per_task: int | None = None,
     allow_splits: Iterable[str] = (),
 ) -> Selection:
-    """Write :func:`sft_dataset` to ``out`` (``Dataset.save_to_disk``) with a dataset card
-    (README.md) beside it: all of it or nothing (built beside ``out``, then renamed).
+    """Write :func:`sft_dataset` to ``out`` with its dataset card (:func:`write_dataset`).
     ``out`` must not hold anything yet."""
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise SftError(f"{target} already exists and is not empty; choose another -o")
     chosen = select(run_dirs, min_reward=min_reward, per_task=per_task, allow_splits=allow_splits)
-    dataset = to_dataset(chosen)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        dataset.save_to_disk(str(staging))
-        (staging / CARD_FILE).write_text(card(chosen), encoding="utf-8")
-        os.replace(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    write_dataset(chosen.rows, features(), target, card(chosen))
     return chosen
 
 
@@ -360,7 +279,8 @@ def card(chosen: Selection) -> str:
         c = run.config
         lines.append(
             f"| {run.name} | {c.get('model')} | {c.get('split')} | {c.get('n')} | "
-            f"{c.get('pass_threshold')} | {len(run.rows)} | {chosen.passing[run.name]} |"
+            f"{c.get('pass_threshold')} | {chosen.rollouts[run.name]} | "
+            f"{chosen.passing[run.name]} |"
         )
     cap = "no cap" if chosen.per_task is None else f"at most {chosen.per_task}"
     lines += [

@@ -17,7 +17,7 @@ Rules (also in the README):
   task ``(C(c, G) + C(n - c, G)) / C(n, G)``, averaged over the tasks whose n samples were
   all scored (``None`` when there is none).
 - ``tools``: per tool, its calls, failed calls (by the environment and by the model apart),
-  and mean and p90 seconds (:mod:`orsgen.eval.tools`).
+  and mean and p90 seconds (:mod:`orsgen.runtime.records.tools`).
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ import itertools
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from orsgen.runtime.passk import passes as _passes
 from orsgen.eval.estimators import interval, mean_and_se, pass_at_k, pass_hat_k, zero_variance
-from orsgen.eval.tools import ToolTally
+from orsgen.runtime.records.tools import ToolTally
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
@@ -54,12 +55,13 @@ class _Tally:
     rewards: array[float] = field(default_factory=lambda: array("d"))  # the scored ones
 
 
-def _curve(estimator: Callable[[int, int, int], float], n: int, c: int) -> dict[str, float]:
-    """``{"1": estimator(n, c, 1), ..., "n": ...}``: a task's pass@k or pass^k."""
-    return {_key(k): estimator(n, c, k) for k in range(1, n + 1)}
+def _curve(estimator: Callable[[int, int, int], float], n: int, c: int) -> Mapping[str, float]:
+    """``{"1": estimator(n, c, 1), ..., "n": ...}``: a task's pass@k or pass^k, read-only
+    (tasks with the same counts share it)."""
+    return MappingProxyType({str(k): estimator(n, c, k) for k in range(1, n + 1)})
 
 
-def _task_figures(t: _Tally, curve: Callable[..., dict[str, float]]) -> dict[str, Any]:
+def _task_figures(t: _Tally, curve: Callable[..., Mapping[str, float]]) -> dict[str, Any]:
     mean, se = mean_and_se(t.rewards)
     return {
         "samples": t.samples,
@@ -73,12 +75,6 @@ def _task_figures(t: _Tally, curve: Callable[..., dict[str, float]]) -> dict[str
         "pass_hat_k": curve(pass_hat_k, t.samples, t.passed),
         "pass_at_k_scored": curve(pass_at_k, t.scored, t.passed_scored),
     }
-
-
-@functools.cache
-def _key(k: int) -> str:
-    """``str(k)``, one string shared by every task's figures (10,000 tasks hold 30 each)."""
-    return str(k)
 
 
 def _averaged(per_task: Sequence[Mapping[str, Any]], key: str, n: int) -> dict[str, float]:
@@ -117,8 +113,8 @@ def summarize(
     """The summary of ``rows`` (one per (task, sample) of ``config``), in one pass that
     keeps per-task counts and the rewards as floats, never the rows: its memory grows
     with the tasks, not with the transcripts or the row objects. Tasks with the same
-    counts share their ``pass_at_k`` / ``pass_hat_k`` dicts: read them, don't change them.
-    ``tools`` holds the rows' tool calls (:mod:`orsgen.eval.tools`), folded in as they were
+    counts share their ``pass_at_k`` / ``pass_hat_k`` figures, as read-only mappings.
+    ``tools`` holds the rows' tool calls (:mod:`orsgen.runtime.records.tools`), folded in as they were
     read."""
     n, threshold = int(config["n"]), float(config["pass_threshold"])
     unfinished_reward = config.get("unfinished_reward")
@@ -143,8 +139,8 @@ def summarize(
             task.unfinished += 1
         elif verdict == "failed":
             task.failed += 1
-    # One dict per (estimator, samples, passing), shared by every task with those counts:
-    # 10,000 tasks of n=10 hold 11 of each.
+    # One read-only mapping per (estimator, samples, passing), shared by every task with
+    # those counts (10,000 tasks of n=10 hold 11 of each); the cache ends with this call.
     curve = functools.cache(_curve)
     per_task: list[dict[str, Any]] = [
         {"task_index": i, **_task_figures(t, curve)} for i, t in by_task.items()

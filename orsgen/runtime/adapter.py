@@ -44,7 +44,7 @@ from orsgen.runtime.config import (
 from orsgen.runtime.choosing import tasks
 from orsgen.runtime.errors import OrsRuntimeError, ServerNotConfiguredError, SessionOpenError
 from orsgen.runtime.images import Content, ContentPart, ImageLike, ImagePart, TextPart
-from orsgen.runtime.records import metrics
+from orsgen.runtime.records import metrics, trainer_facts
 from orsgen.runtime.records.protocol import Rollout
 from orsgen.runtime.rollouts.rollout import AdapterRollout
 from orsgen.runtime.sessions import cap, pool
@@ -170,6 +170,11 @@ class OrsAdapter:
         if config is not None and settings:
             raise TypeError("pass config= or keyword settings, not both")
         self._config = config or AdapterConfig.of(type(self), **settings)
+        built = trainer_facts.environment_name()  # by TRL's environment_factory: its key
+        if built is not None:
+            metrics.counts().expect(built[1])  # the run's environments (none when one)
+            rollouts = dataclasses.replace(self._config.rollouts, environment=built[0])
+            self._config = dataclasses.replace(self._config, rollouts=rollouts)
         cap.of(type(self)).adopt(self, self._config.sessions.max_sessions)
         self._lock = threading.RLock()
         self._slot = SessionSlot(type(self))

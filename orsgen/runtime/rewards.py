@@ -69,10 +69,12 @@ def outcome_reward(
 
     With TRL's ``log_metric`` (GRPOTrainer passes it to every reward function), the
     batch's rollout health goes into the trainer's log as ``ors/*`` metrics
-    (:mod:`orsgen.runtime.records.metrics`), with ``ors/pass@k`` for every k up to the batch's
+    (:mod:`orsgen.runtime.records.metrics`; per environment when several train), ``ors/pass@1``
+    the share of rollouts that pass by the pass rule (:func:`orsgen.runtime.passk.passes` with
+    its adapter's ``pass_threshold``), with ``ors/pass@k`` for every k from 2 up to the batch's
     smallest group: rollouts of one task (TRL's ``task_index`` and ``split`` columns) are a
-    group, a rollout passes by the pass rule (:func:`orsgen.runtime.passk.passes` with its
-    adapter's ``pass_threshold``; Chen et al.'s estimator, averaged over groups). In evaluation TRL logs them all under ``eval_``.
+    group (Chen et al.'s estimator, averaged over groups). In evaluation TRL logs them all
+    under ``eval_``.
     With ``log_extra`` each rollout's task index
     and split become columns of TRL's completions table, and every scored batch feeds the
     per-task table (:mod:`orsgen.runtime.trajectories.task_table`).
@@ -104,11 +106,13 @@ def outcome_reward(
     rewards = [None if o is None else o.reward for o in outcomes]
     thresholds = [PASS_THRESHOLD if r is None else r.pass_threshold for r in rollouts]
     if log_metric is not None:
-        metrics.emit(log_metric, [o for o in outcomes if o is not None])
+        settled = [(o, t) for o, t in zip(outcomes, thresholds) if o is not None]
+        metrics.emit(log_metric, [o for o, _ in settled], [t for _, t in settled])
         if task_index is not None and len(task_index) == len(rewards):
             keys = list(zip(task_index, split or [None] * len(rewards)))
             for k, value in grouped_pass_at_k(keys, rewards, thresholds).items():
-                log_metric(f"ors/pass@{k}", value)
+                if k > 1:  # pass@1, the share of rollouts that pass, is emit()'s
+                    log_metric(f"ors/pass@{k}", value)
     tasks = [None if r is None else (r.split, r.task_index) for r in rollouts]
     task_table.record(tasks, outcomes, trainer_state, thresholds)
     if log_extra is not None:

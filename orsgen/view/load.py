@@ -1,6 +1,8 @@
 """What ``orsgen view`` reads: an evaluation run directory (``run.json``, ``results.jsonl``,
-``summary.json``) or training trajectory JSONL (one file, or a directory of them), turned
-into one :class:`Run`: the run's facts and one plain record per rollout.
+``summary.json``, read by :mod:`orsgen.runtime.rundir`) or training trajectory JSONL (one
+file, or a directory of them), turned into one :class:`Run`: the run's facts and one plain
+record per rollout, judged by the pass rule (:func:`~orsgen.runtime.passk.passes`) with the
+threshold its run or its trajectory line recorded.
 
 Records hold only what the files hold, minus anything that looks like a credential: keys
 named like a secret (``secrets``, ``env_overrides``, ``api_key``, ...) are dropped wherever
@@ -11,18 +13,29 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orsgen.jsonobject import as_array, as_object, is_array, is_object
+from orsgen.runtime.passk import PASS_THRESHOLD, passes
+from orsgen.runtime.records.tools import ToolTally, failed_by
+from orsgen.runtime.trajectories.reader import pass_threshold
+from orsgen.runtime.rundir import (
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    VERDICTS,
+    RunDirError,
+    read_config,
+    read_summary,
+    rows,
+)
 
 # Keys never copied into a viewer file, at any depth (compared lower-cased).
 HIDDEN_KEYS = frozenset(
     {"secrets", "secret", "env_overrides", "api_key", "apikey", "x-api-key", "authorization"}
 )
-VERDICTS = ("scored", "unfinished", "failed")
 
 
 class ViewError(Exception):
@@ -52,22 +65,6 @@ def scrub(value: Any) -> Any:
     return value
 
 
-def _lines(path: Path) -> Iterable[dict[str, Any]]:
-    """The JSON objects of a JSONL file; a half-written last line is left out."""
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, 1):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                if not raw.endswith("\n"):
-                    return  # the writer is still on it
-                raise ViewError(f"{path}: line {number} is not JSON") from None
-            if is_object(value):
-                yield dict(value)
-
-
 def load(run: str | os.PathLike[str]) -> Run:
     """The run at ``run``: an evaluation directory, a trajectory file, or a directory of
     trajectory files (``*.jsonl``)."""
@@ -76,38 +73,40 @@ def load(run: str | os.PathLike[str]) -> Run:
         raise ViewError(
             f"{path} does not exist; give an evaluation run directory or a trajectory file"
         )
-    if path.is_dir() and (path / "results.jsonl").is_file():
-        return _eval_run(path)
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
-        if not files:
-            raise ViewError(f"{path} holds neither results.jsonl nor trajectory files (*.jsonl)")
-        return _training_run(files, path.name)
-    return _training_run([path], path.name)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
     try:
-        return dict(as_object(json.loads(path.read_text(encoding="utf-8"))))
-    except ValueError:
-        raise ViewError(f"{path} is not JSON") from None
+        if path.is_dir() and (path / RESULTS_FILE).is_file():
+            return _eval_run(path)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
+            if not files:
+                raise ViewError(
+                    f"{path} holds neither {RESULTS_FILE} nor trajectory files (*.jsonl)"
+                )
+            return _training_run(files, path.name)
+        return _training_run([path], path.name)
+    except RunDirError as exc:
+        raise ViewError(str(exc)) from None
 
 
 def _eval_run(path: Path) -> Run:
-    config = _read_json(path / "run.json")
-    summary = _read_json(path / "summary.json")
+    config = read_config(path)  # a run still going has no summary yet
+    summary = read_summary(path) if (path / SUMMARY_FILE).is_file() else {}
     facts = {k: v for k, v in {**config, **summary}.items() if k not in ("per_task", "rules")}
     facts.pop("task_indices", None)
-    records = [_eval_record(row) for row in _lines(path / "results.jsonl")]
+    threshold = facts.setdefault("pass_threshold", PASS_THRESHOLD)
+    tools, records = ToolTally(), list[dict[str, Any]]()
+    for row in rows(path / RESULTS_FILE):
+        tools.add(row.get("tool_calls"))
+        records.append(_eval_record(row, threshold))
+    facts["tools"] = tools.figures()  # also of a run still going, which has no summary
     title = (
         f"{facts.get('model', '?')} on {facts.get('environment', '?')} ({facts.get('split', '?')})"
     )
     return Run("eval", title, _scrubbed(facts), records)
 
 
-def _eval_record(row: Mapping[str, Any]) -> dict[str, Any]:
+def _eval_record(row: Mapping[str, Any], threshold: float) -> dict[str, Any]:
+    reward = _number(row.get("reward"))
     return _scrubbed(
         {
             "task": row.get("task_index"),
@@ -115,7 +114,8 @@ def _eval_record(row: Mapping[str, Any]) -> dict[str, Any]:
             "step": None,
             "split": row.get("split"),
             "verdict": row.get("verdict") if row.get("verdict") in VERDICTS else "failed",
-            "reward": _number(row.get("reward")),
+            "reward": reward,
+            "passed": passes(reward, threshold),
             "reason": row.get("reason"),
             "timings": {
                 k: row[k]
@@ -136,12 +136,20 @@ def _number(value: Any) -> float | None:
 def _training_run(files: list[Path], name: str) -> Run:
     records: list[dict[str, Any]] = []
     envs: set[str] = set()
+    thresholds: set[float] = set()
+    tools = ToolTally()  # by the environment's tool names (a trajectory line's)
     for file in files:
-        for line in _lines(file):
+        for line in rows(file):
             if "outcome" not in line and "calls" not in line:
                 continue  # not a trajectory line
             envs.add(str(line.get("env", "?")))
-            records.append(_training_record(line, file.name))
+            threshold = pass_threshold(line)  # its adapter's
+            thresholds.add(threshold)
+            records.append(_training_record(line, file.name, threshold))
+            calls = [as_object(c) for c in as_array(line.get("calls"))]
+            tools.add(
+                [[c.get("tool"), failed_by(c.get("error")), c.get("seconds") or 0.0] for c in calls]
+            )
     # Samples number the rollouts of one (step, task) in the order they started.
     records.sort(key=lambda r: (_order(r["step"]), _order(r["task"]), r["started_at"] or 0.0))
     seen: dict[tuple[Any, Any], int] = {}
@@ -149,7 +157,11 @@ def _training_run(files: list[Path], name: str) -> Run:
         key = (record["step"], record["task"])
         record["sample"] = seen.get(key, 0)
         seen[key] = record["sample"] + 1
-    facts = {"files": [f.name for f in files], "environment": ", ".join(sorted(envs))}
+    facts: dict[str, Any] = {"files": [f.name for f in files]}
+    facts["environment"] = ", ".join(sorted(envs))
+    facts["tools"] = tools.figures()
+    # The threshold every line holds, or the ones they hold.
+    facts["pass_threshold"] = sorted(thresholds)[0] if len(thresholds) == 1 else sorted(thresholds)
     return Run("training", f"training rollouts: {name}", _scrubbed(facts), records)
 
 
@@ -157,7 +169,7 @@ def _order(value: Any) -> tuple[int, Any]:
     return (1, 0) if value is None else (0, value)
 
 
-def _training_record(line: Mapping[str, Any], file: str) -> dict[str, Any]:
+def _training_record(line: Mapping[str, Any], file: str, threshold: float) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     for number, call in enumerate(as_array(line.get("calls"))):
         call = as_object(call)
@@ -187,7 +199,7 @@ def _training_record(line: Mapping[str, Any], file: str) -> dict[str, Any]:
             if call.get(key) is not None:
                 result[key] = call[key]
         messages.append(result)
-    kind = line.get("outcome")
+    kind, reward = line.get("outcome"), _number(line.get("reward"))
     return _scrubbed(
         {
             "task": line.get("task_index"),
@@ -196,7 +208,8 @@ def _training_record(line: Mapping[str, Any], file: str) -> dict[str, Any]:
             "env": line.get("env"),
             "file": file,
             "verdict": kind if kind in VERDICTS else "failed",
-            "reward": _number(line.get("reward")),
+            "reward": reward,
+            "passed": passes(reward, threshold),
             "reason": line.get("why_unscored"),
             "timings": {
                 k: line[k]

@@ -19,6 +19,7 @@ _BODY = """<header>
 <h1 id="title"></h1>
 <div id="facts"></div>
 <div id="summary"></div>
+<details id="tools" hidden><summary></summary><table></table></details>
 </header>
 <div id="filters">
 <span>verdict

@@ -7,7 +7,8 @@ A prior is read from (:func:`load`):
 - an ``orsgen eval`` run directory, or several (their counts add up): ``summary.json``'s
   ``per_task`` (``task_index``, ``passed``, ``scored``, ``samples``) and ``run.json``'s
   identity (``environment``, ``split``, ``tools_sha256``, ``pass_threshold``);
-- an ``orsgen.eval.EvalResult`` (read by shape: its ``summary`` holds the same);
+- a :class:`~orsgen.runtime.rundir.FinishedRun` such as ``orsgen.eval.EvalResult``: its
+  ``summary`` holds the same;
 - a mapping from task index to pass rate in [0, 1], which carries no identity.
 
 A task's rate is its passing samples over its scored ones: an unscored sample says nothing
@@ -15,12 +16,12 @@ about the task, and a task with none is not covered. A prior with an identity is
 against a stream of another environment, split, tool hash or pass threshold
 (:meth:`Prior.check`), with an error that names the field.
 
-The files are read directly: the runtime never imports ``orsgen.eval``.
+The files are read by :mod:`orsgen.runtime.rundir`: the runtime never imports
+``orsgen.eval``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -28,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-RUN_FILE, SUMMARY_FILE = "run.json", "summary.json"  # orsgen.eval.results' names
+from orsgen.runtime.rundir import FinishedRun, RunDirError, read_config, read_summary
+
 IDENTITY = ("environment", "split", "tools_sha256", "pass_threshold")
 
 
@@ -85,12 +87,10 @@ def load(prior: object) -> Prior:
         return _of_runs([Path(cast("str | os.PathLike[str]", prior))])
     if isinstance(prior, Mapping):
         return _of_mapping(cast(Mapping[object, object], prior))
-    summary: object = getattr(prior, "summary", None)
-    if isinstance(summary, Mapping) and "per_task" in summary:  # an EvalResult
-        out: object = getattr(prior, "out", None)
-        where = f"the evaluation of {out}" if out is not None else "an EvalResult"
-        one = cast(Mapping[str, Any], summary)
-        return _combine([(_identity(one, where), _counts(one, where))], where)
+    if isinstance(prior, FinishedRun):  # summary.json's figures, with the run's identity
+        where = f"the evaluation of {prior.out}" if prior.out is not None else "an EvalResult"
+        summary = prior.summary
+        return _combine([(_identity(summary, where), _counts(summary, where))], where)
     if isinstance(prior, (list, tuple)):
         items = cast(Sequence[object], prior)
         if items and all(isinstance(p, (str, os.PathLike)) for p in items):
@@ -114,27 +114,15 @@ def _of_mapping(given: Mapping[object, object]) -> Prior:
     return Prior(rates, None, "a mapping")
 
 
-def _read(path: Path, run: Path) -> Mapping[str, Any]:
-    try:
-        value: object = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PriorError(
-            f"{run} is not a finished evaluation run (no {path.name}): pass the --out "
-            "directory of a completed orsgen eval"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise PriorError(f"cannot read the prior {path}: {exc}") from None
-    if not isinstance(value, Mapping):
-        raise PriorError(f"{path} is not an evaluation's {path.name}")
-    return cast(Mapping[str, Any], value)
-
-
 def _of_runs(runs: list[Path]) -> Prior:
     if not runs:
         raise PriorError("prior is an empty list of run directories")
     parts: list[tuple[Identity, dict[int, tuple[int, int]]]] = []
     for run in runs:
-        config, summary = _read(run / RUN_FILE, run), _read(run / SUMMARY_FILE, run)
+        try:
+            config, summary = read_config(run), read_summary(run)
+        except RunDirError as exc:
+            raise PriorError(f"{exc}: pass the --out directory of a finished orsgen eval") from None
         parts.append((_identity(config, str(run)), _counts(summary, str(run))))
     source = str(runs[0]) if len(runs) == 1 else f"{len(runs)} runs from {runs[0]}"
     return _combine(parts, source)

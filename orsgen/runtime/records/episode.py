@@ -65,6 +65,7 @@ class Outcome:
     finished: bool = False  # whether the episode finished
     usage: Usage = Usage()  # the rollout's own reset and calls (its ors/* figures)
     drifted: bool = False  # its task's live tools differed from the snapshot
+    environment: str | None = None  # its ors/<env>/* name when several environments train
 
 
 @dataclass
@@ -163,12 +164,15 @@ def classify(
     rewards: list[float | None],
     unfinished_reward: float | None,
     finished: bool = False,
+    owner: type | None = None,
+    environment: str | None = None,
 ) -> Outcome:
-    """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring),
-    with what the rollout used."""
-    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls)
+    """The outcome of a rollout of an ``owner`` adapter whose calls gave ``rewards`` (see
+    the module docstring), with what the rollout used (per tool of ``owner``) and the name
+    of its ``environment`` in the run."""
+    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls, owner)
     ending = _ending(episode, rewards, unfinished_reward, finished)
-    return replace(ending, usage=usage, drifted=episode.drifted)
+    return replace(ending, usage=usage, drifted=episode.drifted, environment=environment)
 
 
 def _ending(

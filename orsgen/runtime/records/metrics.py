@@ -1,12 +1,12 @@
 """Rollout health, counted per rollout and drained into the trainer's log.
 
 Each settled rollout's :class:`~orsgen.runtime.episode.Outcome` carries its kind, its
-lost or degraded session and its own reset and tool calls (failed, failed by the
-environment; :mod:`orsgen.runtime.records.usage`), so every figure counts exactly the rollouts
-it is logged for: ``outcome_reward`` logs its batch (:func:`emit`); ``get_reward()``
-counts its rollout in the process window, which a drain returns as ``ors/*`` metrics
-before it starts a new window. A scratch adapter's calls that no reward settled count
-nowhere:
+lost or degraded session, its own reset and tool calls (failed, failed by the
+environment, per tool; :mod:`orsgen.runtime.records.usage`) and its environment's name, so
+every figure counts exactly the rollouts it is logged for: ``outcome_reward`` logs its batch
+(:func:`emit`); ``get_reward()`` counts its rollout in the process window, which a drain
+returns as ``ors/*`` metrics before it starts a new window. A scratch adapter's calls that
+no reward settled count nowhere (:mod:`orsgen.runtime.records.window` counts):
 
 ==========================  ==========================================================
 ``ors/rollouts``            rollouts in the window
@@ -24,10 +24,25 @@ nowhere:
 ``ors/tool_call_s``         mean seconds per tool call
 ``ors/open_sessions``       sessions this process holds when the window is drained
 ``ors/drift``               rollouts whose task's live tools differ from the snapshot
+``ors/reward_mean``         mean reward of the rollouts that have one
+``ors/pass@1``              rollouts that pass (:func:`orsgen.runtime.passk.passes`)
+``ors/tool/<name>/...``     per tool: ``calls_per_rollout``, ``error_frac``, ``call_s``
 ==========================  ==========================================================
 
-Two shapes: :meth:`Accumulator.drain` gives plain floats (``GRPOTrainer``'s ``log_metric``
-averages them per logging step and across ranks); :meth:`Accumulator.drain_rates` gives
+When a run trains on several environments (TRL's dict ``environment_factory``: each
+adapter knows its key, :func:`~orsgen.runtime.records.trainer_facts.environment_name`),
+every figure is also logged per environment as ``ors/<env>/<figure>``, the per-tool ones
+only there (``ors/<env>/tool/<name>/...``), with ``ors/<env>/rollout_frac``, the
+environment's share of the rollouts. Each pooled figure is the weighted mean of its
+per-environment figures (:mod:`~orsgen.runtime.records.window`). Per environment at most
+:data:`~orsgen.runtime.records.usage.MAX_TOOLS` tools have keys; the rest count as
+``_other``.
+
+Two ways out, both exact over all the rollouts of a logging step. :func:`emit` (the
+reward path of ``GRPOTrainer``) logs a figure ``num / den`` ``den`` times through
+``log_metric``, whose values TRL sums and counts across ranks
+(``sum(values) / len(values)``, ``grpo_trainer.py`` around line 2851): the logged value
+is ``sum(num) / sum(den)`` over every rank's batch. :meth:`Accumulator.drain_rates` gives
 ``(numerator, denominator)`` pairs, which AsyncGRPO's ``log()`` reduces as
 ``sum(num) / sum(den)`` over its window (``_reduce_metric`` in ``async_grpo_trainer.py``).
 """
@@ -37,91 +52,14 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from orsgen.runtime.errors import describe
+from orsgen.runtime.passk import passes
 from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.records.episode import Outcome
+from orsgen.runtime.records.window import Counts, Rate, Window
 from orsgen.runtime.sessions import pool
 from orsgen.runtime.transport.process import current
-
-Rate = tuple[float, float]
-
-
-@dataclass
-class Window:
-    """The counts of one logging window."""
-
-    rollouts: int = 0
-    scored: int = 0
-    unfinished: int = 0
-    failed: int = 0
-    finished: int = 0
-    lost: int = 0
-    degraded: int = 0
-    drifted: int = 0
-    calls: int = 0
-    failed_calls: int = 0
-    env_failed_calls: int = 0
-    resets: int = 0
-    reset_seconds: float = 0.0
-    call_seconds: float = 0.0
-
-    def count(self, outcome: Outcome) -> None:
-        """Count one rollout's outcome, with its own reset and calls."""
-        self.rollouts += 1
-        self.finished += int(outcome.finished)
-        setattr(self, outcome.kind, getattr(self, outcome.kind) + 1)
-        self.lost += int(outcome.reason == "lost_session")
-        self.degraded += int(outcome.reason == "unavailable")
-        self.drifted += int(outcome.drifted)
-        used = outcome.usage
-        self.calls += used.calls
-        self.failed_calls += used.failed_calls
-        self.env_failed_calls += used.env_failed_calls
-        self.call_seconds += used.call_seconds
-        self.resets += used.resets
-        self.reset_seconds += used.reset_seconds
-
-    @staticmethod
-    def of(outcomes: Sequence[Outcome]) -> Window:
-        """The counts of exactly ``outcomes``."""
-        window = Window()
-        for outcome in outcomes:
-            window.count(outcome)
-        return window
-
-    def rates(self) -> dict[str, Rate]:
-        """Every metric as (numerator, denominator); a mean or fraction over nothing is
-        (0, 0), which AsyncGRPO logs as NaN and :meth:`values` leaves out."""
-        model_failed = self.failed_calls - self.env_failed_calls
-        per_rollout: dict[str, float] = {
-            "ors/scored_frac": self.scored,
-            "ors/unfinished_frac": self.unfinished,
-            "ors/failed_frac": self.failed,
-            "ors/finished_frac": self.finished,
-            "ors/lost_frac": self.lost,
-            "ors/degraded_frac": self.degraded,
-            "ors/drift": self.drifted,
-            "ors/calls_per_rollout": self.calls,
-        }
-        per_call: dict[str, float] = {
-            "ors/tool_error_frac": self.failed_calls,
-            "ors/env_error_frac": self.env_failed_calls,
-            "ors/model_error_frac": model_failed,
-            "ors/tool_call_s": self.call_seconds,
-        }
-        out: dict[str, Rate] = {k: (float(v), float(self.rollouts)) for k, v in per_rollout.items()}
-        out.update({k: (float(v), float(self.calls)) for k, v in per_call.items()})
-        out["ors/reset_s"] = (self.reset_seconds, float(self.resets))
-        return out
-
-    def values(self) -> dict[str, float]:
-        """The metrics as plain floats; a fraction or mean over nothing is left out."""
-        out = {k: num / den for k, (num, den) in self.rates().items() if den}
-        out["ors/rollouts"] = float(self.rollouts)
-        return out
-
 
 # Gauges, read from their owners (the pool) when a window is drained.
 _gauges: dict[str, Callable[[], float]] = {}
@@ -178,21 +116,32 @@ def _warn_once(name: str, exc: Exception) -> None:
 
 class Accumulator:
     """The counts of one process since the last drain (a
-    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child starts from zero).
-    Thread-safe."""
+    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child starts from zero),
+    and the run's environments when several train. Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._window = Window()
+        self.environments: tuple[str, ...] = ()
+        self._window = Counts()
 
-    def rollout_done(self, outcome: Outcome) -> None:
+    def expect(self, environments: Sequence[str]) -> None:
+        """The run trains on ``environments`` (none: one environment, no per-environment
+        figures): each gets its figures in every window from now on."""
         with self._lock:
-            self._window.count(outcome)
+            self.environments = tuple(environments)
+            for name in self.environments:
+                self._window.by_env.setdefault(name, Window())
 
-    def _take(self) -> Window:
+    def rollout_done(self, outcome: Outcome, threshold: float | None = None) -> None:
+        """Count a settled rollout (it passes by ``threshold``, when one is given)."""
+        passed = threshold is not None and passes(outcome.reward, threshold)
+        with self._lock:
+            self._window.count(outcome, passed)
+
+    def _take(self) -> Counts:
         with self._lock:
             window = self._window
-            self._window = Window()
+            self._window = Counts(self.environments)
             return window
 
     def discard(self) -> None:
@@ -204,8 +153,12 @@ class Accumulator:
         return {**self._take().values(), **_read_gauges()}
 
     def drain_rates(self) -> dict[str, float | Rate]:
-        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window."""
-        out: dict[str, float | Rate] = dict(self._take().rates())
+        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window. A
+        rate over nothing (0, 0) is left out: it would add nothing to the trainer's sums,
+        and a key no push of a logging window carries is left out of that step's log
+        rather than logged as NaN."""
+        rates = self._take().rates().items()
+        out: dict[str, float | Rate] = {k: rate for k, rate in rates if rate[1]}
         out.update(_read_gauges())
         return out
 
@@ -229,11 +182,22 @@ def push_to_worker() -> bool:
     return True
 
 
-def emit(log_metric: Callable[[str, float], object], batch: Sequence[Outcome]) -> None:
+def emit(
+    log_metric: Callable[[str, float], object],
+    batch: Sequence[Outcome],
+    thresholds: Sequence[float],
+) -> None:
     """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
-    batch's own rollouts with their own calls and resets. The process window is drained,
-    so a rollout settled outside a trainer (before training) never lands in a step."""
+    batch's own rollouts with their own calls and resets, each rollout passing by its own
+    threshold. A figure ``num / den`` is logged ``den`` times, so that TRL's mean of the
+    logged values over the ranks is ``sum(num) / sum(den)``; the rollout counts and the
+    gauges once. The process window is drained, so a rollout settled outside a trainer
+    (before training) never lands in a step."""
     counts().discard()  # not drain(): that would drain the sources before they are read
-    window = Window.of(batch)
-    for name, value in sorted({**window.values(), **_read_gauges()}.items()):
+    passed = [passes(o.reward, t) for o, t in zip(batch, thresholds, strict=True)]
+    window = Counts.of(batch, passed, counts().environments)
+    for name, (num, den) in sorted(window.rates().items()):
+        for _ in range(round(den)):
+            log_metric(name, num / den)
+    for name, value in sorted({**window.totals(), **_read_gauges()}.items()):
         log_metric(name, value)

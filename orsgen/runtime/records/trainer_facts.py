@@ -13,6 +13,12 @@ placeholder: no group size, no seed. Two facts are readable without any configur
   ``num_generations``, and the ``metrics_queue`` the trainer's ``log()`` drains into
   ``trainer.state.log_history`` (``async_grpo_trainer.py``, around line 1698).
 
+- Both build each environment of a dict ``environment_factory`` (several environments) as
+  ``self.environment_factories[name]()`` or ``factory()`` in a loop over
+  ``self.environment_factories.items()``, with ``name`` a local of the building frame
+  (``grpo_trainer.py`` around lines 686 and 2358, ``async_rollout_worker.py`` around lines
+  436 and 574): an adapter being constructed finds its name up the stack.
+
 This is the only module that reads them; every reader returns ``None`` when the shape is
 not the one above, and the caller then asks the user (``group_size=``) or does without.
 """
@@ -159,3 +165,21 @@ def worker_metrics_queue() -> Any | None:
     arguments = _worker_arguments()
     found = arguments.get("metrics_queue") if arguments else None
     return found if hasattr(found, "put_nowait") else None
+
+
+def environment_name() -> tuple[str | None, tuple[str, ...]] | None:
+    """When TRL's ``environment_factory`` is constructing the caller (an adapter's
+    ``__init__``), read from the building frame up the stack: the name it builds it under
+    and every name of the dict when it holds several environments, ``(None, ())`` for one.
+    ``None`` when no trainer is building it."""
+    frame: Any = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    depth = 0
+    while frame is not None and depth < _MAX_DEPTH:
+        factories = getattr(frame.f_locals.get("self"), "environment_factories", None)
+        if isinstance(factories, dict) and "name" in frame.f_locals:
+            name, names = frame.f_locals["name"], list(cast(dict[object, Any], factories))
+            if len(names) > 1 and isinstance(name, str) and name in names:
+                return name, tuple(str(k) for k in names)
+            return None, ()
+        frame, depth = frame.f_back, depth + 1
+    return None

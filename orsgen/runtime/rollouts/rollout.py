@@ -102,7 +102,8 @@ class AdapterRollout:
 
     def outcome(self) -> Outcome:
         """How the rollout ended, with ``unfinished_reward`` applied."""
-        return classify(self.episode, self.rewards, self.settings.unfinished_reward, self.finished)
+        s, kept = self.settings, (self.finished, self.owner)
+        return classify(self.episode, self.rewards, s.unfinished_reward, *kept, s.environment)
 
     def settle(self) -> Outcome:
         """The outcome, counted once in the process's metrics, observed once by the task
@@ -111,7 +112,7 @@ class AdapterRollout:
             outcome = self.outcome()
             if not self.episode.counted:
                 self.episode.counted = True
-                metrics.counts().rollout_done(outcome)
+                metrics.counts().rollout_done(outcome, self.pass_threshold)
                 if self._sampler is not None and self.task_index is not None:
                     tasks.observe(self._sampler, self.task_index, outcome)
             self.end()
@@ -172,9 +173,8 @@ class AdapterRollout:
         return opened.prompt
 
     def degrade(self) -> None:
-        """Run the rest of this rollout without an environment: its tools answer
-        ``Error: environment unavailable`` and it gets no reward. Counted once, in the
-        server's health record."""
+        """Run the rest of this rollout without an environment (its tools answer ``Error:
+        environment unavailable``, no reward). Counted once, in the server's health record."""
         if self.episode.void_reason is not None:
             return
         self._void("unavailable")

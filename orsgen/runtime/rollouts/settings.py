@@ -23,6 +23,9 @@ class RolloutSettings:
     unfinished_reward: float | None = None
     trajectories: TrajectorySink | None = None  # where settled rollouts' lines go
     upload: UploadRun | None = None  # the runs UI's run that settled rollouts go to
+    # The adapter's name among several environments (a dict environment_factory's key,
+    # trainer_facts.environment_name): its rollouts' ors/<env>/* metrics. None: one only.
+    environment: str | None = None
     # The rollout deadline's clock (seconds, monotonic); injectable for tests and simulations.
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
 

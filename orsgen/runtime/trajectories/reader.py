@@ -4,7 +4,9 @@ in other processes (AsyncGRPO's rollout child, the other ranks of a distributed 
 :class:`TrajectoryFiles` follows every file :class:`~orsgen.runtime.trajectories.writer.
 JsonlFile` writes for one configured path (the path as given, ``x.rank<r>.jsonl``,
 ``x.pid<pid>.jsonl``) and returns only the complete lines appended since it last read: a
-line still being written (no newline yet) is read once it is whole. :func:`fold` adds
+line still being written (no newline yet) is read once it is whole (the rule of
+:mod:`orsgen.runtime.rundir`); a whole line that is not a trajectory line is counted,
+logged and skipped, so that a training run never stops on one. :func:`fold` adds
 lines to a :class:`~orsgen.runtime.trajectories.task_table.TaskTable` with the outcome each
 line records.
 """
@@ -20,6 +22,7 @@ from typing import Any, cast, get_args
 
 from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.runtime.records.episode import Kind, Outcome
+from orsgen.runtime.rundir import complete
 from orsgen.runtime.trajectories.task_table import Task, TaskTable
 from orsgen.runtime.trajectories.writer import process_paths
 
@@ -45,7 +48,7 @@ class TrajectoryFiles:
         """Read nothing that is already there (say, a run before this one appended to the
         same path): later reads start after the last complete line of every file."""
         for file in self.files():
-            self._offsets[file] = len(_complete(file.read_bytes()))
+            self._offsets[file] = len(complete(file.read_bytes()))
 
     def new_lines(self) -> list[dict[str, Any]]:
         """The complete lines appended to any of the files since the last read."""
@@ -61,7 +64,7 @@ class TrajectoryFiles:
                 if os.fstat(handle.fileno()).st_size < offset:
                     offset = 0  # a new file took the old one's name
                 handle.seek(offset)
-                whole = _complete(handle.read())
+                whole = complete(handle.read())
         except OSError as exc:
             logger.warning("could not read trajectory file %s: %s", file, exc)
             return []
@@ -78,11 +81,6 @@ class TrajectoryFiles:
                 self.skipped += 1
                 logger.warning("skipped a line of %s that is not a trajectory line", file)
         return lines
-
-
-def _complete(data: bytes) -> bytes:
-    """``data`` up to and including its last newline: the lines a writer has finished."""
-    return data[: data.rfind(b"\n") + 1]
 
 
 def pass_threshold(line: dict[str, Any]) -> float:

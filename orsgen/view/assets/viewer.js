@@ -4,7 +4,8 @@
   var t0 = performance.now();
   var RUN = JSON.parse(document.getElementById("run-data").textContent);
   var R = RUN.records, F = RUN.facts || {}, ROW_H = 22, FOLD = 600;
-  var threshold = typeof F.pass_threshold === "number" ? F.pass_threshold : 1.0;
+  // Each record says whether it passed, by the threshold its run or trajectory line recorded.
+  var threshold = [].concat(F.pass_threshold).join(" or ");
   var $ = function (id) { return document.getElementById(id); };
 
   function el(tag, cls, text) {
@@ -14,7 +15,7 @@
     return e;
   }
   function fmt(x) { return x === null || x === undefined ? "n/a" : (typeof x === "number" ? (+x.toFixed(3)).toString() : String(x)); }
-  function passes(r) { return typeof r.reward === "number" && r.reward >= threshold; }
+  function passes(r) { return r.passed === true; }
   function groupKey(r) { return RUN.kind === "training" ? (r.step === null ? "?" : r.step) + "|" + r.task : String(r.task); }
   function groupLabel(r) {
     var task = r.task === null || r.task === undefined ? "spec" : r.task;
@@ -209,6 +210,24 @@
     box.scrollTop = 0;
   }
 
+  // Per tool (the run's facts: an evaluation's rows or the training lines' calls): calls,
+  // failed (by the environment, by the model), mean and p90 seconds. Folded by default.
+  function secs(x) { return x === null || x === undefined ? "n/a" : (+x.toPrecision(4)).toString(); }
+  function toolTable(tools) {
+    var names = Object.keys(tools || {}), box = $("tools"), table = box.querySelector("table");
+    if (!names.length) return;
+    box.querySelector("summary").textContent = "per tool: " + names.length + (names.length === 1 ? " tool" : " tools");
+    var head = el("tr");
+    ["tool", "calls", "failed", "by the environment", "by the model", "mean s", "p90 s"].forEach(function (h) { head.appendChild(el("th", null, h)); });
+    table.appendChild(head);
+    names.forEach(function (name) {
+      var t = tools[name], row = el("tr");
+      [name, t.calls, t.failed, t.environment_failed, t.model_failed, secs(t.mean_s), secs(t.p90_s)].forEach(function (v) { row.appendChild(el("td", null, v)); });
+      table.appendChild(row);
+    });
+    box.hidden = false;
+  }
+
   // Wiring.
   $("title").textContent = RUN.title;
   document.title = "orsgen view: " + RUN.title;
@@ -218,6 +237,7 @@
   });
   $("facts").textContent = facts.join(" · ");
   $("summary").textContent = summaryText(summary(R));
+  toolTable(F.tools);
   var head = $("gridhead");
   head.appendChild(el("span", "label", RUN.kind === "training" ? "step · task" : "task"));
   head.appendChild(el("span", null, "samples 0–" + Math.max(0, maxSamples - 1)));

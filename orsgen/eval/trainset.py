@@ -1,0 +1,200 @@
+"""What ``orsgen sft`` (:mod:`orsgen.eval.sft`) and other datasets made of evaluation runs
+share: the runs, checked to be of one environment and tool set and of the training split;
+a rollout's stored messages as a transcript in TRL's conversational tool-calling format;
+rows read back from results.jsonl one at a time; and a ``datasets.Dataset`` written by
+``Dataset.from_generator`` over them, so that memory stays flat in the number of rollouts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orsgen.jsonobject import is_array
+from orsgen.runtime.rundir import RESULTS_FILE, Row, RunDirError, read_adapter, read_config, row_at
+
+if TYPE_CHECKING:
+    import numpy
+
+CARD_FILE = "README.md"
+SHARD = "64MB"  # the largest data file of a dataset written to disk
+LEFT_OUT = ("images", "cut", "no answer")
+# The mark orsgen.eval.conversation.cut leaves on a text results.jsonl keeps only part of.
+CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
+
+
+class SftError(ValueError):
+    """Runs that cannot make a dataset as asked (one line, exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One evaluation run directory: its run.json and adapter.json; its rows stay in
+    results.jsonl. ``stamp`` (size, modification time) tells one results.jsonl from a
+    rewritten one."""
+
+    path: Path
+    config: dict[str, Any]  # run.json
+    view: dict[str, Any]  # adapter.json
+    stamp: tuple[int, int] = (0, 0)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def results(self) -> Path:
+        return self.path / RESULTS_FILE
+
+    @property
+    def tools(self) -> str:
+        """The tools the model saw, as one JSON string (the ``tools`` column)."""
+        return json.dumps(self.view["tools"], ensure_ascii=False)
+
+
+def read_run(directory: str | os.PathLike[str]) -> Run:
+    """The run in ``directory``, its rows left on disk. Raises :class:`SftError`."""
+    path = Path(directory)
+    try:
+        config = read_config(path)
+        if not (path / RESULTS_FILE).is_file():
+            raise SftError(f"{path} is not an orsgen eval run (no {RESULTS_FILE})")
+        stat = (path / RESULTS_FILE).stat()
+        return Run(path, config, read_adapter(path), (stat.st_size, stat.st_mtime_ns))
+    except RunDirError as exc:
+        raise SftError(str(exc)) from None
+
+
+def check_runs(runs: Sequence[Run], allow_splits: Iterable[str]) -> None:
+    """One environment and one set of tools; no held-out split unless allowed."""
+    first = runs[0]
+    for run in runs[1:]:
+        for key, what in (("environment", "environments"), ("tools_sha256", "tool hashes")):
+            if run.config.get(key) != first.config.get(key):
+                raise SftError(
+                    f"runs of different {what}: {first.path} has {first.config.get(key)!r}, "
+                    f"{run.path} has {run.config.get(key)!r}; make one dataset per environment"
+                )
+    allowed = set(allow_splits)
+    for run in runs:
+        split, train = run.config.get("split"), run.view.get("train_split")
+        if split != train and split not in allowed:
+            raise SftError(
+                f"{run.path} evaluated split {split!r}, not the package's training split "
+                f"{train!r}: training on held-out transcripts contaminates later "
+                f"evaluations; pass --allow-split {split} to use it anyway"
+            )
+
+
+def _message(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """One message in TRL's format (every message with the same keys, so Arrow stores one
+    struct); ``None`` for content that is not text (images are not stored in results)."""
+    content = raw.get("content")
+    if not isinstance(content, str):
+        return None
+    calls: list[dict[str, Any]] = []
+    if is_array(raw.get("tool_calls")):
+        for call in raw["tool_calls"]:
+            function = call["function"]
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            calls.append(
+                {"type": "function", "function": {"name": function["name"], "arguments": arguments}}
+            )
+    name = raw.get("name") if raw.get("role") == "tool" else None
+    return {"role": raw["role"], "content": content, "tool_calls": calls or None, "name": name}
+
+
+def left_out(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why a rollout's stored messages cannot be trained on as they are (a key of
+    :data:`LEFT_OUT`), or ``None``: an image (not stored), or a text cut at its limit (the
+    prompt, a tool output or a call's arguments; the transcript would not be what the model
+    saw, and cut arguments are no JSON)."""
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, str):
+            return "images"
+        texts = [content]
+        calls: list[Mapping[str, Any]] = message.get("tool_calls") or []
+        for call in calls:
+            arguments: object = call["function"].get("arguments")
+            texts += [arguments] if isinstance(arguments, str) else []
+        if any(CUT_MARK.search(text) for text in texts):
+            return "cut"
+    return None
+
+
+def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """A rollout's messages as an SFT transcript ending with an assistant message, or
+    ``None`` when it holds non-text content or no assistant turn. Tool call ids are dropped:
+    the server makes them up, and they would make every transcript unique."""
+    out: list[dict[str, Any]] = []
+    for raw in messages:
+        message = _message(raw)
+        if message is None:
+            return None
+        out.append(message)
+    while out and out[-1]["role"] == "tool":
+        out.pop()
+    if not out or out[-1]["role"] != "assistant":
+        return None
+    return out
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A dataset's rows, each made by ``record`` from the results.jsonl row at ``where``
+    (run number, line offset), read one at a time, each run's file open once."""
+
+    runs: Sequence[Run]
+    where: numpy.ndarray[Any, Any]
+    record: Callable[[Run, Row], dict[str, Any]]
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        with ExitStack() as files:
+            handles = [files.enter_context(run.results.open("rb")) for run in self.runs]
+            for i in range(len(self.where)):
+                number, offset = int(self.where[i][0]), int(self.where[i][1])
+                yield self.record(self.runs[number], row_at(handles[number], offset))
+
+
+def as_dataset(rows: Iterable[dict[str, Any]], columns: Any, cache: Path | None = None) -> Any:
+    """``rows`` (iterable from the start each time) as a ``datasets.Dataset`` of ``columns``
+    (a ``datasets.Features``), written by ``Dataset.from_generator`` a batch at a time into
+    ``cache`` (default: the datasets cache; what it hashes, ``rows``, names the dataset)."""
+    datasets: Any = importlib.import_module("datasets")
+    where = None if cache is None else str(cache)
+    return datasets.Dataset.from_generator(rows.__iter__, features=columns, cache_dir=where)
+
+
+def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card: str) -> None:
+    """Write :func:`as_dataset` to ``out`` (``Dataset.save_to_disk``) with a dataset card
+    (README.md) beside it: all of it or nothing (built beside ``out``, then renamed)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    cache = out.with_name(f".{out.name}.cache-{os.getpid()}")
+    for old in (staging, cache):
+        shutil.rmtree(old, ignore_errors=True)
+    try:
+        # Copied by one worker process, a shard at a time: datasets reads the Arrow file it
+        # wrote back through a memory map, and the pages it touches stay in the reading
+        # process's resident set, so in this one memory would grow with the dataset.
+        dataset = as_dataset(rows, columns, cache)
+        dataset.save_to_disk(str(staging), num_proc=1, max_shard_size=SHARD)
+        (staging / CARD_FILE).write_text(card, encoding="utf-8")
+        os.replace(staging, out)
+    finally:
+        for temporary in (staging, cache):
+            shutil.rmtree(temporary, ignore_errors=True)
