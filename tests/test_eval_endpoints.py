@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import openai_standin
-from conftest import run_eval
+from conftest import eval_process, run_eval
 from serve_model import free_port
 
 from orsgen.eval import EvalConfig, EvalConfigError
@@ -267,6 +267,28 @@ def test_a_4xx_is_the_requests_answer_and_no_outage(standin) -> None:
     }
 
 
+def kill_mid_run(
+    args: list[str], victim: openai_standin.Standin, served: int
+) -> tuple[int, str, str, int]:
+    """``orsgen eval ARGS`` (with ``--out``), with ``victim`` killed by PID once it has
+    answered ``served`` requests: the exit code, stdout, stderr and the rows written then."""
+    out = Path(args[args.index("--out") + 1])
+    proc = eval_process(args)
+    try:
+        while victim.chat_requests() < served:  # it has served part of the run
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+        victim.process.kill()
+        victim.process.wait(timeout=30)
+        written = (out / "results.jsonl").read_text().count("\n")
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    return proc.returncode, stdout, stderr, written
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_replica_killed_mid_run_costs_no_rollout(
@@ -274,27 +296,14 @@ def test_a_replica_killed_mid_run_costs_no_rollout(
 ) -> None:
     """The acceptance test of issue 36's several endpoints: two stand-in endpoints, one
     killed by PID while the run is under way."""
-    from conftest import eval_process
-
     doomed, survivor = standin(delay=0.2), standin(delay=0.2)
     out = tmp_path / "run"
     args = [str(chance_dir), "--model", survivor.model, "--base-url", chance_server.url]
     args += ["--endpoint", doomed.endpoint, "--endpoint", survivor.endpoint]
     args += ["--endpoint-api-key", "secret-key-1", "--split", "test", "-n", "8"]
-    proc = eval_process([*args, "--concurrency", "4", "--no-progress", "--out", str(out)])
-    try:
-        while doomed.chat_requests() < 4:  # it has served part of the run
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.01)
-        doomed.process.kill()
-        doomed.process.wait(timeout=30)
-        written = (out / "results.jsonl").read_text().count("\n")
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-    assert proc.returncode == 0, stderr
+    run_args = [*args, "--concurrency", "4", "--no-progress", "--out", str(out)]
+    code, stdout, stderr, written = kill_mid_run(run_args, doomed, served=4)
+    assert code == 0, stderr
     assert written < 4 * 8  # killed mid-run
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     pairs = sorted((r["task_index"], r["sample"]) for r in rows)
@@ -319,27 +328,13 @@ def test_a_replica_killed_mid_run_costs_no_rollout(
 def test_every_endpoint_down_for_the_limit_is_exit_1_and_one_line(
     chance_dir, chance_server, standin, tmp_path
 ) -> None:
-    from conftest import eval_process
-
     only = standin(delay=0.2)
     out = tmp_path / "run"
     args = [str(chance_dir), "--model", only.model, "--base-url", chance_server.url]
     args += ["--endpoint", only.endpoint, "--endpoint-down-limit", "1", "--split", "test"]
-    proc = eval_process(
-        [*args, "-n", "8", "--concurrency", "2", "--no-progress", "--out", str(out)]
-    )
-    try:
-        while only.chat_requests() < 2:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.01)
-        only.process.kill()
-        only.process.wait(timeout=30)
-        _, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-    assert proc.returncode == 1, stderr
+    run_args = [*args, "-n", "8", "--concurrency", "2", "--no-progress", "--out", str(out)]
+    code, _, stderr, _ = kill_mid_run(run_args, only, served=2)
+    assert code == 1, stderr
     last = stderr.strip().splitlines()[-1]
     assert last.startswith(
         f"orsgen eval: error: every endpoint has been down for 1 s: {only.endpoint} (connection "
