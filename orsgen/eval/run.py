@@ -147,9 +147,10 @@ def evaluate(
     on_start: Callable[[EvalConfig, int], None] | None = None,
 ) -> EvalResult:
     """Evaluate the model and endpoint of ``config`` (an OpenAI-compatible base URL such
-    as ``http://127.0.0.1:8000/v1``, or several serving the same model) on its split of a generated adapter class ``env`` (or
-    a factory returning adapters). ``EvalConfig``'s fields left ``None`` are filled in
-    from the environment; the result is ``EvalResult.config`` and ``run.json``.
+    as ``http://127.0.0.1:8000/v1``, or several serving the same model) on its split of a
+    generated adapter class ``env`` (or a factory returning adapters). ``EvalConfig``'s
+    fields left ``None`` are filled in from the environment; the result is
+    ``EvalResult.config`` and ``run.json``.
 
     ``adapter`` holds the adapter's settings: a mapping of its keywords (``base_url``,
     ``api_key``, ``secrets``, ...), or an :class:`~orsgen.AdapterConfig` used as it is.
@@ -164,10 +165,9 @@ def evaluate(
     complete).
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
-    configuration, always before the first rollout;
-    :class:`~orsgen.eval.endpoints.EndpointsDown` once every endpoint has been down for
-    ``endpoint_down_limit`` seconds; an error after that is raised as it is, with the rows
-    written so far kept."""
+    configuration, always before the first rollout; :class:`~orsgen.EndpointsDown` (a
+    ``RuntimeError``) once every endpoint has been down for ``endpoint_down_limit``
+    seconds; an error after that is raised as it is, with the rows written so far kept."""
     if concurrency < 1:
         raise EvalConfigError(f"must be at least 1, got {concurrency}", "concurrency")
     if not endpoint_down_limit > 0:
