@@ -93,6 +93,19 @@ def test_ties_go_in_turn_so_one_request_at_a_time_still_spreads() -> None:
     assert [e.requests for e in r.endpoints] == [2, 2, 2]
 
 
+def test_a_request_sent_again_goes_to_another_endpoint_when_one_can_take_it() -> None:
+    r = router(2, Clock())
+    a, b = r.endpoints
+    busy = [r.take()[0] for _ in range(4)]  # two each
+    r.answered(busy[0])  # a has the fewest in flight, yet the request a failed goes to b
+    assert r.take(avoid=a)[0] is b
+    r.answered(b)
+    r.answered(b)
+    assert r.take(avoid=b)[0] is a
+    r.failed(a, False, "connection failed")  # b alone can take requests now
+    assert r.take(avoid=b)[0] is b
+
+
 def test_a_failing_endpoint_rests_and_its_rest_doubles_up_to_the_cap(caplog) -> None:
     clock = Clock()
     r = router(2, clock)
@@ -244,15 +257,34 @@ def test_every_endpoint_refusing_for_the_limit_raises_naming_each() -> None:
     assert all(counts[url]["outages"] == 1 and counts[url]["failures"] >= 1 for url in dead)
 
 
-def test_a_request_the_server_keeps_failing_fails_its_rollout_not_the_run(standin) -> None:
+def test_a_server_error_is_retried_then_fails_its_rollout_and_the_endpoint_stays_up(
+    standin, caplog
+) -> None:
+    """A server that answers 500 is up (transformers serve answers 500 to a tool call it
+    cannot parse): the request is sent again, then fails; the endpoint never rests."""
     broken = standin(chat_status=500, chat_message="tool parser crashed")
-    endpoints = Endpoints([broken.endpoint], None, 30.0, rests=(0.01, 0.02))
-    with pytest.raises(RequestFailed) as raised:
-        endpoints.post(BODY)
-    said = str(raised.value)
-    assert said.startswith(f"endpoint {broken.endpoint}: HTTP 500 (InternalServerError): ")
-    assert f"failed this request {SERVER_ERRORS} times" in said
-    assert endpoints.router.counts()[broken.endpoint]["failures"] == SERVER_ERRORS
+    caplog.set_level(logging.WARNING, "orsgen.eval")
+    endpoints = Endpoints([broken.endpoint], None, 30.0, down_limit=0.01)
+    for _ in range(3):  # a down limit of 0.01 s would stop the run at the first outage
+        with pytest.raises(RequestFailed) as raised:
+            endpoints.post(BODY)
+        said = str(raised.value)
+        assert said.startswith(f"endpoint {broken.endpoint}: HTTP 500 (InternalServerError): ")
+        assert said.endswith(f"(the endpoints failed this request {SERVER_ERRORS} times)")
+    counts = endpoints.router.counts()[broken.endpoint]
+    assert counts == {"requests": 3 * SERVER_ERRORS, "failures": 3 * SERVER_ERRORS, "outages": 0}
+    assert caplog.records == []  # no outage to log
+    assert broken.chat_requests() == 0  # it answered none with 200
+
+
+def test_a_server_error_goes_to_the_other_endpoint(standin) -> None:
+    broken, working = standin(chat_status=500), standin()
+    endpoints = Endpoints([broken.endpoint, working.endpoint], None, 30.0)
+    for _ in range(2):  # each goes to the broken one in its turn, then to the other
+        assert endpoints.post(BODY).choices[0].message.tool_calls
+    counts = endpoints.router.counts()
+    assert counts[broken.endpoint] == {"requests": 2, "failures": 2, "outages": 0}
+    assert counts[working.endpoint]["requests"] == working.chat_requests() == 2
 
 
 def test_a_4xx_is_the_requests_answer_and_no_outage(standin) -> None:

@@ -2,20 +2,21 @@
 client per endpoint, and one :class:`Router` that sends each request to the endpoint with
 the fewest requests in flight (ties in turn).
 
-An endpoint that fails a request (no connection, no answer in time, HTTP 408, 409, 429 or
-5xx: what the ``openai`` client itself retries) rests, and the request goes to another
-endpoint, or to the same one once its rest is over. The rest starts at ``FIRST_REST``
-seconds and doubles, up to ``MAX_REST``, each time a request sent to it while it rests
-fails too; once its rest is over it takes one request at a time, and the first answer
-ends its outage. An outage is logged once when it starts and once when it ends; it is
-never the model's failure. Two limits end the retrying:
+An endpoint that is not there (it refuses or drops the connection, or answers HTTP 502,
+503 or 504, which a gateway answers for a server that is not there, or 408, 409 or 429,
+busy) rests, and the request goes to another endpoint, or to the same one once its rest is
+over. The rest starts at ``FIRST_REST`` seconds and doubles, up to ``MAX_REST``, each time
+a request sent to it after its rest fails too; once its rest is over it takes one request
+at a time, and the first answer ends its outage. An outage is logged once when it starts
+and once when it ends; it is never the model's failure. When every endpoint has been down
+for the down limit, every request raises :class:`EndpointsDown`, and the run stops.
 
-- a request that the endpoints answer with a server error (HTTP 500 and the other 5xx
-  but 502, 503 and 504, which a gateway answers for a server that is not there) or let
-  time out ``SERVER_ERRORS`` times fails its rollout: a request that crashes the server's
-  tool-call parser fails the same way on every replica, and must not loop;
-- when every endpoint has been down for the down limit, every request raises
-  :class:`EndpointsDown`, and the run stops.
+An endpoint that answers a server error (HTTP 500 and the other 5xx) is up: it answered.
+Such an error, like a request that times out, is often the request's own (a tool call that
+crashes the server's parser fails the same way on every replica): the request is sent again
+at once, to another endpoint when one can take it, and fails its rollout after
+``SERVER_ERRORS`` of them. Resting the endpoint instead would make a server that fails
+many of a model's requests look down for good, and stop the run.
 
 Each client has ``max_retries=1`` (the ``openai`` default is 2, backing off 0.5 s, then
 1 s, up to 8 s): one quick retry absorbs a kept-alive connection that the server closed
@@ -41,12 +42,11 @@ from orsgen.jsonobject import is_object
 FIRST_REST = 1.0
 MAX_REST = 30.0
 DEFAULT_DOWN_LIMIT = 300.0
-SERVER_ERRORS = 3
+SERVER_ERRORS = 2
 CLIENT_RETRIES = 1
-# Statuses the openai client retries besides 5xx; with those and a failed connection or
-# a timeout, the endpoint's fault rather than the request's.
-RETRIED_STATUSES = frozenset({408, 409, 429})
-_AWAY_STATUSES = RETRIED_STATUSES | {502, 503, 504}  # not there, or busy: no request's fault
+# Busy, or not there (a gateway's answers): the endpoint rests. The openai client retries
+# these and 5xx itself (once, here).
+_AWAY_STATUSES = frozenset({408, 409, 429, 502, 503, 504})
 
 log = logging.getLogger("orsgen.eval")
 Clock = Callable[[], float]
@@ -151,9 +151,9 @@ class Router:
         self._turn = 0
         self._stopped: str | None = None  # why every request now raises EndpointsDown
 
-    def take(self) -> tuple[Endpoint, bool]:
-        """The endpoint of the next request, and whether it is down (the request is then
-        the one it takes after its rest). Waits while every endpoint rests; raises
+    def take(self, avoid: Endpoint | None = None) -> tuple[Endpoint, bool]:
+        """The endpoint of the next request (another than ``avoid`` when one can take it),
+        and whether it is down (the request is then the one it takes after its rest). Waits while every endpoint rests; raises
         :class:`EndpointsDown` once every one has been down for the down limit."""
         with self._ready:
             while True:
@@ -167,7 +167,7 @@ class Router:
                     self._ready.notify_all()
                 if self._stopped is not None:
                     raise EndpointsDown(self._stopped)
-                chosen = self._choose(now)
+                chosen = self._choose(now, avoid)
                 if chosen is not None:
                     chosen.in_flight += 1
                     chosen.requests += 1
@@ -183,23 +183,24 @@ class Router:
         since = [e.down_since for e in self.endpoints]
         return None if None in since else max(s for s in since if s is not None)
 
-    def _choose(self, now: float) -> Endpoint | None:
+    def _choose(self, now: float, avoid: Endpoint | None) -> Endpoint | None:
         count = len(self.endpoints)
         open_ = [
-            (e.in_flight, (i - self._turn) % count, i)
+            (e is avoid, e.in_flight, (i - self._turn) % count, i)
             for i, e in enumerate(self.endpoints)
             if e.down_since is None or (now >= e.rest_until and e.in_flight == 0)
         ]
         if not open_:
             return None
-        index = min(open_)[2]
+        index = min(open_)[3]
         self._turn = (index + 1) % count
         return self.endpoints[index]
 
-    def answered(self, endpoint: Endpoint) -> None:
-        """``endpoint`` answered a request (whatever the answer): it is up."""
+    def answered(self, endpoint: Endpoint, failed: bool = False) -> None:
+        """``endpoint`` answered a request (``failed``: with a server error): it is up."""
         with self._ready:
             endpoint.in_flight -= 1
+            endpoint.failures += failed
             if endpoint.down_since is not None:
                 gone = self._clock() - endpoint.down_since
                 log.warning(
@@ -211,8 +212,16 @@ class Router:
                 endpoint.down_since = None
                 self._ready.notify_all()
 
+    def timed_out(self, endpoint: Endpoint) -> None:
+        """A request to ``endpoint`` got no answer in time: a failure, and no news of it."""
+        with self._ready:
+            endpoint.in_flight -= 1
+            endpoint.failures += 1
+            self._ready.notify_all()  # a resting endpoint may take its next try
+
     def failed(self, endpoint: Endpoint, resting: bool, error: str) -> None:
-        """``endpoint`` failed a request, sent while it rested (``resting``) or not."""
+        """``endpoint`` is not there for a request sent while it rested (``resting``) or
+        not: it rests."""
         with self._ready:
             now = self._clock()
             endpoint.in_flight -= 1
@@ -285,43 +294,48 @@ class Endpoints:
         :class:`RequestFailed` or :class:`EndpointsDown`."""
         from openai.types.chat import ChatCompletion
 
-        server_errors = 0
+        server_errors, failed_it = 0, None
         while True:
-            endpoint, resting = self.router.take()
+            endpoint, resting = self.router.take(failed_it)
             try:
                 answer = endpoint.client.post(
                     "/chat/completions", body=body, cast_to=ChatCompletion
                 )
             except Exception as exc:  # noqa: BLE001 - every failure is routed or a verdict
                 fault = _fault(exc)
+                if fault == "away":
+                    self.router.failed(endpoint, resting, error_text(exc))
+                    continue
+                if fault == "timeout":
+                    self.router.timed_out(endpoint)
+                else:
+                    self.router.answered(endpoint, failed=fault == "server")
+                said = f"endpoint {endpoint.label}: {error_text(exc)}"
                 if fault is None:
-                    self.router.answered(endpoint)
-                    raise RequestFailed(f"endpoint {endpoint.label}: {error_text(exc)}") from exc
-                self.router.failed(endpoint, resting, error_text(exc))
-                server_errors += fault == "server"
+                    raise RequestFailed(said) from exc
+                server_errors, failed_it = server_errors + 1, endpoint
                 if server_errors >= SERVER_ERRORS:
-                    raise RequestFailed(
-                        f"endpoint {endpoint.label}: {error_text(exc)} (the endpoints failed "
-                        f"this request {server_errors} times)"
-                    ) from exc
+                    times = f"(the endpoints failed this request {server_errors} times)"
+                    raise RequestFailed(f"{said} {times}") from exc
                 continue
             self.router.answered(endpoint)
             return answer
 
 
-def _fault(exc: BaseException) -> Literal["away", "server"] | None:
-    """Whose failure: the endpoint's, not there or busy (``away``), the endpoint's on this
-    request (``server``: a timeout, a server error), or the request's (``None``)."""
+def _fault(exc: BaseException) -> Literal["away", "server", "timeout"] | None:
+    """Whose failure: the endpoint's, not there or busy (``away``), a server error or no
+    answer in time on this request (``server``, ``timeout``), or the request's own answer
+    (``None``: any other 4xx)."""
     import openai
 
     if isinstance(exc, openai.APITimeoutError):
-        return "server"
+        return "timeout"
     if isinstance(exc, openai.APIConnectionError):
         return "away"
     status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and (status in _AWAY_STATUSES or status >= 500):
-        return "away" if status in _AWAY_STATUSES else "server"
-    return None
+    if isinstance(status, int) and status in _AWAY_STATUSES:
+        return "away"
+    return "server" if isinstance(status, int) and status >= 500 else None
 
 
 def server_message(exc: BaseException) -> str:
