@@ -95,9 +95,9 @@ def check(keyed_urls: Sequence[tuple[str, str]]) -> None:
 
     silent: list[str] = []
     for url, key in keyed_urls:
-        client = openai.OpenAI(base_url=url, api_key=key, timeout=30.0, max_retries=1)
         try:
-            client.models.list()
+            with openai.OpenAI(base_url=url, api_key=key, timeout=30.0, max_retries=1) as client:
+                client.models.list()
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             said = server_message(exc)
             raise EvalConfigError(
@@ -320,6 +320,11 @@ class Endpoints:
                 continue
             self.router.answered(endpoint)
             return answer
+
+    def close(self) -> None:
+        """Close every client's connections."""
+        for endpoint in self.router.endpoints:
+            endpoint.client.close()
 
 
 def _fault(exc: BaseException) -> Literal["away", "server", "timeout"] | None:

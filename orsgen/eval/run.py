@@ -210,6 +210,7 @@ def evaluate(
                 write_json(plan.out / RUN_FILE, {**config.to_json(), "endpoint_counts": counts})
         seconds = time.monotonic() - started
     finally:
+        endpoints.close()
         adapters.close()
     records = plan.done  # the resumed rows' records, and the new ones
     summary = summarize(records, plan.config.to_json(), records.tools)
