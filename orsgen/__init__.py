@@ -51,6 +51,7 @@ _PUBLIC: dict[str, str] = {
     "compare": "orsgen.eval.compare",
     "format_comparison": "orsgen.eval",
     "load_summary": "orsgen.eval",
+    "merge_shards": "orsgen.eval",
     "pass_at_k": "orsgen.eval",
     "pass_hat_k": "orsgen.eval",
     # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
@@ -119,6 +120,7 @@ __all__ = [
     "format_comparison",
     "load_adapter",
     "load_summary",
+    "merge_shards",
     "pass_at_k",
     "pass_hat_k",
     "passes",
@@ -156,6 +158,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import evaluate as evaluate
     from orsgen.eval import format_comparison as format_comparison
     from orsgen.eval import load_summary as load_summary
+    from orsgen.eval import merge_shards as merge_shards
     from orsgen.eval import pass_at_k as pass_at_k
     from orsgen.eval import pass_hat_k as pass_hat_k
     from orsgen.eval import SftError as SftError

@@ -16,12 +16,21 @@ The conventions the docs are written to (docs/internals.md, "Documented code is 
   and drop the line that would start it;
 - ``http://127.0.0.1:8001/v1`` in a Python block is an OpenAI-compatible endpoint serving the
   model ``./my-model``: the tests serve the tiny model warmed up on the echo environment
-  (examples/tiny_model.py) with ``transformers serve`` and put its endpoint and name there.
+  (examples/tiny_model.py) with ``transformers serve`` and put its endpoint and name there;
+- every import of every ```python block resolves, blocks that do not run included (a
+  ``not-run`` sketch, a ``file``): a sketch that does not parse as a whole (``f(a=1, ...)``, a
+  signature) has its import lines read alone. A ``generated.NAME`` the repository does not hold
+  is the package a page writes with ``orsgen FILE -o generated/NAME`` from its
+  ``<!-- file: FILE -->`` block.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,3 +139,61 @@ def _command(line: str) -> str:
     while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
         words = words[1:]
     return words[0] if words else ""
+
+
+def imports(code: str) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of a block. A block that does not parse as a whole (a sketch
+    with placeholders, a signature) still has its import lines read, each alone (with its
+    parenthesised continuation lines)."""
+    try:
+        tree: ast.AST = ast.parse(code)
+    except SyntaxError:
+        tree = ast.Module(body=_import_lines(code), type_ignores=[])
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def _import_lines(code: str) -> list[ast.stmt]:
+    lines = code.splitlines()
+    found: list[ast.stmt] = []
+    for start, line in enumerate(lines):
+        if not re.match(r"^\s*(import|from)\s", line):
+            continue
+        for end in range(start + 1, len(lines) + 1):
+            try:
+                found += ast.parse(textwrap.dedent("\n".join(lines[start:end]))).body
+                break
+            except SyntaxError:
+                continue
+    return found
+
+
+def unresolved(sources: list[tuple[str, str]]) -> list[str]:
+    """The imports of ``(where, code)`` pairs that do not resolve in this interpreter, each
+    as ``where: from M import N`` (or ``where: import M``)."""
+    wrong: list[str] = []
+    for where, code in sources:
+        for node in imports(code):
+            if isinstance(node, ast.Import):
+                wrong += [f"{where}: import {a.name}" for a in node.names if not _module(a.name)]
+                continue
+            module = "." * node.level + (node.module or "")
+            found = _module(module) if node.level == 0 else None
+            for alias in node.names:
+                if found is None or not (
+                    _has(found, alias.name) or _module(f"{module}.{alias.name}")
+                ):
+                    wrong.append(f"{where}: from {module} import {alias.name}")
+    return wrong
+
+
+def _has(module: object, name: str) -> bool:
+    """Whether ``module`` defines ``name``; a name in its ``__all__`` counts without being
+    loaded (``orsgen``'s lazy namespace: tests/test_docs_namespace.py loads each of them)."""
+    return name in vars(module) or name in getattr(module, "__all__", ()) or hasattr(module, name)
+
+
+def _module(name: str) -> object | None:
+    try:
+        return importlib.import_module(name) if importlib.util.find_spec(name) else None
+    except ImportError:  # a parent package that is missing, or a module that fails to import
+        return None

@@ -1,9 +1,9 @@
 """A scripted stand-in for an OpenAI-compatible chat-completions server: no model, it
-answers at once, or after ``--delay`` seconds. Run as its own process on 127.0.0.1
-(``start(...)``), stopped by PID.
+answers at once (or ``--delay`` seconds late, as a model's latency). Run as its own process
+on 127.0.0.1 (``start(...)``), stopped by PID.
 
     python tests/openai_standin.py --port P [--tool say --argument text --calls 1 --size 16]
-        [--tools lookup,nosuch,submit] [--delay 0.2]
+        [--tools lookup,nosuch,submit] [--quote 3] [--delay 0.2]
         [--chat-status 400 --chat-message "Server is pinned to ..."]
         [--models-status 401 --models-message "Invalid API key"]
 
@@ -11,7 +11,10 @@ By default each ``POST /v1/chat/completions`` answers, from the messages it is s
 of ``--tool`` with ``{--argument: <--size characters>}`` while the conversation holds fewer
 than ``--calls`` tool results, then a plain answer of ``--size`` characters (with ``--tools``,
 the i-th call is of the i-th name there, round and round, and ``--calls`` defaults to their
-number). With
+number). With ``--quote K`` the call's argument is instead the word the prompt quotes (the
+first user message's ``'...'``), reversed on requests whose ``seed`` is a multiple of ``K``:
+against ``orsgen eval --seed S`` on the echo environment every rollout's reward is then
+fixed by its task, sample and turn, and differs between them. With
 ``--chat-status`` / ``--models-status`` that route answers that HTTP status with an
 OpenAI-style error body (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists
 one model, ``standin``; ``GET /health`` answers 200 once the server listens, with the
@@ -33,6 +36,16 @@ from pathlib import Path
 from typing import Any
 
 MODEL = "standin"
+
+
+def argument(opts: argparse.Namespace, body: dict[str, Any], filler: str) -> str:
+    """The tool call's argument for a request ``body`` (``--quote``: see the module's doc)."""
+    if not opts.quote:
+        return filler
+    prompt = next(m for m in body["messages"] if m.get("role") == "user")["content"]
+    text = prompt if isinstance(prompt, str) else " ".join(p.get("text", "") for p in prompt)
+    word = text.split("'")[1]
+    return word[::-1] if int(body.get("seed", 1)) % opts.quote == 0 else word
 
 
 def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
@@ -92,7 +105,7 @@ def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
                         "type": "function",
                         "function": {
                             "name": names[results % len(names)],
-                            "arguments": json.dumps({opts.argument: filler}),
+                            "arguments": json.dumps({opts.argument: argument(opts, body, filler)}),
                         },
                     }
                 ]
@@ -122,6 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tools", default="")
     p.add_argument("--calls", type=int, default=None)
     p.add_argument("--size", type=int, default=16)
+    p.add_argument("--quote", type=int, default=0)
     p.add_argument("--chat-status", type=int, default=0)
     p.add_argument("--chat-message", default="")
     p.add_argument("--models-status", type=int, default=0)

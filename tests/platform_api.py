@@ -17,13 +17,17 @@ What the SDK sends and expects (``api/rollouts/rollout.py``, ``background.py``,
   ``model_name``, ``training_stage`` (and ``variant``...) -> ``{"tasks": [{task_index,
   avg_reward, min_reward, max_reward, num_rollouts, response_chars, split, variant}]}``.
 
+It takes only what the SDK sends: a post to ``/v1/rollouts`` without the key header is
+answered 401, and one that holds a rollout start beside any other event (several starts,
+or a start and messages: the SDK posts each start alone) 422.
+
 Every request is appended to a JSON-lines record file (so it survives a stop), with the
 client's port (``peer``: one per connection). ``POST /_control {"refuse": 503 | 429 |
 null}`` makes the API answer every other request with that status until told otherwise;
 ``{"hang": true}`` makes it record every other request and never answer it (an API that
-accepts connections and does not answer); ``{"one_start": true}`` makes it answer 422 to a
-post with more than one rollout start event (the SDK posts each start alone). It speaks HTTP/1.1 and keeps connections alive,
-as the platform's API does.
+accepts connections and does not answer). ``--delay SECONDS`` (``PlatformAPI(delay=)``)
+makes it answer each request that much later, as a distant API would. It speaks HTTP/1.1
+and keeps connections alive, as the platform's API does.
 """
 
 from __future__ import annotations
@@ -112,18 +116,20 @@ class _Handler(BaseHTTPRequestHandler):
             asked = json.loads(body or "{}")
             self.server.refuse = asked.get("refuse")
             self.server.hang = bool(asked.get("hang"))
-            self.server.one_start = bool(asked.get("one_start"))
             return self._send(200, asked)
         self._record(body)
         if self.server.hang:
             threading.Event().wait()  # never answers (a daemon thread: ends with the server)
+        time.sleep(self.server.delay)
         if self.server.refuse:
             return self._send(int(self.server.refuse), {"detail": "refused by the stand-in"})
         parts = url.path.strip("/").split("/")
         if url.path == "/v1/rollouts" and self.command == "POST":
-            starts = [e for e in json.loads(body)["events"] if e.get("eventType") == "rollout"]
-            if self.server.one_start and len(starts) > 1:
-                return self._send(422, {"detail": "one rollout start per request"})
+            if not self.headers.get("x-api-key"):
+                return self._send(401, {"detail": "no API key"})
+            events = json.loads(body)["events"]
+            if len(events) > 1 and any(e.get("eventType") == "rollout" for e in events):
+                return self._send(422, {"detail": "a rollout's start is posted alone"})
             return self._send(200, {"ok": True})
         if len(parts) == 4 and parts[:2] == ["v1", "environments"]:
             return self._send(200, {"id": f"env-{parts[2]}-{parts[3]}", "name": parts[3]})
@@ -148,14 +154,14 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = _serve
 
 
-def serve(port: int, record: str, difficulty: str | None) -> None:
+def serve(port: int, record: str, difficulty: str | None, delay: float) -> None:
     server: Any = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
     server.daemon_threads = True
     server.lock = threading.Lock()
     server.record = record
     server.refuse = None
     server.hang = False
-    server.one_start = False
+    server.delay = delay
     server.difficulty = json.loads(Path(difficulty).read_text()) if difficulty else []
     print(server.server_address[1], flush=True)
     server.serve_forever()
@@ -164,11 +170,13 @@ def serve(port: int, record: str, difficulty: str | None) -> None:
 class PlatformAPI:
     """The stand-in in a subprocess: ``url``, what it recorded, refusing and stopping."""
 
-    def __init__(self, directory: Path, difficulty: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, directory: Path, difficulty: list[dict[str, Any]] | None = None, delay: float = 0.0
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.record = directory / "platform_requests.jsonl"
         self.record.touch()
-        args = [sys.executable, __file__, "--record", str(self.record)]
+        args = [sys.executable, __file__, "--record", str(self.record), "--delay", str(delay)]
         if difficulty is not None:
             (directory / "difficulty.json").write_text(json.dumps(difficulty))
             args += ["--difficulty", str(directory / "difficulty.json")]
@@ -218,10 +226,6 @@ class PlatformAPI:
         """From now on, record every request and never answer it."""
         self._control({"hang": True})
 
-    def one_start_per_request(self) -> None:
-        """From now on, answer 422 to a post of several rollout starts."""
-        self._control({"one_start": True})
-
     def _control(self, asked: dict[str, Any]) -> None:
         request = urllib.request.Request(
             self.url + "/_control", data=json.dumps(asked).encode(), method="POST"
@@ -268,5 +272,6 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--record", required=True)
     parser.add_argument("--difficulty")
+    parser.add_argument("--delay", type=float, default=0.0)
     a = parser.parse_args()
-    serve(a.port, a.record, a.difficulty)
+    serve(a.port, a.record, a.difficulty, a.delay)

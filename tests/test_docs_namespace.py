@@ -20,21 +20,15 @@ USER_PAGES = [p for p in docs_blocks.pages() if p.name != "internals.md"]
 API_PAGE = Path("docs/reference/api.md")
 
 
-def _imports(source: str, where: str) -> list[tuple[str, str | None]]:
-    """(module, name) of every import of orsgen in ``source``; name None for ``import x``."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []  # a signature or a fragment: nothing it imports
+def _imports(source: str) -> list[tuple[str, str | None]]:
+    """(module, name) of every import of orsgen in ``source``; name None for ``import x``
+    (a block that does not parse as a whole still has its import lines read)."""
     found: list[tuple[str, str | None]] = []
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.module
-            and node.module.split(".")[0] == "orsgen"
-        ):
-            found += [(node.module, alias.name) for alias in node.names]
-        elif isinstance(node, ast.Import):
+    for node in docs_blocks.imports(source):
+        if isinstance(node, ast.ImportFrom):
+            if (node.module or "").split(".")[0] == "orsgen":
+                found += [(str(node.module), alias.name) for alias in node.names]
+        else:
             found += [(a.name, None) for a in node.names if a.name.split(".")[0] == "orsgen"]
     return found
 
@@ -85,7 +79,7 @@ def test_the_docs_readme_and_examples_import_only_public_names() -> None:
         sources.append((str(example.relative_to(ROOT)), example.read_text(encoding="utf-8")))
     wrong = []
     for where, source in sources:
-        for module, name in _imports(source, where):
+        for module, name in _imports(source):
             if module != "orsgen" or name not in orsgen.__all__:
                 wrong.append(f"{where}: {module}{'.' + name if name else ''}")
     assert wrong == [], "import these from `orsgen` (or make them public):\n" + "\n".join(wrong)

@@ -1,4 +1,4 @@
-"""The evaluation's estimators (orsgen/eval/estimators.py) against their closed forms, and
+"""The evaluation's estimators (orsgen/eval/summary.py) against their closed forms, and
 the summary's rules on hand-built rows (orsgen/eval/summary.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from orsgen.eval.estimators import bootstrap_interval, mean_and_se, pass_at_k, pass_hat_k
+from orsgen.eval.summary import bootstrap_interval, mean_and_se, pass_at_k, pass_hat_k
 from orsgen.eval.summary import summarize
 
 
@@ -102,7 +102,7 @@ def test_zero_variance_is_the_share_of_alike_groups_for_every_g_up_to_n() -> Non
     an estimator, unbiased for p^G + (1-p)^G: its expectation over c ~ Binomial(n, p)."""
     from itertools import combinations
 
-    from orsgen.eval.estimators import zero_variance
+    from orsgen.eval.summary import zero_variance
 
     for n in range(2, 13):
         for c in range(n + 1):

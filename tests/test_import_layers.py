@@ -226,10 +226,91 @@ def _private_openreward(modules: set[str]) -> set[str]:
     }
 
 
-def test_one_runtime_module_touches_private_openreward_modules() -> None:
-    users = {name: _private_openreward(mods) for name, mods in runtime_imports().items()}
+ORSGEN = RUNTIME.parent
+
+
+def _orsgen_trees() -> dict[str, ast.AST]:
+    """Every module of orsgen/ (by its path under orsgen/), parsed."""
+    return {
+        str(path.relative_to(ORSGEN)): ast.parse(path.read_text(encoding="utf-8"))
+        for path in sorted(ORSGEN.rglob("*.py"))
+    }
+
+
+def test_one_orsgen_module_touches_private_openreward_modules() -> None:
+    """transport/sdk.py alone names a private SDK module (by import, or by name through
+    importlib), and it names only the session internals and the environments client."""
+    trees = _orsgen_trees()
+    assert len(trees) > 50
+    users = {name: _private_openreward(_imported_modules(tree)) for name, tree in trees.items()}
     users = {name: mods for name, mods in users.items() if mods}
-    assert set(users) == {"orsgen.runtime.transport.sdk"}, users
+    assert set(users) == {"runtime/transport/sdk.py"}, users
+    named = {m for m in _imported_modules(trees["runtime/transport/sdk.py"]) if "openreward" in m}
+    allowed = ("openreward.api._session", "openreward.api.environments.client")
+    assert {m for m in named if not m.startswith(allowed)} == set()
+
+
+def _computed_sdk_imports(tree: ast.AST) -> list[str]:
+    """``importlib.import_module("openreward...")``: a plain import works there, and the
+    import-layer checks read plain imports."""
+    return [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "import_module"
+        and node.args
+        and "openreward" in ast.unparse(node.args[0])
+    ]
+
+
+def test_no_orsgen_module_imports_the_sdk_by_computed_name() -> None:
+    found = {name: _computed_sdk_imports(tree) for name, tree in _orsgen_trees().items()}
+    assert {name: calls for name, calls in found.items() if calls} == {}
+
+
+def _routes(tree: ast.AST) -> list[str]:
+    """String literals (docstrings aside) that spell a platform API route, ``/v1/...``."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and "/v1/" in node.value
+        and id(node) not in docstrings
+    ]
+
+
+def test_no_platform_route_is_spelled_in_orsgen() -> None:
+    """Routes are the SDK's to know: orsgen calls its clients."""
+    found = {name: _routes(tree) for name, tree in _orsgen_trees().items()}
+    assert {name: routes for name, routes in found.items() if routes} == {}
+
+
+def test_the_scans_find_what_they_look_for() -> None:
+    sample = ast.parse(
+        "import importlib\n"
+        "from openreward._version import USER_AGENT\n"
+        'importlib.import_module("openreward.api.rollouts.background")\n'
+        'URL = f"/v1/environments/{x}"\n'
+        'def f():\n    """Posts to /v1/rollouts."""\n    return "/v1/rollouts"\n'
+    )
+    assert _private_openreward(_imported_modules(sample)) == {
+        "openreward._version",
+        "openreward._version.USER_AGENT",
+    }
+    assert _computed_sdk_imports(sample) == [
+        "importlib.import_module('openreward.api.rollouts.background')"
+    ]
+    assert sorted(_routes(sample)) == ["/v1/environments/", "/v1/rollouts"]
 
 
 def _private_reads(tree: ast.AST) -> set[str]:

@@ -96,9 +96,8 @@ def test_a_stopped_api_costs_no_rollout_and_no_exception(
     assert said.count(WARNING) == 1  # once per outage, not once per rollout
     arrived = len(api.rollouts())
     # Dropped: counted in the run's ors/upload_dropped, or by the exit's line for the
-    # rollouts the uploader still held (it waits up to START_LINGER for more rollouts to
-    # start with one, so a run shorter than that uploads at exit). Every rollout arrived or
-    # was dropped.
+    # rollouts the uploader still held (a start under way, or waiting behind the probe,
+    # when the run ended). Every rollout arrived or was dropped.
     dropped = out["dropped"] + dropped_at_exit(said)
     assert dropped >= 1 and arrived + dropped >= n
     print(

@@ -97,8 +97,8 @@ def test_grpo_rollouts_reach_the_runs_ui_once_and_a_stopped_api_costs_nothing(
     assert said.count("uploading rollouts to the runs UI failed") == 1
     arrived = len(stopped.rollouts())
     # Dropped: counted in the trainer's ors/upload_dropped, or, for rollouts the uploader
-    # still held when train() ended (it groups starts a START_SPACING apart), by the exit's
-    # line; every rollout arrived or was dropped.
+    # still held when train() ended (a start under way, or waiting behind the probe), by the
+    # exit's line; every rollout arrived or was dropped.
     dropped = cut["dropped"] + dropped_at_exit(said)
     assert 0 < arrived < len(cut["scored"]) and dropped >= 1
     assert arrived + dropped >= len(cut["scored"])

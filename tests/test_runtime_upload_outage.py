@@ -1,9 +1,10 @@
 """What an outage of the platform API costs the uploader (orsgen/runtime/upload/uploader.py),
-counted in requests against the stand-in API (tests/platform_api.py), not in seconds: a
-start is tried 1 + START_RETRIES times on a 5xx (not the SDK's five: a try and four retries,
-7.5 s); once it has failed, a probe is one request, and a flush with the API known to be
-down drops what is queued without a request. An API that accepts connections and never
-answers costs one start (given up after START_TIMEOUT), not the exit's time.
+counted in requests against the stand-in API (tests/platform_api.py), not in seconds: one
+rollout's start at a time while the API is not known to answer (the SDK's ``create()``,
+tried 1 + its ``max_retries`` times on a 5xx); once it has failed, a probe is one start, and
+a flush with the API known to be down drops what is queued without a request. An API that
+accepts connections and never answers costs one start (taken as an outage after
+START_TIMEOUT), not the exit's time.
 
 An uploader of the test's own, in this process, with the SDK's real upload client."""
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import openreward
 import pytest
 
 from orsgen.runtime.upload import uploader as uploader_module
@@ -21,7 +23,7 @@ from platform_api import PlatformAPI
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 KEY = "or-outage-test-key-3c4d"
-TRIES_ON_5XX = 1 + uploader_module.START_RETRIES  # 3 (0.5 + 1 s)
+TRIES_ON_5XX = 1 + openreward.OpenReward(api_key=KEY).config.send_loop_config.max_retries
 
 
 def _record(api: PlatformAPI, number: int) -> Record:
@@ -45,14 +47,15 @@ def _record(api: PlatformAPI, number: int) -> Record:
     )
 
 
-def _starts(api: PlatformAPI) -> int:
-    """Requests that posted a rollout's start event (each try of it counts)."""
-    return sum(
-        1
+def _starts(api: PlatformAPI) -> list[str]:
+    """The rollout of each request that posted a start (each try of it counts)."""
+    return [
+        e["eventId"]
         for r in api.requests()
         if r["path"] == "/v1/rollouts"
-        and any(e.get("eventType") == "rollout" for e in json.loads(r["body"])["events"])
-    )
+        for e in json.loads(r["body"])["events"]
+        if e.get("eventType") == "rollout"
+    ]
 
 
 def _settled(up: Uploader) -> None:
@@ -74,12 +77,12 @@ def test_a_probe_of_a_down_api_is_one_request_and_recovery_is_noticed(
     up = Uploader()
     up.warm()
     api.refuse(503)
-    up.submit(_record(api, 0))  # healthy so far: a start and its retries
+    up.submit(_record(api, 0))  # not known to answer yet: a start and its retries
     _settled(up)
-    assert up.down and up.dropped_total == 1 and _starts(api) == TRIES_ON_5XX
-    up.submit(_record(api, 1))  # known down: a probe, one request
+    assert up.down and up.dropped_total == 1 and len(_starts(api)) == TRIES_ON_5XX
+    up.submit(_record(api, 1))  # known down: a probe, one start
     _settled(up)
-    assert up.down and up.dropped_total == 2 and _starts(api) == TRIES_ON_5XX + 1
+    assert up.down and up.dropped_total == 2 and len(set(_starts(api))) == 2
     api.refuse(None)
     up.submit(_record(api, 2))  # the probe goes through: the outage is over
     _settled(up)
@@ -101,15 +104,14 @@ def test_a_flush_with_the_api_known_down_drops_the_queue_without_a_request(
     up = Uploader()
     up.warm()
     api.refuse(503)
-    # The first start goes through its retries (1.5 s) while the others wait behind it; the
-    # flush begins meanwhile, so when the first fails the API is known down and the others
-    # are dropped without a request. (Before: each of them probed with the SDK's retries,
-    # 8 x 7.5 s.)
+    # The first start goes through the SDK's retries (7.5 s) while the others wait behind
+    # it; the flush begins meanwhile, so when the first fails (or has taken START_TIMEOUT)
+    # the API is known down and the others are dropped without a request.
     for number in range(9):
         up.submit(_record(api, number))
     assert up.flush(60)
     assert up.down and up.dropped_total == 9 and up.uploaded == 0 and up.queued() == 0
-    assert _starts(api) == TRIES_ON_5XX
+    assert len(set(_starts(api))) == 1 and len(_starts(api)) <= TRIES_ON_5XX
     assert not any(r["messages"] for r in api.rollouts().values())
     bodies = "\n".join(r["body"] for r in api.requests())
     assert KEY not in bodies
@@ -123,10 +125,10 @@ def test_an_api_that_never_answers_costs_one_start_and_the_flush_ends(
     api.hang()  # records each request, answers none
     for number in range(5):
         up.submit(_record(api, number))
-    # The first start is given up after START_TIMEOUT: the API is known down and the rest
-    # are dropped without a request. (Before: the SDK's start waited with no timeout of its
-    # own, so the flush ran out of its time with every rollout still queued.)
+    # After START_TIMEOUT the first start is taken as an outage: the API is known down,
+    # the start is counted as dropped (its thread still waits for the SDK) and the rest
+    # are dropped without a request.
     assert up.flush(30)
     assert up.down and up.dropped_total == 5 and up.uploaded == 0 and up.queued() == 0
-    assert _starts(api) == 1
-    assert len(api.requests()) == 1
+    # (at most: on a loaded machine the SDK may not have sent it yet when it is given up)
+    assert len(_starts(api)) <= 1 and len(api.requests()) == len(_starts(api))

@@ -1,5 +1,6 @@
-"""``orsgen eval DIR --endpoint URL --model NAME [options]`` and ``orsgen eval --compare
-RUN_A RUN_B``: the command line over :func:`orsgen.eval.evaluate`.
+"""``orsgen eval DIR --endpoint URL --model NAME [options]``, ``orsgen eval --compare
+RUN_A RUN_B`` and ``orsgen eval --merge SHARD... --out RUN``: the command line over
+:func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare` and :func:`orsgen.eval.merge_shards`.
 
 Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage``
 is not met, when every endpoint has been down for ``--endpoint-down-limit`` (or for a bug:
@@ -22,7 +23,7 @@ from typing import Any
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
 from orsgen.arguments import output, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
-from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError
+from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
 from orsgen.runtime.passk import PASS_THRESHOLD
@@ -42,6 +43,13 @@ def _indices(text: str) -> list[int]:
     return found
 
 
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        return parse_shard(text)
+    except EvalConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.problem) from None
+
+
 def parser() -> Parser:
     p = Parser(
         prog="orsgen eval",
@@ -51,6 +59,8 @@ def parser() -> Parser:
     )
     p.add_argument("dir", nargs="?", help="the generated package directory")
     p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two runs")
+    p.add_argument("--merge", nargs="+", metavar="SHARD", help="merge a run's shards into --out")
+    p.add_argument("--partial", action="store_true", help="with --merge: allow missing shards")
     p.add_argument(
         "--force",
         action="store_true",
@@ -107,6 +117,7 @@ def parser() -> Parser:
         type=_indices,
         help="task indices, comma-separated (0,3,7)",
     )
+    p.add_argument("--shard", type=_shard, metavar="I/N", help="run shard I of N (I from 0)")
     p.add_argument(
         "-n",
         "--samples",
@@ -212,6 +223,14 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _merge(args: argparse.Namespace) -> EvalResult:
+    from orsgen.eval.merge import merge_shards
+
+    if not args.out:
+        raise UsageError("--merge needs --out RUN, the run to write")
+    return merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
+
+
 def _required(args: argparse.Namespace) -> None:
     given = {"DIR": args.dir, "--endpoint": args.endpoint, "--model": args.model}
     missing = [name for name, value in given.items() if not value]
@@ -222,6 +241,8 @@ def _required(args: argparse.Namespace) -> None:
         )
     if args.resume and not args.out:
         raise UsageError("--resume needs --out RUN, the run to continue")
+    if args.partial:
+        raise UsageError("--partial goes with --merge SHARD...")
 
 
 def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
@@ -291,9 +312,11 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
     check(keyed(args.endpoint, keys))
 
     def say_start(config: EvalConfig, left: int) -> None:
-        tasks = len(config.task_indices or ())
+        tasks = len(config.tasks())
         total = tasks * config.n
         what = f"{config.model} on split {config.split!r} of {config.environment}"
+        if config.shard is not None:
+            what = f"shard {config.shard[0]}/{config.shard[1]}: {what}"
         if left == 0:
             said = f"the run in {args.out} is complete ({plural(total, 'rollout')}): nothing to run"
         elif left < total:
@@ -320,7 +343,7 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 def _run(args: argparse.Namespace) -> int:
     if args.compare:
         return _compare(args)
-    result = _evaluate(args)
+    result = _merge(args) if args.merge else _evaluate(args)
     if args.upload_run:
         _report_upload(args.upload_run)
     n = result.summary["n"]

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from orsgen.eval.estimators import bootstrap_interval
+from orsgen.eval.summary import bootstrap_interval
 from orsgen.eval.results import RunFileError
 from orsgen.runtime.rundir import RunDirError, read_json, read_summary
 

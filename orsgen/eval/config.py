@@ -44,7 +44,10 @@ class EvalConfig:
     from the environment. A field left ``None`` is filled in by ``evaluate`` (``split``: the
     adapter's default split; ``pass_threshold``: the adapter's; the adapter fields: the
     generated class's, ``environment`` being its ``ENV_NAME``); a field given must agree with
-    the adapter. Construction raises :class:`EvalConfigError` naming the field."""
+    the adapter. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I``
+    from 0): it evaluates only its part of the tasks (:meth:`tasks`), and ``orsgen eval
+    --merge`` makes one run of the ``N`` shard runs. Construction raises
+    :class:`EvalConfigError` naming the field."""
 
     model: str
     endpoint: str | Sequence[str]
@@ -62,6 +65,7 @@ class EvalConfig:
     adapter: str | None = None
     adapter_version: str | None = None
     tools_sha256: str | None = None
+    shard: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         given: Any = self.endpoint
@@ -76,6 +80,8 @@ class EvalConfig:
                     f"must be integers, got {self.task_indices!r}", "task_indices"
                 ) from None
             object.__setattr__(self, "task_indices", indices)
+        if self.shard is not None:
+            object.__setattr__(self, "shard", _shard(self.shard))
         _check(self)
 
     @property
@@ -92,7 +98,7 @@ class EvalConfig:
     def to_json(self) -> dict[str, Any]:
         """``run.json``'s content."""
         out = dataclasses.asdict(self)
-        for name in ("task_indices", "endpoint"):
+        for name in ("task_indices", "endpoint", "shard"):
             if isinstance(out[name], tuple):
                 out[name] = list(out[name])
         if out["num_tasks"] is None:  # a run's config names its tasks in task_indices
@@ -107,6 +113,8 @@ class EvalConfig:
         given = {k: v for k, v in value.items() if k in names}
         if given.get("task_indices") is not None:
             given["task_indices"] = tuple(int(i) for i in given["task_indices"])
+        if given.get("shard") is not None:
+            given["shard"] = tuple(given["shard"])
         return EvalConfig(**given)
 
     @staticmethod
@@ -119,6 +127,21 @@ class EvalConfig:
         names = fields or [f.name for f in dataclasses.fields(self)]
         return [name for name in names if getattr(self, name) != getattr(other, name)]
 
+    def tasks(self) -> tuple[int, ...]:
+        """The tasks this run evaluates, in run order: ``task_indices``, or a shard's part of
+        them. Shard ``I`` of ``N`` takes the tasks at positions ``I``, ``I + N``, ``I + 2N``,
+        ... of the sorted task list, each with all its samples: the parts of the ``N``
+        shards are disjoint, make the whole run, and differ in size by one task at most.
+        A task's samples stay in one shard, so its pass@k and its ``score_group`` judge see
+        all of them; and neighbouring tasks, often alike in difficulty, go to different
+        shards, which balances their work as well as their counts."""
+        tasks = self.task_indices or ()
+        if self.shard is None:
+            return tasks
+        index, count = self.shard
+        mine = set(sorted(tasks)[index::count])
+        return tuple(task for task in tasks if task in mine)
+
 
 def adapter_identity(klass: type) -> dict[str, Any]:
     """The adapter fields of a config, from the generated class ``klass``."""
@@ -128,6 +151,33 @@ def adapter_identity(klass: type) -> dict[str, Any]:
         "adapter_version": _package_version(klass),
         "tools_sha256": str(getattr(klass, "TOOLS_SHA256", "")),
     }
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` (``orsgen eval --shard``) as ``(I, N)``: shard ``I`` of ``N``, ``I`` from 0."""
+    index, _, count = text.partition("/")
+    try:
+        shard = int(index), int(count)
+    except ValueError:
+        raise EvalConfigError(f"takes I/N (0/3, 1/3, 2/3), got {text!r}", "shard") from None
+    return _shard(shard)
+
+
+def _shard(value: Any) -> tuple[int, int]:
+    """``value`` as a checked ``(I, N)``."""
+    try:
+        index, count = value
+    except (TypeError, ValueError):
+        index = count = None
+    if not (type(index) is int and type(count) is int):
+        raise EvalConfigError(f"must be (I, N), two integers; got {value!r}", "shard")
+    if not 0 <= index < count:
+        raise EvalConfigError(
+            f"{index}/{count} is not a shard I/N with 0 <= I < N (a run of 3 shards: 0/3, 1/3, "
+            "2/3)",
+            "shard",
+        )
+    return index, count
 
 
 def _check(c: EvalConfig) -> None:

@@ -53,11 +53,11 @@ class EvalResult(FinishedRun):
     """A finished evaluation: ``summary`` is summary.json (each task's ``pass_at_k`` and
     ``pass_hat_k`` read-only), ``config`` the run's identity (run.json), ``records`` one slim
     :class:`Record` per rollout, and ``seconds`` the wall time of this call's rollouts (setup
-    and report excluded). The transcripts stay in ``out``'s results.jsonl:
-    :meth:`transcripts` reads them back one at a time."""
+    and report excluded; ``None`` for shards merged). The transcripts stay in ``out``'s
+    results.jsonl: :meth:`transcripts` reads them back one at a time."""
 
     records: Sequence[Record]
-    seconds: float = 0.0
+    seconds: float | None = 0.0
     config: EvalConfig | None = None
 
     @property
@@ -84,7 +84,9 @@ class EvalResult(FinishedRun):
         s, n = self.summary, int(self.summary["n"])
         figures = [f"coverage {s['coverage']:.3f}", f"mean reward {shown(s['mean_reward'])}"]
         figures += [f"pass@{k} {shown(s['pass_at_k'].get(str(k)))}" for k in dict.fromkeys((1, n))]
-        where = f"on split {s['split']!r} in {self.seconds:.1f} s"
+        where = f"on split {s['split']!r}"
+        if self.seconds is not None:
+            where += f" in {self.seconds:.1f} s"
         return f"{s['rollouts']} rollouts {where}: {', '.join(figures)}"
 
     def transcripts(self) -> Iterator[dict[str, Any]]:
@@ -213,11 +215,20 @@ def evaluate(
         endpoints.close()
         adapters.close()
     records = plan.done  # the resumed rows' records, and the new ones
-    summary = summarize(records, plan.config.to_json(), records.tools)
-    if plan.out is not None:
-        write_json(plan.out / SUMMARY_FILE, summary)
-        report.write(plan.out, summary, records)
+    summary = finish(plan.out, plan.config, plan.tasks, records)
     return EvalResult(summary, plan.out, records, seconds, plan.config)
+
+
+def finish(
+    out: Path | None, config: EvalConfig, tasks: Sequence[int], records: Records
+) -> dict[str, Any]:
+    """The summary of a run's ``records`` of ``tasks`` (all of its tasks, or a shard's
+    part), written to ``out`` as summary.json and report.md when it is given."""
+    summary = summarize(records, {**config.to_json(), "task_indices": list(tasks)}, records.tools)
+    if out is not None:
+        write_json(out / SUMMARY_FILE, summary)
+        report.write(out, summary, records)
+    return summary
 
 
 def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan:
@@ -254,9 +265,14 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
         # In the tools' own key order: the model saw them rendered in it.
         write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
         done = read_records(out / RESULTS_FILE)
-    indices = config.task_indices or ()
     return Plan(
-        config, split, indices, threshold, out, done, {(r.task_index, r.sample) for r in done}
+        config,
+        split,
+        config.tasks(),
+        threshold,
+        out,
+        done,
+        {(r.task_index, r.sample) for r in done},
     )
 
 

@@ -25,7 +25,6 @@ is no prior.
 
 from __future__ import annotations
 
-import importlib
 import threading
 import warnings
 from collections.abc import Sequence
@@ -73,12 +72,14 @@ def fetch(
     """The SDK's ``get_task_difficulty`` rows, within ``timeout`` seconds (it runs on a
     daemon thread, so an API that never answers cannot hold the run or its exit)."""
     # The SDK ships no type information; imported here, so importing this module is free.
-    openreward: Any = importlib.import_module("openreward")
+    import openreward  # type: ignore[import-untyped]
+
+    sdk: Any = openreward
     box: dict[str, Any] = {}
 
     def ask() -> None:
         try:
-            client = openreward.OpenReward(api_key=api_key, base_url=base_url)
+            client = sdk.OpenReward(api_key=api_key, base_url=base_url)
             try:
                 environment = client.environments.get(name)
                 box["rows"] = environment.get_task_difficulty(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -14,7 +15,7 @@ from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime.errors import describe
 from orsgen.runtime.transport.endpoint import Endpoint, session_secrets
 from orsgen.runtime.transport.process import current
-from orsgen.runtime.transport.sdk import environment, session_class
+from orsgen.runtime.transport.sdk import environment, is_authentication_error, session_class
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.probes import merge_probed, prompt_has_image, short
 from orsgen.snapshot.retries import ask
@@ -86,11 +87,7 @@ async def _choose_env_name(
         listing = await ask(endpoint, env, "GET", "/list_environments", progress=progress)
         names = [str(n) for n in listing]
     except Exception as exc:  # noqa: BLE001
-        from openreward.api._session.http import (  # type: ignore[import-untyped]  # pyright: ignore[reportMissingTypeStubs]
-            AuthenticationError,
-        )
-
-        if isinstance(exc, AuthenticationError):  # the SDK's 401, with a multi-line banner
+        if is_authentication_error(exc):  # the SDK's 401, with a multi-line banner
             raise TargetError(
                 f"the server at {endpoint.session_url} rejected the API key (HTTP 401); "
                 "set OPENREWARD_API_KEY or pass --api-key"
@@ -214,9 +211,6 @@ def _environment(
     endpoint: Endpoint, options: FetchOptions, provenance: Provenance, read: _Read
 ) -> Environment:
     """The snapshot's ``environment`` section: built here, once, from what was read."""
-    # Imported late: importing the SDK takes seconds, and a bad target should fail fast.
-    from openreward._version import __version__ as sdk_version  # type: ignore[import-untyped]
-
     env_name = endpoint.env_name
     identity = Identity(env_name=env_name, deployment=endpoint.deployment)
     class_name = provenance.class_names.get(str(env_name)) or provenance.class_name
@@ -230,7 +224,7 @@ def _environment(
         images=Images(in_prompt=read.probe.images),
         target=provenance.target,
         server_version=read.version,
-        sdk_version=str(sdk_version),
+        sdk_version=importlib.metadata.version("openreward"),
         splits=read.splits,
         tools=[ToolSpec.model_validate(t) for t in read.shared],
         task_tools=[ToolSpec.model_validate(t) for t in read.probe.task_tools],

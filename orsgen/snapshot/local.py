@@ -19,12 +19,6 @@ from orsgen.runtime.transport import http
 from orsgen.snapshot.errors import TargetError
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def load_module(path: Path) -> ModuleType:
     """Import a file as a module. Its own code runs, as it would under any ORS server."""
     if not path.is_file():

@@ -4,21 +4,21 @@ The openreward SDK retries a request that fails to connect, times out or gets an
 intermediary 5xx (its "env-server" policy: 3 attempts with back-off, longer while the
 platform reports the environment as still starting) and says nothing meanwhile, so
 ``orsgen`` would look hung. :func:`ask` makes the same request through the SDK's own
-retry wrapper, with a hook that reports each retry. Lines name the cause only (a status
-code or the kind of connection failure), never a header or the server's text, so no
-secret can reach them.
+retry wrapper (:func:`orsgen.runtime.transport.sdk.stateless`), with a hook that reports
+each retry. Lines name the cause only (a status code or the kind of connection failure),
+never a header or the server's text, so no secret can reach them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import socket
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
+from orsgen.runtime.transport import sdk
 from orsgen.runtime.transport.endpoint import Endpoint
 
 Progress = Callable[[str], None]
@@ -40,8 +40,8 @@ def _cause(exc: BaseException | None) -> str:
     return f"server not answering yet: {type(exc).__name__}"
 
 
-def _retry_reporter(progress: Progress, attempts: int | None) -> Callable[[Any], None]:
-    def report(state: Any) -> None:
+def _retry_reporter(progress: Progress) -> sdk.BeforeRetry:
+    def report(state: Any, attempts: int | None) -> None:
         outcome = state.outcome
         exc = outcome.exception() if outcome is not None and outcome.failed else None
         of = (
@@ -66,22 +66,5 @@ async def ask(
     progress: Progress,
 ) -> Any:
     """:func:`orsgen.runtime.transport.sdk.stateless`, reporting every retry to ``progress``."""
-    # Typed as Any: the SDK ships no types, and its private retry policy is used on purpose.
-    http: Any = importlib.import_module("openreward.api._session.http")
-
-    env_server = http._resolve_policy(env.client) == "env-server"
-    wrapped = http._request_retryable_env_server if env_server else http._request_retryable_api
-    stop = wrapped.retry.stop
-    attempts = getattr(stop, "max_attempt_number", None)
-    if env_server:
-        attempts = int(http._ENV_SERVER_MAX_ATTEMPTS)
-    reporting = wrapped.retry_with(before_sleep=_retry_reporter(progress, attempts))
-    return await reporting(
-        env.client,
-        method,
-        path,
-        True,
-        endpoint.api_key or None,
-        json=payload,
-        deployment=endpoint.deployment or endpoint.env_name,
-    )
+    reporter = _retry_reporter(progress)
+    return await sdk.stateless(endpoint, env, method, path, payload, before_retry=reporter)

@@ -1,9 +1,8 @@
-"""The one runtime module that touches the openreward SDK's private APIs.
-
-Everything the runtime does with the SDK beyond its public surface lives here, behind a
-small session wrapper (:func:`session_class`): orsgen's keepalive pings, the session's
-lost and dead state, and a tool call that is never sent twice. Also here: the SDK's
-environment on orsgen's HTTP clients, one stateless request, opening and closing a
+"""The one orsgen module that touches the openreward SDK's private APIs (its session internals,
+``openreward.api._session``, and the environments client), behind a small session wrapper
+(:func:`session_class`): orsgen's keepalive pings, the session's lost and dead state, and a
+tool call that is never sent twice. Also here: the SDK's environment on orsgen's HTTP
+clients, one stateless request (reporting its retries when asked), opening and closing a
 session, and group judging. All of it runs on the runtime loop.
 
 The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and
@@ -17,15 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.runtime.errors import describe
 from orsgen.runtime.images import blocks_to_text
-from orsgen.runtime.transport import health, http
+from orsgen.runtime.transport import health, http, sdk_check
 from orsgen.runtime.transport.endpoint import Endpoint
 from orsgen.runtime.transport.process import current
 
@@ -37,13 +35,19 @@ CLOSE_BUDGET = 5.0
 PING_TIMEOUT = 30.0
 
 
+# Typed as Any (the SDK ships no types), imported on first use (that takes seconds).
 def _client_module() -> Any:
-    # Typed as Any: the SDK ships no types, and its private helpers are used on purpose.
-    return importlib.import_module("openreward.api.environments.client")
+    sdk_check.check()  # once: does the installed SDK have what this module uses?
+    import openreward.api.environments.client as client  # type: ignore[import-untyped]
+
+    return client
 
 
 def _http_module() -> Any:
-    return importlib.import_module("openreward.api._session.http")
+    sdk_check.check()
+    import openreward.api._session.http as sdk_http  # type: ignore[import-untyped]
+
+    return sdk_http
 
 
 @dataclass
@@ -196,9 +200,7 @@ async def _read_opened(session: Any, fetch_tools: bool) -> Opened:
 
 def _task(endpoint: Endpoint, env: Any, task_spec: Mapping[str, Any]) -> Any:
     """The SDK's ``Task`` for a session opened on an explicit task spec."""
-    from openreward.api.environments.types import Task  # type: ignore[import-untyped]
-
-    return Task(
+    return _client_module().Task(
         server_name=env.server,
         environment_name=endpoint.env_name or env.name,
         task_spec=dict(task_spec),
@@ -264,21 +266,43 @@ async def environment(endpoint: Endpoint) -> Any:
     )
 
 
+# Told of each retry, before its wait: tenacity's retry state, and the attempts the SDK
+# makes in all (``None`` for a backend that is still starting: retried until it is up).
+BeforeRetry = Callable[[Any, "int | None"], None]
+
+
 async def stateless(
-    endpoint: Endpoint, env: Any, method: str, path: str, payload: dict[str, Any] | None = None
+    endpoint: Endpoint,
+    env: Any,
+    method: str,
+    path: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    before_retry: BeforeRetry | None = None,
 ) -> Any:
-    """One stateless request (listing, tools, splits, tasks) through the SDK transport, on
-    the runtime loop. The SDK's own helpers open and delete a throwaway session around each
-    such call (three requests); the server needs none."""
-    return await _http_module().request_retryable(
-        env.client,
-        method,
-        path,
-        expect_json=True,
-        token=endpoint.api_key or None,
-        json=payload,
-        deployment=endpoint.deployment or endpoint.env_name,
-    )
+    """One stateless request (listing, tools, splits, tasks) through the SDK transport and
+    its retries, on the runtime loop. The SDK's own helpers open and delete a throwaway
+    session around each such call (three requests); the server needs none."""
+    sdk_http = _http_module()
+    env_server = sdk_http._resolve_policy(env.client) == "env-server"
+    send = sdk_http._request_retryable_env_server if env_server else sdk_http._request_retryable_api
+    if before_retry is not None:  # the same retries, with a hook
+        attempts = getattr(send.retry.stop, "max_attempt_number", None)
+        attempts = int(sdk_http._ENV_SERVER_MAX_ATTEMPTS) if env_server else attempts
+        report = before_retry
+
+        def before_sleep(state: Any) -> None:
+            report(state, attempts)
+
+        send = send.retry_with(before_sleep=before_sleep)
+    token = endpoint.api_key or None
+    deployment = endpoint.deployment or endpoint.env_name
+    return await send(env.client, method, path, True, token, json=payload, deployment=deployment)
+
+
+def is_authentication_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the SDK's answer to a rejected API key (HTTP 401)."""
+    return isinstance(exc, _http_module().AuthenticationError)
 
 
 # -- lost sessions and keepalive pings ---------------------------------------------------
@@ -305,8 +329,8 @@ def mark_lost(session: Any, exc: BaseException) -> None:
     )
 
     def _dead() -> None:
-        ping: Any = importlib.import_module("openreward.api._session.ping")
-        session._mark_dead(ping.ErrorResponse(type="error", message="the server lost this session"))
+        lost = _client_module().ErrorResponse(type="error", message="the server lost this session")
+        session._mark_dead(lost)
 
     process = current()
     if process.in_loop_thread():
@@ -364,29 +388,9 @@ async def ping_loop(session: Any, interval: float) -> None:
 
 async def score_group(session: Any, answers: list[str]) -> list[float]:
     """The environment's judgement of a group's final answers (ORS ``score_group``)."""
-    types: Any = importlib.import_module("openreward.api.environments.types")
+    types = _client_module()
     candidates = [
         [types.Message(role="assistant", blocks=[types.TextBlock(text=a)])] for a in answers
     ]
     scores = await session.score_group(candidates)
     return [float(s.reward) for s in scores]
-
-
-def upload_user_agent() -> str:
-    """The ``User-Agent`` the SDK's upload client sends (``openreward._version``)."""
-    return str(importlib.import_module("openreward._version").USER_AGENT)
-
-
-def encode_event(event: Any) -> dict[str, Any]:
-    """An upload event (``openreward.models``) as the SDK's batching thread encodes it
-    (``background._encode_event``: its fields, ``None`` values dropped through nested
-    dicts), without ``dataclasses.asdict``'s deep copy of every value, which is most of
-    that encoding's CPU. The same JSON for events whose values are JSON data."""
-    fields = {name: getattr(event, name) for name in event.__dataclass_fields__}
-    found: dict[str, Any] = _background()._strip_none(fields)
-    return found
-
-
-@functools.cache
-def _background() -> Any:
-    return importlib.import_module("openreward.api.rollouts.background")

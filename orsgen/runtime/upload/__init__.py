@@ -1,7 +1,7 @@
 """Upload: rollouts in OpenReward's runs UI (``upload_run=`` on an adapter, ``orsgen eval
 --upload-run NAME``). ``build`` turns a settled rollout into a record, ``uploader`` sends
-records from one background thread per process, ``wire`` is the requests it sends, and
-``record`` the record and :class:`UploadRun`.
+records through the SDK's upload client from a few background threads per process, and
+``record`` is the record and :class:`UploadRun`.
 
 Above :mod:`orsgen.runtime.records`, below :mod:`orsgen.runtime.rollouts`.
 """

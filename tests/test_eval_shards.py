@@ -1,0 +1,322 @@
+"""Shards of an evaluation (``orsgen eval --shard I/N``, ``EvalConfig(shard=...)``) and their
+merge (``orsgen eval --merge SHARD... --out RUN``, ``orsgen/eval/merge.py``), issue 36:
+three shards merged are the unsharded run (the same (task, sample) pairs, the same rows,
+the same summary.json apart from timing), the SLURM script of the docs run as SLURM runs it,
+and every merge refusal in one line. The endpoint is deterministic: the scripted stand-in
+(tests/openai_standin.py ``--quote``) echoes the word the prompt quotes, or a wrong word on
+the requests whose seed (one per task, sample and turn, from ``--seed``) it picks, against
+the real echo server (examples/echo_env.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import openai_standin
+import ors_server
+from conftest import ROOT, eval_process, results_rows, run_eval
+
+from orsgen.eval import EvalConfig, EvalConfigError, EvalResult, evaluate, merge_shards
+from orsgen.eval.command import load_adapter
+
+ECHO = ROOT / "generated" / "echo"
+SLURM = ROOT / "examples" / "slurm_eval.sh"
+SEED, N, SHARDS = 11, 3, 3  # echo's test split: 4 tasks, 12 rollouts
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.mark.parametrize("count", range(1, 8))
+@pytest.mark.parametrize("tasks", [(5,), (3, 1, 2), tuple(range(10)), (9, 0, 4, 7, 2, 8, 1)])
+def test_the_shards_parts_are_disjoint_whole_and_balanced(
+    tasks: tuple[int, ...], count: int
+) -> None:
+    config = EvalConfig(model="m", endpoint="http://e/v1", task_indices=tasks)
+    parts = [dataclasses.replace(config, shard=(i, count)).tasks() for i in range(count)]
+    assert sorted(t for part in parts for t in part) == sorted(tasks)  # whole and disjoint
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    for part in parts:  # each in the run's order
+        assert list(part) == [t for t in tasks if t in part]
+
+
+@pytest.mark.parametrize(
+    ("shard", "said"),
+    [
+        ("3/3", "3/3 is not a shard I/N with 0 <= I < N"),
+        ("-1/3", "-1/3 is not a shard"),
+        ("0/0", "0/0 is not a shard"),
+        ("1of3", "takes I/N"),
+    ],
+)
+def test_a_bad_shard_is_one_line_before_any_network(shard: str, said: str, tmp_path: Path) -> None:
+    closed = "http://127.0.0.1:9/v1"  # nothing listens: an endpoint check would say so
+    code, out, err = run_eval(
+        [str(ECHO), "--endpoint", closed, "--model", "m", f"--shard={shard}"], timeout=60
+    )
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and err.startswith("orsgen eval: error: argument --shard:"), err
+    assert said in err, err
+    with pytest.raises(EvalConfigError, match="shard"):
+        EvalConfig(model="m", endpoint=closed, shard=(3, 3))
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai_standin.Standin]:
+    logs = tmp_path_factory.mktemp("standin")
+    server = openai_standin.start(logs, tool="echo", argument="text", quote=3)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _evaluate(
+    standin: openai_standin.Standin, server: ors_server.RunningServer, out: Path, **fields: Any
+) -> EvalResult:
+    config = EvalConfig(
+        model=standin.model, endpoint=standin.endpoint, split="test", n=N, seed=SEED, **fields
+    )
+    klass = load_adapter(str(ECHO), None)
+    return evaluate(klass, config, adapter={"base_url": server.url}, out=out, progress=False)
+
+
+@pytest.fixture(scope="module")
+def runs(
+    standin: openai_standin.Standin,
+    echo_server: ors_server.RunningServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    """``whole`` (the run unsharded) and ``shard-0`` .. ``shard-2``, each its own run."""
+    root = tmp_path_factory.mktemp("runs")
+    _evaluate(standin, echo_server, root / "whole")
+    for i in range(SHARDS):
+        _evaluate(standin, echo_server, root / f"shard-{i}", shard=(i, SHARDS))
+    return root
+
+
+def _merge(*args: str | Path) -> tuple[int, str, str]:
+    proc = eval_process(["--merge", *map(str, args)])
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def _untimed(summary: dict[str, Any]) -> dict[str, Any]:
+    """summary.json without its timing figures (each tool's mean and p90 seconds)."""
+    tools = {
+        name: {k: v for k, v in figures.items() if not k.endswith("_s")}
+        for name, figures in summary["tools"].items()
+    }
+    return {**summary, "tools": tools}
+
+
+def _by_pair(run: Path) -> dict[tuple[int, int], tuple[Any, ...]]:
+    return {
+        (r["task_index"], r["sample"]): (r["verdict"], r["reward"], r["messages"])
+        for r in results_rows(run)
+    }
+
+
+def _same_run(merged: Path, whole: Path) -> None:
+    """``merged`` holds every row of ``whole`` once, as ``whole`` has it, and the same
+    summary.json apart from timing."""
+    rows = results_rows(merged)
+    pairs = [(r["task_index"], r["sample"]) for r in rows]
+    assert len(pairs) == len(set(pairs)) == 4 * N
+    assert _by_pair(merged) == _by_pair(whole)
+    summaries = [json.loads((run / "summary.json").read_text()) for run in (merged, whole)]
+    assert _untimed(summaries[0]) == _untimed(summaries[1])
+    configs = [json.loads((run / "run.json").read_text()) for run in (merged, whole)]
+    assert configs[0] == configs[1]
+    assert (merged / "adapter.json").read_bytes() == (whole / "adapter.json").read_bytes()
+    assert (merged / "report.md").is_file()
+
+
+def test_three_shards_merged_are_the_unsharded_run(runs: Path, tmp_path: Path) -> None:
+    whole = json.loads((runs / "whole" / "summary.json").read_text())
+    assert 0 < whole["pass_at_k"]["1"] < 1 and whole["rollouts"] == 4 * N  # a run worth merging
+    sizes = [json.loads((runs / f"shard-{i}" / "summary.json").read_text()) for i in range(3)]
+    assert [s["tasks"] for s in sizes] == [2, 1, 1]  # each shard sums up its own tasks
+    shards = [runs / f"shard-{i}" for i in (2, 0, 1)]  # any order
+    code, out, err = _merge(*shards, "--out", tmp_path / "merged")
+    assert code == 0, err
+    assert out.startswith(f"{4 * N} rollouts on split 'test': coverage"), out
+    _same_run(tmp_path / "merged", runs / "whole")
+    again = merge_shards(shards, tmp_path / "library")  # the same through the library
+    assert again.summary == json.loads((tmp_path / "merged" / "summary.json").read_text())
+
+
+def test_a_shard_resumes_as_a_run(
+    runs: Path, standin: openai_standin.Standin, echo_server: ors_server.RunningServer
+) -> None:
+    copy = runs / "resumed-0"
+    shutil.copytree(runs / "shard-0", copy)
+    results = copy / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text(lines[0] + lines[1][:20])  # one row, and a torn one
+    (copy / "summary.json").unlink()
+    config = EvalConfig(
+        model=standin.model, endpoint=standin.endpoint, split="test", n=N, seed=SEED
+    )
+    klass = load_adapter(str(ECHO), None)
+    with pytest.raises(EvalConfigError, match=r"cannot resume: shard was \[0, 3\]"):
+        evaluate(klass, config, adapter={"base_url": echo_server.url}, out=copy, resume=True)
+    result = evaluate(
+        klass,
+        dataclasses.replace(config, shard=(0, SHARDS)),
+        adapter={"base_url": echo_server.url},
+        out=copy,
+        resume=True,
+        progress=False,
+    )
+    assert len(result.records) == 2 * N
+    assert _by_pair(copy) == _by_pair(runs / "shard-0")
+
+
+def _one_line(code: int, out: str, err: str, *said: str) -> None:
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("orsgen eval: error: "), err
+    for words in said:
+        assert words in err, err
+
+
+def test_merge_refuses_overlapping_shards(runs: Path, tmp_path: Path) -> None:
+    again = tmp_path / "shard-1-again"
+    shutil.copytree(runs / "shard-1", again)
+    shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+    out = tmp_path / "merged"
+    _one_line(*_merge(*shards, again, "--out", out), "both shard 1/3", str(again))
+    _one_line(*_merge(*shards, shards[0], "--out", out), "both shard 0/3")
+    assert not (out / "run.json").exists()
+
+
+def test_merge_refuses_a_missing_shard_unless_partial(runs: Path, tmp_path: Path) -> None:
+    two = [runs / "shard-0", runs / "shard-2"]
+    out = tmp_path / "merged"
+    _one_line(*_merge(*two, "--out", out), "shard 1/3 missing", "--partial")
+    assert not (out / "results.jsonl").exists()
+    code, printed, err = _merge(*two, "--out", out, "--partial")
+    assert code == 0, err
+    config = json.loads((out / "run.json").read_text())
+    assert config["partial"] == {"shards": 3, "missing": [1]} and config["shard"] is None
+    summary = json.loads((out / "summary.json").read_text())
+    assert [t["task_index"] for t in summary["per_task"]] == [0, 2, 3]
+    assert {(r["task_index"], r["sample"]) for r in results_rows(out)} == {
+        (t, s) for t in (0, 2, 3) for s in range(N)
+    }
+
+
+def test_merge_refuses_shards_of_another_configuration(
+    runs: Path,
+    standin: openai_standin.Standin,
+    echo_server: ors_server.RunningServer,
+    tmp_path: Path,
+) -> None:
+    other = tmp_path / "shard-1-short"
+    _evaluate(standin, echo_server, other, shard=(1, SHARDS), max_turns=4)
+    out = tmp_path / "merged"
+    code, printed, err = _merge(runs / "shard-0", other, runs / "shard-2", "--out", out)
+    _one_line(code, printed, err, "--max-turns differs between the shards: 8 in", str(other))
+    # Each field of the run's identity, changed in a copy's run.json:
+    for field, value in [
+        ("model", "another"),
+        ("split", "train"),
+        ("n", 4),
+        ("tools_sha256", "0" * 64),
+        ("pass_threshold", 0.5),
+        ("environment", "other"),
+    ]:
+        changed = tmp_path / f"shard-1-{field}"
+        shutil.copytree(runs / "shard-1", changed)
+        config = json.loads((changed / "run.json").read_text())
+        (changed / "run.json").write_text(json.dumps({**config, field: value}))
+        with pytest.raises(EvalConfigError, match=f"{field} differs between the shards") as e:
+            merge_shards([runs / "shard-0", changed, runs / "shard-2"], out)
+        assert e.value.field == field and "\n" not in str(e.value)
+    split = tmp_path / "shard-1-of-4"
+    shutil.copytree(runs / "shard-1", split)
+    config = json.loads((split / "run.json").read_text())
+    (split / "run.json").write_text(json.dumps({**config, "shard": [1, 4]}))
+    _one_line(*_merge(runs / "shard-0", split, "--out", out), "shard 0/3 but", "shard 1/4")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_merge_refuses_what_is_not_a_finished_shard(runs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "merged"
+    shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+    _one_line(*_merge(tmp_path, "--out", out), "is not an orsgen eval run")
+    _one_line(*_merge(runs / "whole", "--out", out), "is a run, not a shard")
+    cut = tmp_path / "shard-2-cut"
+    shutil.copytree(shards[2], cut)
+    (cut / "summary.json").unlink()
+    _one_line(*_merge(shards[0], shards[1], cut, "--out", out), "is unfinished", "--resume")
+    short = tmp_path / "shard-2-short"
+    shutil.copytree(shards[2], short)
+    lines = (short / "results.jsonl").read_text().splitlines(keepends=True)
+    (short / "results.jsonl").write_text("".join(lines[:-1]))
+    code, printed, err = _merge(shards[0], shards[1], short, "--out", out)
+    _one_line(code, printed, err, f"is unfinished ({N - 1} of {N} rollouts)", "--shard 2/3")
+    assert not (out / "results.jsonl").exists() and not (out / "run.json").exists()
+    _one_line(*_merge(*shards, "--out", shards[0]), "is one of the shards")
+    _one_line(*_merge(*shards, "--out", runs / "whole"), "already holds a run")
+    _one_line(*_merge(*shards), "--merge needs --out")
+
+
+@pytest.mark.slow  # five `orsgen eval` processes
+def test_the_slurm_script_runs_the_shards_then_the_merge(
+    runs: Path,
+    standin: openai_standin.Standin,
+    echo_server: ors_server.RunningServer,
+    tmp_path: Path,
+) -> None:
+    """examples/slurm_eval.sh's body, as each array task and then the merge job run it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENREWARD_", "SLURM_"))}
+    bin_dir = tmp_path / "bin"  # `orsgen` as this interpreter runs it, wherever it is installed
+    bin_dir.mkdir()
+    (bin_dir / "orsgen").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m orsgen "$@"\n')
+    (bin_dir / "orsgen").chmod(0o755)
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=str(ROOT),
+        OPENREWARD_DISABLE_UPDATE_CHECK="1",
+        PACKAGE=str(ECHO),
+        ENDPOINT=standin.endpoint,
+        MODEL=standin.model,
+        BASE_URL=echo_server.url,
+        SPLIT="test",
+        SAMPLES=str(N),
+        RUNS=str(tmp_path / "runs"),
+        EVAL_ARGS=f"--seed {SEED} --concurrency 2",
+    )
+
+    def body(**slurm: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(SLURM)],
+            env={**env, **slurm},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    for i in range(SHARDS):
+        done = body(SLURM_ARRAY_TASK_ID=str(i), SLURM_ARRAY_TASK_COUNT=str(SHARDS))
+        assert done.returncode == 0, done.stderr
+        assert f"shard {i}/{SHARDS}" in done.stderr, done.stderr
+    again = body(SLURM_ARRAY_TASK_ID="1", SLURM_ARRAY_TASK_COUNT=str(SHARDS))  # requeued
+    assert again.returncode == 0 and "is complete" in again.stderr, again.stderr
+    merged = body()
+    assert merged.returncode == 0, merged.stderr
+    _same_run(tmp_path / "runs" / "merged", runs / "whole")
+
+
+def test_the_docs_show_the_slurm_script_as_it_is() -> None:
+    assert SLURM.read_text() in (ROOT / "docs" / "scale.md").read_text()
