@@ -249,12 +249,20 @@ class Router:
     def counts(self, earlier: Mapping[str, Any] | None = None) -> dict[str, dict[str, int]]:
         """Each endpoint's counts by its public URL, added to ``earlier`` ones (a resumed
         run's)."""
-        out: dict[str, dict[str, int]] = {}
-        for e in self.endpoints:
-            before: Any = (earlier or {}).get(e.label)
-            old: Mapping[str, Any] = before if is_object(before) else {}
-            out[e.label] = {k: int(old.get(k, 0)) + v for k, v in e.counts().items()}
-        return out
+        return added_counts(earlier or {}, {e.label: e.counts() for e in self.endpoints})
+
+
+def added_counts(*counts: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Endpoint counts (run.json's ``endpoint_counts``, by URL) added up: a resumed run's
+    to its earlier ones, or the shards' of a merged run."""
+    out: dict[str, dict[str, int]] = {}
+    for each in counts:
+        for url, figures in each.items():
+            given: Mapping[str, Any] = figures if is_object(figures) else {}
+            total = out.setdefault(url, {"requests": 0, "failures": 0, "outages": 0})
+            for name in total:
+                total[name] += int(given.get(name, 0))
+    return out
 
 
 class Endpoints:
