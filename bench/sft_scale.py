@@ -1,25 +1,28 @@
-"""``orsgen sft`` at scale (issue 34): peak memory, wall time and CPU of the whole
-``orsgen sft RUN -o OUT`` process on evaluation runs of 10,000 and 100,000 rollouts.
+"""``orsgen sft`` and ``orsgen pairs`` at scale (issues 34, 35): peak memory, wall time and
+CPU of the whole ``orsgen COMMAND RUN -o OUT`` process on evaluation runs of 10,000 and
+100,000 rollouts.
 
-    python bench/sft_scale.py [--rollouts 10000,100000] [--repeats 1] [--code DIR=LABEL...]
-        [--work DIR] [--out DIR] [--append]
+    python bench/sft_scale.py [--command sft|pairs] [--rollouts 10000,100000] [--repeats 1]
+        [--code DIR=LABEL...] [--work DIR] [--out DIR] [--append]
 
 Each run directory is written as ``orsgen eval`` writes one (``run.json``, ``adapter.json``,
 ``results.jsonl`` with rows of ``orsgen.eval.run._row``'s keys), without a model: tasks of
 10 samples, each rollout 16 messages of about 2 KB (a 2 KB prompt, 7 tool calls with 1.9 KB
 arguments and 1.9 KB results, below what results.jsonl cuts, and a 2 KB answer), half of
-them passing, one in ten unfinished or failed; every transcript is unique. The runs are
+them passing, three in ten scored and failing, one in ten unfinished or failed; every
+transcript is unique. The runs are
 kept in ``--work`` (default: a directory under the system's temporary one) and reused.
 
-Each measurement is ``python -m orsgen sft RUN -o OUT`` in a process of its own, with
+Each measurement is ``python -m orsgen COMMAND RUN -o OUT`` in a process of its own (``pairs``
+with ``--per-task 2``: 2 pairs of each task), with
 ``PYTHONPATH`` set to the code measured (``--code DIR=LABEL``, default this checkout). Its
 peak resident set is the peak of the sum over the process and its children (``save_to_disk``'s
 worker), sampled every 20 ms, with the anonymous part (what the processes allocated) and the
 file-backed part (libraries, and the pages of memory-mapped files they touched: ``datasets``
 reads the Arrow file it wrote back through a memory map) apart; ``main_maxrss_mb`` is the
 kernel's peak of the main process alone (``ru_maxrss`` from ``wait4``). Goal: the peak at
-100,000 rollouts within 10% of the peak at 10,000. Writes ``DIR/sft_scale.json`` and
-``DIR/sft_scale.md`` (default bench/results).
+100,000 rollouts within 10% of the peak at 10,000. Writes ``DIR/COMMAND_scale.json`` and
+``DIR/COMMAND_scale.md`` (default bench/results).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import psutil
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 SAMPLES, CALLS, PROMPT, PIECE = 10, 7, 2048, 1900
+OPTIONS = {"sft": [], "pairs": ["--per-task", "2"]}  # what each command is given
 TOOL = {
     "type": "function",
     "function": {
@@ -152,13 +156,13 @@ def _watch(pid: int, peaks: dict[str, float], stop: threading.Event) -> None:
         stop.wait(0.02)
 
 
-def measure_one(code: Path, run: Path, out: Path) -> dict[str, Any]:
-    """One ``orsgen sft`` process: its figures."""
+def measure_one(code: Path, run: Path, out: Path, command: str = "sft") -> dict[str, Any]:
+    """One ``orsgen COMMAND`` process: its figures."""
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(code), "HF_DATASETS_CACHE": str(out.parent / "hf")}
     started = time.monotonic()
     child = subprocess.Popen(
-        [sys.executable, "-m", "orsgen", "sft", str(run), "-o", str(out)],
+        [sys.executable, "-m", "orsgen", command, str(run), "-o", str(out), *OPTIONS[command]],
         cwd=code,
         env=env,
         stdout=subprocess.PIPE,
@@ -199,8 +203,8 @@ def _commit(code: Path) -> str:
     return git("rev-parse", "--short", "HEAD") + ("+changes" if dirty else "")
 
 
-def report(runs: list[dict[str, Any]], out: Path) -> None:
-    """sft_scale.json and sft_scale.md from the runs."""
+def report(runs: list[dict[str, Any]], out: Path, command: str = "sft") -> None:
+    """COMMAND_scale.json and COMMAND_scale.md from the runs."""
     out.mkdir(parents=True, exist_ok=True)
     machine = {
         "python": platform.python_version(),
@@ -208,12 +212,14 @@ def report(runs: list[dict[str, Any]], out: Path) -> None:
         "platform": platform.platform(),
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }
-    (out / "sft_scale.json").write_text(json.dumps({"machine": machine, "runs": runs}, indent=2))
+    results = json.dumps({"machine": machine, "runs": runs}, indent=2)
+    (out / f"{command}_scale.json").write_text(results)
     lines = [
-        "# `orsgen sft` at scale",
+        f"# `{' '.join(['orsgen', command, *OPTIONS[command]])}` at scale",
         "",
         f"{machine['date']}, {machine['cpus']} CPUs, Python {machine['python']}, "
-        "`python bench/sft_scale.py` (how the runs are made and measured: its docstring).",
+        f"`python bench/sft_scale.py --command {command}` (how the runs are made and "
+        "measured: its docstring).",
         "",
         "| code | rollouts | results.jsonl MB | dataset MB | peak RSS MB | peak anonymous MB "
         "| peak file-backed MB | main process ru_maxrss MB | seconds | CPU seconds |",
@@ -228,16 +234,21 @@ def report(runs: list[dict[str, Any]], out: Path) -> None:
         )
     lines += [
         "",
-        "How to read it: the peak RSS is the process tree's (`orsgen sft` and the worker",
+        f"How to read it: the peak RSS is the process tree's (`orsgen {command}` and the worker",
         "process `save_to_disk` copies the dataset in). orsgen reads each results.jsonl one",
-        "line at a time, twice: the first pass keeps a few numbers per passing rollout",
-        "(about 50 bytes), the second reads the chosen lines back into",
+        "line at a time, twice: the first pass keeps a few numbers per candidate rollout",
+        "(about 50 bytes; 80 for pairs), the second reads the chosen lines back into",
         "`Dataset.from_generator`, which writes 1,000 rows at a time. datasets then reads the",
         "Arrow file it wrote back through a memory map to copy it into the output, and the",
         "pages it touches count in the reading process's resident set: in one process the",
         "whole dataset would. So the copy runs in one worker process, a 64 MB shard at a",
-        "time (`save_to_disk(num_proc=1, max_shard_size=...)`). The old code (`main`, where",
-        "measured) read the whole results.jsonl into memory, messages included.",
+        "time (`save_to_disk(num_proc=1, max_shard_size=...)`).",
+        *(
+            ["The old code (`main`, where measured) read the whole results.jsonl into memory,"]
+            + ["messages included."]
+            if command == "sft"
+            else []
+        ),
         "",
         "Peak at the largest run over the smallest, medians per code:",
         "",
@@ -255,11 +266,12 @@ def report(runs: list[dict[str, Any]], out: Path) -> None:
         for key, what in (("peak_rss_mb", "peak RSS"), ("peak_anon_mb", "peak anonymous")):
             ratio = median(key, large) / median(key, small)
             lines.append(f"- {label}, {what}: {ratio:.3f} ({large:,} over {small:,} rollouts)")
-    (out / "sft_scale.md").write_text("\n".join(lines) + "\n")
+    (out / f"{command}_scale.md").write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--command", choices=sorted(OPTIONS), default="sft")
     parser.add_argument("--rollouts", default="10000,100000")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument(
@@ -271,14 +283,16 @@ def main() -> None:
     opts = parser.parse_args()
     codes = [c.partition("=")[::2] for c in opts.code] or [(str(ROOT), "this")]
     runs: list[dict[str, Any]] = []
-    if opts.append and (opts.out / "sft_scale.json").is_file():
-        runs = json.loads((opts.out / "sft_scale.json").read_text())["runs"]
+    results = opts.out / f"{opts.command}_scale.json"
+    if opts.append and results.is_file():
+        runs = json.loads(results.read_text())["runs"]
     for rollouts in [int(r) for r in opts.rollouts.split(",")]:
         run = synthesize(opts.work / f"run-{rollouts}", rollouts)
         results_mb = round((run / "results.jsonl").stat().st_size / 2**20, 1)
         for repeat in range(opts.repeats):
             for directory, label in codes:
-                figures = measure_one(Path(directory), run, opts.work / "out" / "sft")
+                out = opts.work / "out" / opts.command
+                figures = measure_one(Path(directory), run, out, opts.command)
                 runs.append(
                     {
                         "label": label,
@@ -290,7 +304,7 @@ def main() -> None:
                     }
                 )
                 print(json.dumps(runs[-1]), flush=True)
-    report(runs, opts.out)
+    report(runs, opts.out, opts.command)
 
 
 if __name__ == "__main__":

@@ -80,9 +80,16 @@ COMMANDS = (
     ),
     Command(
         "sft",
-        "orsgen.eval.sft_command",  # needs orsgen[train]
+        "orsgen.eval.sft",  # needs orsgen[train]
         "RUN_DIR [RUN_DIR ...] -o OUT",
         "the passing rollouts of evaluation runs as a dataset for TRL's SFTTrainer",
+    ),
+    Command(
+        "pairs",
+        "orsgen.eval.pairs",  # needs orsgen[train]
+        "RUN_DIR [RUN_DIR ...] -o OUT",
+        "passing and non-passing rollouts of the same task of evaluation runs as preference "
+        "pairs for TRL's DPOTrainer",
     ),
     Command(
         "view",

@@ -1,6 +1,8 @@
 """The training recipes run from their YAML, as a user runs them: ``python examples/grpo.py
 --config examples/recipes/grpo.yaml`` against a real echo ORS server with the generated
-package generated/echo, and ``python examples/sft.py --config examples/recipes/sft.yaml`` on
+package generated/echo, ``python examples/dpo.py --config examples/recipes/dpo.yaml`` on what
+``orsgen pairs`` exported from an evaluation of the warmed-up echo model, and ``python
+examples/sft.py --config examples/recipes/sft.yaml`` on
 what ``orsgen sft`` exported from a real evaluation run (conftest.py's evaluation fixtures:
 ``transformers serve`` of the tiny model, tests/envs/chance_env.py). Only the paths, the
 server and ``max_steps`` are given on the command line; everything else is the YAML's."""
@@ -21,6 +23,7 @@ import pytest
 import ors_server
 from conftest import ECHO_ENV, ROOT, CliRun
 from serve_model import ModelServer
+from test_pairs import evaluate_echo
 from test_sft import _evaluate
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -132,3 +135,25 @@ def test_the_sft_recipe_trains_two_steps_on_orsgen_sft_output_with_and_without_l
             assert not (out / "model.safetensors").exists()  # the adapter only
         else:
             assert (out / "model.safetensors").is_file()
+
+
+def test_the_dpo_recipe_trains_two_steps_on_orsgen_pairs_output(
+    echo: ors_server.RunningServer,
+    echo_model: Path,
+    orsgen_subprocess: Callable[..., CliRun],
+    tmp_path: Path,
+) -> None:
+    run = evaluate_echo(echo.url, echo_model, "train", tmp_path / "train-run")
+    data = tmp_path / "pairs-data"
+    exported = orsgen_subprocess(["pairs", str(run), "-o", str(data)])
+    assert exported.code == 0, exported.stderr
+    out = tmp_path / "model-dpo"
+    done = run_recipe(
+        "dpo.py",
+        *("--config", str(RECIPES / "dpo.yaml"), "--model_name_or_path", str(echo_model)),
+        *("--dataset_path", str(data), "--max_steps", "2", "--output_dir", str(out)),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("dpo: ") and " 2 steps; loss " in last, done.stdout[-2000:]
+    assert "nan" not in last and (out / "model.safetensors").is_file()

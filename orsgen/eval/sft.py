@@ -25,6 +25,10 @@ Memory stays flat in the number of rollouts: the rows are read twice, one line a
 The first pass keeps a few numbers per passing rollout (its task, sample, transcript length,
 a hash of its transcript and where its line starts); the second reads the kept lines back,
 in the dataset's order, into ``datasets.Dataset.from_generator``.
+
+``orsgen sft RUN_DIR [RUN_DIR ...] -o OUT`` (:func:`main`) exits 0 when OUT was written, 2
+for runs that cannot make a dataset as asked (one line on stderr, ``orsgen sft: error:
+...``; nothing written).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orsgen.arguments import Parser, UsageError, at_least, number, output
 from orsgen.eval.summary import passes
 from orsgen.eval.trainset import (
     CARD_FILE,
@@ -48,8 +53,12 @@ from orsgen.eval.trainset import (
     SftError,
     as_dataset,
     check_runs,
+    conversation_type,
     left_out,
+    new_out,
+    quiet,
     read_run,
+    run_arguments,
     transcript,
     write_dataset,
 )
@@ -196,12 +205,9 @@ def features() -> Any:
     """The dataset's columns and their types (a ``datasets.Features``), so that no batch's
     guess decides them."""
     datasets: Any = importlib.import_module("datasets")  # ships no type information
-    text = datasets.Value("string")
-    call = {"type": text, "function": {"name": text, "arguments": text}}
-    message = {"role": text, "content": text, "tool_calls": [call], "name": text}
-    number, reward = datasets.Value("int64"), datasets.Value("float64")
+    text, number, reward = (datasets.Value(t) for t in ("string", "int64", "float64"))
     return datasets.Features(
-        {"messages": [message], "tools": text, "task_index": number, "split": text}
+        {"messages": conversation_type(), "tools": text, "task_index": number, "split": text}
         | {"sample": number, "reward": reward, "run": text}
     )
 
@@ -236,9 +242,7 @@ def export(
 ) -> Selection:
     """Write :func:`sft_dataset` to ``out`` with its dataset card (:func:`write_dataset`).
     ``out`` must not hold anything yet."""
-    target = Path(out)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise SftError(f"{target} already exists and is not empty; choose another -o")
+    target = new_out(out)
     chosen = select(run_dirs, min_reward=min_reward, per_task=per_task, allow_splits=allow_splits)
     write_dataset(chosen.rows, features(), target, card(chosen))
     return chosen
@@ -304,3 +308,48 @@ def card(chosen: Selection) -> str:
         *(f"| {split} | {task} | {count} |" for (split, task), count in sorted(tasks.items())),
     ]
     return "\n".join(lines) + "\n"
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="orsgen sft",
+        description="Turn the passing rollouts of orsgen eval runs into a dataset for TRL's "
+        "SFTTrainer (conversational tool-calling format, saved with save_to_disk, with a "
+        "dataset card).",
+    )
+    run_arguments(p)
+    p.add_argument(
+        "--min-reward",
+        type=number,
+        help="keep scored rollouts with at least this reward (default: each run's pass "
+        "threshold)",
+    )
+    p.add_argument(
+        "--per-task",
+        type=at_least(1),
+        metavar="K",
+        help="at most K rollouts per task, shortest first",
+    )
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse(list(argv))
+    output(args.out, "-o")
+    try:
+        quiet()
+        chosen = export(
+            args.runs,
+            args.out,
+            min_reward=args.min_reward,
+            per_task=args.per_task,
+            allow_splits=args.allow_split,
+        )
+    except SftError as exc:
+        raise UsageError(str(exc)) from None
+    tasks = len(chosen.kept_per_task())
+    print(
+        f"wrote {len(chosen.rows)} rows ({tasks} tasks) from {len(chosen.runs)} run(s) to "
+        f"{args.out} (dataset card: {CARD_FILE})"
+    )
+    return 0

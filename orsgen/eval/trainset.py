@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orsgen.arguments import Parser
 from orsgen.jsonobject import is_array
-from orsgen.runtime.rundir import RESULTS_FILE, Row, RunDirError, read_adapter, read_config, row_at
+from orsgen.runtime.rundir import RESULTS_FILE, RunDirError, read_adapter, read_config, row_at
 
 if TYPE_CHECKING:
     import numpy
@@ -73,11 +74,17 @@ def read_run(directory: str | os.PathLike[str]) -> Run:
         raise SftError(str(exc)) from None
 
 
-def check_runs(runs: Sequence[Run], allow_splits: Iterable[str]) -> None:
-    """One environment and one set of tools; no held-out split unless allowed."""
+SAME = {"environment": "environments", "tools_sha256": "tool hashes"}
+
+
+def check_runs(
+    runs: Sequence[Run], allow_splits: Iterable[str], same: Mapping[str, str] = SAME
+) -> None:
+    """One environment and one set of tools (the run.json keys of ``same``, each with what
+    its values are called); no held-out split unless allowed."""
     first = runs[0]
     for run in runs[1:]:
-        for key, what in (("environment", "environments"), ("tools_sha256", "tool hashes")):
+        for key, what in same.items():
             if run.config.get(key) != first.config.get(key):
                 raise SftError(
                     f"runs of different {what}: {first.path} has {first.config.get(key)!r}, "
@@ -152,12 +159,13 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | 
 
 @dataclass(frozen=True)
 class Kept:
-    """A dataset's rows, each made by ``record`` from the results.jsonl row at ``where``
-    (run number, line offset), read one at a time, each run's file open once."""
+    """A dataset's rows, each made by ``record`` from the results.jsonl rows at ``where``
+    (run number, then the offset of each line: ``record(run, row, ...)``), read one at a
+    time, each run's file open once."""
 
     runs: Sequence[Run]
     where: numpy.ndarray[Any, Any]
-    record: Callable[[Run, Row], dict[str, Any]]
+    record: Callable[..., dict[str, Any]]
 
     def __len__(self) -> int:
         return len(self.where)
@@ -166,8 +174,17 @@ class Kept:
         with ExitStack() as files:
             handles = [files.enter_context(run.results.open("rb")) for run in self.runs]
             for i in range(len(self.where)):
-                number, offset = int(self.where[i][0]), int(self.where[i][1])
-                yield self.record(self.runs[number], row_at(handles[number], offset))
+                number, *offsets = (int(x) for x in self.where[i])
+                lines = [row_at(handles[number], offset) for offset in offsets]
+                yield self.record(self.runs[number], *lines)
+
+
+def conversation_type() -> Any:
+    """The ``datasets`` type of a list of messages as :func:`transcript` makes them."""
+    datasets: Any = importlib.import_module("datasets")  # ships no type information
+    text = datasets.Value("string")
+    call = {"type": text, "function": {"name": text, "arguments": text}}
+    return [{"role": text, "content": text, "tool_calls": [call], "name": text}]
 
 
 def as_dataset(rows: Iterable[dict[str, Any]], columns: Any, cache: Path | None = None) -> Any:
@@ -177,6 +194,14 @@ def as_dataset(rows: Iterable[dict[str, Any]], columns: Any, cache: Path | None 
     datasets: Any = importlib.import_module("datasets")
     where = None if cache is None else str(cache)
     return datasets.Dataset.from_generator(rows.__iter__, features=columns, cache_dir=where)
+
+
+def new_out(out: str | os.PathLike[str]) -> Path:
+    """``out``, a dataset directory to write, checked to hold nothing yet."""
+    target = Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise SftError(f"{target} already exists and is not empty; choose another -o")
+    return target
 
 
 def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card: str) -> None:
@@ -198,3 +223,30 @@ def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card:
     finally:
         for temporary in (staging, cache):
             shutil.rmtree(temporary, ignore_errors=True)
+
+
+def run_arguments(p: Parser) -> None:
+    """The arguments of every command that makes a dataset of runs: the runs, ``-o`` and
+    ``--allow-split``."""
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="orsgen eval run directories")
+    p.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        help="the dataset directory to write (new; its directory must exist unless it is "
+        "inside the working directory)",
+    )
+    p.add_argument(
+        "--allow-split",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="use runs of this held-out split anyway (repeatable; default: only the "
+        "package's training split)",
+    )
+
+
+def quiet() -> None:
+    """One line of output from a command, not ``save_to_disk``'s progress bar."""
+    logging: Any = importlib.import_module("datasets.utils.logging")  # no type information
+    logging.disable_progress_bar()

@@ -1,0 +1,394 @@
+"""Preference pairs of evaluation runs for TRL's ``DPOTrainer`` (``orsgen pairs``): for each
+task, a passing rollout (chosen) beside a non-passing one (rejected) of the same prompt.
+
+The runs are read as ``orsgen sft`` (:mod:`orsgen.eval.sft`) reads them, with the same
+checks (one environment, one tool set, one pass threshold; no held-out split unless
+allowed). A rollout is *chosen* when it is ``scored`` and passes by the run's pass rule
+(``passes`` with its ``pass_threshold``); *rejected* when it is ``scored`` and does not
+(with ``unfinished``, an unfinished rollout that does not pass as well). Failed rollouts
+(no answer) are neither.
+
+**Pairing.** A task's rollouts are paired within their run (one evaluation group: the same
+prompt, the same model). Its chosen rollouts ``c[0..P)`` are ordered shortest transcript
+first, then by sample, its rejected ones ``r[0..F)`` by sample; round ``s`` (0, 1, ...)
+pairs ``c[a]`` with ``r[(a + s) mod F]`` for every ``a``. So the first round uses every
+chosen rollout once, and the P x F pairs come in a fixed order. Then:
+
+- a pair whose chosen and rejected make the same assistant turns (they differ only in
+  what the environment answered) teaches nothing: it is dropped, and counted;
+- identical pairs (the same prompt, completions and tools) are kept once, the first by run;
+- at most ``per_task`` pairs of a task (over all runs): the earliest rounds first, then by
+  run and ``a``.
+
+**A row** is TRL's conversational preference format: ``prompt`` (the messages before the
+first assistant turn), ``chosen`` and ``rejected`` (the assistant and ``tool`` messages
+after it, ending on an assistant turn, as an ``orsgen sft`` row does: the environment's
+answer to the last call is not part of them), ``tools`` (the JSON schemas the model saw, as
+one JSON string), and ``task_index``, ``split``, ``chosen_reward``, ``rejected_reward``
+(``None`` for an unfinished rollout without one) and ``run``.
+
+Memory stays flat in the number of rollouts, as in ``orsgen sft``: the first pass keeps a
+few numbers and two hashes per candidate rollout; the second reads each kept pair's two
+lines back into ``datasets.Dataset.from_generator``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orsgen.arguments import Parser, UsageError, at_least, output
+from orsgen.eval.summary import passes
+from orsgen.eval.trainset import (
+    CARD_FILE,
+    LEFT_OUT,
+    SAME,
+    Kept,
+    Run,
+    SftError,
+    check_runs,
+    conversation_type,
+    left_out,
+    new_out,
+    quiet,
+    read_run,
+    run_arguments,
+    transcript,
+    write_dataset,
+)
+from orsgen.runtime.rundir import Row, RunDirError, located_rows
+
+if TYPE_CHECKING:
+    import numpy
+
+__all__ = ["COLUMNS", "PairSelection", "export", "features", "select"]
+COLUMNS = (
+    *("prompt", "chosen", "rejected", "tools", "task_index", "split"),
+    *("chosen_reward", "rejected_reward", "run"),
+)
+
+
+@dataclass
+class PairSelection:
+    """The kept pairs, and how they were chosen (what the dataset card says)."""
+
+    runs: list[Run]
+    per_task: int | None = None
+    unfinished: bool = False
+    rows: Kept | tuple[()] = ()  # read when iterated
+    rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
+    passing: dict[str, int] = field(default_factory=lambda: {})  # chosen candidates
+    failing: dict[str, int] = field(default_factory=lambda: {})  # rejected candidates
+    pairs: dict[str, int] = field(default_factory=lambda: {})  # kept, per run name
+    no_contrast: int = 0
+    duplicates: int = 0
+    over_cap: int = 0
+    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
+    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})
+
+
+def select(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    *,
+    per_task: int | None = None,
+    unfinished: bool = False,
+    allow_splits: Iterable[str] = (),
+) -> PairSelection:
+    """The pairs of ``run_dirs``, and how they were chosen. Raises :class:`SftError`."""
+    if not run_dirs:
+        raise SftError("no run directory given")
+    if per_task is not None and per_task < 1:
+        raise SftError(f"--per-task must be at least 1, got {per_task}")
+    runs = [read_run(p) for p in dict.fromkeys(Path(d).resolve() for d in run_dirs)]
+    check_runs(runs, allow_splits, {**SAME, "pass_threshold": "pass thresholds"})
+    chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
+    try:
+        found = _candidates(chosen)
+    except RunDirError as exc:
+        raise SftError(str(exc)) from None
+    chosen.rows = Kept(runs, _pairs(chosen, *found), _record)
+    if not chosen.rows:
+        names = ", ".join(str(r.path) for r in runs)
+        rejected = "non-passing (scored" + (" or unfinished)" if unfinished else ")")
+        dropped = f"; {chosen.no_contrast} pairs without contrast dropped" * (
+            chosen.no_contrast > 0
+        )
+        raise SftError(
+            f"no task of {names} has both a passing rollout and a {rejected} one{dropped}: "
+            "no pair to write; sample more (-n) at a temperature above 0"
+            + ("" if unfinished else ", or pass --unfinished")
+        )
+    return chosen
+
+
+_COLUMNS = ("run", "split", "task", "good", "length", "sample", "offset")
+
+
+def _candidates(chosen: PairSelection) -> tuple[dict[str, array[int]], bytearray, list[str]]:
+    """The first pass: a few numbers per chosen or rejected candidate with a transcript
+    (columns of :data:`_COLUMNS`; ``good`` is 1 for a chosen one), and two 16-byte hashes in
+    a 32-byte row of the ``bytearray``: of its transcript and tools, and of its assistant
+    turns."""
+    columns = {name: array("q") for name in _COLUMNS}
+    hashes, splits = bytearray(), dict[str, int]()
+    for number, run in enumerate(chosen.runs):
+        threshold = float(run.config["pass_threshold"])
+        tools, counts = run.tools, [0, 0, 0]  # rollouts, passing, failing
+        for offset, row in located_rows(run.results):
+            counts[0] += 1
+            verdict, good = row.get("verdict"), passes(row, threshold)
+            allowed = ("scored", "unfinished") if chosen.unfinished and not good else ("scored",)
+            if verdict not in allowed:
+                continue
+            counts[2 - good] += 1
+            raw: list[Mapping[str, Any]] = row.get("messages") or []
+            why = left_out(raw)
+            messages = transcript(raw) if why is None else None
+            if messages is None:
+                chosen.left_out[why or "no answer"] += 1
+                continue
+            turns = [m for m in messages[_start(messages) :] if m["role"] == "assistant"]
+            text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+            split = splits.setdefault(str(row.get("split", run.config["split"])), len(splits))
+            values = (number, split, int(row["task_index"]), int(good), len(text))
+            for name, value in zip(_COLUMNS, (*values, int(row["sample"]), offset)):
+                columns[name].append(value)
+            for what in (text + tools, json.dumps(turns, sort_keys=True, ensure_ascii=False)):
+                hashes += hashlib.blake2b(what.encode(), digest_size=16).digest()
+        rollouts, passing, failing = counts
+        chosen.rollouts[run.name], chosen.passing[run.name] = rollouts, passing
+        chosen.failing[run.name] = failing
+    return columns, hashes, list(splits)
+
+
+def _pairs(
+    chosen: PairSelection, columns: dict[str, array[int]], hashes: bytearray, splits: list[str]
+) -> numpy.ndarray[Any, Any]:
+    """``(run number, chosen's line offset, rejected's line offset)`` of each kept pair, in
+    the dataset's order (by split and task, then round, run and chosen rollout)."""
+    import numpy as np
+
+    c = {name: np.frombuffer(column, dtype=np.int64) for name, column in columns.items()}
+    names = sorted(splits)
+    c["split"] = np.array([names.index(s) for s in splits], dtype=np.int64)[c["split"]]
+    digests = np.frombuffer(hashes, dtype=np.uint64).reshape(-1, 4)
+    # Each group (run, split, task): its chosen rollouts first, shortest first, then by
+    # sample; then its rejected ones by sample.
+    length = np.where(c["good"] == 1, c["length"], 0)
+    order = np.lexsort([c["sample"], length, -c["good"], c["task"], c["split"], c["run"]])
+    group = np.stack([c[k][order] for k in ("run", "split", "task")], axis=1)
+    _, starts = np.unique(group, axis=0, return_index=True)
+    bounds = [*np.sort(starts).tolist(), len(order)]
+    found: list[numpy.ndarray[Any, Any]] = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        members = order[lo:hi]
+        bad = int(len(members) - c["good"][members].sum())
+        # Identical rollouts of a group once: the pairs they would make are identical.
+        same = np.column_stack([digests[members, :2], c["good"][members].astype(np.uint64)])
+        members = members[np.sort(np.unique(same, axis=0, return_index=True)[1])]
+        good = int(c["good"][members].sum())
+        chosen.duplicates += (hi - lo - bad) * bad - good * (len(members) - good)
+        found.append(_rounds(members, good))
+    pairs = np.concatenate(found) if found else np.zeros((0, 4), dtype=np.int64)
+    good_of, bad_of = pairs[:, 0], pairs[:, 1]
+    contrast = np.any(digests[good_of, 2:] != digests[bad_of, 2:], axis=1)
+    chosen.no_contrast = int(len(pairs) - contrast.sum())
+    pairs = pairs[contrast]
+    key = [pairs[:, 3], c["run"][pairs[:, 0]], pairs[:, 2], c["task"][pairs[:, 0]]]
+    pairs = pairs[np.lexsort([*key, c["split"][pairs[:, 0]]])]
+    same = np.concatenate([digests[pairs[:, 0], :2], digests[pairs[:, 1], :2]], axis=1)
+    first = np.sort(np.unique(same, axis=0, return_index=True)[1])
+    chosen.duplicates += len(pairs) - len(first)
+    pairs = pairs[first]  # still in order
+    task = np.stack([c["split"][pairs[:, 0]], c["task"][pairs[:, 0]]], axis=1)
+    _, start, which = np.unique(task, axis=0, return_index=True, return_inverse=True)
+    keep = np.arange(len(pairs)) - start[which.reshape(-1)] < (chosen.per_task or len(pairs))
+    chosen.over_cap = len(pairs) - int(keep.sum())
+    pairs, task = pairs[keep], task[keep]
+    keys, counts = np.unique(task, axis=0, return_counts=True)
+    chosen.tasks = {(names[s], t): n for (s, t), n in zip(keys.tolist(), counts.tolist())}
+    runs = c["run"][pairs[:, 0]]
+    chosen.pairs = {r.name: int((runs == i).sum()) for i, r in enumerate(chosen.runs)}
+    return np.stack([runs, c["offset"][pairs[:, 0]], c["offset"][pairs[:, 1]]], axis=1)
+
+
+def _rounds(members: numpy.ndarray[Any, Any], good: int) -> numpy.ndarray[Any, Any]:
+    """``(chosen, rejected, round, a)`` of each pair of a group whose first ``good``
+    ``members`` are its chosen rollouts: round ``s`` pairs ``c[a]`` with ``r[(a + s) % F]``."""
+    import numpy as np
+
+    bad = len(members) - good
+    a, s = np.tile(np.arange(good), bad), np.repeat(np.arange(bad), good)
+    return np.stack([members[a], members[good + (a + s) % max(bad, 1)], s, a], axis=1)
+
+
+def _start(messages: Sequence[Mapping[str, Any]]) -> int:
+    """Where the first assistant turn is (a transcript has one)."""
+    return next(i for i, m in enumerate(messages) if m["role"] == "assistant")
+
+
+def _reward(row: Row) -> float | None:
+    reward = row.get("reward")
+    return float(reward) if isinstance(reward, (int, float)) else None
+
+
+def _record(run: Run, good: Row, bad: Row) -> dict[str, Any]:
+    """The dataset row of a kept pair's two results.jsonl rows."""
+    chosen, rejected = transcript(good["messages"]) or [], transcript(bad["messages"]) or []
+    start = _start(chosen)
+    return {
+        "prompt": chosen[:start],
+        "chosen": chosen[start:],
+        "rejected": rejected[_start(rejected) :],
+        "tools": run.tools,
+        "task_index": int(good["task_index"]),
+        "split": str(good.get("split", run.config["split"])),
+        "chosen_reward": _reward(good),
+        "rejected_reward": _reward(bad),
+        "run": run.name,
+    }
+
+
+def features() -> Any:
+    """The dataset's columns and their types (a ``datasets.Features``)."""
+    datasets: Any = importlib.import_module("datasets")  # ships no type information
+    text, number, reward = (datasets.Value(t) for t in ("string", "int64", "float64"))
+    conversation = {k: conversation_type() for k in ("prompt", "chosen", "rejected")}
+    columns = {"tools": text, "task_index": number, "split": text, "chosen_reward": reward}
+    return datasets.Features(conversation | columns | {"rejected_reward": reward, "run": text})
+
+
+def export(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    per_task: int | None = None,
+    unfinished: bool = False,
+    allow_splits: Iterable[str] = (),
+) -> PairSelection:
+    """Write the pairs of ``run_dirs`` (:func:`select`) to ``out`` as a ``datasets.Dataset``
+    (``load_from_disk``) with its dataset card. ``out`` must not hold anything yet. Raises
+    :class:`SftError` (a ``ValueError``) with a one-line message."""
+    target = new_out(out)
+    chosen = select(run_dirs, per_task=per_task, unfinished=unfinished, allow_splits=allow_splits)
+    write_dataset(chosen.rows, features(), target, card(chosen))
+    return chosen
+
+
+def card(chosen: PairSelection) -> str:
+    """The dataset card: where the pairs came from, how they were chosen, how many per task."""
+    first = chosen.runs[0].config
+    rejected = "scored" + (" or unfinished" if chosen.unfinished else "") + ", not passing"
+    cap = "no cap" if chosen.per_task is None else f"at most {chosen.per_task}"
+    lines = [
+        "---",
+        "tags: [orsgen, dpo, preference, tool-calling]",
+        "---",
+        "",
+        f"# Preference pairs from {len(chosen.runs)} orsgen eval run(s) of "
+        f"{first.get('environment')}",
+        "",
+        f"{len(chosen.rows)} pairs of {len(chosen.tasks)} tasks in TRL's conversational "
+        "preference format: `prompt` (the messages before the first assistant turn), "
+        "`chosen` and `rejected` (the assistant and `tool` messages after it, ending on an "
+        "assistant turn), `tools` (the JSON schemas the model saw, one JSON string) and the "
+        "provenance columns `task_index`, `split`, `chosen_reward`, `rejected_reward`, `run`. "
+        "Written by `orsgen pairs`; load it with `datasets.load_from_disk(...)` and train "
+        "with TRL's `DPOTrainer`.",
+        "",
+        f"- environment `{first.get('environment')}`, tools sha256 "
+        f"`{first.get('tools_sha256')}`, pass threshold {first.get('pass_threshold')}",
+        "",
+        "## Where the pairs came from",
+        "",
+        "| run | model | split | n | rollouts | passing | rejectable | pairs |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in chosen.runs:
+        c, name = run.config, run.name
+        lines.append(
+            f"| {name} | {c.get('model')} | {c.get('split')} | {c.get('n')} | "
+            f"{chosen.rollouts[name]} | {chosen.passing[name]} | {chosen.failing[name]} | "
+            f"{chosen.pairs.get(name, 0)} |"
+        )
+    lines += [
+        "",
+        "## How they were chosen",
+        "",
+        "- chosen: scored, passing by the run's pass rule; rejected: " + rejected,
+        "- paired within a run's task; round s pairs the a-th chosen rollout (shortest "
+        "first, then by sample) with the (a + s)-th rejected one (by sample, modulo their "
+        "number)",
+        f"- {chosen.no_contrast} pairs without contrast dropped (the same assistant turns; "
+        "only the environment's answers differed)",
+        f"- identical pairs kept once ({chosen.duplicates} duplicates left out)",
+        f"- per task: {cap} ({chosen.over_cap} left out), earliest round first",
+        f"- left out: {chosen.left_out['images']} rollouts with image content, "
+        f"{chosen.left_out['cut']} with a text results.jsonl cut at its limit, "
+        f"{chosen.left_out['no answer']} with no assistant turn",
+        "- the environment's answer to the last call is not part of `chosen`/`rejected`; "
+        "tool call ids are dropped",
+        "",
+        "## Pairs per task",
+        "",
+        "| split | task | pairs |",
+        "|---|---|---|",
+        *(
+            f"| {split} | {task} | {count} |"
+            for (split, task), count in sorted(chosen.tasks.items())
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="orsgen pairs",
+        description="Pair passing and non-passing rollouts of the same task of orsgen eval "
+        "runs as a preference dataset for TRL's DPOTrainer (conversational format, saved "
+        "with save_to_disk, with a dataset card).",
+    )
+    run_arguments(p)
+    p.add_argument(
+        "--per-task",
+        type=at_least(1),
+        metavar="K",
+        help="at most K pairs per task, earliest round first (default: every pair)",
+    )
+    p.add_argument(
+        "--unfinished",
+        action="store_true",
+        help="an unfinished rollout (no reward by the end) may be the rejected one",
+    )
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    """``orsgen pairs RUN_DIR [RUN_DIR ...] -o OUT``: exit 0 when OUT was written, 2 for runs
+    that cannot make pairs as asked (one line on stderr; nothing written)."""
+    args = parser().parse(list(argv))
+    output(args.out, "-o")
+    try:
+        quiet()
+        chosen = export(
+            args.runs,
+            args.out,
+            per_task=args.per_task,
+            unfinished=args.unfinished,
+            allow_splits=args.allow_split,
+        )
+    except SftError as exc:
+        raise UsageError(str(exc)) from None
+    print(
+        f"wrote {len(chosen.rows)} pairs ({len(chosen.tasks)} tasks) from {len(chosen.runs)} "
+        f"run(s) to {args.out}; dropped {chosen.no_contrast} without contrast, "
+        f"{chosen.duplicates} duplicates (dataset card: {CARD_FILE})"
+    )
+    return 0
