@@ -17,7 +17,8 @@ against ``orsgen eval --seed S`` on the echo environment every rollout's reward 
 fixed by its task, sample and turn, and differs between them. With
 ``--chat-status`` / ``--models-status`` that route answers that HTTP status with an
 OpenAI-style error body (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists
-one model, ``standin``; ``GET /health`` answers 200 once the server listens.
+one model, ``standin``; ``GET /health`` answers 200 once the server listens, with the
+number of chat-completions requests it has answered (``{"chat_requests": N}``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -48,6 +50,8 @@ def argument(opts: argparse.Namespace, body: dict[str, Any], filler: str) -> str
 
 def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
     filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
+    answered = [0]
+    count = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: the client reuses its connection
@@ -69,7 +73,7 @@ def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             if self.path.endswith("/health"):
-                self._send(200, {"status": "ok"})
+                self._send(200, {"status": "ok", "chat_requests": answered[0]})
             elif self.path.endswith("/models"):
                 if opts.models_status:
                     self._error(opts.models_status, opts.models_message)
@@ -117,6 +121,8 @@ def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 },
             )
+            with count:
+                answered[0] += 1
 
     return Handler
 
@@ -150,6 +156,11 @@ class Standin:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def chat_requests(self) -> int:
+        """The chat-completions requests it has answered so far."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+            return int(json.loads(r.read())["chat_requests"])
 
     def stop(self) -> None:
         from serve_model import stop_process
