@@ -18,7 +18,8 @@ against ``orsgen eval --seed S`` on the echo environment every rollout's reward 
 fixed by its task, sample and turn, and differs between them. With ``--chat-status`` /
 ``--models-status`` that route answers that HTTP status with an OpenAI-style error body
 (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists one model, ``standin``;
-``GET /health`` answers 200 once the server listens.
+``GET /health`` answers 200 once the server listens, with the number of chat-completions
+requests it has answered (``{"chat_requests": N}``).
 """
 
 from __future__ import annotations
@@ -51,13 +52,14 @@ def argument(opts: argparse.Namespace, body: dict[str, Any], filler: str) -> str
 
 def _app(opts: argparse.Namespace) -> web.Application:
     filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
+    answered = [0]  # chat-completions requests answered
 
     def error(status: int, message: str) -> web.Response:
         body = {"error": {"message": message, "type": "standin", "code": status}}
         return web.json_response(body, status=status)
 
     async def health(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
+        return web.json_response({"status": "ok", "chat_requests": answered[0]})
 
     async def models(request: web.Request) -> web.Response:
         if opts.models_status:
@@ -88,6 +90,7 @@ def _app(opts: argparse.Namespace) -> web.Application:
                 }
             ]
             finish = "tool_calls"
+        answered[0] += 1
         return web.json_response(
             {
                 "id": "chatcmpl-standin",
@@ -137,6 +140,11 @@ class Standin:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def chat_requests(self) -> int:
+        """The chat-completions requests it has answered so far."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+            return int(json.loads(r.read())["chat_requests"])
 
     def stop(self) -> None:
         from serve_model import stop_process

@@ -202,9 +202,10 @@ def test_each_adapter_class_gets_its_own_tool_schemas_made_once() -> None:
             """
             return word
 
-    talk = Conversation(
-        None, "http://127.0.0.1:1/v1", Sampling("m", None, None, None), Turns(1, None)
-    )
+    from orsgen.eval.endpoints import Endpoints
+
+    nowhere = Endpoints(["http://127.0.0.1:1/v1"], None, 1.0)  # no request is sent
+    talk = Conversation(nowhere, Sampling("m", None, None, None), Turns(1, None))
     for kind in (Say, Guess, Say):
         env = kind()
         got = talk.schemas(env, trl_tools(env))

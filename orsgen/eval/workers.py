@@ -28,6 +28,7 @@ from typing import Any
 
 from orsgen.eval.config import EvalConfig
 from orsgen.eval.conversation import Conversation, Opened, Rollout
+from orsgen.eval.endpoints import EndpointsDown
 from orsgen.eval.results import Records, ResultsLog
 from orsgen.eval.summary import passes
 from orsgen.runtime.errors import describe
@@ -230,6 +231,8 @@ def run_all(
     def one(env: Any, task_index: int, sample: int, opened: Opened) -> None:
         try:
             rollout = conversation.run(env, task_index, plan.split, sample, opened)
+        except EndpointsDown:
+            raise  # the run stops; this rollout gets no row, a resumed run makes it
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
             rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
         row = _row(task_index, sample, plan.split, rollout, plan.config.unfinished_reward)
