@@ -223,6 +223,7 @@ def one_run(
     pids = servers["pids"]
     server.reset_counts()
     before = {name: process_cpu(pid) for name, pid in pids.items()}
+    asked = [standin.chat_requests() for standin in servers["standins"]]
     load = os.getloadavg()[0]
     with (work / f"{contender}-{concurrency}.stderr").open("w") as err:
         done = subprocess.run(args, stdout=subprocess.PIPE, stderr=err, text=True)
@@ -232,6 +233,7 @@ def one_run(
     out = json.loads([x for x in done.stdout.splitlines() if x.startswith("{")][-1])
     cpu = {name: process_cpu(pid) - before[name] for name, pid in pids.items()}
     requests, connections = server.requests(), server.connections()
+    asked = [s.chat_requests() - n for s, n in zip(servers["standins"], asked, strict=True)]
     run: dict[str, Any] = {"contender": contender, "endpoints": len(endpoints)}
     run["concurrency"] = concurrency
     if "unsupported" in out:
@@ -249,6 +251,7 @@ def one_run(
         standin_cpu_ms_per_rollout=round(
             sum(v for k, v in cpu.items() if k.startswith("standin")) * per, 2
         ),
+        endpoint_requests=asked,  # each stand-in's, the warm-up's included
         ors_requests_per_rollout=round(sum(requests.values()) * per / 1000, 2),
         ors_new_connections_per_rollout=round(sum(connections.values()) * per / 1000, 3),
         load_average_1m_before=round(load, 2),
@@ -283,6 +286,7 @@ def measure(opts: argparse.Namespace) -> dict[str, Any]:
             "ors": server.url,
             "endpoints": [s.endpoint for s in standins],
             "package": str(package),
+            "standins": standins,
             "pids": {"ors_server": server.process.pid}
             | {f"standin{i}": s.process.pid for i, s in enumerate(standins)},
         }
@@ -396,8 +400,9 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "| contender | endpoints | concurrency | rollouts | scored | rollouts/s | limit | "
         "fraction | eval CPU ms/rollout | ORS server CPU ms/rollout | stand-in CPU ms/rollout "
-        "| ORS requests/rollout | new ORS connections/rollout | load 1m before/after |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| ORS requests/rollout | new ORS connections/rollout | requests to each endpoint "
+        "| load 1m before/after |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in chosen:
         lines.append(
@@ -406,6 +411,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"{r['fraction_of_limit']} | {r['eval_cpu_ms_per_rollout']} | "
             f"{r['server_cpu_ms_per_rollout']} | {r['standin_cpu_ms_per_rollout']} | "
             f"{r['ors_requests_per_rollout']} | {r['ors_new_connections_per_rollout']} | "
+            f"{', '.join(str(n) for n in r['endpoint_requests'])} | "
             f"{r['load_average_1m_before']}/{r['load_average_1m_after']} |"
         )
     parts = list(chosen[0]["split_ms"]) if chosen else []
