@@ -323,6 +323,7 @@ def measure(opts: argparse.Namespace) -> dict[str, Any]:
             "turns_per_rollout": TURNS,
             "latency_seconds": opts.latency,
             "rollouts_per_worker": opts.rollouts_per_worker,
+            "repeats": opts.repeats,
             "inspect": versions,
         },
         "runs": runs,
@@ -386,7 +387,9 @@ def markdown(report: dict[str, Any]) -> str:
         f"after: `{m['uptime_after']}`. {s['environment']} on a local ORS server; "
         f"{s['endpoint']}; {s['turns_per_rollout']} turns per rollout (a tool call, then the "
         f"answer); concurrency x {s['rollouts_per_worker']} rollouts per run. The limit is "
-        f"concurrency / ({s['turns_per_rollout']} x {s['latency_seconds']} s).",
+        f"concurrency / ({s['turns_per_rollout']} x {s['latency_seconds']} s). Each row is "
+        f"the run of median rate of {s.get('repeats', 1)} (the contenders taking turns; every "
+        "run is in throughput.json).",
         "",
     ]
     if s.get("inspect"):
