@@ -8,25 +8,14 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import openai_standin
 from conftest import import_generated
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-@pytest.fixture
-def standin(tmp_path: Path) -> Iterator[openai_standin.Standin]:
-    server = openai_standin.start(tmp_path)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _run(chance_dir: Path, url: str, standin: Any, wait: float, **options: Any) -> dict[str, Any]:
