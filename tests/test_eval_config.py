@@ -6,27 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import openai_standin
 from conftest import counted_adapters, import_generated
 
 CHANCE_TEST_TASKS = 4  # tests/envs/chance_env.py's "test" split
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-@pytest.fixture
-def standin(tmp_path: Path) -> Iterator[openai_standin.Standin]:
-    server = openai_standin.start(tmp_path)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_run_json_is_the_config_evaluate_was_given(

@@ -94,6 +94,15 @@ class Rollout:
     tool_calls: list[list[Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Opened:
+    """A reset's outcome: the prompt, or why there is none (``failure``), and its seconds."""
+
+    prompt: Any
+    failure: str | None
+    seconds: float
+
+
 def cut(text: str, limit: int | None) -> str:
     """``text`` with at most ``limit`` characters kept, saying how many were cut."""
     if limit is None or len(text) <= limit:
@@ -207,16 +216,32 @@ class Conversation:
             body["seed"] = seed
         return self.endpoints.post(body)
 
-    def run(self, env: Any, task_index: int, split: str, sample: int = 0) -> Rollout:
-        out = Rollout()
-        started = time.monotonic()
+    @staticmethod
+    def open(env: Any, task_index: int, split: str) -> Opened:
+        """``env.reset`` of the task: its prompt, or why it failed, and its seconds."""
+        began = time.monotonic()
         try:
             prompt = env.reset(task_index=task_index, split=split)
         except Exception as exc:  # noqa: BLE001 - every failure is a verdict, not a crash
-            out.reason = f"environment: reset failed: {describe(exc)}"
-            out.seconds = out.environment_seconds = time.monotonic() - started
+            return Opened(
+                None, f"environment: reset failed: {describe(exc)}", time.monotonic() - began
+            )
+        return Opened(prompt, None, time.monotonic() - began)
+
+    def run(
+        self, env: Any, task_index: int, split: str, sample: int = 0, opened: Opened | None = None
+    ) -> Rollout:
+        """The rollout of (``task_index``, ``sample``) on ``env``, its session opened here or
+        already (``opened``: :meth:`open` of the same adapter and task). Its seconds count
+        the open's own, not the wait between the open and this call."""
+        if opened is None:
+            opened = self.open(env, task_index, split)
+        out = Rollout(reason=opened.failure)
+        started = time.monotonic() - opened.seconds
+        out.seconds = out.environment_seconds = opened.seconds
+        if opened.failure is not None:
             return out
-        out.environment_seconds = time.monotonic() - started
+        prompt = opened.prompt
         tools = trl_tools(env)
         schemas = self.schemas(env, tools)
         user_content = prompt if isinstance(prompt, str) else _tool_content(prompt)

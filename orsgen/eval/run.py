@@ -122,7 +122,7 @@ def _adapter_factory(
             raise EvalConfigError("adapter= configures an adapter class; a factory is used as is")
         return env
     if not isinstance(adapter, AdapterConfig):
-        # One rollout at a time per adapter: no session is opened ahead of its reset.
+        # No group prefetch: the workers open each rollout's session ahead themselves.
         settings = {"prefetch": False, "rollout_timeout": rollout_timeout, **(adapter or {})}
         try:
             adapter = AdapterConfig.of(env, **settings)
