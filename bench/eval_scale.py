@@ -41,6 +41,9 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "examples")]
+from measure import commit as git_commit  # noqa: E402  (bench/measure.py)
+from measure import cpu_seconds, process_cpu  # noqa: E402
+
 SAMPLES = 10
 CALLS, SIZE = 7, 2048  # 16 messages of 2 KB
 for _k, _v in {
@@ -63,11 +66,6 @@ def _rss_mb() -> tuple[float, float]:
     return round(found.get("VmRSS", 0.0), 1), round(found.get("VmHWM", 0.0), 1)
 
 
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def child(opts: argparse.Namespace) -> None:
     """One measurement, in this process: print its figures as one JSON line. With
     ``--samples FILE`` it appends {done, seconds, cpu, rss, peak} to FILE every
@@ -82,7 +80,7 @@ def child(opts: argparse.Namespace) -> None:
 
     pkg = import_generated(Path(opts.package))
     out = Path(opts.write) if opts.write else None
-    started, cpu0 = time.monotonic(), _cpu_seconds()
+    started, cpu0 = time.monotonic(), cpu_seconds()
     lock = threading.Lock()
     done = [0]
     side = open(opts.samples, "a", encoding="utf-8") if opts.samples else None  # noqa: SIM115
@@ -92,7 +90,7 @@ def child(opts: argparse.Namespace) -> None:
         line = {
             "done": done[0],
             "seconds": round(time.monotonic() - started, 1),
-            "cpu_seconds": round(_cpu_seconds() - cpu0, 1),
+            "cpu_seconds": round(cpu_seconds() - cpu0, 1),
             "rss_mb": rss,
             "peak_rss_mb": peak,
         }
@@ -142,7 +140,7 @@ def child(opts: argparse.Namespace) -> None:
         threading.setprofile(None)
         profilers[0].disable()
         pstats.Stats(*profilers).dump_stats(opts.profile)
-    cpu = _cpu_seconds() - cpu0
+    cpu = cpu_seconds() - cpu0
     if side is not None:
         sample()
         side.close()
@@ -162,21 +160,6 @@ def child(opts: argparse.Namespace) -> None:
         ),
     }
     print(json.dumps(figures), flush=True)
-
-
-def _process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) process ``pid`` has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _commit() -> str:
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-        return done.stdout.strip()
-
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "orsgen", "bench")
-    return git("rev-parse", "HEAD") + ("+changes" if dirty else "")
 
 
 def measure(
@@ -199,7 +182,7 @@ def measure(
     server = ors_server.start(BENCH / "lottery_env.py", log_dir=work)
     standin = openai_standin.start(work, tool="draw", calls=CALLS, size=SIZE)
     runs: list[dict[str, Any]] = []
-    commit = _commit()
+    commit = git_commit()
     try:
         package = work / "lottery_scale"
         generate_and_import(server.url, package, class_name="LotteryEnv")
@@ -236,7 +219,7 @@ def measure(
                     "ors_server": server.process.pid,
                     "standin": standin.process.pid,
                 }
-                before = {k: _process_cpu(pid) for k, pid in others.items()}
+                before = {k: process_cpu(pid) for k, pid in others.items()}
                 load = os.getloadavg()[0]
                 child_run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 print(
@@ -247,7 +230,7 @@ def measure(
                 if child_run.returncode != 0:
                     raise RuntimeError(stderr.decode()[-3000:])
                 run = json.loads(stdout.decode().strip().splitlines()[-1])
-                cpu = {k: round(_process_cpu(pid) - before[k], 2) for k, pid in others.items()}
+                cpu = {k: round(process_cpu(pid) - before[k], 2) for k, pid in others.items()}
                 run.update(
                     commit=commit,
                     pair=index // max(1, len(modes)),

@@ -5,9 +5,10 @@ Served as ``lotteryenv``.
 Task ``i`` of ``test`` wins with probability ``(i % 10) / 10``. The prompt is
 ``LOTTERY_PROMPT`` characters long; the one tool, ``draw``, echoes its text back
 (``LOTTERY_OUTPUT`` characters) and, on the ``LOTTERY_CALLS``-th call of a session, scores
-1.0 on a win and 0.0 otherwise (the episode stays open: the model's final answer ends it).
-A rollout of 7 calls is then 16 messages: the prompt, 7 calls with their results, and the
-answer.
+1.0 on a win and 0.0 otherwise. The episode then stays open, the model's final answer
+ending it, unless ``LOTTERY_CALLS`` is 1 and ``LOTTERY_OPEN`` is not set (then the draw
+ends it: a rollout of one turn). A rollout of 7 calls is 16 messages: the prompt, 7 calls
+with their results, and the answer.
 
     LOTTERY_TASKS=10000 python tests/serve_env.py bench/lottery_env.py --port 8080
 """
@@ -25,6 +26,7 @@ TASKS = int(os.environ.get("LOTTERY_TASKS", "60"))
 CALLS = int(os.environ.get("LOTTERY_CALLS", "1"))
 PROMPT = int(os.environ.get("LOTTERY_PROMPT", "64"))
 OUTPUT = int(os.environ.get("LOTTERY_OUTPUT", "64"))
+ENDS = CALLS <= 1 and not os.environ.get("LOTTERY_OPEN")  # the draw ends the episode
 
 
 def chance(task: int) -> float:
@@ -64,6 +66,4 @@ class LotteryEnv(Environment):
         if self.calls < CALLS:
             return ToolOutput(blocks=[TextBlock(text=text)], reward=None, finished=False)
         won = random.random() < chance(int(self.task_spec["task"]))
-        return ToolOutput(
-            blocks=[TextBlock(text=text)], reward=1.0 if won else 0.0, finished=CALLS <= 1
-        )
+        return ToolOutput(blocks=[TextBlock(text=text)], reward=1.0 if won else 0.0, finished=ENDS)

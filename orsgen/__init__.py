@@ -47,6 +47,7 @@ _PUBLIC: dict[str, str] = {
     "EvalResult": "orsgen.eval",
     "EvalConfig": "orsgen.eval",
     "EvalConfigError": "orsgen.eval",
+    "EndpointsDown": "orsgen.eval",
     "compare": "orsgen.eval.compare",
     "format_comparison": "orsgen.eval",
     "load_summary": "orsgen.eval",
@@ -83,6 +84,7 @@ __all__ = [
     "Content",
     "ContentPart",
     "CurriculumCheckpoint",
+    "EndpointsDown",
     "EnvironmentUnavailableError",
     "EvalConfig",
     "EvalConfigError",
@@ -147,6 +149,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at import
     from typing import Any
 
+    from orsgen.eval import EndpointsDown as EndpointsDown
     from orsgen.eval import EvalConfig as EvalConfig
     from orsgen.eval import EvalConfigError as EvalConfigError
     from orsgen.eval import EvalResult as EvalResult

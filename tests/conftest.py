@@ -247,6 +247,19 @@ def failed(call: Callable[..., object], *args: Any, **kwargs: Any) -> Any:
 from serve_model import ModelServer  # noqa: E402
 
 
+@pytest.fixture
+def standin(tmp_path: Path) -> Iterator[Any]:
+    """The scripted OpenAI-compatible stand-in (tests/openai_standin.py) with its defaults,
+    stopped by PID after the test (a module may define its own ``standin``)."""
+    import openai_standin
+
+    server = openai_standin.start(tmp_path)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def chance_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
     from chance_model import CHANCE_ENV

@@ -1,6 +1,7 @@
 """A scripted stand-in for an OpenAI-compatible chat-completions server: no model, it
-answers at once (or ``--delay`` seconds late, as a model's latency). Run as its own process
-on 127.0.0.1 (``start(...)``), stopped by PID.
+answers at once (or ``--delay`` seconds late, as a model's latency: an asyncio server, any
+number of requests wait at once). Run as its own process on 127.0.0.1 (``start(...)``),
+stopped by PID.
 
     python tests/openai_standin.py --port P [--tool say --argument text --calls 1 --size 16]
         [--tools lookup,nosuch,submit] [--quote 3] [--delay 0.2]
@@ -14,24 +15,27 @@ the i-th call is of the i-th name there, round and round, and ``--calls`` defaul
 number). With ``--quote K`` the call's argument is instead the word the prompt quotes (the
 first user message's ``'...'``), reversed on requests whose ``seed`` is a multiple of ``K``:
 against ``orsgen eval --seed S`` on the echo environment every rollout's reward is then
-fixed by its task, sample and turn, and differs between them. With
-``--chat-status`` / ``--models-status`` that route answers that HTTP status with an
-OpenAI-style error body (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists
-one model, ``standin``; ``GET /health`` answers 200 once the server listens.
+fixed by its task, sample and turn, and differs between them. With ``--chat-status`` /
+``--models-status`` that route answers that HTTP status with an OpenAI-style error body
+(``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists one model, ``standin``;
+``GET /health`` answers 200 once the server listens, with the number of chat-completions
+requests it has answered (``{"chat_requests": N}``).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import subprocess
 import sys
 import time
 import urllib.request
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 MODEL = "standin"
 
@@ -46,79 +50,67 @@ def argument(opts: argparse.Namespace, body: dict[str, Any], filler: str) -> str
     return word[::-1] if int(body.get("seed", 1)) % opts.quote == 0 else word
 
 
-def _handler(opts: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
+def _app(opts: argparse.Namespace) -> web.Application:
     filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
+    answered = [0]  # chat-completions requests answered
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive: the client reuses its connection
-        disable_nagle_algorithm = True  # headers and body leave at once (no 40 ms ACK wait)
+    def error(status: int, message: str) -> web.Response:
+        body = {"error": {"message": message, "type": "standin", "code": status}}
+        return web.json_response(body, status=status)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-            pass
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "chat_requests": answered[0]})
 
-        def _send(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    async def models(request: web.Request) -> web.Response:
+        if opts.models_status:
+            return error(opts.models_status, opts.models_message)
+        return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
 
-        def _error(self, status: int, message: str) -> None:
-            self._send(status, {"error": {"message": message, "type": "standin", "code": status}})
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            if self.path.endswith("/health"):
-                self._send(200, {"status": "ok"})
-            elif self.path.endswith("/models"):
-                if opts.models_status:
-                    self._error(opts.models_status, opts.models_message)
-                else:
-                    self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-            else:
-                self._error(404, f"no route {self.path}")
-
-        def do_POST(self) -> None:  # noqa: N802
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if not self.path.endswith("/chat/completions"):
-                self._error(404, f"no route {self.path}")
-                return
-            time.sleep(opts.delay)
-            if opts.chat_status:
-                self._error(opts.chat_status, opts.chat_message)
-                return
-            results = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
-            message: dict[str, Any] = {"role": "assistant", "content": filler}
-            finish = "stop"
-            names = opts.tools.split(",") if opts.tools else [opts.tool]
-            calls = opts.calls if opts.calls is not None else len(names)
-            if results < calls:
-                message["content"] = ""
-                message["tool_calls"] = [
-                    {
-                        "id": f"call_{results}",
-                        "type": "function",
-                        "function": {
-                            "name": names[results % len(names)],
-                            "arguments": json.dumps({opts.argument: argument(opts, body, filler)}),
-                        },
-                    }
-                ]
-                finish = "tool_calls"
-            self._send(
-                200,
+    async def chat(request: web.Request) -> web.Response:
+        body = json.loads(await request.read() or b"{}")
+        if opts.delay:
+            await asyncio.sleep(opts.delay)
+        if opts.chat_status:
+            return error(opts.chat_status, opts.chat_message)
+        results = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+        message: dict[str, Any] = {"role": "assistant", "content": filler}
+        finish = "stop"
+        names = opts.tools.split(",") if opts.tools else [opts.tool]
+        calls = opts.calls if opts.calls is not None else len(names)
+        if results < calls:
+            message["content"] = ""
+            message["tool_calls"] = [
                 {
-                    "id": "chatcmpl-standin",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body.get("model", MODEL),
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                },
-            )
+                    "id": f"call_{results}",
+                    "type": "function",
+                    "function": {
+                        "name": names[results % len(names)],
+                        "arguments": json.dumps({opts.argument: argument(opts, body, filler)}),
+                    },
+                }
+            ]
+            finish = "tool_calls"
+        answered[0] += 1
+        return web.json_response(
+            {
+                "id": "chatcmpl-standin",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", MODEL),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
 
-    return Handler
+    async def unknown(request: web.Request) -> web.Response:
+        return error(404, f"no route {request.path}")
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_route("*", "/{tail:.*}", unknown)
+    return app
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,9 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--models-message", default="")
     p.add_argument("--delay", type=float, default=0.0)
     opts = p.parse_args(argv)
-    server = ThreadingHTTPServer(("127.0.0.1", opts.port), _handler(opts))
-    server.daemon_threads = True
-    server.serve_forever()
+    web.run_app(_app(opts), host="127.0.0.1", port=opts.port, access_log=None, print=None)
 
 
 @dataclass
@@ -150,6 +140,11 @@ class Standin:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def chat_requests(self) -> int:
+        """The chat-completions requests it has answered so far."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+            return int(json.loads(r.read())["chat_requests"])
 
     def stop(self) -> None:
         from serve_model import stop_process

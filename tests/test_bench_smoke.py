@@ -137,3 +137,31 @@ def test_eval_scale_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     assert runs[(40, False)]["results_mb"] == 0
     md = (tmp_path / "eval_scale.md").read_text()
     assert "| 40 | yes |" in md and "of the speed of writing nothing" in md
+
+
+@pytest.mark.slow
+def test_throughput_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
+    """bench/throughput.py (issue 36): orsgen with one endpoint at two concurrency levels and
+    with two endpoints at one, against stand-in endpoints with a short latency. Every rollout
+    is scored in 2 turns, the limit is concurrency / (2 x latency), the parts of a rollout's
+    slot add up to it, no run beats the model's own latency, and two endpoints share the
+    requests."""
+    args = ["--concurrency", "2,4", "--rollouts-per-worker", "2", "--latency", "0.05"]
+    args += ["--contenders", "orsgen,orsgen-2", "--out", str(tmp_path)]
+    run_bench("throughput.py", args, 600)
+    data = json.loads((tmp_path / "throughput.json").read_text())
+    runs = {(r["contender"], r["concurrency"]): r for r in data["runs"]}
+    assert set(runs) == {(c, n) for c in ("orsgen", "orsgen-2") for n in (2, 4)}
+    for r in runs.values():
+        assert r["rollouts"] == r["scored"] == 2 * r["concurrency"], r
+        assert r["turns_per_rollout"] == 2
+        assert r["limit_rollouts_per_second"] == pytest.approx(r["concurrency"] / 0.1)
+        assert sum(r["split_ms"].values()) == pytest.approx(r["slot_ms"], abs=1)
+        assert r["split_ms"]["model latency"] == pytest.approx(100)
+        assert 0 < r["fraction_of_limit"] <= 1 and r["eval_cpu_ms_per_rollout"] > 0
+        # 2 requests a rollout, the warm-up rollout's included
+        assert sum(r["endpoint_requests"]) == 2 * (r["rollouts"] + 1)
+    assert runs[("orsgen", 4)]["endpoint_requests"][1] == 0
+    assert min(runs[("orsgen-2", 4)]["endpoint_requests"]) > 0
+    md = (tmp_path / "throughput.md").read_text()
+    assert "| orsgen-2 | 2 | 4 | 8 | 8 |" in md and data["machine"]["uptime_before"] in md

@@ -171,23 +171,32 @@ def test_sigkill_then_resume_runs_each_pair_once(
 
 
 def test_endpoint_stopped_mid_run(chance_pkg, chance_server, tiny_model, tmp_path) -> None:
-    from orsgen.eval import EvalConfig, evaluate
+    """A lone endpoint stopped mid-run fails no rollout: the run waits for it, stops once it
+    has been down for the limit (the rows so far kept), and a resumed run against it, back
+    on the same port, completes the run."""
+    from orsgen.eval import EndpointsDown, EvalConfig, evaluate
 
     own = start_model_server(tiny_model, tmp_path)
     out = tmp_path / "outage"
+    config = EvalConfig(endpoint=own.endpoint, model=own.model, split="slow", n=4)
     result: dict[str, Any] = {}
 
-    def run() -> None:
-        result["value"] = evaluate(
-            chance_pkg.ChanceEnv,
-            EvalConfig(endpoint=own.endpoint, model=own.model, split="slow", n=4),
-            adapter={"base_url": chance_server.url},
-            concurrency=2,
-            out=out,
-            progress=False,
-        )
+    def run(resume: bool) -> None:
+        try:
+            result["value"] = evaluate(
+                chance_pkg.ChanceEnv,
+                config,
+                adapter={"base_url": chance_server.url},
+                concurrency=2,
+                endpoint_down_limit=1.0,
+                out=out,
+                resume=resume,
+                progress=False,
+            )
+        except EndpointsDown as exc:
+            result["value"] = exc
 
-    worker = threading.Thread(target=run)
+    worker = threading.Thread(target=run, args=(False,))
     worker.start()
     try:
         deadline = time.monotonic() + 240
@@ -199,14 +208,23 @@ def test_endpoint_stopped_mid_run(chance_pkg, chance_server, tiny_model, tmp_pat
         own.stop()
     worker.join(timeout=300)
     assert not worker.is_alive()
+    stopped = result["value"]
+    assert isinstance(stopped, EndpointsDown), stopped
+    assert str(stopped).startswith(f"every endpoint has been down for 1 s: {own.endpoint} (")
+    kept = _rows(out)
+    total = len(SPLITS["slow"]) * 4
+    assert 2 <= len(kept) < total
+    assert not [r for r in kept if "endpoint" in (r["reason"] or "")]  # none failed for it
+    again = start_model_server(tiny_model, tmp_path, port=own.port)
+    try:
+        run(resume=True)
+    finally:
+        again.stop()
     rows = result["value"].rows
     assert _pairs(rows) == [(i, s) for i in range(len(SPLITS["slow"])) for s in range(4)]
-    failed = [r for r in rows if r["verdict"] == "failed"]
-    assert failed and len(failed) <= len(rows) - 2
-    for row in failed:
-        assert row["reason"].startswith(f"endpoint {own.endpoint}: "), row["reason"]
-        assert row["reward"] is None
-    assert result["value"].coverage == pytest.approx(1 - len(failed) / len(rows))
+    assert not [r for r in rows if "connection failed" in (r["reason"] or "")]
+    counts = json.loads((out / "run.json").read_text())["endpoint_counts"][own.endpoint]
+    assert counts["outages"] == 1 and counts["requests"] >= total  # both runs counted
 
 
 def test_compare_reports_paired_differences(

@@ -6,27 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import openai_standin
 from conftest import counted_adapters, import_generated
 
 CHANCE_TEST_TASKS = 4  # tests/envs/chance_env.py's "test" split
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-@pytest.fixture
-def standin(tmp_path: Path) -> Iterator[openai_standin.Standin]:
-    server = openai_standin.start(tmp_path)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_run_json_is_the_config_evaluate_was_given(
@@ -202,9 +190,10 @@ def test_each_adapter_class_gets_its_own_tool_schemas_made_once() -> None:
             """
             return word
 
-    talk = Conversation(
-        None, "http://127.0.0.1:1/v1", Sampling("m", None, None, None), Turns(1, None)
-    )
+    from orsgen.eval.endpoints import Endpoints
+
+    nowhere = Endpoints(["http://127.0.0.1:1/v1"], None, 1.0)  # no request is sent
+    talk = Conversation(nowhere, Sampling("m", None, None, None), Turns(1, None))
     for kind in (Say, Guess, Say):
         env = kind()
         got = talk.schemas(env, trl_tools(env))

@@ -3,7 +3,8 @@ RUN_A RUN_B`` and ``orsgen eval --merge SHARD... --out RUN``: the command line o
 :func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare` and :func:`orsgen.eval.merge_shards`.
 
 Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage``
-is not met (or for a bug: its traceback, the rows written so far kept), 2 for an unusable
+is not met, when every endpoint has been down for ``--endpoint-down-limit`` (or for a bug:
+its traceback; the rows written so far kept either way), 2 for an unusable
 configuration, always found before the first rollout (one line on stderr)."""
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_
 from orsgen.arguments import output, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
-from orsgen.eval.run import EvalResult, evaluate, public_url, shown, tasks_of
+from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
+from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
 from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.wording import plural
 
-KEY_OPTION = "--endpoint-api-key (or OPENAI_API_KEY)"
 # The options whose dest is a field of EvalConfig set that field (``-n``: ``n``).
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(EvalConfig))
 
@@ -66,10 +67,27 @@ def parser() -> Parser:
         help="with --compare: compare runs that differ in environment, split, tools, -n, "
         "--max-turns or --pass-threshold",
     )
-    p.add_argument("--endpoint", type=http_url, help="base URL of the OpenAI-compatible API (…/v1)")
+    p.add_argument(
+        "--endpoint",
+        type=http_url,
+        action="append",
+        help="base URL of the OpenAI-compatible API (…/v1); repeat for several serving the "
+        "same model: each request goes to the one with the fewest in flight",
+    )
     p.add_argument("--model", help="model name as the endpoint knows it")
     p.add_argument(
-        "--endpoint-api-key", help="the endpoint's key (default: OPENAI_API_KEY); never written"
+        "--endpoint-api-key",
+        action="append",
+        help="the endpoint's key (default: OPENAI_API_KEY); once for every endpoint, or once "
+        "per --endpoint in the same order; never written",
+    )
+    p.add_argument(
+        "--endpoint-down-limit",
+        type=seconds,
+        default=DEFAULT_DOWN_LIMIT,
+        metavar="SECONDS",
+        help="stop the run (exit 1, rows kept for --resume) once every endpoint has been down "
+        f"this long (default {DEFAULT_DOWN_LIMIT:g})",
     )
     p.add_argument(
         "--base-url",
@@ -199,28 +217,6 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
     return next(iter(found.values()))
 
 
-def check_endpoint(endpoint: str, key: str) -> None:
-    """Fail early when nothing answers at ``endpoint``, or when it refuses the key (a
-    server that lacks ``/models`` is fine)."""
-    import openai
-
-    from orsgen.eval.conversation import server_message
-
-    client = openai.OpenAI(base_url=endpoint, api_key=key, timeout=30.0, max_retries=1)
-    try:
-        client.models.list()
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-        said = server_message(exc)
-        raise UsageError(
-            f"endpoint {public_url(endpoint)} refused the key (HTTP {exc.status_code}"
-            f"{': ' + said if said else ''}); give the right one with {KEY_OPTION}"
-        ) from None
-    except openai.APIStatusError:
-        return
-    except openai.APIError as exc:
-        raise UsageError(f"endpoint {public_url(endpoint)} does not answer: {exc}") from None
-
-
 def _compare(args: argparse.Namespace) -> int:
     a, b = (load_summary(Path(p)) for p in args.compare)
     print(format_comparison(compare(a, b, seed=args.seed or 0, force=args.force)))
@@ -303,6 +299,7 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
     """Every option checked, then the endpoint, then the run; everything up to the first
     rollout raises UsageError or EvalConfigError."""
     _required(args)
+    keyed(args.endpoint, args.endpoint_api_key)  # the key count, before anything else
     if args.out:
         output(args.out, "--out")
     klass = load_adapter(args.dir, args.env_class)
@@ -311,8 +308,8 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         adapter = _adapter(args, klass)
     except ValueError as exc:  # several --base-url naming one server
         raise UsageError(f"--base-url: {exc}") from None
-    key = args.endpoint_api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-    check_endpoint(args.endpoint, key)
+    keys = args.endpoint_api_key or os.environ.get("OPENAI_API_KEY")
+    check(keyed(args.endpoint, keys))
 
     def say_start(config: EvalConfig, left: int) -> None:
         tasks = len(config.tasks())
@@ -334,7 +331,8 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         adapter=adapter,
         concurrency=args.concurrency,
         rollout_timeout=args.rollout_timeout,
-        endpoint_api_key=key,
+        endpoint_api_key=keys,
+        endpoint_down_limit=args.endpoint_down_limit,
         out=args.out,
         resume=args.resume,
         progress=not args.no_progress,
@@ -392,6 +390,9 @@ def main(argv: Sequence[str]) -> int:
         return _run(args)
     except EvalConfigError as exc:
         # The library names its field; the command names the option that sets it.
-        if exc.field in CONFIG_FIELDS and exc.field in vars(args):
+        if exc.field in vars(args):
             raise UsageError(f"{p.option(exc.field)} {exc.problem}") from None
         raise UsageError(str(exc)) from None
+    except EndpointsDown as exc:
+        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
+        raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from orsgen.runtime.rundir import read_config
 
@@ -37,8 +37,9 @@ class EvalConfig:
     ``num_tasks`` is written to ``run.json`` under its own name, and a resume with any
     field changed is refused, naming it.
 
-    ``endpoint`` is the endpoint's URL (``run.json`` holds it without credentials or a
-    query); ``n`` the samples per task. The tasks are the first ``num_tasks`` of ``split``,
+    ``endpoint`` is the endpoint's URL, or a sequence of several serving the same model
+    (each request goes to the one with the fewest in flight; ``run.json`` holds them without
+    credentials or a query, one as a string, several as a list); ``n`` the samples per task. The tasks are the first ``num_tasks`` of ``split``,
     exactly ``task_indices`` (in order), or, with neither, the whole split: its size comes
     from the environment. A field left ``None`` is filled in by ``evaluate`` (``split``: the
     adapter's default split; ``pass_threshold``: the adapter's; the adapter fields: the
@@ -49,7 +50,7 @@ class EvalConfig:
     :class:`EvalConfigError` naming the field."""
 
     model: str
-    endpoint: str
+    endpoint: str | Sequence[str]
     split: str | None = None
     n: int = 1
     num_tasks: int | None = None
@@ -67,6 +68,10 @@ class EvalConfig:
     shard: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
+        given: Any = self.endpoint
+        if isinstance(given, list | tuple):  # one of several is the string itself
+            several: tuple[Any, ...] = tuple(cast("Sequence[Any]", given))
+            object.__setattr__(self, "endpoint", several[0] if len(several) == 1 else several)
         if self.task_indices is not None:
             try:
                 indices = tuple(int(i) for i in self.task_indices)
@@ -79,6 +84,11 @@ class EvalConfig:
             object.__setattr__(self, "shard", _shard(self.shard))
         _check(self)
 
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """The endpoints' URLs, one or several."""
+        return (self.endpoint,) if isinstance(self.endpoint, str) else tuple(self.endpoint)
+
     @staticmethod
     def for_adapter(klass: type, **fields: Any) -> EvalConfig:
         """The config of an evaluation of the generated adapter class ``klass``: its
@@ -88,10 +98,9 @@ class EvalConfig:
     def to_json(self) -> dict[str, Any]:
         """``run.json``'s content."""
         out = dataclasses.asdict(self)
-        if out["task_indices"] is not None:
-            out["task_indices"] = list(out["task_indices"])
-        if out["shard"] is not None:
-            out["shard"] = list(out["shard"])
+        for name in ("task_indices", "endpoint", "shard"):
+            if isinstance(out[name], tuple):
+                out[name] = list(out[name])
         if out["num_tasks"] is None:  # a run's config names its tasks in task_indices
             del out["num_tasks"]
         return out
@@ -174,9 +183,19 @@ def _shard(value: Any) -> tuple[int, int]:
 def _check(c: EvalConfig) -> None:
     """Every field on its own and in combination (the task indices are checked against
     the split's size, from the environment, by ``orsgen.eval.run.tasks_of``)."""
-    for name in ("model", "endpoint"):
-        if not isinstance(getattr(c, name), str) or not getattr(c, name):
-            raise EvalConfigError(f"must be a non-empty string, got {getattr(c, name)!r}", name)
+    model: Any = c.model
+    if not isinstance(model, str) or not model:
+        raise EvalConfigError(f"must be a non-empty string, got {model!r}", "model")
+    given: Any = c.endpoint
+    urls: tuple[object, ...] = (given,) if isinstance(given, str) else ()
+    if isinstance(given, tuple):
+        urls = cast("tuple[object, ...]", given)
+    if not urls or not all(isinstance(u, str) and u for u in urls):
+        raise EvalConfigError(
+            f"must be a non-empty string or a sequence of them, got {c.endpoint!r}", "endpoint"
+        )
+    if len(set(c.endpoints)) < len(c.endpoints):
+        raise EvalConfigError(f"names one endpoint twice: {c.endpoint!r}", "endpoint")
     for name, low in (("n", 1), ("max_turns", 1), ("num_tasks", 1), ("max_tokens", 1)):
         value = getattr(c, name)
         if value is None and name in ("num_tasks", "max_tokens"):

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from orsgen.eval.endpoints import Endpoints, RequestFailed
 from orsgen.jsonobject import is_array, is_object
 from orsgen.runtime.records.tools import UNKNOWN, tool_calls
 from orsgen.runtime.errors import ToolCallFailure, describe
@@ -91,6 +92,15 @@ class Rollout:
     # Each tool call as [tool, failed by ("environment", "model") or None, seconds]
     # (orsgen.runtime.records.tools): the adapter's, then those that never reached it.
     tool_calls: list[list[Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A reset's outcome: the prompt, or why there is none (``failure``), and its seconds."""
+
+    prompt: Any
+    failure: str | None
+    seconds: float
 
 
 def cut(text: str, limit: int | None) -> str:
@@ -171,11 +181,10 @@ def request_seed(seed: int | None, task_index: int, sample: int, turn: int) -> i
 
 
 class Conversation:
-    """Runs rollouts of one adapter against one endpoint (``client`` is an ``openai.OpenAI``)."""
+    """Runs rollouts of one adapter against the run's endpoints."""
 
-    def __init__(self, client: Any, endpoint_label: str, sampling: Sampling, turns: Turns):
-        self.client, self.label = client, endpoint_label
-        self.sampling, self.turns = sampling, turns
+    def __init__(self, endpoints: Endpoints, sampling: Sampling, turns: Turns):
+        self.endpoints, self.sampling, self.turns = endpoints, sampling, turns
         # The tools' JSON schemas of each adapter class, made once: they depend on the
         # class's methods only, and get_json_schema parses each docstring (about half a
         # millisecond a rollout otherwise).
@@ -192,12 +201,10 @@ class Conversation:
     def _complete(
         self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], seed: int | None
     ) -> Any:
-        """One ``POST /chat/completions`` through the client (its retries, timeouts and
-        errors). The body goes as JSON as it is: ``chat.completions.create`` would first
-        walk every message against its typed schema, several ms per request at 16 messages,
-        more than the rest of orsgen's turn."""
-        from openai.types.chat import ChatCompletion
-
+        """One ``POST /chat/completions`` through the endpoints' router. The body goes as
+        JSON as it is: ``chat.completions.create`` would first walk every message against
+        its typed schema, several ms per request at 16 messages, more than the rest of
+        orsgen's turn."""
         body: dict[str, Any] = {"model": self.sampling.model, "messages": messages}
         if schemas:
             body["tools"] = schemas
@@ -207,18 +214,34 @@ class Conversation:
             body["max_tokens"] = self.sampling.max_tokens
         if seed is not None:
             body["seed"] = seed
-        return self.client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+        return self.endpoints.post(body)
 
-    def run(self, env: Any, task_index: int, split: str, sample: int = 0) -> Rollout:
-        out = Rollout()
-        started = time.monotonic()
+    @staticmethod
+    def open(env: Any, task_index: int, split: str) -> Opened:
+        """``env.reset`` of the task: its prompt, or why it failed, and its seconds."""
+        began = time.monotonic()
         try:
             prompt = env.reset(task_index=task_index, split=split)
         except Exception as exc:  # noqa: BLE001 - every failure is a verdict, not a crash
-            out.reason = f"environment: reset failed: {describe(exc)}"
-            out.seconds = out.environment_seconds = time.monotonic() - started
+            return Opened(
+                None, f"environment: reset failed: {describe(exc)}", time.monotonic() - began
+            )
+        return Opened(prompt, None, time.monotonic() - began)
+
+    def run(
+        self, env: Any, task_index: int, split: str, sample: int = 0, opened: Opened | None = None
+    ) -> Rollout:
+        """The rollout of (``task_index``, ``sample``) on ``env``, its session opened here or
+        already (``opened``: :meth:`open` of the same adapter and task). Its seconds count
+        the open's own, not the wait between the open and this call."""
+        if opened is None:
+            opened = self.open(env, task_index, split)
+        out = Rollout(reason=opened.failure)
+        started = time.monotonic() - opened.seconds
+        out.seconds = out.environment_seconds = opened.seconds
+        if opened.failure is not None:
             return out
-        out.environment_seconds = time.monotonic() - started
+        prompt = opened.prompt
         tools = trl_tools(env)
         schemas = self.schemas(env, tools)
         user_content = prompt if isinstance(prompt, str) else _tool_content(prompt)
@@ -264,9 +287,9 @@ class Conversation:
             try:
                 seed = request_seed(self.sampling.seed, *where, out.turns)
                 response = self._complete(messages, schemas, seed)
-            except Exception as exc:  # noqa: BLE001 - the client retried what it retries
+            except RequestFailed as exc:  # the endpoints' outages are routed around
                 out.endpoint_seconds += time.monotonic() - asked
-                return None, f"endpoint {self.label}: {_endpoint_error(exc)}"
+                return None, str(exc)
             out.endpoint_seconds += time.monotonic() - asked
             out.turns += 1
             message = response.choices[0].message
@@ -316,47 +339,3 @@ class Conversation:
             return {"error": str(exc)}, True
         except Exception as exc:  # noqa: BLE001 - the model sees the error, as in training
             return {"error": str(exc)}, False
-
-
-# Statuses the openai client retries (with backoff) before it raises; any other status
-# is raised at once.
-RETRIED_STATUSES = frozenset({408, 409, 429})
-
-
-def server_message(exc: BaseException) -> str:
-    """What the endpoint itself said in an error response (its ``error.message``,
-    ``message`` or ``detail``, else the body's text), on one line, or ``""``."""
-    body = getattr(exc, "body", None)
-    said: object = None
-    if is_object(body):
-        error = body.get("error")
-        said = error.get("message") if is_object(error) else error
-        said = said or body.get("message") or body.get("detail")
-    elif isinstance(body, str):
-        said = body
-    if not said:
-        response = getattr(exc, "response", None)
-        said = getattr(response, "text", "") if response is not None else ""
-    return " ".join(str(said or "").split())[:300]
-
-
-def _endpoint_error(exc: BaseException) -> str:
-    """One line: the HTTP status with the server's own message, a timeout or the
-    connection failure; retries are claimed only for what the client retries (no
-    secrets: the client's messages carry no key)."""
-    status = getattr(exc, "status_code", None)
-    name = type(exc).__name__
-    if isinstance(status, int):
-        retried = status in RETRIED_STATUSES or status >= 500
-        said = server_message(exc)
-        return (
-            f"HTTP {status} ({name}){' after the client retried' if retried else ''}"
-            f"{': ' + said if said else ''}"
-        )
-    if name == "APITimeoutError":
-        return "timed out after the client's retries"
-    if name == "APIConnectionError":
-        cause = exc.__cause__
-        detail = f": {' '.join(str(cause).split())[:200]}" if cause is not None else ""
-        return f"connection failed after the client's retries{detail}"
-    return f"{name}: {' '.join(str(exc).split())[:300]}"

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
+from orsgen.eval.endpoints import added_counts
 from orsgen.eval.results import Records, ResultsLog, RunFileError, write_json
 from orsgen.eval.run import EvalResult, finish
+from orsgen.jsonobject import is_object
 from orsgen.runtime.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
@@ -45,6 +47,7 @@ class _Shard:
     config: EvalConfig
     index: int
     count: int
+    endpoint_counts: Any
 
     def __str__(self) -> str:
         return str(self.path)
@@ -58,6 +61,7 @@ def merge_shards(
     of the shards once, and its summary.json is what the run unsharded computes from the same
     rows. With ``partial``, missing shards are allowed, and run.json records them
     (``"partial": {"shards": N, "missing": [...]}``); the summary covers the tasks present.
+    run.json's ``endpoint_counts`` are the shards' added up, by endpoint.
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``), in one line naming the
     shards or the field, for: a directory that is not a shard or not finished, shards that
@@ -100,7 +104,9 @@ def _merge(found: list[_Shard], target: Path, partial: bool) -> EvalResult:
     ordered = [by_index[i] for i in sorted(by_index)]
     records = _stream(ordered, config, target)
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
-    write_json(target / RUN_FILE, {**config.to_json(), **({"partial": record} if record else {})})
+    counts = added_counts(*(s.endpoint_counts for s in ordered if is_object(s.endpoint_counts)))
+    written = {**config.to_json(), **({"endpoint_counts": counts} if counts else {})}
+    write_json(target / RUN_FILE, {**written, **({"partial": record} if record else {})})
     write_json(target / ADAPTER_FILE, adapter, sort_keys=False)
     present = {task for shard in ordered for task in shard.config.tasks()}
     tasks = [task for task in config.tasks() if task in present]
@@ -120,7 +126,7 @@ def _read(path: Path) -> _Shard:
     index, count = config.shard
     if not (path / SUMMARY_FILE).is_file():
         raise RunFileError(_unfinished(path, index, count, f"no {SUMMARY_FILE}"))
-    return _Shard(path, config, index, count)
+    return _Shard(path, config, index, count, found.get("endpoint_counts") or {})
 
 
 def _unfinished(path: Path, index: int, count: int, why: str) -> str:

@@ -155,10 +155,11 @@ def tool_table(summary: Mapping[str, Any]) -> list[str]:
 def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
     plotted = _plots(out, summary, rows)
     v = summary["verdicts"]
+    urls = summary["endpoint"]
     lines = [
         f"# Evaluation of {summary['model']} on {summary['environment']} ({summary['split']})",
         "",
-        f"- endpoint: {summary['endpoint']}; adapter {summary['adapter']} "
+        f"- endpoint: {urls if isinstance(urls, str) else ', '.join(urls)}; adapter {summary['adapter']} "
         f"{summary['adapter_version']}, tools {str(summary['tools_sha256'])[:12]}",
         f"- {summary['tasks']} tasks x n={summary['n']}: {summary['rollouts']} rollouts "
         f"({v['scored']} scored, {v['unfinished']} unfinished, {v['failed']} failed)",

@@ -13,11 +13,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from orsgen.eval import report
 from orsgen.eval.config import (
@@ -28,6 +27,7 @@ from orsgen.eval.config import (
     adapter_identity,
 )
 from orsgen.eval.conversation import Conversation, Sampling, Turns, tool_schemas, trl_tools
+from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
 from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
 from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, run_all
@@ -37,13 +37,15 @@ from orsgen.runtime.rundir import (
     RUN_FILE,
     SUMMARY_FILE,
     FinishedRun,
+    RunDirError,
+    read_json,
     rows,
 )
 
 if TYPE_CHECKING:
     from orsgen.runtime.config import AdapterConfig
 
-__all__ = ["DEFAULT_MAX_TURNS", "EvalResult", "evaluate", "public_url"]
+__all__ = ["DEFAULT_MAX_TURNS", "EvalResult", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -106,14 +108,6 @@ def shown(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def public_url(url: str) -> str:
-    """``url`` without credentials or a query (never written as given)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
 def _adapter_factory(
     env: type | Callable[[], Any],
     adapter: AdapterConfig | Mapping[str, Any] | None,
@@ -128,7 +122,7 @@ def _adapter_factory(
             raise EvalConfigError("adapter= configures an adapter class; a factory is used as is")
         return env
     if not isinstance(adapter, AdapterConfig):
-        # One rollout at a time per adapter: no session is opened ahead of its reset.
+        # No group prefetch: the workers open each rollout's session ahead themselves.
         settings = {"prefetch": False, "rollout_timeout": rollout_timeout, **(adapter or {})}
         try:
             adapter = AdapterConfig.of(env, **settings)
@@ -147,31 +141,43 @@ def evaluate(
     concurrency: int = 1,
     rollout_timeout: float | None = None,
     request_timeout: float = 600.0,
-    endpoint_api_key: str | None = None,
+    endpoint_api_key: str | Sequence[str] | None = None,
+    endpoint_down_limit: float = DEFAULT_DOWN_LIMIT,
     out: str | Path | None = None,
     resume: bool = False,
     progress: bool = True,
     on_start: Callable[[EvalConfig, int], None] | None = None,
 ) -> EvalResult:
     """Evaluate the model and endpoint of ``config`` (an OpenAI-compatible base URL such
-    as ``http://127.0.0.1:8000/v1``) on its split of a generated adapter class ``env`` (or
-    a factory returning adapters). ``EvalConfig``'s fields left ``None`` are filled in
-    from the environment; the result is ``EvalResult.config`` and ``run.json``.
+    as ``http://127.0.0.1:8000/v1``, or several serving the same model) on its split of a
+    generated adapter class ``env`` (or a factory returning adapters). ``EvalConfig``'s
+    fields left ``None`` are filled in from the environment; the result is
+    ``EvalResult.config`` and ``run.json``.
 
     ``adapter`` holds the adapter's settings: a mapping of its keywords (``base_url``,
     ``api_key``, ``secrets``, ...), or an :class:`~orsgen.AdapterConfig` used as it is.
     The rest says how the run goes, not what it is: ``concurrency`` rollouts at once, each
-    bounded by ``rollout_timeout`` seconds, ``endpoint_api_key`` (never written), results
-    to ``out`` when given (``resume=True`` continues the run there).
+    bounded by ``rollout_timeout`` seconds, ``endpoint_api_key`` (one key for every
+    endpoint or one per endpoint; never written), results to ``out`` when given
+    (``resume=True`` continues the run there). An endpoint that fails requests rests and
+    the others take them; ``run.json``'s ``endpoint_counts`` holds each endpoint's
+    requests, failures and outages.
     ``on_start(config, left)`` is called once the configuration is checked, before the
     first rollout, with the number of rollouts left to run (0: a resumed run that was
     complete).
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
-    configuration, always before the first rollout; an error after that is raised as it
-    is, with the rows written so far kept."""
+    configuration, always before the first rollout; :class:`~orsgen.EndpointsDown` (a
+    ``RuntimeError``) once every endpoint has been down for ``endpoint_down_limit``
+    seconds; an error after that is raised as it is, with the rows written so far kept."""
     if concurrency < 1:
         raise EvalConfigError(f"must be at least 1, got {concurrency}", "concurrency")
+    if not endpoint_down_limit > 0:
+        raise EvalConfigError(f"must be positive, got {endpoint_down_limit}", "endpoint_down_limit")
+    endpoints = Endpoints(
+        config.endpoints, endpoint_api_key, request_timeout, endpoint_down_limit
+    )  # the key count checked before any network
+    earlier = _endpoint_counts(Path(out)) if out is not None and resume else {}
     adapters = Adapters(_adapter_factory(env, adapter, rollout_timeout))
     try:
         try:
@@ -188,8 +194,11 @@ def evaluate(
             raise
         if on_start is not None:
             on_start(plan.config, sum(plan.expected().values()))
-        conversation = _conversation(
-            plan, config.endpoint, endpoint_api_key, request_timeout, rollout_timeout
+        config = plan.config
+        conversation = Conversation(
+            endpoints,
+            Sampling(config.model, config.temperature, config.max_tokens, config.seed),
+            Turns(config.max_turns, rollout_timeout),
         )
         log = ResultsLog(plan.out / RESULTS_FILE) if plan.out is not None else None
         started = time.monotonic()
@@ -198,8 +207,12 @@ def evaluate(
         finally:
             if log is not None:
                 log.close()
+            if plan.out is not None:
+                counts = endpoints.router.counts(earlier)
+                write_json(plan.out / RUN_FILE, {**config.to_json(), "endpoint_counts": counts})
         seconds = time.monotonic() - started
     finally:
+        endpoints.close()
         adapters.close()
     records = plan.done  # the resumed rows' records, and the new ones
     summary = finish(plan.out, plan.config, plan.tasks, records)
@@ -237,7 +250,7 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
     threshold = _threshold(probe, given.pass_threshold)
     config = dataclasses.replace(
         given,
-        endpoint=public_url(given.endpoint),
+        endpoint=tuple(public_url(url) for url in given.endpoints),
         split=split,
         num_tasks=None,
         task_indices=tuple(dict.fromkeys(chosen)),
@@ -302,22 +315,11 @@ def _threshold(probe: Any, given: float | None) -> float:
     return float(setting if setting is not None else passk.PASS_THRESHOLD)
 
 
-def _conversation(
-    plan: Plan,
-    endpoint: str,
-    key: str | None,
-    request_timeout: float,
-    rollout_timeout: float | None,
-) -> Conversation:
-    import openai
-
-    client = openai.OpenAI(
-        base_url=endpoint, api_key=key or "EMPTY", timeout=request_timeout, max_retries=3
-    )
-    config = plan.config
-    return Conversation(
-        client,
-        config.endpoint,
-        Sampling(config.model, config.temperature, config.max_tokens, config.seed),
-        Turns(config.max_turns, rollout_timeout),
-    )
+def _endpoint_counts(out: Path) -> dict[str, Any]:
+    """The endpoint counts an earlier run in ``out`` recorded in its run.json (none when
+    it has no readable run.json: resuming checks that)."""
+    try:
+        counts: Any = read_json(out / RUN_FILE).get("endpoint_counts")
+    except RunDirError:
+        return {}
+    return cast(dict[str, Any], counts) if isinstance(counts, dict) else {}

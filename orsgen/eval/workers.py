@@ -1,6 +1,7 @@
-"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads, one
-adapter each, which take the next (task, sample) as they finish the last: memory does not
-grow with the number of rollouts. Every (task, sample) gets exactly one row, written as it
+"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads,
+which take the next (task, sample) as they finish the last: memory does not grow with the
+number of rollouts. Each worker opens its next rollout's session while the current one runs
+(on a second adapter). Every (task, sample) gets exactly one row, written as it
 completes; a failure is a row, never a stopped run.
 
 Environments that judge groups (ORS ``score_group``) are evaluated as trained: the samples
@@ -15,6 +16,7 @@ the judge gives no scores, each row of the group says why in its ``reason``.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 import threading
@@ -25,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.config import EvalConfig
-from orsgen.eval.conversation import Conversation, Rollout
+from orsgen.eval.conversation import Conversation, Opened, Rollout
+from orsgen.eval.endpoints import EndpointsDown
 from orsgen.eval.results import Records, ResultsLog
 from orsgen.eval.summary import passes
 from orsgen.runtime.errors import describe
@@ -54,34 +57,36 @@ class _Progress:
 
 class Adapters:
     """The adapters of a run: the probe (made for the configuration, then the first
-    worker's), one per worker thread, all closed by :meth:`close` on every path."""
+    worker's), the workers' (one each, two when sessions open ahead), all closed by
+    :meth:`close` on every path."""
 
     def __init__(self, make: Callable[[], Any]) -> None:
         self._make = make
         self._lock = threading.Lock()
         self._opened: list[Any] = []
         self._spare: list[Any] = []
-        self._local = threading.local()
 
     def probe(self) -> Any:
         env = self._make()
         self.kind: type = type(env)
+        # Whether sessions open ahead: not under a rollout deadline, which counts from the
+        # session's open and which a session opened ahead would spend waiting, nor under a
+        # session cap, where it would hold a place (or wait for one, up to reconnect_for).
+        deadline = getattr(env.rollout.settings, "rollout_timeout", None)
+        self.ahead = deadline is None and getattr(env.rollout.here, "max_sessions", None) is None
         with self._lock:
             self._opened.append(env)
             self._spare.append(env)
         return env
 
-    def mine(self) -> Any:
-        """This worker thread's adapter (the probe goes to the first thread that asks)."""
-        env = getattr(self._local, "env", None)
-        if env is None:
-            with self._lock:
-                env = self._spare.pop() if self._spare else None
-            if env is None:
-                env = self._make()
-                with self._lock:
-                    self._opened.append(env)
-            self._local.env = env
+    def take(self) -> Any:
+        """An adapter for a worker: the probe first, then new ones."""
+        with self._lock:
+            if self._spare:
+                return self._spare.pop()
+        env = self._make()
+        with self._lock:
+            self._opened.append(env)
         return env
 
     def close(self) -> None:
@@ -223,11 +228,11 @@ def run_all(
     judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
     groups = Groups(expected) if judges else None
 
-    def one(task_index: int, sample: int) -> None:
-        env = None
+    def one(env: Any, task_index: int, sample: int, opened: Opened) -> None:
         try:
-            env = adapters.mine()
-            rollout = conversation.run(env, task_index, plan.split, sample)
+            rollout = conversation.run(env, task_index, plan.split, sample, opened)
+        except EndpointsDown:
+            raise  # the run stops; this rollout gets no row, a resumed run makes it
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
             rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
         row = _row(task_index, sample, plan.split, rollout, plan.config.unfinished_reward)
@@ -240,14 +245,38 @@ def run_all(
             with lock:
                 records.add(finished)
 
-    def worker() -> None:
-        while not stop.is_set():
-            with take:
-                pair = next(pairs, None)
-            if pair is None:
-                return
-            one(*pair)
+    def taken() -> tuple[int, int] | None:
+        with take:
+            return None if stop.is_set() else next(pairs, None)
 
+    # Sessions open ahead: while a worker's rollout runs on one adapter, its other adapter
+    # opens the session of the worker's next rollout, so that the open (three requests to
+    # the environment's server) is off the critical path.
+    opener = ThreadPoolExecutor(max_workers=concurrency) if adapters.ahead else None
+
+    def worker() -> None:
+        env = adapters.take()
+        other = adapters.take() if opener is not None else None
+        pair, opening = taken(), None
+        while pair is not None and not stop.is_set():
+            if opening is not None:
+                opened = opening.result()
+            else:  # the first, or each one with no opening ahead: the next opens after it
+                opened = conversation.open(env, pair[0], plan.split)
+            following, opening = taken(), None
+            if following is not None and opener is not None and other is not None:
+                opening = opener.submit(conversation.open, other, following[0], plan.split)
+            one(env, *pair, opened)
+            pair = following
+            if other is not None:
+                env, other = other, env
+
+    # The objects made before the rollouts (modules, classes: over half a million once
+    # transformers is imported) are kept out of the cyclic collector's full passes for the
+    # run: walking them holds the GIL, and so stops every rollout, for 0.1-0.3 s each time.
+    freeze = gc.get_freeze_count() == 0  # unless the process froze its own already
+    if freeze:
+        gc.freeze()
     pool = ThreadPoolExecutor(max_workers=concurrency)
     try:
         workers = [pool.submit(worker) for _ in range(min(concurrency, max(1, total)))]
@@ -259,4 +288,8 @@ def run_all(
         raise
     finally:
         pool.shutdown(wait=True)
+        if opener is not None:
+            opener.shutdown(wait=True)
+        if freeze:
+            gc.unfreeze()
         bar.close()

@@ -1,0 +1,385 @@
+"""The model endpoints of an evaluation (``--endpoint``, repeatable): one ``openai.OpenAI``
+client per endpoint, and one :class:`Router` that sends each request to the endpoint with
+the fewest requests in flight (ties in turn).
+
+An endpoint that is not there (it refuses or drops the connection, or answers HTTP 502,
+503 or 504, which a gateway answers for a server that is not there, or 408, 409 or 429,
+busy) rests, and the request goes to another endpoint, or to the same one once its rest is
+over. The rest starts at ``FIRST_REST`` seconds and doubles, up to ``MAX_REST``, each time
+a request sent to it after its rest fails too; once its rest is over it takes one request
+at a time, and the first answer ends its outage. An outage is logged once when it starts
+and once when it ends; it is never the model's failure. When every endpoint has been down
+for the down limit, every request raises :class:`EndpointsDown`, and the run stops.
+
+An endpoint that answers a server error (HTTP 500 and the other 5xx) is up: it answered.
+Such an error, like a request that times out, is often the request's own (a tool call that
+crashes the server's parser fails the same way on every replica): the request is sent again
+at once, to another endpoint when one can take it, and fails its rollout after
+``SERVER_ERRORS`` of them. Resting the endpoint instead would make a server that fails
+many of a model's requests look down for good, and stop the run.
+
+Each client has ``max_retries=1`` (the ``openai`` default is 2, backing off 0.5 s, then
+1 s, up to 8 s): one quick retry absorbs a kept-alive connection that the server closed
+as it was reused, which is no outage; more would hold every request in flight on a dead
+endpoint for seconds, inside the client, before the router may move it.
+
+Keys stay in the clients: labels, log lines, errors and counts carry public URLs only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from orsgen.eval.config import EvalConfigError
+from orsgen.jsonobject import is_object
+
+FIRST_REST = 1.0
+MAX_REST = 30.0
+DEFAULT_DOWN_LIMIT = 300.0
+SERVER_ERRORS = 2
+CLIENT_RETRIES = 1
+# Busy, or not there (a gateway's answers): the endpoint rests. The openai client retries
+# these and 5xx itself (once, here).
+_AWAY_STATUSES = frozenset({408, 409, 429, 502, 503, 504})
+
+log = logging.getLogger("orsgen.eval")
+Clock = Callable[[], float]
+
+
+class EndpointsDown(RuntimeError):
+    """Every endpoint has been down for longer than the down limit: the run stops (its
+    rows so far are kept; a resumed run goes on from them). The message names each
+    endpoint and its last failure."""
+
+
+class RequestFailed(Exception):
+    """A request's own failure (an answer such as HTTP 400, or ``SERVER_ERRORS`` server
+    errors): its rollout's verdict is ``failed``, and this text, naming the endpoint, its
+    reason."""
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials or a query (never written as given)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def keyed(urls: Sequence[str], keys: str | Sequence[str] | None) -> list[tuple[str, str]]:
+    """Each endpoint with its key: ``keys`` is one key for every endpoint, or one per
+    endpoint in the same order (``None``: no key, sent as ``EMPTY``)."""
+    given = [keys] if keys is None or isinstance(keys, str) else list(keys)
+    if len(given) == 1:
+        given *= len(urls)
+    if len(given) != len(urls):
+        raise EvalConfigError(
+            f"gives {len(given)} keys for {len(urls)} endpoints: give one key for every "
+            "endpoint, or one per endpoint in the same order",
+            "endpoint_api_key",
+        )
+    return [(url, key or "EMPTY") for url, key in zip(urls, given, strict=True)]
+
+
+def check(keyed_urls: Sequence[tuple[str, str]]) -> None:
+    """Before a run (``orsgen eval``): raise :class:`EvalConfigError` when no endpoint
+    answers, or when one refuses its key (a server that lacks ``/models`` is fine; one
+    that does not answer, of several, rests once the run starts)."""
+    import openai
+
+    silent: list[str] = []
+    for url, key in keyed_urls:
+        try:
+            with openai.OpenAI(base_url=url, api_key=key, timeout=30.0, max_retries=1) as client:
+                client.models.list()
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            said = server_message(exc)
+            raise EvalConfigError(
+                f"endpoint {public_url(url)} refused the key (HTTP {exc.status_code}"
+                f"{': ' + said if said else ''}); give the right one with "
+                "--endpoint-api-key (or OPENAI_API_KEY)"
+            ) from None
+        except openai.APIStatusError:
+            continue
+        except openai.APIError as exc:
+            silent.append(f"endpoint {public_url(url)} does not answer: {exc}")
+    if len(silent) == len(keyed_urls):
+        raise EvalConfigError("; ".join(silent))
+
+
+@dataclass(eq=False)
+class Endpoint:
+    """One endpoint: its client, the requests in flight, its outage, and its counts."""
+
+    label: str  # the public URL
+    client: Any  # an openai.OpenAI
+    requests: int = 0
+    failures: int = 0  # requests the endpoint failed (see the module's docstring)
+    outages: int = 0
+    in_flight: int = 0
+    down_since: float | None = None
+    rest: float = 0.0
+    rest_until: float = 0.0
+    failed_in_outage: int = 0
+    last_error: str = ""
+
+    def counts(self) -> dict[str, int]:
+        return {"requests": self.requests, "failures": self.failures, "outages": self.outages}
+
+
+class Router:
+    """Which endpoint takes the next request, and each endpoint's outages, under one lock
+    (``clock``: seconds, for the rests and the down limit)."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[Endpoint],
+        down_limit: float = DEFAULT_DOWN_LIMIT,
+        clock: Clock = time.monotonic,
+        rests: tuple[float, float] = (FIRST_REST, MAX_REST),
+    ) -> None:
+        self.endpoints = list(endpoints)
+        self.down_limit, self._clock = down_limit, clock
+        self._first_rest, self._max_rest = rests
+        self._ready = threading.Condition()
+        self._turn = 0
+        self._stopped: str | None = None  # why every request now raises EndpointsDown
+
+    def take(self, avoid: Endpoint | None = None) -> tuple[Endpoint, bool]:
+        """The endpoint of the next request (another than ``avoid`` when one can take it),
+        and whether it is down (the request is then the one it takes after its rest). Waits while every endpoint rests; raises
+        :class:`EndpointsDown` once every one has been down for the down limit."""
+        with self._ready:
+            while True:
+                now = self._clock()
+                since = self._all_down_since()
+                if self._stopped is None and since is not None and now - since >= self.down_limit:
+                    said = ", ".join(f"{e.label} ({e.last_error})" for e in self.endpoints)
+                    self._stopped = (
+                        f"every endpoint has been down for {self.down_limit:g} s: {said}"
+                    )
+                    self._ready.notify_all()
+                if self._stopped is not None:
+                    raise EndpointsDown(self._stopped)
+                chosen = self._choose(now, avoid)
+                if chosen is not None:
+                    chosen.in_flight += 1
+                    chosen.requests += 1
+                    return chosen, chosen.down_since is not None
+                # Every endpoint is down (one that is up always takes a request): until a
+                # rest ends, the limit passes, or an answer or a failure changes that.
+                ends = [e.rest_until for e in self.endpoints if e.rest_until > now]
+                limit = (now if since is None else since) + self.down_limit
+                self._ready.wait(min([limit, *ends]) - now)
+
+    def _all_down_since(self) -> float | None:
+        """Since when every endpoint is down (when the last one went down), or ``None``."""
+        since = [e.down_since for e in self.endpoints]
+        return None if None in since else max(s for s in since if s is not None)
+
+    def _choose(self, now: float, avoid: Endpoint | None) -> Endpoint | None:
+        count = len(self.endpoints)
+        open_ = [
+            (e is avoid, e.in_flight, (i - self._turn) % count, i)
+            for i, e in enumerate(self.endpoints)
+            if e.down_since is None or (now >= e.rest_until and e.in_flight == 0)
+        ]
+        if not open_:
+            return None
+        index = min(open_)[3]
+        self._turn = (index + 1) % count
+        return self.endpoints[index]
+
+    def answered(self, endpoint: Endpoint, failed: bool = False) -> None:
+        """``endpoint`` answered a request (``failed``: with a server error): it is up."""
+        with self._ready:
+            endpoint.in_flight -= 1
+            endpoint.failures += failed
+            if endpoint.down_since is not None:
+                gone = self._clock() - endpoint.down_since
+                log.warning(
+                    "endpoint %s is back after %.1f s (%d failed requests)",
+                    endpoint.label,
+                    gone,
+                    endpoint.failed_in_outage,
+                )
+                endpoint.down_since = None
+                self._ready.notify_all()
+
+    def timed_out(self, endpoint: Endpoint) -> None:
+        """A request to ``endpoint`` got no answer in time: a failure, and no news of it."""
+        with self._ready:
+            endpoint.in_flight -= 1
+            endpoint.failures += 1
+            self._ready.notify_all()  # a resting endpoint may take its next try
+
+    def failed(self, endpoint: Endpoint, resting: bool, error: str) -> None:
+        """``endpoint`` is not there for a request sent while it rested (``resting``) or
+        not: it rests."""
+        with self._ready:
+            now = self._clock()
+            endpoint.in_flight -= 1
+            endpoint.failures += 1
+            endpoint.last_error = error
+            if endpoint.down_since is None:
+                endpoint.down_since, endpoint.rest = now, self._first_rest
+                endpoint.outages += 1
+                endpoint.failed_in_outage = 0
+                endpoint.rest_until = now + endpoint.rest
+                up = sum(e.down_since is None for e in self.endpoints)
+                where = (
+                    "its requests go to the other endpoints"
+                    if up
+                    else f"requests wait (the run stops once every endpoint has been down "
+                    f"for {self.down_limit:g} s)"
+                )
+                log.warning("endpoint %s is down (%s): %s", endpoint.label, error, where)
+            elif resting:
+                endpoint.rest = min(endpoint.rest * 2, self._max_rest)
+                endpoint.rest_until = now + endpoint.rest
+            endpoint.failed_in_outage += 1
+            self._ready.notify_all()
+
+    def counts(self, earlier: Mapping[str, Any] | None = None) -> dict[str, dict[str, int]]:
+        """Each endpoint's counts by its public URL, added to ``earlier`` ones (a resumed
+        run's)."""
+        return added_counts(earlier or {}, {e.label: e.counts() for e in self.endpoints})
+
+
+def added_counts(*counts: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Endpoint counts (run.json's ``endpoint_counts``, by URL) added up: a resumed run's
+    to its earlier ones, or the shards' of a merged run."""
+    out: dict[str, dict[str, int]] = {}
+    for each in counts:
+        for url, figures in each.items():
+            given: Mapping[str, Any] = figures if is_object(figures) else {}
+            total = out.setdefault(url, {"requests": 0, "failures": 0, "outages": 0})
+            for name in total:
+                total[name] += int(given.get(name, 0))
+    return out
+
+
+class Endpoints:
+    """The run's endpoints (``urls`` with their ``keys``, see :func:`keyed`), one client
+    each: :meth:`post` sends a chat-completions body through the router."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        keys: str | Sequence[str] | None,
+        request_timeout: float,
+        down_limit: float = DEFAULT_DOWN_LIMIT,
+        rests: tuple[float, float] = (FIRST_REST, MAX_REST),
+    ) -> None:
+        import openai
+
+        self.router = Router(
+            [
+                Endpoint(
+                    public_url(url),
+                    openai.OpenAI(
+                        base_url=url,
+                        api_key=key,
+                        timeout=request_timeout,
+                        max_retries=CLIENT_RETRIES,
+                    ),
+                )
+                for url, key in keyed(urls, keys)
+            ],
+            down_limit,
+            rests=rests,
+        )
+
+    def post(self, body: dict[str, Any]) -> Any:
+        """One ``POST /chat/completions`` (the body goes as JSON as it is), on whichever
+        endpoint the router picks, and again on another while endpoints fail it; raises
+        :class:`RequestFailed` or :class:`EndpointsDown`."""
+        from openai.types.chat import ChatCompletion
+
+        server_errors, failed_it = 0, None
+        while True:
+            endpoint, resting = self.router.take(failed_it)
+            try:
+                answer = endpoint.client.post(
+                    "/chat/completions", body=body, cast_to=ChatCompletion
+                )
+            except Exception as exc:  # noqa: BLE001 - every failure is routed or a verdict
+                fault = _fault(exc)
+                if fault == "away":
+                    self.router.failed(endpoint, resting, error_text(exc))
+                    continue
+                if fault == "timeout":
+                    self.router.timed_out(endpoint)
+                else:
+                    self.router.answered(endpoint, failed=fault == "server")
+                said = f"endpoint {endpoint.label}: {error_text(exc)}"
+                if fault is None:
+                    raise RequestFailed(said) from exc
+                server_errors, failed_it = server_errors + 1, endpoint
+                if server_errors >= SERVER_ERRORS:
+                    times = f"(the endpoints failed this request {server_errors} times)"
+                    raise RequestFailed(f"{said} {times}") from exc
+                continue
+            self.router.answered(endpoint)
+            return answer
+
+    def close(self) -> None:
+        """Close every client's connections."""
+        for endpoint in self.router.endpoints:
+            endpoint.client.close()
+
+
+def _fault(exc: BaseException) -> Literal["away", "server", "timeout"] | None:
+    """Whose failure: the endpoint's, not there or busy (``away``), a server error or no
+    answer in time on this request (``server``, ``timeout``), or the request's own answer
+    (``None``: any other 4xx)."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "away"
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status in _AWAY_STATUSES:
+        return "away"
+    return "server" if isinstance(status, int) and status >= 500 else None
+
+
+def server_message(exc: BaseException) -> str:
+    """What the endpoint itself said in an error response (its ``error.message``,
+    ``message`` or ``detail``, else the body's text), on one line, or ``""``."""
+    body = getattr(exc, "body", None)
+    said: object = None
+    if is_object(body):
+        error = body.get("error")
+        said = error.get("message") if is_object(error) else error
+        said = said or body.get("message") or body.get("detail")
+    elif isinstance(body, str):
+        said = body
+    if not said:
+        response = getattr(exc, "response", None)
+        said = getattr(response, "text", "") if response is not None else ""
+    return " ".join(str(said or "").split())[:300]
+
+
+def error_text(exc: BaseException) -> str:
+    """One line: the HTTP status with the server's own message, a timeout or the
+    connection failure (no secrets: the client's messages carry no key)."""
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    if isinstance(status, int):
+        said = server_message(exc)
+        return f"HTTP {status} ({name}){': ' + said if said else ''}"
+    if name == "APITimeoutError":
+        return "timed out"
+    if name == "APIConnectionError":
+        cause = exc.__cause__
+        detail = f": {' '.join(str(cause).split())[:200]}" if cause is not None else ""
+        return f"connection failed{detail}"
+    return f"{name}: {' '.join(str(exc).split())[:300]}"

@@ -1,0 +1,381 @@
+"""Several model endpoints (orsgen/eval/endpoints.py): which endpoint takes each request
+(the fewest in flight), an endpoint's rest and its doubling, the limit when every endpoint
+is down, and the keys; then real HTTP: the scripted stand-in (tests/openai_standin.py) and
+ports where nothing listens. The router's own tests move a fake clock; nothing is mocked."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import openai_standin
+from conftest import eval_process, run_eval
+from serve_model import free_port
+
+from orsgen.eval import EvalConfig, EvalConfigError
+from orsgen.eval.endpoints import (
+    SERVER_ERRORS,
+    Endpoint,
+    Endpoints,
+    EndpointsDown,
+    RequestFailed,
+    Router,
+    keyed,
+)
+
+BODY = {"model": "standin", "messages": [{"role": "user", "content": "Say 'fig'."}]}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def router(count: int, clock: Clock, limit: float = 60.0) -> Router:
+    urls = [f"http://{name}/v1" for name in "abcdefgh"[:count]]
+    return Router([Endpoint(url, None) for url in urls], limit, clock, rests=(1.0, 8.0))
+
+
+def names(taken: list[Endpoint]) -> str:
+    return "".join(e.label[7] for e in taken)
+
+
+@pytest.fixture
+def standin(tmp_path: Path) -> Iterator[Callable[..., openai_standin.Standin]]:
+    started: list[openai_standin.Standin] = []
+
+    def make(**options: Any) -> openai_standin.Standin:
+        started.append(openai_standin.start(tmp_path, **options))
+        return started[-1]
+
+    try:
+        yield make
+    finally:
+        for server in started:
+            server.stop()
+
+
+def nowhere() -> str:
+    """An endpoint URL where nothing listens (the connection is refused)."""
+    return f"http://127.0.0.1:{free_port()}/v1"
+
+
+def test_each_request_goes_to_the_endpoint_with_the_fewest_in_flight() -> None:
+    r = router(3, Clock())
+    first = [r.take()[0] for _ in range(3)]
+    assert names(first) == "abc"  # all idle: in turn
+    r.answered(first[1])
+    assert names([r.take()[0]]) == "b"  # b has none in flight, a and c one each
+    r.answered(first[0])
+    r.answered(first[2])
+    # a and c now have none, b one: the next two go to a and c, then all have one.
+    assert sorted(names([r.take()[0], r.take()[0]])) == ["a", "c"]
+    assert [e.in_flight for e in r.endpoints] == [1, 1, 1]
+
+
+def test_ties_go_in_turn_so_one_request_at_a_time_still_spreads() -> None:
+    r = router(3, Clock())
+    seen = []
+    for _ in range(6):
+        endpoint, _ = r.take()
+        seen.append(endpoint)
+        r.answered(endpoint)
+    assert names(seen) == "abcabc"
+    assert [e.requests for e in r.endpoints] == [2, 2, 2]
+
+
+def test_a_request_sent_again_goes_to_another_endpoint_when_one_can_take_it() -> None:
+    r = router(2, Clock())
+    a, b = r.endpoints
+    busy = [r.take()[0] for _ in range(4)]  # two each
+    r.answered(busy[0])  # a has the fewest in flight, yet the request a failed goes to b
+    assert r.take(avoid=a)[0] is b
+    r.answered(b)
+    r.answered(b)
+    assert r.take(avoid=b)[0] is a
+    r.failed(a, False, "connection failed")  # b alone can take requests now
+    assert r.take(avoid=b)[0] is b
+
+
+def test_a_failing_endpoint_rests_and_its_rest_doubles_up_to_the_cap(caplog) -> None:
+    clock = Clock()
+    r = router(2, clock)
+    a, b = r.endpoints
+    caplog.set_level(logging.WARNING, "orsgen.eval")
+    taken, _ = r.take()
+    assert taken is a
+    r.failed(a, False, "connection failed")
+    assert a.down_since == 0.0 and a.rest == 1.0 and a.outages == 1
+    for _ in range(4):  # while a rests, b takes everything, however busy it is
+        assert r.take()[0] is b
+    rests = []
+    for _ in range(5):
+        clock.now = a.rest_until
+        taken, resting = r.take()
+        assert taken is a and resting  # its rest is over: one request tries it
+        assert r.take()[0] is b  # and only one at a time
+        r.failed(a, True, "connection failed")
+        rests.append(a.rest)
+    assert rests == [2.0, 4.0, 8.0, 8.0, 8.0]
+    clock.now = a.rest_until
+    taken, resting = r.take()
+    r.answered(taken)
+    assert a.down_since is None and a.outages == 1 and a.failures == 6
+    lines = [rec.getMessage() for rec in caplog.records]
+    assert len(lines) == 2, lines  # one line when it went down, one when it came back
+    assert lines[0].startswith("endpoint http://a/v1 is down (connection failed)")
+    assert "go to the other endpoints" in lines[0]
+    assert lines[1].startswith("endpoint http://a/v1 is back after ")
+    assert r.counts()["http://a/v1"] == {"requests": 7, "failures": 6, "outages": 1}
+
+
+def test_a_request_sent_before_the_outage_does_not_lengthen_the_rest() -> None:
+    r = router(2, Clock())
+    a = r.endpoints[0]
+    one, _ = r.take()
+    r.take()
+    two, _ = r.take()  # a again: a has two in flight when it goes down
+    assert one is a and two is a
+    r.failed(a, False, "connection failed")
+    r.failed(a, False, "connection failed")  # the other one, sent before it went down
+    assert a.rest == 1.0 and a.outages == 1 and a.failures == 2
+
+
+def test_every_endpoint_down_for_the_limit_stops_every_request() -> None:
+    clock = Clock()
+    r = router(2, clock, limit=30.0)
+    a, b = r.endpoints
+    for endpoint in (r.take()[0], r.take()[0]):
+        r.failed(endpoint, False, "HTTP 503 (InternalServerError)")
+    assert {a.down_since, b.down_since} == {0.0}
+    clock.now = 20.0  # their rests are over: one request may try each
+    for _ in range(2):
+        taken, resting = r.take()
+        assert resting
+        r.failed(taken, True, "connection failed")
+    clock.now = 30.0
+    with pytest.raises(EndpointsDown) as raised:
+        r.take()
+    said = str(raised.value)
+    assert "every endpoint has been down for 30 s" in said
+    assert "http://a/v1 (connection failed)" in said and "http://b/v1 (connection failed)" in said
+    with pytest.raises(EndpointsDown):  # every later request too, at once
+        r.take()
+
+
+def test_one_endpoint_down_past_the_limit_stops_nothing_while_another_answers() -> None:
+    clock = Clock()
+    r = Router([Endpoint("http://a/v1", None), Endpoint("http://b/v1", None)], 30.0, clock)
+    a, b = r.endpoints
+    r.failed(r.take()[0], False, "connection failed")  # a down at 0, resting 1 s
+    clock.now = 0.5
+    for _ in range(3):
+        taken, _ = r.take()
+        assert taken is b
+        r.answered(b)
+    clock.now = 35.0  # a has been down for longer than the limit, b is up
+    taken, resting = r.take()
+    assert taken is a and resting  # a's rest is over: it is tried
+    r.answered(a)
+    assert a.down_since is None and a.outages == 1
+
+
+def test_one_key_serves_every_endpoint_or_one_each() -> None:
+    urls = ["http://a/v1", "http://b/v1", "http://c/v1"]
+    assert keyed(urls, "k") == [(u, "k") for u in urls]
+    assert keyed(urls, ["k"]) == [(u, "k") for u in urls]
+    assert keyed(urls, ["k1", "k2", "k3"]) == list(zip(urls, ["k1", "k2", "k3"], strict=True))
+    assert keyed(urls, None) == [(u, "EMPTY") for u in urls]
+    for wrong in (["k1", "k2"], ["k1", "k2", "k3", "k4"]):
+        with pytest.raises(EvalConfigError) as raised:
+            keyed(urls, wrong)
+        assert raised.value.field == "endpoint_api_key"
+        assert f"gives {len(wrong)} keys for 3 endpoints" in str(raised.value)
+        assert "k1" not in str(raised.value)
+
+
+def test_a_wrong_number_of_keys_is_one_usage_line_before_any_network() -> None:
+    args = ["no/such/package", "--model", "m", "--endpoint", nowhere(), "--endpoint", nowhere()]
+    args += ["--endpoint-api-key", "key-one", "--endpoint-api-key", "key-two"]
+    code, out, err = run_eval([*args, "--endpoint-api-key", "key-three"], timeout=60)
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("orsgen eval: error: --endpoint-api-key gives 3 keys for 2 endpoints")
+    assert "key-" not in line
+
+
+def test_a_config_takes_one_endpoint_or_several() -> None:
+    one = EvalConfig(model="m", endpoint=["http://a/v1"])
+    assert one == EvalConfig(model="m", endpoint="http://a/v1")  # run.json unchanged
+    assert one.endpoints == ("http://a/v1",) and one.to_json()["endpoint"] == "http://a/v1"
+    two = EvalConfig(model="m", endpoint=["http://a/v1", "http://b/v1"])
+    assert two.endpoints == ("http://a/v1", "http://b/v1")
+    assert two.to_json()["endpoint"] == ["http://a/v1", "http://b/v1"]
+    assert EvalConfig.from_json(json.loads(json.dumps(two.to_json()))) == two
+    for wrong in ([], ["http://a/v1", "http://a/v1"], ["http://a/v1", ""]):
+        with pytest.raises(EvalConfigError) as raised:
+            EvalConfig(model="m", endpoint=wrong)
+        assert raised.value.field == "endpoint"
+
+
+def test_a_refused_connection_moves_the_request_to_the_endpoint_that_answers(
+    standin, caplog
+) -> None:
+    live, dead = standin(), nowhere()
+    caplog.set_level(logging.WARNING, "orsgen.eval")
+    endpoints = Endpoints([dead, live.endpoint], "secret-key-1", 30.0)
+    for _ in range(4):
+        answer = endpoints.post(BODY)
+        assert answer.choices[0].message.tool_calls  # the stand-in's scripted call
+    counts = endpoints.router.counts()
+    assert counts[dead] == {"requests": 1, "failures": 1, "outages": 1}
+    assert counts[live.endpoint] == {"requests": 4, "failures": 0, "outages": 0}
+    assert live.chat_requests() == 4
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith(f"endpoint {dead} is down (connection failed")
+    assert "secret-key-1" not in caplog.text
+
+
+def test_every_endpoint_refusing_for_the_limit_raises_naming_each() -> None:
+    dead = [nowhere(), nowhere()]
+    endpoints = Endpoints(dead, None, 30.0, down_limit=0.5, rests=(0.05, 0.1))
+    with pytest.raises(EndpointsDown) as raised:
+        endpoints.post(BODY)
+    said = str(raised.value)
+    assert said.startswith("every endpoint has been down for 0.5 s: ")
+    assert all(f"{url} (connection failed" in said for url in dead)
+    counts = endpoints.router.counts()
+    assert all(counts[url]["outages"] == 1 and counts[url]["failures"] >= 1 for url in dead)
+
+
+def test_a_server_error_is_retried_then_fails_its_rollout_and_the_endpoint_stays_up(
+    standin, caplog
+) -> None:
+    """A server that answers 500 is up (transformers serve answers 500 to a tool call it
+    cannot parse): the request is sent again, then fails; the endpoint never rests."""
+    broken = standin(chat_status=500, chat_message="tool parser crashed")
+    caplog.set_level(logging.WARNING, "orsgen.eval")
+    endpoints = Endpoints([broken.endpoint], None, 30.0, down_limit=0.01)
+    for _ in range(3):  # a down limit of 0.01 s would stop the run at the first outage
+        with pytest.raises(RequestFailed) as raised:
+            endpoints.post(BODY)
+        said = str(raised.value)
+        assert said.startswith(f"endpoint {broken.endpoint}: HTTP 500 (InternalServerError): ")
+        assert said.endswith(f"(the endpoints failed this request {SERVER_ERRORS} times)")
+    counts = endpoints.router.counts()[broken.endpoint]
+    assert counts == {"requests": 3 * SERVER_ERRORS, "failures": 3 * SERVER_ERRORS, "outages": 0}
+    assert caplog.records == []  # no outage to log
+    assert broken.chat_requests() == 0  # it answered none with 200
+
+
+def test_a_server_error_goes_to_the_other_endpoint(standin) -> None:
+    broken, working = standin(chat_status=500), standin()
+    endpoints = Endpoints([broken.endpoint, working.endpoint], None, 30.0)
+    for _ in range(2):  # each goes to the broken one in its turn, then to the other
+        assert endpoints.post(BODY).choices[0].message.tool_calls
+    counts = endpoints.router.counts()
+    assert counts[broken.endpoint] == {"requests": 2, "failures": 2, "outages": 0}
+    assert counts[working.endpoint]["requests"] == working.chat_requests() == 2
+
+
+def test_a_4xx_is_the_requests_answer_and_no_outage(standin) -> None:
+    refusing = standin(chat_status=400, chat_message="no such model")
+    endpoints = Endpoints([refusing.endpoint, nowhere()], None, 30.0)
+    with pytest.raises(RequestFailed, match="HTTP 400 .*no such model"):
+        endpoints.post(BODY)
+    assert endpoints.router.counts()[refusing.endpoint] == {
+        "requests": 1,
+        "failures": 0,
+        "outages": 0,
+    }
+
+
+def kill_mid_run(
+    args: list[str], victim: openai_standin.Standin, served: int
+) -> tuple[int, str, str, int]:
+    """``orsgen eval ARGS`` (with ``--out``), with ``victim`` killed by PID once it has
+    answered ``served`` requests: the exit code, stdout, stderr and the rows written then."""
+    out = Path(args[args.index("--out") + 1])
+    proc = eval_process(args)
+    try:
+        while victim.chat_requests() < served:  # it has served part of the run
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+        victim.process.kill()
+        victim.process.wait(timeout=30)
+        written = (out / "results.jsonl").read_text().count("\n")
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    return proc.returncode, stdout, stderr, written
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_replica_killed_mid_run_costs_no_rollout(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    """The acceptance test of issue 36's several endpoints: two stand-in endpoints, one
+    killed by PID while the run is under way."""
+    doomed, survivor = standin(delay=0.2), standin(delay=0.2)
+    out = tmp_path / "run"
+    args = [str(chance_dir), "--model", survivor.model, "--base-url", chance_server.url]
+    args += ["--endpoint", doomed.endpoint, "--endpoint", survivor.endpoint]
+    args += ["--endpoint-api-key", "secret-key-1", "--split", "test", "-n", "8"]
+    run_args = [*args, "--concurrency", "4", "--no-progress", "--out", str(out)]
+    code, stdout, stderr, written = kill_mid_run(run_args, doomed, served=4)
+    assert code == 0, stderr
+    assert written < 4 * 8  # killed mid-run
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    pairs = sorted((r["task_index"], r["sample"]) for r in rows)
+    assert pairs == [(t, s) for t in range(4) for s in range(8)]  # every pair, once
+    assert [r["reason"] for r in rows if r["verdict"] != "scored"] == []
+    run = json.loads((out / "run.json").read_text())
+    assert run["endpoint"] == [doomed.endpoint, survivor.endpoint]
+    dead, alive = (run["endpoint_counts"][e.endpoint] for e in (doomed, survivor))
+    assert dead["outages"] == 1 and dead["failures"] >= 1
+    assert alive == {"requests": survivor.chat_requests(), "failures": 0, "outages": 0}
+    answered = dead["requests"] - dead["failures"] + alive["requests"]
+    assert answered == sum(r["turns"] for r in rows) == 4 * 8  # the survivor served the rest
+    outages = [line for line in stderr.splitlines() if doomed.endpoint in line]
+    assert len(outages) == 1 and " is down (connection failed" in outages[0], stderr
+    for path in out.iterdir():
+        assert "secret-key-1" not in path.read_text(errors="replace"), path
+    assert "secret-key-1" not in stdout + stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_endpoint_down_for_the_limit_is_exit_1_and_one_line(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    only = standin(delay=0.2)
+    out = tmp_path / "run"
+    args = [str(chance_dir), "--model", only.model, "--base-url", chance_server.url]
+    args += ["--endpoint", only.endpoint, "--endpoint-down-limit", "1", "--split", "test"]
+    run_args = [*args, "-n", "8", "--concurrency", "2", "--no-progress", "--out", str(out)]
+    code, _, stderr, _ = kill_mid_run(run_args, only, served=2)
+    assert code == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        f"orsgen eval: error: every endpoint has been down for 1 s: {only.endpoint} (connection "
+    ), stderr
+    assert last.endswith(
+        f"(--endpoint-down-limit); the rows so far are in {out}: continue with --resume"
+    )
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert 0 < len(rows) < 4 * 8 and all(r["verdict"] == "scored" for r in rows)
+    counts = json.loads((out / "run.json").read_text())["endpoint_counts"][only.endpoint]
+    assert counts["outages"] == 1 and counts["failures"] >= 1
+    assert not (out / "summary.json").exists()  # the run did not finish
