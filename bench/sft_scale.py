@@ -47,6 +47,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 SAMPLES, CALLS, PROMPT, PIECE = 10, 7, 2048, 1900
 OPTIONS = {"sft": [], "pairs": ["--per-task", "2"]}  # what each command is given
+SHARDS = {"sft": "64 MB", "pairs": "16 MB"}  # the data files each command writes
 TOOL = {
     "type": "function",
     "function": {
@@ -242,7 +243,7 @@ def report(runs: list[dict[str, Any]], out: Path, command: str = "sft") -> None:
         "`Dataset.from_generator`, which writes 1,000 rows at a time. datasets then reads the",
         "Arrow file it wrote back through a memory map to copy it into the output, and the",
         "pages it touches count in the reading process's resident set: in one process the",
-        "whole dataset would. So the copy runs in one worker process, a 16 MB shard at a",
+        f"whole dataset would. So the copy runs in one worker process, a {SHARDS[command]} shard at a",
         "time (`save_to_disk(num_proc=1, max_shard_size=...)`).",
         *(
             ["The old code (`main`, where measured) read the whole results.jsonl into memory,"]

@@ -273,7 +273,10 @@ def export(
     :class:`SftError` (a ``ValueError``) with a one-line message."""
     target = new_out(out)
     chosen = select(run_dirs, per_task=per_task, unfinished=unfinished, allow_splits=allow_splits)
-    write_dataset(chosen.rows, features(), target, card(chosen))
+    # Pair rows are large (two conversations): save_to_disk's worker, copying 64 MB shards
+    # of them, grew by a fifth from 10,000 to 100,000 rollouts; with 16 MB ones it stays
+    # flat (bench/results/pairs_scale.md).
+    write_dataset(chosen.rows, features(), target, card(chosen), shard="16MB")
     return chosen
 
 

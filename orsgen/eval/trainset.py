@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy
 
 CARD_FILE = "README.md"
-SHARD = "16MB"  # the largest data file of a dataset written to disk
+SHARD = "64MB"  # the largest data file of a dataset written to disk (by default)
 LEFT_OUT = ("images", "cut", "no answer")
 # The mark orsgen.eval.conversation.cut leaves on a text results.jsonl keeps only part of.
 CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
@@ -238,9 +238,12 @@ def new_out(out: str | os.PathLike[str]) -> Path:
     return target
 
 
-def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card: str) -> None:
-    """Write :func:`as_dataset` to ``out`` (``Dataset.save_to_disk``) with a dataset card
-    (README.md) beside it: all of it or nothing (built beside ``out``, then renamed)."""
+def write_dataset(
+    rows: Iterable[dict[str, Any]], columns: Any, out: Path, card: str, shard: str = SHARD
+) -> None:
+    """Write :func:`as_dataset` to ``out`` (``Dataset.save_to_disk``, data files of at most
+    ``shard``) with a dataset card (README.md) beside it: all of it or nothing (built beside
+    ``out``, then renamed)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.partial-{os.getpid()}")
     cache = out.with_name(f".{out.name}.cache-{os.getpid()}")
@@ -249,11 +252,9 @@ def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card:
     try:
         # Copied by one worker process, a shard at a time: datasets reads the Arrow file it
         # wrote back through a memory map, and the pages it touches stay in the reading
-        # process's resident set, so in this one memory would grow with the dataset. Small
-        # shards keep the worker's own memory flat too (bench/results/pairs_scale.md: with
-        # 64 MB shards of 58 KB rows it grew by a fifth from 10,000 to 100,000 rollouts).
+        # process's resident set, so in this one memory would grow with the dataset.
         dataset = as_dataset(rows, columns, cache)
-        dataset.save_to_disk(str(staging), num_proc=1, max_shard_size=SHARD)
+        dataset.save_to_disk(str(staging), num_proc=1, max_shard_size=shard)
         (staging / CARD_FILE).write_text(card, encoding="utf-8")
         os.replace(staging, out)
     finally:
