@@ -243,8 +243,8 @@ def report(runs: list[dict[str, Any]], out: Path, command: str = "sft") -> None:
         "`Dataset.from_generator`, which writes 1,000 rows at a time. datasets then reads the",
         "Arrow file it wrote back through a memory map to copy it into the output, and the",
         "pages it touches count in the reading process's resident set: in one process the",
-        f"whole dataset would. So the copy runs in one worker process, a {SHARDS[command]} shard at a",
-        "time (`save_to_disk(num_proc=1, max_shard_size=...)`).",
+        "whole dataset would. So the copy runs in one worker process, a",
+        f"{SHARDS[command]} shard at a time (`save_to_disk(num_proc=1, max_shard_size=...)`).",
         *(
             ["The old code (`main`, where measured) read the whole results.jsonl into memory,"]
             + ["messages included."]
