@@ -47,6 +47,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 SAMPLES, CALLS, PROMPT, PIECE = 10, 7, 2048, 1900
 OPTIONS = {"sft": [], "pairs": ["--per-task", "2"]}  # what each command is given
+SHARDS = {"sft": "64 MB", "pairs": "16 MB"}  # the data files each command writes
 TOOL = {
     "type": "function",
     "function": {
@@ -159,6 +160,7 @@ def _watch(pid: int, peaks: dict[str, float], stop: threading.Event) -> None:
 def measure_one(code: Path, run: Path, out: Path, command: str = "sft") -> dict[str, Any]:
     """One ``orsgen COMMAND`` process: its figures."""
     shutil.rmtree(out, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)  # the command writes into what exists
     env = {**os.environ, "PYTHONPATH": str(code), "HF_DATASETS_CACHE": str(out.parent / "hf")}
     started = time.monotonic()
     child = subprocess.Popen(
@@ -241,8 +243,8 @@ def report(runs: list[dict[str, Any]], out: Path, command: str = "sft") -> None:
         "`Dataset.from_generator`, which writes 1,000 rows at a time. datasets then reads the",
         "Arrow file it wrote back through a memory map to copy it into the output, and the",
         "pages it touches count in the reading process's resident set: in one process the",
-        "whole dataset would. So the copy runs in one worker process, a 64 MB shard at a",
-        "time (`save_to_disk(num_proc=1, max_shard_size=...)`).",
+        "whole dataset would. So the copy runs in one worker process, a",
+        f"{SHARDS[command]} shard at a time (`save_to_disk(num_proc=1, max_shard_size=...)`).",
         *(
             ["The old code (`main`, where measured) read the whole results.jsonl into memory,"]
             + ["messages included."]

@@ -16,7 +16,6 @@ win). At the end it saves the model to ``output_dir`` and prints one line.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -27,7 +26,8 @@ HERE = Path(__file__).resolve().parent
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 sys.path.insert(0, str(HERE))
 
-from grpo import cpu_defaults, model_init_kwargs  # noqa: E402
+from grpo import cpu_defaults  # noqa: E402
+from sft import fine_tune  # noqa: E402
 
 
 @dataclass
@@ -41,31 +41,9 @@ class DpoArguments:
 
 
 def main(dpo_args: DpoArguments, training_args: Any, model_args: Any) -> dict[str, Any]:
-    import datasets
-    import torch
-    from trl import DPOTrainer, get_peft_config  # type: ignore[attr-defined]
+    from trl import DPOTrainer  # type: ignore[attr-defined]
 
-    if training_args.use_cpu:
-        torch.set_num_threads(1)  # two threads oversubscribe a small CPU
-    dataset = datasets.load_from_disk(dpo_args.dataset_path)
-    training_args.model_init_kwargs = model_init_kwargs(training_args, model_args)
-    trainer = DPOTrainer(
-        model=model_args.model_name_or_path,
-        args=training_args,
-        train_dataset=dataset,
-        peft_config=get_peft_config(model_args),
-    )
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    model.config.use_cache = True  # the Trainer turned the KV cache off for training
-    trainer.save_model(training_args.output_dir)
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    first, last = (losses[0], losses[-1]) if losses else (math.nan, math.nan)
-    trainer.accelerator.print(
-        f"dpo: {dataset.num_rows} pairs, {trainer.state.global_step} steps; loss {first:.3f} "
-        f"at the first logged step, {last:.3f} at the last; model in {training_args.output_dir}"
-    )
-    return {"rows": dataset.num_rows, "steps": trainer.state.global_step, "losses": losses}
+    return fine_tune(DPOTrainer, dpo_args.dataset_path, training_args, model_args)
 
 
 def make_parser() -> Any:

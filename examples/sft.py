@@ -41,15 +41,25 @@ class SftArguments:
 
 
 def main(sft_args: SftArguments, training_args: Any, model_args: Any) -> dict[str, Any]:
+    from trl import SFTTrainer  # type: ignore[attr-defined]
+
+    return fine_tune(SFTTrainer, sft_args.dataset_path, training_args, model_args)
+
+
+def fine_tune(
+    trainer_class: Any, dataset_path: str, training_args: Any, model_args: Any
+) -> dict[str, Any]:
+    """Train ``trainer_class`` (SFTTrainer, DPOTrainer) on the dataset at ``dataset_path``,
+    save the model and print one line (``sft: ...``, ``dpo: ...``)."""
     import datasets
     import torch
-    from trl import SFTTrainer, get_peft_config  # type: ignore[attr-defined]
+    from trl import get_peft_config  # type: ignore[attr-defined]
 
     if training_args.use_cpu:
         torch.set_num_threads(1)  # two threads oversubscribe a small CPU
-    dataset = datasets.load_from_disk(sft_args.dataset_path)
+    dataset = datasets.load_from_disk(dataset_path)
     training_args.model_init_kwargs = model_init_kwargs(training_args, model_args)
-    trainer = SFTTrainer(
+    trainer = trainer_class(
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=dataset,
@@ -61,8 +71,9 @@ def main(sft_args: SftArguments, training_args: Any, model_args: Any) -> dict[st
     trainer.save_model(training_args.output_dir)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     first, last = (losses[0], losses[-1]) if losses else (math.nan, math.nan)
+    name = trainer_class.__name__.removesuffix("Trainer").lower()
     trainer.accelerator.print(
-        f"sft: {dataset.num_rows} rows, {trainer.state.global_step} steps; loss {first:.3f} "
+        f"{name}: {dataset.num_rows} rows, {trainer.state.global_step} steps; loss {first:.3f} "
         f"at the first logged step, {last:.3f} at the last; model in {training_args.output_dir}"
     )
     return {"rows": dataset.num_rows, "steps": trainer.state.global_step, "losses": losses}

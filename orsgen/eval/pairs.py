@@ -41,7 +41,6 @@ import os
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, UsageError, at_least, output
@@ -50,16 +49,16 @@ from orsgen.eval.trainset import (
     CARD_FILE,
     LEFT_OUT,
     SAME,
-    Kept,
-    Run,
-    SftError,
-    check_runs,
     conversation_type,
+    first_per_task,
+    Kept,
     left_out,
     new_out,
+    open_runs,
     quiet,
-    read_run,
+    Run,
     run_arguments,
+    SftError,
     transcript,
     write_dataset,
 )
@@ -102,12 +101,9 @@ def select(
     allow_splits: Iterable[str] = (),
 ) -> PairSelection:
     """The pairs of ``run_dirs``, and how they were chosen. Raises :class:`SftError`."""
-    if not run_dirs:
-        raise SftError("no run directory given")
-    if per_task is not None and per_task < 1:
-        raise SftError(f"--per-task must be at least 1, got {per_task}")
-    runs = [read_run(p) for p in dict.fromkeys(Path(d).resolve() for d in run_dirs)]
-    check_runs(runs, allow_splits, {**SAME, "pass_threshold": "pass thresholds"})
+    runs = open_runs(
+        run_dirs, per_task, allow_splits, {**SAME, "pass_threshold": "pass thresholds"}
+    )
     chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
     try:
         found = _candidates(chosen)
@@ -195,25 +191,24 @@ def _pairs(
         members = members[np.sort(np.unique(same, axis=0, return_index=True)[1])]
         good = int(c["good"][members].sum())
         chosen.duplicates += (hi - lo - bad) * bad - good * (len(members) - good)
-        found.append(_rounds(members, good))
+        pairs = _rounds(members, good)
+        contrast = np.any(digests[pairs[:, 0], 2:] != digests[pairs[:, 1], 2:], axis=1)
+        chosen.no_contrast += int(len(pairs) - contrast.sum())
+        # A run's task gives at most per_task pairs (its first): no more are kept of the task.
+        pairs = pairs[contrast]
+        chosen.over_cap += max(0, len(pairs) - (chosen.per_task or len(pairs)))
+        found.append(pairs[: chosen.per_task])
     pairs = np.concatenate(found) if found else np.zeros((0, 4), dtype=np.int64)
-    good_of, bad_of = pairs[:, 0], pairs[:, 1]
-    contrast = np.any(digests[good_of, 2:] != digests[bad_of, 2:], axis=1)
-    chosen.no_contrast = int(len(pairs) - contrast.sum())
-    pairs = pairs[contrast]
     key = [pairs[:, 3], c["run"][pairs[:, 0]], pairs[:, 2], c["task"][pairs[:, 0]]]
     pairs = pairs[np.lexsort([*key, c["split"][pairs[:, 0]]])]
     same = np.concatenate([digests[pairs[:, 0], :2], digests[pairs[:, 1], :2]], axis=1)
     first = np.sort(np.unique(same, axis=0, return_index=True)[1])
     chosen.duplicates += len(pairs) - len(first)
     pairs = pairs[first]  # still in order
-    task = np.stack([c["split"][pairs[:, 0]], c["task"][pairs[:, 0]]], axis=1)
-    _, start, which = np.unique(task, axis=0, return_index=True, return_inverse=True)
-    keep = np.arange(len(pairs)) - start[which.reshape(-1)] < (chosen.per_task or len(pairs))
-    chosen.over_cap = len(pairs) - int(keep.sum())
-    pairs, task = pairs[keep], task[keep]
-    keys, counts = np.unique(task, axis=0, return_counts=True)
-    chosen.tasks = {(names[s], t): n for (s, t), n in zip(keys.tolist(), counts.tolist())}
+    split, task = c["split"][pairs[:, 0]], c["task"][pairs[:, 0]]
+    keep, chosen.tasks = first_per_task(split, task, chosen.per_task, names)
+    chosen.over_cap += len(pairs) - int(keep.sum())
+    pairs = pairs[keep]
     runs = c["run"][pairs[:, 0]]
     chosen.pairs = {r.name: int((runs == i).sum()) for i, r in enumerate(chosen.runs)}
     return np.stack([runs, c["offset"][pairs[:, 0]], c["offset"][pairs[:, 1]]], axis=1)
@@ -278,7 +273,10 @@ def export(
     :class:`SftError` (a ``ValueError``) with a one-line message."""
     target = new_out(out)
     chosen = select(run_dirs, per_task=per_task, unfinished=unfinished, allow_splits=allow_splits)
-    write_dataset(chosen.rows, features(), target, card(chosen))
+    # Pair rows are large (two conversations): save_to_disk's worker, copying 64 MB shards
+    # of them, grew by a fifth from 10,000 to 100,000 rollouts; with 16 MB ones it stays
+    # flat (bench/results/pairs_scale.md).
+    write_dataset(chosen.rows, features(), target, card(chosen), shard="16MB")
     return chosen
 
 

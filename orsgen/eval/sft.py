@@ -40,7 +40,6 @@ import os
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, UsageError, at_least, number, output
@@ -48,17 +47,17 @@ from orsgen.eval.summary import passes
 from orsgen.eval.trainset import (
     CARD_FILE,
     LEFT_OUT,
-    Kept,
-    Run,
-    SftError,
     as_dataset,
-    check_runs,
     conversation_type,
+    first_per_task,
+    Kept,
     left_out,
     new_out,
+    open_runs,
     quiet,
-    read_run,
+    Run,
     run_arguments,
+    SftError,
     transcript,
     write_dataset,
 )
@@ -101,13 +100,7 @@ def select(
     allow_splits: Iterable[str] = (),
 ) -> Selection:
     """The rows of the dataset, and how they were chosen. Raises :class:`SftError`."""
-    if not run_dirs:
-        raise SftError("no run directory given")
-    if per_task is not None and per_task < 1:
-        raise SftError(f"--per-task must be at least 1, got {per_task}")
-    paths = dict.fromkeys(Path(directory).resolve() for directory in run_dirs)
-    runs = [read_run(p) for p in paths]
-    check_runs(runs, allow_splits)
+    runs = open_runs(run_dirs, per_task, allow_splits)
     chosen = Selection(runs, min_reward=min_reward, per_task=per_task)
     try:
         found = _candidates(chosen)
@@ -178,13 +171,9 @@ def _order(
     unique = first[np.unique(digests, axis=0, return_index=True)[1]]
     chosen.duplicates = len(first) - len(unique)
     kept = unique[np.lexsort([c[k][unique] for k in ("sample", "run", "length", "task", "split")])]
-    task = np.stack((c["split"][kept], c["task"][kept]), axis=1)
-    _, start, which = np.unique(task, axis=0, return_index=True, return_inverse=True)
-    keep = np.arange(len(kept)) - start[which.reshape(-1)] < (chosen.per_task or len(kept))
+    keep, chosen.tasks = first_per_task(c["split"][kept], c["task"][kept], chosen.per_task, names)
     chosen.over_cap = len(kept) - int(keep.sum())
-    kept, task = kept[keep], task[keep]
-    keys, counts = np.unique(task, axis=0, return_counts=True)
-    chosen.tasks = {(names[s], t): n for (s, t), n in zip(keys.tolist(), counts.tolist())}
+    kept = kept[keep]
     return np.stack((c["run"][kept], c["offset"][kept]), axis=1)
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy
 
 CARD_FILE = "README.md"
-SHARD = "64MB"  # the largest data file of a dataset written to disk
+SHARD = "64MB"  # the largest data file of a dataset written to disk (by default)
 LEFT_OUT = ("images", "cut", "no answer")
 # The mark orsgen.eval.conversation.cut leaves on a text results.jsonl keeps only part of.
 CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
@@ -99,6 +99,40 @@ def check_runs(
                 f"{train!r}: training on held-out transcripts contaminates later "
                 f"evaluations; pass --allow-split {split} to use it anyway"
             )
+
+
+def open_runs(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    per_task: int | None,
+    allow_splits: Iterable[str],
+    same: Mapping[str, str] = SAME,
+) -> list[Run]:
+    """The runs of ``run_dirs`` (a directory given twice is one run), checked
+    (:func:`check_runs`); ``per_task`` checked to be at least 1."""
+    if not run_dirs:
+        raise SftError("no run directory given")
+    if per_task is not None and per_task < 1:
+        raise SftError(f"--per-task must be at least 1, got {per_task}")
+    runs = [read_run(p) for p in dict.fromkeys(Path(d).resolve() for d in run_dirs)]
+    check_runs(runs, allow_splits, same)
+    return runs
+
+
+def first_per_task(
+    split: numpy.ndarray[Any, Any],
+    task: numpy.ndarray[Any, Any],
+    most: int | None,
+    names: list[str],
+) -> tuple[numpy.ndarray[Any, Any], dict[tuple[str, int], int]]:
+    """Which rows, in order, are among the first ``most`` of their (split number, task)
+    (all with ``None``), and how many each (split name, task) keeps."""
+    import numpy as np
+
+    pairs = np.stack((split, task), axis=1)
+    _, start, which = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    keep = np.arange(len(pairs)) - start[which.reshape(-1)] < (most or len(pairs))
+    keys, counts = np.unique(pairs[keep], axis=0, return_counts=True)
+    return keep, {(names[s], t): n for (s, t), n in zip(keys.tolist(), counts.tolist())}
 
 
 def _message(raw: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -204,9 +238,12 @@ def new_out(out: str | os.PathLike[str]) -> Path:
     return target
 
 
-def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card: str) -> None:
-    """Write :func:`as_dataset` to ``out`` (``Dataset.save_to_disk``) with a dataset card
-    (README.md) beside it: all of it or nothing (built beside ``out``, then renamed)."""
+def write_dataset(
+    rows: Iterable[dict[str, Any]], columns: Any, out: Path, card: str, shard: str = SHARD
+) -> None:
+    """Write :func:`as_dataset` to ``out`` (``Dataset.save_to_disk``, data files of at most
+    ``shard``) with a dataset card (README.md) beside it: all of it or nothing (built beside
+    ``out``, then renamed)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.partial-{os.getpid()}")
     cache = out.with_name(f".{out.name}.cache-{os.getpid()}")
@@ -217,7 +254,7 @@ def write_dataset(rows: Iterable[dict[str, Any]], columns: Any, out: Path, card:
         # wrote back through a memory map, and the pages it touches stay in the reading
         # process's resident set, so in this one memory would grow with the dataset.
         dataset = as_dataset(rows, columns, cache)
-        dataset.save_to_disk(str(staging), num_proc=1, max_shard_size=SHARD)
+        dataset.save_to_disk(str(staging), num_proc=1, max_shard_size=shard)
         (staging / CARD_FILE).write_text(card, encoding="utf-8")
         os.replace(staging, out)
     finally:
