@@ -52,13 +52,13 @@ from orsgen.eval.trainset import (
     conversation_type,
     first_per_task,
     Kept,
-    left_out,
     new_out,
     open_runs,
     quiet,
     Run,
     run_arguments,
     SftError,
+    trainable,
     transcript,
     write_dataset,
 )
@@ -144,11 +144,8 @@ def _candidates(chosen: PairSelection) -> tuple[dict[str, array[int]], bytearray
             if verdict not in allowed:
                 continue
             counts[2 - good] += 1
-            raw: list[Mapping[str, Any]] = row.get("messages") or []
-            why = left_out(raw)
-            messages = transcript(raw) if why is None else None
+            messages = trainable(row, chosen.left_out)
             if messages is None:
-                chosen.left_out[why or "no answer"] += 1
                 continue
             turns = [m for m in messages[_start(messages) :] if m["role"] == "assistant"]
             text = json.dumps(messages, sort_keys=True, ensure_ascii=False)

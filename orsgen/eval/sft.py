@@ -38,7 +38,7 @@ import importlib
 import json
 import os
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,13 +51,13 @@ from orsgen.eval.trainset import (
     conversation_type,
     first_per_task,
     Kept,
-    left_out,
     new_out,
     open_runs,
     quiet,
     Run,
     run_arguments,
     SftError,
+    trainable,
     transcript,
     write_dataset,
 )
@@ -139,11 +139,8 @@ def _candidates(chosen: Selection) -> tuple[dict[str, array[int]], bytearray, li
             if row.get("verdict") != "scored" or not passes(row, threshold):
                 continue
             passing += 1
-            raw: list[Mapping[str, Any]] = row.get("messages") or []
-            why = left_out(raw)
-            messages = transcript(raw) if why is None else None
+            messages = trainable(row, chosen.left_out)
             if messages is None:
-                chosen.left_out[why or "no answer"] += 1
                 continue
             text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
             split = splits.setdefault(str(row.get("split", run.config["split"])), len(splits))

@@ -174,6 +174,17 @@ def left_out(messages: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
+def trainable(row: Mapping[str, Any], counts: dict[str, int]) -> list[dict[str, Any]] | None:
+    """A results row's :func:`transcript`, or ``None`` with the reason it is left out counted
+    in ``counts`` (keyed as :data:`LEFT_OUT`): what sft and pairs both keep or leave."""
+    raw: list[Mapping[str, Any]] = row.get("messages") or []
+    why = left_out(raw)
+    messages = transcript(raw) if why is None else None
+    if messages is None:
+        counts[why or "no answer"] += 1
+    return messages
+
+
 def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
     """A rollout's messages as an SFT transcript ending with an assistant message, or
     ``None`` when it holds non-text content or no assistant turn. Tool call ids are dropped:
