@@ -110,6 +110,8 @@ def test_generation_is_deterministic_across_hash_seeds(tmp_path, orsgen_subproce
     over a copy of the committed package: all byte-identical where they should be."""
     fresh = {seed: tmp_path / f"seed{seed}" / "echo" for seed in ("0", "4242")}
     over = tmp_path / "over" / "echo"
+    for out in fresh.values():
+        out.parent.mkdir()  # -o never makes directories outside the working tree
     shutil.copytree(GOLDEN, over, ignore=shutil.ignore_patterns("__pycache__"))
     target = "examples/echo_env.py"  # relative, as generated/echo was made
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:

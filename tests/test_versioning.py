@@ -260,6 +260,7 @@ def test_versions_changes_and_live_drift(tmp_path: Path) -> None:
     # Offline regeneration from the stored snapshot reproduces every byte, with no server.
     copy_dir = tmp_path / "drift"  # same directory name, so the same package name
     offline = tmp_path / "offline" / "drift"
+    offline.parent.mkdir()  # -o never makes directories outside the working tree
     assert _orsgen(str(pkg / "snapshot.json"), "-o", str(offline)).returncode == 0
     for path in sorted(copy_dir.iterdir()):
         if path.is_file():
