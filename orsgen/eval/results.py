@@ -189,15 +189,16 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, An
     for key in before.differences(config):
         was, now = before.to_json()[key], config.to_json()[key]
         raise RunFileError(
-            f"cannot resume: {key} was {_short(was)} and is now {_short(now)}; "
+            f"cannot resume: {key} was {shortened(was)} and is now {shortened(now)}; "
             "use another --out for a different run"
         )
     return as_object(found.get("endpoint_counts"))
 
 
-def _short(value: Any) -> str:
+def shortened(value: Any, limit: int = 80) -> str:
+    """``value`` as JSON, cut to ``limit`` characters."""
     text = json.dumps(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class ResultsLog:
