@@ -22,7 +22,7 @@ from envs.trust_support import TrustAdapter
 
 from orsgen.runtime.records import metrics
 from orsgen.runtime.records.episode import Kind, Outcome
-from orsgen.runtime.records.usage import MAX_TOOLS, OTHER, ToolUse, Usage, tool_keys, usage_of
+from orsgen.runtime.records.episode import MAX_TOOLS, OTHER, ToolUse, Usage, tool_keys, usage_of
 from orsgen.runtime.records.window import Counts
 
 ENVS = ("alpha", "beta", "gamma")

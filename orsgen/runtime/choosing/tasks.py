@@ -42,11 +42,13 @@ import inspect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from orsgen.runtime.choosing import curriculum as curricula
 from orsgen.runtime.choosing import handoff, ranks
 from orsgen.runtime.choosing.chooser import Chooser as Chooser
-from orsgen.runtime.choosing.chooser import Layout, factory_of
+from orsgen.runtime.choosing.chooser import CurriculumFactory, Layout
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import Samplers as Samplers
 from orsgen.runtime.choosing.streams import StreamKey as StreamKey
 from orsgen.runtime.choosing.streams import TaskSampler as TaskSampler
@@ -90,7 +92,8 @@ class TaskChoice:
             raise ValueError("pass num_tasks or indices, not both")
         if sampler is not None:
             _check_factory(sampler)
-        led = factory_of(curriculum)
+        named = curricula.make(curriculum) is not None  # raises on an unknown one, now
+        led = CurriculumFactory(cast("str | PassRateCurriculum", curriculum)) if named else None
         if led is not None and sampler is not None:
             raise ValueError(
                 f"pass sampler= or curriculum=, not both: curriculum={curriculum!r} selects "

@@ -2,7 +2,7 @@
 
 Each settled rollout's :class:`~orsgen.runtime.episode.Outcome` carries its kind, its
 lost or degraded session, its own reset and tool calls (failed, failed by the
-environment, per tool; :mod:`orsgen.runtime.records.usage`) and its environment's name, so
+environment, per tool; :class:`~orsgen.runtime.records.episode.Usage`) and its environment's name, so
 every figure counts exactly the rollouts it is logged for: ``outcome_reward`` logs its batch
 (:func:`emit`); ``get_reward()`` counts its rollout in the process window, which a drain
 returns as ``ors/*`` metrics before it starts a new window. A scratch adapter's calls that
@@ -35,7 +35,7 @@ every figure is also logged per environment as ``ors/<env>/<figure>``, the per-t
 only there (``ors/<env>/tool/<name>/...``), with ``ors/<env>/rollout_frac``, the
 environment's share of the rollouts. Each pooled figure is the weighted mean of its
 per-environment figures (:mod:`~orsgen.runtime.records.window`). Per environment at most
-:data:`~orsgen.runtime.records.usage.MAX_TOOLS` tools have keys; the rest count as
+:data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools have keys; the rest count as
 ``_other``.
 
 Two ways out, both exact over all the rollouts of a logging step. :func:`emit` (the

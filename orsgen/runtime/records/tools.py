@@ -29,7 +29,7 @@ from typing import Any
 from orsgen.jsonobject import as_array
 from orsgen.runtime.errors import MODEL_REASONS
 from orsgen.runtime.records.episode import Call
-from orsgen.runtime.records.usage import model_names
+from orsgen.runtime.records.episode import model_names
 
 UNKNOWN = "_unknown"  # calls to a tool the adapter does not have
 FAILED_BY = ("environment", "model")

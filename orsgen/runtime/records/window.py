@@ -12,20 +12,11 @@ rewarded rollouts.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from orsgen.runtime.records.episode import Outcome
+from orsgen.runtime.records.episode import Outcome, ToolUse, Usage
 
 Rate = tuple[float, float]
-
-
-@dataclass
-class ToolCounts:
-    """One tool's calls in a window: how many, failed, and their seconds."""
-
-    calls: int = 0
-    failed: int = 0
-    seconds: float = 0.0
 
 
 @dataclass
@@ -49,7 +40,7 @@ class Window:
     resets: int = 0
     reset_seconds: float = 0.0
     call_seconds: float = 0.0
-    tools: dict[str, ToolCounts] = field(default_factory=lambda: {})
+    tools: dict[str, ToolUse] = field(default_factory=lambda: {})
 
     def count(self, outcome: Outcome, passed: bool = False) -> None:
         """Count one rollout's outcome (``passed``: by its adapter's pass rule), with its
@@ -65,17 +56,10 @@ class Window:
             self.rewarded += 1
             self.reward_sum += outcome.reward
         used = outcome.usage
-        self.calls += used.calls
-        self.failed_calls += used.failed_calls
-        self.env_failed_calls += used.env_failed_calls
-        self.call_seconds += used.call_seconds
-        self.resets += used.resets
-        self.reset_seconds += used.reset_seconds
+        for name in _SUMMED:  # the fields a Window and a Usage share
+            setattr(self, name, getattr(self, name) + getattr(used, name))
         for name, use in used.tools.items():
-            tool = self.tools.setdefault(name, ToolCounts())
-            tool.calls += use.calls
-            tool.failed += use.failed
-            tool.seconds += use.seconds
+            self.tools[name] = self.tools.get(name, ToolUse()) + use
 
     def rates(self, prefix: str = "ors/", tools: bool = True) -> dict[str, Rate]:
         """Every figure as (numerator, denominator), keyed ``prefix + figure`` (with the
@@ -108,6 +92,9 @@ class Window:
             out[key + "error_frac"] = (float(tool.failed), float(tool.calls))
             out[key + "call_s"] = (tool.seconds, float(tool.calls))
         return out
+
+
+_SUMMED = [f.name for f in fields(Usage) if f.name != "tools"]
 
 
 class Counts:

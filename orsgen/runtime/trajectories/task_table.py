@@ -26,6 +26,7 @@ from typing import Any
 
 from orsgen.runtime.passk import PASS_THRESHOLD, passes
 from orsgen.runtime.records.episode import Outcome
+from orsgen.runtime.rundir import write_whole
 from orsgen.runtime.transport.process import current
 
 TASK_INDEX = "task_index"
@@ -108,11 +109,7 @@ class TaskTable:
         writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.rows())
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        partial.write_text(text.getvalue(), encoding="utf-8")
-        os.replace(partial, target)
+        write_whole(Path(path), text.getvalue())
 
 
 def _order(index: int | None) -> int:
