@@ -202,7 +202,7 @@ def usage_of(
     """The usage of a rollout of an ``owner`` adapter that ``opened`` (reset onto a task)
     and made ``calls``; without ``owner``, each call counts under its own wire name."""
     keys = tool_keys(owner) if owner is not None else ()
-    names = model_names(owner) if owner is not None else {}
+    names: Mapping[str, str] = model_names(owner) if owner is not None else {}
     tools = {key: ToolUse() for key in keys}
     for c in calls:
         key = names.get(c.tool, c.tool)
