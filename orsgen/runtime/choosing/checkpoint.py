@@ -22,14 +22,10 @@ Under several processes the ranks first share the step's outcomes (a collective:
 rank saves), so they hold the same state, and only the world's process zero writes it
 (:func:`orsgen.runtime.transport.identity.identity`).
 
-Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
-spawns after this callback's ``on_train_begin``: the callback names a :class:`Handoff`
-there (in the environment the child inherits), the worker
-(:mod:`orsgen.runtime.choosing.handoff`) writes its streams' states under
-``output_dir/.orsgen_task_state/`` and, on resume, stages the checkpoint's file before its
-first stream. Each save copies the worker's latest states into the checkpoint. Before the
-worker wrote anything the save says so and writes a file with no stream: a resume from it
-starts the task choice afresh, as it says.
+Under ``AsyncGRPOTrainer`` the rollout worker chooses and writes its states under
+``output_dir/.orsgen_task_state/`` (:mod:`orsgen.runtime.choosing.handoff`); each save
+copies its latest into the checkpoint, or, before it wrote any, a file with no stream (a
+resume from it starts the task choice afresh, as the save says).
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every

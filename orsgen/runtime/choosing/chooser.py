@@ -9,13 +9,13 @@ chooses by *global group*: a task is a function of the seed and the group index 
 with a curriculum, of statistics every rank holds alike), so a group split across ranks
 stays on one task and all ranks agree on the order.
 
-Pure: no I/O. Sharing outcomes between ranks is a function handed in
-(:func:`orsgen.runtime.choosing.ranks.all_gather`).
+Pure: no I/O. Sharing outcomes between ranks is a function handed in (:func:`all_gather`).
 """
 
 from __future__ import annotations
 
 import random
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -227,3 +227,17 @@ class CurriculumFactory:
         """``pass_threshold``: the adapter's, which the curriculum's pools judge by."""
         made = curricula.make(self.curriculum)
         return Chooser(tasks, seed, group_size, pass_threshold, curriculum=made)
+
+
+def all_gather(mine: object) -> list[Any]:
+    """Every rank's ``mine``, in rank order, over the trainer's own ``torch.distributed``
+    group; ``[mine]`` when there is none. Called at the first reset of each generation,
+    which every rank reaches once per generation (GRPOTrainer resets its whole generation
+    batch before it generates): a collective there cannot be missed by one rank."""
+    # Never imported here: a process that has not imported it has not initialised it.
+    dist: Any = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return [mine]
+    gathered: list[Any] = [None] * int(dist.get_world_size())
+    dist.all_gather_object(gathered, mine)
+    return gathered

@@ -106,9 +106,11 @@ def _of_mapping(given: Mapping[object, object]) -> Prior:
     for key, value in given.items():
         if isinstance(key, bool) or not isinstance(key, int):
             raise PriorError(f"a prior mapping's keys are task indices, got {key!r}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise PriorError(f"prior[{key}] must be a pass rate in [0, 1], got {value!r}")
-        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not (math.isfinite(value) and 0.0 <= value <= 1.0)
+        ):
             raise PriorError(f"prior[{key}] must be a pass rate in [0, 1], got {value!r}")
         rates[key] = float(value)
     return Prior(rates, None, "a mapping")

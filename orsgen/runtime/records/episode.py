@@ -169,17 +169,12 @@ class Episode:
         reward: float | None,
         finished: bool,
         seconds: float,
+        failure: ToolCallFailure | None = None,
     ) -> Call:
+        """Record a call: answered, or failed with ``failure``."""
         call = Call(tool, dict(arguments), output, reward, finished, seconds)
-        self.calls.append(call)
-        return call
-
-    def failed(
-        self, tool: str, arguments: dict[str, Any], failure: ToolCallFailure, seconds: float
-    ) -> Call:
-        call = Call(tool, dict(arguments), str(failure), None, False, seconds)
-        call.failure = failure.reason
-        call.environment_failed = failure.environment_failed
+        if failure is not None:
+            call.failure, call.environment_failed = failure.reason, failure.environment_failed
         self.calls.append(call)
         return call
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,15 +82,13 @@ class ToolTally:
     """Per-tool counts of the rows folded in (:meth:`add`), in one pass."""
 
     def __init__(self) -> None:
-        self._tools: dict[str, _Tool] = {}
+        self._tools: defaultdict[str, _Tool] = defaultdict(_Tool)
 
     def add(self, calls: object) -> None:
         """Fold in one row's ``tool_calls`` (a row without them adds nothing)."""
         for entry in as_array(calls):
             name, failed_by, seconds = as_array(entry)
-            tool = self._tools.get(str(name))
-            if tool is None:
-                tool = self._tools[str(name)] = _Tool()
+            tool = self._tools[str(name)]
             tool.calls += 1
             tool.environment_failed += failed_by == FAILED_BY[0]
             tool.model_failed += failed_by == FAILED_BY[1]

@@ -100,7 +100,9 @@ class TaskTable:
     def rows(self) -> list[dict[str, Any]]:
         """One dict per task (:data:`COLUMNS`), by split and task index."""
         with self._lock:
-            items = sorted(self._rows.items(), key=lambda kv: (kv[0][0], _order(kv[0][1])))
+            items = sorted(
+                self._rows.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])
+            )
             return [_row(task, row) for task, row in items]
 
     def write(self, path: str | os.PathLike[str]) -> None:
@@ -110,10 +112,6 @@ class TaskTable:
         writer.writeheader()
         writer.writerows(self.rows())
         write_whole(Path(path), text.getvalue())
-
-
-def _order(index: int | None) -> int:
-    return -1 if index is None else index
 
 
 def _row(task: Task, row: TaskRow) -> dict[str, Any]:

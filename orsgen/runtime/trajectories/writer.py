@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.records.protocol import Rollout
 from orsgen.runtime.transport.identity import identity
-from orsgen.runtime.transport.process import Process, at_shutdown, current, forked
+from orsgen.runtime.transport.process import at_shutdown, current, forked
 
 logger = logging.getLogger("orsgen.runtime")
 
@@ -152,8 +152,4 @@ def writers() -> Writers:
     return current().part(Writers)
 
 
-def _close_at_exit(process: Process) -> None:
-    process.part(Writers).close()
-
-
-at_shutdown(SHUTDOWN_ORDER, _close_at_exit)
+at_shutdown(SHUTDOWN_ORDER, lambda process: process.part(Writers).close())
