@@ -27,6 +27,7 @@ known to be down, what is queued or starting is dropped (counted) and the SDK's 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import importlib.metadata
 import logging
@@ -102,11 +103,8 @@ class Uploader:
         (the trainer's, before any rollout). Not from an uploader thread: its import of
         ``openreward`` could meet a rollout thread's import of an SDK submodule halfway,
         and Python then hands one of them a partially initialised module."""
-        with _import_lock:
-            try:
-                _sdk()
-            except Exception:  # noqa: BLE001 - the first upload says what is wrong
-                pass
+        with _import_lock, contextlib.suppress(Exception):  # the first upload says what fails
+            _sdk()
 
     def drain_metric(self) -> dict[str, float]:
         """``ors/upload_dropped`` since the last drain (the metrics', or the exit's)."""
