@@ -11,13 +11,10 @@ A prior is read from (:func:`load`):
   ``summary`` holds the same;
 - a mapping from task index to pass rate in [0, 1], which carries no identity.
 
-A task's rate is its passing samples over its scored ones: an unscored sample says nothing
-about the task, and a task with none is not covered. A prior with an identity is refused
-against a stream of another environment, split, tool hash or pass threshold
-(:meth:`Prior.check`), with an error that names the field.
-
-The files are read by :mod:`orsgen.runtime.rundir`: the runtime never imports
-``orsgen.eval``.
+A task's rate is its passing samples over its scored ones (a task with none is not
+covered). A prior with an identity is refused against a stream of another environment,
+split, tool hash or pass threshold (:meth:`Prior.check`), naming the field. The files are
+read by :mod:`orsgen.runtime.rundir`: the runtime never imports ``orsgen.eval``.
 """
 
 from __future__ import annotations

@@ -11,10 +11,9 @@ arguments, an unknown tool, a call after the episode ended) or ``None`` (answere
 under :data:`UNKNOWN`, so the model's invented names add one entry, not one each.
 
 :class:`ToolTally` folds rows into per-tool counts as they are read (results are never
-kept as rows): per tool a few counters and an array of 8-byte floats, the call times, so
-that ``p90_s`` is exact (the nearest-rank 90th percentile: the smallest time that at least
-90% of the tool's calls took at most). 100,000 rollouts of 3 calls hold 2.4 MB; finding
-the p90 holds the slowest tenth of a tool's times at once, not a sorted copy of them all.
+kept as rows): per tool a few counters and the call times as 8-byte floats, so that
+``p90_s`` is exact (nearest-rank: the smallest time that at least 90% of the calls took at
+most), found from the slowest tenth, never a sorted copy of them all.
 """
 
 from __future__ import annotations

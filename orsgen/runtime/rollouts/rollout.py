@@ -1,11 +1,6 @@
 """One reset's rollout: :class:`AdapterRollout`, in an explicit
-:class:`~orsgen.runtime.records.episode.RolloutState`.
-
-An adapter makes one :class:`AdapterRollout` per ``reset()``. It owns what that reset
-produced: its session (in the adapter's :class:`~orsgen.runtime.sessions.pool.SessionSlot`),
-status, every call's reward, metadata and record (:class:`~orsgen.runtime.records.episode.
-Episode`), deadline (``rollout_timeout``, on an injectable clock) and outcome. The reward
-functions, metrics, trajectory log, upload and TRL-free loops read it through
+:class:`~orsgen.runtime.records.episode.RolloutState`. It owns that reset's session (in the
+adapter's slot), rewards, record, deadline and outcome, and is read through
 :class:`~orsgen.runtime.records.protocol.Rollout`.
 
 A tool call goes down one way: the generated method, ``OrsAdapter._call``,

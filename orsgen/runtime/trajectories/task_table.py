@@ -7,10 +7,9 @@
   :class:`TaskTable`; :class:`~orsgen.runtime.task_callback.TaskTableCallback` writes
   it beside the run's output at every logging step (``ors_tasks.csv``).
 
-A task is *passed* by a rollout that passes by the pass rule
-(:func:`~orsgen.runtime.passk.passes` with its adapter's ``pass_threshold``, the rule
-``ors/pass@k`` and the curriculum use too); the pass rate and the mean reward are over scored rollouts only, so unscored and failed
-rollouts never count as the task's failures.
+A task is *passed* by a rollout that passes by the pass rule (:func:`~orsgen.runtime.passk.
+passes` with its adapter's ``pass_threshold``); the pass rate and the mean reward are over
+scored rollouts only, so unscored and failed rollouts never count as the task's failures.
 """
 
 from __future__ import annotations
