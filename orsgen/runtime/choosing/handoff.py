@@ -31,7 +31,7 @@ import time
 
 from orsgen.runtime.choosing.checkpoint import Handoff, body, streams_of
 from orsgen.runtime.choosing.streams import samplers
-from orsgen.runtime.rundir import write_whole
+from orsgen.runtime.rundir import write_whole as write
 from orsgen.runtime.transport.process import current
 
 WRITE_EVERY = 1.0  # seconds: the worker's file lags its streams by at most this (and a write)
@@ -87,7 +87,7 @@ class _Worker:
                 return
             text = json.dumps(body(streams), sort_keys=True)
             if text != self._written:
-                write_whole(self.handoff.latest, text)
+                write(self.handoff.latest, text)
                 self._written = text
             self._changes, self._cost = changes, time.monotonic() - started
 
