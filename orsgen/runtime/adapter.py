@@ -84,10 +84,6 @@ def close_all_sessions(timeout: float = EXIT_BUDGET) -> None:
     pool.close_sessions(timeout)
 
 
-def _finalize(slot: SessionSlot) -> None:
-    slot.close(wait=False)
-
-
 class OrsAdapter:
     """Base class of generated ORS adapters. Construct freely: no network I/O happens
     until :meth:`reset`.
@@ -178,7 +174,7 @@ class OrsAdapter:
         cap.of(type(self)).adopt(self, self._config.sessions.max_sessions)
         self._lock = threading.RLock()
         self._slot = SessionSlot(type(self))
-        self._finalizer = weakref.finalize(self, _finalize, self._slot)
+        self._finalizer = weakref.finalize(self, self._slot.close, False)  # wait=False
         self._finalizer.atexit = False  # the runtime's exit shutdown closes sessions in order
         self._rollout = self._new_rollout()
 

@@ -95,8 +95,8 @@ class AdapterConfig:
         if unknown:
             raise TypeError(f"{owner.__name__}() got unexpected keyword(s): {', '.join(unknown)}")
         s = cast(AdapterSettings, given)  # its keys checked just above
-        check_settings(s.get("group_size"), s.get("keepalive"), _reconnect_for(s))
-        check_limits(s.get("max_sessions"), s.get("rollout_timeout"))
+        reconnect_for = float(s.get("reconnect_for", health.DEFAULT_RECONNECT_FOR))
+        _check(s, reconnect_for)
         defaults = (
             getattr(owner, "DEPLOYMENT"),
             getattr(owner, "DEFAULT_URL"),
@@ -114,7 +114,7 @@ class AdapterConfig:
             env_overrides=overrides(s.get("env_overrides")),
             prefetch_group=s.get("group_size") if s.get("prefetch", True) else 1,
             open_timeout=float(s.get("open_timeout", DEFAULT_OPEN_TIMEOUT)),
-            reconnect_for=_reconnect_for(s),
+            reconnect_for=reconnect_for,
             strict=bool(s.get("strict", False)),
             servers=servers,
             max_sessions=s.get("max_sessions"),
@@ -159,22 +159,16 @@ class AdapterConfig:
         )
 
 
-def _reconnect_for(settings: AdapterSettings) -> float:
-    return float(settings.get("reconnect_for", health.DEFAULT_RECONNECT_FOR))
-
-
-def check_settings(group_size: int | None, keepalive: float | None, reconnect_for: float) -> None:
-    """Reject constructor settings that no session could honour."""
+def _check(s: AdapterSettings, reconnect_for: float) -> None:
+    """Reject constructor settings that no session or rollout could honour."""
+    group_size, keepalive = s.get("group_size"), s.get("keepalive")
+    max_sessions, rollout_timeout = s.get("max_sessions"), s.get("rollout_timeout")
     if group_size is not None and group_size < 1:
         raise ValueError(f"group_size must be at least 1, got {group_size}")
     if keepalive is not None and keepalive <= 0:
         raise ValueError(f"keepalive must be positive, got {keepalive}")
     if reconnect_for < 0:
         raise ValueError(f"reconnect_for must be non-negative, got {reconnect_for}")
-
-
-def check_limits(max_sessions: int | None, rollout_timeout: float | None) -> None:
-    """Reject a session cap or a rollout deadline that no rollout could run under."""
     if max_sessions is not None and (isinstance(max_sessions, bool) or max_sessions < 1):
         raise ValueError(f"max_sessions must be at least 1 (or None), got {max_sessions}")
     if rollout_timeout is not None and rollout_timeout <= 0:
@@ -203,14 +197,8 @@ def overrides(values: Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 class _Unset:
-    """Default of an optional tool argument the caller did not give: it is not sent."""
-
-    _instance: "_Unset | None" = None
-
-    def __new__(cls) -> "_Unset":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    """Default of an optional tool argument the caller did not give: it is not sent. One
+    instance: a copy or an unpickled one is ``UNSET`` itself (``__reduce__``)."""
 
     def __repr__(self) -> str:
         return "<unset>"

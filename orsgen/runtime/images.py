@@ -93,12 +93,8 @@ ContentPart = TextPart | ImagePart
 Content = str | list[ContentPart]
 
 
-def pillow_available() -> bool:
-    return importlib.util.find_spec("PIL") is not None
-
-
 def require_pillow() -> None:
-    if not pillow_available():
+    if importlib.util.find_spec("PIL") is None:
         raise ImportError(
             "multimodal=True decodes images with Pillow, which is not installed: "
             "pip install 'orsgen[vision]'"
@@ -235,36 +231,6 @@ def to_image(block: Any) -> ImageLike | str:
     return image
 
 
-def to_content(blocks: Iterable[Any]) -> Content:
-    """The TRL content list for ``blocks``, text runs joined as :func:`blocks_to_text`
-    joins them; plain text when no image survives decoding."""
-    parts: list[ContentPart] = []
-    run: list[Any] = []
-    has_image = False
-
-    def flush() -> None:
-        text = blocks_to_text(run)
-        if text:
-            parts.append({"type": "text", "text": text})
-        run.clear()
-
-    for block in blocks:
-        if kind(block) != "image":
-            run.append(block)
-            continue
-        image = to_image(block)
-        if isinstance(image, str):
-            run.append({"type": "text", "text": image})
-            continue
-        flush()
-        parts.append({"type": "image", "image": image})
-        has_image = True
-    flush()
-    if not has_image:
-        return "\n".join(p["text"] for p in parts if p["type"] == "text")
-    return parts
-
-
 def blocks_to_text(blocks: Iterable[Any]) -> str:
     """Join text blocks with newlines; an image becomes a short placeholder with its mime
     type and pixel size, and any other block is named instead of dropped."""
@@ -283,9 +249,28 @@ def blocks_to_text(blocks: Iterable[Any]) -> str:
 
 
 def blocks_to_content(blocks: Iterable[Any], multimodal: bool) -> Content:
-    """``multimodal``: a TRL content list when the blocks hold an image; otherwise, and for
-    text-only blocks, the text."""
+    """``multimodal``: a TRL content list when the blocks hold an image that decodes, text
+    runs joined as :func:`blocks_to_text` joins them; otherwise the text."""
     blocks = list(blocks)
     if not multimodal or not any(kind(b) == "image" for b in blocks):
         return blocks_to_text(blocks)
-    return to_content(blocks)
+    parts: list[ContentPart] = []
+    run: list[Any] = []
+
+    def flush() -> None:
+        text = blocks_to_text(run)
+        if text:
+            parts.append({"type": "text", "text": text})
+        run.clear()
+
+    for block in blocks:
+        image = to_image(block) if kind(block) == "image" else None
+        if image is None or isinstance(image, str):
+            run.append(block if image is None else {"type": "text", "text": image})
+            continue
+        flush()
+        parts.append({"type": "image", "image": image})
+    flush()
+    if all(p["type"] == "text" for p in parts):  # no image survived decoding
+        return "\n".join(p["text"] for p in parts if p["type"] == "text")
+    return parts

@@ -104,18 +104,6 @@ def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     return " and ".join(parts)
 
 
-def compare(
-    snapshot_env: Mapping[str, Any],
-    expected_sha: str,
-    live_specs: Iterable[Any],
-    split: str,
-    index: int | None,
-) -> list[str]:
-    """What changed between the snapshot and a live session's tool list; empty when
-    they agree (:func:`findings`)."""
-    return [f.text for f in findings(snapshot_env, expected_sha, live_specs, split, index)]
-
-
 def findings(
     snapshot_env: Mapping[str, Any],
     expected_sha: str,

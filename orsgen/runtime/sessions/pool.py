@@ -119,18 +119,6 @@ def close_later(session: Any, place: Place | None = None) -> concurrent.futures.
     return fut
 
 
-def close_now(session: Any, wait: float = CLOSE_WAIT, place: Place | None = None) -> None:
-    """Close a session and wait for it at most ``wait`` seconds (the rest goes on in the
-    background). From the loop thread itself it only schedules."""
-    fut = close_later(session, place)
-    if current().in_loop_thread():
-        return
-    try:
-        fut.result(timeout=wait)
-    except Exception:  # noqa: BLE001
-        pass
-
-
 class SessionSlot:
     """Holds an adapter's open SDK session apart from the adapter, so a finalizer can close
     it without keeping the adapter alive."""
@@ -152,14 +140,15 @@ class SessionSlot:
         return session
 
     def close(self, wait: bool = True) -> None:
+        """Close the held session; ``wait``: for at most ``CLOSE_WAIT`` seconds (the rest
+        goes on in the background; from the loop thread itself it only schedules)."""
         session, place = self.take(), self.place
         self.place = None
         if session is None or self._process is not current():
             return  # nothing held, or a forked child's copy of its parent's session
-        if wait:
-            close_now(session, place=place)
-        else:
-            close_later(session, place)
+        fut = close_later(session, place)
+        if wait and not current().in_loop_thread():
+            concurrent.futures.wait([fut], timeout=CLOSE_WAIT)
 
 
 class Pending:

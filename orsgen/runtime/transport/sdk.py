@@ -163,49 +163,32 @@ async def open_session(
     """
     env = await environment(endpoint)
     # The SDK's keywords for a bound harness toolset and container environment variables.
-    bound = {"toolset_name": toolset, "env_overrides": env_overrides}
+    where: dict[str, Any] = {"toolset_name": toolset, "env_overrides": env_overrides}
     if task_spec is not None:
-        task = _task(endpoint, env, task_spec)
-        session = session_class()(env, task=task, secrets=secrets, api_key=env.api_key, **bound)
-    else:
-        session = session_class()(
-            env, secrets=secrets, api_key=env.api_key, split=split, index=index, **bound
+        where["task"] = _client_module().Task(
+            server_name=env.server,
+            environment_name=endpoint.env_name or env.name,
+            task_spec=dict(task_spec),
+            namespace=env.namespace,
         )
+    else:
+        where.update(split=split, index=index)
+    session = session_class()(env, secrets=secrets, api_key=env.api_key, **where)
     session.keepalive = keepalive
     try:
         await session.__aenter__()
-        opened = await _read_opened(session, fetch_tools)
-        opened.endpoint = endpoint
-        return opened
+        prompt = _prompt(session)
+        if fetch_tools:
+            blocks, tools = await asyncio.gather(prompt, _tools_or_none(session))
+        else:
+            blocks, tools = await prompt, None
     except BaseException:
         # The SDK's exit deletes what the open created (a session, or a task still being
         # created) and nothing else, and closes the session's own HTTP client.
         await close_async(session)
         raise
-
-
-async def _read_opened(session: Any, fetch_tools: bool) -> Opened:
-    """An entered session's prompt, and its tool list when ``fetch_tools`` (concurrently)."""
-    tools: list[Any] | None = None
-    if fetch_tools:
-        blocks, listed = await asyncio.gather(
-            _prompt(session), _tools_or_none(session), return_exceptions=False
-        )
-        tools = listed
-    else:
-        blocks = await _prompt(session)
     blocks = list(blocks or [])
-    return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools, blocks=blocks)
-
-
-def _task(endpoint: Endpoint, env: Any, task_spec: Mapping[str, Any]) -> Any:
-    """The SDK's ``Task`` for a session opened on an explicit task spec."""
-    return _client_module().Task(
-        server_name=env.server,
-        environment_name=endpoint.env_name or env.name,
-        task_spec=dict(task_spec),
-        namespace=env.namespace,
-    )
+    return Opened(session, blocks_to_text(blocks), tools, blocks, endpoint)
 
 
 async def _prompt(session: Any) -> Any:
@@ -220,14 +203,10 @@ async def _tools_or_none(session: Any) -> list[Any] | None:
         return None
 
 
-async def _aexit(session: Any) -> None:
-    await session.__aexit__(None, None, None)
-
-
 async def close_async(session: Any) -> None:
     """Close a session from a coroutine on the runtime loop; never raises."""
     try:
-        await asyncio.wait_for(_aexit(session), CLOSE_BUDGET)
+        await asyncio.wait_for(session.__aexit__(None, None, None), CLOSE_BUDGET)
     except BaseException:  # noqa: BLE001 - closing is best effort
         pass
 
