@@ -1,22 +1,14 @@
-"""The sessions of this process: held by adapters, prefetched for a group, being opened or
-being closed.
+"""The sessions of this process: held by adapters (:class:`SessionSlot`), prefetched for a
+group, being opened (:class:`Pending`) or being closed. :class:`Sessions` tracks them all, so
+that ``close_all()`` and interpreter exit close what is left, concurrently and in bounded time.
 
-Every session this process opens is held by an adapter (its :class:`SessionSlot`), waiting
-in a group-prefetch pool, being opened (:class:`Pending`), or being closed in the
-background. :class:`Sessions`, a part of the process (:meth:`Process.part`), tracks all of
-them, so that ``close_all()`` and interpreter exit close whatever is left, concurrently and
-within a bounded time.
-
-Group prefetch for GRPO's reset pattern: GRPOTrainer repeats each prompt
-``num_generations`` times in a row and calls ``reset(task_index=i)`` serially, on
-*different* pooled instances of the same class. Opened one after another, a group of G
-sessions costs G environment setups. A :class:`Prefetcher` turns that into one: on the first
-reset of a group it opens the group's G sessions concurrently on the shared loop; each later
-reset of the group takes a ready (or still opening) session. There is one prefetcher per
-(adapter class, endpoint, split, secrets, keepalive), shared by any instance in any thread.
-Waste is bounded: at most one group of unused sessions exists at a time, and it is closed as
-soon as a reset for a different task arrives, on ``close()`` of any adapter of the class,
-and at interpreter exit.
+Group prefetch: GRPOTrainer repeats each prompt ``num_generations`` times in a row and calls
+``reset(task_index=i)`` serially on *different* pooled instances; opened one after another,
+a group of G sessions costs G environment setups. A :class:`Prefetcher` (one per adapter
+class, endpoint, split, secrets and keepalive) opens the group's G sessions concurrently on
+the first reset; the group's later resets take them. At most one group of unused sessions
+exists at a time: it is closed when a reset for another task arrives, on ``close()``, and
+at exit.
 """
 
 from __future__ import annotations
@@ -78,12 +70,11 @@ class Sessions:
         """Track a background close until it is done."""
         with self._lock:
             self._closing.add(fut)
+        fut.add_done_callback(self._closed)
 
-        def _done(f: concurrent.futures.Future[None]) -> None:
-            with self._lock:
-                self._closing.discard(f)
-
-        fut.add_done_callback(_done)
+    def _closed(self, fut: concurrent.futures.Future[None]) -> None:
+        with self._lock:
+            self._closing.discard(fut)
 
     def drain(self, timeout: float) -> None:
         """Wait for background closes to finish, at most ``timeout`` seconds."""

@@ -240,7 +240,7 @@ def unreachable(exc: BaseException) -> bool:
     return False
 
 
-def _answer(exc: BaseException) -> aiohttp.ClientResponseError | None:
+def answer(exc: BaseException) -> aiohttp.ClientResponseError | None:
     """The server's HTTP error answer behind a failure, if it answered."""
     import aiohttp
 
@@ -251,7 +251,7 @@ def refusal(exc: BaseException) -> float | None:
     """How long the server asks to wait when the failure is a capacity refusal ("not now":
     HTTP 429, a 503 with ``Retry-After``, or a platform's capacity error), ``0.0`` when it
     names no delay; ``None`` when the failure is something else."""
-    e = _answer(exc)
+    e = answer(exc)
     if e is None:
         return None
     after = getattr(e, "retry_after", None)  # the SDK's SessionResponseError
@@ -270,7 +270,7 @@ def refusal(exc: BaseException) -> float | None:
 
 def is_lost(exc: BaseException) -> bool:
     """Whether the server answered that it no longer knows the session (it restarted)."""
-    e = _answer(exc)
+    e = answer(exc)
     return e is not None and (
         e.status == 410 or (e.status == 404 and LOST_SESSION_TEXT in str(e.message))
     )

@@ -1,15 +1,13 @@
 """The one orsgen module that touches the openreward SDK's private APIs (its session internals,
-``openreward.api._session``, and the environments client), behind a small session wrapper
-(:func:`session_class`): orsgen's keepalive pings, the session's lost and dead state, and a
-tool call that is never sent twice. Also here: the SDK's environment on orsgen's HTTP
-clients, one stateless request (reporting its retries when asked), opening and closing a
-session, and group judging. All of it runs on the runtime loop.
+``openreward.api._session``, the environments client): a session class (:func:`session_class`)
+with orsgen's keepalive pings, lost and dead state, and a tool call never sent twice; the
+SDK's environment on orsgen's HTTP clients; one stateless request; opening and closing a
+session; group judging. All of it runs on the runtime loop.
 
-The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and
-keeps pinging a session the server has forgotten (after a restart it answers 404 "Active
-environment not found") for minutes. These stay quiet while the server is away
-(:mod:`orsgen.runtime.transport.health` logs that once), and on the server's "not found" mark the
-session lost, log one line and stop.
+The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and keeps
+pinging a session the server has forgotten (404 "Active environment not found" after a
+restart) for minutes: these stay quiet while the server is away (``health`` logs that once),
+and on "not found" mark the session lost, log one line and stop.
 """
 
 from __future__ import annotations
@@ -66,15 +64,10 @@ class Opened:
 
 @functools.cache
 def session_class() -> Any:
-    """The SDK's ``AsyncSession`` with orsgen's keepalive pings, its lost/dead state, and
-    a tool call that is never sent twice.
-
-    - Pings run in :func:`ping_loop` (every ``keepalive`` s, the
-      SDK's 10 s by default), which stops at the first sign that the server lost the session.
-    - ``call_tool`` is the SDK's own, with ``resumable_only=True``: the SDK otherwise posts
-      ``/call`` again after a failure that came before the server's task id, which may run
-      the tool twice. A stream cut after the task id is still resumed.
-    """
+    """The SDK's ``AsyncSession`` with pings in :func:`ping_loop` (every ``keepalive`` s, the
+    SDK's 10 s by default), and its own ``call_tool`` with ``resumable_only=True``: the SDK
+    otherwise posts ``/call`` again after a failure that came before the server's task id,
+    which may run the tool twice. A stream cut after the task id is still resumed."""
     sdk: Any = _client_module()
 
     class Session(sdk.AsyncSession):  # type: ignore[misc]
@@ -318,22 +311,6 @@ def mark_lost(session: Any, exc: BaseException) -> None:
         process.loop.call_soon(_dead)
 
 
-async def _ping(session: Any) -> None:
-    """One ``/ping`` of ``session``, given up after ``PING_TIMEOUT`` seconds."""
-    await asyncio.wait_for(
-        _http_module().request_retryable(
-            session.client,
-            "POST",
-            "/ping",
-            expect_json=False,
-            token=session.api_key,
-            sid=session.sid,
-            deployment=session.deployment,
-        ),
-        PING_TIMEOUT,
-    )
-
-
 async def ping_loop(session: Any, interval: float) -> None:
     """Ping every ``interval`` seconds until the session dies, is lost, or is closed."""
     record = health.record(session.base_url)
@@ -344,8 +321,17 @@ async def ping_loop(session: Any, interval: float) -> None:
             return  # the session died (or was lost): nothing left to keep alive
         except asyncio.TimeoutError:
             pass
+        ping = _http_module().request_retryable(
+            session.client,
+            "POST",
+            "/ping",
+            expect_json=False,
+            token=session.api_key,
+            sid=session.sid,
+            deployment=session.deployment,
+        )
         try:
-            await _ping(session)
+            await asyncio.wait_for(ping, PING_TIMEOUT)
             record.answered()
         except asyncio.CancelledError:
             raise
