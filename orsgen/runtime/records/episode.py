@@ -1,10 +1,5 @@
 """One rollout's record, its state, and what its outcome is.
 
-Each rollout (:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`) is in one
-:class:`RolloutState` and keeps one :class:`Episode`: which task it opened (and whether the
-adapter chose it), how long the reset took, and every tool call (tool, arguments, a
-truncated output, reward, failure, seconds).
-
 A rollout ends in one of three outcomes (:func:`classify`):
 
 - ``scored``: the environment gave a reward (the last non-null one; ``0.0`` and negative
@@ -17,10 +12,8 @@ A rollout ends in one of three outcomes (:func:`classify`):
   server error, a timeout, a lost session, the environment unavailable). ``None``,
   whatever ``unfinished_reward`` says: there is nothing to learn from it.
 
-The outcome carries what the rollout used (:class:`Usage`: its reset and calls, also per
-tool), so the ``ors/*`` figures of a reward batch count *that batch's* rollouts
-(:mod:`orsgen.runtime.records.metrics`), not everything the process did since the last drain.
-Per tool the keys are bounded: an adapter class has at most :data:`MAX_TOOLS` tools with keys
+The outcome carries what the rollout used (:class:`Usage`), so the ``ors/*`` figures of a
+reward batch count *that batch's* rollouts. Per tool the keys are bounded: an adapter class has at most :data:`MAX_TOOLS` tools with keys
 of their own (:func:`tool_keys`, the same on every rank); other tools count under :data:`OTHER`.
 """
 
