@@ -69,8 +69,6 @@ class Chooser:
         *,
         curriculum: PassRateCurriculum | None = None,
     ) -> None:
-        if group_size < 1:
-            raise ValueError(f"group_size must be at least 1, got {group_size}")
         self.tasks = list(tasks)
         self.seed = seed
         self.group_size = group_size
