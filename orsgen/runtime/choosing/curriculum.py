@@ -171,12 +171,8 @@ class PassRateCurriculum:
         """The task's pool from its last ``window`` scored groups (and its prior while
         fewer than ``window`` of them arrived)."""
         recent = self._history.get(task, [])[-self.window :]
-        passed = total = 0
-        for group in recent:
-            for reward in group.rewards:
-                if reward is not None:
-                    total += 1
-                    passed += passes(reward, self.threshold)
+        scored = [reward for group in recent for reward in group.scored]
+        passed, total = sum(passes(r, self.threshold) for r in scored), len(scored)
         rate = self._prior.get(task) if len(recent) < self.window else None
         if total == 0 and rate is None:
             return "unseen"
@@ -211,8 +207,7 @@ class PassRateCurriculum:
         self._window.groups += 1
         self._window.zero_variance += int(done.zero_variance)
         history = self._history.setdefault(done.task, [])
-        keys = [g.group for g in history]
-        history.insert(bisect.bisect(keys, done.group), done)
+        bisect.insort(history, done, key=lambda g: g.group)
         del history[: -self.window]  # only the recent groups are ever read
         self._pools.move(done.task, self._judge(done.task))
 
