@@ -25,7 +25,7 @@ import inspect
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orsgen.runtime.errors import ToolCallFailure
@@ -250,28 +250,20 @@ def classify(
     """The outcome of a rollout of an ``owner`` adapter whose calls gave ``rewards`` (see
     the module docstring), with what the rollout used (per tool of ``owner``) and the name
     of its ``environment`` in the run."""
-    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls, owner)
-    ending = _ending(episode, rewards, unfinished_reward, finished)
-    return replace(ending, usage=usage, drifted=episode.drifted, environment=environment)
-
-
-def _ending(
-    episode: Episode,
-    rewards: list[float | None],
-    unfinished_reward: float | None,
-    finished: bool,
-) -> Outcome:
-    if episode.void_reason is not None:
-        return Outcome(None, "failed", episode.void_reason, finished)
-    if episode.timed_out:
-        return Outcome(unfinished_reward, "unfinished", "rollout_timeout passed", finished)
     scored = [r for r in rewards if r is not None]
-    if scored:
-        return Outcome(float(scored[-1]), "scored", None, finished)
     failure = episode.environment_failure
-    if failure is not None:
-        return Outcome(None, "failed", failure, finished)
-    if not episode.calls:
+    reward: float | None = unfinished_reward
+    kind: Kind = "unfinished"
+    reason: str | None = None
+    if episode.void_reason is not None:
+        reward, kind, reason = None, "failed", episode.void_reason
+    elif episode.timed_out:
+        reason = "rollout_timeout passed"
+    elif scored:
+        reward, kind, reason = float(scored[-1]), "scored", None
+    elif failure is not None:
+        reward, kind, reason = None, "failed", failure
+    elif not episode.calls:
         reason = "no tool call"
     elif any(c.finished for c in episode.calls):
         reason = "finished without a score"
@@ -279,4 +271,5 @@ def _ending(
         reason = "only invalid calls"
     else:
         reason = "no call scored"
-    return Outcome(unfinished_reward, "unfinished", reason, finished)
+    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls, owner)
+    return Outcome(reward, kind, reason, finished, usage, episode.drifted, environment)
