@@ -107,10 +107,6 @@ def path(output_dir: str | os.PathLike[str], step: int) -> Path:
     return Path(output_dir) / f"{CHECKPOINT}-{step}" / FILE
 
 
-def _is_async(args: Any) -> bool:
-    return type(args).__name__.startswith("AsyncGRPO")
-
-
 def _nothing(*_: Any, **__: Any) -> None:
     return None
 
@@ -168,7 +164,7 @@ class CurriculumCheckpoint:
                     f"{saved} holds {curricula} curricula: CurriculumCheckpoint(curriculum) "
                     "resumes the one curriculum of the run"
                 )
-        if _is_async(args):
+        if type(args).__name__.startswith("AsyncGRPO"):
             # Named in the environment the worker inherits (it is spawned after this event),
             # with no state of an earlier run left in its directory.
             self.handoff = Handoff(Path(args.output_dir) / DIRECTORY, saved, os.getpid())
