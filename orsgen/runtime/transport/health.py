@@ -66,7 +66,6 @@ class ServerHealth:
         self.refusing_since: float | None = None
         self._refused_opens = 0
         self._stretch_refusals = 0
-        self.refusals = 0  # capacity refusals seen from this server, all time
         self._probed_at = -REJOIN_EVERY
 
     @property
@@ -100,21 +99,18 @@ class ServerHealth:
             "orsgen: the ORS server at %s answers again after %.1f s%s", self.url, gone, more
         )
 
-    def away(self, exc: BaseException) -> float:
-        """The server did not answer; returns when it went away (logged the first time)."""
+    def away(self, exc: BaseException) -> None:
+        """The server did not answer (logged the first time)."""
         with self._lock:
             first = self.down_since is None
             if first:
                 self.down_since = self._clock()
-            since = self.down_since
         if first:
             log.warning(
                 "orsgen: the ORS server at %s stopped answering (%s); waiting for it",
                 self.url,
                 describe(exc),
             )
-        assert since is not None
-        return since
 
     def degrade(self, owner: type, window: float) -> None:
         """Count one degraded rollout of ``owner``; the first of a stretch is logged."""
@@ -134,7 +130,6 @@ class ServerHealth:
         this open). A refusal is an answer. The first of a stretch is logged."""
         self.answered()
         with self._lock:
-            self.refusals += 1
             self._stretch_refusals += 1
             self._refused_opens += 1 if first else 0
             starts = self.refusing_since is None

@@ -208,10 +208,8 @@ async def close_async(session: Any) -> None:
 
 
 def client_for(url: str, *, env_server: bool = True) -> Any:
-    """The process's HTTP client for a server URL (:func:`orsgen.runtime.transport.http.client`), on
-    the runtime loop. ``env_server`` gives it the SDK's narrow retry policy for environment
-    servers, as ``AsyncEnvironmentsAPI.get`` sets it (also when the URL's client came first
-    as an API client)."""
+    """The process's HTTP client for a server URL, with (``env_server``) the SDK's narrow retry
+    policy for environment servers, as ``AsyncEnvironmentsAPI.get`` sets it."""
     found = http.client(url)
     if env_server:  # DrainingClient stands in for the ClientSession the SDK annotates
         _http_module().set_retry_policy(found, "env-server")
@@ -219,13 +217,9 @@ def client_for(url: str, *, env_server: bool = True) -> Any:
 
 
 async def environment(endpoint: Endpoint) -> Any:
-    """The SDK's ``AsyncEnvironment`` for an endpoint; must be awaited on the runtime loop.
-
-    Addressing the environment by name (the SDK's ``variant``) puts it in every
-    path, so no call pays for the server's redirect to the default environment.
-    The HTTP clients are orsgen's (see :mod:`orsgen.runtime.transport.http`), one per URL
-    and process, shared by every adapter.
-    """
+    """The SDK's ``AsyncEnvironment`` for an endpoint, on orsgen's HTTP clients (one per URL
+    and process). Addressed by name (the SDK's ``variant``), so no call pays for the server's
+    redirect to the default environment."""
     target = endpoint.deployment or endpoint.env_name or "env"
     namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
     return _client_module().AsyncEnvironment(
@@ -280,23 +274,20 @@ def is_authentication_error(exc: BaseException) -> bool:
 # -- lost sessions and keepalive pings ---------------------------------------------------
 
 
-def _label(session: Any) -> str:
-    env = getattr(session, "env", None)
-    name = getattr(env, "variant", None) or getattr(env, "name", None) or "environment"
-    return f"{name} at {session.base_url}"
-
-
 def mark_lost(session: Any, exc: BaseException) -> None:
     """The server no longer knows this session: log once, stop its pings, and make
     later calls on it fail at once. Safe from any thread."""
     if getattr(session, "lost", False):
         return
     session.lost = True
+    env = getattr(session, "env", None)
+    name = getattr(env, "variant", None) or getattr(env, "name", None) or "environment"
     log.warning(
-        "orsgen: session %s on %s was lost (%s: the server restarted, or reaped it); "
+        "orsgen: session %s on %s at %s was lost (%s: the server restarted, or reaped it); "
         "its rollout ends unscored",
         session.sid,
-        _label(session),
+        name,
+        session.base_url,
         describe(exc),
     )
 
