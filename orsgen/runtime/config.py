@@ -1,22 +1,11 @@
-"""One adapter's settings: :class:`AdapterConfig`, every constructor keyword checked once
-into one frozen, picklable object (``functools.partial(Env, ...)`` carries the keywords,
-each instance builds its config from them). It is the only place settings live; it groups
-them by who reads them:
-
-- ``sessions`` (:class:`~orsgen.runtime.sessions.opening.SessionOptions`): where and how
-  sessions open (servers, split, secrets, overrides, keepalive, prefetch, the cap, the
-  reconnect window, ``strict``);
-- ``rollouts`` (:class:`~orsgen.runtime.rollouts.settings.RolloutSettings`): what a rollout
-  runs under (call timeout, rollout deadline and its clock, multimodal output,
-  ``unfinished_reward``, the trajectory sink);
-- ``tasks`` (:class:`~orsgen.runtime.choosing.tasks.TaskChoice`): how tasks are chosen for
-  ``train_dataset=None`` (seed, restriction, group size, the sampler factory, which
-  ``curriculum=`` selects);
-- ``pass_threshold``: the one pass rule's threshold (:func:`orsgen.runtime.passk.passes`),
-  read by ``ors/pass@k``, the per-task table and the pass-rate curriculum's pools; the
-  adapter class's ``PASS_THRESHOLD`` by default (``orsgen eval`` defaults to it too).
-
-Also here: the hidden ``env_overrides`` copy and the ``UNSET`` tool-argument default.
+"""One adapter's settings: :class:`AdapterConfig`, every constructor keyword checked once into
+one frozen, picklable object (``functools.partial(Env, ...)`` carries the keywords; each
+instance builds its config from them), grouped by who reads them: ``sessions``
+(:class:`~orsgen.runtime.sessions.opening.SessionOptions`), ``rollouts``
+(:class:`~orsgen.runtime.rollouts.settings.RolloutSettings`), ``tasks``
+(:class:`~orsgen.runtime.choosing.tasks.TaskChoice`) and the ``pass_threshold``
+(:func:`orsgen.runtime.passk.passes`; the class's ``PASS_THRESHOLD`` by default). Also here:
+the hidden ``env_overrides`` copy and the ``UNSET`` tool-argument default.
 """
 
 from __future__ import annotations
@@ -27,14 +16,15 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
 from orsgen.runtime import passk
+from orsgen.runtime.errors import ServerNotConfiguredError
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.prior import Identity
 from orsgen.runtime.choosing.tasks import SamplerFactory, TaskChoice
 from orsgen.runtime.rollouts.settings import RolloutSettings
-from orsgen.runtime.sessions.opening import SessionOptions, resolve_servers
+from orsgen.runtime.sessions.opening import SessionOptions
 from orsgen.runtime.trajectories.writer import TrajectorySink
 from orsgen.runtime.transport import health
-from orsgen.runtime.transport.endpoint import session_secrets
+from orsgen.runtime.transport.endpoint import Endpoint, resolve_all, session_secrets
 from orsgen.runtime.upload.record import UploadRun
 
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -97,14 +87,23 @@ class AdapterConfig:
         s = cast(AdapterSettings, given)  # its keys checked just above
         reconnect_for = float(s.get("reconnect_for", health.DEFAULT_RECONNECT_FOR))
         _check(s, reconnect_for)
-        defaults = (
-            getattr(owner, "DEPLOYMENT"),
-            getattr(owner, "DEFAULT_URL"),
-            getattr(owner, "ENV_NAME"),
-        )
-        servers, no_server = resolve_servers(
-            s.get("base_url"), s.get("api_key"), s.get("env_name"), s.get("deployment"), defaults
-        )
+        deployment = s.get("deployment")
+        no_server: str | None = None
+        try:
+            servers = resolve_all(
+                base_url=s.get("base_url"),
+                api_key=s.get("api_key"),
+                env_name=s.get("env_name"),
+                deployment=getattr(owner, "DEPLOYMENT") if deployment is None else deployment,
+                default_url=getattr(owner, "DEFAULT_URL"),
+                default_env_name=getattr(owner, "ENV_NAME"),
+            )
+        except ServerNotConfiguredError as exc:
+            # Reported by reset(), not here (TRL constructs one instance only to read the
+            # tool schemas): a placeholder endpoint stands in.
+            no_server = str(exc)
+            env_name = s.get("env_name") or getattr(owner, "ENV_NAME")
+            servers = (Endpoint("", "", env_name, None),)
         sessions = SessionOptions(
             endpoint=servers[0],
             split=s.get("split") or getattr(owner, "DEFAULT_SPLIT"),
@@ -142,21 +141,9 @@ class AdapterConfig:
         threshold = passk.check_threshold(threshold)
         curriculum = s.get("curriculum")
         if isinstance(curriculum, PassRateCurriculum):  # its prior must be of this stream
-            curriculum.check_stream(
-                Identity(
-                    getattr(owner, "ENV_NAME"),
-                    sessions.split,
-                    getattr(owner, "TOOLS_SHA256"),
-                    threshold,
-                )
-            )
-        return AdapterConfig(
-            sessions,
-            rollouts,
-            tasks,
-            None if no_server is None else str(no_server),
-            threshold,
-        )
+            env_name, sha = getattr(owner, "ENV_NAME"), getattr(owner, "TOOLS_SHA256")
+            curriculum.check_stream(Identity(env_name, sessions.split, sha, threshold))
+        return AdapterConfig(sessions, rollouts, tasks, no_server, threshold)
 
 
 def _check(s: AdapterSettings, reconnect_for: float) -> None:

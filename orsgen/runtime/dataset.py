@@ -152,10 +152,7 @@ def task_rows(
         "split": [split] * len(task_indices),
     }
     if include_metadata:
-        keys: set[str] = set()
-        for spec in specs:
-            if is_object(spec):
-                keys.update(str(k) for k in spec)
+        keys = {str(k) for spec in specs if is_object(spec) for k in spec}
         for key in sorted(keys - set(RESERVED_COLUMNS)):
             rows[key] = [spec.get(key) if is_object(spec) else None for spec in specs]
     return rows
@@ -181,7 +178,12 @@ def load_tasks(
     Raises :class:`ServerNotConfiguredError` at once when there is no server to ask, and
     :class:`TaskLoadError` (cause chained) when the server fails or does not answer within
     ``timeout``."""
-    _check_selection(num_tasks, indices)
+    if num_tasks is not None and indices is not None:
+        raise ValueError("Provide num_tasks or indices, not both.")
+    if num_tasks is not None and num_tasks < 0:
+        raise ValueError(f"num_tasks must be non-negative, got {num_tasks}")
+    if indices is not None and any(i < 0 for i in indices):
+        raise ValueError(f"indices must be non-negative, got {min(indices)}")
     try:
         endpoints = resolve_all(
             base_url=base_url,
@@ -210,16 +212,6 @@ def load_tasks(
         health.record(endpoint.session_url).answered()  # reached: later outages are ridden out
         return to_dataset(task_rows(task_indices, specs, include_metadata, split))
     raise AssertionError("resolve_all gives at least one endpoint")
-
-
-def _check_selection(num_tasks: int | None, indices: Sequence[int] | None) -> None:
-    """Reject a task selection no split could satisfy, before any request."""
-    if num_tasks is not None and indices is not None:
-        raise ValueError("Provide num_tasks or indices, not both.")
-    if num_tasks is not None and num_tasks < 0:
-        raise ValueError(f"num_tasks must be non-negative, got {num_tasks}")
-    if indices is not None and any(i < 0 for i in indices):
-        raise ValueError(f"indices must be non-negative, got {min(indices)}")
 
 
 def split_size(endpoint: Endpoint, split: str, timeout: float = DEFAULT_TIMEOUT) -> int:
@@ -278,27 +270,18 @@ def bundle_tasks(
     blocks: int | None = None,
 ) -> "Dataset":
     """One training set from several environments' ``load_tasks()`` datasets, for TRL's
-    multi-environment mode: ``environment_factory={"echo": EchoEnv, "quiz": QuizEnv}``
-    picks each row's adapter by the ``environment`` column this adds (TRL does not pass
-    that column to ``reset``). Metadata columns are merged; a row gets ``None`` for the
-    columns of other environments.
+    multi-environment mode (``environment_factory={"echo": EchoEnv, "quiz": QuizEnv}`` picks
+    each row's adapter by the ``environment`` column this adds). Metadata columns are merged;
+    a row gets ``None`` for the columns of other environments.
 
     Without ``weights`` the datasets are concatenated in the mapping's order. With
-    ``weights={"echo": 3, "quiz": 1}`` and ``block=B`` (:mod:`orsgen.runtime.mixture`):
-
-    - every block of ``B`` consecutive rows holds each environment's weighted share of
-      ``B``, rounded by largest remainder, in a seeded order (``seed``, default 0);
-    - an environment's rows come in seeded passes over its dataset: sampled without
-      replacement until they run out, then a new pass (so a small one repeats);
-    - the dataset has ``blocks`` blocks (``blocks * B`` rows); by default the fewest in
-      which every environment shows each of its tasks at least once;
-    - a dataset of ``None`` makes the environment choose its own tasks: its rows carry no
-      task, so its adapter's ``seed=``, ``num_tasks=`` and ``curriculum=`` choose (one
-      process only: across ranks a stream cannot place its resets among the run's rows).
-
-    ``B`` = the unique prompts of one TRL generation, ``generation_batch_size //
-    num_generations``, with ``shuffle_dataset=False``: then every optimizer step holds
-    exactly the shares (docs/several-environments.md)."""
+    ``weights={"echo": 3, "quiz": 1}`` and ``block=B``, every block of ``B`` rows holds each
+    environment's exact share, drawn in seeded passes over its dataset; ``blocks`` blocks
+    (by default the fewest that show every task once) with ``seed`` (default 0), by the rules
+    of :mod:`orsgen.runtime.mixture`. A dataset of ``None`` makes its environment choose its
+    own tasks (one process only). ``B`` = ``generation_batch_size // num_generations`` with
+    ``shuffle_dataset=False`` keeps the shares in every optimizer step
+    (docs/several-environments.md)."""
     if not datasets:
         raise ValueError("bundle_tasks needs at least one dataset")
     if weights is None:
