@@ -52,10 +52,6 @@ class Run:
     records: list[dict[str, Any]] = field(default_factory=lambda: [])
 
 
-def _scrubbed(value: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: scrub(v) for k, v in value.items() if str(k).lower() not in HIDDEN_KEYS}
-
-
 def scrub(value: Any) -> Any:
     """``value`` without any key named like a credential (see :data:`HIDDEN_KEYS`)."""
     if is_object(value):
@@ -102,12 +98,12 @@ def _eval_run(path: Path) -> Run:
     title = (
         f"{facts.get('model', '?')} on {facts.get('environment', '?')} ({facts.get('split', '?')})"
     )
-    return Run("eval", title, _scrubbed(facts), records)
+    return Run("eval", title, scrub(facts), records)
 
 
 def _eval_record(row: Mapping[str, Any], threshold: float) -> dict[str, Any]:
     reward = _number(row.get("reward"))
-    return _scrubbed(
+    return scrub(
         {
             "task": row.get("task_index"),
             "sample": row.get("sample", 0),
@@ -162,7 +158,7 @@ def _training_run(files: list[Path], name: str) -> Run:
     facts["tools"] = tools.figures()
     # The threshold every line holds, or the ones they hold.
     facts["pass_threshold"] = sorted(thresholds)[0] if len(thresholds) == 1 else sorted(thresholds)
-    return Run("training", f"training rollouts: {name}", _scrubbed(facts), records)
+    return Run("training", f"training rollouts: {name}", scrub(facts), records)
 
 
 def _order(value: Any) -> tuple[int, Any]:
@@ -200,7 +196,7 @@ def _training_record(line: Mapping[str, Any], file: str, threshold: float) -> di
                 result[key] = call[key]
         messages.append(result)
     kind, reward = line.get("outcome"), _number(line.get("reward"))
-    return _scrubbed(
+    return scrub(
         {
             "task": line.get("task_index"),
             "step": line.get("step") if isinstance(line.get("step"), int) else None,
