@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from orsgen.generate import ir
 from orsgen.generate.typemap import tool_tree
-from orsgen.snapshot.stored import Environment, ToolSpec, stored_form
+from orsgen.snapshot.stored import Environment, stored_form
 
 Level = Literal["unchanged", "patch", "minor", "major"]
 _RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
@@ -63,10 +63,6 @@ def bump(version: str, level: Level) -> str:
         major, minor, patch = 1, 0, 0
     bumped = {"major": f"{major + 1}.0.0", "minor": f"{major}.{minor + 1}.0"}
     return {**bumped, "patch": f"{major}.{minor}.{patch + 1}"}.get(level, version)
-
-
-def _tools(environment: Environment) -> dict[str, ToolSpec]:
-    return {s.name: s for s in [*environment.tools, *environment.task_tools]}
 
 
 def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[Change]) -> None:
@@ -135,7 +131,8 @@ def classify(old: Environment, new: Environment) -> Classification:
     """Compare two snapshots' ``environment`` sections."""
     result = Classification()
     out = result.changes
-    old_tools, new_tools = _tools(old), _tools(new)
+    old_tools = {s.name: s for s in old.all_tools}
+    new_tools = {s.name: s for s in new.all_tools}
     for name in sorted(set(old_tools) - set(new_tools)):
         out.append(Change(name, "major", f"tool {name!r} removed"))
     for name in sorted(set(new_tools) - set(old_tools)):
