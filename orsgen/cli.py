@@ -35,10 +35,15 @@ _output = threading.Lock()
 _interrupted = False
 
 
-def _say(message: str, quiet: bool = False) -> None:
+def _line(text: str) -> None:
     with _output:
-        if not quiet and not _interrupted:
-            print(f"orsgen: {message}", file=sys.stderr, flush=True)
+        if not _interrupted:
+            print(text, file=sys.stderr, flush=True)
+
+
+def _say(message: str, quiet: bool = False) -> None:
+    if not quiet:
+        _line(f"orsgen: {message}")
 
 
 def _say_interrupted() -> None:
@@ -104,9 +109,7 @@ COMMANDS = (
 def _error(command: Command, exc: BaseException) -> None:
     """An error is one line on stderr, ``orsgen COMMAND: error: ...``, whatever the
     exception text holds."""
-    with _output:
-        if not _interrupted:
-            print(f"{command.words}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+    _line(f"{command.words}: error: {' '.join(str(exc).split())}")
 
 
 def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> None:

@@ -297,20 +297,16 @@ async def _probe_session(
     # The runtime's session class: its keepalive pings wait an interval before the first,
     # so a probe that lives milliseconds never pings a session it already deleted (the
     # SDK's own class pings at once, from another thread, and the server logs a 404).
-    session = session_class()(
+    async with session_class()(
         env,
         secrets=secrets,
         api_key=env.api_key,
         split=options.split,
         index=index,
         toolset_name=options.toolset,
-    )
-    await session.__aenter__()
-    try:
+    ) as session:
         listed = [spec_dict(s) for s in await session.list_tools()]
         return listed, await prompt_has_image(session, index, diagnostics)
-    finally:
-        await session.__aexit__(None, None, None)
 
 
 def fetch(
