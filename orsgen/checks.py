@@ -96,8 +96,7 @@ def live_drift(
     timeout: float = 120.0,
     progress: Progress = silent,
 ) -> Drift:
-    """Re-snapshot the environment that ``directory``'s stored ``snapshot`` records (or
-    ``target``) the way it was snapshotted, and classify every difference."""
+    """Re-snapshot ``snapshot``'s environment (or ``target``) as it was, classify the drift."""
     quiet_sdk()
     stored = snapshot.environment
     try:
@@ -160,8 +159,7 @@ def _recorded_request(directory: Path, snapshot: Snapshot, target: Target) -> Re
 
 
 def stale_files(directory: Path, snapshot: Snapshot) -> tuple[GenerateResult, list[StaleFile]]:
-    """Regenerate ``directory``'s package from its stored ``snapshot`` in memory and list
-    every file that differs on disk (``orsgen check``). Nothing is written."""
+    """Regenerate from ``snapshot`` in memory; every file that differs on disk."""
     generated = generate(snapshot)
     if not generated.ok:
         return generated, []
@@ -186,14 +184,12 @@ def _shown(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def config_mismatch(
-    directory: Path, snapshot: Snapshot, config_file: Path | None = None
-) -> ConfigMismatch | None:
+def config_mismatch(directory: Path, snapshot: Snapshot) -> ConfigMismatch | None:
     """Whether the config table in force for ``directory`` (found as generation finds it)
     would generate another package than the one ``snapshot`` records; ``None`` when it
     matches or when no table names the package (then the recorded one stays)."""
     try:
-        path = config.find(Path.cwd(), config_file)
+        path = config.find(Path.cwd())
         table = config.for_output(path, directory) if path is not None else None
     except config.ConfigError as exc:
         raise RequestError(str(exc)) from exc

@@ -107,8 +107,7 @@ COMMANDS = (
 
 
 def _error(command: Command, exc: BaseException) -> None:
-    """An error is one line on stderr, ``orsgen COMMAND: error: ...``, whatever the
-    exception text holds."""
+    """One line on stderr, ``orsgen COMMAND: error: ...``, whatever the exception holds."""
     _line(f"{command.words}: error: {' '.join(str(exc).split())}")
 
 
@@ -297,8 +296,7 @@ def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
         return EXIT_OK
     print(f"drift ({WORDS[changes.level]}, would bump to a {changes.level} version):")
     print(changes.report())
-    failing = changes.level == "major" if args.fail_on == "breaking" else True
-    if failing:
+    if args.fail_on == "any" or changes.level == "major":
         raise Failed(
             f"the environment drifted; regenerate with "
             f"`orsgen {drift.target.value} -o {args.directory}`"

@@ -160,9 +160,8 @@ def package_section(
     configured: PackageConfig | None,
     old: Snapshot | None,
 ) -> Section:
-    """The ``package`` section for ``environment`` written to ``output``. ``configured`` is
-    the package's config table, if there is one; ``old`` the snapshot already in the
-    output directory, if any."""
+    """The ``package`` section for ``environment`` written to ``output``; ``old`` is the
+    snapshot already there, if any."""
     previous = old.package if old else None
     names = _names(environment, output, asked, configured or PackageConfig(), previous)
     package = Package.model_validate({**names, **_selection(configured, previous)})

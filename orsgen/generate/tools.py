@@ -27,13 +27,9 @@ class ParamView:
     description: str
 
     @property
-    def hint(self) -> str:
-        return ir.render(self.type)
-
-    @property
     def signature(self) -> str:
         default = "" if self.required else f" = {emit.default(self.default)}"
-        return f"{self.name}: {self.hint}{default}"
+        return f"{self.name}: {ir.render(self.type)}{default}"
 
     @property
     def send_condition(self) -> str:

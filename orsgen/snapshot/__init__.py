@@ -85,9 +85,8 @@ def take(
     record_as: TargetRef | None = None,
     class_name: str | None = None,
 ) -> tuple[Environment, list[Diagnostic]]:
-    """Snapshot a live target; returns the typed ``environment`` section and diagnostics.
-    ``record_as`` is the target to record (default: ``target``); ``class_name`` the class
-    name to record when the server cannot tell it (``check --live`` passes the stored ones)."""
+    """The typed ``environment`` section of a live target, and diagnostics. ``record_as``
+    and ``class_name``: what to record instead (``check --live`` passes the stored ones)."""
     from orsgen.snapshot.fetch import Provenance, fetch
 
     titles: dict[str, str] = {}

@@ -70,12 +70,10 @@ def _unique(
     """A server listing one name twice keeps the first, with a warning (never a silent drop)."""
     seen: dict[str, dict[str, Any]] = {}
     for spec in specs:
-        if spec["name"] in seen:
-            diagnostics.append(
-                warning(spec["name"], "", f"listed twice in {where}; keeping the first")
-            )
-            continue
-        seen[spec["name"]] = spec
+        name = spec["name"]
+        if name in seen:
+            diagnostics.append(warning(name, "", f"listed twice in {where}; keeping the first"))
+        seen.setdefault(name, spec)
     return sorted(seen.values(), key=lambda t: t["name"])
 
 

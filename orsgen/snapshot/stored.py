@@ -1,9 +1,6 @@
 """The stored snapshot, typed: every layer that reads a snapshot reads these models.
 
-The fetcher builds them, ``orsgen.snapshot.model`` loads and dumps them, and the pipeline,
-the checks, versioning and the generator read fields (mypy checks them) instead of
-``.get`` chains. Raw JSON exists only where a snapshot enters (``parse``) or leaves
-(:func:`stored_form`).
+Raw JSON exists only where a snapshot enters (``parse``) or leaves (:func:`stored_form`).
 
 Format 1 is closed: an unknown key is an error that names it (a snapshot from a newer
 orsgen, or a hand edit), never a field silently carried along. A tool's ``input_schema``
