@@ -126,18 +126,17 @@ _LIVE_KINDS: dict[str, Kind] = {"catalog": "catalog", "url": "url", "file": "fil
 
 def _live_target(snapshot: Snapshot, given: str | None) -> Target:
     """The target to re-snapshot: ``given`` (``--target``) if any, else the recorded one."""
-    if given is not None:
-        target = classify(given)
-        if target.kind == "file" and not Path(target.value).is_file():
-            raise RequestError(f"target {target.value} does not exist")
-        return target
     recorded = snapshot.environment.target
     kind = _LIVE_KINDS.get(recorded.kind) if recorded is not None else None
-    if recorded is None or kind is None:
+    if given is not None:
+        target = classify(given)
+    elif recorded is None or kind is None:
         raise RequestError("the snapshot records no live target; pass --target")
-    target = Target(kind, recorded.value)
+    else:
+        target = Target(kind, recorded.value)
     if target.kind == "file" and not Path(target.value).is_file():
-        raise RequestError(f"recorded target {target.value} does not exist here; pass --target")
+        said = f"target {target.value} does not exist"
+        raise RequestError(said if given is not None else f"recorded {said} here; pass --target")
     return target
 
 
@@ -189,12 +188,12 @@ def config_mismatch(directory: Path, snapshot: Snapshot) -> ConfigMismatch | Non
     would generate another package than the one ``snapshot`` records; ``None`` when it
     matches or when no table names the package (then the recorded one stays)."""
     try:
-        path = config.find(Path.cwd())
-        table = config.for_output(path, directory) if path is not None else None
+        found = config.for_output(directory)
     except config.ConfigError as exc:
         raise RequestError(str(exc)) from exc
-    if path is None or table is None:
+    if found is None:
         return None
+    path, table = found
     recorded = snapshot.package
     expected = package_section(snapshot.environment, directory, Names(), table, snapshot).package
     differences = [

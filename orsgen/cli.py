@@ -242,13 +242,11 @@ def _request(args: argparse.Namespace) -> Request:
 def _refusal(result: Result) -> str:
     """Why nothing was written, as the CLI words it."""
     out, count = result.output, len(result.diagnostics)
-    if result.refused == "errors":
-        return f"nothing written to {out}; fix the errors above"
-    if result.refused == "warnings":
-        return f"nothing written to {out}: --fail-on-warning and {plural(count, 'warning')}"
-    if result.refused == "secret in snapshot":
-        return "refusing to write a snapshot that contains a secret value"
-    return "refusing to write generated code that contains a secret value"
+    return {
+        "errors": f"nothing written to {out}; fix the errors above",
+        "warnings": f"nothing written to {out}: --fail-on-warning and {plural(count, 'warning')}",
+        "secret in snapshot": "refusing to write a snapshot that contains a secret value",
+    }.get(result.refused or "", "refusing to write generated code that contains a secret value")
 
 
 def run_generate(argv: Sequence[str]) -> int:

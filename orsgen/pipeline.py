@@ -209,9 +209,9 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
             environment = stored.environment
             previous = previous or stored
             progress(f"regenerating offline from {path}")
-            table = _config_table(request)
+            table = config.for_output(request.output, request.config)
         else:
-            table = _config_table(request)
+            table = config.for_output(request.output, request.config)
             options = fetch_options(request, table, previous)
             environment, diagnostics = take(
                 target,
@@ -263,13 +263,6 @@ def _checked_toolset(name: str | None, where: str = "") -> str | None:
     if name not in valid:
         raise RequestError(f"{where}unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
     return name
-
-
-def _config_table(request: Request) -> tuple[Path, config.PackageConfig] | None:
-    """The config file's table for this output directory, and the file it is in."""
-    path = config.find(Path.cwd(), request.config)
-    table = config.for_output(path, request.output) if path is not None else None
-    return (path, table) if path is not None and table is not None else None
 
 
 def _configured(

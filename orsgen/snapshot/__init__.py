@@ -35,19 +35,17 @@ def _endpoint(
         with serve_file(Path(target.value)) as (url, served):
             titles.update(served)
             yield _resolved(base_url=url, api_key=api_key or "")
-        return
-    if target.kind == "url":
+    elif target.kind == "url":
         yield _resolved(base_url=target.value, api_key=api_key)
-        return
-    if target.kind == "catalog":
+    elif target.kind == "catalog":
         key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY")
         if not key:
             raise TargetError(
                 f"catalog target {target.value!r} needs an API key: set OPENREWARD_API_KEY or pass --api-key"
             )
         yield _resolved(base_url=None, api_key=key, deployment=target.value)
-        return
-    raise TargetError(f"{target.value!r} is a snapshot, not a live target")
+    else:
+        raise TargetError(f"{target.value!r} is a snapshot, not a live target")
 
 
 def _resolved(
