@@ -15,14 +15,7 @@ from orsgen import config
 from orsgen.diagnostics import Diagnostic
 from orsgen.generate import GenerateResult, generate
 from orsgen.package_section import SELECTION, Names, package_section
-from orsgen.pipeline import (
-    Progress,
-    Request,
-    RequestError,
-    fetch_options,
-    quiet_sdk,
-    silent,
-)
+from orsgen.pipeline import Progress, Request, RequestError, fetch_options, quiet_sdk, silent
 from orsgen.snapshot import Target, TargetError, classify, take
 from orsgen.snapshot.targets import Kind
 from orsgen.snapshot.stored import Snapshot, TaskToolsProbe

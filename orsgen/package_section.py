@@ -146,9 +146,7 @@ def _history(
     if changes.level == "unchanged":
         return version, list(previous.history)
     entry = HistoryEntry(
-        version=version,
-        level=changes.level,
-        changes=[c.line() for c in sorted(changes.changes)],
+        version=version, level=changes.level, changes=[c.line() for c in sorted(changes.changes)]
     )
     return version, [entry, *previous.history]
 

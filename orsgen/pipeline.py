@@ -255,9 +255,7 @@ def _checked_toolset(name: str | None, where: str = "") -> str | None:
         return None
     from typing import get_args
 
-    from openreward.api.environments.client import (  # type: ignore[import-untyped]
-        BuiltinToolset,
-    )
+    from openreward.api.environments.client import BuiltinToolset  # type: ignore[import-untyped]
 
     valid = sorted(str(v) for v in get_args(BuiltinToolset))
     if name not in valid:
