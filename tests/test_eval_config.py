@@ -21,10 +21,11 @@ def test_run_json_is_the_config_evaluate_was_given(
     chance_dir, chance_server, standin, tmp_path
 ) -> None:
     from orsgen.eval import EvalConfig, evaluate
+    from orsgen.eval.config import adapter_identity
 
     pkg = import_generated(chance_dir)
-    config = EvalConfig.for_adapter(
-        pkg.ChanceEnv,
+    config = EvalConfig(
+        **adapter_identity(pkg.ChanceEnv),
         model=standin.model,
         endpoint=standin.endpoint,
         split="test",
@@ -169,7 +170,8 @@ def test_every_adapter_is_closed_when_one_close_raises(
 
 def test_each_adapter_class_gets_its_own_tool_schemas_made_once() -> None:
     """Conversation.schemas caches per class (the hot path made them on every rollout)."""
-    from orsgen.eval.conversation import Conversation, Sampling, Turns, tool_schemas, trl_tools
+    from orsgen.eval import EvalConfig
+    from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 
     class Say:
         def say(self, text: str) -> str:
@@ -193,7 +195,7 @@ def test_each_adapter_class_gets_its_own_tool_schemas_made_once() -> None:
     from orsgen.eval.endpoints import Endpoints
 
     nowhere = Endpoints(["http://127.0.0.1:1/v1"], None, 1.0)  # no request is sent
-    talk = Conversation(nowhere, Sampling("m", None, None, None), Turns(1, None))
+    talk = Conversation(nowhere, EvalConfig(model="m", endpoint="http://127.0.0.1:1/v1"), None)
     for kind in (Say, Guess, Say):
         env = kind()
         got = talk.schemas(env, trl_tools(env))

@@ -173,6 +173,7 @@ def test_omittable_fields_keep_their_type_and_refuse_null(odd_package: Path) -> 
             opts.model_validate(null)
 
 
+@pytest.mark.slow  # two type-checker runs
 def test_the_odd_package_is_strict_clean(odd_package: Path) -> None:
     """mypy --strict and basedpyright strict, as on the goldens, here with an aliased
     omittable field and a wire name that needs escaping."""

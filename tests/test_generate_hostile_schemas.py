@@ -108,6 +108,7 @@ def test_warnings_for_fallbacks_carry_pointers(generated: Any) -> None:
     assert "does not fit" in by_pointer[("defaults", "/properties/wrong/default")]
 
 
+@pytest.mark.slow  # a type-checker run
 def test_generated_code_is_mypy_strict_clean(generated: Any) -> None:
     env = {**os.environ, "MYPYPATH": str(generated["dir"])}
     proc = subprocess.run(

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ROOT
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # a real install, then mypy
 
 # What a clone holds that install.sh reads; copied so the install leaves the checkout alone.
 SOURCES = ("pyproject.toml", "README.md", "constraints.txt", "orsgen", "templates", "scripts")

@@ -12,13 +12,12 @@ field, unless ``force=True`` (``--force``); then the difference is printed first
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from orsgen.eval.summary import bootstrap_interval
-from orsgen.eval.results import RunFileError
+from orsgen.eval.results import RunFileError, shortened
 from orsgen.runtime.rundir import RunDirError, read_json, read_summary
 
 MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_threshold")
@@ -44,7 +43,7 @@ def compare(
     if differs and not force:
         key = differs[0]
         raise RunFileError(
-            f"the runs differ in {key} ({_value(a.get(key))} and {_value(b.get(key))}), so "
+            f"the runs differ in {key} ({shortened(a.get(key), 40)} and {shortened(b.get(key), 40)}), so "
             "their figures do not compare; pass --force to compare them anyway"
         )
     tasks_a = {int(t["task_index"]): t for t in a["per_task"]}
@@ -83,11 +82,6 @@ def compare(
             for i in common
         ],
     }
-
-
-def _value(x: Any) -> str:
-    text = json.dumps(x)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _num(x: Any) -> str:

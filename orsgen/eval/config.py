@@ -89,12 +89,6 @@ class EvalConfig:
         """The endpoints' URLs, one or several."""
         return (self.endpoint,) if isinstance(self.endpoint, str) else tuple(self.endpoint)
 
-    @staticmethod
-    def for_adapter(klass: type, **fields: Any) -> EvalConfig:
-        """The config of an evaluation of the generated adapter class ``klass``: its
-        adapter fields filled in, the rest as given."""
-        return EvalConfig(**fields, **adapter_identity(klass))
-
     def to_json(self) -> dict[str, Any]:
         """``run.json``'s content."""
         out = dataclasses.asdict(self)

@@ -28,12 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from orsgen.eval.config import EvalConfig
 from orsgen.eval.endpoints import Endpoints, RequestFailed
 from orsgen.jsonobject import is_array, is_object
 from orsgen.runtime.records.tools import UNKNOWN, tool_calls
 from orsgen.runtime.errors import ToolCallFailure, describe
 from orsgen.runtime.records.episode import Kind
-from orsgen.runtime.records.usage import tool_names
+from orsgen.runtime.records.episode import tool_names
 from orsgen.runtime.rewards import final_message, outcome_reward
 
 # Characters kept in results.jsonl of each kind of text; the assistant's own messages,
@@ -55,24 +56,6 @@ def tool_schemas(tools: dict[str, Callable[..., Any]]) -> list[dict[str, Any]]:
     templates: Any = importlib.import_module("transformers.utils.chat_template_utils")
     schema_of: Callable[[Callable[..., Any]], dict[str, Any]] = templates.get_json_schema
     return [schema_of(method) for method in tools.values()]
-
-
-@dataclass(frozen=True)
-class Turns:
-    """The loop's limits: assistant turns and seconds from the reset."""
-
-    max_turns: int
-    deadline: float | None  # seconds, or no deadline
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """What each chat-completions request carries besides the messages."""
-
-    model: str
-    temperature: float | None
-    max_tokens: int | None
-    seed: int | None
 
 
 @dataclass
@@ -183,8 +166,9 @@ def request_seed(seed: int | None, task_index: int, sample: int, turn: int) -> i
 class Conversation:
     """Runs rollouts of one adapter against the run's endpoints."""
 
-    def __init__(self, endpoints: Endpoints, sampling: Sampling, turns: Turns):
-        self.endpoints, self.sampling, self.turns = endpoints, sampling, turns
+    def __init__(self, endpoints: Endpoints, config: EvalConfig, deadline: float | None):
+        """``deadline``: seconds from a rollout's reset, or none."""
+        self.endpoints, self.config, self.deadline = endpoints, config, deadline
         # The tools' JSON schemas of each adapter class, made once: they depend on the
         # class's methods only, and get_json_schema parses each docstring (about half a
         # millisecond a rollout otherwise).
@@ -193,10 +177,9 @@ class Conversation:
     def schemas(self, env: object, tools: dict[str, Callable[..., Any]]) -> list[dict[str, Any]]:
         """``tool_schemas(tools)`` of ``env``'s tools, made once per adapter class."""
         kind: type = env.__class__
-        found = self._schemas.get(kind)
-        if found is None:
-            found = self._schemas.setdefault(kind, tool_schemas(tools))
-        return found
+        if kind not in self._schemas:
+            self._schemas[kind] = tool_schemas(tools)
+        return self._schemas[kind]
 
     def _complete(
         self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], seed: int | None
@@ -205,16 +188,15 @@ class Conversation:
         JSON as it is: ``chat.completions.create`` would first walk every message against
         its typed schema, several ms per request at 16 messages, more than the rest of
         orsgen's turn."""
-        body: dict[str, Any] = {"model": self.sampling.model, "messages": messages}
-        if schemas:
-            body["tools"] = schemas
-        if self.sampling.temperature is not None:
-            body["temperature"] = self.sampling.temperature
-        if self.sampling.max_tokens is not None:
-            body["max_tokens"] = self.sampling.max_tokens
-        if seed is not None:
-            body["seed"] = seed
-        return self.endpoints.post(body)
+        c = self.config
+        body: dict[str, Any] = {
+            "model": c.model,
+            "messages": messages,
+            "tools": schemas or None,
+            "seed": seed,
+        }
+        body |= {"temperature": c.temperature, "max_tokens": c.max_tokens}
+        return self.endpoints.post({k: v for k, v in body.items() if v is not None})
 
     @staticmethod
     def open(env: Any, task_index: int, split: str) -> Opened:
@@ -278,19 +260,19 @@ class Conversation:
         while True:
             if getattr(env, "finished", False):
                 return None, None
-            if out.turns >= self.turns.max_turns:
-                return f"max turns ({self.turns.max_turns}) reached", None
-            limit = self.turns.deadline
+            if out.turns >= self.config.max_turns:
+                return f"max turns ({self.config.max_turns}) reached", None
+            limit = self.deadline
             if limit is not None and time.monotonic() - started >= limit:
                 return f"rollout deadline ({limit:g} s) passed", None
             asked = time.monotonic()
             try:
-                seed = request_seed(self.sampling.seed, *where, out.turns)
+                seed = request_seed(self.config.seed, *where, out.turns)
                 response = self._complete(messages, schemas, seed)
             except RequestFailed as exc:  # the endpoints' outages are routed around
-                out.endpoint_seconds += time.monotonic() - asked
                 return None, str(exc)
-            out.endpoint_seconds += time.monotonic() - asked
+            finally:
+                out.endpoint_seconds += time.monotonic() - asked
             out.turns += 1
             message = response.choices[0].message
             calls = list(message.tool_calls or [])

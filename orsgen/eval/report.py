@@ -22,10 +22,6 @@ def _secs(value: Any) -> str:
     return "n/a" if value is None else f"{value:.4g}"
 
 
-def _task_label(index: Any) -> str:
-    return f"task {index}"
-
-
 def _zero_marks(ax: Any, xs: Sequence[float], values: Sequence[float], width: float) -> None:
     """A bar of height 0 draws nothing: mark each one with a short line on the axis, so an
     all-zero plot shows its zero bars instead of empty axes."""
@@ -65,7 +61,7 @@ def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
     bars = ax.bar(xs, values, width=0.7, color="C0", zorder=2)
     _zero_marks(ax, xs, values, 0.7)
     ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], padding=2, fontsize=8)
-    ax.set_xticks(xs, [_task_label(t["task_index"]) for t in per_task])
+    ax.set_xticks(xs, [f"task {t['task_index']}" for t in per_task])
     ax.tick_params(axis="x", labelrotation=45 if len(per_task) > 8 else 0, labelsize=8)
     ax.set_ylim(-0.03, 1.12)  # room under 0 for the zero marks
     ax.set_ylabel("pass@1")
@@ -79,19 +75,11 @@ def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
 
 
 def _pass_histogram(plt: Any, summary: Mapping[str, Any], values: Sequence[float]) -> Any:
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    counts, _edges, patches = ax.hist(values, bins=20, range=(0.0, 1.0), color="C0", zorder=2)
-    ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
-    ax.set_xlabel("pass@1")
-    ax.set_ylabel("tasks")
-    ax.set_title(
-        f"{summary['model']}: pass@1 of {len(values)} tasks (n={summary['n']}, "
-        f"split {summary['split']!r})",
-        fontsize=10,
-    )
-    ax.grid(axis="y", alpha=0.3, zorder=0)
-    fig.tight_layout()
-    return fig
+    import numpy
+
+    counts, edges = numpy.histogram(values, bins=20, range=(0.0, 1.0))
+    title = f"pass@1 of {len(values)} tasks (n={summary['n']}, split {summary['split']!r})"
+    return _histogram(plt, counts, edges, "C0", ("pass@1", "tasks"), f"{summary['model']}: {title}")
 
 
 def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Any:
@@ -101,15 +89,21 @@ def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[s
     rewards = numpy.fromiter(
         (float(r["reward"]) for r in rows if r["verdict"] == "scored"), dtype=numpy.float64
     )
-    # Binned here, and only the 20 bins handed to matplotlib: its hist of 100,000 floats
-    # takes 25 MB and seconds. Weighting each bin's left edge by its count draws the same.
     counts, edges = numpy.histogram(rewards[numpy.isfinite(rewards)], bins=20)
+    title = f"{summary['model']}: rewards of {len(rewards)} scored rollouts"
+    return _histogram(plt, counts, edges, "C1", ("reward (scored rollouts)", "rollouts"), title)
+
+
+def _histogram(plt: Any, counts: Any, edges: Any, color: str, labels: Any, title: str) -> Any:
+    """A histogram of counts binned here, each bin's count on it: only the bins go to
+    matplotlib (its hist of 100,000 floats takes 25 MB and seconds); a bin's left edge
+    weighted by its count draws the same."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    counts, _edges, patches = ax.hist(edges[:-1], bins=edges, weights=counts, color="C1", zorder=2)
+    counts, _edges, patches = ax.hist(edges[:-1], bins=edges, weights=counts, color=color, zorder=2)
     ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
-    ax.set_xlabel("reward (scored rollouts)")
-    ax.set_ylabel("rollouts")
-    ax.set_title(f"{summary['model']}: rewards of {len(rewards)} scored rollouts", fontsize=10)
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     fig.tight_layout()
     return fig
@@ -125,7 +119,7 @@ def task_table(summary: Mapping[str, Any]) -> list[str]:
     ]
     for t in summary["per_task"]:
         lines.append(
-            f"| {_task_label(t['task_index'])} | {t['samples']} | {t['scored']} | "
+            f"| task {t['task_index']} | {t['samples']} | {t['scored']} | "
             f"{t['unfinished']} | {t['failed']} | {t['passed']} | "
             f"{_fmt(t['pass_at_k'].get('1'))} | {_fmt(t['mean_reward'])} |"
         )

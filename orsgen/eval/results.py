@@ -13,17 +13,19 @@ run keeps only its :class:`Record` (task, sample, verdict, reward, reason, secon
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import sys
 import threading
 import time
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, overload
+from typing import Any, overload
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
+from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
 from orsgen.runtime.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, read_config, rows
 
@@ -105,10 +107,6 @@ class Records(Sequence[Record]):
                 self._reasons.append(r.reason)
         self._reason.append(reason)
 
-    def extend(self, records: Iterable[Record]) -> None:
-        for r in records:
-            self.append(r)
-
     def add(self, row: Mapping[str, Any]) -> None:
         """Keep a row's record, and fold its tool calls into :attr:`tools`."""
         self.append(Record.of(row))
@@ -155,10 +153,10 @@ def read_records(path: Path) -> Records:
     records = Records()
     for row in rows(path):
         records.add(row)
-    if path.exists():
+    if path.exists() and path.stat().st_size:
         with path.open("r+b") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            end = _last_line_end(fh, size)
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                end, size = data.rfind(b"\n") + 1, len(data)
             if end < size:
                 fh.truncate(end)
                 fh.flush()
@@ -166,23 +164,10 @@ def read_records(path: Path) -> Records:
     return records
 
 
-def _last_line_end(fh: BinaryIO, size: int) -> int:
-    """The offset just past the file's last newline (0 for none), read backwards."""
-    position = size
-    while position > 0:
-        start = max(0, position - 65536)
-        fh.seek(start)
-        chunk: bytes = fh.read(position - start)
-        found = chunk.rfind(b"\n")
-        if found >= 0:
-            return start + found + 1
-        position = start
-    return 0
-
-
-def check_resume(out: Path, config: EvalConfig, resume: bool) -> None:
+def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, Any]:
     """Refuse to mix runs: a directory with rows needs ``--resume``, ``--resume`` needs a
-    run to continue, and the same configuration (the first difference is named)."""
+    run to continue, and the same configuration (the first difference is named). Returns
+    the endpoint counts the run continued recorded (none for a new run)."""
     run_file = out / RUN_FILE
     if not run_file.exists():
         if (out / RESULTS_FILE).exists():
@@ -191,11 +176,12 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> None:
             raise RunFileError(
                 f"--resume: {out} holds no run to continue; drop --resume to start one there"
             )
-        return
+        return {}
     if not resume:
         raise RunFileError(f"{out} already holds a run; pass --resume to continue it")
     try:
-        before = EvalConfig.from_json(read_config(out))
+        found = read_config(out)
+        before = EvalConfig.from_json(found)
     except RunDirError as exc:
         raise RunFileError(str(exc)) from None
     except (ValueError, TypeError) as exc:
@@ -203,14 +189,16 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> None:
     for key in before.differences(config):
         was, now = before.to_json()[key], config.to_json()[key]
         raise RunFileError(
-            f"cannot resume: {key} was {_short(was)} and is now {_short(now)}; "
+            f"cannot resume: {key} was {shortened(was)} and is now {shortened(now)}; "
             "use another --out for a different run"
         )
+    return as_object(found.get("endpoint_counts"))
 
 
-def _short(value: Any) -> str:
+def shortened(value: Any, limit: int = 80) -> str:
+    """``value`` as JSON, cut to ``limit`` characters."""
     text = json.dumps(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class ResultsLog:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from orsgen.eval import report
 from orsgen.eval.config import (
@@ -26,19 +26,19 @@ from orsgen.eval.config import (
     EvalConfigError,
     adapter_identity,
 )
-from orsgen.eval.conversation import Conversation, Sampling, Turns, tool_schemas, trl_tools
+from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
 from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
 from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, run_all
+from orsgen.jsonobject import as_object
+from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
     FinishedRun,
-    RunDirError,
-    read_json,
     rows,
 )
 
@@ -177,29 +177,17 @@ def evaluate(
     endpoints = Endpoints(
         config.endpoints, endpoint_api_key, request_timeout, endpoint_down_limit
     )  # the key count checked before any network
-    earlier = _endpoint_counts(Path(out)) if out is not None and resume else {}
     adapters = Adapters(_adapter_factory(env, adapter, rollout_timeout))
     try:
         try:
             plan = _plan(adapters.probe(), config, Path(out) if out is not None else None, resume)
-        except EvalConfigError:
-            raise
-        except (ValueError, TypeError, LookupError) as exc:
-            raise EvalConfigError(str(exc)) from exc
-        except Exception as exc:
-            from orsgen.runtime.errors import OrsRuntimeError
-
-            if isinstance(exc, OrsRuntimeError):  # no such split, no server there
-                raise EvalConfigError(str(exc)) from exc
-            raise
+        except (ValueError, TypeError, LookupError, OrsRuntimeError) as exc:
+            if isinstance(exc, EvalConfigError):
+                raise
+            raise EvalConfigError(str(exc)) from exc  # no such split, no server there, ...
         if on_start is not None:
             on_start(plan.config, sum(plan.expected().values()))
-        config = plan.config
-        conversation = Conversation(
-            endpoints,
-            Sampling(config.model, config.temperature, config.max_tokens, config.seed),
-            Turns(config.max_turns, rollout_timeout),
-        )
+        conversation = Conversation(endpoints, plan.config, rollout_timeout)
         log = ResultsLog(plan.out / RESULTS_FILE) if plan.out is not None else None
         started = time.monotonic()
         try:
@@ -208,8 +196,9 @@ def evaluate(
             if log is not None:
                 log.close()
             if plan.out is not None:
-                counts = endpoints.router.counts(earlier)
-                write_json(plan.out / RUN_FILE, {**config.to_json(), "endpoint_counts": counts})
+                counts = endpoints.router.counts(plan.earlier)
+                written = {**plan.config.to_json(), "endpoint_counts": counts}
+                write_json(plan.out / RUN_FILE, written)
         seconds = time.monotonic() - started
     finally:
         endpoints.close()
@@ -257,23 +246,15 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
         pass_threshold=threshold,
         **ours,
     )
-    done = Records()
+    done, earlier = Records(), as_object(None)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        check_resume(out, config, resume)
+        earlier = check_resume(out, config, resume)
         write_json(out / RUN_FILE, config.to_json())
         # In the tools' own key order: the model saw them rendered in it.
         write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
         done = read_records(out / RESULTS_FILE)
-    return Plan(
-        config,
-        split,
-        config.tasks(),
-        threshold,
-        out,
-        done,
-        {(r.task_index, r.sample) for r in done},
-    )
+    return Plan(config, out, done, earlier)
 
 
 def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
@@ -313,13 +294,3 @@ def _threshold(probe: Any, given: float | None) -> float:
 
     setting = getattr(probe.rollout, "pass_threshold", None)  # the adapter's pass_threshold=
     return float(setting if setting is not None else passk.PASS_THRESHOLD)
-
-
-def _endpoint_counts(out: Path) -> dict[str, Any]:
-    """The endpoint counts an earlier run in ``out`` recorded in its run.json (none when
-    it has no readable run.json: resuming checks that)."""
-    try:
-        counts: Any = read_json(out / RUN_FILE).get("endpoint_counts")
-    except RunDirError:
-        return {}
-    return cast(dict[str, Any], counts) if isinstance(counts, dict) else {}

@@ -20,9 +20,10 @@ import gc
 import importlib
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,27 +33,6 @@ from orsgen.eval.endpoints import EndpointsDown
 from orsgen.eval.results import Records, ResultsLog
 from orsgen.eval.summary import passes
 from orsgen.runtime.errors import describe
-
-
-@dataclass
-class _Progress:
-    """The running figures on the progress bar."""
-
-    threshold: float
-    done: int = 0
-    scored: int = 0
-    passed: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, row: dict[str, Any]) -> dict[str, str]:
-        with self.lock:
-            self.done += 1
-            self.scored += row["verdict"] == "scored"
-            self.passed += passes(row, self.threshold)
-            return {
-                "pass@1": f"{self.passed / self.done:.3f}",
-                "coverage": f"{self.scored / self.done:.3f}",
-            }
 
 
 class Adapters:
@@ -107,17 +87,17 @@ class Adapters:
 
 @dataclass
 class Plan:
-    """What a run does: its config (every field filled in: ``split``, ``tasks`` and
-    ``threshold`` are its own), its output directory, the records it already has
-    (resumed) and the (task, sample) pairs still to run."""
+    """What a run does: its config (every field filled in), its output directory, the
+    endpoint counts of the run it resumes, and the records it already has (resumed)."""
 
     config: EvalConfig
-    split: str
-    tasks: tuple[int, ...]
-    threshold: float
     out: Path | None
     done: Records
-    have: set[tuple[int, int]]
+    earlier: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        self.tasks = self.config.tasks()
+        self.have = {(r.task_index, r.sample) for r in self.done}
 
     def todo(self) -> Iterator[tuple[int, int]]:
         for task in self.tasks:
@@ -127,12 +107,8 @@ class Plan:
 
     def expected(self) -> dict[int, int]:
         """How many rollouts of each task are still to run."""
-        n = self.config.n
-        counts = {task: n for task in self.tasks}
-        for task, _ in self.have:
-            if task in counts:
-                counts[task] -= 1
-        return counts
+        have = Counter(task for task, _ in self.have)
+        return {task: self.config.n - have[task] for task in self.tasks}
 
 
 class Groups:
@@ -223,20 +199,27 @@ def run_all(
     stop = threading.Event()
     lock = threading.Lock()
     records = plan.done
-    running = _Progress(plan.threshold)
+    split, threshold = str(plan.config.split), plan.config.pass_threshold or 0.0
+    running = [0, 0, 0]  # rollouts, scored, passed: the progress bar's figures
     bar = tqdm(total=total, disable=not show or not total, unit="rollout", file=sys.stderr)
     judges = getattr(adapters.kind, "SUPPORTS_SCORE_GROUP", False)
     groups = Groups(expected) if judges else None
 
     def one(env: Any, task_index: int, sample: int, opened: Opened) -> None:
         try:
-            rollout = conversation.run(env, task_index, plan.split, sample, opened)
+            rollout = conversation.run(env, task_index, split, sample, opened)
         except EndpointsDown:
             raise  # the run stops; this rollout gets no row, a resumed run makes it
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
             rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
-        row = _row(task_index, sample, plan.split, rollout, plan.config.unfinished_reward)
-        bar.set_postfix(running.add(row), refresh=False)
+        row = _row(task_index, sample, split, rollout, plan.config.unfinished_reward)
+        with lock:
+            running[0] += 1
+            running[1] += row["verdict"] == "scored"
+            running[2] += passes(row, threshold)
+            count, scored, passed = running
+        shown = {"pass@1": f"{passed / count:.3f}", "coverage": f"{scored / count:.3f}"}
+        bar.set_postfix(shown, refresh=False)
         bar.update(1)
         done = [row] if groups is None else groups.add(env, task_index, row, rollout.final_answer)
         for finished in done:
@@ -262,10 +245,10 @@ def run_all(
             if opening is not None:
                 opened = opening.result()
             else:  # the first, or each one with no opening ahead: the next opens after it
-                opened = conversation.open(env, pair[0], plan.split)
+                opened = conversation.open(env, pair[0], split)
             following, opening = taken(), None
             if following is not None and opener is not None and other is not None:
-                opening = opener.submit(conversation.open, other, following[0], plan.split)
+                opening = opener.submit(conversation.open, other, following[0], split)
             one(env, *pair, opened)
             pair = following
             if other is not None:

@@ -22,14 +22,10 @@ Under several processes the ranks first share the step's outcomes (a collective:
 rank saves), so they hold the same state, and only the world's process zero writes it
 (:func:`orsgen.runtime.transport.identity.identity`).
 
-Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
-spawns after this callback's ``on_train_begin``: the callback names a :class:`Handoff`
-there (in the environment the child inherits), the worker
-(:mod:`orsgen.runtime.choosing.handoff`) writes its streams' states under
-``output_dir/.orsgen_task_state/`` and, on resume, stages the checkpoint's file before its
-first stream. Each save copies the worker's latest states into the checkpoint. Before the
-worker wrote anything the save says so and writes a file with no stream: a resume from it
-starts the task choice afresh, as it says.
+Under ``AsyncGRPOTrainer`` the rollout worker chooses and writes its states under
+``output_dir/.orsgen_task_state/`` (:mod:`orsgen.runtime.choosing.handoff`); each save
+copies its latest into the checkpoint, or, before it wrote any, a file with no stream (a
+resume from it starts the task choice afresh, as the save says).
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -38,17 +34,18 @@ event this class does not handle is a no-op (as in ``TrainerCallback``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orsgen.runtime.choosing.chooser import Chooser
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import StreamKey, samplers
+from orsgen.runtime.rundir import write_whole
 from orsgen.runtime.transport.identity import identity
 
 FILE = "orsgen_curriculum.json"
@@ -79,15 +76,7 @@ def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, A
     return [(StreamKey.from_json(s["stream"]), s["state"]) for s in saved["streams"]]
 
 
-def write(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` whole: a reader sees the old file or the new one."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(text)
-    temporary.replace(target)
-
-
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Handoff:
     """Where AsyncGRPO's rollout worker writes its streams' states, what it resumes from,
     and the trainer's process (which never writes: it checkpoints)."""
@@ -101,10 +90,7 @@ class Handoff:
         return self.directory / LATEST
 
     def to_env(self) -> str:
-        resume = None if self.resume is None else str(self.resume)
-        return json.dumps(
-            {"directory": str(self.directory), "resume": resume, "trainer": self.trainer}
-        )
+        return json.dumps(dataclasses.asdict(self), default=str)  # the paths as text
 
     @staticmethod
     def from_env() -> Handoff | None:
@@ -112,12 +98,8 @@ class Handoff:
         if not raw:
             return None
         value = json.loads(raw)
-        resume = value.get("resume")
-        return Handoff(
-            Path(value["directory"]),
-            None if resume is None else Path(resume),
-            int(value["trainer"]),
-        )
+        resume = value["resume"]
+        return Handoff(Path(value["directory"]), resume and Path(resume), int(value["trainer"]))
 
 
 def path(output_dir: str | os.PathLike[str], step: int) -> Path:
@@ -210,7 +192,7 @@ class CurriculumCheckpoint:
                 "CurriculumCheckpoint: no adapter in this process chose tasks "
                 "(train_dataset=None), so the checkpoints hold no task-choice state"
             )
-        write(target, json.dumps(body(streams), sort_keys=True))
+        write_whole(target, json.dumps(body(streams), sort_keys=True))
 
     def _save_worker(self, worker: Handoff, target: Path) -> None:
         """The rollout worker's latest states, checked whole, into the checkpoint."""
@@ -226,4 +208,4 @@ class CurriculumCheckpoint:
             )
             text = json.dumps(body([]), sort_keys=True)
         streams_of(json.loads(text))  # never a file the resume cannot read
-        write(target, text)
+        write_whole(target, text)

@@ -151,12 +151,8 @@ class PassRateCurriculum:
         with self._lock:
             binding = (list(dict.fromkeys(int(t) for t in tasks)), int(seed), group_size)
             if self.tasks and self._planned:  # restored from a checkpoint: continue there
-                if (*binding, threshold) != (
-                    self.tasks,
-                    self.seed,
-                    self.group_size,
-                    self.threshold,
-                ):
+                bound = (self.tasks, self.seed, self.group_size, self.threshold)
+                if (*binding, threshold) != bound:
                     raise ValueError(
                         "this curriculum was started for other tasks, seed, group size or "
                         f"pass threshold ({len(self.tasks)} tasks, seed={self.seed}, "

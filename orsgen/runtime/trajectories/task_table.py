@@ -7,10 +7,9 @@
   :class:`TaskTable`; :class:`~orsgen.runtime.task_callback.TaskTableCallback` writes
   it beside the run's output at every logging step (``ors_tasks.csv``).
 
-A task is *passed* by a rollout that passes by the pass rule
-(:func:`~orsgen.runtime.passk.passes` with its adapter's ``pass_threshold``, the rule
-``ors/pass@k`` and the curriculum use too); the pass rate and the mean reward are over scored rollouts only, so unscored and failed
-rollouts never count as the task's failures.
+A task is *passed* by a rollout that passes by the pass rule (:func:`~orsgen.runtime.passk.
+passes` with its adapter's ``pass_threshold``); the pass rate and the mean reward are over
+scored rollouts only, so unscored and failed rollouts never count as the task's failures.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from typing import Any
 
 from orsgen.runtime.passk import PASS_THRESHOLD, passes
 from orsgen.runtime.records.episode import Outcome
+from orsgen.runtime.rundir import write_whole
 from orsgen.runtime.transport.process import current
 
 TASK_INDEX = "task_index"
@@ -99,7 +99,9 @@ class TaskTable:
     def rows(self) -> list[dict[str, Any]]:
         """One dict per task (:data:`COLUMNS`), by split and task index."""
         with self._lock:
-            items = sorted(self._rows.items(), key=lambda kv: (kv[0][0], _order(kv[0][1])))
+            items = sorted(
+                self._rows.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])
+            )
             return [_row(task, row) for task, row in items]
 
     def write(self, path: str | os.PathLike[str]) -> None:
@@ -108,15 +110,7 @@ class TaskTable:
         writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.rows())
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        partial.write_text(text.getvalue(), encoding="utf-8")
-        os.replace(partial, target)
-
-
-def _order(index: int | None) -> int:
-    return -1 if index is None else index
+        write_whole(Path(path), text.getvalue())
 
 
 def _row(task: Task, row: TaskRow) -> dict[str, Any]:
