@@ -25,6 +25,7 @@ from orsgen.arguments import output, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
+from orsgen.eval.merge import merge_shards
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
 from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.wording import plural
@@ -217,20 +218,6 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
     return next(iter(found.values()))
 
 
-def _compare(args: argparse.Namespace) -> int:
-    a, b = (load_summary(Path(p)) for p in args.compare)
-    print(format_comparison(compare(a, b, seed=args.seed or 0, force=args.force)))
-    return 0
-
-
-def _merge(args: argparse.Namespace) -> EvalResult:
-    from orsgen.eval.merge import merge_shards
-
-    if not args.out:
-        raise UsageError("--merge needs --out RUN, the run to write")
-    return merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
-
-
 def _required(args: argparse.Namespace) -> None:
     given = {"DIR": args.dir, "--endpoint": args.endpoint, "--model": args.model}
     missing = [name for name, value in given.items() if not value]
@@ -276,8 +263,12 @@ def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
 def _adapter(args: argparse.Namespace, klass: Any) -> Any:
     """The adapter's :class:`~orsgen.AdapterConfig` of the options (no network)."""
     from orsgen.runtime.config import AdapterConfig
+    from orsgen.runtime.upload import UploadRun
 
     urls: list[str] = args.base_url or []
+    upload = None
+    if args.upload_run:
+        upload = UploadRun(args.upload_run, model_name=args.model, training_stage=args.upload_stage)
     adapter = AdapterConfig.of(
         klass,
         base_url=urls[0] if len(urls) == 1 else urls or None,
@@ -285,7 +276,7 @@ def _adapter(args: argparse.Namespace, klass: Any) -> Any:
         secrets=secret_pairs(args.secret),
         prefetch=False,
         rollout_timeout=args.rollout_timeout,
-        upload_run=_upload(args),
+        upload_run=upload,
     )
     if adapter.no_server is not None:
         raise UsageError(
@@ -342,8 +333,15 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 
 def _run(args: argparse.Namespace) -> int:
     if args.compare:
-        return _compare(args)
-    result = _merge(args) if args.merge else _evaluate(args)
+        a, b = (load_summary(Path(p)) for p in args.compare)
+        print(format_comparison(compare(a, b, seed=args.seed or 0, force=args.force)))
+        return 0
+    if args.merge and not args.out:
+        raise UsageError("--merge needs --out RUN, the run to write")
+    if args.merge:
+        result = merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
+    else:
+        result = _evaluate(args)
     if args.upload_run:
         _report_upload(args.upload_run)
     n = result.summary["n"]
@@ -356,16 +354,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.min_coverage is not None and result.coverage < args.min_coverage:
         raise Failed(f"coverage {result.coverage:.3f} is below --min-coverage {args.min_coverage}")
     return 0
-
-
-def _upload(args: argparse.Namespace) -> Any:
-    """The adapter's ``upload_run`` of ``--upload-run`` (none without it)."""
-    if not args.upload_run:
-        return None
-    from orsgen.runtime.upload import UploadRun
-
-    stage = args.upload_stage
-    return UploadRun(args.upload_run, model_name=args.model, training_stage=stage)
 
 
 def _report_upload(run_name: str) -> None:

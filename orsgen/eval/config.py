@@ -180,10 +180,7 @@ def _check(c: EvalConfig) -> None:
     model: Any = c.model
     if not isinstance(model, str) or not model:
         raise EvalConfigError(f"must be a non-empty string, got {model!r}", "model")
-    given: Any = c.endpoint
-    urls: tuple[object, ...] = (given,) if isinstance(given, str) else ()
-    if isinstance(given, tuple):
-        urls = cast("tuple[object, ...]", given)
+    urls: tuple[Any, ...] = c.endpoints if isinstance(c.endpoint, str | tuple) else ()
     if not urls or not all(isinstance(u, str) and u for u in urls):
         raise EvalConfigError(
             f"must be a non-empty string or a sequence of them, got {c.endpoint!r}", "endpoint"

@@ -129,9 +129,6 @@ class Endpoint:
     failed_in_outage: int = 0
     last_error: str = ""
 
-    def counts(self) -> dict[str, int]:
-        return {"requests": self.requests, "failures": self.failures, "outages": self.outages}
-
 
 class Router:
     """Which endpoint takes the next request, and each endpoint's outages, under one lock
@@ -249,7 +246,9 @@ class Router:
     def counts(self, earlier: Mapping[str, Any] | None = None) -> dict[str, dict[str, int]]:
         """Each endpoint's counts by its public URL, added to ``earlier`` ones (a resumed
         run's)."""
-        return added_counts(earlier or {}, {e.label: e.counts() for e in self.endpoints})
+        names = ("requests", "failures", "outages")
+        ours = {e.label: {name: getattr(e, name) for name in names} for e in self.endpoints}
+        return added_counts(earlier or {}, ours)
 
 
 def added_counts(*counts: Mapping[str, Any]) -> dict[str, dict[str, int]]:

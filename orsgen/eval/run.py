@@ -33,6 +33,7 @@ from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, run_all
 from orsgen.jsonobject import as_object
 from orsgen.runtime.errors import OrsRuntimeError
+from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.runtime.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
@@ -236,7 +237,10 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
     split = str(given.split or here.split)
     count = dataset.split_size(here.endpoint, split, timeout=here.open_timeout)
     chosen = tasks_of(given, split, count)
-    threshold = _threshold(probe, given.pass_threshold)
+    threshold = given.pass_threshold  # else the adapter's pass_threshold= or the default
+    if threshold is None:
+        threshold = getattr(probe.rollout, "pass_threshold", None)
+    threshold = float(PASS_THRESHOLD if threshold is None else threshold)
     config = dataclasses.replace(
         given,
         endpoint=tuple(public_url(url) for url in given.endpoints),
@@ -284,13 +288,3 @@ def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
         "train_split": klass.DEFAULT_SPLIT,
         "tools": tool_schemas(trl_tools(probe)),
     }
-
-
-def _threshold(probe: Any, given: float | None) -> float:
-    """``given``, else the adapter's pass threshold (the package default)."""
-    if given is not None:
-        return float(given)
-    from orsgen.runtime import passk
-
-    setting = getattr(probe.rollout, "pass_threshold", None)  # the adapter's pass_threshold=
-    return float(setting if setting is not None else passk.PASS_THRESHOLD)

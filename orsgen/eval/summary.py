@@ -48,6 +48,7 @@ from typing import Any
 from orsgen.runtime.passk import pass_at_k, pass_hat_k
 from orsgen.runtime.passk import passes as _passes
 from orsgen.runtime.records.tools import ToolTally
+from orsgen.runtime.rundir import VERDICTS
 
 Z95 = 1.959963984540054  # the two-sided 95% quantile of the normal distribution
 
@@ -200,11 +201,7 @@ def summarize(
     per_task: list[dict[str, Any]] = [
         {"task_index": i, **_task_figures(t, curve)} for i, t in by_task.items()
     ]
-    verdicts = {
-        "scored": sum(t.scored for t in by_task.values()),
-        "unfinished": sum(t.unfinished for t in by_task.values()),
-        "failed": sum(t.failed for t in by_task.values()),
-    }
+    verdicts = {v: sum(getattr(t, v) for t in by_task.values()) for v in VERDICTS}
     total = len(every)
     # In task order, not row order: mean_and_se sums exactly (fsum), so the same figures.
     scored = array("d", itertools.chain.from_iterable(t.rewards for t in by_task.values()))

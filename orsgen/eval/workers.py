@@ -21,8 +21,9 @@ import importlib
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,19 +71,14 @@ class Adapters:
         return env
 
     def close(self) -> None:
-        """Close every adapter, even when one's close raises (the first error is raised
-        once all are closed)."""
+        """Close every adapter, even when one's close raises (an error is raised once all
+        are closed)."""
         with self._lock:
             opened, self._opened = self._opened, []
             self._spare = []
-        failed: BaseException | None = None
-        for env in opened:
-            try:
-                env.close()
-            except BaseException as exc:  # noqa: BLE001 - the others still close
-                failed = failed or exc
-        if failed is not None:
-            raise failed
+        with ExitStack() as closing:
+            for env in opened:
+                closing.callback(env.close)
 
 
 @dataclass
@@ -98,12 +94,6 @@ class Plan:
     def __post_init__(self) -> None:
         self.tasks = self.config.tasks()
         self.have = {(r.task_index, r.sample) for r in self.done}
-
-    def todo(self) -> Iterator[tuple[int, int]]:
-        for task in self.tasks:
-            for sample in range(self.config.n):
-                if (task, sample) not in self.have:
-                    yield task, sample
 
     def expected(self) -> dict[int, int]:
         """How many rollouts of each task are still to run."""
@@ -160,24 +150,13 @@ def _judge(env: Any, answers: list[str]) -> tuple[list[float] | None, str | None
 def _row(
     task_index: int, sample: int, split: str, r: Rollout, unfinished_reward: float | None
 ) -> dict[str, Any]:
-    reward = r.reward
-    if r.verdict == "unfinished" and reward is None:
-        reward = unfinished_reward
-    return {
-        "task_index": task_index,
-        "sample": sample,
-        "split": split,
-        "reward": reward,
-        "verdict": r.verdict,
-        "reason": r.reason,
-        "calls": r.calls,
-        "turns": r.turns,
-        "seconds": round(r.seconds, 4),
-        "endpoint_seconds": round(r.endpoint_seconds, 4),
-        "environment_seconds": round(r.environment_seconds, 4),
-        "messages": r.messages,
-        "tool_calls": r.tool_calls,
-    }
+    row: dict[str, Any] = {**vars(r), "task_index": task_index, "sample": sample, "split": split}
+    del row["final_answer"]  # for the group judge only
+    for key in ("seconds", "endpoint_seconds", "environment_seconds"):
+        row[key] = round(row[key], 4)
+    if r.verdict == "unfinished" and r.reward is None:
+        row["reward"] = unfinished_reward
+    return row
 
 
 def run_all(
@@ -194,7 +173,10 @@ def run_all(
 
     expected = plan.expected()
     total = sum(expected.values())
-    pairs = plan.todo()
+    n, have = plan.config.n, plan.have
+    pairs = (
+        (task, sample) for task in plan.tasks for sample in range(n) if (task, sample) not in have
+    )
     take = threading.Lock()
     stop = threading.Event()
     lock = threading.Lock()
