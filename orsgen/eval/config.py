@@ -1,8 +1,4 @@
-"""``EvalConfig``: what one evaluation is. ``evaluate(env, config)`` runs with it, fills in
-what comes from the environment (the adapter's fields, the default split, the whole split's
-task indices, the pass threshold), writes the result as ``run.json``, refuses to resume a
-run whose ``run.json`` differs from it, and returns it as ``EvalResult.config``;
-``orsgen eval --compare`` reads it back from both runs."""
+"""``EvalConfig``: what one evaluation is, and the identity of its run (``run.json``)."""
 
 from __future__ import annotations
 
@@ -104,12 +100,7 @@ class EvalConfig:
         """The config ``run.json`` holds (fields it lacks take their defaults; unknown
         keys are ignored, so a newer run.json still reads)."""
         names = {f.name for f in dataclasses.fields(EvalConfig)}
-        given = {k: v for k, v in value.items() if k in names}
-        if given.get("task_indices") is not None:
-            given["task_indices"] = tuple(int(i) for i in given["task_indices"])
-        if given.get("shard") is not None:
-            given["shard"] = tuple(given["shard"])
-        return EvalConfig(**given)
+        return EvalConfig(**{k: v for k, v in value.items() if k in names})
 
     @staticmethod
     def load(run: str | Path) -> EvalConfig:

@@ -30,7 +30,7 @@ from typing import Any
 
 from orsgen.eval.config import EvalConfig
 from orsgen.eval.endpoints import Endpoints, RequestFailed
-from orsgen.jsonobject import is_array, is_object
+from orsgen.jsonobject import as_array, is_array, is_object
 from orsgen.runtime.records.tools import UNKNOWN, tool_calls
 from orsgen.runtime.errors import ToolCallFailure, describe
 from orsgen.runtime.records.episode import Kind
@@ -112,18 +112,12 @@ _LIMITS = {"user": MAX_PROMPT_TEXT, "tool": MAX_TOOL_OUTPUT, "assistant": None}
 def stored(message: dict[str, Any]) -> dict[str, Any]:
     """``message`` as results.jsonl keeps it: each kind of text within its own limit."""
     out = {**message, "content": _text(message.get("content"), _LIMITS.get(message["role"]))}
-    calls = message.get("tool_calls")
+    calls: list[dict[str, Any]] = []
+    for call in as_array(message.get("tool_calls")):
+        arguments = cut(call["function"]["arguments"] or "", MAX_TOOL_ARGUMENTS)
+        calls.append({**call, "function": {**call["function"], "arguments": arguments}})
     if calls:
-        out["tool_calls"] = [
-            {
-                **c,
-                "function": {
-                    **c["function"],
-                    "arguments": cut(c["function"]["arguments"] or "", MAX_TOOL_ARGUMENTS),
-                },
-            }
-            for c in calls
-        ]
+        out["tool_calls"] = calls
     return out
 
 
@@ -297,14 +291,8 @@ class Conversation:
                 out.environment_seconds += seconds
                 if not reached:  # the model's mistake, which the adapter never saw
                     out.tool_calls.append([name if name in tools else UNKNOWN, "model", seconds])
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call.id,
-                        "name": call.function.name,
-                        "content": _tool_content(result),
-                    }
-                )
+                said = {"role": "tool", "tool_call_id": call.id, "name": name}
+                messages.append({**said, "content": _tool_content(result)})
 
     @staticmethod
     def _call(

@@ -28,6 +28,7 @@ Keys stay in the clients: labels, log lines, errors and counts carry public URLs
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -278,22 +279,13 @@ class Endpoints:
     ) -> None:
         import openai
 
-        self.router = Router(
-            [
-                Endpoint(
-                    public_url(url),
-                    openai.OpenAI(
-                        base_url=url,
-                        api_key=key,
-                        timeout=request_timeout,
-                        max_retries=CLIENT_RETRIES,
-                    ),
-                )
-                for url, key in keyed(urls, keys)
-            ],
-            down_limit,
-            rests=rests,
+        client = functools.partial(
+            openai.OpenAI, timeout=request_timeout, max_retries=CLIENT_RETRIES
         )
+        made = [
+            Endpoint(public_url(u), client(base_url=u, api_key=k)) for u, k in keyed(urls, keys)
+        ]
+        self.router = Router(made, down_limit, rests=rests)
 
     def post(self, body: dict[str, Any]) -> Any:
         """One ``POST /chat/completions`` (the body goes as JSON as it is), on whichever

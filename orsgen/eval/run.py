@@ -1,11 +1,6 @@
 """``evaluate``: run each task of a split ``n`` times against an OpenAI-compatible
-endpoint, through a generated adapter, and write the run's files.
-
-Everything about the run is checked first, before the first rollout (one request for the
-split's size); then the rollouts run on worker threads (:mod:`orsgen.eval.workers`), one
-adapter each: the runtime's session pool, ``max_sessions`` and capacity handling apply as
-in training. The run keeps only each row's :class:`~orsgen.eval.results.Record`;
-transcripts are read back from results.jsonl.
+endpoint, through a generated adapter, and write the run's files. Everything is checked
+before the first rollout; the rollouts run on worker threads (:mod:`orsgen.eval.workers`).
 """
 
 from __future__ import annotations

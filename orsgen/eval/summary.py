@@ -18,19 +18,6 @@ Rules (also in the README):
   all scored (``None`` when there is none).
 - ``tools``: per tool, its calls, failed calls (by the environment and by the model apart),
   and mean and p90 seconds (:mod:`orsgen.runtime.records.tools`).
-
-The estimators, pure functions of per-sample outcomes:
-
-- ``pass_at_k(n, c, k)``: the unbiased estimator of Chen et al. (2021), the chance that
-  at least one of ``k`` samples drawn without replacement from ``n`` (``c`` of them
-  passing) passes: ``1 - C(n-c, k) / C(n, k)``.
-- ``pass_hat_k(n, c, k)``: the chance that all ``k`` drawn samples pass,
-  ``C(c, k) / C(n, k)`` (tau-bench's pass^k).
-- ``zero_variance(n, c, g)``: the chance that a GRPO group of ``g`` samples drawn without
-  replacement from ``n`` (``c`` passing) is all passing or all failing, so it has no
-  advantage: ``(C(c, g) + C(n-c, g)) / C(n, g)``, an unbiased estimate of ``p^g + (1-p)^g``.
-- ``mean_and_se``: a mean with its standard error (sample standard deviation / sqrt(m)).
-- ``bootstrap_interval``: a percentile bootstrap interval of a mean, seeded.
 """
 
 from __future__ import annotations
@@ -54,7 +41,8 @@ Z95 = 1.959963984540054  # the two-sided 95% quantile of the normal distribution
 
 
 def zero_variance(n: int, c: int, g: int) -> float:
-    """A group of ``g`` of the ``n`` samples (``c`` passing) all pass or all fail."""
+    """A GRPO group of ``g`` of the ``n`` samples (``c`` passing) all pass or all fail (no
+    advantage): an unbiased estimate of ``p^g + (1-p)^g``."""
     if not 0 <= c <= n or not 1 <= g <= n:
         raise ValueError(f"need 0 <= c <= n and 1 <= g <= n, got n={n}, c={c}, g={g}")
     return (math.comb(c, g) + math.comb(n - c, g)) / math.comb(n, g)
