@@ -28,11 +28,10 @@ def load_summary(run: Path) -> dict[str, Any]:
 def compare(
     a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0, force: bool = False
 ) -> dict[str, Any]:
-    """Compare two runs' summaries on the tasks both evaluated (``orsgen eval --compare``):
-    the mean per-task difference B - A in pass@1 and in mean reward, each with a 95%
-    bootstrap interval over tasks (seeded by ``seed``), and the tasks that flipped. Raises
-    :class:`RunFileError` when the runs differ in a ``MUST_MATCH`` field (what makes their
-    figures comparable), unless ``force``; the differences are then printed first."""
+    """Two runs' summaries on the tasks both evaluated: the mean per-task difference B - A in
+    pass@1 and in mean reward, each with a seeded 95% bootstrap interval over tasks, and the
+    tasks that flipped. Runs that differ in a ``MUST_MATCH`` field (what makes their figures
+    comparable) raise :class:`RunFileError` unless ``force`` (the difference shown first)."""
     differs = [k for k in MUST_MATCH if a.get(k) != b.get(k)]
     if differs and not force:
         key = differs[0]

@@ -35,15 +35,14 @@ class EvalConfig:
 
     ``endpoint`` is the endpoint's URL, or a sequence of several serving the same model
     (each request goes to the one with the fewest in flight; ``run.json`` holds them without
-    credentials or a query, one as a string, several as a list); ``n`` the samples per task. The tasks are the first ``num_tasks`` of ``split``,
-    exactly ``task_indices`` (in order), or, with neither, the whole split: its size comes
-    from the environment. A field left ``None`` is filled in by ``evaluate`` (``split``: the
-    adapter's default split; ``pass_threshold``: the adapter's; the adapter fields: the
-    generated class's, ``environment`` being its ``ENV_NAME``); a field given must agree with
-    the adapter. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I``
-    from 0): it evaluates only its part of the tasks (:meth:`tasks`), and ``orsgen eval
-    --merge`` makes one run of the ``N`` shard runs. Construction raises
-    :class:`EvalConfigError` naming the field."""
+    credentials or a query, one as a string, several as a list); ``n`` the samples per task.
+    The tasks are the first ``num_tasks`` of ``split``, exactly ``task_indices`` (in order),
+    or, with neither, the whole split. A field left ``None`` is filled in by ``evaluate``
+    (``split``, ``pass_threshold``: the adapter's; the adapter fields: the generated
+    class's, ``environment`` being its ``ENV_NAME``); a field given must agree with the
+    adapter. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I`` from
+    0), evaluating its part of the tasks (:meth:`tasks`); ``orsgen eval --merge`` makes one
+    run of the ``N``. Construction raises :class:`EvalConfigError` naming the field."""
 
     model: str
     endpoint: str | Sequence[str]
@@ -166,8 +165,7 @@ def _shard(value: Any) -> tuple[int, int]:
 
 
 def _check(c: EvalConfig) -> None:
-    """Every field on its own and in combination (the task indices are checked against
-    the split's size, from the environment, by ``orsgen.eval.run.tasks_of``)."""
+    """Every field on its own and in combination (the split's size: ``run.tasks_of``)."""
     model: Any = c.model
     if not isinstance(model, str) or not model:
         raise EvalConfigError(f"must be a non-empty string, got {model!r}", "model")

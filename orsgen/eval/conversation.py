@@ -94,8 +94,7 @@ def cut(text: str, limit: int | None) -> str:
 
 
 def _text(content: Any, limit: int | None) -> Any:
-    """A message's content for results.jsonl: text cut at ``limit``, images named, not
-    stored."""
+    """A message's content for results.jsonl: text cut at ``limit``, images only named."""
     if isinstance(content, str):
         return cut(content, limit)
     if is_array(content):
@@ -183,26 +182,19 @@ class Conversation:
         its typed schema, several ms per request at 16 messages, more than the rest of
         orsgen's turn."""
         c = self.config
-        body: dict[str, Any] = {
-            "model": c.model,
-            "messages": messages,
-            "tools": schemas or None,
-            "seed": seed,
-        }
-        body |= {"temperature": c.temperature, "max_tokens": c.max_tokens}
+        body: dict[str, Any] = {"model": c.model, "messages": messages, "seed": seed}
+        body |= {"tools": schemas or None, "temperature": c.temperature, "max_tokens": c.max_tokens}
         return self.endpoints.post({k: v for k, v in body.items() if v is not None})
 
     @staticmethod
     def open(env: Any, task_index: int, split: str) -> Opened:
         """``env.reset`` of the task: its prompt, or why it failed, and its seconds."""
-        began = time.monotonic()
+        began, prompt, failure = time.monotonic(), None, None
         try:
             prompt = env.reset(task_index=task_index, split=split)
         except Exception as exc:  # noqa: BLE001 - every failure is a verdict, not a crash
-            return Opened(
-                None, f"environment: reset failed: {describe(exc)}", time.monotonic() - began
-            )
-        return Opened(prompt, None, time.monotonic() - began)
+            failure = f"environment: reset failed: {describe(exc)}"
+        return Opened(prompt, failure, time.monotonic() - began)
 
     def run(
         self, env: Any, task_index: int, split: str, sample: int = 0, opened: Opened | None = None

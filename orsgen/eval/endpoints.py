@@ -1,27 +1,18 @@
 """The model endpoints of an evaluation (``--endpoint``, repeatable): one ``openai.OpenAI``
 client per endpoint, and one :class:`Router` that sends each request to the endpoint with
-the fewest requests in flight (ties in turn).
+the fewest requests in flight (ties in turn). The rules, as docs/evaluating.md states them:
 
-An endpoint that is not there (it refuses or drops the connection, or answers HTTP 502,
-503 or 504, which a gateway answers for a server that is not there, or 408, 409 or 429,
-busy) rests, and the request goes to another endpoint, or to the same one once its rest is
-over. The rest starts at ``FIRST_REST`` seconds and doubles, up to ``MAX_REST``, each time
-a request sent to it after its rest fails too; once its rest is over it takes one request
-at a time, and the first answer ends its outage. An outage is logged once when it starts
-and once when it ends; it is never the model's failure. When every endpoint has been down
-for the down limit, every request raises :class:`EndpointsDown`, and the run stops.
-
-An endpoint that answers a server error (HTTP 500 and the other 5xx) is up: it answered.
-Such an error, like a request that times out, is often the request's own (a tool call that
-crashes the server's parser fails the same way on every replica): the request is sent again
-at once, to another endpoint when one can take it, and fails its rollout after
-``SERVER_ERRORS`` of them. Resting the endpoint instead would make a server that fails
-many of a model's requests look down for good, and stop the run.
-
-Each client has ``max_retries=1`` (the ``openai`` default is 2, backing off 0.5 s, then
-1 s, up to 8 s): one quick retry absorbs a kept-alive connection that the server closed
-as it was reused, which is no outage; more would hold every request in flight on a dead
-endpoint for seconds, inside the client, before the router may move it.
+- an endpoint that is not there (connection refused or dropped, HTTP 502/503/504) or busy
+  (408/409/429) rests, ``FIRST_REST`` seconds doubling to ``MAX_REST`` while the request
+  after its rest fails too; once its rest is over it takes one request at a time. An
+  outage is logged when it starts and ends, and is never the model's failure; once every
+  endpoint has been down for the down limit, every request raises :class:`EndpointsDown`;
+- a server error (other 5xx) or a timeout is the request's own: the endpoint is up, and
+  the request is sent again at once, to another endpoint when one can take it, failing its
+  rollout after ``SERVER_ERRORS`` (resting would make a server that fails many of a
+  model's requests look down, and stop the run);
+- each client has ``max_retries=1``: one quick retry absorbs a kept-alive connection the
+  server closed; more would hold requests on a dead endpoint before the router may move them.
 
 Keys stay in the clients: labels, log lines, errors and counts carry public URLs only.
 """
@@ -54,15 +45,13 @@ Clock = Callable[[], float]
 
 
 class EndpointsDown(RuntimeError):
-    """Every endpoint has been down for longer than the down limit: the run stops (its
-    rows so far are kept; a resumed run goes on from them). The message names each
-    endpoint and its last failure."""
+    """Every endpoint has been down for the down limit: the run stops, its rows kept. The
+    message names each endpoint and its last failure."""
 
 
 class RequestFailed(Exception):
-    """A request's own failure (an answer such as HTTP 400, or ``SERVER_ERRORS`` server
-    errors): its rollout's verdict is ``failed``, and this text, naming the endpoint, its
-    reason."""
+    """A request's own failure (such as HTTP 400, or ``SERVER_ERRORS`` server errors): its
+    rollout is ``failed``, for this reason (naming the endpoint)."""
 
 
 def public_url(url: str) -> str:
@@ -132,8 +121,7 @@ class Endpoint:
 
 
 class Router:
-    """Which endpoint takes the next request, and each endpoint's outages, under one lock
-    (``clock``: seconds, for the rests and the down limit)."""
+    """Which endpoint takes the next request, and each endpoint's outages, under one lock."""
 
     def __init__(
         self,
@@ -150,9 +138,9 @@ class Router:
         self._stopped: str | None = None  # why every request now raises EndpointsDown
 
     def take(self, avoid: Endpoint | None = None) -> tuple[Endpoint, bool]:
-        """The endpoint of the next request (another than ``avoid`` when one can take it),
-        and whether it is down (the request is then the one it takes after its rest). Waits while every endpoint rests; raises
-        :class:`EndpointsDown` once every one has been down for the down limit."""
+        """The endpoint of the next request (not ``avoid`` when another can take it), and
+        whether it is down (this is its one request after its rest). Waits while every
+        endpoint rests; raises :class:`EndpointsDown` once all are down for the limit."""
         with self._ready:
             while True:
                 now = self._clock()
@@ -200,13 +188,9 @@ class Router:
             endpoint.in_flight -= 1
             endpoint.failures += failed
             if endpoint.down_since is not None:
-                gone = self._clock() - endpoint.down_since
-                log.warning(
-                    "endpoint %s is back after %.1f s (%d failed requests)",
-                    endpoint.label,
-                    gone,
-                    endpoint.failed_in_outage,
-                )
+                gone = (self._clock() - endpoint.down_since, endpoint.failed_in_outage)
+                said = "endpoint %s is back after %.1f s (%d failed requests)"
+                log.warning(said, endpoint.label, *gone)
                 endpoint.down_since = None
                 self._ready.notify_all()
 
@@ -218,8 +202,7 @@ class Router:
             self._ready.notify_all()  # a resting endpoint may take its next try
 
     def failed(self, endpoint: Endpoint, resting: bool, error: str) -> None:
-        """``endpoint`` is not there for a request sent while it rested (``resting``) or
-        not: it rests."""
+        """``endpoint`` is not there (for its request after a rest: ``resting``): it rests."""
         with self._ready:
             now = self._clock()
             endpoint.in_flight -= 1
@@ -245,8 +228,7 @@ class Router:
             self._ready.notify_all()
 
     def counts(self, earlier: Mapping[str, Any] | None = None) -> dict[str, dict[str, int]]:
-        """Each endpoint's counts by its public URL, added to ``earlier`` ones (a resumed
-        run's)."""
+        """Each endpoint's counts by its public URL, added to a resumed run's ``earlier``."""
         names = ("requests", "failures", "outages")
         ours = {e.label: {name: getattr(e, name) for name in names} for e in self.endpoints}
         return added_counts(earlier or {}, ours)
@@ -266,8 +248,7 @@ def added_counts(*counts: Mapping[str, Any]) -> dict[str, dict[str, int]]:
 
 
 class Endpoints:
-    """The run's endpoints (``urls`` with their ``keys``, see :func:`keyed`), one client
-    each: :meth:`post` sends a chat-completions body through the router."""
+    """The run's endpoints (``urls`` with their ``keys``, see :func:`keyed`), one client each."""
 
     def __init__(
         self,

@@ -101,9 +101,8 @@ def select(
     allow_splits: Iterable[str] = (),
 ) -> PairSelection:
     """The pairs of ``run_dirs``, and how they were chosen. Raises :class:`SftError`."""
-    runs = open_runs(
-        run_dirs, per_task, allow_splits, {**SAME, "pass_threshold": "pass thresholds"}
-    )
+    same = {**SAME, "pass_threshold": "pass thresholds"}
+    runs = open_runs(run_dirs, per_task, allow_splits, same)
     chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
     try:
         found = _candidates(chosen)
@@ -113,9 +112,8 @@ def select(
     if not chosen.rows:
         names = ", ".join(str(r.path) for r in runs)
         rejected = "non-passing (scored" + (" or unfinished)" if unfinished else ")")
-        dropped = f"; {chosen.no_contrast} pairs without contrast dropped" * (
-            chosen.no_contrast > 0
-        )
+        flat = chosen.no_contrast
+        dropped = f"; {flat} pairs without contrast dropped" if flat else ""
         raise SftError(
             f"no task of {names} has both a passing rollout and a {rejected} one{dropped}: "
             "no pair to write; sample more (-n) at a temperature above 0"
@@ -155,9 +153,7 @@ def _candidates(chosen: PairSelection) -> tuple[dict[str, array[int]], bytearray
                 columns[name].append(value)
             for what in (text + tools, json.dumps(turns, sort_keys=True, ensure_ascii=False)):
                 hashes += hashlib.blake2b(what.encode(), digest_size=16).digest()
-        rollouts, passing, failing = counts
-        chosen.rollouts[run.name], chosen.passing[run.name] = rollouts, passing
-        chosen.failing[run.name] = failing
+        chosen.rollouts[run.name], chosen.passing[run.name], chosen.failing[run.name] = counts
     return columns, hashes, list(splits)
 
 
@@ -265,9 +261,8 @@ def export(
     unfinished: bool = False,
     allow_splits: Iterable[str] = (),
 ) -> PairSelection:
-    """Write the pairs of ``run_dirs`` (:func:`select`) to ``out`` as a ``datasets.Dataset``
-    (``load_from_disk``) with its dataset card. ``out`` must not hold anything yet. Raises
-    :class:`SftError` (a ``ValueError``) with a one-line message."""
+    """Write the pairs of ``run_dirs`` (:func:`select`) to ``out``, which must hold nothing
+    yet, as a ``datasets.Dataset`` with its dataset card. Raises :class:`SftError`."""
     target = new_out(out)
     chosen = select(run_dirs, per_task=per_task, unfinished=unfinished, allow_splits=allow_splits)
     # Pair rows are large (two conversations): save_to_disk's worker, copying 64 MB shards

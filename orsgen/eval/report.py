@@ -4,9 +4,12 @@ backend: no display needed)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from orsgen.eval.summary import no_gradient_tasks
 
 REPORT_FILE = "report.md"
 PASS_PNG = "pass_rate.png"
@@ -95,9 +98,8 @@ def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[s
 
 
 def _histogram(plt: Any, counts: Any, edges: Any, color: str, labels: Any, title: str) -> Any:
-    """A histogram of counts binned here, each bin's count on it: only the bins go to
-    matplotlib (its hist of 100,000 floats takes 25 MB and seconds); a bin's left edge
-    weighted by its count draws the same."""
+    """Counts binned by numpy, each bin's count on it: matplotlib's hist of 100,000 floats
+    takes 25 MB and seconds; a bin's left edge weighted by its count draws the same."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     counts, _edges, patches = ax.hist(edges[:-1], bins=edges, weights=counts, color=color, zorder=2)
     ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
@@ -127,8 +129,7 @@ def task_table(summary: Mapping[str, Any]) -> list[str]:
 
 
 def tool_table(summary: Mapping[str, Any]) -> list[str]:
-    """The per-tool table: each tool's calls, failed calls (by the environment and by the
-    model apart), mean and p90 seconds; nothing when no tool was called."""
+    """The per-tool table (``summary.json``'s ``tools``); nothing when no tool was called."""
     tools: Mapping[str, Mapping[str, Any]] = summary.get("tools") or {}
     if not tools:
         return []
@@ -171,11 +172,8 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
         what = "pass@1 per task" if len(summary["per_task"]) <= MAX_BARS else "pass@1 of the tasks"
         lines += ["", f"![{what}]({PASS_PNG})", "", f"![rewards]({REWARD_PNG})"]
     lines += [*tool_table(summary), "", *task_table(summary)]
-    reasons: dict[str, int] = {}
-    for row in rows:
-        if row["verdict"] != "scored":
-            key = f"{row['verdict']}: {str(row.get('reason'))[:120]}"
-            reasons[key] = reasons.get(key, 0) + 1
+    unscored = (r for r in rows if r["verdict"] != "scored")
+    reasons = Counter(f"{r['verdict']}: {str(r.get('reason'))[:120]}" for r in unscored)
     if reasons:
         lines += ["", "## Unscored rollouts", ""]
         lines += [f"- {count} x {why}" for why, count in sorted(reasons.items())]
@@ -184,8 +182,6 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
 
 def _zero_variance(summary: Mapping[str, Any]) -> list[str]:
     """The share of GRPO groups of n rollouts with no gradient, and the tasks that give none."""
-    from orsgen.eval.summary import no_gradient_tasks
-
     n = int(summary["n"])
     share = summary.get("zero_variance_share", {}).get(str(n))
     if n < 2:

@@ -130,9 +130,8 @@ class Records(Sequence[Record]):
 
 
 def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
-    """Write JSON atomically (a temporary file renamed over the target). ``sort_keys=False``
-    keeps the key order, which is part of the text when it is rendered for a model. A
-    read-only mapping (a summary's shared figures) is written as the object it reads as."""
+    """Write JSON atomically (renamed over the target); ``sort_keys=False`` keeps the key
+    order (part of the text a model is shown). A read-only mapping is written as a dict."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:  # in chunks: no second copy as one string
         json.dump(value, fh, indent=2, sort_keys=sort_keys, default=dict)

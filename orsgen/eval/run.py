@@ -93,10 +93,10 @@ class EvalResult(FinishedRun):
 
     def transcript(self, task_index: int, sample: int = 0) -> dict[str, Any] | None:
         """The row of (``task_index``, ``sample``), messages included, or ``None``."""
-        for row in self.transcripts():
-            if row["task_index"] == task_index and row["sample"] == sample:
-                return row
-        return None
+        wanted = (task_index, sample)
+        return next(
+            (r for r in self.transcripts() if (r["task_index"], r["sample"]) == wanted), None
+        )
 
 
 def shown(value: float | None) -> str:
@@ -109,8 +109,7 @@ def _adapter_factory(
     adapter: AdapterConfig | Mapping[str, Any] | None,
     rollout_timeout: float | None,
 ) -> Callable[[], Any]:
-    """What makes the run's adapters: ``env`` with ``adapter``'s settings, or ``env`` itself
-    (a factory)."""
+    """What makes the run's adapters: ``env`` with ``adapter``'s settings, or the factory."""
     from orsgen.runtime.config import AdapterConfig
 
     if not isinstance(env, type):
@@ -217,8 +216,7 @@ def finish(
 
 
 def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan:
-    """Everything checked before the first rollout (one ``/num_tasks`` request): ``given``
-    with the fields that come from the environment filled in."""
+    """``given`` checked and filled in from the environment (one ``/num_tasks`` request)."""
     from orsgen.runtime import dataset
 
     here = probe.rollout.here

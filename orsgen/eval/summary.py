@@ -26,6 +26,7 @@ import functools
 import itertools
 import math
 import random
+from collections import defaultdict
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,11 +109,7 @@ def _curve(estimator: Callable[[int, int, int], float], n: int, c: int) -> Mappi
 def _task_figures(t: _Tally, curve: Callable[..., Mapping[str, float]]) -> dict[str, Any]:
     mean, se = mean_and_se(t.rewards)
     return {
-        "samples": t.samples,
-        "scored": t.scored,
-        "unfinished": t.unfinished,
-        "failed": t.failed,
-        "passed": t.passed,
+        **{k: getattr(t, k) for k in ("samples", "scored", "unfinished", "failed", "passed")},
         "mean_reward": mean,
         "mean_reward_se": se,
         "pass_at_k": curve(pass_at_k, t.samples, t.passed),
@@ -154,21 +151,15 @@ def no_gradient_tasks(per_task: Sequence[Mapping[str, Any]], n: int) -> list[int
 def summarize(
     rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any], tools: ToolTally | None = None
 ) -> dict[str, Any]:
-    """The summary of ``rows`` (one per (task, sample) of ``config``), in one pass that
-    keeps per-task counts and the rewards as floats, never the rows: its memory grows
-    with the tasks, not with the transcripts or the row objects. Tasks with the same
-    counts share their ``pass_at_k`` / ``pass_hat_k`` figures, as read-only mappings.
-    ``tools`` holds the rows' tool calls (:mod:`orsgen.runtime.records.tools`), folded in as they were
-    read."""
+    """The summary of ``rows`` (one per (task, sample) of ``config``; ``tools``: their tool
+    calls), in one pass that keeps per-task counts and rewards, never the rows: memory grows
+    with the tasks only (tasks with the same counts share their pass@k mappings)."""
     n, threshold = int(config["n"]), float(config["pass_threshold"])
     unfinished_reward = config.get("unfinished_reward")
-    by_task: dict[int, _Tally] = {int(i): _Tally() for i in config["task_indices"]}
+    by_task = defaultdict(_Tally, {int(i): _Tally() for i in config["task_indices"]})
     every = array("d")  # each rollout's reward, 0.0 for none
     for row in rows:
-        index = int(row["task_index"])
-        task = by_task.get(index)
-        if task is None:
-            task = by_task[index] = _Tally()
+        task = by_task[int(row["task_index"])]
         verdict, reward = row["verdict"], row.get("reward")  # Any: a number when scored
         value: float | None = float(reward) if isinstance(reward, (int, float)) else None
         passed = _passes(value, threshold)  # the pass rule, as passes(row) applies it

@@ -37,9 +37,8 @@ from orsgen.runtime.errors import describe
 
 
 class Adapters:
-    """The adapters of a run: the probe (made for the configuration, then the first
-    worker's), the workers' (one each, two when sessions open ahead), all closed by
-    :meth:`close` on every path."""
+    """The adapters of a run: the probe, then the workers' (one each, two when sessions open
+    ahead), all closed by :meth:`close` on every path."""
 
     def __init__(self, make: Callable[[], Any]) -> None:
         self._make = make
@@ -48,16 +47,15 @@ class Adapters:
         self._spare: list[Any] = []
 
     def probe(self) -> Any:
-        env = self._make()
+        """The first adapter: what the run is checked against, then a worker's."""
+        env = self.take()
         self.kind: type = type(env)
         # Whether sessions open ahead: not under a rollout deadline, which counts from the
         # session's open and which a session opened ahead would spend waiting, nor under a
         # session cap, where it would hold a place (or wait for one, up to reconnect_for).
         deadline = getattr(env.rollout.settings, "rollout_timeout", None)
         self.ahead = deadline is None and getattr(env.rollout.here, "max_sessions", None) is None
-        with self._lock:
-            self._opened.append(env)
-            self._spare.append(env)
+        self._spare.append(env)  # before any worker starts
         return env
 
     def take(self) -> Any:
@@ -71,8 +69,7 @@ class Adapters:
         return env
 
     def close(self) -> None:
-        """Close every adapter, even when one's close raises (an error is raised once all
-        are closed)."""
+        """Close every adapter, even when one's close raises (raised once all are closed)."""
         with self._lock:
             opened, self._opened = self._opened, []
             self._spare = []
@@ -83,8 +80,7 @@ class Adapters:
 
 @dataclass
 class Plan:
-    """What a run does: its config (every field filled in), its output directory, the
-    endpoint counts of the run it resumes, and the records it already has (resumed)."""
+    """What a run does (its config every field filled in), and what a resumed one did."""
 
     config: EvalConfig
     out: Path | None
@@ -102,8 +98,7 @@ class Plan:
 
 
 class Groups:
-    """The rows of the groups still running, per task (``expected``: how many rollouts
-    of each task this run makes)."""
+    """The rows of the groups still running, per task (``expected``: rollouts per task)."""
 
     def __init__(self, expected: Mapping[int, int]) -> None:
         self._expected = dict(expected)
@@ -135,16 +130,12 @@ class Groups:
 
 def _judge(env: Any, answers: list[str]) -> tuple[list[float] | None, str | None]:
     """The group's scores, or ``None`` and why there are none."""
-    if env is None:
-        return None, "group judge: the rollout had no adapter"
     try:
         scores = env.rollout.score_group(answers)
     except Exception as exc:  # noqa: BLE001 - no group score is a row that says why
         return None, f"group judge: {describe(exc)}"
-    if scores is None:
-        why = getattr(env.rollout, "group_error", None) or "no session to judge on"
-        return None, f"group judge: {why}"
-    return scores, None
+    why = getattr(env.rollout, "group_error", None) or "no session to judge on"
+    return scores, None if scores is not None else f"group judge: {why}"
 
 
 def _row(
@@ -167,8 +158,7 @@ def run_all(
     show: bool,
     log: ResultsLog | None,
 ) -> None:
-    """Run ``plan``'s pairs still to run, each row added to ``plan.done`` (a progress bar
-    on stderr with ``show``, none when nothing is left to run)."""
+    """Run ``plan``'s pairs still to run, each row added to ``plan.done``."""
     tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
 
     expected = plan.expected()
@@ -224,10 +214,8 @@ def run_all(
         other = adapters.take() if opener is not None else None
         pair, opening = taken(), None
         while pair is not None and not stop.is_set():
-            if opening is not None:
-                opened = opening.result()
-            else:  # the first, or each one with no opening ahead: the next opens after it
-                opened = conversation.open(env, pair[0], split)
+            # The first, or each one with no opening ahead, opens now.
+            opened = opening.result() if opening else conversation.open(env, pair[0], split)
             following, opening = taken(), None
             if following is not None and opener is not None and other is not None:
                 opening = opener.submit(conversation.open, other, following[0], split)
