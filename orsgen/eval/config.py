@@ -17,10 +17,9 @@ ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 
 class EvalConfigError(ValueError):
-    """An unusable configuration, found before the first rollout (``orsgen eval`` says it
-    in one line and exits 2). ``field`` names the :class:`EvalConfig` field (or
-    ``evaluate`` keyword) at fault, if one is: the message is then ``field`` followed by
-    ``problem``, and ``orsgen eval`` names its option instead."""
+    """An unusable configuration, found before the first rollout (``orsgen eval``: exit 2).
+    ``field`` names the :class:`EvalConfig` field (or ``evaluate`` keyword) at fault, if one
+    is: the message is ``field`` then ``problem``, and ``orsgen eval`` names its option."""
 
     def __init__(self, problem: str, field: str | None = None) -> None:
         super().__init__(problem if field is None else f"{field} {problem}")
@@ -129,10 +128,12 @@ class EvalConfig:
 
 def adapter_identity(klass: type) -> dict[str, Any]:
     """The adapter fields of a config, from the generated class ``klass``."""
+    package = klass.__module__.rpartition(".")[0]
+    version = sys.modules.get(f"{package}.version") or sys.modules.get(package)
     return {
         "environment": getattr(klass, "ENV_NAME", None),
         "adapter": klass.__qualname__,  # not the module: it depends on the import path
-        "adapter_version": _package_version(klass),
+        "adapter_version": getattr(version, "__version__", None),
         "tools_sha256": str(getattr(klass, "TOOLS_SHA256", "")),
     }
 
@@ -196,9 +197,3 @@ def _check(c: EvalConfig) -> None:
 
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _package_version(klass: type) -> str | None:
-    package = klass.__module__.rpartition(".")[0]
-    module = sys.modules.get(f"{package}.version") or sys.modules.get(package)
-    return getattr(module, "__version__", None)

@@ -139,13 +139,6 @@ def _tool_content(result: Any) -> Any:
     return parts
 
 
-def _arguments(text: str | None) -> dict[str, Any]:
-    value = json.loads(text or "{}")
-    if not is_object(value):
-        raise ValueError(f"tool arguments must be a JSON object, got {text!r}")
-    return dict(value)
-
-
 def request_seed(seed: int | None, task_index: int, sample: int, turn: int) -> int | None:
     """The ``seed`` of one request: one per (task, sample, turn), derived from ``--seed``. One
     seed for every request would make a server that reseeds per request (``transformers
@@ -174,18 +167,6 @@ class Conversation:
             self._schemas[kind] = tool_schemas(tools)
         return self._schemas[kind]
 
-    def _complete(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], seed: int | None
-    ) -> Any:
-        """One ``POST /chat/completions`` through the endpoints' router. The body goes as
-        JSON as it is: ``chat.completions.create`` would first walk every message against
-        its typed schema, several ms per request at 16 messages, more than the rest of
-        orsgen's turn."""
-        c = self.config
-        body: dict[str, Any] = {"model": c.model, "messages": messages, "seed": seed}
-        body |= {"tools": schemas or None, "temperature": c.temperature, "max_tokens": c.max_tokens}
-        return self.endpoints.post({k: v for k, v in body.items() if v is not None})
-
     @staticmethod
     def open(env: Any, task_index: int, split: str) -> Opened:
         """``env.reset`` of the task: its prompt, or why it failed, and its seconds."""
@@ -199,9 +180,8 @@ class Conversation:
     def run(
         self, env: Any, task_index: int, split: str, sample: int = 0, opened: Opened | None = None
     ) -> Rollout:
-        """The rollout of (``task_index``, ``sample``) on ``env``, its session opened here or
-        already (``opened``: :meth:`open` of the same adapter and task). Its seconds count
-        the open's own, not the wait between the open and this call."""
+        """The rollout of (``task_index``, ``sample``) on ``env``, opened here or already
+        (``opened``); its seconds count the open's own, not a wait after it."""
         if opened is None:
             opened = self.open(env, task_index, split)
         out = Rollout(reason=opened.failure)
@@ -251,10 +231,14 @@ class Conversation:
             limit = self.deadline
             if limit is not None and time.monotonic() - started >= limit:
                 return f"rollout deadline ({limit:g} s) passed", None
-            asked = time.monotonic()
+            c, asked = self.config, time.monotonic()
+            seed = request_seed(c.seed, *where, out.turns)
+            # The body goes as JSON as it is: chat.completions.create would first walk every
+            # message against its typed schema, several ms a request at 16 messages.
+            body: dict[str, Any] = dict(model=c.model, messages=messages, seed=seed)
+            body |= dict(tools=schemas or None, temperature=c.temperature, max_tokens=c.max_tokens)
             try:
-                seed = request_seed(self.config.seed, *where, out.turns)
-                response = self._complete(messages, schemas, seed)
+                response = self.endpoints.post({k: v for k, v in body.items() if v is not None})
             except RequestFailed as exc:  # the endpoints' outages are routed around
                 return None, str(exc)
             finally:
@@ -291,12 +275,14 @@ class Conversation:
         tools: dict[str, Callable[..., Any]], name: str, arguments: str | None
     ) -> tuple[Any, bool]:
         """The tool's result, or TRL's ``{"error": str(e)}`` for a call that raised; and
-        whether the call reached the adapter, which records it (an unknown tool, or
-        arguments the method cannot take, never get there)."""
+        whether it reached the adapter, which records it (a wrong name or arguments do not)."""
         try:
             if name not in tools:
                 raise ValueError(f"Tool {name} not found.")
-            return tools[name](**_arguments(arguments)), True
+            given = json.loads(arguments or "{}")
+            if not is_object(given):
+                raise ValueError(f"tool arguments must be a JSON object, got {arguments!r}")
+            return tools[name](**given), True
         except ToolCallFailure as exc:  # recorded by the adapter's rollout
             return {"error": str(exc)}, True
         except Exception as exc:  # noqa: BLE001 - the model sees the error, as in training

@@ -78,9 +78,8 @@ def keyed(urls: Sequence[str], keys: str | Sequence[str] | None) -> list[tuple[s
 
 
 def check(keyed_urls: Sequence[tuple[str, str]]) -> None:
-    """Before a run (``orsgen eval``): raise :class:`EvalConfigError` when no endpoint
-    answers, or when one refuses its key (a server that lacks ``/models`` is fine; one
-    that does not answer, of several, rests once the run starts)."""
+    """Before a run (``orsgen eval``): raise :class:`EvalConfigError` when no endpoint answers
+    or one refuses its key (one that lacks ``/models`` is fine)."""
     import openai
 
     silent: list[str] = []
@@ -143,8 +142,9 @@ class Router:
         endpoint rests; raises :class:`EndpointsDown` once all are down for the limit."""
         with self._ready:
             while True:
-                now = self._clock()
-                since = self._all_down_since()
+                now, down = self._clock(), [e.down_since for e in self.endpoints]
+                # Since when every endpoint is down (when the last one went down), or None.
+                since = None if None in down else max(s for s in down if s is not None)
                 if self._stopped is None and since is not None and now - since >= self.down_limit:
                     said = ", ".join(f"{e.label} ({e.last_error})" for e in self.endpoints)
                     self._stopped = (
@@ -163,11 +163,6 @@ class Router:
                 ends = [e.rest_until for e in self.endpoints if e.rest_until > now]
                 limit = (now if since is None else since) + self.down_limit
                 self._ready.wait(min([limit, *ends]) - now)
-
-    def _all_down_since(self) -> float | None:
-        """Since when every endpoint is down (when the last one went down), or ``None``."""
-        since = [e.down_since for e in self.endpoints]
-        return None if None in since else max(s for s in since if s is not None)
 
     def _choose(self, now: float, avoid: Endpoint | None) -> Endpoint | None:
         count = len(self.endpoints)
@@ -308,9 +303,8 @@ class Endpoints:
 
 
 def _fault(exc: BaseException) -> Literal["away", "server", "timeout"] | None:
-    """Whose failure: the endpoint's, not there or busy (``away``), a server error or no
-    answer in time on this request (``server``, ``timeout``), or the request's own answer
-    (``None``: any other 4xx)."""
+    """Whose failure: the endpoint's, not there or busy (``away``); this request's, a server
+    error or no answer in time (``server``, ``timeout``), or any other 4xx (``None``)."""
     import openai
 
     if isinstance(exc, openai.APITimeoutError):

@@ -20,16 +20,11 @@ chosen rollout once, and the P x F pairs come in a fixed order. Then:
 - at most ``per_task`` pairs of a task (over all runs): the earliest rounds first, then by
   run and ``a``.
 
-**A row** is TRL's conversational preference format: ``prompt`` (the messages before the
-first assistant turn), ``chosen`` and ``rejected`` (the assistant and ``tool`` messages
-after it, ending on an assistant turn, as an ``orsgen sft`` row does: the environment's
-answer to the last call is not part of them), ``tools`` (the JSON schemas the model saw, as
-one JSON string), and ``task_index``, ``split``, ``chosen_reward``, ``rejected_reward``
-(``None`` for an unfinished rollout without one) and ``run``.
-
-Memory stays flat in the number of rollouts, as in ``orsgen sft``: the first pass keeps a
-few numbers and two hashes per candidate rollout; the second reads each kept pair's two
-lines back into ``datasets.Dataset.from_generator``.
+**A row** (:data:`COLUMNS`) is TRL's conversational preference format: ``prompt`` (the
+messages before the first assistant turn), ``chosen`` and ``rejected`` (those after it,
+ending on an assistant turn as an ``orsgen sft`` row does), ``tools`` and provenance.
+Memory stays flat: the first pass keeps a few numbers and two hashes per candidate; the
+second reads each kept pair's two lines back.
 """
 
 from __future__ import annotations
@@ -126,10 +121,9 @@ _COLUMNS = ("run", "split", "task", "good", "length", "sample", "offset")
 
 
 def _candidates(chosen: PairSelection) -> tuple[dict[str, array[int]], bytearray, list[str]]:
-    """The first pass: a few numbers per chosen or rejected candidate with a transcript
-    (columns of :data:`_COLUMNS`; ``good`` is 1 for a chosen one), and two 16-byte hashes in
-    a 32-byte row of the ``bytearray``: of its transcript and tools, and of its assistant
-    turns."""
+    """The first pass: a few numbers per candidate with a transcript (:data:`_COLUMNS`;
+    ``good`` 1 for a chosen one), and two 16-byte hashes in a 32-byte row of the
+    ``bytearray``: of its transcript and tools, and of its assistant turns."""
     columns = {name: array("q") for name in _COLUMNS}
     hashes, splits = bytearray(), dict[str, int]()
     for number, run in enumerate(chosen.runs):

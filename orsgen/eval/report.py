@@ -55,10 +55,15 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
 def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
     """pass@1 per task: a labelled bar per task (zero bars marked), the model in the title;
     past ``MAX_BARS`` tasks, a histogram of the tasks' pass@1 (the table has each task)."""
-    per_task = summary["per_task"]
+    per_task, model = summary["per_task"], summary["model"]
     values = [float(t["pass_at_k"].get("1", 0.0)) for t in per_task]
+    where = f"(n={summary['n']}, split {summary['split']!r})"
     if len(per_task) > MAX_BARS:
-        return _pass_histogram(plt, summary, values)
+        import numpy
+
+        counts, edges = numpy.histogram(values, bins=20, range=(0.0, 1.0))
+        title = f"{model}: pass@1 of {len(values)} tasks {where}"
+        return _histogram(plt, counts, edges, "C0", ("pass@1", "tasks"), title)
     xs = [float(i) for i in range(len(per_task))]
     fig, ax = plt.subplots(figsize=(max(6.4, 0.5 * len(per_task) + 2), 4.2))
     bars = ax.bar(xs, values, width=0.7, color="C0", zorder=2)
@@ -68,21 +73,10 @@ def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
     ax.tick_params(axis="x", labelrotation=45 if len(per_task) > 8 else 0, labelsize=8)
     ax.set_ylim(-0.03, 1.12)  # room under 0 for the zero marks
     ax.set_ylabel("pass@1")
-    ax.set_title(
-        f"{summary['model']}: pass@1 per task (n={summary['n']}, split {summary['split']!r})",
-        fontsize=10,
-    )
+    ax.set_title(f"{model}: pass@1 per task {where}", fontsize=10)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     fig.tight_layout()
     return fig
-
-
-def _pass_histogram(plt: Any, summary: Mapping[str, Any], values: Sequence[float]) -> Any:
-    import numpy
-
-    counts, edges = numpy.histogram(values, bins=20, range=(0.0, 1.0))
-    title = f"pass@1 of {len(values)} tasks (n={summary['n']}, split {summary['split']!r})"
-    return _histogram(plt, counts, edges, "C0", ("pass@1", "tasks"), f"{summary['model']}: {title}")
 
 
 def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Any:

@@ -157,9 +157,8 @@ def read_records(path: Path) -> Records:
 
 
 def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, Any]:
-    """Refuse to mix runs: a directory with rows needs ``--resume``, ``--resume`` needs a
-    run to continue, and the same configuration (the first difference is named). Returns
-    the endpoint counts the run continued recorded (none for a new run)."""
+    """Refuse to mix runs: rows need ``--resume``, which needs a run to continue with the same
+    configuration (the first difference named). Returns the resumed run's endpoint counts."""
     run_file = out / RUN_FILE
     if not run_file.exists():
         if (out / RESULTS_FILE).exists():

@@ -14,13 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orsgen.eval import report
-from orsgen.eval.config import (
-    ADAPTER_FIELDS,
-    DEFAULT_MAX_TURNS,
-    EvalConfig,
-    EvalConfigError,
-    adapter_identity,
-)
+from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
 from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
@@ -40,8 +34,6 @@ from orsgen.runtime.rundir import (
 
 if TYPE_CHECKING:
     from orsgen.runtime.config import AdapterConfig
-
-__all__ = ["DEFAULT_MAX_TURNS", "EvalResult", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -154,12 +146,8 @@ def evaluate(
     The rest says how the run goes, not what it is: ``concurrency`` rollouts at once, each
     bounded by ``rollout_timeout`` seconds, ``endpoint_api_key`` (one key for every
     endpoint or one per endpoint; never written), results to ``out`` when given
-    (``resume=True`` continues the run there). An endpoint that fails requests rests and
-    the others take them; ``run.json``'s ``endpoint_counts`` holds each endpoint's
-    requests, failures and outages.
-    ``on_start(config, left)`` is called once the configuration is checked, before the
-    first rollout, with the number of rollouts left to run (0: a resumed run that was
-    complete).
+    (``resume=True`` continues the run there). ``on_start(config, left)`` is called before
+    the first rollout with the number of rollouts left to run (0: the run was complete).
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
     configuration, always before the first rollout; :class:`~orsgen.EndpointsDown` (a

@@ -129,23 +129,17 @@ def _averaged(per_task: Sequence[Mapping[str, Any]], key: str, n: int) -> dict[s
 
 def zero_variance_share(per_task: Sequence[Mapping[str, Any]], n: int) -> dict[str, float | None]:
     """``{"2": share, ..., "n": share}`` over the tasks with all ``n`` samples scored."""
-    full = [t for t in per_task if t["samples"] == n and t["scored"] == n]
-    return {
-        str(g): (
-            sum(zero_variance(n, int(t["passed"]), g) for t in full) / len(full) if full else None
-        )
-        for g in range(2, n + 1)
-    }
+    full = [int(t["passed"]) for t in per_task if t["samples"] == n and t["scored"] == n]
+    if not full:
+        return dict.fromkeys(map(str, range(2, n + 1)))
+    return {str(g): sum(zero_variance(n, c, g) for c in full) / len(full) for g in range(2, n + 1)}
 
 
 def no_gradient_tasks(per_task: Sequence[Mapping[str, Any]], n: int) -> list[int]:
     """The tasks, all ``n`` samples scored, that pass always or never: a GRPO group of
     ``n`` rollouts of one of them has no gradient."""
-    return [
-        int(t["task_index"])
-        for t in per_task
-        if t["samples"] == n and t["scored"] == n and int(t["passed"]) in (0, n)
-    ]
+    full = (t for t in per_task if t["samples"] == n and t["scored"] == n)
+    return [int(t["task_index"]) for t in full if int(t["passed"]) in (0, n)]
 
 
 def summarize(

@@ -1,8 +1,6 @@
-"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads,
-which take the next (task, sample) as they finish the last: memory does not grow with the
-number of rollouts. Each worker opens its next rollout's session while the current one runs
-(on a second adapter). Every (task, sample) gets exactly one row, written as it
-completes; a failure is a row, never a stopped run.
+"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads, each
+taking the next (task, sample) as it finishes the last. Every (task, sample) gets exactly
+one row, written as it completes; a failure is a row, never a stopped run.
 
 Environments that judge groups (ORS ``score_group``) are evaluated as trained: the samples
 of one task are one group, judged together on their final answers once the last of them
@@ -18,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import itertools
 import sys
 import threading
 from collections import Counter
@@ -116,7 +115,6 @@ class Groups:
                 return []
             del self._parked[task_index]
         scores, why = _judge(env, [answer for _, answer in parked])
-        out: list[dict[str, Any]] = []
         for i, (judged, _) in enumerate(parked):
             score = scores[i] if scores is not None else None
             judged["group_reward"] = score
@@ -124,8 +122,7 @@ class Groups:
                 judged.update(reward=score, verdict="scored", reason=None)
             elif why is not None:
                 judged["reason"] = why if not judged["reason"] else f"{judged['reason']}; {why}"
-            out.append(judged)
-        return sorted(out, key=lambda r: int(r["sample"]))
+        return sorted((row for row, _ in parked), key=lambda r: int(r["sample"]))
 
 
 def _judge(env: Any, answers: list[str]) -> tuple[list[float] | None, str | None]:
@@ -163,14 +160,9 @@ def run_all(
 
     expected = plan.expected()
     total = sum(expected.values())
-    n, have = plan.config.n, plan.have
-    pairs = (
-        (task, sample) for task in plan.tasks for sample in range(n) if (task, sample) not in have
-    )
-    take = threading.Lock()
+    pairs = (p for p in itertools.product(plan.tasks, range(plan.config.n)) if p not in plan.have)
     stop = threading.Event()
     lock = threading.Lock()
-    records = plan.done
     split, threshold = str(plan.config.split), plan.config.pass_threshold or 0.0
     running = [0, 0, 0]  # rollouts, scored, passed: the progress bar's figures
     bar = tqdm(total=total, disable=not show or not total, unit="rollout", file=sys.stderr)
@@ -198,10 +190,10 @@ def run_all(
             if log is not None:
                 log.append(finished)
             with lock:
-                records.add(finished)
+                plan.done.add(finished)
 
     def taken() -> tuple[int, int] | None:
-        with take:
+        with lock:
             return None if stop.is_set() else next(pairs, None)
 
     # Sessions open ahead: while a worker's rollout runs on one adapter, its other adapter
