@@ -328,9 +328,7 @@ def server_message(exc: BaseException) -> str:
         said = said or body.get("message") or body.get("detail")
     elif isinstance(body, str):
         said = body
-    if not said:
-        response = getattr(exc, "response", None)
-        said = getattr(response, "text", "") if response is not None else ""
+    said = said or getattr(getattr(exc, "response", None), "text", "")
     return " ".join(str(said or "").split())[:300]
 
 
