@@ -233,9 +233,8 @@ def _required(args: argparse.Namespace) -> None:
 
 
 def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
-    """The :class:`EvalConfig` of the options, ``--split`` checked against the splits the
-    package's snapshot.json records and ``--indices`` against that split's size (no
-    network: the environment checks them again)."""
+    """The :class:`EvalConfig` of the options, ``--split`` and ``--indices`` checked against
+    the package's snapshot.json (no network: the environment checks them again)."""
     from orsgen.snapshot.errors import TargetError
     from orsgen.snapshot.model import SnapshotError, load_text
     from orsgen.snapshot.splits import choose_split
@@ -361,8 +360,7 @@ def _report_upload(run_name: str) -> None:
     from orsgen.runtime.upload.uploader import EXIT_BUDGET, uploader
 
     up = uploader()
-    done = up.flush(EXIT_BUDGET)
-    left = "" if done else f"; gave up waiting after {EXIT_BUDGET:g} s"
+    left = "" if up.flush(EXIT_BUDGET) else f"; gave up waiting after {EXIT_BUDGET:g} s"
     print(
         f"runs UI: {up.uploaded} rollouts uploaded to run {run_name!r}, "
         f"{up.dropped_total} dropped{left}",

@@ -17,8 +17,7 @@ MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_th
 
 
 def load_summary(run: Path) -> dict[str, Any]:
-    """The ``summary.json`` of a run directory (or that file itself); a missing or unreadable
-    one raises :class:`RunFileError` naming it."""
+    """The ``summary.json`` of a run directory (or that file); :class:`RunFileError` if none."""
     try:
         return read_summary(run) if run.is_dir() else read_json(run)
     except RunDirError as exc:

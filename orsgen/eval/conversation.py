@@ -189,11 +189,10 @@ class Conversation:
         out.seconds = out.environment_seconds = opened.seconds
         if opened.failure is not None:
             return out
-        prompt = opened.prompt
         tools = trl_tools(env)
         schemas = self.schemas(env, tools)
-        user_content = prompt if isinstance(prompt, str) else _tool_content(prompt)
-        messages: list[dict[str, Any]] = [{"role": "user", "content": user_content}]
+        # The prompt as a tool's result: a text as it is, a content list with its images.
+        messages = [{"role": "user", "content": _tool_content(opened.prompt)}]
         stop, endpoint_failure = self._loop(
             env, tools, schemas, messages, out, started, (task_index, sample)
         )
@@ -207,8 +206,7 @@ class Conversation:
         elif out.verdict == "unfinished" and stop is not None:
             out.reason = stop if out.reason is None else f"{stop}; {out.reason}"
         out.messages = [stored(m) for m in messages]
-        kind: type = env.__class__
-        out.tool_calls = [*tool_calls(kind, env.rollout.calls), *out.tool_calls]
+        out.tool_calls = [*tool_calls(env.__class__, env.rollout.calls), *out.tool_calls]
         out.seconds = time.monotonic() - started
         return out
 

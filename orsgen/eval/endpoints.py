@@ -230,8 +230,7 @@ class Router:
 
 
 def added_counts(*counts: Mapping[str, Any]) -> dict[str, dict[str, int]]:
-    """Endpoint counts (run.json's ``endpoint_counts``, by URL) added up: a resumed run's
-    to its earlier ones, or the shards' of a merged run."""
+    """Endpoint counts (run.json's ``endpoint_counts``, by URL) added up."""
     out: dict[str, dict[str, int]] = {}
     for each in counts:
         for url, figures in each.items():

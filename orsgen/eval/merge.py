@@ -145,8 +145,7 @@ def _agree(first: _Shard, shard: _Shard) -> None:
 
 
 def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Records:
-    """Copy the shards' rows into ``target``'s results.jsonl, one line at a time, each
-    checked; their records. The file gets its name once every row is in."""
+    """The shards' rows copied, each checked, into results.jsonl, named once all are in."""
     n = config.n
     position = {task: i for i, task in enumerate(config.tasks())}
     seen = bytearray(len(position) * n)  # one byte per (task, sample) of the run

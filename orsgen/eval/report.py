@@ -53,8 +53,7 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
 
 
 def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
-    """pass@1 per task: a labelled bar per task (zero bars marked), the model in the title;
-    past ``MAX_BARS`` tasks, a histogram of the tasks' pass@1 (the table has each task)."""
+    """pass@1 per task, a bar each; past ``MAX_BARS`` tasks, a histogram of their pass@1."""
     per_task, model = summary["per_task"], summary["model"]
     values = [float(t["pass_at_k"].get("1", 0.0)) for t in per_task]
     where = f"(n={summary['n']}, split {summary['split']!r})"

@@ -194,8 +194,7 @@ def evaluate(
 def finish(
     out: Path | None, config: EvalConfig, tasks: Sequence[int], records: Records
 ) -> dict[str, Any]:
-    """The summary of a run's ``records`` of ``tasks`` (all of its tasks, or a shard's
-    part), written to ``out`` as summary.json and report.md when it is given."""
+    """The summary of ``records`` of ``tasks``, written with report.md to ``out`` if given."""
     summary = summarize(records, {**config.to_json(), "task_indices": list(tasks)}, records.tools)
     if out is not None:
         write_json(out / SUMMARY_FILE, summary)
@@ -259,9 +258,8 @@ def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
 
 
 def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
-    """What the adapter showed the model (its tools, as TRL renders them) and the split the
-    package trains on: ``orsgen sft`` builds its rows' ``tools`` from it and guards
-    held-out splits with it."""
+    """adapter.json: the tools as TRL renders them to the model, and the package's training
+    split (``orsgen sft`` reads both)."""
     return {
         "adapter": klass.__qualname__,
         "environment": klass.ENV_NAME,

@@ -1,23 +1,8 @@
-"""summary.json from the rows of a run.
-
-Rules (also in the README):
-
-- ``coverage``: scored rollouts / all (task, sample) pairs.
-- ``mean_reward``: the mean over scored rollouts of each rollout's reward (one value per
-  rollout, never per turn), with its standard error and a normal 95% interval.
-- ``mean_reward_all``: the mean over every rollout, unfinished ones at their
-  ``unfinished_reward`` and everything else without a reward counted as 0.
-- A rollout *passes* when it has a reward ≥ ``pass_threshold`` (an unfinished rollout can
-  pass only through ``unfinished_reward``). ``pass_at_k`` / ``pass_hat_k`` are per task,
-  over all its ``n`` samples, failed ones as not passing, then averaged over tasks; so
-  failures lower them and ``coverage`` says how much. ``pass_at_k_scored`` uses only the
-  scored samples of tasks with at least ``k`` of them.
-- ``zero_variance_share``: for each GRPO group size G in 2..n, the expected share of groups
-  of G rollouts of a uniformly chosen task that all pass or all fail (no gradient): per
-  task ``(C(c, G) + C(n - c, G)) / C(n, G)``, averaged over the tasks whose n samples were
-  all scored (``None`` when there is none).
-- ``tools``: per tool, its calls, failed calls (by the environment and by the model apart),
-  and mean and p90 seconds (:mod:`orsgen.runtime.records.tools`).
+"""summary.json from the rows of a run. Its rules are its ``rules`` (docs/evaluating.md
+states them): above all, a rollout *passes* when it has a reward >= ``pass_threshold`` (an
+unfinished rollout only through ``unfinished_reward``); ``pass_at_k`` / ``pass_hat_k`` are
+per task over all ``n`` samples, failed ones as not passing, so failures lower them and
+``coverage`` says how much.
 """
 
 from __future__ import annotations
@@ -81,8 +66,7 @@ def bootstrap_interval(
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
-    """The one pass rule (:func:`orsgen.runtime.passk.passes`) on a row's reward (an
-    unfinished row's is its ``unfinished_reward``)."""
+    """The one pass rule (:func:`orsgen.runtime.passk.passes`) on a row's reward."""
     reward = row.get("reward")
     return _passes(float(reward) if isinstance(reward, (int, float)) else None, threshold)
 
