@@ -20,7 +20,8 @@ peak resident set is the peak of the sum over the process and its children (``sa
 worker), sampled every 20 ms, with the anonymous part (what the processes allocated) and the
 file-backed part (libraries, and the pages of memory-mapped files they touched: ``datasets``
 reads the Arrow file it wrote back through a memory map) apart; ``main_maxrss_mb`` is the
-kernel's peak of the main process alone (``ru_maxrss`` from ``wait4``). Goal: the peak at
+kernel's peak of the main process alone (``ru_maxrss`` from ``wait4``); ``load`` the
+machine's 1-minute load average as the process started and ended. Goal: the peak at
 100,000 rollouts within 10% of the peak at 10,000. Writes ``DIR/COMMAND_scale.json`` and
 ``DIR/COMMAND_scale.md`` (default bench/results).
 """
@@ -162,6 +163,7 @@ def measure_one(code: Path, run: Path, out: Path, command: str = "sft") -> dict[
     shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)  # the command writes into what exists
     env = {**os.environ, "PYTHONPATH": str(code), "HF_DATASETS_CACHE": str(out.parent / "hf")}
+    load = os.getloadavg()[0]
     started = time.monotonic()
     child = subprocess.Popen(
         [sys.executable, "-m", "orsgen", command, str(run), "-o", str(out), *OPTIONS[command]],
@@ -191,6 +193,7 @@ def measure_one(code: Path, run: Path, out: Path, command: str = "sft") -> dict[
         "peak_file_mb": round(peaks.get("file", 0.0), 1),
         "seconds": round(seconds, 1),
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
+        "load": [round(load, 1), round(os.getloadavg()[0], 1)],
         "dataset_mb": round(wrote / 2**20, 1),
         "said": stdout.decode().strip(),
     }
@@ -203,6 +206,11 @@ def _commit(code: Path) -> str:
 
     dirty = git("status", "--porcelain", "--untracked-files=no", "--", "orsgen")
     return git("rev-parse", "--short", "HEAD") + ("+changes" if dirty else "")
+
+
+def _load(run: dict[str, Any]) -> str:
+    """The machine's 1-minute load average as the run started and ended ("?": not recorded)."""
+    return " to ".join(str(x) for x in run["load"]) if "load" in run else "?"
 
 
 def report(runs: list[dict[str, Any]], out: Path, command: str = "sft") -> None:
@@ -224,15 +232,15 @@ def report(runs: list[dict[str, Any]], out: Path, command: str = "sft") -> None:
         "measured: its docstring).",
         "",
         "| code | rollouts | results.jsonl MB | dataset MB | peak RSS MB | peak anonymous MB "
-        "| peak file-backed MB | main process ru_maxrss MB | seconds | CPU seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| peak file-backed MB | main process ru_maxrss MB | seconds | CPU seconds | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in runs:
         lines.append(
             f"| {run['label']} ({run['commit']}) | {run['rollouts']:,} | {run['results_mb']} "
             f"| {run['dataset_mb']} | {run['peak_rss_mb']} | {run['peak_anon_mb']} "
             f"| {run['peak_file_mb']} | {run['main_maxrss_mb']} | {run['seconds']} "
-            f"| {run['cpu_seconds']} |"
+            f"| {run['cpu_seconds']} | {_load(run)} |"
         )
     lines += [
         "",

@@ -22,9 +22,8 @@ from orsgen.pipeline import (
     fetch_options,
     quiet_sdk,
     silent,
-    take_snapshot,
 )
-from orsgen.snapshot import Target, TargetError, classify
+from orsgen.snapshot import Target, TargetError, classify, take
 from orsgen.snapshot.targets import Kind
 from orsgen.snapshot.stored import Snapshot, TaskToolsProbe
 from orsgen.versioning import Classification
@@ -108,8 +107,15 @@ def live_drift(
         # Recorded as the stored target, whatever --target says, and with the stored class
         # name where the server reports only its lower-cased environment name: neither
         # changes what the model sees.
-        options = fetch_options(request)
-        live, diagnostics = take_snapshot(live_target, request, options, progress, stored)
+        live, diagnostics = take(
+            live_target,
+            env_name=request.env_name,
+            options=fetch_options(request),
+            api_key=api_key,
+            progress=progress,
+            record_as=stored.target,
+            class_name=stored.identity.class_name,
+        )
     except TargetError as exc:
         raise RequestError(str(exc)) from exc
     return Drift(live_target, diagnostics, classify_drift(stored, live))

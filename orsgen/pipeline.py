@@ -29,9 +29,9 @@ from orsgen.generate import generate, naming
 from orsgen.generate.tools import tool_specs
 from orsgen.outdir import OutputDirError, check_output_dir
 from orsgen.package_section import Names, package_section
-from orsgen.snapshot import Target, TargetError, classify, take
+from orsgen.snapshot import TargetError, classify, take
 from orsgen.snapshot.model import SnapshotError, build, load_text
-from orsgen.snapshot.stored import Environment, Snapshot, TargetRef
+from orsgen.snapshot.stored import Environment, Snapshot
 from orsgen.versioning import Classification
 from orsgen.write import write_package
 
@@ -125,39 +125,32 @@ class Result:
         return len(tool_specs(self.snapshot.environment, self.snapshot.package))
 
 
-@dataclass
-class _Inputs:
-    """What generation starts from: the environment facts and what shapes the package."""
-
-    environment: Environment
-    diagnostics: list[Diagnostic]
-    previous: Snapshot | None  # the snapshot already in the output directory
-    configured: config.PackageConfig | None  # the package's config table, checked
+# What generation starts from: the environment facts and the snapshot's findings, the
+# snapshot already in the output directory, and the package's config table, checked.
+_Inputs = tuple[Environment, list[Diagnostic], Snapshot | None, config.PackageConfig | None]
 
 
 def run(request: Request, progress: Progress = silent) -> Result:
     """Snapshot ``request.target`` (or read a stored snapshot), decide the package's names
     and version, generate, and write atomically into ``request.output``."""
     quiet_sdk()
-    inputs = _inputs(request, progress)
+    environment, found, previous, configured = _inputs(request, progress)
     names = Names(request.package, request.class_name, request.split)
-    section = package_section(
-        inputs.environment, request.output, names, inputs.configured, inputs.previous
-    )
+    section = package_section(environment, request.output, names, configured, previous)
     report = section.changes.report() if section.changes is not None else ""
     if report:
         progress(f"changes since the previous snapshot in {request.output}:\n{report}")
-    snapshot = build(inputs.environment, section.package)
+    snapshot = build(environment, section.package)
     generated = generate(snapshot)
     diagnostics = [
-        *inputs.diagnostics,
+        *found,
         *_name_warnings(request.output, section.package.name),
         *generated.diagnostics,
     ]
     refused = _refusal(request, diagnostics, generated.files)
     if refused is None:
         _write(request.output, generated.files)
-    note = _loopback_note(inputs.environment, inputs.previous)
+    note = _loopback_note(environment, previous)
     return Result(
         request.output,
         snapshot,
@@ -221,11 +214,17 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
         else:
             table = _config_table(request)
             options = fetch_options(request, table, previous)
-            environment, diagnostics = take_snapshot(target, request, options, progress)
+            environment, diagnostics = take(
+                target,
+                env_name=request.env_name,
+                options=options,
+                api_key=request.api_key,
+                progress=progress,
+            )
         configured = _configured(table, environment)
     except (TargetError, SnapshotError, config.ConfigError, OutputDirError) as exc:
         raise RequestError(str(exc)) from exc
-    return _Inputs(environment, diagnostics, previous, configured)
+    return environment, diagnostics, previous, configured
 
 
 def fetch_options(
@@ -249,28 +248,6 @@ def fetch_options(
         secrets=request.secrets,
         timeout=request.timeout,
         previous_split=previous.package.split if previous is not None else None,
-    )
-
-
-def take_snapshot(
-    target: Target,
-    request: Request,
-    options: FetchOptions,
-    progress: Progress,
-    recorded: Environment | None = None,
-) -> tuple[Environment, list[Diagnostic]]:
-    """The live environment's facts (the snapshot's ``environment`` section) and findings.
-    ``recorded``: a stored section whose target and class name the live one records
-    (``check --live``: neither changes what the model sees)."""
-    record_as: TargetRef | None = recorded.target if recorded is not None else None
-    return take(
-        target,
-        env_name=request.env_name,
-        options=options,
-        api_key=request.api_key,
-        progress=progress,
-        record_as=record_as,
-        class_name=recorded.identity.class_name if recorded is not None else None,
     )
 
 

@@ -4,7 +4,10 @@ hand-off the test named in ``ORSGEN_TASK_STATE``."""
 
 from __future__ import annotations
 
+import json
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from orsgen.runtime.choosing import checkpoint, handoff
@@ -49,11 +52,24 @@ class _Counted(Chooser):
 
 
 def idle(answer: Any, seconds: float) -> None:
-    """Choose and observe as the adapter does (through ``tasks``), then idle ``seconds``,
-    then choose once more: put on ``answer`` the serialisations while idle, then whether
-    the writer wrote the new choice on its own (within 10 s)."""
+    """Choose and observe as the adapter does (through ``tasks``), wait for the writer to
+    write that, then idle ``seconds``, then choose once more: put on ``answer`` the
+    serialisations while idle, then whether the writer wrote the new choice on its own
+    (within 10 s). The writer's writes are seen as they land (its ``write`` wrapped), never
+    waited for by sleeping."""
     from orsgen.runtime.choosing import tasks
 
+    written: list[str] = []
+    wrote = threading.Condition()
+    write = handoff.write
+
+    def seen_write(target: Path, text: str) -> None:
+        write(target, text)
+        with wrote:
+            written.append(text)
+            wrote.notify_all()
+
+    handoff.write = seen_write  # the writer thread writes through it; it only observes
     handoff.join()
     sampler, _ = samplers().get(
         "stream", KEY, lambda: _Counted(TASKS, 0, 2, curriculum=PassRateCurriculum())
@@ -61,15 +77,13 @@ def idle(answer: Any, seconds: float) -> None:
     handoff.made()
     for _ in range(4):
         tasks.observe(sampler, tasks.choose(sampler), Outcome(kind="scored", reward=1.0))
-    time.sleep(2 * handoff.WRITE_EVERY)  # the writer's next period writes the four
+    four = json.dumps(checkpoint.body(samplers().saved()), sort_keys=True)
+    with wrote:
+        assert wrote.wait_for(lambda: four in written, timeout=10)  # a period writes the four
+        so_far = len(written)
     before = _Counted.calls
-    time.sleep(seconds)
+    time.sleep(seconds)  # the subject: the worker idles
     answer.put(_Counted.calls - before)
-    latest = checkpoint.Handoff.from_env()
-    assert latest is not None
-    written = latest.latest.read_text()
     tasks.choose(sampler)
-    deadline = time.monotonic() + 10
-    while latest.latest.read_text() == written and time.monotonic() < deadline:
-        time.sleep(0.05)
-    answer.put(latest.latest.read_text() != written)
+    with wrote:
+        answer.put(wrote.wait_for(lambda: len(written) > so_far, timeout=10))

@@ -26,4 +26,4 @@ def drain(timeout: float = 5.0) -> None:
 
 def clients_for(url: str) -> int:
     """How many HTTP clients this process holds for ``url``."""
-    return sum(1 for known in current().part(http.Clients).by_url if url in known)
+    return sum(1 for known in current().part(http.Clients) if url in known)

@@ -110,8 +110,10 @@ def test_recorded_calls_keep_who_failed_and_the_models_name() -> None:
 
     episode = Episode()
     episode.called("look-up", {}, "ok", None, False, 0.1)
-    episode.failed("look-up", {}, ToolEnvironmentError("look-up", "tool_raised", "boom"), 0.2)
-    episode.failed("submit", {}, ToolInputError("submit", "invalid_arguments", "bad"), 0.0)
+    failure = ToolEnvironmentError("look-up", "tool_raised", "boom")
+    episode.called("look-up", {}, str(failure), None, False, 0.2, failure)
+    failure = ToolInputError("submit", "invalid_arguments", "bad")
+    episode.called("submit", {}, str(failure), None, False, 0.0, failure)
     episode.called("grade", {}, "graded", 1.0, True, 0.3)  # the hidden terminal tool
     assert tool_calls(Adapter, episode.calls) == [
         ["look_up", None, 0.1],

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import ors_server
 import pytest
@@ -15,7 +16,7 @@ from envs.runtime_support import DRIFT_ENV
 
 from generated.echo import EchoEnv
 from orsgen.runtime.sessions import drift
-from orsgen.runtime.sessions.drift import ToolDriftError, ToolDriftWarning, compare, tools_sha256
+from orsgen.runtime.sessions.drift import ToolDriftError, ToolDriftWarning, findings, tools_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,6 +93,10 @@ def test_strict_raises_and_leaves_no_session(drifted) -> None:
         env.reset(task_index=1)
     env.close()
     assert drifted.wait_sessions(0) == 0
+
+
+def compare(env: Any, sha: str, live: Any, split: str, index: int | None) -> list[str]:
+    return [f.text for f in findings(env, sha, live, split, index)]
 
 
 def test_compare_rules() -> None:

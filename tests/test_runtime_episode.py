@@ -118,6 +118,7 @@ def test_a_score_survives_a_later_environment_failure() -> None:
     episode.called("echo", {}, "ok", 0.5, False, 0.01)
     from orsgen.runtime.errors import ToolEnvironmentError
 
-    episode.failed("echo", {}, ToolEnvironmentError("echo", "timeout", "slow"), 1.0)
+    failure = ToolEnvironmentError("echo", "timeout", "slow")
+    episode.called("echo", {}, str(failure), None, False, 1.0, failure)
     assert classify(episode, [0.5, None], -1.0).reward == 0.5
     assert classify(Episode(void_reason="lost_session"), [0.5], -1.0).kind == "failed"

@@ -82,8 +82,7 @@ def test_finished_streams_reuse_one_connection() -> None:
             client = http.DrainingClient(http.make_session(url))
             for _ in range(5):
                 await read_first_event(client)
-                while client._drains:  # the final chunk is read in the background
-                    await asyncio.sleep(0.01)
+                await asyncio.gather(*client._drains)  # the final chunk, read in the background
             await client.close()
             assert len(set(stream.ports)) == 1, stream.ports
 
@@ -107,8 +106,7 @@ def test_body_already_arrived_is_released_without_a_background_read() -> None:
             for _ in range(3):
                 async with client.post("/stream") as response:
                     assert await response.content.readline() == b"event: end\n"
-                    while not response.content.is_eof():  # the final chunk is on its way
-                        await asyncio.sleep(0.005)
+                    await response.content.wait_eof()  # the final chunk, on its way (not read)
                 assert not client._drains
             await client.close()
             assert len(set(stream.ports)) == 1, stream.ports

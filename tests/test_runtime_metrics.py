@@ -13,7 +13,7 @@ from envs.trust_support import TRUST_ENV, TrustAdapter
 
 from orsgen.runtime.records import metrics
 from orsgen.runtime.records.episode import Outcome
-from orsgen.runtime.records.usage import Usage
+from orsgen.runtime.records.episode import Usage
 from orsgen.runtime.rewards import outcome_reward
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("fresh_runtime")]

@@ -1,5 +1,5 @@
-"""The ``ors/*`` figures per environment and per tool (orsgen/runtime/records/window.py,
-metrics.py, usage.py; the environment's name from trainer_facts.environment_name), on
+"""The ``ors/*`` figures per environment and per tool (orsgen/runtime/records/metrics.py,
+episode.py; the environment's name from trainer_facts.environment_name), on
 outcomes built by hand: no server, no trainer.
 
 - Each pooled figure is the weighted mean of its per-environment figures (by rollouts,
@@ -22,8 +22,8 @@ from envs.trust_support import TrustAdapter
 
 from orsgen.runtime.records import metrics
 from orsgen.runtime.records.episode import Kind, Outcome
-from orsgen.runtime.records.usage import MAX_TOOLS, OTHER, ToolUse, Usage, tool_keys, usage_of
-from orsgen.runtime.records.window import Counts
+from orsgen.runtime.records.episode import MAX_TOOLS, OTHER, ToolUse, Usage, tool_keys, usage_of
+from orsgen.runtime.records.metrics import Counts
 
 ENVS = ("alpha", "beta", "gamma")
 PER_ROLLOUT = ("scored_frac", "unfinished_frac", "failed_frac", "finished_frac", "pass@1")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import time
+import threading
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
@@ -20,6 +20,15 @@ from orsgen.runtime.transport.sdk import Opened
 
 pytestmark = pytest.mark.timeout(60)
 
+# Notified whenever a fake session opens or closes, an open is cancelled, or a place under a
+# session cap is given back: what the tests wait for, on the runtime loop's thread.
+CHANGED = threading.Condition()
+
+
+def _changed() -> None:
+    with CHANGED:
+        CHANGED.notify_all()
+
 
 class FakeSession:
     def __init__(self, n: int) -> None:
@@ -28,6 +37,7 @@ class FakeSession:
 
     async def __aexit__(self, *exc: object) -> None:
         self.closed = True
+        _changed()
 
 
 class Opener:
@@ -51,16 +61,25 @@ class Opener:
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
                 self.cancelled += 1
+                _changed()
                 raise
         if n in self.fail:
             raise ConnectionError(f"open {n} failed")
         session = FakeSession(n)
         self.sessions.append(session)
+        _changed()
         return Opened(session=session, prompt=f"prompt {n}")
 
 
 @pytest.fixture(autouse=True)
-def clean_pool() -> Iterator[None]:
+def clean_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    give_back = cap.Places.give_back
+
+    def given_back(places: cap.Places, place: Place) -> None:
+        give_back(places, place)
+        _changed()
+
+    monkeypatch.setattr(cap.Places, "give_back", given_back)
     pool.forget()
     yield
     pool.forget()
@@ -72,12 +91,10 @@ def _owner() -> type:
 
 
 def _eventually(check: Callable[[], bool]) -> bool:
-    """Whether ``check`` holds within 5 s: a close scheduled by a done-callback may still be
-    on its way to the loop when the future's waiter wakes."""
-    deadline = time.monotonic() + 5.0
-    while not check() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return check()
+    """Whether ``check`` holds within 5 s, waiting on :data:`CHANGED`: a close scheduled by
+    a done-callback may still be on its way to the loop when the future's waiter wakes."""
+    with CHANGED:
+        return CHANGED.wait_for(check, timeout=5.0)
 
 
 def _take(pf: Prefetcher, key: str, opener: Opener, group_size: int | None) -> Opened:
@@ -215,7 +232,7 @@ def test_a_failed_open_gives_its_place_back() -> None:
     pf, opener = Prefetcher(owner), Opener(fail=frozenset({0}))
     with pytest.raises(ConnectionError):
         pf.take("task 0", opener, 1, False, timeout=5.0, claim=cap.claim(owner, 1, 5.0))
-    assert _eventually(lambda: cap.of(owner).taken == 0)
+    assert _eventually(lambda: sum(cap.of(owner).open_on().values()) == 0)
 
 
 def test_a_closed_session_gives_its_place_back_once_its_close_is_done() -> None:
@@ -226,7 +243,7 @@ def test_a_closed_session_gives_its_place_back_once_its_close_is_done() -> None:
     )
     slot = SessionSlot(owner)
     slot.hold(opened.session, opened.place)
-    assert cap.of(owner).taken == 1
+    assert sum(cap.of(owner).open_on().values()) == 1
     slot.close(wait=True)
     assert opener.sessions[0].closed
-    assert _eventually(lambda: cap.of(owner).taken == 0)
+    assert _eventually(lambda: sum(cap.of(owner).open_on().values()) == 0)

@@ -113,19 +113,17 @@ def test_an_empty_sequence_of_servers_is_refused() -> None:
 
 
 def test_placement_picks_the_fewest_open_then_the_earlier_url() -> None:
-    from orsgen.runtime.sessions.placement import choose, order
+    from orsgen.runtime.sessions.placement import choose
 
     urls = ["http://a", "http://b", "http://c"]
     assert choose(urls, {}, {}) == 0
     assert choose(urls, {"http://a": 2, "http://b": 1, "http://c": 1}, {}) == 1
-    assert order(urls, {"http://a": 2, "http://b": 1, "http://c": 1}, {}) == [1, 2, 0]
 
 
 def test_placement_skips_a_server_that_is_down_unless_all_are() -> None:
-    from orsgen.runtime.sessions.placement import choose, order
+    from orsgen.runtime.sessions.placement import choose
 
     urls = ["http://a", "http://b"]
     assert choose(urls, {"http://b": 5}, {"http://a": 10.0}) == 1
-    assert order(urls, {"http://b": 5}, {"http://a": 10.0}) == [1, 0]
     # All down: the one that went away last (its window ends last).
     assert choose(urls, {}, {"http://a": 10.0, "http://b": 20.0}) == 1

@@ -177,7 +177,7 @@ def test_ranks_choose_by_global_group_and_keep_split_groups_whole() -> None:
 
 def test_ranks_sharing_outcomes_hold_one_curriculum_state() -> None:
     """Two ranks in two threads, sharing outcomes through an in-process all-gather at each
-    generation's first reset (what ranks.all_gather does over torch.distributed)."""
+    generation's first reset (what chooser.all_gather does over torch.distributed)."""
     import random
     import threading
 

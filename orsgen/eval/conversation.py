@@ -34,7 +34,7 @@ from orsgen.jsonobject import as_array, is_array, is_object
 from orsgen.runtime.records.tools import UNKNOWN, tool_calls
 from orsgen.runtime.errors import ToolCallFailure, describe
 from orsgen.runtime.records.episode import Kind
-from orsgen.runtime.records.usage import tool_names
+from orsgen.runtime.records.episode import tool_names
 from orsgen.runtime.rewards import final_message, outcome_reward
 
 # Characters kept in results.jsonl of each kind of text; the assistant's own messages,

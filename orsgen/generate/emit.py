@@ -30,11 +30,6 @@ UNSET: Final = Unset()
 UNSET_SOURCE = "_UNSET"  # the runtime's marker, imported privately by the adapter
 
 
-def hint(node: ir.Node) -> str:
-    """The Python type hint of ``node``."""
-    return ir.render(node)
-
-
 def python_default(value: Any, node: ir.Node, is_nullable: bool) -> Any:
     """A schema default when it is an immutable literal that fits ``node``, else ``UNSET``."""
     if value is None:

@@ -29,27 +29,10 @@ ANNOTATION_NAMES = frozenset(
 # TRL treats these specially; the adapter base class owns the rest.
 TRL_NAMES = frozenset({"reset", "get_reward"})
 ADAPTER_ATTRIBUTES = frozenset(
-    {
-        "reward",
-        "rewards",
-        "metadata",
-        "finished",
-        "last_output",
-        "close",
-        "close_all",
-        "degraded_rollouts",
-        "rollout",
-        "WIRE_NAMES",
-        "ENV_NAME",
-        "DEPLOYMENT",
-        "DEFAULT_URL",
-        "DEFAULT_SPLIT",
-        "TOOLS_SHA256",
-        "TOOLSET",
-        "TERMINAL_TOOL",
-        "SUPPORTS_SCORE_GROUP",
-        "PASS_THRESHOLD",
-    }
+    {"reward", "rewards", "metadata", "finished", "last_output", "close", "close_all"}
+    | {"degraded_rollouts", "rollout", "WIRE_NAMES", "ENV_NAME", "DEPLOYMENT", "DEFAULT_URL"}
+    | {"DEFAULT_SPLIT", "TOOLS_SHA256", "TOOLSET", "TERMINAL_TOOL", "SUPPORTS_SCORE_GROUP"}
+    | {"PASS_THRESHOLD"}
 )
 # Fixed lists (Python 3.11's), so generated names never depend on the interpreter
 # that runs orsgen. Soft keywords are legal identifiers, but a tool named ``match``
@@ -256,17 +239,9 @@ def shadowed_module(name: str, directory: Path) -> str | None:
     origin = spec.origin
     locations = list(spec.submodule_search_locations or [])
     where = origin or (locations[0] if locations else None)
-    if where is None or _inside(Path(where), directory):
+    if where is None or Path(where).resolve().is_relative_to(directory.resolve()):
         return None  # nothing, a namespace package, or this package itself
     return f"the installed module {name!r} ({where})"
-
-
-def _inside(path: Path, directory: Path) -> bool:
-    try:
-        path.resolve().relative_to(directory.resolve())
-    except ValueError:
-        return False
-    return True
 
 
 def shadowing_notes(directory: Path) -> list[str]:

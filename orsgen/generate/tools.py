@@ -28,7 +28,7 @@ class ParamView:
 
     @property
     def hint(self) -> str:
-        return emit.hint(self.type)
+        return ir.render(self.type)
 
     @property
     def signature(self) -> str:
@@ -144,7 +144,7 @@ def _param(ctx: TypeContext, field: ir.Field, name: str) -> ParamView:
             message = "mutable default is documented, not used as the Python default"
         else:
             message = (
-                f"default {short_json(raw)} does not fit type {emit.hint(field.node)}; left unset"
+                f"default {short_json(raw)} does not fit type {ir.render(field.node)}; left unset"
             )
         ctx.warn(child("/properties", field.name, "default"), message)
     return view
@@ -246,7 +246,7 @@ def method_docstring(tool: ToolView) -> str:
 
 def tool_specs(environment: Environment, package: Package) -> list[ToolSpec]:
     """Shared tools, then task tools, filtered by the package's include/exclude options."""
-    specs = [*environment.tools, *environment.task_tools]
+    specs = environment.all_tools
     if package.include:
         wanted = set(package.include)
         specs = [s for s in specs if s.name in wanted]

@@ -1,27 +1,12 @@
 """The base class every generated adapter stands on.
 
-A generated adapter subclasses :class:`OrsAdapter` and adds one typed public
-method per ORS tool. TRL turns every public *function* of the class into a tool
-(except ``reset`` and ``get_reward``), so this base defines no other public
-function: its helpers are private and ``close`` is a property. Each ``reset()`` starts a
-new :class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter holds and
-delegates to (``adapter.rollout``); its settings are one
-:class:`~orsgen.runtime.config.AdapterConfig`.
-
-Training-scale behaviour (see ``docs/training.md`` and ``docs/scale.md``):
-
-- one request per tool call: the environment is addressed by name, so no call
-  pays for the server's redirect;
-- group prefetch: GRPO's G consecutive resets of one task open their sessions
-  concurrently (:mod:`orsgen.runtime.sessions.pool`);
-- picklable and thread-safe: the class (or a ``functools.partial`` of it) is the
-  factory, instances hold a lock, and all I/O runs on one loop per process;
-- no leaks: sessions close on ``reset()``, ``close()``, garbage collection and exit;
-- bounded time: every call has a timeout; a failed call raises (TRL counts it);
-- outages: one call policy (:mod:`orsgen.runtime.transport.policy`) waits, retries,
-  degrades or fails;
-- the drift guard: the first session per class, server and process (and per probed
-  task) checks the live tools against the snapshot (:mod:`orsgen.runtime.sessions.drift`).
+A generated adapter subclasses :class:`OrsAdapter` and adds one typed public method per ORS
+tool. TRL turns every public *function* of the class into a tool (except ``reset`` and
+``get_reward``), so this base defines no other public function: its helpers are private, and
+``close`` and ``rollout`` are properties. Each ``reset()`` starts a new
+:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter delegates to; its
+settings are one :class:`~orsgen.runtime.config.AdapterConfig`. Training-scale behaviour
+(group prefetch, outages, the session cap, the drift guard): ``docs/scale.md``.
 """
 
 from __future__ import annotations
@@ -82,10 +67,6 @@ def close_all_sessions(timeout: float = EXIT_BUDGET) -> None:
     """Close every session this process still holds, held or prefetched, concurrently
     (also done at interpreter exit)."""
     pool.close_sessions(timeout)
-
-
-def _finalize(slot: SessionSlot) -> None:
-    slot.close(wait=False)
 
 
 class OrsAdapter:
@@ -178,7 +159,7 @@ class OrsAdapter:
         cap.of(type(self)).adopt(self, self._config.sessions.max_sessions)
         self._lock = threading.RLock()
         self._slot = SessionSlot(type(self))
-        self._finalizer = weakref.finalize(self, _finalize, self._slot)
+        self._finalizer = weakref.finalize(self, self._slot.close, False)  # wait=False
         self._finalizer.atexit = False  # the runtime's exit shutdown closes sessions in order
         self._rollout = self._new_rollout()
 

@@ -1,22 +1,11 @@
-"""One adapter's settings: :class:`AdapterConfig`, every constructor keyword checked once
-into one frozen, picklable object (``functools.partial(Env, ...)`` carries the keywords,
-each instance builds its config from them). It is the only place settings live; it groups
-them by who reads them:
-
-- ``sessions`` (:class:`~orsgen.runtime.sessions.opening.SessionOptions`): where and how
-  sessions open (servers, split, secrets, overrides, keepalive, prefetch, the cap, the
-  reconnect window, ``strict``);
-- ``rollouts`` (:class:`~orsgen.runtime.rollouts.settings.RolloutSettings`): what a rollout
-  runs under (call timeout, rollout deadline and its clock, multimodal output,
-  ``unfinished_reward``, the trajectory sink);
-- ``tasks`` (:class:`~orsgen.runtime.choosing.tasks.TaskChoice`): how tasks are chosen for
-  ``train_dataset=None`` (seed, restriction, group size, the sampler factory, which
-  ``curriculum=`` selects);
-- ``pass_threshold``: the one pass rule's threshold (:func:`orsgen.runtime.passk.passes`),
-  read by ``ors/pass@k``, the per-task table and the pass-rate curriculum's pools; the
-  adapter class's ``PASS_THRESHOLD`` by default (``orsgen eval`` defaults to it too).
-
-Also here: the hidden ``env_overrides`` copy and the ``UNSET`` tool-argument default.
+"""One adapter's settings: :class:`AdapterConfig`, every constructor keyword checked once into
+one frozen, picklable object (``functools.partial(Env, ...)`` carries the keywords; each
+instance builds its config from them), grouped by who reads them: ``sessions``
+(:class:`~orsgen.runtime.sessions.opening.SessionOptions`), ``rollouts``
+(:class:`~orsgen.runtime.rollouts.settings.RolloutSettings`), ``tasks``
+(:class:`~orsgen.runtime.choosing.tasks.TaskChoice`) and the ``pass_threshold``
+(:func:`orsgen.runtime.passk.passes`; the class's ``PASS_THRESHOLD`` by default). Also here:
+the hidden ``env_overrides`` copy and the ``UNSET`` tool-argument default.
 """
 
 from __future__ import annotations
@@ -27,14 +16,15 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
 from orsgen.runtime import passk
+from orsgen.runtime.errors import ServerNotConfiguredError
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.prior import Identity
 from orsgen.runtime.choosing.tasks import SamplerFactory, TaskChoice
 from orsgen.runtime.rollouts.settings import RolloutSettings
-from orsgen.runtime.sessions.opening import SessionOptions, resolve_servers
+from orsgen.runtime.sessions.opening import SessionOptions
 from orsgen.runtime.trajectories.writer import TrajectorySink
 from orsgen.runtime.transport import health
-from orsgen.runtime.transport.endpoint import session_secrets
+from orsgen.runtime.transport.endpoint import Endpoint, resolve_all, session_secrets
 from orsgen.runtime.upload.record import UploadRun
 
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -95,16 +85,25 @@ class AdapterConfig:
         if unknown:
             raise TypeError(f"{owner.__name__}() got unexpected keyword(s): {', '.join(unknown)}")
         s = cast(AdapterSettings, given)  # its keys checked just above
-        check_settings(s.get("group_size"), s.get("keepalive"), _reconnect_for(s))
-        check_limits(s.get("max_sessions"), s.get("rollout_timeout"))
-        defaults = (
-            getattr(owner, "DEPLOYMENT"),
-            getattr(owner, "DEFAULT_URL"),
-            getattr(owner, "ENV_NAME"),
-        )
-        servers, no_server = resolve_servers(
-            s.get("base_url"), s.get("api_key"), s.get("env_name"), s.get("deployment"), defaults
-        )
+        reconnect_for = float(s.get("reconnect_for", health.DEFAULT_RECONNECT_FOR))
+        _check(s, reconnect_for)
+        deployment = s.get("deployment")
+        no_server: str | None = None
+        try:
+            servers = resolve_all(
+                base_url=s.get("base_url"),
+                api_key=s.get("api_key"),
+                env_name=s.get("env_name"),
+                deployment=getattr(owner, "DEPLOYMENT") if deployment is None else deployment,
+                default_url=getattr(owner, "DEFAULT_URL"),
+                default_env_name=getattr(owner, "ENV_NAME"),
+            )
+        except ServerNotConfiguredError as exc:
+            # Reported by reset(), not here (TRL constructs one instance only to read the
+            # tool schemas): a placeholder endpoint stands in.
+            no_server = str(exc)
+            env_name = s.get("env_name") or getattr(owner, "ENV_NAME")
+            servers = (Endpoint("", "", env_name, None),)
         sessions = SessionOptions(
             endpoint=servers[0],
             split=s.get("split") or getattr(owner, "DEFAULT_SPLIT"),
@@ -114,7 +113,7 @@ class AdapterConfig:
             env_overrides=overrides(s.get("env_overrides")),
             prefetch_group=s.get("group_size") if s.get("prefetch", True) else 1,
             open_timeout=float(s.get("open_timeout", DEFAULT_OPEN_TIMEOUT)),
-            reconnect_for=_reconnect_for(s),
+            reconnect_for=reconnect_for,
             strict=bool(s.get("strict", False)),
             servers=servers,
             max_sessions=s.get("max_sessions"),
@@ -142,39 +141,21 @@ class AdapterConfig:
         threshold = passk.check_threshold(threshold)
         curriculum = s.get("curriculum")
         if isinstance(curriculum, PassRateCurriculum):  # its prior must be of this stream
-            curriculum.check_stream(
-                Identity(
-                    getattr(owner, "ENV_NAME"),
-                    sessions.split,
-                    getattr(owner, "TOOLS_SHA256"),
-                    threshold,
-                )
-            )
-        return AdapterConfig(
-            sessions,
-            rollouts,
-            tasks,
-            None if no_server is None else str(no_server),
-            threshold,
-        )
+            env_name, sha = getattr(owner, "ENV_NAME"), getattr(owner, "TOOLS_SHA256")
+            curriculum.check_stream(Identity(env_name, sessions.split, sha, threshold))
+        return AdapterConfig(sessions, rollouts, tasks, no_server, threshold)
 
 
-def _reconnect_for(settings: AdapterSettings) -> float:
-    return float(settings.get("reconnect_for", health.DEFAULT_RECONNECT_FOR))
-
-
-def check_settings(group_size: int | None, keepalive: float | None, reconnect_for: float) -> None:
-    """Reject constructor settings that no session could honour."""
+def _check(s: AdapterSettings, reconnect_for: float) -> None:
+    """Reject constructor settings that no session or rollout could honour."""
+    group_size, keepalive = s.get("group_size"), s.get("keepalive")
+    max_sessions, rollout_timeout = s.get("max_sessions"), s.get("rollout_timeout")
     if group_size is not None and group_size < 1:
         raise ValueError(f"group_size must be at least 1, got {group_size}")
     if keepalive is not None and keepalive <= 0:
         raise ValueError(f"keepalive must be positive, got {keepalive}")
     if reconnect_for < 0:
         raise ValueError(f"reconnect_for must be non-negative, got {reconnect_for}")
-
-
-def check_limits(max_sessions: int | None, rollout_timeout: float | None) -> None:
-    """Reject a session cap or a rollout deadline that no rollout could run under."""
     if max_sessions is not None and (isinstance(max_sessions, bool) or max_sessions < 1):
         raise ValueError(f"max_sessions must be at least 1 (or None), got {max_sessions}")
     if rollout_timeout is not None and rollout_timeout <= 0:
@@ -203,14 +184,8 @@ def overrides(values: Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 class _Unset:
-    """Default of an optional tool argument the caller did not give: it is not sent."""
-
-    _instance: "_Unset | None" = None
-
-    def __new__(cls) -> "_Unset":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    """Default of an optional tool argument the caller did not give: it is not sent. One
+    instance: a copy or an unpickled one is ``UNSET`` itself (``__reduce__``)."""
 
     def __repr__(self) -> str:
         return "<unset>"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from orsgen.jsonobject import is_object
 from orsgen.runtime import mixture
@@ -26,11 +26,7 @@ _REQUIRED_COLUMNS = ("prompt", "task_index")
 # Above this span/len ratio a sparse index list is fetched task by task instead of as one range.
 _MAX_RANGE_WASTE = 4
 DEFAULT_TIMEOUT = 600.0
-
-
-async def _post(endpoint: Endpoint, env: Any, path: str, payload: dict[str, Any]) -> Any:
-    """A stateless POST to this environment's own path (no redirect)."""
-    return await stateless(endpoint, env, "POST", endpoint.env_path(path), payload)
+T = TypeVar("T")
 
 
 def _status(exc: BaseException) -> int | None:
@@ -44,30 +40,28 @@ class _SplitReader:
     def __init__(self, endpoint: Endpoint, env: Any, split: str) -> None:
         self.endpoint, self.env, self.split = endpoint, env, split
 
-    async def num_tasks(self) -> Any:
-        return (await _post(self.endpoint, self.env, "/num_tasks", {"split": self.split}))[
-            "num_tasks"
-        ]
+    async def _post(self, path: str, **payload: Any) -> Any:
+        path = self.endpoint.env_path(path)  # this environment's own path: no redirect
+        return await stateless(
+            self.endpoint, self.env, "POST", path, {"split": self.split, **payload}
+        )
+
+    async def num_tasks(self) -> int:
+        return int((await self._post("/num_tasks"))["num_tasks"])
 
     async def task(self, i: int) -> Any:
-        payload = {"split": self.split, "index": i}
-        return (await _post(self.endpoint, self.env, "/task", payload))["task"]
+        return (await self._post("/task", index=i))["task"]
 
     async def task_range(self, start: int | None, stop: int | None) -> list[Any]:
-        payload: dict[str, Any] = {"split": self.split}
-        if start is not None:
-            payload["start"] = start
-        if stop is not None:
-            payload["stop"] = stop
+        bounds = {k: v for k, v in (("start", start), ("stop", stop)) if v is not None}
         try:
-            return list((await _post(self.endpoint, self.env, "/task_range", payload))["tasks"])
+            return list((await self._post("/task_range", **bounds))["tasks"])
         except Exception as exc:
             if _status(exc) not in (404, 405):
                 raise
         # An older server without /task_range: the whole split, then per index.
         try:
-            whole = await _post(self.endpoint, self.env, "/tasks", {"split": self.split})
-            return list(whole["tasks"])[start:stop]
+            return list((await self._post("/tasks"))["tasks"])[start:stop]
         except Exception as exc:
             if _status(exc) not in (400, 404, 405):
                 raise
@@ -75,21 +69,36 @@ class _SplitReader:
         return list(await asyncio.gather(*(self.task(i) for i in wanted)))
 
 
-async def _fetch(
-    endpoint: Endpoint, split: str, num_tasks: int | None, indices: Sequence[int] | None
-) -> tuple[list[int], list[Any]]:
-    env = await environment(endpoint)
+def _on_loop(
+    endpoint: Endpoint,
+    split: str,
+    read: Callable[[_SplitReader], Awaitable[T]],
+    timeout: float,
+    failed: str,
+) -> T:
+    """``read`` of ``split`` on the runtime loop; a failure or timeout is a ``TaskLoadError``
+    starting with ``failed``, and an unknown split's bare HTTP 400 names the splits there are."""
+
+    async def run() -> T:
+        env = await environment(endpoint)
+        try:
+            return await read(_SplitReader(endpoint, env, split))
+        except Exception as exc:
+            if _status(exc) == 400:
+                await _raise_if_no_such_split(endpoint, env, split)
+            raise
+
     try:
-        return await _read(_SplitReader(endpoint, env, split), num_tasks, indices)
-    except Exception as exc:
-        if _status(exc) == 400:
-            await _raise_if_no_such_split(endpoint, env, split)
+        return current().run(run(), timeout=timeout)
+    except (IndexError, TaskLoadError):  # an index past the end, an unknown split: clear
         raise
+    except Exception as exc:
+        raise TaskLoadError(f"{failed} {endpoint.label}: {describe(exc)}") from exc
 
 
 async def _raise_if_no_such_split(endpoint: Endpoint, env: Any, split: str) -> None:
-    """The server answers an unknown split with a bare "Invalid split" (HTTP 400): name
-    the splits it has instead. Any other 400 keeps its own message."""
+    """Turn an unknown split's bare "Invalid split" (HTTP 400) into an error naming the
+    splits there are; any other 400 keeps its own message."""
     try:
         listed: list[Any] = list(
             await stateless(endpoint, env, "GET", endpoint.env_path("/splits"))
@@ -107,25 +116,22 @@ async def _raise_if_no_such_split(endpoint: Endpoint, env: Any, split: str) -> N
 async def _read(
     reader: _SplitReader, num_tasks: int | None, indices: Sequence[int] | None
 ) -> tuple[list[int], list[Any]]:
-    split = reader.split
     if indices is None:
         specs = await reader.task_range(0 if num_tasks is not None else None, num_tasks)
         return list(range(len(specs))), specs
     wanted = list(indices)
     if not wanted:
         return [], []
-    if min(wanted) < 0:
-        raise ValueError(f"indices must be non-negative, got {min(wanted)}")
     lo, hi = min(wanted), max(wanted) + 1
     if hi - lo <= _MAX_RANGE_WASTE * len(set(wanted)):
         window = await reader.task_range(lo, hi)
         if len(window) < hi - lo:
             # A short window means the split ended early; name the first index past its end
             # (which needs the true count when the window is empty).
-            total = lo + len(window) if window else int(await reader.num_tasks())
+            total = lo + len(window) if window else await reader.num_tasks()
             bad = next(i for i in wanted if i >= total)
             raise IndexError(
-                f"task index {bad} is out of range for split {split!r} ({total} tasks)"
+                f"task index {bad} is out of range for split {reader.split!r} ({total} tasks)"
             )
         return wanted, [window[i - lo] for i in wanted]
     unique = sorted(set(wanted))
@@ -146,10 +152,7 @@ def task_rows(
         "split": [split] * len(task_indices),
     }
     if include_metadata:
-        keys: set[str] = set()
-        for spec in specs:
-            if is_object(spec):
-                keys.update(str(k) for k in spec)
+        keys = {str(k) for spec in specs if is_object(spec) for k in spec}
         for key in sorted(keys - set(RESERVED_COLUMNS)):
             rows[key] = [spec.get(key) if is_object(spec) else None for spec in specs]
     return rows
@@ -175,7 +178,12 @@ def load_tasks(
     Raises :class:`ServerNotConfiguredError` at once when there is no server to ask, and
     :class:`TaskLoadError` (cause chained) when the server fails or does not answer within
     ``timeout``."""
-    _check_selection(num_tasks, indices)
+    if num_tasks is not None and indices is not None:
+        raise ValueError("Provide num_tasks or indices, not both.")
+    if num_tasks is not None and num_tasks < 0:
+        raise ValueError(f"num_tasks must be non-negative, got {num_tasks}")
+    if indices is not None and any(i < 0 for i in indices):
+        raise ValueError(f"indices must be non-negative, got {min(indices)}")
     try:
         endpoints = resolve_all(
             base_url=base_url,
@@ -189,7 +197,13 @@ def load_tasks(
         raise ServerNotConfiguredError(f"load_tasks: {exc}") from None
     for n, endpoint in enumerate(endpoints):
         try:
-            task_indices, specs = _fetch_or_raise(endpoint, split, num_tasks, indices, timeout)
+            task_indices, specs = _on_loop(
+                endpoint,
+                split,
+                lambda reader: _read(reader, num_tasks, indices),
+                timeout,
+                f"could not load the tasks of split {split!r} from",
+            )
         except TaskLoadError as exc:
             cause = exc.__cause__
             if n + 1 < len(endpoints) and cause is not None and health.unreachable(cause):
@@ -200,55 +214,10 @@ def load_tasks(
     raise AssertionError("resolve_all gives at least one endpoint")
 
 
-def _check_selection(num_tasks: int | None, indices: Sequence[int] | None) -> None:
-    """Reject a task selection no split could satisfy, before any request."""
-    if num_tasks is not None and indices is not None:
-        raise ValueError("Provide num_tasks or indices, not both.")
-    if num_tasks is not None and num_tasks < 0:
-        raise ValueError(f"num_tasks must be non-negative, got {num_tasks}")
-    if indices is not None and any(i < 0 for i in indices):
-        raise ValueError(f"indices must be non-negative, got {min(indices)}")
-
-
-async def _split_size(endpoint: Endpoint, split: str) -> int:
-    env = await environment(endpoint)
-    try:
-        return int(await _SplitReader(endpoint, env, split).num_tasks())
-    except Exception as exc:
-        if _status(exc) == 400:
-            await _raise_if_no_such_split(endpoint, env, split)
-        raise
-
-
 def split_size(endpoint: Endpoint, split: str, timeout: float = DEFAULT_TIMEOUT) -> int:
-    """How many tasks ``split`` has (one ``/num_tasks`` request); a failure is a
-    ``TaskLoadError`` naming the split and the server."""
-    try:
-        return current().run(_split_size(endpoint, split), timeout=timeout)
-    except TaskLoadError:
-        raise
-    except Exception as exc:
-        raise TaskLoadError(
-            f"could not count the tasks of split {split!r} on {endpoint.label}: {describe(exc)}"
-        ) from exc
-
-
-def _fetch_or_raise(
-    endpoint: Endpoint,
-    split: str,
-    num_tasks: int | None,
-    indices: Sequence[int] | None,
-    timeout: float,
-) -> tuple[list[int], list[Any]]:
-    """:func:`_fetch` on the runtime loop; a failure or timeout becomes a ``TaskLoadError``."""
-    try:
-        return current().run(_fetch(endpoint, split, num_tasks, indices), timeout=timeout)
-    except (IndexError, TaskLoadError):  # an index past the end, an unknown split: clear
-        raise
-    except Exception as exc:
-        raise TaskLoadError(
-            f"could not load the tasks of split {split!r} from {endpoint.label}: {describe(exc)}"
-        ) from exc
+    """How many tasks ``split`` has (one ``/num_tasks`` request)."""
+    failed = f"could not count the tasks of split {split!r} on"
+    return _on_loop(endpoint, split, _SplitReader.num_tasks, timeout, failed)
 
 
 def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
@@ -301,27 +270,18 @@ def bundle_tasks(
     blocks: int | None = None,
 ) -> "Dataset":
     """One training set from several environments' ``load_tasks()`` datasets, for TRL's
-    multi-environment mode: ``environment_factory={"echo": EchoEnv, "quiz": QuizEnv}``
-    picks each row's adapter by the ``environment`` column this adds (TRL does not pass
-    that column to ``reset``). Metadata columns are merged; a row gets ``None`` for the
-    columns of other environments.
+    multi-environment mode (``environment_factory={"echo": EchoEnv, "quiz": QuizEnv}`` picks
+    each row's adapter by the ``environment`` column this adds). Metadata columns are merged;
+    a row gets ``None`` for the columns of other environments.
 
     Without ``weights`` the datasets are concatenated in the mapping's order. With
-    ``weights={"echo": 3, "quiz": 1}`` and ``block=B`` (:mod:`orsgen.runtime.mixture`):
-
-    - every block of ``B`` consecutive rows holds each environment's weighted share of
-      ``B``, rounded by largest remainder, in a seeded order (``seed``, default 0);
-    - an environment's rows come in seeded passes over its dataset: sampled without
-      replacement until they run out, then a new pass (so a small one repeats);
-    - the dataset has ``blocks`` blocks (``blocks * B`` rows); by default the fewest in
-      which every environment shows each of its tasks at least once;
-    - a dataset of ``None`` makes the environment choose its own tasks: its rows carry no
-      task, so its adapter's ``seed=``, ``num_tasks=`` and ``curriculum=`` choose (one
-      process only: across ranks a stream cannot place its resets among the run's rows).
-
-    ``B`` = the unique prompts of one TRL generation, ``generation_batch_size //
-    num_generations``, with ``shuffle_dataset=False``: then every optimizer step holds
-    exactly the shares (docs/several-environments.md)."""
+    ``weights={"echo": 3, "quiz": 1}`` and ``block=B``, every block of ``B`` rows holds each
+    environment's exact share, drawn in seeded passes over its dataset; ``blocks`` blocks
+    (by default the fewest that show every task once) with ``seed`` (default 0), by the rules
+    of :mod:`orsgen.runtime.mixture`. A dataset of ``None`` makes its environment choose its
+    own tasks (one process only). ``B`` = ``generation_batch_size // num_generations`` with
+    ``shuffle_dataset=False`` keeps the shares in every optimizer step
+    (docs/several-environments.md)."""
     if not datasets:
         raise ValueError("bundle_tasks needs at least one dataset")
     if weights is None:

@@ -1,21 +1,19 @@
-"""ORS content blocks as the model sees them: text, and images as TRL content lists or
-as short text placeholders.
+"""ORS content blocks as the model sees them: text, and images as TRL content lists or as short
+text placeholders.
 
-An ORS ``ImageBlock`` carries base64 ``data`` and a ``mimeType``. With
-``multimodal=True`` an adapter returns TRL's content list for any output that holds
-an image, in block order::
+With ``multimodal=True`` an adapter returns TRL's content list for any output that holds an
+image (an ORS ``ImageBlock``: base64 ``data`` and a ``mimeType``), in block order::
 
     [{"type": "text", "text": "..."}, {"type": "image", "image": <PIL.Image.Image>}]
 
 and plain ``str`` for text-only outputs. Without it, each image becomes a one-line
-placeholder with its mime type and pixel size (``[image: image/png, 64x64]``), never
-the payload. An image that cannot be shown (corrupt base64, an unsupported mime type,
-too large) becomes a text part that says why; nothing here raises into the trainer.
+placeholder with its mime type and pixel size (``[image: image/png, 64x64]``), never the
+payload. An image that cannot be shown (corrupt base64, an unsupported mime type, too large)
+becomes a text part that says why; nothing here raises into the trainer.
 
-Pillow is needed only for ``multimodal=True`` (``pip install 'orsgen[vision]'``) and
-is imported on the first image; pixel sizes for placeholders are read from the image
-header without it. No type here refers to Pillow, so a project without it type-checks
-a generated package as cleanly as one with it: an image part is typed ``ImageLike``.
+Pillow is needed only for ``multimodal=True`` (``orsgen[vision]``), imported on the first
+image; placeholder sizes are read from the image header without it. No type here refers to
+Pillow, so a project without it type-checks a generated package cleanly (``ImageLike``).
 """
 
 from __future__ import annotations
@@ -93,12 +91,8 @@ ContentPart = TextPart | ImagePart
 Content = str | list[ContentPart]
 
 
-def pillow_available() -> bool:
-    return importlib.util.find_spec("PIL") is not None
-
-
 def require_pillow() -> None:
-    if not pillow_available():
+    if importlib.util.find_spec("PIL") is None:
         raise ImportError(
             "multimodal=True decodes images with Pillow, which is not installed: "
             "pip install 'orsgen[vision]'"
@@ -235,36 +229,6 @@ def to_image(block: Any) -> ImageLike | str:
     return image
 
 
-def to_content(blocks: Iterable[Any]) -> Content:
-    """The TRL content list for ``blocks``, text runs joined as :func:`blocks_to_text`
-    joins them; plain text when no image survives decoding."""
-    parts: list[ContentPart] = []
-    run: list[Any] = []
-    has_image = False
-
-    def flush() -> None:
-        text = blocks_to_text(run)
-        if text:
-            parts.append({"type": "text", "text": text})
-        run.clear()
-
-    for block in blocks:
-        if kind(block) != "image":
-            run.append(block)
-            continue
-        image = to_image(block)
-        if isinstance(image, str):
-            run.append({"type": "text", "text": image})
-            continue
-        flush()
-        parts.append({"type": "image", "image": image})
-        has_image = True
-    flush()
-    if not has_image:
-        return "\n".join(p["text"] for p in parts if p["type"] == "text")
-    return parts
-
-
 def blocks_to_text(blocks: Iterable[Any]) -> str:
     """Join text blocks with newlines; an image becomes a short placeholder with its mime
     type and pixel size, and any other block is named instead of dropped."""
@@ -283,9 +247,28 @@ def blocks_to_text(blocks: Iterable[Any]) -> str:
 
 
 def blocks_to_content(blocks: Iterable[Any], multimodal: bool) -> Content:
-    """``multimodal``: a TRL content list when the blocks hold an image; otherwise, and for
-    text-only blocks, the text."""
+    """``multimodal``: a TRL content list when the blocks hold an image that decodes, text
+    runs joined as :func:`blocks_to_text` joins them; otherwise the text."""
     blocks = list(blocks)
     if not multimodal or not any(kind(b) == "image" for b in blocks):
         return blocks_to_text(blocks)
-    return to_content(blocks)
+    parts: list[ContentPart] = []
+    run: list[Any] = []
+
+    def flush() -> None:
+        text = blocks_to_text(run)
+        if text:
+            parts.append({"type": "text", "text": text})
+        run.clear()
+
+    for block in blocks:
+        image = to_image(block) if kind(block) == "image" else None
+        if image is None or isinstance(image, str):
+            run.append(block if image is None else {"type": "text", "text": image})
+            continue
+        flush()
+        parts.append({"type": "image", "image": image})
+    flush()
+    if all(p["type"] == "text" for p in parts):  # no image survived decoding
+        return "\n".join(p["text"] for p in parts if p["type"] == "text")
+    return parts

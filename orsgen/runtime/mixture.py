@@ -30,27 +30,26 @@ Row = tuple[str, int | None]
 def check_weights(names: Sequence[str], weights: Mapping[str, object]) -> dict[str, Fraction]:
     """Each bundled environment's weight, exact; a missing, unknown, non-numeric, zero or
     negative weight is a ``ValueError`` naming the environment."""
-    for name in weights:
-        if name not in names:
-            raise ValueError(
-                f"weights names {name!r}, which is not a bundled environment "
-                f"(bundled: {', '.join(map(repr, names))})"
-            )
+    unknown = [name for name in weights if name not in names]
+    if unknown:
+        raise ValueError(
+            f"weights names {unknown[0]!r}, which is not a bundled environment "
+            f"(bundled: {', '.join(map(repr, names))})"
+        )
     exact: dict[str, Fraction] = {}
     for name in names:
         if name not in weights:
             raise ValueError(
                 f"environment {name!r} has no weight: weights= gives every bundled environment one"
             )
-        weight = weights[name]
-        value = None
+        weight, value = weights[name], Fraction(0)
         if isinstance(weight, bool):  # a Real to Python, never meant as a weight
             pass
         elif isinstance(weight, numbers.Integral):
             value = Fraction(int(weight))
         elif isinstance(weight, numbers.Real) and math.isfinite(weight):
             value = Fraction(str(float(weight)))  # 0.1 means one tenth, not its binary cousin
-        if value is None or value <= 0:
+        if value <= 0:
             raise ValueError(f"weights[{name!r}] must be a positive number, got {weight!r}")
         exact[name] = value
     return exact

@@ -57,34 +57,27 @@ def outcome_reward(
     prompts: Sequence[Any] | None = None,
     **_: Any,
 ) -> list[float | None]:
-    """The last non-null reward of each rollout, or, when the rollout was never scored,
-    the adapter's ``unfinished_reward`` if its session worked and ``None`` if it failed.
+    """The last non-null reward of each rollout; for a rollout never scored, the adapter's
+    ``unfinished_reward`` (``None`` by default) when its session worked (no call, only
+    unscored calls or only the model's own invalid calls), and ``None`` when it failed (the
+    tool or grader raised, the server errored or timed out, the session was lost, the rollout
+    ran degraded). A later unscored or failed call never erases an earlier score; ``0.0`` and
+    negative rewards are real scores.
 
-    A rollout that never scored is *unfinished* when its session worked (no call at all,
-    only unscored calls or only the model's own invalid calls): it gets the adapter's
-    ``unfinished_reward``, ``None`` by default. It *failed* when the tool or grader raised
-    on the server, the server errored or timed out, the session was lost or the rollout
-    ran degraded: ``None``, whatever ``unfinished_reward`` says. A later unscored or failed
-    call never erases an earlier score; ``0.0`` and negative rewards are real scores.
+    With TRL's ``log_metric``, the batch's rollout health goes into the trainer's log as
+    ``ors/*`` metrics (:mod:`orsgen.runtime.records.metrics`; per environment when several
+    train): ``ors/pass@1`` the share of rollouts that pass by the pass rule
+    (:func:`orsgen.runtime.passk.passes`), ``ors/pass@k`` for every k from 2 up to the batch's
+    smallest group of rollouts of one task (TRL's ``task_index`` and ``split`` columns; Chen
+    et al.'s estimator, averaged over groups); ``eval_``-prefixed in evaluation. With
+    ``log_extra`` each rollout's task index and split become columns of TRL's completions
+    table; every scored batch feeds the per-task table
+    (:mod:`orsgen.runtime.trajectories.task_table`). With ``upload_run=`` on the adapter,
+    each rollout's conversation goes to OpenReward's runs UI when it settles.
 
-    With TRL's ``log_metric`` (GRPOTrainer passes it to every reward function), the
-    batch's rollout health goes into the trainer's log as ``ors/*`` metrics
-    (:mod:`orsgen.runtime.records.metrics`; per environment when several train), ``ors/pass@1``
-    the share of rollouts that pass by the pass rule (:func:`orsgen.runtime.passk.passes` with
-    its adapter's ``pass_threshold``), with ``ors/pass@k`` for every k from 2 up to the batch's
-    smallest group: rollouts of one task (TRL's ``task_index`` and ``split`` columns) are a
-    group (Chen et al.'s estimator, averaged over groups). In evaluation TRL logs them all
-    under ``eval_``.
-    With ``log_extra`` each rollout's task index
-    and split become columns of TRL's completions table, and every scored batch feeds the
-    per-task table (:mod:`orsgen.runtime.trajectories.task_table`).
-
-    With ``upload_run=`` on the adapter, each rollout's conversation (``prompts`` and
-    ``completions``) goes to OpenReward's runs UI when it settles (:mod:`orsgen.runtime.upload`).
-
-    An environment with a terminal tool grades the model's final plain message: when
-    ``completions`` are given, each rollout's final assistant message is submitted
-    through that tool first (once per rollout; never after the episode finished).
+    An environment with a terminal tool grades the model's final plain message: given
+    ``completions``, each rollout's final assistant message is submitted through that tool
+    first (once per rollout; never after the episode finished).
     """
     rollouts = [_rollout(env) for env in environments]
     trainer_facts.note_step(trainer_state)  # the step the batch's trajectory lines carry
@@ -96,9 +89,7 @@ def outcome_reward(
             if rollout is not None and rollout.takes_final_answer and text is not None:
                 jobs.append((rollout, text))
         # Grading calls are independent sessions: run them side by side, not one by one.
-        if len(jobs) == 1:
-            jobs[0][0].submit_final(jobs[0][1])
-        elif jobs:
+        if jobs:
             with ThreadPoolExecutor(max_workers=min(32, len(jobs))) as pool:
                 for future in [pool.submit(r.submit_final, text) for r, text in jobs]:
                     future.result()

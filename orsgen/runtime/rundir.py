@@ -127,3 +127,11 @@ def read_summary(directory: str | os.PathLike[str]) -> Row:
 def read_adapter(directory: str | os.PathLike[str]) -> Row:
     """adapter.json: the tools the model saw (``tools``) and the package's ``train_split``."""
     return _read(directory, ADAPTER_FILE)
+
+
+def write_whole(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` whole: a reader sees the old file or the new one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(target)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from orsgen.diagnostics import Diagnostic
 from orsgen.snapshot.errors import TargetError
@@ -22,15 +22,7 @@ if TYPE_CHECKING:
     from orsgen.snapshot.fetch import FetchOptions
     from orsgen.snapshot.stored import Environment, TargetRef
 
-__all__ = ["FetchOptions", "Target", "TargetError", "classify", "take"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "FetchOptions":
-        from orsgen.snapshot.fetch import FetchOptions
-
-        return FetchOptions
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["Target", "TargetError", "classify", "take"]
 
 
 @contextmanager

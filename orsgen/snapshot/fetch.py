@@ -138,12 +138,15 @@ class _Probe:
 async def _facts(
     endpoint: Endpoint, options: FetchOptions, provenance: Provenance, progress: Progress
 ) -> tuple[Environment, list[Diagnostic]]:
+    """The snapshot's ``environment`` section: read from the server, built here, once."""
     diagnostics: list[Diagnostic] = []
     env = await environment(endpoint)
     progress("reading server version and tools")
     version = await _server_version(endpoint, env, progress)
-    tools_res = await ask(endpoint, env, "GET", endpoint.env_path("/tools"), progress=progress)
-    shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
+    listed = as_object(
+        await ask(endpoint, env, "GET", endpoint.env_path("/tools"), progress=progress)
+    )
+    shared = _unique([spec_dict(t) for t in listed.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
     splits = await _read_splits(endpoint, env, progress)
     # Chosen with or without probes: the split becomes the package's default.
@@ -159,8 +162,33 @@ async def _facts(
     if options.toolset:  # the bound toolset's tools replace same-named environment tools
         overridden = {t["name"] for t in probe.task_tools}
         shared = [t for t in shared if t["name"] not in overridden]
-    read = _Read(version, tools_res, splits, shared, probe)
-    return _environment(endpoint, options, provenance, read), diagnostics
+    env_name = endpoint.env_name
+    identity = Identity(env_name=env_name, deployment=endpoint.deployment)
+    class_name = provenance.class_names.get(str(env_name)) or provenance.class_name
+    if class_name:  # a local file tells us the class name the server lower-cased
+        identity = identity.model_copy(update={"class_name": class_name})
+    if options.toolset:
+        identity = identity.model_copy(update={"toolset": options.toolset})
+    facts = Environment(
+        identity=identity,
+        images=Images(in_prompt=probe.images),
+        target=provenance.target,
+        server_version=version,
+        sdk_version=importlib.metadata.version("openreward"),
+        splits=splits,
+        tools=[ToolSpec.model_validate(t) for t in shared],
+        task_tools=[ToolSpec.model_validate(t) for t in probe.task_tools],
+        task_tools_probe=TaskToolsProbe(
+            enabled=options.task_tools or bool(options.toolset),
+            split=options.split,
+            indices=probe.indices,
+            **probe.tools_by_task(),
+        ),
+        terminal_tool=_terminal_tool(listed.get("terminal_tool")),
+        supports_score_group=bool(listed.get("supports_score_group")),
+        message_block_types=sorted(str(t) for t in as_array(listed.get("message_block_types"))),
+    )
+    return facts, diagnostics
 
 
 async def _server_version(endpoint: Endpoint, env: Any, progress: Progress) -> str | None:
@@ -188,56 +216,12 @@ async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list
     return splits
 
 
-@dataclass(frozen=True)
-class _Read:
-    """What :func:`_facts` read from the server, as it came (tool specs in stored form)."""
-
-    version: str | None
-    tools_res: Mapping[str, Any]
-    splits: list[Split]
-    shared: list[dict[str, Any]]
-    probe: _Probe
-
-
 def _terminal_tool(said: Any) -> TerminalTool | None:
     """The ``@terminal`` tool the server describes, in the fields a snapshot stores (a
     field a newer server adds is not one of them)."""
     if not is_object(said):
         return None
     return TerminalTool.model_validate({k: said[k] for k in TerminalTool.model_fields if k in said})
-
-
-def _environment(
-    endpoint: Endpoint, options: FetchOptions, provenance: Provenance, read: _Read
-) -> Environment:
-    """The snapshot's ``environment`` section: built here, once, from what was read."""
-    env_name = endpoint.env_name
-    identity = Identity(env_name=env_name, deployment=endpoint.deployment)
-    class_name = provenance.class_names.get(str(env_name)) or provenance.class_name
-    if class_name:  # a local file tells us the class name the server lower-cased
-        identity = identity.model_copy(update={"class_name": class_name})
-    if options.toolset:
-        identity = identity.model_copy(update={"toolset": options.toolset})
-    listed = as_object(read.tools_res)
-    return Environment(
-        identity=identity,
-        images=Images(in_prompt=read.probe.images),
-        target=provenance.target,
-        server_version=read.version,
-        sdk_version=importlib.metadata.version("openreward"),
-        splits=read.splits,
-        tools=[ToolSpec.model_validate(t) for t in read.shared],
-        task_tools=[ToolSpec.model_validate(t) for t in read.probe.task_tools],
-        task_tools_probe=TaskToolsProbe(
-            enabled=options.task_tools or bool(options.toolset),
-            split=options.split,
-            indices=read.probe.indices,
-            **read.probe.tools_by_task(),
-        ),
-        terminal_tool=_terminal_tool(listed.get("terminal_tool")),
-        supports_score_group=bool(listed.get("supports_score_group")),
-        message_block_types=sorted(str(t) for t in as_array(listed.get("message_block_types"))),
-    )
 
 
 async def _probe_task_tools(
@@ -313,20 +297,16 @@ async def _probe_session(
     # The runtime's session class: its keepalive pings wait an interval before the first,
     # so a probe that lives milliseconds never pings a session it already deleted (the
     # SDK's own class pings at once, from another thread, and the server logs a 404).
-    session = session_class()(
+    async with session_class()(
         env,
         secrets=secrets,
         api_key=env.api_key,
         split=options.split,
         index=index,
         toolset_name=options.toolset,
-    )
-    await session.__aenter__()
-    try:
+    ) as session:
         listed = [spec_dict(s) for s in await session.list_tools()]
         return listed, await prompt_has_image(session, index, diagnostics)
-    finally:
-        await session.__aexit__(None, None, None)
 
 
 def fetch(

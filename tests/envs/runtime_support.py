@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -61,15 +59,6 @@ class FaultAdapter(OrsAdapter):
             text: Anything.
         """
         return self._call("die", {"text": text})
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 class FaultProxy:

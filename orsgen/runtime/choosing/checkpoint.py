@@ -22,14 +22,10 @@ Under several processes the ranks first share the step's outcomes (a collective:
 rank saves), so they hold the same state, and only the world's process zero writes it
 (:func:`orsgen.runtime.transport.identity.identity`).
 
-Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
-spawns after this callback's ``on_train_begin``: the callback names a :class:`Handoff`
-there (in the environment the child inherits), the worker
-(:mod:`orsgen.runtime.choosing.handoff`) writes its streams' states under
-``output_dir/.orsgen_task_state/`` and, on resume, stages the checkpoint's file before its
-first stream. Each save copies the worker's latest states into the checkpoint. Before the
-worker wrote anything the save says so and writes a file with no stream: a resume from it
-starts the task choice afresh, as it says.
+Under ``AsyncGRPOTrainer`` the rollout worker chooses and writes its states under
+``output_dir/.orsgen_task_state/`` (:mod:`orsgen.runtime.choosing.handoff`); each save
+copies its latest into the checkpoint, or, before it wrote any, a file with no stream (a
+resume from it starts the task choice afresh, as the save says).
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -38,17 +34,18 @@ event this class does not handle is a no-op (as in ``TrainerCallback``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orsgen.runtime.choosing.chooser import Chooser
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import StreamKey, samplers
+from orsgen.runtime.rundir import write_whole
 from orsgen.runtime.transport.identity import identity
 
 FILE = "orsgen_curriculum.json"
@@ -79,15 +76,7 @@ def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, A
     return [(StreamKey.from_json(s["stream"]), s["state"]) for s in saved["streams"]]
 
 
-def write(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` whole: a reader sees the old file or the new one."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(text)
-    temporary.replace(target)
-
-
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Handoff:
     """Where AsyncGRPO's rollout worker writes its streams' states, what it resumes from,
     and the trainer's process (which never writes: it checkpoints)."""
@@ -101,10 +90,7 @@ class Handoff:
         return self.directory / LATEST
 
     def to_env(self) -> str:
-        resume = None if self.resume is None else str(self.resume)
-        return json.dumps(
-            {"directory": str(self.directory), "resume": resume, "trainer": self.trainer}
-        )
+        return json.dumps(dataclasses.asdict(self), default=str)  # the paths as text
 
     @staticmethod
     def from_env() -> Handoff | None:
@@ -112,12 +98,8 @@ class Handoff:
         if not raw:
             return None
         value = json.loads(raw)
-        resume = value.get("resume")
-        return Handoff(
-            Path(value["directory"]),
-            None if resume is None else Path(resume),
-            int(value["trainer"]),
-        )
+        resume = value["resume"]
+        return Handoff(Path(value["directory"]), resume and Path(resume), int(value["trainer"]))
 
 
 def path(output_dir: str | os.PathLike[str], step: int) -> Path:
@@ -125,12 +107,22 @@ def path(output_dir: str | os.PathLike[str], step: int) -> Path:
     return Path(output_dir) / f"{CHECKPOINT}-{step}" / FILE
 
 
-def _is_async(args: Any) -> bool:
-    return type(args).__name__.startswith("AsyncGRPO")
-
-
 def _nothing(*_: Any, **__: Any) -> None:
     return None
+
+
+def _worker_states(worker: Handoff, target: Path) -> str:
+    try:
+        return worker.latest.read_text()
+    except FileNotFoundError:
+        logger.warning(
+            "CurriculumCheckpoint: the AsyncGRPO rollout worker has written no task-choice "
+            "state yet (it writes at its first reset, when the callback was given to the "
+            "trainer's callbacks=), so %s holds no stream and a resume from it starts the "
+            "task choice afresh",
+            target.parent,
+        )
+        return json.dumps(body([]), sort_keys=True)
 
 
 class CurriculumCheckpoint:
@@ -166,25 +158,21 @@ class CurriculumCheckpoint:
                     "starts afresh",
                     saved,
                 )
-        if self.curriculum is not None and saved is not None:
             curricula = sum("curriculum" in state for _, state in streams)
-            if curricula != 1:
+            if self.curriculum is not None and curricula != 1:
                 raise ValueError(
                     f"{saved} holds {curricula} curricula: CurriculumCheckpoint(curriculum) "
                     "resumes the one curriculum of the run"
                 )
-        if _is_async(args):
-            self._hand_off(Path(args.output_dir), saved)
+        if type(args).__name__.startswith("AsyncGRPO"):
+            # Named in the environment the worker inherits (it is spawned after this event),
+            # with no state of an earlier run left in its directory.
+            self.handoff = Handoff(Path(args.output_dir) / DIRECTORY, saved, os.getpid())
+            self.handoff.latest.unlink(missing_ok=True)
+            os.environ[ENV] = self.handoff.to_env()
         elif saved is not None:
             samplers().stage(streams)
         self.restored_from = saved
-
-    def _hand_off(self, output_dir: Path, resume: Path | None) -> None:
-        """Name the worker's hand-off in the environment it inherits (it is spawned after
-        this event), with no state of an earlier run left in its directory."""
-        self.handoff = Handoff(output_dir / DIRECTORY, resume, os.getpid())
-        self.handoff.latest.unlink(missing_ok=True)
-        os.environ[ENV] = self.handoff.to_env()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         if self.handoff is not None:  # the worker is stopped: no later child inherits it
@@ -192,9 +180,11 @@ class CurriculumCheckpoint:
 
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         target = path(args.output_dir, int(state.global_step))
-        if self.handoff is not None:
+        if self.handoff is not None:  # the rollout worker's latest, checked whole
             if identity().is_main:
-                self._save_worker(self.handoff, target)
+                text = _worker_states(self.handoff, target)
+                streams_of(json.loads(text))  # never a file the resume cannot read
+                write_whole(target, text)
             return
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
@@ -210,20 +200,4 @@ class CurriculumCheckpoint:
                 "CurriculumCheckpoint: no adapter in this process chose tasks "
                 "(train_dataset=None), so the checkpoints hold no task-choice state"
             )
-        write(target, json.dumps(body(streams), sort_keys=True))
-
-    def _save_worker(self, worker: Handoff, target: Path) -> None:
-        """The rollout worker's latest states, checked whole, into the checkpoint."""
-        try:
-            text = worker.latest.read_text()
-        except FileNotFoundError:
-            logger.warning(
-                "CurriculumCheckpoint: the AsyncGRPO rollout worker has written no task-choice "
-                "state yet (it writes at its first reset, when the callback was given to the "
-                "trainer's callbacks=), so %s holds no stream and a resume from it starts the "
-                "task choice afresh",
-                target.parent,
-            )
-            text = json.dumps(body([]), sort_keys=True)
-        streams_of(json.loads(text))  # never a file the resume cannot read
-        write(target, text)
+        write_whole(target, json.dumps(body(streams), sort_keys=True))

@@ -9,13 +9,13 @@ chooses by *global group*: a task is a function of the seed and the group index 
 with a curriculum, of statistics every rank holds alike), so a group split across ranks
 stays on one task and all ranks agree on the order.
 
-Pure: no I/O. Sharing outcomes between ranks is a function handed in
-(:func:`orsgen.runtime.choosing.ranks.all_gather`).
+Pure: no I/O. Sharing outcomes between ranks is a function handed in (:func:`all_gather`).
 """
 
 from __future__ import annotations
 
 import random
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -69,8 +69,6 @@ class Chooser:
         *,
         curriculum: PassRateCurriculum | None = None,
     ) -> None:
-        if group_size < 1:
-            raise ValueError(f"group_size must be at least 1, got {group_size}")
         self.tasks = list(tasks)
         self.seed = seed
         self.group_size = group_size
@@ -110,6 +108,7 @@ class Chooser:
         so unfinished and failed rollouts count as no outcome, never as failures."""
         if self.curriculum is None:
             return
+        reward = outcome.reward if outcome.kind == "scored" else None
         with self._lock:
             waiting = self._waiting.get(task_index)
             if not waiting:
@@ -117,8 +116,10 @@ class Chooser:
             group = waiting.popleft()
             if not waiting:  # at catalog scale most tasks wait for nothing: hold no deque
                 del self._waiting[task_index]
-        reward = outcome.reward if outcome.kind == "scored" else None
-        self.observe_group(group, task_index, reward)
+            if self._share is not None and self.layout is not None and self.layout.world > 1:
+                self._unshared.append((group, task_index, reward))
+            else:
+                self.curriculum.observe(group, task_index, reward)
 
     def state_dict(self) -> dict[str, Any]:
         with self._lock:
@@ -151,12 +152,9 @@ class Chooser:
 
     def _next(self) -> tuple[int, int]:
         reset, self.handed_out = self.handed_out, self.handed_out + 1
-        layout, curriculum = self.layout, self.curriculum
-        # _first_group(), inline: this runs on every reset
-        first = 0 if curriculum is None else curriculum.first_group
+        layout, first = self.layout, self._first_group()
         if layout is not None and layout.world > 1 and reset % layout.rows == 0:
-            generation_start = (reset // layout.rows) * layout.world * layout.rows
-            self._exchange(first + generation_start // self.group_size)
+            self._exchange(reset // layout.rows)
         slot = reset if layout is None else layout.slot(reset)
         group = first + slot // self.group_size
         if self._current is None or self._current[0] != group:
@@ -172,16 +170,6 @@ class Chooser:
             self._current = (group, task)
         return self._current[1], group
 
-    def observe_group(self, group: int, task: int, reward: float | None) -> None:
-        """A settled rollout of ``group``: its reward, ``None`` when it was not scored."""
-        if self.curriculum is None:
-            return
-        with self._lock:
-            if self._share is not None and self.layout is not None and self.layout.world > 1:
-                self._unshared.append((group, task, reward))
-            else:
-                self.curriculum.observe(group, task, reward)
-
     def synchronize(self) -> None:
         """Share the outcomes of the generation in progress now, not at the next one's
         first reset: every rank calls it at the same point (a checkpoint's save, the end of
@@ -190,19 +178,18 @@ class Chooser:
             layout = self.layout
             if layout is None or layout.world <= 1 or self.handed_out == 0:
                 return
-            generations = -(-self.handed_out // layout.rows)  # the ones that started
-            self._exchange(
-                self._first_group() + generations * layout.world * layout.rows // self.group_size
-            )
+            self._exchange(-(-self.handed_out // layout.rows))  # the generations that started
 
-    def _exchange(self, first_group: int) -> None:
-        """Share the outcomes of the generation before the one whose first global group is
-        ``first_group``. Its groups are all planned first, so every rank plans them from
-        the statistics they were chosen from, whichever rank served them."""
-        if self.curriculum is None or self._share is None:
+    def _exchange(self, generations: int) -> None:
+        """Share the outcomes of the stream's generations before its ``generations``-th. Their
+        groups are all planned first, so every rank plans them from the statistics they were
+        chosen from, whichever rank served them."""
+        if self.curriculum is None or self._share is None or self.layout is None:
             return
-        if first_group > self._first_group():
-            self.curriculum.plan_through(first_group - 1)
+        first = self._first_group()
+        start = first + generations * self.layout.world * self.layout.rows // self.group_size
+        if start > first:
+            self.curriculum.plan_through(start - 1)
         mine, self._unshared = self._unshared, []
         for outcomes in self._share(mine):
             for group, task, reward in outcomes:
@@ -230,11 +217,6 @@ class CurriculumFactory:
 
     curriculum: str | PassRateCurriculum
 
-    @property
-    def named(self) -> bool:
-        """Whether each stream makes its own curriculum (``curriculum="pass_rate"``)."""
-        return isinstance(self.curriculum, str)
-
     def __call__(
         self, tasks: Sequence[int], seed: int, group_size: int, pass_threshold: float
     ) -> Chooser:
@@ -243,10 +225,15 @@ class CurriculumFactory:
         return Chooser(tasks, seed, group_size, pass_threshold, curriculum=made)
 
 
-def factory_of(curriculum: object) -> CurriculumFactory | None:
-    """The factory ``curriculum=`` names, ``None`` for the uniform passes (raises on an
-    unknown name or object now, not at the first reset)."""
-    if curricula.make(curriculum) is None:
-        return None
-    assert isinstance(curriculum, (str, PassRateCurriculum))  # make() accepted it
-    return CurriculumFactory(curriculum)
+def all_gather(mine: object) -> list[Any]:
+    """Every rank's ``mine``, in rank order, over the trainer's own ``torch.distributed``
+    group; ``[mine]`` when there is none. Called at the first reset of each generation,
+    which every rank reaches once per generation (GRPOTrainer resets its whole generation
+    batch before it generates): a collective there cannot be missed by one rank."""
+    # Never imported here: a process that has not imported it has not initialised it.
+    dist: Any = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return [mine]
+    gathered: list[Any] = [None] * int(dist.get_world_size())
+    dist.all_gather_object(gathered, mine)
+    return gathered

@@ -1,14 +1,10 @@
-"""AsyncGRPO's rollout worker, which chooses tasks, hands its task-sampler streams' states
-to the trainer, which checkpoints them (the file's format and the ``Handoff`` live in
-:mod:`orsgen.runtime.choosing.checkpoint`).
+"""AsyncGRPO's rollout worker, which chooses tasks, hands its streams' states to the
+trainer, which checkpoints them (the file format and ``Handoff``: :mod:`.checkpoint`).
 
-Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
-spawns at ``on_train_begin`` (``AsyncRolloutWorker.start()``, run by TRL's own
-``_TrainBeginCallback`` after the callbacks given to the trainer). A spawned child inherits
-the trainer's ``os.environ`` as it is at that moment, so the trainer's callback names a
-``Handoff`` in ``ORSGEN_TASK_STATE`` first: a directory under ``output_dir`` and, on
-resume, the checkpoint file to continue from. A child of the trainer that makes a stream
-under it (the worker) then
+The worker is a child the trainer spawns at ``on_train_begin`` (``AsyncRolloutWorker.start()``,
+run by TRL's ``_TrainBeginCallback`` after the given callbacks) and inherits ``os.environ``
+as it is then, so the trainer's callback names a ``Handoff`` in ``ORSGEN_TASK_STATE`` first.
+A child of the trainer that makes a stream under it (the worker) then
 
 - stages the resume file's states before its first stream is made, so each stream
   continues from the state saved under its key;
@@ -19,11 +15,9 @@ under it (the worker) then
   O(tasks), so the period stretches to :data:`PACE` times the last write's cost when
   that is longer (about 3 s at 100,000 tasks on a 2-core machine).
 
-So the worker's file is never more than that period (and one write) behind
-the worker, and a file that exists always resumes. The worker is ahead of the trainer
-anyway: it also holds the choices and outcomes of rollouts the trainer has not trained on
-(up to ``max_inflight_tasks`` in flight and ``queue_maxsize`` queued), and a resume
-continues after them, it does not choose them again.
+A file that exists always resumes. The worker is ahead of the trainer anyway (up to
+``max_inflight_tasks`` in flight and ``queue_maxsize`` queued): a resume continues after
+those rollouts, it does not choose them again.
 """
 
 from __future__ import annotations
@@ -35,8 +29,9 @@ import os
 import threading
 import time
 
-from orsgen.runtime.choosing.checkpoint import Handoff, body, streams_of, write
+from orsgen.runtime.choosing.checkpoint import Handoff, body, streams_of
 from orsgen.runtime.choosing.streams import samplers
+from orsgen.runtime.rundir import write_whole as write
 from orsgen.runtime.transport.process import current
 
 WRITE_EVERY = 1.0  # seconds: the worker's file lags its streams by at most this (and a write)

@@ -68,18 +68,13 @@ class _Members:
         self._tree = array("q", (j & -j for j in range(n + 1)) if full else bytes(8 * (n + 1)))
         self._top = 1 << (n.bit_length() - 1) if n else 0
 
-    def _add(self, position: int, delta: int) -> None:
+    def add(self, position: int, delta: int) -> None:
+        """Add (``delta`` 1) or remove (-1) the member at ``position``."""
         j, tree, n = position + 1, self._tree, self.n
         while j <= n:
             tree[j] += delta
             j += j & -j
         self.size += delta
-
-    def add(self, position: int) -> None:
-        self._add(position, 1)
-
-    def remove(self, position: int) -> None:
-        self._add(position, -1)
 
     def kth(self, k: int) -> int:
         """The position of the ``k``-th member (0-based, smallest position first)."""
@@ -117,8 +112,8 @@ class Pools:
         position, target = self._position[task], _INDEX[pool]
         source = self._of[position]
         if source != target:
-            self._members[source].remove(position)
-            self._members[target].add(position)
+            self._members[source].add(position, -1)
+            self._members[target].add(position, 1)
             self._of[position] = target
 
     def size(self, pool: str) -> int:

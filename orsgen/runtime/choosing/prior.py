@@ -11,13 +11,10 @@ A prior is read from (:func:`load`):
   ``summary`` holds the same;
 - a mapping from task index to pass rate in [0, 1], which carries no identity.
 
-A task's rate is its passing samples over its scored ones: an unscored sample says nothing
-about the task, and a task with none is not covered. A prior with an identity is refused
-against a stream of another environment, split, tool hash or pass threshold
-(:meth:`Prior.check`), with an error that names the field.
-
-The files are read by :mod:`orsgen.runtime.rundir`: the runtime never imports
-``orsgen.eval``.
+A task's rate is its passing samples over its scored ones (a task with none is not
+covered). A prior with an identity is refused against a stream of another environment,
+split, tool hash or pass threshold (:meth:`Prior.check`), naming the field. The files are
+read by :mod:`orsgen.runtime.rundir`: the runtime never imports ``orsgen.eval``.
 """
 
 from __future__ import annotations
@@ -106,17 +103,17 @@ def _of_mapping(given: Mapping[object, object]) -> Prior:
     for key, value in given.items():
         if isinstance(key, bool) or not isinstance(key, int):
             raise PriorError(f"a prior mapping's keys are task indices, got {key!r}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise PriorError(f"prior[{key}] must be a pass rate in [0, 1], got {value!r}")
-        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not (math.isfinite(value) and 0.0 <= value <= 1.0)
+        ):
             raise PriorError(f"prior[{key}] must be a pass rate in [0, 1], got {value!r}")
         rates[key] = float(value)
     return Prior(rates, None, "a mapping")
 
 
 def _of_runs(runs: list[Path]) -> Prior:
-    if not runs:
-        raise PriorError("prior is an empty list of run directories")
     parts: list[tuple[Identity, dict[int, tuple[int, int]]]] = []
     for run in runs:
         try:

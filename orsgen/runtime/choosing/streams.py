@@ -13,16 +13,15 @@ reset and shared by every adapter instance of the stream. The protocol
   saved stream alone has them (the same run resumed against a server on a new address).
   A staged state no stream takes is never handed to another stream.
 
-A forked child starts with no stream and nothing staged (this is a
-:meth:`~orsgen.runtime.transport.process.Process.part`). Under AsyncGRPO the process that
-chooses is the trainer's rollout worker, a spawned child: it saves and stages through the
-hand-off of :mod:`~orsgen.runtime.choosing.handoff`, the same two calls.
+A forked child starts with no stream and nothing staged. AsyncGRPO's rollout worker saves
+and stages through :mod:`~orsgen.runtime.choosing.handoff`, the same two calls.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -125,10 +124,7 @@ class Samplers:
         on resume: refused."""
         with self._lock:
             items = list(self._items.values())
-        seen: dict[StreamKey, int] = {}
-        for key, _ in items:
-            seen[key] = seen.get(key, 0) + 1
-        twice = sorted(k for k, n in seen.items() if n > 1)
+        twice = sorted(k for k, n in Counter(key for key, _ in items).items() if n > 1)
         if twice:
             raise ValueError(
                 f"{twice[0]} chooses tasks in two streams (different seed, num_tasks, "

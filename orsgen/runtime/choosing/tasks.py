@@ -1,39 +1,23 @@
 """Which task a reset opens when the trainer gives none (environment-owned data).
 
-TRL 1.16 lets ``train_dataset`` be omitted when an ``environment_factory`` owns the data:
+TRL lets ``train_dataset`` be omitted when an ``environment_factory`` owns the data:
 ``reset()`` then receives only ``prompt=`` (``trl/trainer/grpo_trainer.py``, around line
-862: identical placeholder rows). The adapter chooses the task itself, here:
+862: identical placeholder rows). The adapter chooses the task itself: the candidates are
+the split's, restricted by ``num_tasks`` / ``indices`` exactly as ``load_tasks`` restricts
+them, and each task is handed out ``group_size`` times in a row, so the G consecutive resets
+of a GRPO group open the same task. Both trainers reset one group's rollouts one after
+another in one process: ``GRPOTrainer`` in slot order (``RepeatSampler`` puts a group's
+rows next to each other), AsyncGRPO's worker awaiting each ``reset`` before drawing the
+next row (``async_rollout_worker.py``, around lines 549-583 and 878-887). Under several
+processes only the built-in :class:`Chooser` with a GRPOTrainer's layout keeps groups whole
+(:mod:`~orsgen.runtime.choosing.chooser`); elsewhere :func:`check_single_process` refuses,
+with an error that says to pass ``train_dataset=load_tasks(...)``.
 
-- the candidate tasks are the split's, restricted by ``num_tasks`` / ``indices`` exactly as
-  ``load_tasks`` restricts them;
-- a pass visits every candidate once, in an order shuffled by ``seed`` (pass ``p`` uses
-  ``Random(f"{seed}:{p}")``, so a run is reproducible and each pass differs);
-- each task is handed out ``group_size`` times in a row, so the G consecutive resets of a
-  GRPO group open the same task. Both trainers reset one group's rollouts one after
-  another in one process: ``GRPOTrainer`` in slot order (``RepeatSampler`` puts a group's
-  rows next to each other), AsyncGRPO's worker awaiting each ``reset`` before drawing the
-  next row (``async_rollout_worker.py``, around lines 549-583 and 878-887).
-
-Under several processes a group's rows can land on different ranks (the sampler's own
-diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``). Under a ``GRPOTrainer`` each rank knows where its
-rows sit (:class:`~orsgen.runtime.choosing.chooser.Layout`), and the built-in
-:class:`~orsgen.runtime.choosing.chooser.Chooser` chooses by global group there, so groups
-stay whole and ranks agree. Elsewhere (several processes, no layout, or a custom sampler)
-:func:`check_single_process` refuses to choose, with an error that says to pass
-``train_dataset=load_tasks(...)``.
-
-The choice is a seam: a :class:`TaskSampler` (``choose``, ``observe`` a settled outcome,
-``state_dict`` / ``load_state_dict``), made per stream by the adapter's ``sampler=`` factory
-from the candidate tasks, seed, group size and the adapter's ``pass_threshold``;
-:class:`Chooser` is the default. The adapter calls ``observe`` with each settled outcome of
-a rollout whose task the sampler chose. ``curriculum="pass_rate"`` (or a
-:class:`~orsgen.runtime.choosing.curriculum.PassRateCurriculum`) is shorthand for the
-sampler factory :class:`~orsgen.runtime.choosing.chooser.CurriculumFactory`: a Chooser
-whose groups the curriculum chooses; ``sampler=`` and ``curriculum=`` together are refused.
-
-Pure but for the AsyncGRPO worker's hand-off (:mod:`~orsgen.runtime.choosing.handoff`,
-joined before a stream is made): no I/O. The adapter fetches the split's task count and says once, in the log, what
-it chose.
+The choice is a seam: a :class:`TaskSampler`, made per stream by the adapter's ``sampler=``
+factory from the candidate tasks, seed, group size and the adapter's ``pass_threshold``.
+``curriculum=`` is shorthand for the factory
+:class:`~orsgen.runtime.choosing.chooser.CurriculumFactory`; ``sampler=`` and
+``curriculum=`` together are refused.
 """
 
 from __future__ import annotations
@@ -42,11 +26,13 @@ import inspect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from orsgen.runtime.choosing import curriculum as curricula
-from orsgen.runtime.choosing import handoff, ranks
+from orsgen.runtime.choosing import handoff
 from orsgen.runtime.choosing.chooser import Chooser as Chooser
-from orsgen.runtime.choosing.chooser import Layout, factory_of
+from orsgen.runtime.choosing.chooser import CurriculumFactory, Layout, all_gather
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import Samplers as Samplers
 from orsgen.runtime.choosing.streams import StreamKey as StreamKey
 from orsgen.runtime.choosing.streams import TaskSampler as TaskSampler
@@ -90,13 +76,13 @@ class TaskChoice:
             raise ValueError("pass num_tasks or indices, not both")
         if sampler is not None:
             _check_factory(sampler)
-        led = factory_of(curriculum)
-        if led is not None and sampler is not None:
-            raise ValueError(
-                f"pass sampler= or curriculum=, not both: curriculum={curriculum!r} selects "
-                "the sampler (a Chooser whose groups the curriculum chooses)"
-            )
-        sampler = sampler if led is None else led
+        if curricula.make(curriculum) is not None:  # raises on an unknown one, now
+            if sampler is not None:
+                raise ValueError(
+                    f"pass sampler= or curriculum=, not both: curriculum={curriculum!r} selects "
+                    "the sampler (a Chooser whose groups the curriculum chooses)"
+                )
+            sampler = CurriculumFactory(cast("str | PassRateCurriculum", curriculum))
         return TaskChoice(
             seed=None if seed is None else int(seed),
             num_tasks=num_tasks,
@@ -160,13 +146,6 @@ def check_single_process(env_label: str, layout: Layout | None = None) -> None:
         )
 
 
-def layout_of(facts: trainer_facts.TrainerFacts | None) -> Layout | None:
-    """Where this rank's resets sit among the run's rows, when several ranks train."""
-    if facts is None or facts.rows is None or facts.world <= 1:
-        return None
-    return Layout(facts.rank, facts.world, facts.rows)
-
-
 def spread(sampler: TaskSampler, layout: Layout | None, label: str) -> TaskSampler:
     """``sampler``, choosing by global group across ``layout``'s ranks (when there is one)."""
     if layout is None:
@@ -177,7 +156,7 @@ def spread(sampler: TaskSampler, layout: Layout | None, label: str) -> TaskSampl
             f"whole across {layout.world} processes: use the built-in one (no sampler=, or "
             "curriculum=), or pass train_dataset=load_tasks(...) to the trainer."
         )
-    sampler.spread(layout, ranks.all_gather)
+    sampler.spread(layout, all_gather)
     return sampler
 
 
@@ -194,13 +173,6 @@ def observe(sampler: TaskSampler, task_index: int, outcome: Outcome) -> None:
     samplers().changed()
 
 
-def describe(sampler: TaskSampler) -> str:
-    """What a sampler does, for the log line of a stream's first choice."""
-    if isinstance(sampler, Chooser):
-        return sampler.describe()
-    return f"{type(sampler).__name__} (a custom task sampler)"
-
-
 def sampler_for(
     settings: TaskChoice,
     pass_threshold: float,
@@ -214,7 +186,9 @@ def sampler_for(
     does; it raises :class:`TaskChoiceError` when groups could not stay whole. A
     curriculum judges passes by ``pass_threshold`` (the adapter's)."""
     facts = trainer_facts.facts()
-    layout = layout_of(facts)
+    layout = None
+    if facts is not None and facts.rows is not None and facts.world > 1:
+        layout = Layout(facts.rank, facts.world, facts.rows)
     check_single_process(label, layout)
     group = settings.group_size or (facts.num_generations if facts else None)
     if group is None:
@@ -247,16 +221,16 @@ def sampler_for(
         )
         if made:
             handoff.made()
-            where = (
-                f" (group size from {facts.source})" if facts and not settings.group_size else ""
-            )
+            custom = f"{type(found).__name__} (a custom task sampler)"
+            how = found.describe() if isinstance(found, Chooser) else custom
+            auto = f" (group size from {facts.source})" if facts and not settings.group_size else ""
             logger.warning(
                 "%s: reset() got no task (train_dataset=None): the adapter chooses tasks of "
                 "split %r itself: %s%s.",
                 label,
                 split,
-                describe(found),
-                where,
+                how,
+                auto,
             )
     return found
 

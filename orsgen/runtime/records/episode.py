@@ -1,10 +1,5 @@
 """One rollout's record, its state, and what its outcome is.
 
-Each rollout (:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`) is in one
-:class:`RolloutState` and keeps one :class:`Episode`: which task it opened (and whether the
-adapter chose it), how long the reset took, and every tool call (tool, arguments, a
-truncated output, reward, failure, seconds).
-
 A rollout ends in one of three outcomes (:func:`classify`):
 
 - ``scored``: the environment gave a reward (the last non-null one; ``0.0`` and negative
@@ -16,22 +11,29 @@ A rollout ends in one of three outcomes (:func:`classify`):
 - ``failed``: the infrastructure or the grader failed (the tool raised on the server, a
   server error, a timeout, a lost session, the environment unavailable). ``None``,
   whatever ``unfinished_reward`` says: there is nothing to learn from it.
+
+The outcome carries what the rollout used (:class:`Usage`), so the ``ors/*`` figures of a
+reward batch count *that batch's* rollouts. Per tool the keys are bounded: an adapter class has at most :data:`MAX_TOOLS` tools with keys
+of their own (:func:`tool_keys`, the same on every rank); other tools count under :data:`OTHER`.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
+import inspect
 import json
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orsgen.runtime.errors import ToolCallFailure
-from orsgen.runtime.records.usage import Usage, usage_of
 
 MAX_OUTPUT_TEXT = 500
 MAX_ARGUMENTS_TEXT = 2000
+MAX_TOOLS = 16  # tools of one adapter class with ors/tool/<name>/* keys of their own
+OTHER = "_other"  # where the calls of the others count
 
 Kind = Literal["scored", "unfinished", "failed"]
 
@@ -52,6 +54,34 @@ class RolloutState(enum.Enum):
     def finished(self) -> bool:
         """Whether the episode is over (the adapter's ``finished``)."""
         return self not in (RolloutState.OPENING, RolloutState.OPEN)
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool's calls: how many, how many failed, their seconds."""
+
+    calls: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+
+    def __add__(self, other: ToolUse) -> ToolUse:
+        return ToolUse(
+            self.calls + other.calls, self.failed + other.failed, self.seconds + other.seconds
+        )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One rollout's reset (0 or 1, with its seconds) and calls (failed, failed by the
+    environment, seconds), and per tool key (every key of its class, called or not)."""
+
+    resets: int = 0
+    reset_seconds: float = 0.0
+    calls: int = 0
+    failed_calls: int = 0
+    env_failed_calls: int = 0
+    call_seconds: float = 0.0
+    tools: Mapping[str, ToolUse] = field(default_factory=lambda: {})
 
 
 @dataclass(frozen=True)
@@ -132,17 +162,12 @@ class Episode:
         reward: float | None,
         finished: bool,
         seconds: float,
+        failure: ToolCallFailure | None = None,
     ) -> Call:
+        """Record a call: answered, or failed with ``failure``."""
         call = Call(tool, dict(arguments), output, reward, finished, seconds)
-        self.calls.append(call)
-        return call
-
-    def failed(
-        self, tool: str, arguments: dict[str, Any], failure: ToolCallFailure, seconds: float
-    ) -> Call:
-        call = Call(tool, dict(arguments), str(failure), None, False, seconds)
-        call.failure = failure.reason
-        call.environment_failed = failure.environment_failed
+        if failure is not None:
+            call.failure, call.environment_failed = failure.reason, failure.environment_failed
         self.calls.append(call)
         return call
 
@@ -159,6 +184,61 @@ class Episode:
         return next((c.failure for c in self.calls if c.environment_failed), None)
 
 
+def usage_of(
+    opened: bool, reset_seconds: float, calls: Sequence[Call], owner: type | None = None
+) -> Usage:
+    """The usage of a rollout of an ``owner`` adapter that ``opened`` (reset onto a task)
+    and made ``calls``; without ``owner``, each call counts under its own wire name."""
+    keys = tool_keys(owner) if owner is not None else ()
+    names: Mapping[str, str] = model_names(owner) if owner is not None else {}
+    tools = {key: ToolUse() for key in keys}
+    for c in calls:
+        key = names.get(c.tool, c.tool)
+        key = key if owner is None or key in keys else OTHER
+        tools[key] = tools.get(key, ToolUse()) + ToolUse(1, int(c.failure is not None), c.seconds)
+    failed = [c for c in calls if c.failure is not None]
+    return Usage(
+        resets=int(opened),
+        reset_seconds=reset_seconds if opened else 0.0,
+        calls=len(calls),
+        failed_calls=len(failed),
+        env_failed_calls=sum(c.environment_failed for c in failed),
+        call_seconds=sum(c.seconds for c in calls),
+        tools=tools,
+    )
+
+
+def tool_names(owner: type) -> list[str]:
+    """The tools ``GRPOTrainer`` offers the model for an ``owner`` adapter: the class's
+    public functions (properties and classmethods excluded) except ``reset`` and
+    ``get_reward``, in name order, as ``inspect.getmembers`` lists them to TRL."""
+    return [
+        name
+        for name, _ in inspect.getmembers(owner, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+
+
+@functools.cache
+def model_names(owner: type) -> Mapping[str, str]:
+    """Each tool's wire name mapped to the name the model calls it by (the adapter's method,
+    from ``WIRE_NAMES``); a wire name the map leaves out (the terminal tool, which the model
+    never sees) keeps its own."""
+    wire_names: Mapping[str, tuple[str, object]] = getattr(owner, "WIRE_NAMES", {})
+    return {wire: method for method, (wire, _) in wire_names.items()}
+
+
+@functools.cache
+def tool_keys(owner: type) -> tuple[str, ...]:
+    """The tools of an ``owner`` adapter with ``ors/tool/<name>/*`` keys of their own: the
+    first :data:`MAX_TOOLS` of the tools TRL offers the model (:func:`tool_names`) and the
+    terminal tool, then :data:`OTHER` when there are more. The class alone decides them, so
+    every rank logs the same keys."""
+    terminal: tuple[str, object] | None = getattr(owner, "TERMINAL_TOOL", None)
+    names = tool_names(owner) + ([] if terminal is None else [terminal[0]])
+    return tuple(names[:MAX_TOOLS]) + ((OTHER,) if len(names) > MAX_TOOLS else ())
+
+
 def classify(
     episode: Episode,
     rewards: list[float | None],
@@ -170,28 +250,20 @@ def classify(
     """The outcome of a rollout of an ``owner`` adapter whose calls gave ``rewards`` (see
     the module docstring), with what the rollout used (per tool of ``owner``) and the name
     of its ``environment`` in the run."""
-    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls, owner)
-    ending = _ending(episode, rewards, unfinished_reward, finished)
-    return replace(ending, usage=usage, drifted=episode.drifted, environment=environment)
-
-
-def _ending(
-    episode: Episode,
-    rewards: list[float | None],
-    unfinished_reward: float | None,
-    finished: bool,
-) -> Outcome:
-    if episode.void_reason is not None:
-        return Outcome(None, "failed", episode.void_reason, finished)
-    if episode.timed_out:
-        return Outcome(unfinished_reward, "unfinished", "rollout_timeout passed", finished)
     scored = [r for r in rewards if r is not None]
-    if scored:
-        return Outcome(float(scored[-1]), "scored", None, finished)
     failure = episode.environment_failure
-    if failure is not None:
-        return Outcome(None, "failed", failure, finished)
-    if not episode.calls:
+    reward: float | None = unfinished_reward
+    kind: Kind = "unfinished"
+    reason: str | None = None
+    if episode.void_reason is not None:
+        reward, kind, reason = None, "failed", episode.void_reason
+    elif episode.timed_out:
+        reason = "rollout_timeout passed"
+    elif scored:
+        reward, kind, reason = float(scored[-1]), "scored", None
+    elif failure is not None:
+        reward, kind, reason = None, "failed", failure
+    elif not episode.calls:
         reason = "no tool call"
     elif any(c.finished for c in episode.calls):
         reason = "finished without a score"
@@ -199,4 +271,5 @@ def _ending(
         reason = "only invalid calls"
     else:
         reason = "no call scored"
-    return Outcome(unfinished_reward, "unfinished", reason, finished)
+    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls, owner)
+    return Outcome(reward, kind, reason, finished, usage, episode.drifted, environment)

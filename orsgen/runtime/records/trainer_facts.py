@@ -25,11 +25,13 @@ not the one above, and the caller then asks the user (``group_size=``) or does w
 
 from __future__ import annotations
 
+import functools
 import inspect
 import multiprocessing
 import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from orsgen.runtime.transport.identity import identity
@@ -52,17 +54,24 @@ class TrainerFacts:
     rows: int | None = None
 
 
+def _frames(frame: Any) -> Iterator[Any]:
+    """``frame`` and the few frames above it (user wrappers may sit in between)."""
+    for _ in range(_MAX_DEPTH):
+        if frame is None:
+            return
+        yield frame
+        frame = frame.f_back
+
+
 def trainer(frame: Any) -> Any | None:
     """The ``GRPOTrainer`` (or subclass) whose method is on the stack at ``frame`` or up
     to a few frames above it, else ``None``."""
-    depth = 0
-    while frame is not None and depth < _MAX_DEPTH:
-        owner = frame.f_locals.get("self")
+    for found in _frames(frame):
+        owner = found.f_locals.get("self")
         if isinstance(getattr(owner, "num_generations", None), int) and hasattr(
             owner, "environments"
         ):
             return owner
-        frame, depth = frame.f_back, depth + 1
     return None
 
 
@@ -84,40 +93,10 @@ def current_step() -> int | None:
     return _step
 
 
-def _grpo_trainer(frame: Any) -> TrainerFacts | None:
-    depth = 0
-    while frame is not None and depth < _MAX_DEPTH:
-        owner = frame.f_locals.get("self")
-        generations = getattr(owner, "num_generations", None)
-        if isinstance(generations, int) and hasattr(owner, "environments"):
-            args = getattr(owner, "args", None)
-            seed = getattr(args, "seed", None)
-            seed = seed if isinstance(seed, int) else None
-            me = identity()  # accelerate's process_index is torch.distributed's rank
-            batch = getattr(args, "train_batch_size", None)  # the dataloader's, per process
-            steps = getattr(args, "steps_per_generation", None)
-            if not (isinstance(batch, int) and isinstance(steps, int)):
-                return TrainerFacts(generations, seed, type(owner).__name__)
-            return TrainerFacts(
-                generations, seed, type(owner).__name__, me.rank, me.world_size, batch * steps
-            )
-        frame, depth = frame.f_back, depth + 1
-    return None
-
-
-# (pid, arguments): a process's start arguments never change, so they are read once.
-_read: tuple[int, dict[str, Any] | None] | None = None
-
-
-def _worker_arguments() -> dict[str, Any] | None:
-    """The arguments of AsyncGRPO's ``_child_main`` when this is its spawned child."""
-    global _read
-    if _read is None or _read[0] != os.getpid():
-        _read = (os.getpid(), _start_arguments())
-    return _read[1]
-
-
-def _start_arguments() -> dict[str, Any] | None:
+@functools.cache
+def _start_arguments(pid: int) -> dict[str, Any] | None:
+    """The arguments of AsyncGRPO's ``_child_main`` when process ``pid`` (this one) is its
+    spawned child (read once per process: they never change)."""
     process: Any = multiprocessing.current_process()
     target = getattr(process, "_target", None)
     if getattr(target, "__name__", None) != "_child_main" or target is None:
@@ -131,39 +110,49 @@ def _start_arguments() -> dict[str, Any] | None:
     return dict(bound.arguments)
 
 
-def _worker_facts() -> TrainerFacts | None:
-    arguments = _worker_arguments()
-    loop_kwargs: object = arguments.get("loop_kwargs") if arguments else None
-    generations: object = None
-    if isinstance(loop_kwargs, dict):
-        generations = cast(dict[str, object], loop_kwargs).get("num_generations")
-    if not isinstance(generations, int):
-        return None
-    return TrainerFacts(generations, None, "AsyncGRPO rollout worker")
+def _worker(argument: str) -> Any:
+    """An argument of AsyncGRPO's ``_child_main`` when this process is that child."""
+    arguments = _start_arguments(os.getpid())
+    return arguments.get(argument) if arguments else None
+
+
+def _loop_kwargs() -> dict[str, object]:
+    found: object = _worker("loop_kwargs")
+    return cast(dict[str, object], found) if isinstance(found, dict) else {}
 
 
 def facts() -> TrainerFacts | None:
     """The trainer resetting this adapter, read from the caller's stack (GRPOTrainer) or
     from this process's start arguments (AsyncGRPO's child), else ``None``."""
-    found = _grpo_trainer(sys._getframe(1))  # pyright: ignore[reportPrivateUsage]
-    return found if found is not None else _worker_facts()
+    owner = trainer(sys._getframe(1))  # pyright: ignore[reportPrivateUsage]
+    if owner is None:
+        generations = _loop_kwargs().get("num_generations")
+        if not isinstance(generations, int):
+            return None
+        return TrainerFacts(generations, None, "AsyncGRPO rollout worker")
+    args = getattr(owner, "args", None)
+    seed = getattr(args, "seed", None)
+    found = TrainerFacts(
+        owner.num_generations, seed if isinstance(seed, int) else None, type(owner).__name__
+    )
+    batch = getattr(args, "train_batch_size", None)  # the dataloader's, per process
+    steps = getattr(args, "steps_per_generation", None)
+    if not (isinstance(batch, int) and isinstance(steps, int)):
+        return found
+    me = identity()  # accelerate's process_index is torch.distributed's rank
+    return replace(found, rank=me.rank, world=me.world_size, rows=batch * steps)
 
 
 def worker_model() -> str | None:
     """The model AsyncGRPO's rollout child generates with (its ``loop_kwargs``'
     ``model_name``), when this process is that child."""
-    arguments = _worker_arguments()
-    loop_kwargs: object = arguments.get("loop_kwargs") if arguments else None
-    if not isinstance(loop_kwargs, dict):
-        return None
-    name = cast(dict[str, object], loop_kwargs).get("model_name")
+    name = _loop_kwargs().get("model_name")
     return name if isinstance(name, str) and name else None
 
 
 def worker_metrics_queue() -> Any | None:
     """The AsyncGRPO worker's metrics queue when this process is its rollout child."""
-    arguments = _worker_arguments()
-    found = arguments.get("metrics_queue") if arguments else None
+    found = _worker("metrics_queue")
     return found if hasattr(found, "put_nowait") else None
 
 
@@ -172,14 +161,11 @@ def environment_name() -> tuple[str | None, tuple[str, ...]] | None:
     ``__init__``), read from the building frame up the stack: the name it builds it under
     and every name of the dict when it holds several environments, ``(None, ())`` for one.
     ``None`` when no trainer is building it."""
-    frame: Any = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
-    depth = 0
-    while frame is not None and depth < _MAX_DEPTH:
+    for frame in _frames(sys._getframe(1)):  # pyright: ignore[reportPrivateUsage]
         factories = getattr(frame.f_locals.get("self"), "environment_factories", None)
         if isinstance(factories, dict) and "name" in frame.f_locals:
             name, names = frame.f_locals["name"], list(cast(dict[object, Any], factories))
             if len(names) > 1 and isinstance(name, str) and name in names:
                 return name, tuple(str(k) for k in names)
             return None, ()
-        frame, depth = frame.f_back, depth + 1
     return None

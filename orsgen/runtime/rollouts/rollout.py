@@ -1,11 +1,6 @@
 """One reset's rollout: :class:`AdapterRollout`, in an explicit
-:class:`~orsgen.runtime.records.episode.RolloutState`.
-
-An adapter makes one :class:`AdapterRollout` per ``reset()``. It owns what that reset
-produced: its session (in the adapter's :class:`~orsgen.runtime.sessions.pool.SessionSlot`),
-status, every call's reward, metadata and record (:class:`~orsgen.runtime.records.episode.
-Episode`), deadline (``rollout_timeout``, on an injectable clock) and outcome. The reward
-functions, metrics, trajectory log, upload and TRL-free loops read it through
+:class:`~orsgen.runtime.records.episode.RolloutState`. It owns that reset's session (in the
+adapter's slot), rewards, record, deadline and outcome, and is read through
 :class:`~orsgen.runtime.records.protocol.Rollout`.
 
 A tool call goes down one way: the generated method, ``OrsAdapter._call``,
@@ -15,6 +10,7 @@ raised as a :class:`~orsgen.runtime.errors.ToolCallFailure`, so that TRL counts 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import warnings
@@ -60,6 +56,7 @@ class AdapterRollout:
         pass_threshold: float = PASS_THRESHOLD,
     ) -> None:
         self.owner, self.settings, self.here = owner, settings, here
+        self.env, self.split = owner.__name__, here.split  # the protocol's
         self.pass_threshold = pass_threshold
         self._slot, self._lock, self._clock = slot, lock, settings.clock
         self._sampler: tasks.TaskSampler | None = None  # the one that chose the task observes it
@@ -75,14 +72,6 @@ class AdapterRollout:
         self._last_finished = False  # whether the last answered call finished the episode
 
     # -- the protocol's read side --------------------------------------------------------
-
-    @property
-    def env(self) -> str:
-        return self.owner.__name__
-
-    @property
-    def split(self) -> str:
-        return self.here.split
 
     @property
     def task_index(self) -> int | None:
@@ -216,7 +205,7 @@ class AdapterRollout:
         seconds = time.monotonic() - start
         with self._lock:
             self._record(f"Error: {failure}", None, None)
-            self.episode.failed(wire_name, arguments, failure, seconds)
+            self.episode.called(wire_name, arguments, str(failure), None, False, seconds, failure)
         raise failure
 
     def _send(self, wire_name: str, arguments: dict[str, Any]) -> Content | ToolCallFailure:
@@ -246,11 +235,8 @@ class AdapterRollout:
 
     def _answered(self, out: Any) -> Content:
         reward: float | None = None
-        if out.reward is not None:
-            try:
-                reward = float(out.reward)
-            except (TypeError, ValueError):
-                reward = None
+        with contextlib.suppress(TypeError, ValueError):  # a reward that is no number: none
+            reward = None if out.reward is None else float(out.reward)
         self._last_finished = bool(out.finished)
         if out.finished and self.state is RolloutState.OPEN:
             self.state = RolloutState.FINISHED
@@ -386,9 +372,7 @@ class AdapterRollout:
         """The environment's scores of a group's final answers (ORS ``score_group``); ``None``
         when it cannot (unsupported, no session, failure: then ``group_error`` says why)."""
         session = self._slot.session
-        if not getattr(self.owner, "SUPPORTS_SCORE_GROUP", False) or session is None:
-            return None
-        if not answers:
+        if not getattr(self.owner, "SUPPORTS_SCORE_GROUP", False) or session is None or not answers:
             return None
         try:
             timeout = self.settings.timeout

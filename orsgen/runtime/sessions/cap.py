@@ -72,11 +72,6 @@ class Places:
         with self._cond:
             self._instances[instance] = limit
 
-    @property
-    def taken(self) -> int:
-        with self._cond:
-            return len(self._taken)
-
     def open_on(self) -> Counter[str]:
         """This class's sessions per server URL: open, opening or closing."""
         with self._cond:

@@ -1,21 +1,13 @@
-"""The runtime drift guard: does the live environment still offer the tools the
-adapter was generated from?
+"""The runtime drift guard: does the live environment still offer the tools the adapter was
+generated from?
 
-The generated class carries ``TOOLS_SHA256``, a hash of the snapshot's tool surface
-(``{"tools": shared, "task_tools": task-specific}``), and its package ships the
-snapshot beside the code. On the first session a class opens on a server in a process
-(and the first on each task the snapshot probed), the runtime lists that session's
-tools (``GET /{env}/task_tools``, one extra request each), rebuilds the same hash from what it can observe and, when it differs,
-names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``.
-
-A verdict belongs to the server and task it was measured on
-(:mod:`orsgen.runtime.sessions.drift_scope`): a finding about a shared tool holds for every task
-on that server, one about a task tool for the measured task only, and the snapshot
-records which probed task offered which task tool, so a task tool seen on some probed
-tasks is expected only where it was seen (as ``orsgen check --live`` compares).
-
-The hash functions live in the neutral ``orsgen.canonical``, so the runtime computes
-exactly what the snapshotter stored without importing the generator.
+The generated class carries ``TOOLS_SHA256``, the hash of its snapshot's tool surface (which
+ships beside the code). The first session a class opens on a server in a process (and the
+first on each task the snapshot probed) lists its tools (``GET /{env}/task_tools``), rebuilds
+that hash (with ``orsgen.canonical``, without importing the generator) and, when it differs,
+names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``. A finding
+about a shared tool holds for every task on that server; one about a task tool, for the task
+it was measured on only (:mod:`orsgen.runtime.sessions.drift_scope`).
 """
 
 from __future__ import annotations
@@ -78,42 +70,22 @@ def snapshot_environment(cls: type) -> dict[str, Any] | None:
 
 
 def _differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
-    parts: list[str] = []
-    if a.get("description") != b.get("description"):
-        parts.append("description")
+    parts = ["description"] if a.get("description") != b.get("description") else []
     if a.get("input_schema") != b.get("input_schema"):
-        old = as_object(as_object(a.get("input_schema")).get("properties"))
-        new = as_object(as_object(b.get("input_schema")).get("properties"))
-        gone = sorted(set(old) - set(new))
-        added = sorted(set(new) - set(old))
-        changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
-        detail: list[str] = []
-        if gone:
-            detail.append("removed " + ", ".join(gone))
-        if added:
-            detail.append("added " + ", ".join(added))
-        if changed:
-            detail.append("changed " + ", ".join(changed))
-        if as_object(a.get("input_schema")).get("required") != as_object(b.get("input_schema")).get(
-            "required"
-        ):
+        was, now = as_object(a.get("input_schema")), as_object(b.get("input_schema"))
+        old, new = as_object(was.get("properties")), as_object(now.get("properties"))
+        kinds = {
+            "removed": set(old) - set(new),
+            "added": set(new) - set(old),
+            "changed": {k for k in set(old) & set(new) if old[k] != new[k]},
+        }
+        detail = [f"{kind} {', '.join(sorted(names))}" for kind, names in kinds.items() if names]
+        if was.get("required") != now.get("required"):
             detail.append("required list changed")
         parts.append("schema (" + "; ".join(detail) + ")" if detail else "schema")
-    if a.get("property_order") != b.get("property_order") and len(parts) == 0:
+    if not parts and a.get("property_order") != b.get("property_order"):
         parts.append("parameter order")
     return " and ".join(parts)
-
-
-def compare(
-    snapshot_env: Mapping[str, Any],
-    expected_sha: str,
-    live_specs: Iterable[Any],
-    split: str,
-    index: int | None,
-) -> list[str]:
-    """What changed between the snapshot and a live session's tool list; empty when
-    they agree (:func:`findings`)."""
-    return [f.text for f in findings(snapshot_env, expected_sha, live_specs, split, index)]
 
 
 def findings(

@@ -9,21 +9,16 @@ import dataclasses
 import functools
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.canonical import sha256_of
 from orsgen.jsonobject import is_object
-from orsgen.runtime.errors import (
-    EnvironmentUnavailableError,
-    ServerNotConfiguredError,
-    SessionOpenError,
-    describe,
-)
+from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError, describe
 from orsgen.runtime.sessions import cap, drift, placement, pool
 from orsgen.runtime.transport import health, sdk
-from orsgen.runtime.transport.endpoint import Endpoint, resolve_all
+from orsgen.runtime.transport.endpoint import Endpoint
 from orsgen.runtime.transport.health import ServerHealth
 from orsgen.runtime.transport.policy import Action, CallPolicy
 from orsgen.runtime.transport.process import current
@@ -31,23 +26,6 @@ from orsgen.runtime.transport.sdk import Opened
 
 # How long a failed reset may spend asking how many tasks its split has.
 COUNT_TIMEOUT = 10.0
-
-
-def _is_bad_request(exc: BaseException) -> bool:
-    """Whether the server answered HTTP 400 (the request itself was refused)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if getattr(seen, "status", None) == 400:
-            return True
-        seen = seen.__cause__
-    return False
-
-
-async def _num_tasks(endpoint: Endpoint, split: str) -> object:
-    env = await sdk.environment(endpoint)
-    path = endpoint.env_path("/num_tasks")
-    answer = await sdk.stateless(endpoint, env, "POST", path, {"split": split})
-    return answer.get("num_tasks") if is_object(answer) else None
 
 
 @dataclass(frozen=True)
@@ -60,16 +38,13 @@ class TaskRef:
     key: tuple[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", _task_key(self.index, self.spec))
-
-
-def _task_key(index: int | None, task_spec: Mapping[str, Any] | None) -> tuple[str, str]:
-    if index is not None:
-        return ("index", str(index))
-    try:
-        return ("spec", json.dumps(task_spec, sort_keys=True, default=repr))
-    except (TypeError, ValueError):
-        return ("spec-id", str(id(task_spec)))
+        key = ("index", str(self.index))
+        if self.index is None:
+            try:
+                key = ("spec", json.dumps(self.spec, sort_keys=True, default=repr))
+            except (TypeError, ValueError):
+                key = ("spec-id", str(id(self.spec)))
+        object.__setattr__(self, "key", key)
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,21 +138,30 @@ class SessionOptions:
         except (cap.NoPlace, cap.SessionCapError):
             raise
         except Exception as exc:
-            if index is not None and _is_bad_request(exc) and self._split_is_empty():
-                # The server's own answer is a bare "Invalid index" (HTTP 400).
+            if index is not None and self._split_is_empty(exc):
                 raise SessionOpenError(
                     f"{self.failure(index)}: split {self.split!r} has no tasks; pass a split "
                     "that has tasks as split= (or train on task_spec=... rows)"
                 ) from exc
             raise SessionOpenError(f"{self.failure(index)}: {describe(exc)}") from exc
 
-    def _split_is_empty(self) -> bool:
-        """Whether the server says this split has 0 tasks (``False`` when it cannot say)."""
+    def _split_is_empty(self, exc: BaseException) -> bool:
+        """Whether an open failed with the server's bare "Invalid index" (HTTP 400) because
+        the split has no tasks (``False`` when the server cannot say)."""
+        answer = health.answer(exc)
+        if answer is None or answer.status != 400:
+            return False
+
+        async def count() -> object:
+            env = await sdk.environment(self.endpoint)
+            path = self.endpoint.env_path("/num_tasks")
+            return await sdk.stateless(self.endpoint, env, "POST", path, {"split": self.split})
+
         try:
-            count = current().run(_num_tasks(self.endpoint, self.split), timeout=COUNT_TIMEOUT)
+            found = current().run(count(), timeout=COUNT_TIMEOUT)
         except Exception:  # noqa: BLE001 - only a better message; the original error stands
             return False
-        return count == 0
+        return is_object(found) and found.get("num_tasks") == 0
 
     def failure(self, index: int | None) -> str:
         which = "the given task_spec" if index is None else f"task {index}"
@@ -185,32 +169,6 @@ class SessionOptions:
             f"could not open an ORS session for {which} of split {self.split!r} on "
             f"{self.endpoint.label}"
         )
-
-
-def resolve_servers(
-    base_url: str | Sequence[str] | None,
-    api_key: str | None,
-    env_name: str | None,
-    deployment: str | None,
-    defaults: tuple[str | None, str | None, str | None],
-) -> tuple[tuple[Endpoint, ...], ServerNotConfiguredError | None]:
-    """Where an adapter class's sessions go: one endpoint per server. ``defaults`` are the
-    class's ``DEPLOYMENT``, ``DEFAULT_URL`` and ``ENV_NAME``. No server configured is
-    reported by reset(), not here (TRL constructs one instance only to read the tool
-    schemas): the error comes back beside a placeholder endpoint."""
-    default_deployment, default_url, default_env_name = defaults
-    try:
-        found = resolve_all(
-            base_url=base_url,
-            api_key=api_key,
-            env_name=env_name,
-            deployment=deployment if deployment is not None else default_deployment,
-            default_url=default_url,
-            default_env_name=default_env_name,
-        )
-    except ServerNotConfiguredError as exc:
-        return (Endpoint("", "", env_name or default_env_name, None),), exc
-    return found, None
 
 
 class _Attempt:

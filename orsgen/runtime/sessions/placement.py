@@ -26,17 +26,3 @@ def choose(
     if up:
         return min(up, key=lambda i: (open_on.get(urls[i], 0), i))
     return max(range(len(urls)), key=lambda i: (down_since.get(urls[i]) or 0.0, -i))
-
-
-def order(
-    urls: Sequence[str], open_on: Mapping[str, int], down_since: Mapping[str, float | None]
-) -> list[int]:
-    """Every server, in the order a new session tries them: :func:`choose`'s pick first,
-    then the rest by the same rule (for a session whose first server fails to answer)."""
-    left = list(range(len(urls)))
-    out: list[int] = []
-    while left:
-        pick = left[choose([urls[i] for i in left], open_on, down_since)]
-        out.append(pick)
-        left.remove(pick)
-    return out

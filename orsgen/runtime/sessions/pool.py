@@ -1,22 +1,14 @@
-"""The sessions of this process: held by adapters, prefetched for a group, being opened or
-being closed.
+"""The sessions of this process: held by adapters (:class:`SessionSlot`), prefetched for a
+group, being opened (:class:`Pending`) or being closed. :class:`Sessions` tracks them all, so
+that ``close_all()`` and interpreter exit close what is left, concurrently and in bounded time.
 
-Every session this process opens is held by an adapter (its :class:`SessionSlot`), waiting
-in a group-prefetch pool, being opened (:class:`Pending`), or being closed in the
-background. :class:`Sessions`, a part of the process (:meth:`Process.part`), tracks all of
-them, so that ``close_all()`` and interpreter exit close whatever is left, concurrently and
-within a bounded time.
-
-Group prefetch for GRPO's reset pattern: GRPOTrainer repeats each prompt
-``num_generations`` times in a row and calls ``reset(task_index=i)`` serially, on
-*different* pooled instances of the same class. Opened one after another, a group of G
-sessions costs G environment setups. A :class:`Prefetcher` turns that into one: on the first
-reset of a group it opens the group's G sessions concurrently on the shared loop; each later
-reset of the group takes a ready (or still opening) session. There is one prefetcher per
-(adapter class, endpoint, split, secrets, keepalive), shared by any instance in any thread.
-Waste is bounded: at most one group of unused sessions exists at a time, and it is closed as
-soon as a reset for a different task arrives, on ``close()`` of any adapter of the class,
-and at interpreter exit.
+Group prefetch: GRPOTrainer repeats each prompt ``num_generations`` times in a row and calls
+``reset(task_index=i)`` serially on *different* pooled instances; opened one after another,
+a group of G sessions costs G environment setups. A :class:`Prefetcher` (one per adapter
+class, endpoint, split, secrets and keepalive) opens the group's G sessions concurrently on
+the first reset; the group's later resets take them. At most one group of unused sessions
+exists at a time: it is closed when a reset for another task arrives, on ``close()``, and
+at exit.
 """
 
 from __future__ import annotations
@@ -46,53 +38,46 @@ Opener = Callable[[bool], Coroutine[Any, Any, Opened]]
 
 
 class Sessions:
-    """The process's sessions: held, being opened (weak: their owners keep them), being
+    """The process's sessions: held and being opened (weak: their owners keep them), being
     closed, and the prefetch streams."""
 
     def __init__(self) -> None:
         # Reentrant: an adapter's finalizer (closing its session) may run from garbage
         # collection on a thread that already holds it.
         self._lock = threading.RLock()
-        self._held: weakref.WeakSet[SessionSlot] = weakref.WeakSet()
-        self._opening: weakref.WeakSet[Pending] = weakref.WeakSet()
+        self._live: weakref.WeakSet[SessionSlot | Pending] = weakref.WeakSet()
         self._closing: set[concurrent.futures.Future[None]] = set()
         self.streams: Records[Hashable, Prefetcher] = Records()
 
-    def hold(self, slot: SessionSlot) -> None:
+    def track(self, live: SessionSlot | Pending) -> None:
         with self._lock:
-            self._held.add(slot)
+            self._live.add(live)
 
     def held(self) -> list[SessionSlot]:
         with self._lock:
-            return list(self._held)
-
-    def opening(self, pending: Pending) -> None:
-        with self._lock:
-            self._opening.add(pending)
+            return [s for s in self._live if isinstance(s, SessionSlot)]
 
     def still_opening(self) -> list[Pending]:
         with self._lock:
-            return [p for p in self._opening if not p.future.done()]
+            return [p for p in self._live if isinstance(p, Pending) and not p.future.done()]
 
     def closing(self, fut: concurrent.futures.Future[None]) -> None:
         """Track a background close until it is done."""
         with self._lock:
             self._closing.add(fut)
+        fut.add_done_callback(self._closed)
 
-        def _done(f: concurrent.futures.Future[None]) -> None:
-            with self._lock:
-                self._closing.discard(f)
-
-        fut.add_done_callback(_done)
+    def _closed(self, fut: concurrent.futures.Future[None]) -> None:
+        with self._lock:
+            self._closing.discard(fut)
 
     def drain(self, timeout: float) -> None:
         """Wait for background closes to finish, at most ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        while True:
+        while (left := deadline - time.monotonic()) > 0:
             with self._lock:
                 pending = list(self._closing)
-            left = deadline - time.monotonic()
-            if not pending or left <= 0:
+            if not pending:
                 return
             concurrent.futures.wait(pending, timeout=left)
 
@@ -110,25 +95,12 @@ def drain(timeout: float = CLOSE_WAIT) -> None:
 def close_later(session: Any, place: Place | None = None) -> concurrent.futures.Future[None]:
     """Close a session in the background on the runtime loop; tracked until done. Its
     ``place`` under the session cap is given back once the server answered the delete."""
-    if place is not None:
-        place.closing = True
     fut = current().submit(sdk.close_async(session))
     sessions().closing(fut)
     if place is not None:
+        place.closing = True
         fut.add_done_callback(lambda _: place.release())
     return fut
-
-
-def close_now(session: Any, wait: float = CLOSE_WAIT, place: Place | None = None) -> None:
-    """Close a session and wait for it at most ``wait`` seconds (the rest goes on in the
-    background). From the loop thread itself it only schedules."""
-    fut = close_later(session, place)
-    if current().in_loop_thread():
-        return
-    try:
-        fut.result(timeout=wait)
-    except Exception:  # noqa: BLE001
-        pass
 
 
 class SessionSlot:
@@ -144,7 +116,7 @@ class SessionSlot:
     def hold(self, session: Any, place: Place | None = None) -> None:
         """Hold a session just opened; the process closes it at exit."""
         self._process = current()
-        self._process.part(Sessions).hold(self)
+        self._process.part(Sessions).track(self)
         self.session, self.place = session, place
 
     def take(self) -> Any:
@@ -152,14 +124,15 @@ class SessionSlot:
         return session
 
     def close(self, wait: bool = True) -> None:
+        """Close the held session; ``wait``: for at most ``CLOSE_WAIT`` seconds (the rest
+        goes on in the background; from the loop thread itself it only schedules)."""
         session, place = self.take(), self.place
         self.place = None
         if session is None or self._process is not current():
             return  # nothing held, or a forked child's copy of its parent's session
-        if wait:
-            close_now(session, place=place)
-        else:
-            close_later(session, place)
+        fut = close_later(session, place)
+        if wait and not current().in_loop_thread():
+            concurrent.futures.wait([fut], timeout=CLOSE_WAIT)
 
 
 class Pending:
@@ -173,7 +146,7 @@ class Pending:
         self._task: asyncio.Task[Opened] | None = None
         self.future: concurrent.futures.Future[Opened] = current().submit(self._run(coro))
         self.future.add_done_callback(self._give_back_unless_opened)
-        sessions().opening(self)
+        sessions().track(self)
 
     def _give_back_unless_opened(self, f: concurrent.futures.Future[Opened]) -> None:
         if self.place is not None and (f.cancelled() or f.exception() is not None):
@@ -287,10 +260,7 @@ class Prefetcher:
             if key != self._key:
                 if self._key is not None and self._run > 0:
                     self.learned = self._run
-                stale = list(self._pool)
-                self._pool.clear()
-                self._key = key
-                self._run = 0
+                stale, self._key, self._run = self._drop(), key, 0
             self._run += 1
             if self._pool:
                 fut, prefetched = self._pool.popleft(), True
@@ -298,7 +268,6 @@ class Prefetcher:
             else:
                 size = group_size if group_size is not None else (self.learned or 1)
                 fut = self._open_group(opener, check_tools, max(1, int(size)), claim, url)
-            self.stats["discarded"] += len(stale)
         for old in stale:
             old.discard()  # their places come free as they close
         if fut is None:
@@ -330,14 +299,17 @@ class Prefetcher:
         """Close every unused session (and forget the current run); returns their futures,
         which settle once each open has finished or been cut short."""
         with self._lock:
-            stale = list(self._pool)
-            self._pool.clear()
-            self._key = None
-            self._run = 0
-            self.stats["discarded"] += len(stale)
+            stale, self._key, self._run = self._drop(), None, 0
         for old in stale:
             old.discard()
         return [old.future for old in stale]
+
+    def _drop(self) -> list[Pending]:
+        """Empty the pool (under the lock); the caller discards what it held."""
+        stale = list(self._pool)
+        self._pool.clear()
+        self.stats["discarded"] += len(stale)
+        return stale
 
     @property
     def unused(self) -> int:

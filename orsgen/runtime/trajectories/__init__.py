@@ -1,5 +1,2 @@
-"""Trajectories: the opt-in trajectory log (``writer``: one line per rollout), reading it
-back (``reader``) and the per-task table it folds into (``task_table``).
-
-Above :mod:`orsgen.runtime.records`, below :mod:`orsgen.runtime.rollouts`.
-"""
+"""Trajectories: the opt-in trajectory log, reading it back, and the per-task table.
+Above :mod:`orsgen.runtime.records`, below :mod:`orsgen.runtime.rollouts`."""

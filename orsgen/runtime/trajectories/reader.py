@@ -1,14 +1,10 @@
-"""Reading the trajectory log back: the per-task table of a run whose rollouts are scored
-in other processes (AsyncGRPO's rollout child, the other ranks of a distributed run).
+"""Reading the trajectory log back, for the per-task table of a run whose rollouts are
+scored in other processes (AsyncGRPO's rollout child, other ranks).
 
-:class:`TrajectoryFiles` follows every file :class:`~orsgen.runtime.trajectories.writer.
-JsonlFile` writes for one configured path (the path as given, ``x.rank<r>.jsonl``,
-``x.pid<pid>.jsonl``) and returns only the complete lines appended since it last read: a
-line still being written (no newline yet) is read once it is whole (the rule of
+:class:`TrajectoryFiles` follows every process's file for one configured path and returns
+only the complete lines appended since it last read (the torn-line rule of
 :mod:`orsgen.runtime.rundir`); a whole line that is not a trajectory line is counted,
-logged and skipped, so that a training run never stops on one. :func:`fold` adds
-lines to a :class:`~orsgen.runtime.trajectories.task_table.TaskTable` with the outcome each
-line records.
+logged and skipped, so that a training run never stops on one.
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@
   :class:`TaskTable`; :class:`~orsgen.runtime.task_callback.TaskTableCallback` writes
   it beside the run's output at every logging step (``ors_tasks.csv``).
 
-A task is *passed* by a rollout that passes by the pass rule
-(:func:`~orsgen.runtime.passk.passes` with its adapter's ``pass_threshold``, the rule
-``ors/pass@k`` and the curriculum use too); the pass rate and the mean reward are over scored rollouts only, so unscored and failed
-rollouts never count as the task's failures.
+A task is *passed* by a rollout that passes by the pass rule (:func:`~orsgen.runtime.passk.
+passes` with its adapter's ``pass_threshold``); the pass rate and the mean reward are over
+scored rollouts only, so unscored and failed rollouts never count as the task's failures.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from typing import Any
 
 from orsgen.runtime.passk import PASS_THRESHOLD, passes
 from orsgen.runtime.records.episode import Outcome
+from orsgen.runtime.rundir import write_whole
 from orsgen.runtime.transport.process import current
 
 TASK_INDEX = "task_index"
@@ -48,13 +48,6 @@ def log_tasks(log_extra: Callable[[str, list[Any]], object], tasks: Sequence[Tas
     value per rollout of the batch, ``None`` for an environment that is not an ORS adapter)."""
     log_extra(TASK_INDEX, [None if t is None else t[1] for t in tasks])
     log_extra(TASK_SPLIT, [None if t is None else t[0] for t in tasks])
-
-
-def step_of(trainer_state: Any) -> int | None:
-    """The optimizer step a batch scored now trains: TRL's ``global_step`` + 1, as the
-    completions table numbers it; ``None`` outside a trainer."""
-    step = getattr(trainer_state, "global_step", None)
-    return step + 1 if isinstance(step, int) else None
 
 
 @dataclass
@@ -99,7 +92,9 @@ class TaskTable:
     def rows(self) -> list[dict[str, Any]]:
         """One dict per task (:data:`COLUMNS`), by split and task index."""
         with self._lock:
-            items = sorted(self._rows.items(), key=lambda kv: (kv[0][0], _order(kv[0][1])))
+            items = sorted(
+                self._rows.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])
+            )
             return [_row(task, row) for task, row in items]
 
     def write(self, path: str | os.PathLike[str]) -> None:
@@ -108,15 +103,7 @@ class TaskTable:
         writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.rows())
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        partial.write_text(text.getvalue(), encoding="utf-8")
-        os.replace(partial, target)
-
-
-def _order(index: int | None) -> int:
-    return -1 if index is None else index
+        write_whole(Path(path), text.getvalue())
 
 
 def _row(task: Task, row: TaskRow) -> dict[str, Any]:
@@ -141,15 +128,15 @@ def record(
     tasks: Sequence[Task | None],
     outcomes: Sequence[Outcome | None],
     trainer_state: Any,
-    thresholds: Sequence[float] | None = None,
+    thresholds: Sequence[float],
 ) -> None:
     """Add a batch scored by a trainer (``trainer_state`` given) to the task table, each
     rollout judged with its adapter's pass threshold; a batch scored outside a trainer
     (before training) is left out."""
     if trainer_state is None:
         return
-    step = step_of(trainer_state)
-    limits = thresholds if thresholds is not None else [PASS_THRESHOLD] * len(tasks)
-    for task, outcome, limit in zip(tasks, outcomes, limits):
+    step = getattr(trainer_state, "global_step", None)  # the step the batch trains, numbered
+    step = step + 1 if isinstance(step, int) else None  # as TRL's completions table does
+    for task, outcome, limit in zip(tasks, outcomes, thresholds):
         if task is not None and outcome is not None:
             table().add(task, outcome, step, limit)

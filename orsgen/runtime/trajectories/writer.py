@@ -1,17 +1,13 @@
 """Opt-in trajectory records: one line per rollout, to a :class:`TrajectorySink`.
 
-``trajectories="runs/x.jsonl"`` (a path) is :class:`JsonlFile`, today's sink;
-``trajectories=`` also takes any object with ``write(line)``, so an upload can be added
-without touching the rollout. A sink handed to ``functools.partial`` must pickle (AsyncGRPO
-spawns its rollout worker).
+``trajectories=`` takes a path (:class:`JsonlFile`) or any object with ``write(line)``; a
+sink handed to ``functools.partial`` must pickle (AsyncGRPO spawns its rollout worker).
+A line (:func:`line`) holds no secret, no ``env_overrides`` and no task-spec content: the
+adapter never hands them to the episode.
 
-Each line is :func:`line`: the task, each call's tool, arguments, truncated output, reward
-and timing, the outcome and why the rollout is unscored. It holds no secret, no
-``env_overrides`` and no task-spec content: the adapter never hands them to the episode.
-
-:class:`JsonlFile` writes one file per process. The process that trains alone (or rank 0 of one) writes the path
-as given; rank ``r`` of a distributed run writes ``x.rank<r>.jsonl``; a forked child
-writes ``x.pid<pid>.jsonl``, so no two processes append to one file.
+:class:`JsonlFile` writes one file per process: the path as given by a process that trains
+alone, ``x.rank<r>.jsonl`` by rank ``r`` of several, ``x.pid<pid>.jsonl`` by a forked
+child, so no two processes append to one file.
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ from typing import Any, Protocol
 from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.records.protocol import Rollout
 from orsgen.runtime.transport.identity import identity
-from orsgen.runtime.transport.process import Process, at_shutdown, current, forked
+from orsgen.runtime.transport.process import at_shutdown, current, forked
 
 logger = logging.getLogger("orsgen.runtime")
 
@@ -152,8 +148,4 @@ def writers() -> Writers:
     return current().part(Writers)
 
 
-def _close_at_exit(process: Process) -> None:
-    process.part(Writers).close()
-
-
-at_shutdown(SHUTDOWN_ORDER, _close_at_exit)
+at_shutdown(SHUTDOWN_ORDER, lambda process: process.part(Writers).close())

@@ -82,7 +82,11 @@ def resolve(
             "base_url='http://HOST:PORT' (for a trainer: functools.partial(Env, "
             "base_url=...)) or set OPENREWARD_SESSION_URL."
         )
-    return _platform_endpoint(name, deployment, key)
+    # A catalog deployment on the platform.
+    platform = os.environ.get("OPENREWARD_URL", DEFAULT_PLATFORM_URL)
+    session_url = os.environ.get("OPENREWARD_SESSION_URL") or _with_subdomain(platform, "sessions")
+    api_url = os.environ.get("OPENREWARD_API_URL") or _with_subdomain(platform, "api")
+    return Endpoint(session_url.rstrip("/"), api_url.rstrip("/"), name, deployment, key)
 
 
 def resolve_all(
@@ -119,41 +123,21 @@ def resolve_all(
     return found
 
 
-def _platform_endpoint(name: str | None, deployment: str, key: str) -> Endpoint:
-    """A catalog deployment on the platform, reached through ``OPENREWARD_SESSION_URL`` and
-    ``OPENREWARD_API_URL`` or derived from ``OPENREWARD_URL``."""
-    platform = os.environ.get("OPENREWARD_URL", DEFAULT_PLATFORM_URL)
-    session_url = os.environ.get("OPENREWARD_SESSION_URL") or _with_subdomain(platform, "sessions")
-    api_url = os.environ.get("OPENREWARD_API_URL") or _with_subdomain(platform, "api")
-    return Endpoint(
-        session_url=session_url.rstrip("/"),
-        api_url=api_url.rstrip("/"),
-        env_name=name,
-        deployment=deployment,
-        api_key=key,
-    )
-
-
 def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> dict[str, Any] | None:
     """Per-session secrets, as TRL's bridge sends them, in the form the SDK accepts.
 
     On a catalog deployment the API key is forwarded as the conventional ``api_key``
     secret when no secrets were given, because most platform environments need it.
     """
-    if secrets is not None:
-        return _sdk_secrets(secrets)
-    if endpoint.deployment is not None and endpoint.api_key:
-        return {"api_key": endpoint.api_key}
-    return None
-
-
-def _sdk_secrets(secrets: Mapping[str, str]) -> dict[str, Any]:
-    """The SDK takes a plain string only for a name in its ``WELL_KNOWN_SECRETS`` (which
-    also lists the domains a sandbox may send it to) and raises ``ValueError`` for any
-    other name. Any other name goes as ``(value, ())``: the environment receives the
-    value, and no sandbox egress domain is allowed for it."""
+    if secrets is None:
+        forward = endpoint.deployment is not None and endpoint.api_key
+        return {"api_key": endpoint.api_key} if forward else None
     if not secrets:
         return {}
+    # The SDK takes a plain string only for a name in its WELL_KNOWN_SECRETS (which also
+    # lists the domains a sandbox may send it to) and raises ValueError for any other name.
+    # Any other name goes as (value, ()): the environment receives the value, and no
+    # sandbox egress domain is allowed for it.
     from openreward.api.sandboxes.secrets import WELL_KNOWN_SECRETS  # type: ignore[import-untyped]
 
     return {

@@ -17,11 +17,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from orsgen.runtime.errors import describe
 from orsgen.runtime.transport import http
 from orsgen.runtime.transport.process import Records, current
+
+if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated package
+    import aiohttp
 
 log = logging.getLogger("orsgen.runtime")
 
@@ -63,7 +66,6 @@ class ServerHealth:
         self.refusing_since: float | None = None
         self._refused_opens = 0
         self._stretch_refusals = 0
-        self.refusals = 0  # capacity refusals seen from this server, all time
         self._probed_at = -REJOIN_EVERY
 
     @property
@@ -97,21 +99,18 @@ class ServerHealth:
             "orsgen: the ORS server at %s answers again after %.1f s%s", self.url, gone, more
         )
 
-    def away(self, exc: BaseException) -> float:
-        """The server did not answer; returns when it went away (logged the first time)."""
+    def away(self, exc: BaseException) -> None:
+        """The server did not answer (logged the first time)."""
         with self._lock:
             first = self.down_since is None
             if first:
                 self.down_since = self._clock()
-            since = self.down_since
         if first:
             log.warning(
                 "orsgen: the ORS server at %s stopped answering (%s); waiting for it",
                 self.url,
                 describe(exc),
             )
-        assert since is not None
-        return since
 
     def degrade(self, owner: type, window: float) -> None:
         """Count one degraded rollout of ``owner``; the first of a stretch is logged."""
@@ -131,7 +130,6 @@ class ServerHealth:
         this open). A refusal is an answer. The first of a stretch is logged."""
         self.answered()
         with self._lock:
-            self.refusals += 1
             self._stretch_refusals += 1
             self._refused_opens += 1 if first else 0
             starts = self.refusing_since is None
@@ -232,44 +230,45 @@ def unreachable(exc: BaseException) -> bool:
     for e in _chain(exc):
         if isinstance(e, aiohttp.ClientResponseError):
             return e.status in _AWAY_STATUSES
-        if isinstance(e, (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError)):
-            return True
-        if isinstance(e, aiohttp.ClientOSError):
-            return True
+        if isinstance(e, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
+            return True  # ClientConnectorError is a ClientOSError
     return False
+
+
+def answer(exc: BaseException) -> aiohttp.ClientResponseError | None:
+    """The server's HTTP error answer behind a failure, if it answered."""
+    import aiohttp
+
+    return next((e for e in _chain(exc) if isinstance(e, aiohttp.ClientResponseError)), None)
 
 
 def refusal(exc: BaseException) -> float | None:
     """How long the server asks to wait when the failure is a capacity refusal ("not now":
     HTTP 429, a 503 with ``Retry-After``, or a platform's capacity error), ``0.0`` when it
     names no delay; ``None`` when the failure is something else."""
-    import aiohttp
-
-    for e in _chain(exc):
-        if isinstance(e, aiohttp.ClientResponseError):
-            after = getattr(e, "retry_after", None)  # the SDK's SessionResponseError
-            if after is None and e.headers is not None:
-                text = e.headers.get("Retry-After", "").strip()
-                after = float(text) if text.isdigit() else None
-            full = any(t in str(e.message).lower() for t in _CAPACITY_TEXTS)
-            if (
-                e.status == 429
-                or (e.status == 503 and after is not None)
-                or (full and e.status in (400, 403, 409, 503))
-            ):
-                return float(after) if isinstance(after, (int, float)) else 0.0
-            return None
+    e = answer(exc)
+    if e is None:
+        return None
+    after = getattr(e, "retry_after", None)  # the SDK's SessionResponseError
+    if after is None and e.headers is not None:
+        text = e.headers.get("Retry-After", "").strip()
+        after = float(text) if text.isdigit() else None
+    full = any(t in str(e.message).lower() for t in _CAPACITY_TEXTS)
+    if (
+        e.status == 429
+        or (e.status == 503 and after is not None)
+        or (full and e.status in (400, 403, 409, 503))
+    ):
+        return float(after) if isinstance(after, (int, float)) else 0.0
     return None
 
 
 def is_lost(exc: BaseException) -> bool:
     """Whether the server answered that it no longer knows the session (it restarted)."""
-    import aiohttp
-
-    for e in _chain(exc):
-        if isinstance(e, aiohttp.ClientResponseError):
-            return e.status == 410 or (e.status == 404 and LOST_SESSION_TEXT in str(e.message))
-    return False
+    e = answer(exc)
+    return e is not None and (
+        e.status == 410 or (e.status == 404 and LOST_SESSION_TEXT in str(e.message))
+    )
 
 
 async def probe(url: str) -> bool:

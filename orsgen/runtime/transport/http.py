@@ -136,7 +136,8 @@ class _Drained:
     async def _drain(self, response: aiohttp.ClientResponse) -> None:
         try:
             async with asyncio.timeout(DRAIN_TIMEOUT):
-                await _read_to_end(response.content)
+                while await response.content.readany():
+                    pass
         except asyncio.CancelledError:
             response.close()
             raise
@@ -146,22 +147,14 @@ class _Drained:
             await self._request.__aexit__(None, None, None)
 
 
-async def _read_to_end(content: aiohttp.StreamReader) -> None:
-    while await content.readany():
-        pass
-
-
-class Clients:
+class Clients(dict[str, DrainingClient]):
     """The process's clients by server URL (a :meth:`Process.part`); made and used on
     the loop thread only."""
-
-    def __init__(self) -> None:
-        self.by_url: dict[str, DrainingClient] = {}
 
 
 def client(url: str) -> DrainingClient:
     """The process's HTTP client for a server URL, made on first use; on the runtime loop."""
-    clients = current().part(Clients).by_url
+    clients = current().part(Clients)
     found = clients.get(url)
     if found is None:
         found = clients[url] = DrainingClient(make_session(url))
@@ -173,12 +166,12 @@ def forget(url: str) -> None:
     local file's in-process server): its pooled keep-alive connections would otherwise be
     reused by a later server that gets the same port, and wait on the old one forever."""
     process = current()
-    found = process.part(Clients).by_url.pop(url, None)
+    found = process.part(Clients).pop(url, None)
     if found is not None:
         process.run(found.close(), timeout=CLIENTS_BUDGET)
 
 
-async def _close_all(clients: dict[str, DrainingClient]) -> None:
+async def _close_all(clients: Clients) -> None:
     while clients:
         _, found = clients.popitem()
         await found.close()
@@ -186,7 +179,7 @@ async def _close_all(clients: dict[str, DrainingClient]) -> None:
 
 def close_clients(process: Process) -> None:
     """Close the process's HTTP clients (after the sessions that use them)."""
-    clients = process.part(Clients).by_url
+    clients = process.part(Clients)
     if clients:
         process.run(_close_all(clients), timeout=CLIENTS_BUDGET)
 

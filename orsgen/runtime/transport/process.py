@@ -130,13 +130,9 @@ class Process:
                 hook(self)
             except Exception:  # noqa: BLE001 - exit must go on
                 pass
-        self._stop_loop()
-
-    def _stop_loop(self) -> None:
         with self._lock:
             loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.stop(LOOP_BUDGET)
+        loop.stop(LOOP_BUDGET)
 
 
 _current: Process | None = None

@@ -1,15 +1,13 @@
 """The one orsgen module that touches the openreward SDK's private APIs (its session internals,
-``openreward.api._session``, and the environments client), behind a small session wrapper
-(:func:`session_class`): orsgen's keepalive pings, the session's lost and dead state, and a
-tool call that is never sent twice. Also here: the SDK's environment on orsgen's HTTP
-clients, one stateless request (reporting its retries when asked), opening and closing a
-session, and group judging. All of it runs on the runtime loop.
+``openreward.api._session``, the environments client): a session class (:func:`session_class`)
+with orsgen's keepalive pings, lost and dead state, and a tool call never sent twice; the
+SDK's environment on orsgen's HTTP clients; one stateless request; opening and closing a
+session; group judging. All of it runs on the runtime loop.
 
-The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and
-keeps pinging a session the server has forgotten (after a restart it answers 404 "Active
-environment not found") for minutes. These stay quiet while the server is away
-(:mod:`orsgen.runtime.transport.health` logs that once), and on the server's "not found" mark the
-session lost, log one line and stop.
+The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and keeps
+pinging a session the server has forgotten (404 "Active environment not found" after a
+restart) for minutes: these stay quiet while the server is away (``health`` logs that once),
+and on "not found" mark the session lost, log one line and stop.
 """
 
 from __future__ import annotations
@@ -66,15 +64,10 @@ class Opened:
 
 @functools.cache
 def session_class() -> Any:
-    """The SDK's ``AsyncSession`` with orsgen's keepalive pings, its lost/dead state, and
-    a tool call that is never sent twice.
-
-    - Pings run in :func:`ping_loop` (every ``keepalive`` s, the
-      SDK's 10 s by default), which stops at the first sign that the server lost the session.
-    - ``call_tool`` is the SDK's own, with ``resumable_only=True``: the SDK otherwise posts
-      ``/call`` again after a failure that came before the server's task id, which may run
-      the tool twice. A stream cut after the task id is still resumed.
-    """
+    """The SDK's ``AsyncSession`` with pings in :func:`ping_loop` (every ``keepalive`` s, the
+    SDK's 10 s by default), and its own ``call_tool`` with ``resumable_only=True``: the SDK
+    otherwise posts ``/call`` again after a failure that came before the server's task id,
+    which may run the tool twice. A stream cut after the task id is still resumed."""
     sdk: Any = _client_module()
 
     class Session(sdk.AsyncSession):  # type: ignore[misc]
@@ -163,49 +156,32 @@ async def open_session(
     """
     env = await environment(endpoint)
     # The SDK's keywords for a bound harness toolset and container environment variables.
-    bound = {"toolset_name": toolset, "env_overrides": env_overrides}
+    where: dict[str, Any] = {"toolset_name": toolset, "env_overrides": env_overrides}
     if task_spec is not None:
-        task = _task(endpoint, env, task_spec)
-        session = session_class()(env, task=task, secrets=secrets, api_key=env.api_key, **bound)
-    else:
-        session = session_class()(
-            env, secrets=secrets, api_key=env.api_key, split=split, index=index, **bound
+        where["task"] = _client_module().Task(
+            server_name=env.server,
+            environment_name=endpoint.env_name or env.name,
+            task_spec=dict(task_spec),
+            namespace=env.namespace,
         )
+    else:
+        where.update(split=split, index=index)
+    session = session_class()(env, secrets=secrets, api_key=env.api_key, **where)
     session.keepalive = keepalive
     try:
         await session.__aenter__()
-        opened = await _read_opened(session, fetch_tools)
-        opened.endpoint = endpoint
-        return opened
+        prompt = _prompt(session)
+        if fetch_tools:
+            blocks, tools = await asyncio.gather(prompt, _tools_or_none(session))
+        else:
+            blocks, tools = await prompt, None
     except BaseException:
         # The SDK's exit deletes what the open created (a session, or a task still being
         # created) and nothing else, and closes the session's own HTTP client.
         await close_async(session)
         raise
-
-
-async def _read_opened(session: Any, fetch_tools: bool) -> Opened:
-    """An entered session's prompt, and its tool list when ``fetch_tools`` (concurrently)."""
-    tools: list[Any] | None = None
-    if fetch_tools:
-        blocks, listed = await asyncio.gather(
-            _prompt(session), _tools_or_none(session), return_exceptions=False
-        )
-        tools = listed
-    else:
-        blocks = await _prompt(session)
     blocks = list(blocks or [])
-    return Opened(session=session, prompt=blocks_to_text(blocks), tools=tools, blocks=blocks)
-
-
-def _task(endpoint: Endpoint, env: Any, task_spec: Mapping[str, Any]) -> Any:
-    """The SDK's ``Task`` for a session opened on an explicit task spec."""
-    return _client_module().Task(
-        server_name=env.server,
-        environment_name=endpoint.env_name or env.name,
-        task_spec=dict(task_spec),
-        namespace=env.namespace,
-    )
+    return Opened(session, blocks_to_text(blocks), tools, blocks, endpoint)
 
 
 async def _prompt(session: Any) -> Any:
@@ -220,14 +196,10 @@ async def _tools_or_none(session: Any) -> list[Any] | None:
         return None
 
 
-async def _aexit(session: Any) -> None:
-    await session.__aexit__(None, None, None)
-
-
 async def close_async(session: Any) -> None:
     """Close a session from a coroutine on the runtime loop; never raises."""
     try:
-        await asyncio.wait_for(_aexit(session), CLOSE_BUDGET)
+        await asyncio.wait_for(session.__aexit__(None, None, None), CLOSE_BUDGET)
     except BaseException:  # noqa: BLE001 - closing is best effort
         pass
 
@@ -236,10 +208,8 @@ async def close_async(session: Any) -> None:
 
 
 def client_for(url: str, *, env_server: bool = True) -> Any:
-    """The process's HTTP client for a server URL (:func:`orsgen.runtime.transport.http.client`), on
-    the runtime loop. ``env_server`` gives it the SDK's narrow retry policy for environment
-    servers, as ``AsyncEnvironmentsAPI.get`` sets it (also when the URL's client came first
-    as an API client)."""
+    """The process's HTTP client for a server URL, with (``env_server``) the SDK's narrow retry
+    policy for environment servers, as ``AsyncEnvironmentsAPI.get`` sets it."""
     found = http.client(url)
     if env_server:  # DrainingClient stands in for the ClientSession the SDK annotates
         _http_module().set_retry_policy(found, "env-server")
@@ -247,13 +217,9 @@ def client_for(url: str, *, env_server: bool = True) -> Any:
 
 
 async def environment(endpoint: Endpoint) -> Any:
-    """The SDK's ``AsyncEnvironment`` for an endpoint; must be awaited on the runtime loop.
-
-    Addressing the environment by name (the SDK's ``variant``) puts it in every
-    path, so no call pays for the server's redirect to the default environment.
-    The HTTP clients are orsgen's (see :mod:`orsgen.runtime.transport.http`), one per URL
-    and process, shared by every adapter.
-    """
+    """The SDK's ``AsyncEnvironment`` for an endpoint, on orsgen's HTTP clients (one per URL
+    and process). Addressed by name (the SDK's ``variant``), so no call pays for the server's
+    redirect to the default environment."""
     target = endpoint.deployment or endpoint.env_name or "env"
     namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
     return _client_module().AsyncEnvironment(
@@ -308,23 +274,20 @@ def is_authentication_error(exc: BaseException) -> bool:
 # -- lost sessions and keepalive pings ---------------------------------------------------
 
 
-def _label(session: Any) -> str:
-    env = getattr(session, "env", None)
-    name = getattr(env, "variant", None) or getattr(env, "name", None) or "environment"
-    return f"{name} at {session.base_url}"
-
-
 def mark_lost(session: Any, exc: BaseException) -> None:
     """The server no longer knows this session: log once, stop its pings, and make
     later calls on it fail at once. Safe from any thread."""
     if getattr(session, "lost", False):
         return
     session.lost = True
+    env = getattr(session, "env", None)
+    name = getattr(env, "variant", None) or getattr(env, "name", None) or "environment"
     log.warning(
-        "orsgen: session %s on %s was lost (%s: the server restarted, or reaped it); "
+        "orsgen: session %s on %s at %s was lost (%s: the server restarted, or reaped it); "
         "its rollout ends unscored",
         session.sid,
-        _label(session),
+        name,
+        session.base_url,
         describe(exc),
     )
 
@@ -339,22 +302,6 @@ def mark_lost(session: Any, exc: BaseException) -> None:
         process.loop.call_soon(_dead)
 
 
-async def _ping(session: Any) -> None:
-    """One ``/ping`` of ``session``, given up after ``PING_TIMEOUT`` seconds."""
-    await asyncio.wait_for(
-        _http_module().request_retryable(
-            session.client,
-            "POST",
-            "/ping",
-            expect_json=False,
-            token=session.api_key,
-            sid=session.sid,
-            deployment=session.deployment,
-        ),
-        PING_TIMEOUT,
-    )
-
-
 async def ping_loop(session: Any, interval: float) -> None:
     """Ping every ``interval`` seconds until the session dies, is lost, or is closed."""
     record = health.record(session.base_url)
@@ -365,8 +312,17 @@ async def ping_loop(session: Any, interval: float) -> None:
             return  # the session died (or was lost): nothing left to keep alive
         except asyncio.TimeoutError:
             pass
+        ping = _http_module().request_retryable(
+            session.client,
+            "POST",
+            "/ping",
+            expect_json=False,
+            token=session.api_key,
+            sid=session.sid,
+            deployment=session.deployment,
+        )
         try:
-            await _ping(session)
+            await asyncio.wait_for(ping, PING_TIMEOUT)
             record.answered()
         except asyncio.CancelledError:
             raise

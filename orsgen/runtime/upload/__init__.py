@@ -1,10 +1,5 @@
-"""Upload: rollouts in OpenReward's runs UI (``upload_run=`` on an adapter, ``orsgen eval
---upload-run NAME``). ``build`` turns a settled rollout into a record, ``uploader`` sends
-records through the SDK's upload client from a few background threads per process, and
-``record`` is the record and :class:`UploadRun`.
-
-Above :mod:`orsgen.runtime.records`, below :mod:`orsgen.runtime.rollouts`.
-"""
+"""Upload: rollouts in OpenReward's runs UI (``upload_run=``, ``orsgen eval --upload-run``):
+``build`` makes a settled rollout's record, ``uploader`` sends it. Above ``records``."""
 
 from __future__ import annotations
 

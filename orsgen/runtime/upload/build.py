@@ -145,24 +145,20 @@ def trainer_run_info(trainer: Any) -> dict[str, Any]:
         worker = trainer_facts.worker_model()  # AsyncGRPO's rollout child
         if worker is not None:
             out.update(model_name=worker, training_stage="rl", rl_algorithm="async_grpo")
-        return {k: v for k, v in out.items() if v is not None}
-    args, model = getattr(trainer, "args", None), getattr(trainer, "model", None)
-    config = getattr(model, "config", None)
-    name = getattr(model, "name_or_path", None) or getattr(config, "name_or_path", None)
-    out.update(
-        model_name=name if isinstance(name, str) and name else None,
-        training_stage="rl",
-        rl_algorithm=type(trainer).__name__.removesuffix("Trainer").lower() or None,
-        lr=_number(getattr(args, "learning_rate", None)),
-        batch_size=_integer(getattr(args, "per_device_train_batch_size", None)),
-        initial_step=_integer(getattr(getattr(trainer, "state", None), "global_step", None)),
-    )
+    else:
+        args, model = getattr(trainer, "args", None), getattr(trainer, "model", None)
+        config = getattr(model, "config", None)
+        name = getattr(model, "name_or_path", None) or getattr(config, "name_or_path", None)
+        lr = getattr(args, "learning_rate", None)
+        out.update(
+            model_name=name if isinstance(name, str) and name else None,
+            training_stage="rl",
+            rl_algorithm=type(trainer).__name__.removesuffix("Trainer").lower() or None,
+            lr=float(lr) if isinstance(lr, (int, float)) and not isinstance(lr, bool) else None,
+            batch_size=_integer(getattr(args, "per_device_train_batch_size", None)),
+            initial_step=_integer(getattr(getattr(trainer, "state", None), "global_step", None)),
+        )
     return {k: v for k, v in out.items() if v is not None}
-
-
-def _number(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok else None
 
 
 def _integer(value: Any) -> int | None:

@@ -27,6 +27,7 @@ known to be down, what is queued or starting is dropped (counted) and the SDK's 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import importlib.metadata
 import logging
@@ -37,7 +38,7 @@ import time
 from typing import Any
 
 from orsgen.runtime.records import metrics
-from orsgen.runtime.transport.process import Process, at_shutdown, current
+from orsgen.runtime.transport.process import at_shutdown, current
 from orsgen.runtime.upload.record import Record, events
 
 logger = logging.getLogger("orsgen.runtime")
@@ -49,14 +50,6 @@ EXIT_BUDGET = 5.0  # seconds the process's exit gives the uploads in all
 DOWN_GRACE = 0.5  # seconds the exit gives the SDK's client when the API is known down
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # pause before a probe after a failed start
 SHUTDOWN_ORDER = 40  # before the trajectory files (50); independent of sessions
-# The SDK's upload types of orsgen's events (:func:`orsgen.runtime.upload.record.events`).
-KINDS = {
-    "user_message": "UserMessage",
-    "assistant_message": "AssistantMessage",
-    "system_message": "SystemMessage",
-    "tool_call": "ToolCall",
-    "tool_result": "ToolResult",
-}
 
 _import_lock = threading.Lock()
 
@@ -110,11 +103,8 @@ class Uploader:
         (the trainer's, before any rollout). Not from an uploader thread: its import of
         ``openreward`` could meet a rollout thread's import of an SDK submodule halfway,
         and Python then hands one of them a partially initialised module."""
-        with _import_lock:
-            try:
-                _sdk()
-            except Exception:  # noqa: BLE001 - the first upload says what is wrong
-                pass
+        with _import_lock, contextlib.suppress(Exception):  # the first upload says what fails
+            _sdk()
 
     def drain_metric(self) -> dict[str, float]:
         """``ors/upload_dropped`` since the last drain (the metrics', or the exit's)."""
@@ -241,7 +231,7 @@ class Uploader:
         for number, (kind, fields) in enumerate(found):
             last = number == len(found) - 1
             rollout.log(
-                getattr(sdk, KINDS[kind])(**fields),
+                getattr(sdk, kind.title().replace("_", ""))(**fields),  # user_message: UserMessage
                 reward=record.reward if last else None,
                 is_finished=record.finished if last else False,
                 metadata=dict(record.metadata) if last else None,
@@ -358,12 +348,7 @@ def _at_exit() -> None:
         logger.warning("at exit %d more rollouts were not uploaded to the runs UI (%s)", lost, why)
 
 
-def _flush_at_exit(process: Process) -> None:
-    del process  # nothing to do when nothing was uploaded
-    _at_exit()
-
-
-at_shutdown(SHUTDOWN_ORDER, _flush_at_exit)
+at_shutdown(SHUTDOWN_ORDER, lambda _process: _at_exit())
 
 
 def _exit_flush_registered() -> None:
