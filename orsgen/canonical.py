@@ -35,19 +35,12 @@ def tools_sha256(environment: Mapping[str, Any]) -> str:
 
 def spec_dict(spec: Any) -> dict[str, Any]:
     """A tool spec (SDK ``ToolSpec`` or wire dict) in the snapshot's stored form."""
-    if is_object(spec):
-        name, description, schema = (
-            spec.get("name"),
-            spec.get("description"),
-            spec.get("input_schema"),
-        )
-    else:
-        name = getattr(spec, "name", None)
-        description = getattr(spec, "description", None)
-        schema = getattr(spec, "input_schema", None)
+    keys = ("name", "description", "input_schema")
+    said = spec if is_object(spec) else {k: getattr(spec, k, None) for k in keys}
+    schema = said.get("input_schema")
     out: dict[str, Any] = {
-        "name": str(name),
-        "description": str(description or ""),
+        "name": str(said.get("name")),
+        "description": str(said.get("description") or ""),
         "input_schema": schema,
     }
     if is_object(spec) and "property_order" in spec:  # already in stored form

@@ -23,6 +23,7 @@ from orsgen.arguments import seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
 from orsgen.pipeline import Request, Result
 from orsgen.snapshot.stored import Snapshot
+from orsgen.versioning import WORDS
 from orsgen.wording import closest, plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -34,10 +35,15 @@ _output = threading.Lock()
 _interrupted = False
 
 
-def _say(message: str, quiet: bool = False) -> None:
+def _line(text: str) -> None:
     with _output:
-        if not quiet and not _interrupted:
-            print(f"orsgen: {message}", file=sys.stderr, flush=True)
+        if not _interrupted:
+            print(text, file=sys.stderr, flush=True)
+
+
+def _say(message: str, quiet: bool = False) -> None:
+    if not quiet:
+        _line(f"orsgen: {message}")
 
 
 def _say_interrupted() -> None:
@@ -101,11 +107,8 @@ COMMANDS = (
 
 
 def _error(command: Command, exc: BaseException) -> None:
-    """An error is one line on stderr, ``orsgen COMMAND: error: ...``, whatever the
-    exception text holds."""
-    with _output:
-        if not _interrupted:
-            print(f"{command.words}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+    """One line on stderr, ``orsgen COMMAND: error: ...``, whatever the exception holds."""
+    _line(f"{command.words}: error: {' '.join(str(exc).split())}")
 
 
 def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> None:
@@ -158,16 +161,6 @@ def generate_parser() -> _Parser:
         help="task index to probe for task tools (repeatable; default 0)",
     )
     p.add_argument(
-        "--api-key", help="API key (default: OPENREWARD_API_KEY); never written anywhere"
-    )
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="per-session secret for probe sessions (repeatable); never written anywhere",
-    )
-    p.add_argument(
         "--toolset",
         metavar="NAME",
         help="bind an SDK harness toolset (e.g. claude-code) in every session; part of the "
@@ -176,19 +169,34 @@ def generate_parser() -> _Parser:
     p.add_argument("--package", help="Python package name (default: from the output directory)")
     p.add_argument("--class-name", help="adapter class name (default: from the environment name)")
     p.add_argument("--config", help="config file (default: nearest orsgen.toml or [tool.orsgen])")
+    p.add_argument("--fail-on-warning", action="store_true", help="treat warnings as errors")
+    _snapshot_options(p, "")
+    p.add_argument("--version", action="version", version=f"orsgen {__version__}")
+    return p
+
+
+def _snapshot_options(p: _Parser, live: str) -> None:
+    """The options of both commands that snapshot (``live``: "with --live: " for check)."""
+    p.add_argument(
+        "--api-key", help=f"{live}API key (default: OPENREWARD_API_KEY); never written anywhere"
+    )
+    p.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"{live}per-session secret for probe sessions (repeatable); never written anywhere",
+    )
     p.add_argument(
         "--timeout",
         type=_seconds,
         default=120.0,
-        help="seconds for the whole snapshot (default 120)",
+        help=f"{live}seconds for the whole snapshot (default 120)",
     )
-    p.add_argument("--fail-on-warning", action="store_true", help="treat warnings as errors")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument(
         "--verbose", action="store_true", help="each warning on its own line, never grouped"
     )
-    p.add_argument("--version", action="version", version=f"orsgen {__version__}")
-    return p
 
 
 def check_parser() -> _Parser:
@@ -208,26 +216,7 @@ def check_parser() -> _Parser:
         default="any",
         help="with --live: exit 1 on any drift (default) or only on breaking drift",
     )
-    p.add_argument(
-        "--api-key", help="with --live: API key (default: OPENREWARD_API_KEY); never written"
-    )
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="with --live: per-session secret (repeatable); never written anywhere",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=120.0,
-        help="with --live: seconds for the whole snapshot (default 120)",
-    )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    p.add_argument(
-        "--verbose", action="store_true", help="each warning on its own line, never grouped"
-    )
+    _snapshot_options(p, "with --live: ")
     return p
 
 
@@ -253,13 +242,11 @@ def _request(args: argparse.Namespace) -> Request:
 def _refusal(result: Result) -> str:
     """Why nothing was written, as the CLI words it."""
     out, count = result.output, len(result.diagnostics)
-    if result.refused == "errors":
-        return f"nothing written to {out}; fix the errors above"
-    if result.refused == "warnings":
-        return f"nothing written to {out}: --fail-on-warning and {plural(count, 'warning')}"
-    if result.refused == "secret in snapshot":
-        return "refusing to write a snapshot that contains a secret value"
-    return "refusing to write generated code that contains a secret value"
+    return {
+        "errors": f"nothing written to {out}; fix the errors above",
+        "warnings": f"nothing written to {out}: --fail-on-warning and {plural(count, 'warning')}",
+        "secret in snapshot": "refusing to write a snapshot that contains a secret value",
+    }.get(result.refused or "", "refusing to write generated code that contains a secret value")
 
 
 def run_generate(argv: Sequence[str]) -> int:
@@ -269,10 +256,7 @@ def run_generate(argv: Sequence[str]) -> int:
     args = generate_parser().parse(argv)
     output(args.output, "-o")
     started = time.perf_counter()
-    try:
-        result = pipeline.run(_request(args), progress=lambda m: _say(m, args.quiet))
-    except pipeline.RequestError as exc:
-        raise UsageError(str(exc)) from None
+    result = pipeline.run(_request(args), progress=lambda m: _say(m, args.quiet))
     diagnostics = result.diagnostics
     if diagnostics:
         _say(
@@ -294,20 +278,15 @@ def run_generate(argv: Sequence[str]) -> int:
 
 def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
     """Re-snapshot the recorded (or given) target and classify every difference."""
-    from orsgen.versioning import WORDS
-
-    try:
-        drift = checks.live_drift(
-            Path(args.directory),
-            snapshot,
-            target=args.target,
-            secrets=secret_pairs(args.secret),
-            api_key=args.api_key,
-            timeout=args.timeout,
-            progress=lambda m: _say(m, args.quiet),
-        )
-    except pipeline.RequestError as exc:
-        raise UsageError(str(exc)) from None
+    drift = checks.live_drift(
+        Path(args.directory),
+        snapshot,
+        target=args.target,
+        secrets=secret_pairs(args.secret),
+        api_key=args.api_key,
+        timeout=args.timeout,
+        progress=lambda m: _say(m, args.quiet),
+    )
     _print_diagnostics(drift.diagnostics, args.verbose)
     changes = drift.changes
     if changes.level == "unchanged":
@@ -315,8 +294,7 @@ def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
         return EXIT_OK
     print(f"drift ({WORDS[changes.level]}, would bump to a {changes.level} version):")
     print(changes.report())
-    failing = changes.level == "major" if args.fail_on == "breaking" else True
-    if failing:
+    if args.fail_on == "any" or changes.level == "major":
         raise Failed(
             f"the environment drifted; regenerate with "
             f"`orsgen {drift.target.value} -o {args.directory}`"
@@ -351,10 +329,7 @@ def run_check(argv: Sequence[str]) -> int:
             f"{'differs' if len(stale) == 1 else 'differ'} from what snapshot.json generates; "
             f"regenerate with `orsgen {path} -o {directory}`"
         )
-    try:
-        mismatch = checks.config_mismatch(directory, snapshot)
-    except pipeline.RequestError as exc:
-        raise UsageError(str(exc)) from None
+    mismatch = checks.config_mismatch(directory, snapshot)
     if mismatch is not None:
         raise Failed(
             f"{directory} was generated with another configuration than {mismatch.path} "
@@ -382,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = named.get(argv[0] if argv else "", COMMANDS[0])
     try:
         return command(argv[1:] if command.name else argv)
-    except UsageError as exc:
+    except (UsageError, pipeline.RequestError) as exc:  # a request that cannot be carried out
         _error(command, exc)
         return EXIT_USAGE
     except Failed as exc:

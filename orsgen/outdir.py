@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from orsgen.write import GENERATED_MARKER
+from orsgen.write import GENERATED_MARKER, has_marker
 
 # Left behind by tools, never the user's content.
 IGNORED = frozenset({"__pycache__", ".gitkeep", ".DS_Store"})
@@ -20,14 +20,6 @@ IGNORED = frozenset({"__pycache__", ".gitkeep", ".DS_Store"})
 
 class OutputDirError(Exception):
     """``-o DIR`` would overwrite something orsgen did not write (exit code 2)."""
-
-
-def _has_marker(path: Path) -> bool:
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return GENERATED_MARKER in fh.read(300)
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 def _is_orsgen_snapshot(path: Path) -> bool:
@@ -41,7 +33,7 @@ def _is_orsgen_snapshot(path: Path) -> bool:
 
 def is_orsgen_package(directory: Path) -> bool:
     """An orsgen snapshot.json beside an ``__init__.py`` carrying the @generated header."""
-    return _is_orsgen_snapshot(directory / "snapshot.json") and _has_marker(
+    return _is_orsgen_snapshot(directory / "snapshot.json") and has_marker(
         directory / "__init__.py"
     )
 
@@ -54,7 +46,7 @@ def _ours(path: Path) -> bool:
         return _is_orsgen_snapshot(path)
     if path.name == "py.typed":
         return path.stat().st_size == 0
-    return _has_marker(path)
+    return has_marker(path)
 
 
 def _listing(names: Iterable[str], limit: int = 8) -> str:
@@ -64,8 +56,7 @@ def _listing(names: Iterable[str], limit: int = 8) -> str:
 
 
 def check_output_dir(directory: Path, produced: Iterable[str]) -> None:
-    """Raise :class:`OutputDirError` unless writing ``produced`` files into ``directory``
-    can only replace files orsgen wrote."""
+    """Raise :class:`OutputDirError` unless ``produced`` can only replace files orsgen wrote."""
     if not directory.exists() and not directory.is_symlink():
         return
     if not directory.is_dir():

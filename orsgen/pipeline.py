@@ -29,9 +29,9 @@ from orsgen.generate import generate, naming
 from orsgen.generate.tools import tool_specs
 from orsgen.outdir import OutputDirError, check_output_dir
 from orsgen.package_section import Names, package_section
-from orsgen.snapshot import Target, TargetError, classify, take
+from orsgen.snapshot import TargetError, classify, take
 from orsgen.snapshot.model import SnapshotError, build, load_text
-from orsgen.snapshot.stored import Environment, Snapshot, TargetRef
+from orsgen.snapshot.stored import Environment, Snapshot
 from orsgen.versioning import Classification
 from orsgen.write import write_package
 
@@ -125,39 +125,31 @@ class Result:
         return len(tool_specs(self.snapshot.environment, self.snapshot.package))
 
 
-@dataclass
-class _Inputs:
-    """What generation starts from: the environment facts and what shapes the package."""
-
-    environment: Environment
-    diagnostics: list[Diagnostic]
-    previous: Snapshot | None  # the snapshot already in the output directory
-    configured: config.PackageConfig | None  # the package's config table, checked
+# What generation starts from: the environment facts and the snapshot's findings, the
+# snapshot already in the output directory, and the package's config table, checked.
+_Inputs = tuple[Environment, list[Diagnostic], Snapshot | None, config.PackageConfig | None]
 
 
 def run(request: Request, progress: Progress = silent) -> Result:
-    """Snapshot ``request.target`` (or read a stored snapshot), decide the package's names
-    and version, generate, and write atomically into ``request.output``."""
+    """Snapshot (or read a stored snapshot), name, version, generate, write atomically."""
     quiet_sdk()
-    inputs = _inputs(request, progress)
+    environment, found, previous, configured = _inputs(request, progress)
     names = Names(request.package, request.class_name, request.split)
-    section = package_section(
-        inputs.environment, request.output, names, inputs.configured, inputs.previous
-    )
+    section = package_section(environment, request.output, names, configured, previous)
     report = section.changes.report() if section.changes is not None else ""
     if report:
         progress(f"changes since the previous snapshot in {request.output}:\n{report}")
-    snapshot = build(inputs.environment, section.package)
+    snapshot = build(environment, section.package)
     generated = generate(snapshot)
     diagnostics = [
-        *inputs.diagnostics,
+        *found,
         *_name_warnings(request.output, section.package.name),
         *generated.diagnostics,
     ]
     refused = _refusal(request, diagnostics, generated.files)
     if refused is None:
         _write(request.output, generated.files)
-    note = _loopback_note(inputs.environment, inputs.previous)
+    note = _loopback_note(environment, previous)
     return Result(
         request.output,
         snapshot,
@@ -217,15 +209,21 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
             environment = stored.environment
             previous = previous or stored
             progress(f"regenerating offline from {path}")
-            table = _config_table(request)
+            table = config.for_output(request.output, request.config)
         else:
-            table = _config_table(request)
+            table = config.for_output(request.output, request.config)
             options = fetch_options(request, table, previous)
-            environment, diagnostics = take_snapshot(target, request, options, progress)
+            environment, diagnostics = take(
+                target,
+                env_name=request.env_name,
+                options=options,
+                api_key=request.api_key,
+                progress=progress,
+            )
         configured = _configured(table, environment)
     except (TargetError, SnapshotError, config.ConfigError, OutputDirError) as exc:
         raise RequestError(str(exc)) from exc
-    return _Inputs(environment, diagnostics, previous, configured)
+    return environment, diagnostics, previous, configured
 
 
 def fetch_options(
@@ -233,9 +231,8 @@ def fetch_options(
     configured: tuple[Path, config.PackageConfig] | None = None,
     previous: Snapshot | None = None,
 ) -> FetchOptions:
-    """How to snapshot: the one place both generation and ``check --live`` build it.
-    ``configured`` is the config file and its table; ``previous`` the snapshot already in
-    the output directory."""
+    """How to snapshot, for generation and ``check --live``: ``configured`` is the config
+    file and its table; ``previous`` the snapshot already in the output directory."""
     from orsgen.snapshot.fetch import FetchOptions
 
     path, table = configured if configured is not None else (None, None)
@@ -252,50 +249,18 @@ def fetch_options(
     )
 
 
-def take_snapshot(
-    target: Target,
-    request: Request,
-    options: FetchOptions,
-    progress: Progress,
-    recorded: Environment | None = None,
-) -> tuple[Environment, list[Diagnostic]]:
-    """The live environment's facts (the snapshot's ``environment`` section) and findings.
-    ``recorded``: a stored section whose target and class name the live one records
-    (``check --live``: neither changes what the model sees)."""
-    record_as: TargetRef | None = recorded.target if recorded is not None else None
-    return take(
-        target,
-        env_name=request.env_name,
-        options=options,
-        api_key=request.api_key,
-        progress=progress,
-        record_as=record_as,
-        class_name=recorded.identity.class_name if recorded is not None else None,
-    )
-
-
 def _checked_toolset(name: str | None, where: str = "") -> str | None:
-    """A toolset (``where`` names the config file it is from), checked against the SDK's
-    built-in harness toolsets."""
+    """A toolset checked against the SDK's harness toolsets (``where``: its config file)."""
     if name is None:
         return None
     from typing import get_args
 
-    from openreward.api.environments.client import (  # type: ignore[import-untyped]
-        BuiltinToolset,
-    )
+    from openreward.api.environments.client import BuiltinToolset  # type: ignore[import-untyped]
 
     valid = sorted(str(v) for v in get_args(BuiltinToolset))
     if name not in valid:
         raise RequestError(f"{where}unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
     return name
-
-
-def _config_table(request: Request) -> tuple[Path, config.PackageConfig] | None:
-    """The config file's table for this output directory, and the file it is in."""
-    path = config.find(Path.cwd(), request.config)
-    table = config.for_output(path, request.output) if path is not None else None
-    return (path, table) if path is not None and table is not None else None
 
 
 def _configured(
@@ -312,8 +277,7 @@ def _configured(
 
 
 def _stored_in(directory: Path) -> Snapshot | None:
-    """The snapshot of the package already in ``directory``; None when there is none
-    (or it is unreadable: the output directory check decides whether it may be replaced)."""
+    """The snapshot in ``directory``, if readable (the output check decides the rest)."""
     path = directory / "snapshot.json"
     if not path.is_file():
         return None

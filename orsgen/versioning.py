@@ -12,6 +12,7 @@ The rules follow what breaks code and models that were trained against the old t
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -19,7 +20,7 @@ from pydantic import BaseModel
 
 from orsgen.generate import ir
 from orsgen.generate.typemap import tool_tree
-from orsgen.snapshot.stored import Environment, ToolSpec, stored_form
+from orsgen.snapshot.stored import Environment, stored_form
 
 Level = Literal["unchanged", "patch", "minor", "major"]
 _RANK: dict[str, int] = {"unchanged": 0, "patch": 1, "minor": 2, "major": 3}
@@ -44,21 +45,12 @@ class Classification:
 
     @property
     def level(self) -> Level:
-        best: Level = "unchanged"
-        for change in self.changes:
-            if _RANK[change.level] > _RANK[best]:
-                best = change.level
-        return best
-
-    def by_tool(self) -> dict[str, list[Change]]:
-        groups: dict[str, list[Change]] = {}
-        for change in sorted(self.changes):
-            groups.setdefault(change.tool, []).append(change)
-        return groups
+        levels: list[Level] = ["unchanged", *(c.level for c in self.changes)]
+        return max(levels, key=_RANK.__getitem__)
 
     def report(self) -> str:
         lines: list[str] = []
-        for tool, changes in self.by_tool().items():
+        for tool, changes in itertools.groupby(sorted(self.changes), key=lambda c: c.tool):
             lines.append(f"{tool or '(environment)'}:")
             lines.extend(f"  {c.line()}" for c in changes)
         return "\n".join(lines)
@@ -69,17 +61,8 @@ def bump(version: str, level: Level) -> str:
         major, minor, patch = (int(p) for p in version.split("."))
     except ValueError:
         major, minor, patch = 1, 0, 0
-    if level == "major":
-        return f"{major + 1}.0.0"
-    if level == "minor":
-        return f"{major}.{minor + 1}.0"
-    if level == "patch":
-        return f"{major}.{minor}.{patch + 1}"
-    return version
-
-
-def _tools(environment: Environment) -> dict[str, ToolSpec]:
-    return {s.name: s for s in [*environment.tools, *environment.task_tools]}
+    bumped = {"major": f"{major + 1}.0.0", "minor": f"{major}.{minor + 1}.0"}
+    return {**bumped, "patch": f"{major}.{minor}.{patch + 1}"}.get(level, version)
 
 
 def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[Change]) -> None:
@@ -136,22 +119,20 @@ def _compare_fields(
             out.append(Change(tool, "minor", f"{where} became optional"))
         _compare_types(tool, label, before.type, after.type, out)
         # Nested object fields follow the same rules, one level of dotted names at a time.
-        old_object, new_object = _object(before.node), _object(after.node)
-        if old_object is not None and new_object is not None and len(prefix) < 200:
-            _compare_fields(tool, old_object.fields, new_object.fields, out, f"{label}.")
+        old_object, new_object = before.node, after.node
+        if isinstance(old_object, ir.ObjectOf) and isinstance(new_object, ir.ObjectOf):
+            if len(prefix) < 200:
+                _compare_fields(tool, old_object.fields, new_object.fields, out, f"{label}.")
         if (before.description, before.title) != (after.description, after.title):
             out.append(Change(tool, "patch", f"description of {where} changed"))
-
-
-def _object(node: ir.Node) -> ir.ObjectOf | None:
-    return node if isinstance(node, ir.ObjectOf) else None
 
 
 def classify(old: Environment, new: Environment) -> Classification:
     """Compare two snapshots' ``environment`` sections."""
     result = Classification()
     out = result.changes
-    old_tools, new_tools = _tools(old), _tools(new)
+    old_tools = {s.name: s for s in old.all_tools}
+    new_tools = {s.name: s for s in new.all_tools}
     for name in sorted(set(old_tools) - set(new_tools)):
         out.append(Change(name, "major", f"tool {name!r} removed"))
     for name in sorted(set(new_tools) - set(old_tools)):
@@ -166,16 +147,12 @@ def classify(old: Environment, new: Environment) -> Classification:
         old_tree = tool_tree(before.input_schema, name)
         _compare_fields(name, old_tree.fields, tool_tree(after.input_schema, name).fields, out)
         if len(out) == count and before.input_schema != after.input_schema:
-            out.append(
-                Change(
-                    name, "patch", f"schema of tool {name!r} changed in titles or annotations only"
-                )
-            )
+            message = f"schema of tool {name!r} changed in titles or annotations only"
+            out.append(Change(name, "patch", message))
     out.extend(_offering_changes(old, new))
+    # Another harness's tool surface: what the model learned no longer applies.
     old_set, new_set = old.identity.toolset, new.identity.toolset
-    if (
-        old_set != new_set
-    ):  # another harness's tool surface: what the model learned no longer applies
+    if old_set != new_set:
         out.append(Change("", "major", f"toolset changed: {old_set!r} -> {new_set!r}"))
     for key in _FACTS:
         before, after = _fact(old, key), _fact(new, key)

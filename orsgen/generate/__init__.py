@@ -83,7 +83,7 @@ def _terminal_tool(environment: Environment) -> str:
 
 def _imports(tools: list[ToolView]) -> list[str]:
     typing_names = ["Any", "ClassVar"]
-    if any(ir.uses_literal(p.type) for t in tools for p in t.params):
+    if any(isinstance(n, ir.LiteralOf) for t in tools for p in t.params for n in ir.walk(p.type)):
         typing_names.append("Literal")
     lines = [
         "from collections.abc import Mapping as _Mapping",
@@ -92,9 +92,8 @@ def _imports(tools: list[ToolView]) -> list[str]:
     ]
     if any(not p.required and p.default is emit.UNSET for t in tools for p in t.params):
         lines.append("from orsgen.runtime.adapter import UNSET as _UNSET")
-    lines.append("from orsgen.runtime.adapter import Content as _Content")
-    lines.append("from orsgen.runtime.adapter import OrsAdapter as _OrsAdapter")
-    lines.append("from orsgen.runtime.adapter import SelfScoring as _SelfScoring")
+    for name in ("Content", "OrsAdapter", "SelfScoring"):
+        lines.append(f"from orsgen.runtime.adapter import {name} as _{name}")
     if any(t.model_class for t in tools):
         lines.append("from orsgen.runtime.validate import check_arguments as _check_arguments")
         lines += ["", "from . import models as _models"]
@@ -194,12 +193,7 @@ def _render_python(
     return None
 
 
-_LEVELS = {
-    "major": "breaking",
-    "minor": "additive",
-    "patch": "cosmetic",
-    "initial": "first snapshot",
-}
+_LEVELS = dict(major="breaking", minor="additive", patch="cosmetic", initial="first snapshot")
 
 
 def _changelog(entries: Iterable[HistoryEntry]) -> str:

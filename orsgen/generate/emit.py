@@ -15,24 +15,12 @@ from orsgen.generate import ir
 class Unset:
     """The marker for an optional parameter with no Python default (``_UNSET`` in source)."""
 
-    _instance: Unset | None = None
-
-    def __new__(cls) -> Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
     def __repr__(self) -> str:
         return "UNSET"
 
 
 UNSET: Final = Unset()
 UNSET_SOURCE = "_UNSET"  # the runtime's marker, imported privately by the adapter
-
-
-def hint(node: ir.Node) -> str:
-    """The Python type hint of ``node``."""
-    return ir.render(node)
 
 
 def python_default(value: Any, node: ir.Node, is_nullable: bool) -> Any:

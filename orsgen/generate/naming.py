@@ -29,27 +29,10 @@ ANNOTATION_NAMES = frozenset(
 # TRL treats these specially; the adapter base class owns the rest.
 TRL_NAMES = frozenset({"reset", "get_reward"})
 ADAPTER_ATTRIBUTES = frozenset(
-    {
-        "reward",
-        "rewards",
-        "metadata",
-        "finished",
-        "last_output",
-        "close",
-        "close_all",
-        "degraded_rollouts",
-        "rollout",
-        "WIRE_NAMES",
-        "ENV_NAME",
-        "DEPLOYMENT",
-        "DEFAULT_URL",
-        "DEFAULT_SPLIT",
-        "TOOLS_SHA256",
-        "TOOLSET",
-        "TERMINAL_TOOL",
-        "SUPPORTS_SCORE_GROUP",
-        "PASS_THRESHOLD",
-    }
+    {"reward", "rewards", "metadata", "finished", "last_output", "close", "close_all"}
+    | {"degraded_rollouts", "rollout", "WIRE_NAMES", "ENV_NAME", "DEPLOYMENT", "DEFAULT_URL"}
+    | {"DEFAULT_SPLIT", "TOOLS_SHA256", "TOOLSET", "TERMINAL_TOOL", "SUPPORTS_SCORE_GROUP"}
+    | {"PASS_THRESHOLD"}
 )
 # Fixed lists (Python 3.11's), so generated names never depend on the interpreter
 # that runs orsgen. Soft keywords are legal identifiers, but a tool named ``match``
@@ -90,10 +73,6 @@ def sanitize(wire: str, fallback: str) -> str:
         digest = hashlib.sha256(wire.encode("utf-8")).hexdigest()[:8]
         text = f"{text[: MAX_NAME_LENGTH - 9].rstrip('_')}_{digest}"
     return text
-
-
-def _dunder(name: str) -> bool:
-    return name.startswith("__") and name.endswith("__")
 
 
 def check_rename(name: str, reserved: frozenset[str]) -> str | None:
@@ -152,7 +131,7 @@ def assign(
 def _base_name(wire: str, reserved: frozenset[str], fallback: str) -> str:
     """``wire`` sanitized, with a trailing ``_`` when reserved or a dunder."""
     name = sanitize(wire, fallback)
-    if name in reserved or _dunder(wire):
+    if name in reserved or (wire.startswith("__") and wire.endswith("__")):
         name = f"{name}_"
     return name
 
@@ -256,17 +235,9 @@ def shadowed_module(name: str, directory: Path) -> str | None:
     origin = spec.origin
     locations = list(spec.submodule_search_locations or [])
     where = origin or (locations[0] if locations else None)
-    if where is None or _inside(Path(where), directory):
+    if where is None or Path(where).resolve().is_relative_to(directory.resolve()):
         return None  # nothing, a namespace package, or this package itself
     return f"the installed module {name!r} ({where})"
-
-
-def _inside(path: Path, directory: Path) -> bool:
-    try:
-        path.resolve().relative_to(directory.resolve())
-    except ValueError:
-        return False
-    return True
 
 
 def shadowing_notes(directory: Path) -> list[str]:

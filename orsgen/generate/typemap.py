@@ -13,27 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from orsgen.jsonobject import is_array, is_object
-from orsgen.generate.ir import (
-    ANY,
-    NONE,
-    TOO_DEEP,
-    AnyOf,
-    DictOf,
-    Field,
-    ListOf,
-    LiteralOf,
-    Node,
-    ObjectOf,
-    Primitive,
-    Recursive,
-    Scalar,
-    TupleOf,
-    nullable,
-    union,
-)
+from orsgen.generate import ir
 from orsgen.generate.schema_refs import MAX_DEPTH, Resolved, TypeContext, child, deref
 
-_SCALARS: dict[str, Scalar] = {
+_SCALARS: dict[str, ir.Scalar] = {
     "string": "str",
     "integer": "int",
     "number": "float",
@@ -55,24 +38,24 @@ def literal_can_hold(value: Any) -> bool:
 
 def type_of(
     ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str] = frozenset(), depth: int = 0
-) -> tuple[Node, bool]:
+) -> tuple[ir.Node, bool]:
     """Return ``(node, nullable)``; the caller wraps it in ``Optional`` when it needs to."""
     if depth > MAX_DEPTH:
         ctx.warn(pointer, "schema nested too deeply; typed Any")
-        return AnyOf(TOO_DEEP), False
+        return ir.AnyOf(ir.TOO_DEEP), False
     if schema is True or schema is None or schema == {}:
-        return ANY, False
+        return ir.ANY, False
     if schema is False:
         ctx.warn(pointer, "schema `false` accepts nothing; typed Any")
-        return AnyOf("schema false"), False
+        return ir.AnyOf("schema false"), False
     if not is_object(schema):
         ctx.warn(pointer, f"schema is a {type(schema).__name__}, not an object; typed Any")
-        return AnyOf("not a schema"), False
+        return ir.AnyOf("not a schema"), False
     resolved = deref(ctx, schema, pointer, seen)
-    if isinstance(resolved.schema, Recursive):
+    if isinstance(resolved.schema, ir.Recursive):
         return resolved.schema, False
     if not is_object(resolved.schema) or not resolved.schema:
-        return ANY, False
+        return ir.ANY, False
     return _schema_type(ctx, resolved, pointer, depth)
 
 
@@ -87,7 +70,7 @@ def _implied_kind(schema: Mapping[str, Any]) -> str | None:
 
 def _schema_type(
     ctx: TypeContext, resolved: Resolved, pointer: str, depth: int
-) -> tuple[Node, bool]:
+) -> tuple[ir.Node, bool]:
     """:func:`type_of` of a schema whose refs and ``allOf`` are already resolved."""
     schema: Mapping[str, Any] = resolved.schema
     seen = resolved.seen
@@ -106,23 +89,23 @@ def _schema_type(
         kinds = [k for k in kind if k != "null"]
         is_null = is_null or len(kinds) < len(kind)
         if not kinds:
-            return NONE, False
+            return ir.NONE, False
         nodes = [type_of(ctx, {**schema, "type": k}, pointer, seen, depth + 1)[0] for k in kinds]
-        return union(nodes), is_null
+        return ir.union(nodes), is_null
     if kind is None:
         kind = _implied_kind(schema)
         if kind is None:
-            return ANY, is_null
+            return ir.ANY, is_null
     if kind == "null":
-        return NONE, False
+        return ir.NONE, False
     if kind in _SCALARS:
-        return Primitive(_SCALARS[kind]), is_null
+        return ir.Primitive(_SCALARS[kind]), is_null
     if kind == "array":
         return _array_type(ctx, schema, pointer, seen, depth), is_null
     if kind == "object":
         return _object_type(ctx, resolved.ref, schema, pointer, seen, depth), is_null
     ctx.warn(child(pointer, "type"), f"unknown type {kind!r}; typed Any")
-    return AnyOf(f"unknown type {kind!r}"), is_null
+    return ir.AnyOf(f"unknown type {kind!r}"), is_null
 
 
 def _union_type(
@@ -132,9 +115,9 @@ def _union_type(
     seen: frozenset[str],
     depth: int,
     is_null: bool,
-) -> tuple[Node, bool]:
+) -> tuple[ir.Node, bool]:
     """``anyOf``/``oneOf``: a null branch makes the union nullable rather than a member."""
-    nodes: list[Node] = []
+    nodes: list[ir.Node] = []
     for i, branch in enumerate(branches):
         if is_object(branch) and branch.get("type") == "null" and len(branch) <= 2:
             is_null = True
@@ -142,44 +125,44 @@ def _union_type(
         node, branch_null = type_of(ctx, branch, child(pointer, str(i)), seen, depth + 1)
         is_null = is_null or branch_null
         nodes.append(node)
-    return (union(nodes), is_null) if nodes else (NONE, False)
+    return (ir.union(nodes), is_null) if nodes else (ir.NONE, False)
 
 
 def _enum_type(
     ctx: TypeContext, values: list[Any], pointer: str, is_null: bool
-) -> tuple[Node, bool]:
+) -> tuple[ir.Node, bool]:
     if None in values:
         is_null = True
         values = [v for v in values if v is not None]
     if not values:
-        return NONE, False
+        return ir.NONE, False
     if all(literal_can_hold(v) for v in values):
         # Dedupe by type and value: ``1``, ``1.0`` and ``True`` are equal but distinct enum values.
         unique = list({(type(v).__name__, v): v for v in values}.values())
-        return LiteralOf(tuple(unique)), is_null
+        return ir.LiteralOf(tuple(unique)), is_null
     # The allowed values reach the model in the description (``choices``).
     choices = tuple(values)
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return Primitive("int", choices), is_null  # an int too large for Literal
+        return ir.Primitive("int", choices), is_null  # an int too large for Literal
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return Primitive("float", choices), is_null  # Literal cannot hold floats
+        return ir.Primitive("float", choices), is_null  # Literal cannot hold floats
     ctx.warn(
         pointer,
         "enum holds values a type hint cannot express; typed Any (values listed in the description)",
     )
-    return AnyOf("enum values a hint cannot express", choices), is_null
+    return ir.AnyOf("enum values a hint cannot express", choices), is_null
 
 
 def _array_type(
     ctx: TypeContext, schema: Mapping[str, Any], pointer: str, seen: frozenset[str], depth: int
-) -> Node:
+) -> ir.Node:
     prefix = schema.get("prefixItems")
     if is_array(prefix) and len(prefix) >= 2 and schema.get("items") is False:
-        parts: list[Node] = []
+        parts: list[ir.Node] = []
         for i, item in enumerate(prefix):
             node, null = type_of(ctx, item, child(pointer, "prefixItems", str(i)), seen, depth + 1)
-            parts.append(nullable(node, null))
-        return TupleOf(tuple(parts))
+            parts.append(ir.nullable(node, null))
+        return ir.TupleOf(tuple(parts))
     items = schema.get("items")
     if is_array(items):  # draft-04 tuple form: ``items`` is a list of schemas
         prefix, items = items, schema.get("additionalItems", True)
@@ -189,9 +172,9 @@ def _array_type(
         ctx.warn(child(pointer, "prefixItems"), "open-ended prefixItems typed as a list")
         items = {"anyOf": prefix} if len(prefix) > 1 else prefix[0]
     if items is None or items is True:
-        return ListOf(ANY)
+        return ir.ListOf(ir.ANY)
     node, null = type_of(ctx, items, child(pointer, "items"), seen, depth + 1)
-    return ListOf(nullable(node, null))
+    return ir.ListOf(ir.nullable(node, null))
 
 
 def _object_type(
@@ -201,20 +184,22 @@ def _object_type(
     pointer: str,
     seen: frozenset[str],
     depth: int,
-) -> Node:
+) -> ir.Node:
     extra: Any = schema.get("additionalProperties")
     props = schema.get("properties")
     has_fields = is_object(props) and bool(props)
     # No hint shows an object's fields (nor its extras), so those are typed quietly.
     typer = TypeContext(ctx.root, ctx.tool) if has_fields else ctx
-    extra_node: Node | bool | None = extra if isinstance(extra, bool) else None
+    extra_node: ir.Node | bool | None = extra if isinstance(extra, bool) else None
     if is_object(extra) and extra:
         where = child(pointer, "additionalProperties")
         node, null = type_of(typer, extra, where, seen, depth + 1)
-        extra_node = nullable(node, null)
+        extra_node = ir.nullable(node, null)
     if not has_fields:
-        return DictOf(ANY if extra_node is None or isinstance(extra_node, bool) else extra_node)
-    return ObjectOf(object_fields(typer, schema, pointer, seen, depth + 1), ref, extra_node)
+        return ir.DictOf(
+            ir.ANY if extra_node is None or isinstance(extra_node, bool) else extra_node
+        )
+    return ir.ObjectOf(object_fields(typer, schema, pointer, seen, depth + 1), ref, extra_node)
 
 
 def object_fields(
@@ -223,7 +208,7 @@ def object_fields(
     pointer: str,
     seen: frozenset[str] = frozenset(),
     depth: int = 0,
-) -> tuple[Field, ...]:
+) -> tuple[ir.Field, ...]:
     """The declared properties of an (already dereferenced) object schema, in order."""
     props: Any = schema.get("properties")
     required: Any = schema.get("required")
@@ -252,15 +237,15 @@ def field_of(
     required: bool,
     seen: frozenset[str] = frozenset(),
     depth: int = 0,
-) -> Field:
+) -> ir.Field:
     """One property: its type node, and the facts its description is made of."""
     node, null = type_of(ctx, schema, pointer, seen, depth)
     if not is_object(schema):
-        return Field(name, node, null, required)
+        return ir.Field(name, node, null, required)
     # A ref's target documents the property when the property itself does not.
     target = deref(TypeContext(ctx.root, ctx.tool), schema, pointer, frozenset()).schema
     source: Mapping[str, Any] = target if is_object(target) else schema
-    return Field(
+    return ir.Field(
         name,
         node,
         null,
@@ -272,15 +257,15 @@ def field_of(
     )
 
 
-def tool_tree(input_schema: Any, tool: str, ctx: TypeContext | None = None) -> ObjectOf:
+def tool_tree(input_schema: Any, tool: str, ctx: TypeContext | None = None) -> ir.ObjectOf:
     """A tool's arguments as one object node: the one tree the generator's views and
     versioning both read. Its warnings go to ``ctx`` (dropped when it is ``None``)."""
     if ctx is None:
         ctx = TypeContext(root=input_schema if is_object(input_schema) else {}, tool=tool)
     arguments = deref(ctx, ctx.root, "", frozenset()).schema
     if not is_object(arguments):
-        return ObjectOf(())
-    return ObjectOf(object_fields(ctx, arguments, ""))
+        return ir.ObjectOf(())
+    return ir.ObjectOf(object_fields(ctx, arguments, ""))
 
 
 def short_json(value: Any, limit: int = 200) -> str:

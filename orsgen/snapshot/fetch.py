@@ -70,12 +70,10 @@ def _unique(
     """A server listing one name twice keeps the first, with a warning (never a silent drop)."""
     seen: dict[str, dict[str, Any]] = {}
     for spec in specs:
-        if spec["name"] in seen:
-            diagnostics.append(
-                warning(spec["name"], "", f"listed twice in {where}; keeping the first")
-            )
-            continue
-        seen[spec["name"]] = spec
+        name = spec["name"]
+        if name in seen:
+            diagnostics.append(warning(name, "", f"listed twice in {where}; keeping the first"))
+        seen.setdefault(name, spec)
     return sorted(seen.values(), key=lambda t: t["name"])
 
 
@@ -138,12 +136,15 @@ class _Probe:
 async def _facts(
     endpoint: Endpoint, options: FetchOptions, provenance: Provenance, progress: Progress
 ) -> tuple[Environment, list[Diagnostic]]:
+    """The snapshot's ``environment`` section: read from the server, built here, once."""
     diagnostics: list[Diagnostic] = []
     env = await environment(endpoint)
     progress("reading server version and tools")
     version = await _server_version(endpoint, env, progress)
-    tools_res = await ask(endpoint, env, "GET", endpoint.env_path("/tools"), progress=progress)
-    shared = _unique([spec_dict(t) for t in tools_res.get("tools", [])], "/tools", diagnostics)
+    listed = as_object(
+        await ask(endpoint, env, "GET", endpoint.env_path("/tools"), progress=progress)
+    )
+    shared = _unique([spec_dict(t) for t in listed.get("tools", [])], "/tools", diagnostics)
     progress("reading splits and task counts")
     splits = await _read_splits(endpoint, env, progress)
     # Chosen with or without probes: the split becomes the package's default.
@@ -159,8 +160,33 @@ async def _facts(
     if options.toolset:  # the bound toolset's tools replace same-named environment tools
         overridden = {t["name"] for t in probe.task_tools}
         shared = [t for t in shared if t["name"] not in overridden]
-    read = _Read(version, tools_res, splits, shared, probe)
-    return _environment(endpoint, options, provenance, read), diagnostics
+    env_name = endpoint.env_name
+    identity = Identity(env_name=env_name, deployment=endpoint.deployment)
+    class_name = provenance.class_names.get(str(env_name)) or provenance.class_name
+    if class_name:  # a local file tells us the class name the server lower-cased
+        identity = identity.model_copy(update={"class_name": class_name})
+    if options.toolset:
+        identity = identity.model_copy(update={"toolset": options.toolset})
+    facts = Environment(
+        identity=identity,
+        images=Images(in_prompt=probe.images),
+        target=provenance.target,
+        server_version=version,
+        sdk_version=importlib.metadata.version("openreward"),
+        splits=splits,
+        tools=[ToolSpec.model_validate(t) for t in shared],
+        task_tools=[ToolSpec.model_validate(t) for t in probe.task_tools],
+        task_tools_probe=TaskToolsProbe(
+            enabled=options.task_tools or bool(options.toolset),
+            split=options.split,
+            indices=probe.indices,
+            **probe.tools_by_task(),
+        ),
+        terminal_tool=_terminal_tool(listed.get("terminal_tool")),
+        supports_score_group=bool(listed.get("supports_score_group")),
+        message_block_types=sorted(str(t) for t in as_array(listed.get("message_block_types"))),
+    )
+    return facts, diagnostics
 
 
 async def _server_version(endpoint: Endpoint, env: Any, progress: Progress) -> str | None:
@@ -179,24 +205,10 @@ async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list
     for split in await ask(endpoint, env, "GET", endpoint.env_path("/splits"), progress=progress):
         name = split["name"] if is_object(split) else str(split)
         kind = split.get("type") if is_object(split) else None
-        body = {"split": name}
-        answer = await ask(
-            endpoint, env, "POST", endpoint.env_path("/num_tasks"), body, progress=progress
-        )
-        count = answer["num_tasks"]
-        splits.append(Split(name=str(name), type=kind, num_tasks=int(count)))
+        path = endpoint.env_path("/num_tasks")
+        answer = await ask(endpoint, env, "POST", path, {"split": name}, progress=progress)
+        splits.append(Split(name=str(name), type=kind, num_tasks=int(answer["num_tasks"])))
     return splits
-
-
-@dataclass(frozen=True)
-class _Read:
-    """What :func:`_facts` read from the server, as it came (tool specs in stored form)."""
-
-    version: str | None
-    tools_res: Mapping[str, Any]
-    splits: list[Split]
-    shared: list[dict[str, Any]]
-    probe: _Probe
 
 
 def _terminal_tool(said: Any) -> TerminalTool | None:
@@ -205,39 +217,6 @@ def _terminal_tool(said: Any) -> TerminalTool | None:
     if not is_object(said):
         return None
     return TerminalTool.model_validate({k: said[k] for k in TerminalTool.model_fields if k in said})
-
-
-def _environment(
-    endpoint: Endpoint, options: FetchOptions, provenance: Provenance, read: _Read
-) -> Environment:
-    """The snapshot's ``environment`` section: built here, once, from what was read."""
-    env_name = endpoint.env_name
-    identity = Identity(env_name=env_name, deployment=endpoint.deployment)
-    class_name = provenance.class_names.get(str(env_name)) or provenance.class_name
-    if class_name:  # a local file tells us the class name the server lower-cased
-        identity = identity.model_copy(update={"class_name": class_name})
-    if options.toolset:
-        identity = identity.model_copy(update={"toolset": options.toolset})
-    listed = as_object(read.tools_res)
-    return Environment(
-        identity=identity,
-        images=Images(in_prompt=read.probe.images),
-        target=provenance.target,
-        server_version=read.version,
-        sdk_version=importlib.metadata.version("openreward"),
-        splits=read.splits,
-        tools=[ToolSpec.model_validate(t) for t in read.shared],
-        task_tools=[ToolSpec.model_validate(t) for t in read.probe.task_tools],
-        task_tools_probe=TaskToolsProbe(
-            enabled=options.task_tools or bool(options.toolset),
-            split=options.split,
-            indices=read.probe.indices,
-            **read.probe.tools_by_task(),
-        ),
-        terminal_tool=_terminal_tool(listed.get("terminal_tool")),
-        supports_score_group=bool(listed.get("supports_score_group")),
-        message_block_types=sorted(str(t) for t in as_array(listed.get("message_block_types"))),
-    )
 
 
 async def _probe_task_tools(
@@ -270,7 +249,19 @@ async def _probe_task_tools(
     merged: dict[str, dict[str, Any]] = {}
     for index in probe.indices:
         progress(f"probing task tools with a session on task {index}")
-        listed, seen_image = await _probe_session(env, options, secrets, index, probe.diagnostics)
+        # The runtime's session class: its keepalive pings wait an interval before the first,
+        # so a probe that lives milliseconds never pings a session it already deleted (the
+        # SDK's own class pings at once, from another thread, and the server logs a 404).
+        async with session_class()(
+            env,
+            secrets=secrets,
+            api_key=env.api_key,
+            split=options.split,
+            index=index,
+            toolset_name=options.toolset,
+        ) as session:
+            listed = [spec_dict(s) for s in await session.list_tools()]
+            seen_image = await prompt_has_image(session, index, probe.diagnostics)
         if seen_image is not None:
             probe.images = bool(probe.images) or seen_image
         specs = _unique(listed, f"/task_tools of task {index}", probe.diagnostics)
@@ -299,34 +290,6 @@ def _probe_indices(options: FetchOptions, total: int) -> list[int]:
             "choose another with --probe-index, or pass --no-task-tools"
         )
     return indices
-
-
-async def _probe_session(
-    env: Any,
-    options: FetchOptions,
-    secrets: dict[str, Any] | None,
-    index: int,
-    diagnostics: list[Diagnostic],
-) -> tuple[list[dict[str, Any]], bool | None]:
-    """One short session on task ``index``: its tool list, and whether its prompt holds an
-    image (``None``: the prompt could not be read)."""
-    # The runtime's session class: its keepalive pings wait an interval before the first,
-    # so a probe that lives milliseconds never pings a session it already deleted (the
-    # SDK's own class pings at once, from another thread, and the server logs a 404).
-    session = session_class()(
-        env,
-        secrets=secrets,
-        api_key=env.api_key,
-        split=options.split,
-        index=index,
-        toolset_name=options.toolset,
-    )
-    await session.__aenter__()
-    try:
-        listed = [spec_dict(s) for s in await session.list_tools()]
-        return listed, await prompt_has_image(session, index, diagnostics)
-    finally:
-        await session.__aexit__(None, None, None)
 
 
 def fetch(

@@ -105,26 +105,35 @@ def _eval_run(path: Path) -> Run:
     return Run("eval", title, _scrubbed(facts), records)
 
 
-def _eval_record(row: Mapping[str, Any], threshold: float) -> dict[str, Any]:
+def _record(
+    row: Mapping[str, Any], verdict: Any, threshold: float, timings: tuple[str, ...], **rest: Any
+) -> dict[str, Any]:
+    """A rollout's record: what an evaluation row and a trajectory line both hold."""
     reward = _number(row.get("reward"))
     return _scrubbed(
         {
             "task": row.get("task_index"),
-            "sample": row.get("sample", 0),
-            "step": None,
             "split": row.get("split"),
-            "verdict": row.get("verdict") if row.get("verdict") in VERDICTS else "failed",
+            "verdict": verdict if verdict in VERDICTS else "failed",
             "reward": reward,
             "passed": passes(reward, threshold),
-            "reason": row.get("reason"),
-            "timings": {
-                k: row[k]
-                for k in ("seconds", "endpoint_seconds", "environment_seconds")
-                if isinstance(row.get(k), (int, float))
-            },
-            "counts": {k: row[k] for k in ("calls", "turns") if isinstance(row.get(k), int)},
-            "messages": as_array(row.get("messages")),
+            "timings": {k: row[k] for k in timings if isinstance(row.get(k), (int, float))},
+            **rest,
         }
+    )
+
+
+def _eval_record(row: Mapping[str, Any], threshold: float) -> dict[str, Any]:
+    return _record(
+        row,
+        row.get("verdict"),
+        threshold,
+        ("seconds", "endpoint_seconds", "environment_seconds"),
+        sample=row.get("sample", 0),
+        step=None,
+        reason=row.get("reason"),
+        counts={k: row[k] for k in ("calls", "turns") if isinstance(row.get(k), int)},
+        messages=as_array(row.get("messages")),
     )
 
 
@@ -176,19 +185,9 @@ def _training_record(line: Mapping[str, Any], file: str, threshold: float) -> di
         call_id = f"call_{number}"
         arguments = call.get("arguments", {})
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
-        messages.append(
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": call.get("tool"), "arguments": text},
-                    }
-                ],
-            }
-        )
+        function = {"name": call.get("tool"), "arguments": text}
+        tool_call = {"id": call_id, "type": "function", "function": function}
+        messages.append({"role": "assistant", "content": "", "tool_calls": [tool_call]})
         result: dict[str, Any] = {
             "role": "tool",
             "tool_call_id": call_id,
@@ -199,26 +198,17 @@ def _training_record(line: Mapping[str, Any], file: str, threshold: float) -> di
             if call.get(key) is not None:
                 result[key] = call[key]
         messages.append(result)
-    kind, reward = line.get("outcome"), _number(line.get("reward"))
-    return _scrubbed(
-        {
-            "task": line.get("task_index"),
-            "step": line.get("step") if isinstance(line.get("step"), int) else None,
-            "split": line.get("split"),
-            "env": line.get("env"),
-            "file": file,
-            "verdict": kind if kind in VERDICTS else "failed",
-            "reward": reward,
-            "passed": passes(reward, threshold),
-            "reason": line.get("why_unscored"),
-            "timings": {
-                k: line[k]
-                for k in ("reset_s", "duration_s")
-                if isinstance(line.get(k), (int, float))
-            },
-            "counts": {"calls": len(messages) // 2},
-            "started_at": _number(line.get("started_at")),
-            "task_chosen": bool(line.get("task_chosen")),
-            "messages": messages,
-        }
+    return _record(
+        line,
+        line.get("outcome"),
+        threshold,
+        ("reset_s", "duration_s"),
+        step=line.get("step") if isinstance(line.get("step"), int) else None,
+        env=line.get("env"),
+        file=file,
+        reason=line.get("why_unscored"),
+        counts={"calls": len(messages) // 2},
+        started_at=_number(line.get("started_at")),
+        task_chosen=bool(line.get("task_chosen")),
+        messages=messages,
     )
