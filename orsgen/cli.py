@@ -107,8 +107,7 @@ COMMANDS = (
 
 
 def _error(command: Command, exc: BaseException) -> None:
-    """An error is one line on stderr, ``orsgen COMMAND: error: ...``, whatever the
-    exception text holds."""
+    """One line on stderr, ``orsgen COMMAND: error: ...``, whatever the exception holds."""
     _line(f"{command.words}: error: {' '.join(str(exc).split())}")
 
 
@@ -243,13 +242,11 @@ def _request(args: argparse.Namespace) -> Request:
 def _refusal(result: Result) -> str:
     """Why nothing was written, as the CLI words it."""
     out, count = result.output, len(result.diagnostics)
-    if result.refused == "errors":
-        return f"nothing written to {out}; fix the errors above"
-    if result.refused == "warnings":
-        return f"nothing written to {out}: --fail-on-warning and {plural(count, 'warning')}"
-    if result.refused == "secret in snapshot":
-        return "refusing to write a snapshot that contains a secret value"
-    return "refusing to write generated code that contains a secret value"
+    return {
+        "errors": f"nothing written to {out}; fix the errors above",
+        "warnings": f"nothing written to {out}: --fail-on-warning and {plural(count, 'warning')}",
+        "secret in snapshot": "refusing to write a snapshot that contains a secret value",
+    }.get(result.refused or "", "refusing to write generated code that contains a secret value")
 
 
 def run_generate(argv: Sequence[str]) -> int:
@@ -297,8 +294,7 @@ def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
         return EXIT_OK
     print(f"drift ({WORDS[changes.level]}, would bump to a {changes.level} version):")
     print(changes.report())
-    failing = changes.level == "major" if args.fail_on == "breaking" else True
-    if failing:
+    if args.fail_on == "any" or changes.level == "major":
         raise Failed(
             f"the environment drifted; regenerate with "
             f"`orsgen {drift.target.value} -o {args.directory}`"

@@ -123,13 +123,16 @@ def load(path: Path) -> FileConfig:
         raise ConfigError(f"{path}: " + "; ".join(problems)) from None
 
 
-def for_output(path: Path, output: Path) -> PackageConfig | None:
-    """The table whose key names ``output`` (relative to the config file's directory)."""
-    config = load(path)
+def for_output(output: Path, explicit: Path | None = None) -> tuple[Path, PackageConfig] | None:
+    """The config file :func:`find` finds and its table whose key names ``output``
+    (relative to the file's directory), if any."""
+    path = find(Path.cwd(), explicit)
+    if path is None:
+        return None
     wanted = output.resolve()
-    for key, table in config.packages.items():
+    for key, table in load(path).packages.items():
         if (path.parent / key).resolve() == wanted:
-            return table
+            return path, table
     return None
 
 

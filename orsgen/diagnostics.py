@@ -20,8 +20,7 @@ class Diagnostic:
     message: str
 
     def format(self) -> str:
-        """One readable line: ``warning: tool 'x' at /properties/y: message``. Very long
-        names are shortened for display only; the data keeps them whole."""
+        """``warning: tool 'x' at /properties/y: message``, long names shortened for display."""
         where = ""
         if self.tool is not None:
             where = f" tool {_clip(repr(self.tool))}"

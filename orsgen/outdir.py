@@ -56,8 +56,7 @@ def _listing(names: Iterable[str], limit: int = 8) -> str:
 
 
 def check_output_dir(directory: Path, produced: Iterable[str]) -> None:
-    """Raise :class:`OutputDirError` unless writing ``produced`` files into ``directory``
-    can only replace files orsgen wrote."""
+    """Raise :class:`OutputDirError` unless ``produced`` can only replace files orsgen wrote."""
     if not directory.exists() and not directory.is_symlink():
         return
     if not directory.is_dir():

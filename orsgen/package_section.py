@@ -146,9 +146,7 @@ def _history(
     if changes.level == "unchanged":
         return version, list(previous.history)
     entry = HistoryEntry(
-        version=version,
-        level=changes.level,
-        changes=[c.line() for c in sorted(changes.changes)],
+        version=version, level=changes.level, changes=[c.line() for c in sorted(changes.changes)]
     )
     return version, [entry, *previous.history]
 
@@ -160,9 +158,8 @@ def package_section(
     configured: PackageConfig | None,
     old: Snapshot | None,
 ) -> Section:
-    """The ``package`` section for ``environment`` written to ``output``. ``configured`` is
-    the package's config table, if there is one; ``old`` the snapshot already in the
-    output directory, if any."""
+    """The ``package`` section for ``environment`` written to ``output``; ``old`` is the
+    snapshot already there, if any."""
     previous = old.package if old else None
     names = _names(environment, output, asked, configured or PackageConfig(), previous)
     package = Package.model_validate({**names, **_selection(configured, previous)})

@@ -131,8 +131,7 @@ _Inputs = tuple[Environment, list[Diagnostic], Snapshot | None, config.PackageCo
 
 
 def run(request: Request, progress: Progress = silent) -> Result:
-    """Snapshot ``request.target`` (or read a stored snapshot), decide the package's names
-    and version, generate, and write atomically into ``request.output``."""
+    """Snapshot (or read a stored snapshot), name, version, generate, write atomically."""
     quiet_sdk()
     environment, found, previous, configured = _inputs(request, progress)
     names = Names(request.package, request.class_name, request.split)
@@ -210,9 +209,9 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
             environment = stored.environment
             previous = previous or stored
             progress(f"regenerating offline from {path}")
-            table = _config_table(request)
+            table = config.for_output(request.output, request.config)
         else:
-            table = _config_table(request)
+            table = config.for_output(request.output, request.config)
             options = fetch_options(request, table, previous)
             environment, diagnostics = take(
                 target,
@@ -232,9 +231,8 @@ def fetch_options(
     configured: tuple[Path, config.PackageConfig] | None = None,
     previous: Snapshot | None = None,
 ) -> FetchOptions:
-    """How to snapshot: the one place both generation and ``check --live`` build it.
-    ``configured`` is the config file and its table; ``previous`` the snapshot already in
-    the output directory."""
+    """How to snapshot, for generation and ``check --live``: ``configured`` is the config
+    file and its table; ``previous`` the snapshot already in the output directory."""
     from orsgen.snapshot.fetch import FetchOptions
 
     path, table = configured if configured is not None else (None, None)
@@ -252,27 +250,17 @@ def fetch_options(
 
 
 def _checked_toolset(name: str | None, where: str = "") -> str | None:
-    """A toolset (``where`` names the config file it is from), checked against the SDK's
-    built-in harness toolsets."""
+    """A toolset checked against the SDK's harness toolsets (``where``: its config file)."""
     if name is None:
         return None
     from typing import get_args
 
-    from openreward.api.environments.client import (  # type: ignore[import-untyped]
-        BuiltinToolset,
-    )
+    from openreward.api.environments.client import BuiltinToolset  # type: ignore[import-untyped]
 
     valid = sorted(str(v) for v in get_args(BuiltinToolset))
     if name not in valid:
         raise RequestError(f"{where}unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
     return name
-
-
-def _config_table(request: Request) -> tuple[Path, config.PackageConfig] | None:
-    """The config file's table for this output directory, and the file it is in."""
-    path = config.find(Path.cwd(), request.config)
-    table = config.for_output(path, request.output) if path is not None else None
-    return (path, table) if path is not None and table is not None else None
 
 
 def _configured(
@@ -289,8 +277,7 @@ def _configured(
 
 
 def _stored_in(directory: Path) -> Snapshot | None:
-    """The snapshot of the package already in ``directory``; None when there is none
-    (or it is unreadable: the output directory check decides whether it may be replaced)."""
+    """The snapshot in ``directory``, if readable (the output check decides the rest)."""
     path = directory / "snapshot.json"
     if not path.is_file():
         return None

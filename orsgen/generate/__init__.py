@@ -83,7 +83,7 @@ def _terminal_tool(environment: Environment) -> str:
 
 def _imports(tools: list[ToolView]) -> list[str]:
     typing_names = ["Any", "ClassVar"]
-    if any(ir.uses_literal(p.type) for t in tools for p in t.params):
+    if any(isinstance(n, ir.LiteralOf) for t in tools for p in t.params for n in ir.walk(p.type)):
         typing_names.append("Literal")
     lines = [
         "from collections.abc import Mapping as _Mapping",

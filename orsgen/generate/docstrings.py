@@ -41,10 +41,8 @@ def paragraph(text: str) -> str:
 
 
 def _escape_char(ch: str) -> str:
-    if ch == "\\":
-        return "\\\\"
-    if ch == '"':
-        return '\\"'
+    if ch in '\\"':
+        return "\\" + ch
     if ch == "\n":
         return "\n"
     if ch.isprintable() and unicodedata.category(ch) not in ("Cf", "Co", "Cs"):

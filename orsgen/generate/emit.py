@@ -15,13 +15,6 @@ from orsgen.generate import ir
 class Unset:
     """The marker for an optional parameter with no Python default (``_UNSET`` in source)."""
 
-    _instance: Unset | None = None
-
-    def __new__(cls) -> Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
     def __repr__(self) -> str:
         return "UNSET"
 

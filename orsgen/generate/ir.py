@@ -227,10 +227,6 @@ def walk(node: Node) -> Iterator[Node]:
         yield from walk(inner)
 
 
-def uses_literal(node: Node) -> bool:
-    return any(isinstance(n, LiteralOf) for n in walk(node))
-
-
 def has_model(node: Node) -> bool:
     """Whether the hint hides declared object fields, which a model validates."""
     return any(isinstance(n, ObjectOf) for n in walk(node))

@@ -18,11 +18,9 @@ def strip(source: str) -> str:
     lines = source.splitlines()
     drop: set[int] = set()
     for node in tree.body:
-        end = node.end_lineno or node.lineno
-        if isinstance(node, ast.ClassDef) and node.name == ROOT_CLASS:
-            drop.update(range(node.lineno - 1, end))
-        elif _rebuild_target(node) == ROOT_CLASS:
-            drop.update(range(node.lineno - 1, end))
+        root = isinstance(node, ast.ClassDef) and node.name == ROOT_CLASS
+        if root or _rebuild_target(node) == ROOT_CLASS:
+            drop.update(range(node.lineno - 1, node.end_lineno or node.lineno))
     kept = [line for i, line in enumerate(lines) if i not in drop]
     while kept and (kept[0].startswith("#") or not kept[0].strip()):
         kept.pop(0)

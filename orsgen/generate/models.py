@@ -1,19 +1,13 @@
 """Pydantic models for nested-object parameters, written by datamodel-code-generator.
 
-Only parameters whose type node holds an object with fields (directly, in list items
-or in a union branch: ``ir.has_model``) get a model: those are the arguments the model
-cannot see typed in the signature, so the adapter validates them client-side before
-any round trip.
-
-Every tool becomes one ``<Pascal>Args`` model holding just its nested parameters
-(aliased to their wire names). All tools go through one in-memory
-``datamodel_code_generator.generate`` call on the structure-only schema of
-:mod:`orsgen.generate.model_schema`; its output is made safe by
-:mod:`orsgen.generate.model_source`.
-
-A model that datamodel-code-generator cannot produce, or whose output fails the
-checks, is left out with a warning: that tool's nested arguments are then only
-described, not validated. Never a crash, never a silent drop.
+Only parameters whose type holds an object with fields (``ir.has_model``) get one: the
+signature cannot show those fields, so the adapter validates them client-side. Every tool
+becomes one ``<Pascal>Args`` model of just its nested parameters, aliased to their wire
+names. All tools go through one in-memory ``datamodel_code_generator.generate`` call on the
+structure-only schema of :mod:`orsgen.generate.model_schema`, made safe by
+:mod:`orsgen.generate.model_source`. A model that cannot be produced or fails the checks
+is left out with a warning (its tool's nested arguments are then only described): never
+a crash, never a silent drop.
 """
 
 from __future__ import annotations

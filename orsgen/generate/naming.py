@@ -75,10 +75,6 @@ def sanitize(wire: str, fallback: str) -> str:
     return text
 
 
-def _dunder(name: str) -> bool:
-    return name.startswith("__") and name.endswith("__")
-
-
 def check_rename(name: str, reserved: frozenset[str]) -> str | None:
     """Why a configured Python name cannot be used, or ``None`` when it can."""
     if not name.isidentifier() or not name.isascii():
@@ -135,7 +131,7 @@ def assign(
 def _base_name(wire: str, reserved: frozenset[str], fallback: str) -> str:
     """``wire`` sanitized, with a trailing ``_`` when reserved or a dunder."""
     name = sanitize(wire, fallback)
-    if name in reserved or _dunder(wire):
+    if name in reserved or (wire.startswith("__") and wire.endswith("__")):
         name = f"{name}_"
     return name
 

@@ -44,11 +44,8 @@ def _retry_reporter(progress: Progress) -> sdk.BeforeRetry:
     def report(state: Any, attempts: int | None) -> None:
         outcome = state.outcome
         exc = outcome.exception() if outcome is not None and outcome.failed else None
-        of = (
-            f"/{attempts}"
-            if attempts is not None and not getattr(exc, "backend_starting", False)
-            else ""
-        )
+        starting = getattr(exc, "backend_starting", False)
+        of = f"/{attempts}" if attempts is not None and not starting else ""
         wait = getattr(state.next_action, "sleep", None)
         after = f"; retrying in {wait:.0f} s" if wait is not None else "; retrying"
         progress(f"{_cause(exc)} (attempt {state.attempt_number}{of}){after}")

@@ -27,8 +27,7 @@ def default_output(run: str | os.PathLike[str]) -> Path:
 
 
 def write_view(run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
-    """Write the viewer page of ``run`` to ``out`` (see :func:`default_output`) and return
-    its path. Raises :class:`ViewError` for a path that holds no run."""
+    """Write ``run``'s page to ``out`` (:func:`default_output`); :class:`ViewError`: no run."""
     target = Path(out) if out is not None else default_output(run)
     text = render(load(run))
     target.parent.mkdir(parents=True, exist_ok=True)
