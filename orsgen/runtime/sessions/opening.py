@@ -109,12 +109,7 @@ class SessionOptions:
         finally:
             attempt.finish()
 
-    def take(
-        self,
-        owner: type,
-        task: TaskRef,
-        claim: cap.Claim | None = None,
-    ) -> Opened:
+    def take(self, owner: type, task: TaskRef, claim: cap.Claim | None = None) -> Opened:
         index = task.index
         opener = functools.partial(
             sdk.open_session,
@@ -174,12 +169,7 @@ class SessionOptions:
 class _Attempt:
     """One reset's open, across servers and retries."""
 
-    def __init__(
-        self,
-        options: SessionOptions,
-        owner: type,
-        task: TaskRef,
-    ) -> None:
+    def __init__(self, options: SessionOptions, owner: type, task: TaskRef) -> None:
         self.options, self.owner, self.task = options, owner, task
         self.claim = cap.claim(owner, options.max_sessions, options.reconnect_for)
         self.servers = options.servers or (options.endpoint,)

@@ -358,8 +358,4 @@ def close_sessions(timeout: float = EXIT_BUDGET, of: Callable[[type], bool] | No
     known.drain(timeout)
 
 
-def _close_at_exit(_process: Process) -> None:
-    close_sessions()
-
-
-at_shutdown(SHUTDOWN_ORDER, _close_at_exit)
+at_shutdown(SHUTDOWN_ORDER, lambda _process: close_sessions())
