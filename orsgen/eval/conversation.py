@@ -1,7 +1,5 @@
-"""One rollout as TRL's GRPOTrainer runs it, with the model behind an OpenAI-compatible
-endpoint instead of in the trainer.
-
-What the model sees is what it sees in training (trl 1.16, ``GRPOTrainer``):
+"""One rollout as TRL's GRPOTrainer runs it (trl 1.16), the model behind an
+OpenAI-compatible endpoint; what the model sees is what it sees in training:
 
 - the tools are the adapter's public functions, collected on the class exactly as the
   trainer does, each described by ``transformers.utils.get_json_schema`` (its ``"return"``

@@ -140,16 +140,15 @@ class Router:
         """The endpoint of the next request (not ``avoid`` when another can take it), and
         whether it is down (this is its one request after its rest). Waits while every
         endpoint rests; raises :class:`EndpointsDown` once all are down for the limit."""
+        down_for = self.down_limit
         with self._ready:
             while True:
                 now, down = self._clock(), [e.down_since for e in self.endpoints]
                 # Since when every endpoint is down (when the last one went down), or None.
                 since = None if None in down else max(s for s in down if s is not None)
-                if self._stopped is None and since is not None and now - since >= self.down_limit:
+                if self._stopped is None and since is not None and now - since >= down_for:
                     said = ", ".join(f"{e.label} ({e.last_error})" for e in self.endpoints)
-                    self._stopped = (
-                        f"every endpoint has been down for {self.down_limit:g} s: {said}"
-                    )
+                    self._stopped = f"every endpoint has been down for {down_for:g} s: {said}"
                     self._ready.notify_all()
                 if self._stopped is not None:
                     raise EndpointsDown(self._stopped)
@@ -161,7 +160,7 @@ class Router:
                 # Every endpoint is down (one that is up always takes a request): until a
                 # rest ends, the limit passes, or an answer or a failure changes that.
                 ends = [e.rest_until for e in self.endpoints if e.rest_until > now]
-                limit = (now if since is None else since) + self.down_limit
+                limit = (now if since is None else since) + down_for
                 self._ready.wait(min([limit, *ends]) - now)
 
     def _choose(self, now: float, avoid: Endpoint | None) -> Endpoint | None:

@@ -1,12 +1,9 @@
 """Preference pairs of evaluation runs for TRL's ``DPOTrainer`` (``orsgen pairs``): for each
 task, a passing rollout (chosen) beside a non-passing one (rejected) of the same prompt.
 
-The runs are read as ``orsgen sft`` (:mod:`orsgen.eval.sft`) reads them, with the same
-checks (one environment, one tool set, one pass threshold; no held-out split unless
-allowed). A rollout is *chosen* when it is ``scored`` and passes by the run's pass rule
-(``passes`` with its ``pass_threshold``); *rejected* when it is ``scored`` and does not
-(with ``unfinished``, an unfinished rollout that does not pass as well). Failed rollouts
-(no answer) are neither.
+The runs are read and checked as ``orsgen sft`` reads them (and of one pass threshold). A
+rollout is *chosen* when it is ``scored`` and passes by its run's pass rule; *rejected* when
+it is ``scored`` (with ``unfinished``: or unfinished) and does not. Failed ones are neither.
 
 **Pairing.** A task's rollouts are paired within their run (one evaluation group: the same
 prompt, the same model). Its chosen rollouts ``c[0..P)`` are ordered shortest transcript

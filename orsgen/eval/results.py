@@ -151,7 +151,6 @@ def read_records(path: Path) -> Records:
                 end, size = data.rfind(b"\n") + 1, len(data)
             if end < size:
                 fh.truncate(end)
-                fh.flush()
                 os.fsync(fh.fileno())
     return records
 

@@ -224,8 +224,7 @@ def run_all(
         gc.freeze()
     pool = ThreadPoolExecutor(max_workers=concurrency)
     try:
-        workers = [pool.submit(worker) for _ in range(min(concurrency, max(1, total)))]
-        for future in workers:
+        for future in [pool.submit(worker) for _ in range(min(concurrency, max(1, total)))]:
             future.result()
     except BaseException:
         # Ctrl-C or a bug: no new rollout starts; those under way finish and write rows.

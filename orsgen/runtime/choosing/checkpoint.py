@@ -22,10 +22,24 @@ Under several processes the ranks first share the step's outcomes (a collective:
 rank saves), so they hold the same state, and only the world's process zero writes it
 (:func:`orsgen.runtime.transport.identity.identity`).
 
-Under ``AsyncGRPOTrainer`` the rollout worker chooses and writes its states under
-``output_dir/.orsgen_task_state/`` (:mod:`orsgen.runtime.choosing.handoff`); each save
-copies its latest into the checkpoint, or, before it wrote any, a file with no stream (a
-resume from it starts the task choice afresh, as the save says).
+Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
+spawns at ``on_train_begin`` (``AsyncRolloutWorker.start()``, run by TRL's
+``_TrainBeginCallback`` after the given callbacks) that inherits ``os.environ`` as it is
+then, so this callback first names a :class:`Handoff` in ``ORSGEN_TASK_STATE``. A child of
+the trainer that makes a stream under it (the worker, :func:`join`) then
+
+- stages the resume file's states before its first stream is made;
+- writes its streams' states to ``output_dir/.orsgen_task_state/streams.json`` (whole, never
+  half-written) at once when a stream is made, then every :data:`WRITE_EVERY` seconds when
+  a sampler chose or observed since the last write (an idle worker serialises nothing),
+  and at exit. A write costs O(tasks), so the period stretches to :data:`PACE` times the
+  last write's cost when that is longer (about 3 s at 100,000 tasks on a 2-core machine).
+
+Each save copies the worker's latest file into the checkpoint (a file that exists always
+resumes), or, before it wrote any, a file with no stream (a resume from it starts the task
+choice afresh, as the save says). The worker is ahead of the trainer (up to
+``max_inflight_tasks`` in flight and ``queue_maxsize`` queued): a resume continues after
+those rollouts, it does not choose them again.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -34,10 +48,13 @@ event this class does not handle is a no-op (as in ``TrainerCallback``).
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,8 +62,9 @@ from typing import Any
 from orsgen.runtime.choosing.chooser import Chooser
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import StreamKey, samplers
-from orsgen.runtime.rundir import write_whole
+from orsgen.runtime.rundir import write_whole as write
 from orsgen.runtime.transport.identity import identity
+from orsgen.runtime.transport.process import current
 
 FILE = "orsgen_curriculum.json"
 CHECKPOINT = "checkpoint"  # transformers' PREFIX_CHECKPOINT_DIR
@@ -54,6 +72,10 @@ FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's st
 ENV = "ORSGEN_TASK_STATE"  # names the hand-off to AsyncGRPO's rollout worker
 DIRECTORY = ".orsgen_task_state"  # under output_dir: the worker's file
 LATEST = "streams.json"
+WRITE_EVERY = 1.0  # seconds: the worker's file lags its streams by at most this (and a write)
+# A write costs O(tasks) (about 0.3 s at 100,000 tasks here): the writer waits at least this
+# many times its last write's cost, so it never takes more than a tenth of a core.
+PACE = 9.0
 
 logger = logging.getLogger("orsgen.runtime")
 
@@ -184,7 +206,7 @@ class CurriculumCheckpoint:
             if identity().is_main:
                 text = _worker_states(self.handoff, target)
                 streams_of(json.loads(text))  # never a file the resume cannot read
-                write_whole(target, text)
+                write(target, text)
             return
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
@@ -200,4 +222,70 @@ class CurriculumCheckpoint:
                 "CurriculumCheckpoint: no adapter in this process chose tasks "
                 "(train_dataset=None), so the checkpoints hold no task-choice state"
             )
-        write_whole(target, json.dumps(body(streams), sort_keys=True))
+        write(target, json.dumps(body(streams), sort_keys=True))
+
+
+class _Worker:
+    """This process's part in a hand-off (none when it is not a worker under one)."""
+
+    def __init__(self) -> None:
+        self.handoff = Handoff.from_env()
+        self._lock = threading.Lock()
+        self.wake = threading.Event()
+        self._written = ""
+        self._changes = -1  # samplers().changes() at the last write
+        self._cost = 0.0  # seconds the last write took
+        self._failed = False
+        if self.handoff is None or self.handoff.trainer != os.getppid():
+            self.handoff = None  # the trainer itself, or not its child: not the worker
+            return
+        if self.handoff.resume is not None:  # before any stream is made: each takes its own
+            samplers().stage(streams_of(json.loads(self.handoff.resume.read_text())))
+        threading.Thread(target=self._run, name="orsgen-task-state", daemon=True).start()
+        atexit.register(self.flush)  # the last state, when the worker exits cleanly
+
+    def _run(self) -> None:
+        while True:
+            self.wake.wait(max(WRITE_EVERY, PACE * self._cost))
+            self.wake.clear()
+            if samplers().changes() == self._changes:
+                continue  # idle: no choice or outcome since the last write
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001 - the writer must outlive a failed write
+                if not self._failed:  # once: the same cause would fail every period
+                    self._failed = True
+                    logger.exception("the rollout worker could not write its task-choice state")
+
+    def flush(self) -> None:
+        """Write the streams' states when they changed (never a file with no stream: the
+        trainer says so instead)."""
+        if self.handoff is None:
+            return
+        with self._lock:
+            changes = samplers().changes()  # before the states: a later change writes again
+            started = time.monotonic()
+            streams = samplers().saved()
+            if not streams:
+                return
+            text = json.dumps(body(streams), sort_keys=True)
+            if text != self._written:
+                write(self.handoff.latest, text)
+                self._written = text
+            self._changes, self._cost = changes, time.monotonic() - started
+
+
+def join() -> None:
+    """Take part in the hand-off named in the environment, if this process is its worker
+    (once per process; the adapter calls this before it makes a stream)."""
+    current().part(_Worker)
+
+
+def made() -> None:
+    """A stream was made: write the states now, not a period later."""
+    current().part(_Worker).wake.set()
+
+
+def flush() -> None:
+    """Write the worker's states now, when they changed (as at exit)."""
+    current().part(_Worker).flush()

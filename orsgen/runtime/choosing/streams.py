@@ -14,7 +14,7 @@ reset and shared by every adapter instance of the stream. The protocol
   A staged state no stream takes is never handed to another stream.
 
 A forked child starts with no stream and nothing staged. AsyncGRPO's rollout worker saves
-and stages through :mod:`~orsgen.runtime.choosing.handoff`, the same two calls.
+and stages through :func:`~orsgen.runtime.choosing.checkpoint.join`, the same two calls.
 """
 
 from __future__ import annotations

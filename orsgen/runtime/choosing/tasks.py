@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from orsgen.runtime.choosing import curriculum as curricula
-from orsgen.runtime.choosing import handoff
+from orsgen.runtime.choosing import checkpoint
 from orsgen.runtime.choosing.chooser import Chooser as Chooser
 from orsgen.runtime.choosing.chooser import CurriculumFactory, Layout, all_gather
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
@@ -212,7 +212,7 @@ def sampler_for(
     )
     found = samplers().peek(stream)
     if found is None:
-        handoff.join()  # AsyncGRPO's worker: the saved states are staged before any is made
+        checkpoint.join()  # AsyncGRPO's worker: the saved states are staged before any is made
         among = candidates(split_size(), settings.num_tasks, settings.indices)
         found, made = samplers().get(
             stream,
@@ -220,7 +220,7 @@ def sampler_for(
             lambda: spread(settings.sampler(among, seed, group, pass_threshold), layout, label),
         )
         if made:
-            handoff.made()
+            checkpoint.made()
             custom = f"{type(found).__name__} (a custom task sampler)"
             how = found.describe() if isinstance(found, Chooser) else custom
             auto = f" (group size from {facts.source})" if facts and not settings.group_size else ""

@@ -56,8 +56,7 @@ def note_transcripts(
     """Keep each uploading rollout's conversation as the trainer saw it (TRL's ``prompts``
     and ``completions``), for its upload when it settles."""
     for number, (rollout, completion) in enumerate(zip(rollouts, completions)):
-        settings = getattr(rollout, "settings", None)
-        if rollout is None or getattr(settings, "upload", None) is None:
+        if rollout is None or getattr(getattr(rollout, "settings", None), "upload", None) is None:
             continue
         prompt = prompts[number] if prompts is not None and number < len(prompts) else None
         messages = _as_messages(prompt, "user") + _as_messages(completion, "assistant")
