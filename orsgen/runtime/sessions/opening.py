@@ -79,15 +79,8 @@ class SessionOptions:
         secrets = tuple(sorted((self.secrets or {}).items()))
         # Hashed: the stream key holds no override values.
         overrides = sha256_of(sorted((self.env_overrides or {}).items()))
-        return (
-            owner.__module__,
-            owner.__qualname__,
-            self.endpoint,
-            self.split,
-            secrets,
-            overrides,
-            self.keepalive,
-        )
+        owner_name = (owner.__module__, owner.__qualname__)
+        return (*owner_name, self.endpoint, self.split, secrets, overrides, self.keepalive)
 
     def prefetcher(self, owner: type) -> pool.Prefetcher:
         return pool.prefetcher(self.stream_key(owner), owner)

@@ -185,7 +185,7 @@ def record(url: str) -> ServerHealth:
 
 def degraded(cls: type) -> int:
     """Rollouts of ``cls`` and its subclasses that ran degraded in this process, on any server."""
-    return sum(found.degraded_of(cls) for found in current().part(Health).values())
+    return sum(found.degraded_of(cls) for _, found in current().part(Health).items())
 
 
 def forget() -> None:
