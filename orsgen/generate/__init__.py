@@ -44,13 +44,11 @@ def _class_doc(environment: Environment, count: int) -> str:
     shown = docstrings.literal_body(docstrings.one_line(repr(toolset)))
     bound = f", bound to the {shown} toolset" if toolset is not None else ""
     head = f"Adapter for {_label(environment)}{bound}: {plural(count, 'tool')}."
-    in_prompt = environment.images.in_prompt
-    if in_prompt:
-        seen = "Its prompts carry images (seen when probing)."
-    elif in_prompt is False:
-        seen = "No image was seen in its probed prompts; tool outputs may still carry some."
-    else:
-        seen = "Its prompts and tool outputs may carry images."
+    seen = {
+        True: "Its prompts carry images (seen when probing).",
+        False: "No image was seen in its probed prompts; tool outputs may still carry some.",
+        None: "Its prompts and tool outputs may carry images.",
+    }[environment.images.in_prompt]
     body = textwrap.fill(
         f"{seen} With ``multimodal=True``, reset() and the tools return a TRL content list "
         "(text and ``PIL.Image.Image`` parts, in block order) for an output that holds an "
