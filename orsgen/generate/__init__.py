@@ -72,13 +72,6 @@ def _wire_names(tools: list[ToolView]) -> str:
     return "{" + ", ".join(entries) + ",}"
 
 
-def _terminal_tool(environment: Environment) -> str:
-    """``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
-    ``outcome_reward`` feeds it the rollout's final assistant message."""
-    term = environment.terminal_tool
-    return "None" if term is None else repr((term.name, term.arg))
-
-
 def _imports(tools: list[ToolView]) -> list[str]:
     typing_names = ["Any", "ClassVar"]
     if any(isinstance(n, ir.LiteralOf) for t in tools for p in t.params for n in ir.walk(p.type)):
@@ -139,7 +132,7 @@ def generate(stored: Snapshot) -> GenerateResult:
 def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str) -> dict[str, Any]:
     """What every template receives: names, reprs and precomputed blocks, no logic."""
     environment, package = stored.environment, stored.package
-    ident, target = environment.identity, environment.target
+    ident, target, term = environment.identity, environment.target, environment.terminal_tool
     class_name = package.class_name
     return {
         "package": package.name,
@@ -155,7 +148,9 @@ def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str)
         "server_known": target is None or target.kind != "file" or ident.deployment is not None,
         "default_split": repr(package.split),
         "tools_sha256": repr(tools_sha256(stored_form(environment))),
-        "terminal_tool": _terminal_tool(environment),
+        # ``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
+        # ``outcome_reward`` feeds it the rollout's final assistant message.
+        "terminal_tool": repr(None if term is None else (term.name, term.arg)),
         "supports_score_group": repr(environment.supports_score_group),
         "toolset": repr(ident.toolset),
         "wire_names": _wire_names(tools),
