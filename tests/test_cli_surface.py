@@ -138,6 +138,7 @@ def _no_gradient(summary: dict[str, Any]) -> str:
     return f"task{'s' if len(tasks) > 1 else ''} {', '.join(map(str, tasks))}"
 
 
+@pytest.mark.slow  # two `orsgen eval` processes
 def test_a_run_ends_with_one_line_and_a_finished_run_resumes_in_one_line(
     echo_server, standin, orsgen_subprocess, tmp_path
 ) -> None:

@@ -39,11 +39,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # the mkdocs build
 def test_the_site_builds_strictly(site: Path) -> None:
     for page in ("index.html", "getting-started/index.html", "reference/api/index.html"):
         assert (site / page).is_file(), page
 
 
+@pytest.mark.slow  # the mkdocs build
 def test_the_cli_reference_has_every_command(site: Path) -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     import docs_hooks
@@ -58,6 +60,7 @@ def test_the_cli_reference_has_every_command(site: Path) -> None:
                 assert option in html, (command.words, option)
 
 
+@pytest.mark.slow  # the mkdocs build
 def test_the_api_reference_has_every_public_name(site: Path) -> None:
     import orsgen
 

@@ -88,11 +88,13 @@ def _unresolved(sources: list[tuple[str, str]], workspace: Path) -> list[str]:
     return list(json.loads(run.stdout.splitlines()[-1]))
 
 
+@pytest.mark.slow  # orsgen processes and a fresh interpreter importing everything
 def test_every_import_of_every_python_block_resolves(workspace: Path) -> None:
     assert any(b.marker == "not-run" for b in PYTHON_BLOCKS)
     assert _unresolved([(b.id, b.code) for b in PYTHON_BLOCKS], workspace) == []
 
 
+@pytest.mark.slow  # the same workspace and fresh interpreter
 def test_a_misspelt_name_in_the_readmes_sketch_fails(workspace: Path) -> None:
     sketch = next(b for b in docs_blocks.blocks(Path("README.md")) if b.is_python)
     assert sketch.marker == "not-run" and "from generated.echo import EchoEnv," in sketch.code

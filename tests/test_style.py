@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 FORMATTED = ["orsgen", "tests", "bench", "examples"]
@@ -19,6 +21,7 @@ def test_black_is_the_pinned_version() -> None:
     assert black.__version__ == pinned  # another black formats differently
 
 
+@pytest.mark.slow  # black over every file of a fresh checkout: about 15 s of CPU
 def test_black_would_change_nothing() -> None:
     run = subprocess.run(
         [sys.executable, "-m", "black", "--check", *FORMATTED],

@@ -107,12 +107,22 @@ def path(output_dir: str | os.PathLike[str], step: int) -> Path:
     return Path(output_dir) / f"{CHECKPOINT}-{step}" / FILE
 
 
-def _is_async(args: Any) -> bool:
-    return type(args).__name__.startswith("AsyncGRPO")
-
-
 def _nothing(*_: Any, **__: Any) -> None:
     return None
+
+
+def _worker_states(worker: Handoff, target: Path) -> str:
+    try:
+        return worker.latest.read_text()
+    except FileNotFoundError:
+        logger.warning(
+            "CurriculumCheckpoint: the AsyncGRPO rollout worker has written no task-choice "
+            "state yet (it writes at its first reset, when the callback was given to the "
+            "trainer's callbacks=), so %s holds no stream and a resume from it starts the "
+            "task choice afresh",
+            target.parent,
+        )
+        return json.dumps(body([]), sort_keys=True)
 
 
 class CurriculumCheckpoint:
@@ -148,25 +158,21 @@ class CurriculumCheckpoint:
                     "starts afresh",
                     saved,
                 )
-        if self.curriculum is not None and saved is not None:
             curricula = sum("curriculum" in state for _, state in streams)
-            if curricula != 1:
+            if self.curriculum is not None and curricula != 1:
                 raise ValueError(
                     f"{saved} holds {curricula} curricula: CurriculumCheckpoint(curriculum) "
                     "resumes the one curriculum of the run"
                 )
-        if _is_async(args):
-            self._hand_off(Path(args.output_dir), saved)
+        if type(args).__name__.startswith("AsyncGRPO"):
+            # Named in the environment the worker inherits (it is spawned after this event),
+            # with no state of an earlier run left in its directory.
+            self.handoff = Handoff(Path(args.output_dir) / DIRECTORY, saved, os.getpid())
+            self.handoff.latest.unlink(missing_ok=True)
+            os.environ[ENV] = self.handoff.to_env()
         elif saved is not None:
             samplers().stage(streams)
         self.restored_from = saved
-
-    def _hand_off(self, output_dir: Path, resume: Path | None) -> None:
-        """Name the worker's hand-off in the environment it inherits (it is spawned after
-        this event), with no state of an earlier run left in its directory."""
-        self.handoff = Handoff(output_dir / DIRECTORY, resume, os.getpid())
-        self.handoff.latest.unlink(missing_ok=True)
-        os.environ[ENV] = self.handoff.to_env()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         if self.handoff is not None:  # the worker is stopped: no later child inherits it
@@ -174,9 +180,11 @@ class CurriculumCheckpoint:
 
     def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
         target = path(args.output_dir, int(state.global_step))
-        if self.handoff is not None:
+        if self.handoff is not None:  # the rollout worker's latest, checked whole
             if identity().is_main:
-                self._save_worker(self.handoff, target)
+                text = _worker_states(self.handoff, target)
+                streams_of(json.loads(text))  # never a file the resume cannot read
+                write_whole(target, text)
             return
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
@@ -193,19 +201,3 @@ class CurriculumCheckpoint:
                 "(train_dataset=None), so the checkpoints hold no task-choice state"
             )
         write_whole(target, json.dumps(body(streams), sort_keys=True))
-
-    def _save_worker(self, worker: Handoff, target: Path) -> None:
-        """The rollout worker's latest states, checked whole, into the checkpoint."""
-        try:
-            text = worker.latest.read_text()
-        except FileNotFoundError:
-            logger.warning(
-                "CurriculumCheckpoint: the AsyncGRPO rollout worker has written no task-choice "
-                "state yet (it writes at its first reset, when the callback was given to the "
-                "trainer's callbacks=), so %s holds no stream and a resume from it starts the "
-                "task choice afresh",
-                target.parent,
-            )
-            text = json.dumps(body([]), sort_keys=True)
-        streams_of(json.loads(text))  # never a file the resume cannot read
-        write_whole(target, text)

@@ -69,8 +69,6 @@ class Chooser:
         *,
         curriculum: PassRateCurriculum | None = None,
     ) -> None:
-        if group_size < 1:
-            raise ValueError(f"group_size must be at least 1, got {group_size}")
         self.tasks = list(tasks)
         self.seed = seed
         self.group_size = group_size
@@ -156,8 +154,7 @@ class Chooser:
         reset, self.handed_out = self.handed_out, self.handed_out + 1
         layout, first = self.layout, self._first_group()
         if layout is not None and layout.world > 1 and reset % layout.rows == 0:
-            generation_start = (reset // layout.rows) * layout.world * layout.rows
-            self._exchange(first + generation_start // self.group_size)
+            self._exchange(reset // layout.rows)
         slot = reset if layout is None else layout.slot(reset)
         group = first + slot // self.group_size
         if self._current is None or self._current[0] != group:
@@ -181,19 +178,18 @@ class Chooser:
             layout = self.layout
             if layout is None or layout.world <= 1 or self.handed_out == 0:
                 return
-            generations = -(-self.handed_out // layout.rows)  # the ones that started
-            self._exchange(
-                self._first_group() + generations * layout.world * layout.rows // self.group_size
-            )
+            self._exchange(-(-self.handed_out // layout.rows))  # the generations that started
 
-    def _exchange(self, first_group: int) -> None:
-        """Share the outcomes of the generation before the one whose first global group is
-        ``first_group``. Its groups are all planned first, so every rank plans them from
-        the statistics they were chosen from, whichever rank served them."""
-        if self.curriculum is None or self._share is None:
+    def _exchange(self, generations: int) -> None:
+        """Share the outcomes of the stream's generations before its ``generations``-th. Their
+        groups are all planned first, so every rank plans them from the statistics they were
+        chosen from, whichever rank served them."""
+        if self.curriculum is None or self._share is None or self.layout is None:
             return
-        if first_group > self._first_group():
-            self.curriculum.plan_through(first_group - 1)
+        first = self._first_group()
+        start = first + generations * self.layout.world * self.layout.rows // self.group_size
+        if start > first:
+            self.curriculum.plan_through(start - 1)
         mine, self._unshared = self._unshared, []
         for outcomes in self._share(mine):
             for group, task, reward in outcomes:

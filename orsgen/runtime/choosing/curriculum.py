@@ -70,6 +70,9 @@ class PassRateCurriculum:
     """
 
     name = "pass_rate"
+    # One lock for the process's curricula: never pickled with one (AsyncGRPO pickles the
+    # environment factory into its rollout child).
+    _lock = threading.RLock()
 
     def __init__(
         self,
@@ -108,17 +111,6 @@ class PassRateCurriculum:
         # task -> the last group planned on it (-1: never), the least recent first.
         self._last: OrderedDict[int, int] = OrderedDict()
         self._window = Window()
-        self._lock = threading.RLock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Picklable (AsyncGRPO pickles the environment factory into its rollout child)."""
-        state = dict(self.__dict__)
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.RLock()
 
     def parameters(self) -> dict[str, Any]:
         return {
@@ -143,10 +135,6 @@ class PassRateCurriculum:
     ) -> None:
         """Bind the curriculum to its candidate tasks, seed, GRPO group size and the pass
         rule's threshold (the adapter's ``pass_threshold``)."""
-        if not tasks:
-            raise ValueError("a curriculum needs at least one task")
-        if group_size < 1:
-            raise ValueError(f"group_size must be at least 1, got {group_size}")
         threshold = check_threshold(pass_threshold)
         with self._lock:
             binding = (list(dict.fromkeys(int(t) for t in tasks)), int(seed), group_size)
@@ -183,12 +171,8 @@ class PassRateCurriculum:
         """The task's pool from its last ``window`` scored groups (and its prior while
         fewer than ``window`` of them arrived)."""
         recent = self._history.get(task, [])[-self.window :]
-        passed = total = 0
-        for group in recent:
-            for reward in group.rewards:
-                if reward is not None:
-                    total += 1
-                    passed += passes(reward, self.threshold)
+        scored = [reward for group in recent for reward in group.scored]
+        passed, total = sum(passes(r, self.threshold) for r in scored), len(scored)
         rate = self._prior.get(task) if len(recent) < self.window else None
         if total == 0 and rate is None:
             return "unseen"
@@ -223,8 +207,7 @@ class PassRateCurriculum:
         self._window.groups += 1
         self._window.zero_variance += int(done.zero_variance)
         history = self._history.setdefault(done.task, [])
-        keys = [g.group for g in history]
-        history.insert(bisect.bisect(keys, done.group), done)
+        bisect.insort(history, done, key=lambda g: g.group)
         del history[: -self.window]  # only the recent groups are ever read
         self._pools.move(done.task, self._judge(done.task))
 

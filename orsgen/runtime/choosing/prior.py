@@ -114,8 +114,6 @@ def _of_mapping(given: Mapping[object, object]) -> Prior:
 
 
 def _of_runs(runs: list[Path]) -> Prior:
-    if not runs:
-        raise PriorError("prior is an empty list of run directories")
     parts: list[tuple[Identity, dict[int, tuple[int, int]]]] = []
     for run in runs:
         try:

@@ -76,14 +76,13 @@ class TaskChoice:
             raise ValueError("pass num_tasks or indices, not both")
         if sampler is not None:
             _check_factory(sampler)
-        named = curricula.make(curriculum) is not None  # raises on an unknown one, now
-        led = CurriculumFactory(cast("str | PassRateCurriculum", curriculum)) if named else None
-        if led is not None and sampler is not None:
-            raise ValueError(
-                f"pass sampler= or curriculum=, not both: curriculum={curriculum!r} selects "
-                "the sampler (a Chooser whose groups the curriculum chooses)"
-            )
-        sampler = sampler if led is None else led
+        if curricula.make(curriculum) is not None:  # raises on an unknown one, now
+            if sampler is not None:
+                raise ValueError(
+                    f"pass sampler= or curriculum=, not both: curriculum={curriculum!r} selects "
+                    "the sampler (a Chooser whose groups the curriculum chooses)"
+                )
+            sampler = CurriculumFactory(cast("str | PassRateCurriculum", curriculum))
         return TaskChoice(
             seed=None if seed is None else int(seed),
             num_tasks=num_tasks,

@@ -1,10 +1,5 @@
 """One rollout's record, its state, and what its outcome is.
 
-Each rollout (:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`) is in one
-:class:`RolloutState` and keeps one :class:`Episode`: which task it opened (and whether the
-adapter chose it), how long the reset took, and every tool call (tool, arguments, a
-truncated output, reward, failure, seconds).
-
 A rollout ends in one of three outcomes (:func:`classify`):
 
 - ``scored``: the environment gave a reward (the last non-null one; ``0.0`` and negative
@@ -17,10 +12,8 @@ A rollout ends in one of three outcomes (:func:`classify`):
   server error, a timeout, a lost session, the environment unavailable). ``None``,
   whatever ``unfinished_reward`` says: there is nothing to learn from it.
 
-The outcome carries what the rollout used (:class:`Usage`: its reset and calls, also per
-tool), so the ``ors/*`` figures of a reward batch count *that batch's* rollouts
-(:mod:`orsgen.runtime.records.metrics`), not everything the process did since the last drain.
-Per tool the keys are bounded: an adapter class has at most :data:`MAX_TOOLS` tools with keys
+The outcome carries what the rollout used (:class:`Usage`), so the ``ors/*`` figures of a
+reward batch count *that batch's* rollouts. Per tool the keys are bounded: an adapter class has at most :data:`MAX_TOOLS` tools with keys
 of their own (:func:`tool_keys`, the same on every rank); other tools count under :data:`OTHER`.
 """
 
@@ -32,7 +25,7 @@ import inspect
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from orsgen.runtime.errors import ToolCallFailure
@@ -257,28 +250,20 @@ def classify(
     """The outcome of a rollout of an ``owner`` adapter whose calls gave ``rewards`` (see
     the module docstring), with what the rollout used (per tool of ``owner``) and the name
     of its ``environment`` in the run."""
-    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls, owner)
-    ending = _ending(episode, rewards, unfinished_reward, finished)
-    return replace(ending, usage=usage, drifted=episode.drifted, environment=environment)
-
-
-def _ending(
-    episode: Episode,
-    rewards: list[float | None],
-    unfinished_reward: float | None,
-    finished: bool,
-) -> Outcome:
-    if episode.void_reason is not None:
-        return Outcome(None, "failed", episode.void_reason, finished)
-    if episode.timed_out:
-        return Outcome(unfinished_reward, "unfinished", "rollout_timeout passed", finished)
     scored = [r for r in rewards if r is not None]
-    if scored:
-        return Outcome(float(scored[-1]), "scored", None, finished)
     failure = episode.environment_failure
-    if failure is not None:
-        return Outcome(None, "failed", failure, finished)
-    if not episode.calls:
+    reward: float | None = unfinished_reward
+    kind: Kind = "unfinished"
+    reason: str | None = None
+    if episode.void_reason is not None:
+        reward, kind, reason = None, "failed", episode.void_reason
+    elif episode.timed_out:
+        reason = "rollout_timeout passed"
+    elif scored:
+        reward, kind, reason = float(scored[-1]), "scored", None
+    elif failure is not None:
+        reward, kind, reason = None, "failed", failure
+    elif not episode.calls:
         reason = "no tool call"
     elif any(c.finished for c in episode.calls):
         reason = "finished without a score"
@@ -286,4 +271,5 @@ def _ending(
         reason = "only invalid calls"
     else:
         reason = "no call scored"
-    return Outcome(unfinished_reward, "unfinished", reason, finished)
+    usage = usage_of(episode.opened, episode.reset_seconds, episode.calls, owner)
+    return Outcome(reward, kind, reason, finished, usage, episode.drifted, environment)

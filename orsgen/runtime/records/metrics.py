@@ -1,12 +1,9 @@
 """Rollout health, counted per rollout and drained into the trainer's log.
 
-Each settled rollout's :class:`~orsgen.runtime.episode.Outcome` carries its kind, its
-lost or degraded session, its own reset and tool calls (failed, failed by the
-environment, per tool; :class:`~orsgen.runtime.records.episode.Usage`) and its environment's name, so
-every figure counts exactly the rollouts it is logged for: ``outcome_reward`` logs its batch
-(:func:`emit`); ``get_reward()`` counts its rollout in the process window, which a drain
-returns as ``ors/*`` metrics before it starts a new window. A scratch adapter's calls that
-no reward settled count nowhere (:class:`Counts`):
+Each settled rollout's outcome carries its own reset and calls, so every figure counts
+exactly the rollouts it is logged for: ``outcome_reward`` logs its batch (:func:`emit`);
+``get_reward()`` counts into the process window, which a drain returns as ``ors/*``
+metrics. A scratch adapter's calls that no reward settled count nowhere:
 
 ==========================  ==========================================================
 ``ors/rollouts``            rollouts in the window
@@ -33,10 +30,9 @@ When a run trains on several environments (TRL's dict ``environment_factory``: e
 adapter knows its key, :func:`~orsgen.runtime.records.trainer_facts.environment_name`),
 every figure is also logged per environment as ``ors/<env>/<figure>``, the per-tool ones
 only there (``ors/<env>/tool/<name>/...``), with ``ors/<env>/rollout_frac``, the
-environment's share of the rollouts. Each pooled figure is the weighted mean of its
-per-environment figures, weighted by their denominators (rollouts, calls or rewarded rollouts). Per environment at most
-:data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools have keys; the rest count as
-``_other``.
+environment's share of the rollouts. Each pooled figure is the mean of its per-environment
+figures weighted by their denominators. Per environment at most
+:data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools have keys; the rest count as ``_other``.
 
 Two ways out, both exact over all the rollouts of a logging step. :func:`emit` (the
 reward path of ``GRPOTrainer``) logs a figure ``num / den`` ``den`` times through

@@ -18,9 +18,7 @@ class Rollout(Protocol):
     """One environment's rollout: what it is, what it did, how it ended."""
 
     @property
-    def state(self) -> RolloutState:
-        """Where the rollout is: opening, open, finished, released, timed out or void."""
-        ...
+    def state(self) -> RolloutState: ...
 
     @property
     def env(self) -> str:
@@ -28,9 +26,7 @@ class Rollout(Protocol):
         ...
 
     @property
-    def split(self) -> str:
-        """The split its task is from."""
-        ...
+    def split(self) -> str: ...
 
     @property
     def task_index(self) -> int | None:
@@ -44,14 +40,10 @@ class Rollout(Protocol):
         ...
 
     @property
-    def episode(self) -> Episode:
-        """Its record: task, whether the adapter chose it, reset time, every call."""
-        ...
+    def episode(self) -> Episode: ...
 
     @property
-    def calls(self) -> Sequence[Call]:
-        """Every tool call so far (tool, arguments, truncated output, reward, failure)."""
-        ...
+    def calls(self) -> Sequence[Call]: ...
 
     @property
     def rewards(self) -> Sequence[float | None]:

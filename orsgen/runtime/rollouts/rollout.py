@@ -10,6 +10,7 @@ raised as a :class:`~orsgen.runtime.errors.ToolCallFailure`, so that TRL counts 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import warnings
@@ -234,11 +235,8 @@ class AdapterRollout:
 
     def _answered(self, out: Any) -> Content:
         reward: float | None = None
-        if out.reward is not None:
-            try:
-                reward = float(out.reward)
-            except (TypeError, ValueError):
-                reward = None
+        with contextlib.suppress(TypeError, ValueError):  # a reward that is no number: none
+            reward = None if out.reward is None else float(out.reward)
         self._last_finished = bool(out.finished)
         if out.finished and self.state is RolloutState.OPEN:
             self.state = RolloutState.FINISHED

@@ -50,13 +50,6 @@ def log_tasks(log_extra: Callable[[str, list[Any]], object], tasks: Sequence[Tas
     log_extra(TASK_SPLIT, [None if t is None else t[0] for t in tasks])
 
 
-def step_of(trainer_state: Any) -> int | None:
-    """The optimizer step a batch scored now trains: TRL's ``global_step`` + 1, as the
-    completions table numbers it; ``None`` outside a trainer."""
-    step = getattr(trainer_state, "global_step", None)
-    return step + 1 if isinstance(step, int) else None
-
-
 @dataclass
 class TaskRow:
     """One task's counts."""
@@ -135,15 +128,15 @@ def record(
     tasks: Sequence[Task | None],
     outcomes: Sequence[Outcome | None],
     trainer_state: Any,
-    thresholds: Sequence[float] | None = None,
+    thresholds: Sequence[float],
 ) -> None:
     """Add a batch scored by a trainer (``trainer_state`` given) to the task table, each
     rollout judged with its adapter's pass threshold; a batch scored outside a trainer
     (before training) is left out."""
     if trainer_state is None:
         return
-    step = step_of(trainer_state)
-    limits = thresholds if thresholds is not None else [PASS_THRESHOLD] * len(tasks)
-    for task, outcome, limit in zip(tasks, outcomes, limits):
+    step = getattr(trainer_state, "global_step", None)  # the step the batch trains, numbered
+    step = step + 1 if isinstance(step, int) else None  # as TRL's completions table does
+    for task, outcome, limit in zip(tasks, outcomes, thresholds):
         if task is not None and outcome is not None:
             table().add(task, outcome, step, limit)
