@@ -51,16 +51,12 @@ class StaleFile:
 
     def diff(self, directory: Path) -> Iterator[str]:
         """A unified diff from the file on disk to what the snapshot generates."""
-        path = directory / self.name
+        path, gone = directory / self.name, "/dev/null (no longer generated)"
         return difflib.unified_diff(
             (self.on_disk or "").splitlines(keepends=True),
             (self.expected or "").splitlines(keepends=True),
             fromfile=f"{path} (on disk)" if self.on_disk is not None else "/dev/null",
-            tofile=(
-                f"{path} (from snapshot.json)"
-                if self.expected is not None
-                else "/dev/null (no longer generated)"
-            ),
+            tofile=f"{path} (from snapshot.json)" if self.expected is not None else gone,
         )
 
 

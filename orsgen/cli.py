@@ -257,12 +257,10 @@ def run_generate(argv: Sequence[str]) -> int:
     output(args.output, "-o")
     started = time.perf_counter()
     result = pipeline.run(_request(args), progress=lambda m: _say(m, args.quiet))
-    diagnostics = result.diagnostics
-    if diagnostics:
-        _say(
-            f"{plural(len(diagnostics), 'diagnostic')}:", args.quiet and not has_errors(diagnostics)
-        )
-        _print_diagnostics(diagnostics, args.verbose)
+    found = result.diagnostics
+    if found:
+        _say(f"{plural(len(found), 'diagnostic')}:", args.quiet and not has_errors(found))
+        _print_diagnostics(found, args.verbose)
     if not result.written:
         raise Failed(_refusal(result))
     for note in result.notes:  # printed even with -q, as warnings are
@@ -277,7 +275,6 @@ def run_generate(argv: Sequence[str]) -> int:
 
 
 def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
-    """Re-snapshot the recorded (or given) target and classify every difference."""
     drift = checks.live_drift(
         Path(args.directory),
         snapshot,

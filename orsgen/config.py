@@ -28,17 +28,12 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orsgen.jsonobject import is_object
+from orsgen.snapshot.stored import Renames
 from orsgen.wording import did_you_mean
 
 
 class ConfigError(ValueError):
     """The configuration file is invalid; the message names the file and the key."""
-
-
-class Renames(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    tools: dict[str, str] = Field(default_factory=dict)
-    params: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
 class PackageConfig(BaseModel):

@@ -150,14 +150,9 @@ def run(request: Request, progress: Progress = silent) -> Result:
     if refused is None:
         _write(request.output, generated.files)
     note = _loopback_note(environment, previous)
+    notes = (note,) if note else ()
     return Result(
-        request.output,
-        snapshot,
-        generated.files,
-        diagnostics,
-        section.changes,
-        refused,
-        (note,) if note else (),
+        request.output, snapshot, generated.files, diagnostics, section.changes, refused, notes
     )
 
 

@@ -85,8 +85,5 @@ def stray_generated(directory: Path, produced: Iterable[str]) -> list[str]:
 
 
 def read_package(directory: Path, names: list[str]) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in names:
-        path = directory / name
-        out[name] = path.read_text(encoding="utf-8") if path.is_file() else None
-    return out
+    paths = {name: directory / name for name in names}
+    return {n: p.read_text(encoding="utf-8") if p.is_file() else None for n, p in paths.items()}

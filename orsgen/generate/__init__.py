@@ -44,13 +44,11 @@ def _class_doc(environment: Environment, count: int) -> str:
     shown = docstrings.literal_body(docstrings.one_line(repr(toolset)))
     bound = f", bound to the {shown} toolset" if toolset is not None else ""
     head = f"Adapter for {_label(environment)}{bound}: {plural(count, 'tool')}."
-    in_prompt = environment.images.in_prompt
-    if in_prompt:
-        seen = "Its prompts carry images (seen when probing)."
-    elif in_prompt is False:
-        seen = "No image was seen in its probed prompts; tool outputs may still carry some."
-    else:
-        seen = "Its prompts and tool outputs may carry images."
+    seen = {
+        True: "Its prompts carry images (seen when probing).",
+        False: "No image was seen in its probed prompts; tool outputs may still carry some.",
+        None: "Its prompts and tool outputs may carry images.",
+    }[environment.images.in_prompt]
     body = textwrap.fill(
         f"{seen} With ``multimodal=True``, reset() and the tools return a TRL content list "
         "(text and ``PIL.Image.Image`` parts, in block order) for an output that holds an "
@@ -72,13 +70,6 @@ def _wire_names(tools: list[ToolView]) -> str:
         for tool in sorted(tools, key=lambda t: t.method)
     ]
     return "{" + ", ".join(entries) + ",}"
-
-
-def _terminal_tool(environment: Environment) -> str:
-    """``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
-    ``outcome_reward`` feeds it the rollout's final assistant message."""
-    term = environment.terminal_tool
-    return "None" if term is None else repr((term.name, term.arg))
 
 
 def _imports(tools: list[ToolView]) -> list[str]:
@@ -141,7 +132,7 @@ def generate(stored: Snapshot) -> GenerateResult:
 def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str) -> dict[str, Any]:
     """What every template receives: names, reprs and precomputed blocks, no logic."""
     environment, package = stored.environment, stored.package
-    ident, target = environment.identity, environment.target
+    ident, target, term = environment.identity, environment.target, environment.terminal_tool
     class_name = package.class_name
     return {
         "package": package.name,
@@ -157,7 +148,9 @@ def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str)
         "server_known": target is None or target.kind != "file" or ident.deployment is not None,
         "default_split": repr(package.split),
         "tools_sha256": repr(tools_sha256(stored_form(environment))),
-        "terminal_tool": _terminal_tool(environment),
+        # ``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
+        # ``outcome_reward`` feeds it the rollout's final assistant message.
+        "terminal_tool": repr(None if term is None else (term.name, term.arg)),
         "supports_score_group": repr(environment.supports_score_group),
         "toolset": repr(ident.toolset),
         "wire_names": _wire_names(tools),

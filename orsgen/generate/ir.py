@@ -177,7 +177,6 @@ def shape_key(node: Node | bool | None) -> Shape:
 
 
 def field_key(f: Field) -> Shape:
-    """A field's part of its object's shape."""
     # The default is part of a model's shape: the model holds it.
     default = _value_key(f.default) if f.has_default else None
     return (f.name, shape_key(f.node), f.nullable, f.required, default)

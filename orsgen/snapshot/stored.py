@@ -109,7 +109,6 @@ class Environment(_Stored):
 
     @property
     def all_tools(self) -> list[ToolSpec]:
-        """Shared tools, then task tools."""
         return [*self.tools, *self.task_tools]
 
     @property
@@ -193,5 +192,4 @@ def parse_environment(data: Mapping[str, Any], where: str = "snapshot") -> Envir
 
 
 def parse_package(data: Mapping[str, Any], where: str = "snapshot") -> Package:
-    """A ``package`` section alone."""
     return _validated(Package, data, where, "package")

@@ -11,6 +11,7 @@ they appear, so a viewer file never carries one even when a hand-written row doe
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Mapping
@@ -161,11 +162,9 @@ def _training_run(files: list[Path], name: str) -> Run:
             )
     # Samples number the rollouts of one (step, task) in the order they started.
     records.sort(key=lambda r: (_order(r["step"]), _order(r["task"]), r["started_at"] or 0.0))
-    seen: dict[tuple[Any, Any], int] = {}
-    for record in records:
-        key = (record["step"], record["task"])
-        record["sample"] = seen.get(key, 0)
-        seen[key] = record["sample"] + 1
+    for _, rollouts in itertools.groupby(records, key=lambda r: (r["step"], r["task"])):
+        for sample, record in enumerate(rollouts):
+            record["sample"] = sample
     facts: dict[str, Any] = {"files": [f.name for f in files]}
     facts["environment"] = ", ".join(sorted(envs))
     facts["tools"] = tools.figures()

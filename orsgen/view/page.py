@@ -54,7 +54,6 @@ def _embedded(run: Run) -> str:
 
 
 def render(run: Run) -> str:
-    """The whole page for ``run``."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">\n'
