@@ -95,13 +95,6 @@ def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
     return list(kind.model_fields) if isinstance(kind, type) and issubclass(kind, BaseModel) else []
 
 
-def _nested(err: Any) -> str:
-    """The hint for a table one level off: ``[tool.X]`` or ``[orsgen.packages...]``."""
-    if len(err["loc"]) == 1 and err["loc"][0] in ("tool", "orsgen"):
-        return '; the tables are [packages."DIR"] (or [tool.orsgen.packages."DIR"])'
-    return ""
-
-
 def load(path: Path) -> FileConfig:
     table = _table(path)
     try:
@@ -111,7 +104,9 @@ def load(path: Path) -> FileConfig:
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"])
             if err["type"] == "extra_forbidden":  # a typo, most likely: name the key it missed
-                hint = did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"])) or _nested(err)
+                hint = did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"]))
+                if not hint and err["loc"] in (("tool",), ("orsgen",)):  # a table one level off
+                    hint = '; the tables are [packages."DIR"] (or [tool.orsgen.packages."DIR"])'
                 problems.append(f"{key}: unknown key{hint}")
             else:
                 problems.append(f"{key}: {err['msg']}")

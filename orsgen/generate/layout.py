@@ -92,9 +92,8 @@ class _Layout:
         head = lines[0].replace(f"def {node.name}(", f"def {name_stub}(", 1)
         body = lines[at(doc.end_lineno) + 1 : at(last.lineno) + 1]
         for row in _wire_sites(node, wire):  # the return's ``_call`` and any ``_fail``
-            body[row - doc.end_lineno - 1] = body[row - doc.end_lineno - 1].replace(
-                repr(wire), repr(wire_stub), 1
-            )
+            i = row - doc.end_lineno - 1
+            body[i] = body[i].replace(repr(wire), repr(wire_stub), 1)
         text = "\n".join([head, *lines[1 : at(doc.lineno)], _DOC_STUB, *body])
         doc_lines = lines[at(doc.lineno) : at(doc.end_lineno) + 1]
         return text, name_stub, (wire, wire_stub), doc_lines
