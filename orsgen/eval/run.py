@@ -1,6 +1,5 @@
-"""``evaluate``: run each task of a split ``n`` times against an OpenAI-compatible
-endpoint, through a generated adapter, and write the run's files. Everything is checked
-before the first rollout; the rollouts run on worker threads (:mod:`orsgen.eval.workers`).
+"""``evaluate``: every task of a split ``n`` times against an OpenAI-compatible endpoint,
+through a generated adapter; everything is checked before the first rollout.
 """
 
 from __future__ import annotations

@@ -4,9 +4,7 @@ A generated adapter subclasses :class:`OrsAdapter` and adds one typed public met
 tool. TRL turns every public *function* of the class into a tool (except ``reset`` and
 ``get_reward``), so this base defines no other public function: its helpers are private, and
 ``close`` and ``rollout`` are properties. Each ``reset()`` starts a new
-:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter delegates to; its
-settings are one :class:`~orsgen.runtime.config.AdapterConfig`. Training-scale behaviour
-(group prefetch, outages, the session cap, the drift guard): ``docs/scale.md``.
+:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter delegates to.
 """
 
 from __future__ import annotations
@@ -169,8 +167,6 @@ class OrsAdapter:
             type(self), config.rollouts, sessions, self._slot, self._lock, config.pass_threshold
         )
 
-    # -- TRL contract ------------------------------------------------------------------
-
     def reset(
         self,
         task_index: int | None = None,
@@ -281,18 +277,13 @@ class OrsAdapter:
 
     @classmethod
     def close_all(cls) -> None:
-        """Close the sessions of every instance of this class in this process, and its
-        unused prefetched sessions.
-
-        TRL never closes the environments it pools; call ``MyEnv.close_all()`` after
-        ``trainer.train()``. A classmethod, which TRL does not offer as a tool."""
+        """Close this class's sessions in this process, prefetched ones included. TRL never
+        closes the environments it pools; a classmethod, which TRL does not offer as a tool."""
         pool.close_sessions(pool.CLOSE_WAIT, of=lambda klass: issubclass(klass, cls))
 
 
 class SelfScoring(OrsAdapter):
-    """An adapter that reports its own outcome reward through ``get_reward()``.
-
-    TRL's AsyncGRPO rollout loop calls reward functions without ``environments`` and
+    """An adapter that reports its own outcome reward through ``get_reward()``. TRL's AsyncGRPO rollout loop calls reward functions without ``environments`` and
     returns an environment to its pool before the group is scored, so ``outcome_reward``
     cannot score there; it calls ``get_reward()`` as each rollout finishes instead. Use the
     generated ``Scored<Env>`` class with ``reward_funcs=[]`` (GRPOTrainer accepts it too);

@@ -111,13 +111,10 @@ def outcome_reward(
 def group_reward(
     environments: Sequence[Any], completions: Sequence[Any] | None = None, **_: Any
 ) -> list[float | None]:
-    """Comparative rewards from the environment's own group judge (ORS ``score_group``).
-
-    Rollouts of the same task (a GRPO group) are judged together, in one request on one
-    of their sessions, from their final assistant messages. ``None`` for rollouts whose
-    environment does not judge groups, or when judging failed; pointwise rewards stay in
-    ``outcome_reward``. Pass both to combine them.
-    """
+    """Comparative rewards from the environment's own group judge (ORS ``score_group``): a
+    task's rollouts (a GRPO group) judged together on their final assistant messages. ``None``
+    where the environment does not judge groups or judging failed; pass ``outcome_reward`` too
+    to combine them."""
     out: list[float | None] = [None] * len(environments)
     if completions is None:
         return out

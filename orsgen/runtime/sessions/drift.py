@@ -5,9 +5,7 @@ The generated class carries ``TOOLS_SHA256``, the hash of its snapshot's tool su
 ships beside the code). The first session a class opens on a server in a process (and the
 first on each task the snapshot probed) lists its tools (``GET /{env}/task_tools``), rebuilds
 that hash (with ``orsgen.canonical``, without importing the generator) and, when it differs,
-names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``. A finding
-about a shared tool holds for every task on that server; one about a task tool, for the task
-it was measured on only (:mod:`orsgen.runtime.sessions.drift_scope`).
+names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``.
 """
 
 from __future__ import annotations
@@ -91,13 +89,9 @@ def findings(
     split: str,
     index: int | None,
 ) -> list[Finding]:
-    """Each difference between the snapshot and a live session on task ``index``, with
-    whether it is about a shared tool (then it holds for every task) or this task's tools.
-
-    A task tool counts as removed only when the snapshot's probe saw it on this very task
-    (:func:`~orsgen.runtime.sessions.drift_scope.expected_task_tools`); task tools the task cannot
-    show are assumed unchanged.
-    """
+    """Each difference between the snapshot and a live session on task ``index``, and whether
+    it is about a shared tool. A task tool counts as removed only when the snapshot's probe
+    saw it on this very task; task tools the task cannot show are assumed unchanged."""
     shared = {t["name"]: t for t in as_array(snapshot_env.get("tools"))}
     task = {t["name"]: t for t in as_array(snapshot_env.get("task_tools"))}
     live = {d["name"]: d for d in (spec_dict(s) for s in live_specs)}

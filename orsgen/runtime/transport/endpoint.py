@@ -1,9 +1,5 @@
-"""Where an adapter connects: resolved from constructor keywords, the standard
-``OPENREWARD_*`` environment variables and the facts recorded in the snapshot.
-
-Pure resolution: nothing here does network I/O or holds state. An :class:`Endpoint` names
-one server; ``base_url=[a, b, ...]`` resolves to one endpoint per server
-(:func:`resolve_all`), each with its own health record.
+"""Where an adapter connects, from constructor keywords, the ``OPENREWARD_*`` environment
+variables and the snapshot. Pure: no network I/O, no state.
 """
 
 from __future__ import annotations
@@ -124,11 +120,9 @@ def resolve_all(
 
 
 def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> dict[str, Any] | None:
-    """Per-session secrets, as TRL's bridge sends them, in the form the SDK accepts.
-
-    On a catalog deployment the API key is forwarded as the conventional ``api_key``
-    secret when no secrets were given, because most platform environments need it.
-    """
+    """Per-session secrets in the form the SDK accepts. On a catalog deployment with no
+    secrets given, the API key goes as the ``api_key`` secret: most platform environments
+    need it."""
     if secrets is None:
         forward = endpoint.deployment is not None and endpoint.api_key
         return {"api_key": endpoint.api_key} if forward else None

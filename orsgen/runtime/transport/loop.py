@@ -1,9 +1,5 @@
-"""The background event loop that drives the async openreward SDK.
-
-The SDK is asyncio-based. Running every adapter's coroutines on one shared loop
-lets sessions open concurrently, gives every call a bounded timeout, and keeps
-the SDK's keepalive pings alive between tool calls. The process's
-:class:`~orsgen.runtime.transport.process.Process` owns the one :class:`LoopThread`.
+"""The background event loop of the async openreward SDK: one shared loop lets sessions open
+concurrently, bounds every call and keeps keepalive pings alive between tool calls.
 """
 
 from __future__ import annotations
@@ -106,12 +102,9 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        """Run a coroutine on the loop and wait at most ``timeout`` seconds (finite: no
-        wait here is unbounded).
-
-        On timeout the coroutine is cancelled and :class:`CallTimeout` is raised, so a
-        hung server can never hang the trainer.
-        """
+        """Run a coroutine on the loop for at most ``timeout`` (finite) seconds; past it the
+        coroutine is cancelled and :class:`CallTimeout` raised: a hung server never hangs the
+        trainer."""
         if self.in_thread():
             coro.close()
             raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")

@@ -7,8 +7,6 @@ whether to wait, retry, degrade or fail (see ``docs/scale.md``):
   it went away; past that window the rollout degrades (``strict=True``: a reset fails);
 - a tool call is sent again only when the failed attempt never reached the server (the
   connection was refused or the host did not resolve): ``/call`` is not idempotent.
-
-Its clock, sleep, jitter and probe are injectable: tested without a server or real waiting.
 """
 
 from __future__ import annotations
@@ -52,9 +50,7 @@ def _run_on_loop(coro: Coroutine[Any, Any, bool], timeout: float) -> bool:
 
 
 class CallPolicy:
-    """The one policy for every session open and tool call against one server.
-
-    ``run`` blocks on a coroutine (default: the runtime loop); ``clock``, ``sleep``,
+    """``run`` blocks on a coroutine (default: the runtime loop); ``clock``, ``sleep``,
     ``pause`` (a blocking sleep), ``jitter`` and ``probe`` are injectable for tests."""
 
     def __init__(

@@ -144,12 +144,8 @@ async def open_session(
     toolset: str | None = None,
     env_overrides: Mapping[str, str] | None = None,
 ) -> Opened:
-    """Open one session and read its prompt (three requests: ``/create_session``,
-    ``/create``, ``/{env}/prompt``), plus ``/{env}/task_tools`` when ``fetch_tools``.
-
-    A failure or cancellation after the server handed out a sid deletes it again, so
-    an aborted open never leaks a session.
-    """
+    """Open one session and read its prompt (plus its tools with ``fetch_tools``). A failure
+    or cancellation after the server handed out a sid deletes it: an open never leaks one."""
     env = await environment(endpoint)
     # The SDK's keywords for a bound harness toolset and container environment variables.
     where: dict[str, Any] = {"toolset_name": toolset, "env_overrides": env_overrides}
