@@ -257,8 +257,7 @@ def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
 
 
 def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
-    """adapter.json: the tools as TRL renders them to the model, and the package's training
-    split (``orsgen sft`` reads both)."""
+    """adapter.json: the tools as TRL renders them, and the package's training split."""
     return {
         "adapter": klass.__qualname__,
         "environment": klass.ENV_NAME,

@@ -158,8 +158,7 @@ class OrsAdapter:
         return self._config.sessions.prefetcher(type(self))
 
     def _new_rollout(self, split: str | None = None) -> AdapterRollout:
-        """A rollout on ``split`` (a ``load_tasks`` row carries its own; ``None``: the
-        adapter's ``split=``)."""
+        """A rollout on ``split`` (``None``: the adapter's ``split=``)."""
         config, sessions = self._config, self._config.sessions
         if split is not None and split != sessions.split:  # the stream key holds the split
             sessions = dataclasses.replace(sessions, split=split)
@@ -208,10 +207,8 @@ class OrsAdapter:
 
     @property
     def rollout(self) -> Rollout:
-        """The current rollout (a new one at every reset), as the reward functions, the
-        metrics, the trajectory log and an evaluation loop read it
-        (:class:`orsgen.runtime.records.protocol.Rollout`). A property, not a method, so
-        TRL never offers it to the model as a tool."""
+        """The current rollout (a new one at every reset), as the reward functions, metrics,
+        trajectory log and evaluation read it; a property, which TRL never offers as a tool."""
         return self._rollout
 
     # The current rollout's results (properties, which TRL never offers as tools).
@@ -247,23 +244,20 @@ class OrsAdapter:
         return self._rollout.call(wire_name, arguments)
 
     def _fail(self, wire_name: str, message: str) -> NoReturn:
-        """A call the model got wrong before anything was sent (client-side validation;
-        generated methods pass their tool's wire name): recorded, then raised so that TRL
-        counts it."""
+        """A call the model got wrong before anything was sent (client-side validation):
+        recorded, then raised so that TRL counts it."""
         self._rollout.refuse(wire_name, message)
 
     @classmethod
     def degraded_rollouts(cls) -> int:
-        """How many rollouts of this class (and its subclasses) ran degraded in this process
-        because the server stayed away past ``reconnect_for``. A classmethod, which TRL
-        does not offer as a tool."""
+        """How many rollouts of this class (and subclasses) ran degraded in this process; a
+        classmethod, which TRL does not offer as a tool."""
         return health.degraded(cls)
 
     @property
     def close(self) -> Callable[[], None]:
-        """``adapter.close()`` ends the open session, and any unused prefetched sessions
-        of this class. A property, not a method, so TRL never offers it to the model as
-        a tool."""
+        """``adapter.close()`` ends the open session and this class's unused prefetched ones; a
+        property, which TRL never offers to the model as a tool."""
 
         def _close() -> None:
             with self._lock:

@@ -64,8 +64,7 @@ def expected_task_tools(
 
 @dataclass
 class Verdict:
-    """What one server's sessions showed: findings about shared tools, and findings about
-    task tools by the task they were measured on."""
+    """One server's findings: about shared tools, and about task tools by task."""
 
     shared: list[str] = field(default_factory=list[str])
     by_task: dict[TaskKey, list[str]] = field(default_factory=dict[TaskKey, list[str]])

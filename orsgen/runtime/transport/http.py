@@ -56,8 +56,7 @@ def uses_environment(url: str) -> bool:
 
 
 def make_session(base_url: str) -> aiohttp.ClientSession:
-    """A client configured as the SDK configures its own (``AsyncEnvironmentsAPI.get``).
-    Must be called on the runtime loop."""
+    """A client as ``AsyncEnvironmentsAPI.get`` makes its own; on the runtime loop only."""
     import aiohttp
 
     return aiohttp.ClientSession(
@@ -141,8 +140,7 @@ class _Drained:
 
 
 class Clients(dict[str, DrainingClient]):
-    """The process's clients by server URL (a :meth:`Process.part`); made and used on
-    the loop thread only."""
+    """The process's clients by server URL; made and used on the loop thread only."""
 
 
 def client(url: str) -> DrainingClient:

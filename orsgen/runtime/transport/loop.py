@@ -125,8 +125,7 @@ class LoopThread:
         return result
 
     def stop(self, timeout: float) -> None:
-        """Cancel what still runs on the loop, stop it and end its thread (at most about
-        ``timeout`` seconds each). Never raises."""
+        """Cancel what runs, stop the loop and its thread (about ``timeout`` s each); never raises."""
         try:
             self.run(_cancel_the_rest(), timeout)
         except Exception:  # noqa: BLE001 - stopping goes on regardless

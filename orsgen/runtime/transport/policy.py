@@ -127,8 +127,7 @@ class CallPolicy:
         return Action.UNAVAILABLE if self.strict else Action.DEGRADE
 
     def _wait_back(self, cause: BaseException | None, until: float | None = None) -> bool:
-        """Wait until the server answers again, or the window since it went away (or
-        ``until``) ends."""
+        """Wait until the server answers, or its reconnect window (or ``until``) ends."""
         if self.reconnect_for <= 0:
             return False
         if cause is not None:

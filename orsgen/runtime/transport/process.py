@@ -108,8 +108,7 @@ class Process:
         return cast(P, found)
 
     def shutdown(self) -> None:
-        """Run the shutdown hooks in order, then stop the loop. Each step is bounded; none
-        raises."""
+        """Run the shutdown hooks in order, then stop the loop; bounded, never raises."""
         if self._loop is None or self.in_loop_thread():
             return  # nothing ever ran here (or an exit from the loop itself: nothing to wait on)
         for _, hook in list(_hooks):

@@ -50,8 +50,7 @@ def _http_module() -> Any:
 
 @dataclass
 class Opened:
-    """A freshly opened session, its prompt text and blocks, and (when asked for) its live
-    tool list."""
+    """A freshly opened session, its prompt, and (when asked for) its live tools."""
 
     session: Any
     prompt: str
