@@ -277,12 +277,12 @@ class OrsAdapter:
 
 
 class SelfScoring(OrsAdapter):
-    """An adapter that reports its own outcome reward through ``get_reward()``. TRL's AsyncGRPO rollout loop calls reward functions without ``environments`` and
-    returns an environment to its pool before the group is scored, so ``outcome_reward``
-    cannot score there; it calls ``get_reward()`` as each rollout finishes instead. Use the
-    generated ``Scored<Env>`` class with ``reward_funcs=[]`` (GRPOTrainer accepts it too);
-    do not also pass ``outcome_reward``, or the reward counts twice.
-    """
+    """An adapter that reports its own outcome reward through ``get_reward()``. TRL's
+    AsyncGRPO rollout loop calls reward functions without ``environments`` and returns an
+    environment to its pool before the group is scored, so ``outcome_reward`` cannot score
+    there; it calls ``get_reward()`` as each rollout finishes instead. Use the generated
+    ``Scored<Env>`` class with ``reward_funcs=[]``; do not also pass ``outcome_reward``, or
+    the reward counts twice."""
 
     def get_reward(self) -> float | None:
         """The rollout's last non-null reward; ``unfinished_reward`` when the session worked

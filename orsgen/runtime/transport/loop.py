@@ -125,7 +125,7 @@ class LoopThread:
         return result
 
     def stop(self, timeout: float) -> None:
-        """Cancel what runs, stop the loop and its thread (about ``timeout`` s each); never raises."""
+        """Cancel what runs, stop the loop and its thread (about ``timeout`` s each); no raise."""
         try:
             self.run(_cancel_the_rest(), timeout)
         except Exception:  # noqa: BLE001 - stopping goes on regardless
