@@ -88,8 +88,8 @@ def plan(
 ) -> list[Row]:
     """``(environment, row of its dataset)`` for each row of the bundle; the row is ``None``
     for an environment whose size is ``None`` (it chooses its own tasks). A bad setting is a
-    one-line ``ValueError`` naming it. ``blocks`` defaults to the fewest blocks in which every environment with a dataset
-    shows each of its rows at least once; it is required when no environment has one."""
+    one-line ``ValueError`` naming it. ``blocks`` defaults to the fewest blocks in which every
+    environment with a dataset shows each of its rows once; required when none has one."""
     exact = check_weights(list(sizes), weights)
     given: dict[str, object] = {"block": block, "blocks": blocks, "seed": seed}
     for key, value in given.items():
