@@ -1,6 +1,5 @@
-"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads, each
-taking the next (task, sample) as it finishes the last. Every (task, sample) gets exactly
-one row, written as it completes; a failure is a row, never a stopped run.
+"""The rollouts of one evaluation on ``concurrency`` worker threads. Every (task, sample) gets
+exactly one row, written as it completes; a failure is a row, never a stopped run.
 
 Environments that judge groups (ORS ``score_group``) are evaluated as trained: the samples
 of one task are one group, judged together on their final answers once the last of them

@@ -67,8 +67,7 @@ class _OpenedImage(ImageLike, Protocol):
 
 
 class PillowImageModule(Protocol):
-    """The part of the ``PIL.Image`` module used here (checked against Pillow's own types
-    in tests/typecheck/pillow_contract.py)."""
+    """The part of ``PIL.Image`` used here (tests/typecheck/pillow_contract.py checks it)."""
 
     def open(
         self, fp: IO[bytes], mode: Literal["r"] = ..., formats: list[str] | None = ...

@@ -94,8 +94,7 @@ def resolve_all(
     default_url: str | None,
     default_env_name: str | None,
 ) -> tuple[Endpoint, ...]:
-    """:func:`resolve` for each server when ``base_url`` is a sequence of URLs of servers
-    that serve the same environment (in that order); one endpoint otherwise."""
+    """:func:`resolve` for each URL when ``base_url`` is a sequence; one endpoint otherwise."""
     rest = {
         "api_key": api_key,
         "env_name": env_name,

@@ -199,8 +199,8 @@ async def close_async(session: Any) -> None:
 
 
 def client_for(url: str, *, env_server: bool = True) -> Any:
-    """The process's HTTP client for a server URL, with (``env_server``) the SDK's narrow retry
-    policy for environment servers, as ``AsyncEnvironmentsAPI.get`` sets it."""
+    """The process's HTTP client for a URL; ``env_server``: with the SDK's environment-server
+    retry policy, as ``AsyncEnvironmentsAPI.get`` sets it."""
     found = http.client(url)
     if env_server:  # DrainingClient stands in for the ClientSession the SDK annotates
         _http_module().set_retry_policy(found, "env-server")
