@@ -179,9 +179,8 @@ def forget() -> None:
 
 def claim_check(cls: type, url: str = "", task: TaskKey | None = None) -> bool:
     """True when the caller's session should list its tools: the class's first session on
-    a server in this process, and the first on each task the snapshot probed (whose task
-    tools are known, so each is judged on its own). False when the class has no snapshot
-    to compare with."""
+    a server in this process, and the first on each task the snapshot probed; False when
+    the class has no snapshot."""
     owner = _owner(cls)
     if owner is None:
         return False

@@ -37,10 +37,8 @@ class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
 
 
 class _Handoff:
-    """One blocking :meth:`LoopThread.run`: the loop starts the coroutine as a task and
-    releases a held lock when it is done. A plain lock wakes the waiting thread with less
-    work than ``run_coroutine_threadsafe``'s future and condition, on the path of every
-    tool call."""
+    """One blocking :meth:`LoopThread.run`, woken by a plain lock: less work than
+    ``run_coroutine_threadsafe``'s future and condition, on the path of every tool call."""
 
     __slots__ = ("coro", "done", "task", "error")
 

@@ -1,8 +1,5 @@
 """The one orsgen module that touches the openreward SDK's private APIs (its session internals,
-``openreward.api._session``, the environments client): a session class (:func:`session_class`)
-with orsgen's keepalive pings, lost and dead state, and a tool call never sent twice; the
-SDK's environment on orsgen's HTTP clients; one stateless request; opening and closing a
-session; group judging. All of it runs on the runtime loop.
+``openreward.api._session``, the environments client). All of it runs on the runtime loop.
 
 The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and keeps
 pinging a session the server has forgotten (404 "Active environment not found" after a
