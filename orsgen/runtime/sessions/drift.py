@@ -1,11 +1,7 @@
-"""The runtime drift guard: does the live environment still offer the tools the adapter was
-generated from?
-
-The generated class carries ``TOOLS_SHA256``, the hash of its snapshot's tool surface (which
-ships beside the code). The first session a class opens on a server in a process (and the
-first on each task the snapshot probed) lists its tools (``GET /{env}/task_tools``), rebuilds
-that hash (with ``orsgen.canonical``, without importing the generator) and, when it differs,
-names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``.
+"""The runtime drift guard (docs/scale.md): the first session a class opens on a server in a
+process (and the first on each task the snapshot probed) lists its tools, rebuilds the
+snapshot's ``TOOLS_SHA256`` (with ``orsgen.canonical``, without importing the generator) and,
+when it differs, names what changed: a warning once, or :class:`ToolDriftError` with ``strict``.
 """
 
 from __future__ import annotations

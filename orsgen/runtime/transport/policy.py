@@ -1,12 +1,6 @@
-"""The one call policy: for every session open and every tool call against one server,
-whether to wait, retry, degrade or fail (see ``docs/scale.md``):
-
-- a server this process never reached fails at once (a wrong URL or key shows up now);
-- otherwise a failure that says the server is not there waits for it, probing
-  ``GET /health`` with jittered exponential backoff, until ``reconnect_for`` seconds after
-  it went away; past that window the rollout degrades (``strict=True``: a reset fails);
-- a tool call is sent again only when the failed attempt never reached the server (the
-  connection was refused or the host did not resolve): ``/call`` is not idempotent.
+"""The one call policy: for every session open and tool call against one server, whether to
+wait, retry, degrade or fail, by the rules docs/scale.md states ("Outages"). A tool call is
+sent again only when the failed attempt never reached the server: ``/call`` is not idempotent.
 """
 
 from __future__ import annotations
