@@ -200,8 +200,7 @@ def record(
     cls: type, live_specs: list[Any] | None, split: str, index: int | None, url: str = ""
 ) -> None:
     """Compare a live tool list (of a session on task ``index``) with the class's snapshot
-    and remember the findings: about shared tools for the server, about task tools for
-    this task."""
+    and remember the findings: shared tools' for the server, task tools' for this task."""
     owner = _owner(cls)
     if owner is None or live_specs is None:
         return

@@ -48,8 +48,7 @@ def expected_task_tools(
     snapshot_env: Mapping[str, Any], split: str, index: int | None
 ) -> set[str] | None:
     """The snapshot's task tools this task offered when probed; ``None`` when the snapshot
-    cannot say (the task was not probed, or an older snapshot probed several tasks without
-    recording which offered what)."""
+    cannot say (the task was not probed, or an older snapshot did not record it)."""
     if not was_probed(snapshot_env, split, index):
         return None
     probe = as_object(snapshot_env.get("task_tools_probe"))

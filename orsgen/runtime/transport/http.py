@@ -64,8 +64,7 @@ def make_session(base_url: str) -> aiohttp.ClientSession:
 
 class DrainingClient:
     """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end after the
-    caller is done with them, so their connections are reused. Everything else is the
-    wrapped session's own."""
+    caller is done with them, so their connections are reused."""
 
     def __init__(self, session: aiohttp.ClientSession) -> None:
         self._session = session

@@ -205,9 +205,8 @@ def client_for(url: str, *, env_server: bool = True) -> Any:
 
 
 async def environment(endpoint: Endpoint) -> Any:
-    """The SDK's ``AsyncEnvironment`` for an endpoint, on orsgen's HTTP clients (one per URL
-    and process). Addressed by name (the SDK's ``variant``), so no call pays for the server's
-    redirect to the default environment."""
+    """The SDK's ``AsyncEnvironment`` for an endpoint, on orsgen's HTTP clients; addressed by
+    name (``variant``), so no call pays for the server's redirect to the default one."""
     target = endpoint.deployment or endpoint.env_name or "env"
     namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
     return _client_module().AsyncEnvironment(
