@@ -1,7 +1,4 @@
-"""The pure core: snapshot (+ options recorded in it) → files + diagnostics.
-
-It reads no network and writes no disk. The CLI decides what to do with the result.
-"""
+"""The pure core: snapshot (+ options recorded in it) → files + diagnostics; no network, no disk."""
 
 from __future__ import annotations
 
@@ -61,9 +58,8 @@ def _class_doc(environment: Environment, count: int) -> str:
 
 
 def _wire_names(tools: list[ToolView]) -> str:
-    """The ``WIRE_NAMES`` literal, sorted: every method, and only the parameters whose
-    Python name differs from the wire name. The trailing comma tells black to put each
-    method on its own line, however few there are; black does the rest of the layout."""
+    """The sorted ``WIRE_NAMES`` literal (parameters only when renamed); its trailing comma
+    makes black put each method on its own line."""
     entries = [
         f"{tool.method!r}: "
         + repr((tool.wire, dict(sorted((p.name, p.wire) for p in tool.params if p.name != p.wire))))

@@ -1,8 +1,4 @@
-"""IR to Python source, in one place: a parameter's hint, its default and when it is sent.
-
-The views (``tools.ParamView``) hold nodes and values; only this module turns them into
-source, and every value reaches source through ``repr``.
-"""
+"""IR to Python source, in one place (hint, default, when sent); every value through ``repr``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The typed tree a tool's JSON Schema is normalised into, once (by ``typemap``).
-
-Every output derives from these nodes: type hints (:func:`render`), the structure spelled
-out in docstrings (``describe``), the schema handed to datamodel-code-generator
-(``models``), default checks (:func:`fits`) and version and drift classification
-(``versioning``). Nothing walks the raw schema twice or parses a rendered hint back.
-"""
+"""The typed tree a tool's JSON Schema is normalised into, once (by ``typemap``): every
+output derives from it; nothing walks the raw schema twice or parses a rendered hint back."""
 
 from __future__ import annotations
 
@@ -92,7 +87,6 @@ class UnionOf:
 
 @dataclass(frozen=True)
 class Optional:
-    """``T | None``."""
 
     inner: Node
 
@@ -126,7 +120,6 @@ TOO_DEEP = "nested too deeply"
 
 
 def render(node: Node) -> str:
-    """The Python type hint of ``node``."""
     if isinstance(node, Primitive):
         return node.name
     if isinstance(node, LiteralOf):

@@ -5,9 +5,6 @@ type. Its default is the schema's when that is a literal of the field's type (``
 int = 0``; a list or map through ``Field(default_factory=...)``), else the runtime's
 ``OMITTED``: omitting it validates, but an explicit ``None`` does not (pydantic never
 validates a default), just as on the server.
-
-datamodel-code-generator writes the defaults (``strict_nullable``); :func:`typed` then
-rewrites the two forms mypy or a shared mutable would object to.
 """
 
 from __future__ import annotations

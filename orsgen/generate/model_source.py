@@ -126,9 +126,8 @@ def _check_expr(expr: ast.expr) -> None:
 
 
 def build_check(source: str) -> None:
-    """Build the classes once in a throwaway module, so a model that pydantic rejects
-    (a name clash, an unresolvable annotation) is caught here, not at import time.
-    The source already passed :func:`check_models_source`: it holds declarations only."""
+    """Build the classes once in a throwaway module, so a model pydantic rejects is caught
+    here, not at import time (the source passed :func:`check_models_source`)."""
     name = f"_orsgen_models_check_{id(source):x}"
     module = types.ModuleType(name)
     sys.modules[name] = module

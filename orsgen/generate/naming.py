@@ -1,10 +1,6 @@
-"""Every Python name orsgen emits comes from here.
-
-Order of operations: transliterate and sanitize, then fix reserved words, then
-resolve collisions. Case is preserved so the model sees a name as close to the
-wire name as Python allows. Collisions are resolved in sorted wire-name order, so
-the result never depends on the order a server lists its tools in.
-"""
+"""Every Python name orsgen emits. Case is preserved so the model sees a name as close to
+the wire name as Python allows; collisions resolve in sorted wire-name order, never the
+server's listing order."""
 
 from __future__ import annotations
 
@@ -92,13 +88,9 @@ def assign(
     fallback: str,
     preferred: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Map each wire name to a unique, non-reserved Python name.
-
-    Configured renames (``preferred``, already checked with :func:`check_rename`) claim
-    their names first. A wire name that is already a clean identifier keeps it; the
-    others are sanitized, suffixed with ``_`` when reserved and numbered (``_2``,
-    ``_3``...) when they collide, in sorted wire-name order.
-    """
+    """Map each wire name to a unique, non-reserved Python name: renames (``preferred``)
+    claim first, clean identifiers keep theirs, the rest are sanitized, suffixed ``_`` when
+    reserved and numbered (``_2``, ...) on collision, in sorted wire-name order."""
     unique = sorted(set(wires))
     taken: set[str] = set(reserved)
     result: dict[str, str] = {}
@@ -239,7 +231,6 @@ def shadowed_module(name: str, directory: Path) -> str | None:
 
 
 def shadowing_notes(directory: Path) -> list[str]:
-    """A warning when the package's import name hides another module."""
     name = directory.name
     other = shadowed_module(name, directory)
     if other is None:

@@ -98,7 +98,6 @@ class Resolved:
 
 
 def deref(ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str]) -> Resolved:
-    """Follow ``$ref`` chains and merge ``allOf``."""
     ref = ""
     for _ in range(MAX_DEPTH):
         if not is_object(schema):

@@ -1,7 +1,5 @@
 """The stored snapshot, typed: every layer that reads a snapshot reads these models.
 
-Raw JSON exists only where a snapshot enters (``parse``) or leaves (:func:`stored_form`).
-
 Format 1 is closed: an unknown key is an error that names it (a snapshot from a newer
 orsgen, or a hand edit), never a field silently carried along. A tool's ``input_schema``
 stays raw JSON: it is untrusted, and the generator normalises it separately, reporting

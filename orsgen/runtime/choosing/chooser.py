@@ -94,8 +94,6 @@ class Chooser:
                 raise RuntimeError("a chooser is spread over ranks before its first choice")
             self.layout, self._share = layout, share
 
-    # -- TaskSampler ---------------------------------------------------------------------
-
     def choose(self) -> int:
         with self._lock:
             task, group = self._next()
@@ -142,8 +140,6 @@ class Chooser:
                 self.curriculum.load_state_dict(state["curriculum"])
             self.handed_out, self._current = int(state["given"]), None
             self._waiting.clear()
-
-    # -- by group ------------------------------------------------------------------------
 
     def _first_group(self) -> int:
         """The group of this stream's first reset: the curriculum's counter (its one

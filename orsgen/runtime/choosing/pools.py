@@ -108,7 +108,6 @@ class Pools:
         return POOLS[0] if position is None else POOLS[self._of[position]]
 
     def move(self, task: int, pool: str) -> None:
-        """Put ``task`` (a candidate) in ``pool``."""
         position, target = self._position[task], _INDEX[pool]
         source = self._of[position]
         if source != target:
@@ -120,7 +119,6 @@ class Pools:
         return self._members[_INDEX[pool]].size
 
     def counts(self) -> dict[str, int]:
-        """How many tasks each pool holds."""
         return {p: self._members[i].size for i, p in enumerate(POOLS)}
 
     def kth(self, pool: str, k: int) -> int:

@@ -78,7 +78,6 @@ class Prior:
 
 
 def load(prior: object) -> Prior:
-    """The prior ``prior`` names (see the module docstring)."""
     kind = type(prior).__name__  # before isinstance() narrows it
     if isinstance(prior, (str, os.PathLike)):
         return _of_runs([Path(cast("str | os.PathLike[str]", prior))])

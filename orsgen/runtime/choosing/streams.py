@@ -161,5 +161,4 @@ class Samplers:
 
 
 def samplers() -> Samplers:
-    """This process's task samplers."""
     return current().part(Samplers)

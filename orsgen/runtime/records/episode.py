@@ -100,7 +100,6 @@ class Outcome:
 
 @dataclass
 class Call:
-    """One tool call of a rollout."""
 
     tool: str
     arguments: dict[str, Any]
@@ -136,7 +135,6 @@ def _bounded_arguments(arguments: dict[str, Any]) -> Any:
 
 @dataclass
 class Episode:
-    """The record of one rollout, from its reset on."""
 
     task_index: int | None = None
     task_spec: bool = False  # opened on an explicit task_spec (its content is not logged)

@@ -155,7 +155,6 @@ class Counts:
     def of(
         outcomes: Sequence[Outcome], passed: Sequence[bool], environments: Iterable[str] = ()
     ) -> Counts:
-        """The counts of exactly ``outcomes``."""
         counts = Counts(environments)
         for outcome, passing in zip(outcomes, passed, strict=True):
             counts.count(outcome, passing)
@@ -285,7 +284,6 @@ class Accumulator:
 
 
 def counts() -> Accumulator:
-    """This process's counts."""
     return current().part(Accumulator)
 
 

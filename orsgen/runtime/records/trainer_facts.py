@@ -89,7 +89,6 @@ def note_step(trainer_state: Any) -> None:
 
 
 def current_step() -> int | None:
-    """The step :func:`note_step` last saw in this process."""
     return _step
 
 

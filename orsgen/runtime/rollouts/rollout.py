@@ -71,8 +71,6 @@ class AdapterRollout:
         self._final_submitted = False
         self._last_finished = False  # whether the last answered call finished the episode
 
-    # -- the protocol's read side --------------------------------------------------------
-
     @property
     def task_index(self) -> int | None:
         return self.episode.task_index
@@ -116,8 +114,6 @@ class AdapterRollout:
             return
         episode.written = True
         trajectories.deliver(sink, self)
-
-    # -- reset ---------------------------------------------------------------------------
 
     def open(
         self,
@@ -173,8 +169,6 @@ class AdapterRollout:
         self.state = RolloutState.VOID
         if self.episode.void_reason is None:
             self.episode.void_reason = reason
-
-    # -- tool calls ----------------------------------------------------------------------
 
     def call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
         """Call a tool by its wire name. A failure raises :class:`ToolCallFailure`
@@ -336,8 +330,6 @@ class AdapterRollout:
             self.degrade()
             return self._no_session(wire_name)
         return self._call_error(wire_name, exc)
-
-    # -- the reward functions' side ------------------------------------------------------
 
     @property
     def takes_final_answer(self) -> bool:

@@ -35,8 +35,6 @@ from orsgen.runtime.upload.uploader import flush, trl_version, uploader
 __all__ = ["UploadRun", "ended", "flush", "note_transcripts", "trainer_run_info"]
 
 
-# -- building a record when a rollout settles -------------------------------------------
-
 # The conversation a reward function saw, per rollout, until the rollout settles.
 _transcripts: weakref.WeakKeyDictionary[object, list[Any]] = weakref.WeakKeyDictionary()
 _transcripts_lock = threading.Lock()

@@ -84,8 +84,6 @@ class Uploader:
         self.exited = False  # the exit's flush ran
         metrics.source(self.drain_metric)
 
-    # -- the rollout's side: enqueue only -------------------------------------------------
-
     def submit(self, record: Record) -> None:
         """Queue ``record`` for upload, never waiting; a full queue drops it (counted)."""
         try:
@@ -134,8 +132,6 @@ class Uploader:
     def down(self) -> bool:
         """Whether the API is known to be down (a start failed, no probe went through since)."""
         return self._outage is not None and not self._answered
-
-    # -- the uploader threads --------------------------------------------------------------
 
     def _work(self) -> None:
         me = threading.get_ident()
@@ -264,8 +260,6 @@ class Uploader:
         run_info = _sdk().RunInfo
         known = {f.name for f in dataclasses.fields(run_info)}
         return run_info(**{k: v for k, v in fields.items() if k in known})
-
-    # -- exit ----------------------------------------------------------------------------
 
     def queued(self) -> int:
         """Rollouts not settled yet: waiting for an uploader thread, or in its hands."""
