@@ -17,7 +17,6 @@ def canonical_json(value: Any) -> str:
 
 
 def sha256_of(value: Any) -> str:
-    """sha256 of canonical JSON: sorted keys, compact separators, non-ASCII kept."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

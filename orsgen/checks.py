@@ -43,7 +43,6 @@ class ConfigMismatch:
 
 @dataclass(frozen=True)
 class StaleFile:
-    """A file that differs from what the stored snapshot generates."""
 
     name: str
     on_disk: str | None  # None: missing

@@ -240,7 +240,6 @@ def _request(args: argparse.Namespace) -> Request:
 
 
 def _refusal(result: Result) -> str:
-    """Why nothing was written, as the CLI words it."""
     out, count = result.output, len(result.diagnostics)
     return {
         "errors": f"nothing written to {out}; fix the errors above",

@@ -10,12 +10,10 @@ from typing_extensions import TypeIs
 
 
 def is_object(value: object) -> TypeIs[Mapping[str, Any]]:
-    """``isinstance(value, Mapping)``, typed as a JSON object."""
     return isinstance(value, Mapping)
 
 
 def is_array(value: object) -> TypeIs[list[Any]]:
-    """``isinstance(value, list)``, typed as a JSON array."""
     return isinstance(value, list)
 
 

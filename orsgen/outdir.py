@@ -37,7 +37,6 @@ def is_orsgen_package(directory: Path) -> bool:
 
 
 def _ours(path: Path) -> bool:
-    """Whether orsgen wrote this file (so it may be replaced)."""
     if not path.is_file() or path.is_symlink():
         return False
     if path.name == "snapshot.json":

@@ -283,7 +283,6 @@ def _stored_in(directory: Path) -> Snapshot | None:
 
 
 def _name_warnings(output: Path, package: str) -> list[Diagnostic]:
-    """How the package will be imported, and what its name may shadow."""
     where = output.resolve()
     notes = [*naming.import_notes(where, package), *naming.shadowing_notes(where)]
     return [warning(None, "", note) for note in notes]

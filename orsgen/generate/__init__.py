@@ -88,7 +88,6 @@ def _imports(tools: list[ToolView]) -> list[str]:
 
 
 def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
-    """Generate ``models.py``'s body and point each tool at its validation model."""
     built = build_models([t.model_request for t in tools if t.model_request is not None])
     diagnostics.extend(built.diagnostics)
     for tool in tools:

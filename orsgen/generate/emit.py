@@ -31,7 +31,6 @@ def python_default(value: Any, node: ir.Node, is_nullable: bool) -> Any:
 
 
 def default(value: Any) -> str:
-    """The source of a Python default (a value, or ``UNSET``)."""
     return UNSET_SOURCE if isinstance(value, Unset) else repr(value)
 
 

@@ -213,7 +213,6 @@ def children(node: Node) -> tuple[Node, ...]:
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node inside its hint, depth first."""
     yield node
     for inner in children(node):
         yield from walk(inner)

@@ -20,7 +20,6 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.\-]*")  # repr and black quote these alike: 'x
 
 
 def _methods(tree: ast.Module) -> tuple[ast.ClassDef, list[ast.FunctionDef]] | None:
-    """The first class whose body ends in methods, and those methods."""
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             defs = [n for n in node.body if isinstance(n, ast.FunctionDef)]

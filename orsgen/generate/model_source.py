@@ -13,7 +13,6 @@ from orsgen.generate.model_schema import ROOT_CLASS
 
 
 def strip(source: str) -> str:
-    """Drop datamodel-code-generator's header comments and the placeholder root class."""
     tree = ast.parse(source)
     lines = source.splitlines()
     drop: set[int] = set()

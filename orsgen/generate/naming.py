@@ -129,7 +129,6 @@ def _base_name(wire: str, reserved: frozenset[str], fallback: str) -> str:
 
 
 def _numbered(candidate: str, taken: set[str]) -> str:
-    """``candidate``, or ``candidate_2``, ``candidate_3``... : the first one not taken."""
     name, n = candidate, 2
     while name in taken:
         name, n = f"{candidate}_{n}", n + 1

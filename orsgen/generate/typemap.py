@@ -238,7 +238,6 @@ def field_of(
     seen: frozenset[str] = frozenset(),
     depth: int = 0,
 ) -> ir.Field:
-    """One property: its type node, and the facts its description is made of."""
     node, null = type_of(ctx, schema, pointer, seen, depth)
     if not is_object(schema):
         return ir.Field(name, node, null, required)

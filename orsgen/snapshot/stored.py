@@ -165,7 +165,6 @@ def _problem(error: Mapping[str, Any]) -> str:
 
 
 def _validated(cls: type[_M], data: Mapping[str, Any], where: str, section: str = "") -> _M:
-    """``data`` validated as ``cls``; ``section`` names where it sits in a snapshot."""
     try:
         return cls.model_validate(dict(data))
     except ValidationError as exc:

@@ -1,13 +1,10 @@
 """The built-in :class:`~orsgen.runtime.choosing.tasks.TaskSampler`: one task per global
 GRPO group, by seeded uniform passes or by a curriculum.
 
-Under several processes a group's rows can land on different ranks (the sampler's own
-diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``). Every rank therefore maps its own resets onto
-the run's global rows (:class:`Layout`: accelerate gives rank ``r`` the ``r``-th block of
-``per_device_train_batch_size * steps_per_generation`` rows of each generation) and
-chooses by *global group*: a task is a function of the seed and the group index (and,
-with a curriculum, of statistics every rank holds alike), so a group split across ranks
-stays on one task and all ranks agree on the order.
+A group's rows can land on different ranks (``GPU0: 0 0 1 | GPU1: 1 2 2``), so every rank
+maps its resets onto the run's global rows (:class:`Layout`: accelerate gives rank ``r`` the
+``r``-th block of ``per_device_train_batch_size * steps_per_generation`` rows) and chooses by
+*global group*, from the seed, the group index and statistics every rank holds alike.
 
 Pure: no I/O. Sharing outcomes between ranks is a function handed in (:func:`all_gather`).
 """

@@ -52,7 +52,6 @@ class Group:
 
 @dataclass
 class Window:
-    """What the curriculum did since its metrics were last drained."""
 
     rollouts: dict[str, int] = field(default_factory=lambda: {p: 0 for p in POOLS})
     groups: int = 0
@@ -90,7 +89,6 @@ class _Members:
 
 
 class Pools:
-    """The pool of every task of ``tasks`` (all ``unseen`` at first)."""
 
     def __init__(self, tasks: Sequence[int]) -> None:
         self.tasks = list(tasks)

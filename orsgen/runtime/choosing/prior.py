@@ -1,6 +1,5 @@
-"""A curriculum's prior: each task's pass rate as an evaluation measured it
-(``PassRateCurriculum(prior=...)``), so the curriculum starts with tasks in their pools
-instead of spending its first pass visiting every task.
+"""A curriculum's prior (``PassRateCurriculum(prior=...)``): each task's pass rate as an
+evaluation measured it, so the first pass need not visit every task.
 
 A prior is read from (:func:`load`):
 
@@ -46,7 +45,6 @@ class Identity:
     pass_threshold: float
 
     def differences(self, other: Identity) -> list[tuple[str, object, object]]:
-        """``(field, mine, other's)`` for every field that differs."""
         return [
             (name, getattr(self, name), getattr(other, name))
             for name in IDENTITY
@@ -138,7 +136,6 @@ def _identity(config: Mapping[str, Any], where: str) -> Identity:
 
 
 def _counts(summary: Mapping[str, Any], where: str) -> dict[int, tuple[int, int]]:
-    """``{task: (passed, scored)}`` of a summary's per-task figures."""
     per_task: object = summary.get("per_task")
     if not isinstance(per_task, list):
         raise PriorError(f"{where}: summary.json has no per_task list")

@@ -1,10 +1,8 @@
 """This process's task-sampler streams, and the resume protocol that carries their state
-across a checkpoint.
-
-A *stream* is the task choice of one adapter class on one server and split in one process
-(:class:`StreamKey`); its sampler (:class:`TaskSampler`) is made at the stream's first
-reset and shared by every adapter instance of the stream. The protocol
-(:class:`~orsgen.runtime.choosing.checkpoint.CurriculumCheckpoint` drives it):
+across a checkpoint. A *stream* (:class:`StreamKey`) is one adapter class's task choice on
+one server and split in one process; its :class:`TaskSampler` is made at the stream's first
+reset and shared by its adapter instances. The protocol (driven by
+:class:`~orsgen.runtime.choosing.checkpoint.CurriculumCheckpoint`):
 
 - **save**: every stream's ``state_dict()``, each under its key (:meth:`Samplers.saved`);
 - **resume**: the saved states are staged by key (:meth:`Samplers.stage`) before any

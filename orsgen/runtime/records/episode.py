@@ -52,7 +52,6 @@ class RolloutState(enum.Enum):
 
     @property
     def finished(self) -> bool:
-        """Whether the episode is over (the adapter's ``finished``)."""
         return self not in (RolloutState.OPENING, RolloutState.OPEN)
 
 
@@ -162,7 +161,6 @@ class Episode:
         seconds: float,
         failure: ToolCallFailure | None = None,
     ) -> Call:
-        """Record a call: answered, or failed with ``failure``."""
         call = Call(tool, dict(arguments), output, reward, finished, seconds)
         if failure is not None:
             call.failure, call.environment_failed = failure.reason, failure.environment_failed
@@ -176,7 +174,6 @@ class Episode:
 
     @property
     def environment_failure(self) -> str | None:
-        """Why the environment failed this rollout, when it did."""
         if self.void_reason is not None:
             return self.void_reason
         return next((c.failure for c in self.calls if c.environment_failed), None)

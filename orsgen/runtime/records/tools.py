@@ -1,18 +1,14 @@
-"""Per-tool figures of a set of rollouts: ``summary.json``'s ``tools`` (``orsgen eval``) and
-the per-tool table of ``orsgen view``.
+"""Per-tool figures of a set of rollouts (``summary.json``'s ``tools``, ``orsgen view``).
 
 Each row of an evaluation's ``results.jsonl`` lists its tool calls as ``tool_calls``: one
 ``[tool, failed_by, seconds]`` per call, where ``tool`` is the name the model called it by
 (the adapter's method; the hidden terminal tool keeps its wire name), ``failed_by`` is
-``"environment"`` (the environment or the infrastructure failed: the tool raised on the
-server, a timeout, a lost session, ...), ``"model"`` (the model's call was wrong: invalid
-arguments, an unknown tool, a call after the episode ended) or ``None`` (answered), and
-``seconds`` is the call's time. Calls to a tool the adapter does not have are counted
+``"environment"`` (the environment or the infrastructure failed), ``"model"`` (the model's
+call was wrong) or ``None`` (answered), and ``seconds`` is the call's time. Calls to a tool the adapter does not have are counted
 under :data:`UNKNOWN`, so the model's invented names add one entry, not one each.
 
-:class:`ToolTally` folds rows into per-tool counts as they are read (results are never
-kept as rows): per tool a few counters and the call times as 8-byte floats, so that
-``p90_s`` is exact (nearest-rank: the smallest time that at least 90% of the calls took at
+:class:`ToolTally` folds rows in as they are read, keeping per tool a few counters and the
+call times as 8-byte floats, so ``p90_s`` is exact (nearest-rank: the smallest time that at least 90% of the calls took at
 most), found from the slowest tenth, never a sorted copy of them all.
 """
 

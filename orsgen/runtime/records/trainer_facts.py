@@ -42,7 +42,6 @@ _MAX_DEPTH = 8
 
 @dataclass(frozen=True)
 class TrainerFacts:
-    """What a reset learned about the trainer that called it."""
 
     num_generations: int
     seed: int | None

@@ -1,7 +1,5 @@
-"""One reset's rollout: :class:`AdapterRollout`, in an explicit
-:class:`~orsgen.runtime.records.episode.RolloutState`. It owns that reset's session (in the
-adapter's slot), rewards, record, deadline and outcome, and is read through
-:class:`~orsgen.runtime.records.protocol.Rollout`.
+"""One reset's rollout (:class:`AdapterRollout`): its session, rewards, record, deadline and
+outcome, in an explicit :class:`~orsgen.runtime.records.episode.RolloutState`.
 
 A tool call goes down one way: the generated method, ``OrsAdapter._call``,
 :meth:`AdapterRollout.call`, the call policy and the SDK. A failed call is recorded, then
@@ -121,11 +119,8 @@ class AdapterRollout:
         task_spec: Mapping[str, Any] | None,
         sampler: tasks.TaskSampler | None = None,
     ) -> Content | None:
-        """Open this rollout's session for task ``index`` (or ``task_spec``), which
-        ``sampler`` chose when the trainer gave none. Whether and when the open is retried
-        is decided in one place, :meth:`SessionOptions.open`. Returns the prompt, or
-        ``None`` when the server stayed away past the reconnect window and the rollout runs
-        degraded."""
+        """Open this rollout's session (retries: :meth:`SessionOptions.open` alone). Returns the
+        prompt, or ``None`` when the server stayed away past the reconnect window (degraded)."""
         chosen = sampler is not None
         self.episode = Episode(index, task_spec is not None, chosen, spec=task_spec)
         self._sampler = sampler
@@ -336,9 +331,8 @@ class AdapterRollout:
         return getattr(self.owner, "TERMINAL_TOOL", None) is not None
 
     def submit_final(self, message: str) -> str | None:
-        """Feed the rollout's final assistant message to the terminal tool, once, unless
-        the episode already finished. Returns the tool's text, or ``None`` when nothing
-        was sent."""
+        """Feed the final assistant message to the terminal tool, once, unless the episode
+        already finished; ``None`` when nothing was sent."""
         terminal: tuple[str, str | None] | None = getattr(self.owner, "TERMINAL_TOOL", None)
         with self._lock:
             if terminal is None or self._final_submitted or self.finished:

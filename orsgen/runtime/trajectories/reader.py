@@ -37,7 +37,6 @@ class TrajectoryFiles:
         self._offsets: dict[Path, int] = {}  # bytes already read, to the end of a line
 
     def files(self) -> list[Path]:
-        """Every process's file for the path, by name."""
         return process_paths(self.path)
 
     def skip_existing(self) -> None:

@@ -52,7 +52,6 @@ def log_tasks(log_extra: Callable[[str, list[Any]], object], tasks: Sequence[Tas
 
 @dataclass
 class TaskRow:
-    """One task's counts."""
 
     rollouts: int = 0
     scored: int = 0
@@ -120,7 +119,6 @@ def _row(task: Task, row: TaskRow) -> dict[str, Any]:
 
 
 def table() -> TaskTable:
-    """This process's task table."""
     return current().part(TaskTable)
 
 

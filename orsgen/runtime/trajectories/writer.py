@@ -144,7 +144,6 @@ class Writers:
 
 
 def writers() -> Writers:
-    """This process's trajectory files."""
     return current().part(Writers)
 
 

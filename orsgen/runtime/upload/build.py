@@ -2,16 +2,11 @@
 :class:`UploadRun`) on an adapter or in its ``AdapterConfig``, or ``orsgen eval
 --upload-run NAME``. How it stays out of the rollouts' way: :mod:`orsgen.runtime.upload.uploader`.
 
-Each settled rollout becomes one platform rollout: ``run_name``, the environment (its
-catalog name when it has one), split, task index and task spec, every message the model
-saw and sent (tool calls and results included), the reward and ``is_finished`` on the
-last message, orsgen's verdict and reason as metadata (with the process's ``rank`` and
-``world_size`` under torchrun or accelerate), and a ``RunInfo`` from what the
-process knows (the trainer's model, algorithm, learning rate, batch size and first step;
-``trl`` and its version; ``training_stage="rl"`` under a trainer). The conversation is
-the one TRL handed ``outcome_reward`` (``prompts`` and ``completions``); without one (a
-``get_reward()`` scored rollout) it is the prompt and each tool call with its result as
-the environment saw them. No secret, ``env_overrides`` value or API key is part of any of
+Each settled rollout becomes one platform rollout: its run, environment, split and task,
+every message the model saw and sent, the reward and ``is_finished`` on the last, orsgen's
+verdict as metadata (with ``rank`` / ``world_size``), and a ``RunInfo`` from what the
+process knows. The conversation is the one TRL handed ``outcome_reward``; without one (a
+``get_reward()`` scored rollout), the prompt and each tool call with its result. No secret, ``env_overrides`` value or API key is part of any of
 it; the key authenticates the requests as a header, the SDK's own way.
 """
 

@@ -1,26 +1,20 @@
 """The uploader behind :mod:`orsgen.runtime.upload`: settled rollouts to OpenReward's runs UI
 through the SDK's public upload client, ``RolloutAPI.create()`` and ``Rollout.log``.
 
-**Never in the way.** ``create()`` blocks: it posts the rollout's start and waits for the
-answer (for a catalog name it looks the environment up first), with the SDK's retries on a
-5xx. So a rollout is only *enqueued* here, on a bounded queue, when it settles; a small
-pool of daemon threads (at most :data:`THREADS` per process: AsyncGRPO's rollout child
-and each torchrun rank have their own) takes rollouts off it, starts each with
-``create()`` and logs every event of every message with ``Rollout.log``, which hands them
-to the SDK's own batching thread. A full queue or an API that is down or refusing drops
-the rollout: counted as ``ors/upload_dropped`` in the trainer's log and said once per outage.
+**Never in the way.** ``create()`` blocks (with the SDK's retries on a 5xx), so a settled
+rollout is only *enqueued* here, on a bounded queue; at most :data:`THREADS` daemon threads
+per process start each with ``create()`` and hand every event of every message to
+``Rollout.log`` (the SDK's batching thread). A full queue or an API down or refusing drops
+the rollout: counted as ``ors/upload_dropped`` and said once per outage.
 
-**An outage costs as little as it can.** The SDK's ``create()`` never raises: a start that
-failed disables its rollout, whose ``Rollout.log`` then logs nothing, so a rollout that
-logged no message (``Rollout.logged_messages``) did not start. Until a start has gone
-through, and again after one failed, one start is under way at a time (a *probe*); the
-others wait for it. Once a start has failed, or not come back within
-:data:`START_TIMEOUT` seconds (an API that accepts connections and never answers), the API
-is known to be down: rollouts are dropped at once, and after a pause that grows from
-:data:`RETRY_FIRST` to :data:`RETRY_MAX` seconds one rollout is sent as the probe. A probe
-that goes through ends the outage. At exit the queue gets :data:`EXIT_BUDGET` seconds in
-all to drain, then the SDK's client its own shutdown to send its batches; with the API
-known to be down, what is queued or starting is dropped (counted) and the SDK's client gets
+**An outage costs as little as it can.** ``create()`` never raises: a failed start logs
+nothing, so a rollout with no ``Rollout.logged_messages`` did not start. Until a start has
+gone through, and after one failed, one start (a *probe*) is under way at a time. A start
+that failed or took over :data:`START_TIMEOUT` seconds marks the API down: rollouts are
+dropped at once, and after a pause growing from :data:`RETRY_FIRST` to :data:`RETRY_MAX`
+seconds one is sent as the probe; one that goes through ends the outage. At exit the queue
+gets :data:`EXIT_BUDGET` seconds to drain, then the SDK's client its shutdown; with the API
+down, what is queued or starting is dropped (counted) and the client gets
 :data:`DOWN_GRACE` seconds.
 """
 
@@ -318,7 +312,6 @@ class Uploader:
 
 
 def uploader() -> Uploader:
-    """This process's uploader."""
     return current().part(Uploader)
 
 
