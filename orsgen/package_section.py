@@ -151,8 +151,7 @@ def package_section(
     configured: PackageConfig | None,
     old: Snapshot | None,
 ) -> Section:
-    """The ``package`` section for ``environment`` written to ``output``; ``old`` is the
-    snapshot already there, if any."""
+    """The ``package`` section for ``environment`` written to ``output`` (``old``: the last)."""
     previous = old.package if old else None
     names = _names(environment, output, asked, configured or PackageConfig(), previous)
     package = Package.model_validate({**names, **_selection(configured, previous)})

@@ -163,8 +163,7 @@ def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str)
 def _render_python(
     name: str, context: Mapping[str, Any], diagnostics: list[Diagnostic]
 ) -> str | None:
-    """The module ``name`` rendered, checked and formatted; ``None`` (with an error in
-    ``diagnostics``) when it does not parse or black fails."""
+    """The module ``name`` rendered, checked and formatted; ``None`` (an error) if that fails."""
     source = render(f"{name}.jinja", **context)
     try:
         # Checked once, before black: black keeps the syntax tree, and its error on

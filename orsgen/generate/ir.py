@@ -64,9 +64,8 @@ class Field:
 
 @dataclass(frozen=True)
 class ObjectOf:
-    """An object that declares fields: hinted ``dict[str, Any]``, validated by a model.
-    ``ref`` is the local ``$ref`` it was reached through ("" inline): it names the model
-    class. ``extra`` is its ``additionalProperties`` (``None`` when absent)."""
+    """An object that declares fields: hinted ``dict[str, Any]``, validated by a model named
+    after ``ref`` (its local ``$ref``, "" inline); ``extra``: ``additionalProperties``."""
 
     fields: tuple[Field, ...]
     ref: str = field(default="", compare=False)  # a name, not part of the shape

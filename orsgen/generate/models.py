@@ -90,8 +90,7 @@ def _unvalidated(req: ModelRequest, why: str) -> Diagnostic:
 
 
 def build_models(requests: list[ModelRequest]) -> ModelsResult:
-    """One models module for every request; a request that breaks generation is
-    isolated and left out with a warning naming its tool."""
+    """One models module; a request that breaks generation is left out with a warning."""
     result = ModelsResult()
     if not requests:
         return result

@@ -203,9 +203,8 @@ def import_notes(directory: PurePath, package: str) -> list[str]:
 
 
 def shadowed_module(name: str, directory: Path) -> str | None:
-    """Which other module ``import NAME`` could mean when the package's parent directory is
-    on ``sys.path``: a standard-library module, or an installed top-level module (looked up
-    without importing it). ``None`` when the name is free."""
+    """The standard-library or installed top-level module (found without importing it) that
+    ``import NAME`` could also mean; ``None`` when the name is free."""
     if not name.isidentifier():
         return None
     if name in sys.stdlib_module_names:

@@ -1,7 +1,5 @@
-"""Where a schema points: JSON pointers, the one local ``$ref`` resolver, and ``allOf``
-merging. Nothing is ever fetched: a remote or dangling ``$ref`` resolves to nothing,
-with a warning that names the tool and the JSON pointer.
-"""
+"""JSON pointers, the one local ``$ref`` resolver, and ``allOf`` merging. Nothing is fetched:
+a remote or dangling ``$ref`` resolves to nothing, with a warning naming tool and pointer."""
 
 from __future__ import annotations
 

@@ -147,9 +147,8 @@ class Snapshot(_Stored):
 
 
 def stored_form(model: BaseModel) -> dict[str, Any]:
-    """A model as JSON data, with exactly the keys it was given: a snapshot read from a
-    file dumps back to that file's contents (so its hash holds), whatever defaults later
-    versions add."""
+    """A model as JSON data, with exactly the keys it was given, so a snapshot read from a
+    file dumps back to it (its hash holds), whatever defaults later versions add."""
     return model.model_dump(mode="json", exclude_unset=True)
 
 
@@ -178,8 +177,7 @@ def _validated(cls: type[_M], data: Mapping[str, Any], where: str, section: str 
 
 
 def parse(data: Mapping[str, Any], where: str = "snapshot") -> Snapshot:
-    """The typed view of a stored snapshot; :class:`SnapshotError` names the bad field
-    or the unknown key."""
+    """The typed stored snapshot; :class:`SnapshotError` names the bad field or unknown key."""
     return _validated(Snapshot, data, where)
 
 

@@ -64,8 +64,7 @@ def scrub(value: Any) -> Any:
 
 
 def load(run: str | os.PathLike[str]) -> Run:
-    """The run at ``run``: an evaluation directory, a trajectory file, or a directory of
-    trajectory files (``*.jsonl``)."""
+    """The run at ``run``: an evaluation directory, or a trajectory file or directory of them."""
     path = Path(run)
     if not path.exists():
         raise ViewError(

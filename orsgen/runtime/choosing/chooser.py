@@ -44,18 +44,14 @@ class Layout:
 
 
 class Chooser:
-    """A stream's task sampler, shared by every adapter instance of the stream in a
-    process. Thread-safe (AsyncGRPO resets from a thread pool).
+    """A stream's task sampler, shared by its adapter instances. Thread-safe (AsyncGRPO
+    resets from a thread pool).
 
-    Without a curriculum, the groups follow seeded uniform passes, whatever the outcomes:
-    pass ``p`` is every task once, in the order ``Random(f"{seed}:{p}")`` shuffles them, and
-    group ``g`` gets task ``g % len(tasks)`` of pass ``g // len(tasks)``. With one, the curriculum chooses once per group and learns
-    from every settled outcome. ``share`` (several processes) exchanges the outcomes the
-    ranks observed, at the first reset of each generation: every rank is there, after the
-    previous generation was scored and before any task of this one is chosen.
-
-    It counts its resets (``handed_out``); the groups they open are numbered from the
-    curriculum's ``first_group``, the one group counter (0 for the uniform passes)."""
+    Without a curriculum, pass ``p`` is every task once, shuffled by ``Random(f"{seed}:{p}")``,
+    and group ``g`` gets task ``g % len(tasks)`` of pass ``g // len(tasks)``. ``share``
+    exchanges the ranks' outcomes at each generation's first reset (every rank is there,
+    after the previous generation was scored). Groups are numbered from the curriculum's
+    ``first_group``, the one group counter (0 for the uniform passes)."""
 
     def __init__(
         self,

@@ -31,10 +31,8 @@ logger = logging.getLogger("orsgen.runtime")
 
 
 class TaskSampler(Protocol):
-    """Which task the next reset of a stream opens (a stream: one adapter class, server and
-    split in one process; see :func:`~orsgen.runtime.choosing.tasks.sampler_for`).
-    :class:`~orsgen.runtime.choosing.chooser.Chooser` (uniform seeded passes, or a
-    curriculum's choices) is the built-in one."""
+    """Which task the next reset of a stream opens; the built-in one is
+    :class:`~orsgen.runtime.choosing.chooser.Chooser`."""
 
     def choose(self) -> int:
         """The next task index (thread-safe: AsyncGRPO resets from a thread pool)."""

@@ -93,9 +93,8 @@ SamplerFactory = Callable[[Sequence[int], int, int, float], TaskSampler]
 
 
 def _check_factory(factory: Callable[..., object]) -> None:
-    """Refuse, at the adapter's construction, a ``sampler=`` that cannot be called as
-    ``factory(tasks, seed, group_size, pass_threshold)`` (as a 3-argument factory of an
-    earlier orsgen)."""
+    """Refuse, at construction, a ``sampler=`` not callable as
+    ``factory(tasks, seed, group_size, pass_threshold)`` (an earlier orsgen's 3 arguments)."""
     try:
         inspect.signature(factory).bind([0], 0, 1, 1.0)
     except TypeError:

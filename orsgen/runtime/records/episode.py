@@ -4,17 +4,15 @@ A rollout ends in one of three outcomes (:func:`classify`):
 
 - ``scored``: the environment gave a reward (the last non-null one; ``0.0`` and negative
   values are real scores);
-- ``unfinished``: the session worked but no call scored (no call, only the model's own
-  mistakes, the tool-call limit, an answer the environment does not score), or the
-  rollout's ``rollout_timeout`` passed (even after an earlier score). It gets the
-  user's ``unfinished_reward`` (``None`` by default);
-- ``failed``: the infrastructure or the grader failed (the tool raised on the server, a
-  server error, a timeout, a lost session, the environment unavailable). ``None``,
-  whatever ``unfinished_reward`` says: there is nothing to learn from it.
+- ``unfinished``: the session worked but no call scored, or the rollout's
+  ``rollout_timeout`` passed (even after an earlier score): the user's ``unfinished_reward``
+  (``None`` by default);
+- ``failed``: the infrastructure or the grader failed: ``None``, whatever
+  ``unfinished_reward`` says (there is nothing to learn from it).
 
-The outcome carries what the rollout used (:class:`Usage`), so the ``ors/*`` figures of a
-reward batch count *that batch's* rollouts. Per tool the keys are bounded: an adapter class has at most :data:`MAX_TOOLS` tools with keys
-of their own (:func:`tool_keys`, the same on every rank); other tools count under :data:`OTHER`.
+The outcome carries what the rollout used (:class:`Usage`), so a reward batch's ``ors/*``
+figures count *that batch's* rollouts; per tool at most :data:`MAX_TOOLS` keys
+(:func:`tool_keys`), the rest under :data:`OTHER`.
 """
 
 from __future__ import annotations
@@ -242,9 +240,8 @@ def classify(
     owner: type | None = None,
     environment: str | None = None,
 ) -> Outcome:
-    """The outcome of a rollout of an ``owner`` adapter whose calls gave ``rewards`` (see
-    the module docstring), with what the rollout used (per tool of ``owner``) and the name
-    of its ``environment`` in the run."""
+    """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring), with
+    what it used."""
     scored = [r for r in rewards if r is not None]
     failure = episode.environment_failure
     reward: float | None = unfinished_reward

@@ -1,9 +1,7 @@
 """Rollout health, counted per rollout and drained into the trainer's log.
 
-Each settled rollout's outcome carries its own reset and calls, so every figure counts
-exactly the rollouts it is logged for: ``outcome_reward`` logs its batch (:func:`emit`);
-``get_reward()`` counts into the process window, which a drain returns as ``ors/*``
-metrics. A scratch adapter's calls that no reward settled count nowhere:
+Every figure counts exactly the rollouts it is logged for: ``outcome_reward`` logs its batch
+(:func:`emit`); ``get_reward()`` counts into the process window, drained as ``ors/*``:
 
 ==========================  ==========================================================
 ``ors/rollouts``            rollouts in the window
@@ -26,12 +24,10 @@ metrics. A scratch adapter's calls that no reward settled count nowhere:
 ``ors/tool/<name>/...``     per tool: ``calls_per_rollout``, ``error_frac``, ``call_s``
 ==========================  ==========================================================
 
-When a run trains on several environments (TRL's dict ``environment_factory``: each
-adapter knows its key, :func:`~orsgen.runtime.records.trainer_facts.environment_name`),
-every figure is also logged per environment as ``ors/<env>/<figure>``, the per-tool ones
-only there (``ors/<env>/tool/<name>/...``), with ``ors/<env>/rollout_frac``, the
-environment's share of the rollouts. Each pooled figure is the mean of its per-environment
-figures weighted by their denominators. Per environment at most
+With several environments (a dict ``environment_factory``), every figure is also logged as
+``ors/<env>/<figure>``, the per-tool ones only there (``ors/<env>/tool/<name>/...``), with
+``ors/<env>/rollout_frac``; a pooled figure is the denominator-weighted mean of its
+per-environment ones. Per environment at most
 :data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools have keys; the rest count as ``_other``.
 
 Two ways out, both exact over all the rollouts of a logging step. :func:`emit` (the

@@ -4,12 +4,12 @@ Each row of an evaluation's ``results.jsonl`` lists its tool calls as ``tool_cal
 ``[tool, failed_by, seconds]`` per call, where ``tool`` is the name the model called it by
 (the adapter's method; the hidden terminal tool keeps its wire name), ``failed_by`` is
 ``"environment"`` (the environment or the infrastructure failed), ``"model"`` (the model's
-call was wrong) or ``None`` (answered), and ``seconds`` is the call's time. Calls to a tool the adapter does not have are counted
-under :data:`UNKNOWN`, so the model's invented names add one entry, not one each.
+call was wrong) or ``None`` (answered), and ``seconds`` is the call's time. Calls to a tool
+the adapter does not have count under :data:`UNKNOWN` (one entry for all invented names).
 
 :class:`ToolTally` folds rows in as they are read, keeping per tool a few counters and the
-call times as 8-byte floats, so ``p90_s`` is exact (nearest-rank: the smallest time that at least 90% of the calls took at
-most), found from the slowest tenth, never a sorted copy of them all.
+call times as 8-byte floats, so ``p90_s`` is exact (nearest-rank: the smallest time that at
+least 90% of the calls took at most), found from the slowest tenth, never a full sort.
 """
 
 from __future__ import annotations

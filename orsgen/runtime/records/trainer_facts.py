@@ -1,7 +1,7 @@
 """What the TRL trainer driving this process knows and does not hand the environment.
 
-TRL gives ``reset()`` only the dataset row, and with ``train_dataset=None`` that row is a
-placeholder: no group size, no seed. Two facts are readable without any configuration:
+TRL gives ``reset()`` only the dataset row (with ``train_dataset=None`` a placeholder), but
+these are readable without any configuration:
 
 - ``GRPOTrainer`` calls ``environment.reset(**row)`` from its own method
   (``trl/trainer/grpo_trainer.py``, around line 2389), so the caller's frame holds the
@@ -19,8 +19,8 @@ placeholder: no group size, no seed. Two facts are readable without any configur
   (``grpo_trainer.py`` around lines 686 and 2358, ``async_rollout_worker.py`` around lines
   436 and 574): an adapter being constructed finds its name up the stack.
 
-This is the only module that reads them; every reader returns ``None`` when the shape is
-not the one above, and the caller then asks the user (``group_size=``) or does without.
+Every reader returns ``None`` when the shape is not the one above; the caller then asks the
+user (``group_size=``) or does without.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Reading the trajectory log back, for the per-task table of a run whose rollouts are
-scored in other processes (AsyncGRPO's rollout child, other ranks).
+"""Reading the trajectory log back, for the task table of rollouts scored in other processes.
 
-:class:`TrajectoryFiles` follows every process's file for one configured path and returns
-only the complete lines appended since it last read (the torn-line rule of
-:mod:`orsgen.runtime.rundir`); a whole line that is not a trajectory line is counted,
-logged and skipped, so that a training run never stops on one.
+:class:`TrajectoryFiles` returns only the complete lines appended since its last read (the
+torn-line rule of :mod:`orsgen.runtime.rundir`); a whole line that is not a trajectory line
+is counted, logged and skipped, so that a training run never stops on one.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Per-task visibility: which task each rollout ran on, and how each task fares.
 
-- TRL's completions table: ``outcome_reward`` passes every rollout's task index and split
-  to TRL's ``log_extra`` (columns :data:`TASK_INDEX` and :data:`TASK_SPLIT`), so
-  ``log_completions=True`` shows them in the parquet files and in wandb or trackio.
-- A per-task table: ``outcome_reward`` adds each settled rollout to this process's
-  :class:`TaskTable`; :class:`~orsgen.runtime.task_callback.TaskTableCallback` writes
-  it beside the run's output at every logging step (``ors_tasks.csv``).
+- TRL's completions table: ``outcome_reward`` passes each rollout's task index and split to
+  TRL's ``log_extra`` (columns :data:`TASK_INDEX` and :data:`TASK_SPLIT`).
+- A per-task :class:`TaskTable`, which ``TaskTableCallback`` writes as ``ors_tasks.csv``.
 
 A task is *passed* by a rollout that passes by the pass rule (:func:`~orsgen.runtime.passk.
 passes` with its adapter's ``pass_threshold``); the pass rate and the mean reward are over

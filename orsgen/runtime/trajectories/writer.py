@@ -5,9 +5,8 @@ sink handed to ``functools.partial`` must pickle (AsyncGRPO spawns its rollout w
 A line (:func:`line`) holds no secret, no ``env_overrides`` and no task-spec content: the
 adapter never hands them to the episode.
 
-:class:`JsonlFile` writes one file per process: the path as given by a process that trains
-alone, ``x.rank<r>.jsonl`` by rank ``r`` of several, ``x.pid<pid>.jsonl`` by a forked
-child, so no two processes append to one file.
+:class:`JsonlFile` writes one file per process (the path, ``x.rank<r>.jsonl`` or
+``x.pid<pid>.jsonl``): no two processes append to one file.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Each settled rollout becomes one platform rollout: its run, environment, split a
 every message the model saw and sent, the reward and ``is_finished`` on the last, orsgen's
 verdict as metadata (with ``rank`` / ``world_size``), and a ``RunInfo`` from what the
 process knows. The conversation is the one TRL handed ``outcome_reward``; without one (a
-``get_reward()`` scored rollout), the prompt and each tool call with its result. No secret, ``env_overrides`` value or API key is part of any of
-it; the key authenticates the requests as a header, the SDK's own way.
+``get_reward()`` scored rollout), the prompt and each tool call with its result. No secret,
+``env_overrides`` value or API key is part of any of it; the key authenticates the requests
+as a header, the SDK's own way.
 """
 
 from __future__ import annotations

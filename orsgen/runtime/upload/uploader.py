@@ -197,10 +197,8 @@ class Uploader:
         self._pause = min(self._pause * 2, RETRY_MAX)
 
     def _start(self, record: Record) -> str | None:
-        """Start ``record``'s rollout with the SDK's ``create()`` (waited for) and log every
-        event of its messages, the reward, ``is_finished``, orsgen's metadata and a
-        ``RolloutInfo`` on the last; ``None`` when it started, else why not (the SDK logs
-        nothing for a rollout whose start failed)."""
+        """Start ``record``'s rollout with ``create()`` (waited for) and log its events, with
+        the reward and metadata on the last; ``None`` when it started, else why not."""
         sdk = _sdk()
         client = self._client(record)
         rollout = client.create(
@@ -261,11 +259,9 @@ class Uploader:
             return self._queue.unfinished_tasks - len(self._given_up)
 
     def flush(self, timeout: float) -> bool:
-        """Upload what is queued, then close the SDK's clients (which send their batches),
-        within ``timeout`` seconds in all; ``False`` when time ran out (what is left is
-        dropped with the process, the threads being daemons). With the API known to be
-        down, what is queued or starting is dropped (counted) without a request and the
-        SDK's clients get :data:`DOWN_GRACE` seconds."""
+        """Upload what is queued, then close the SDK's clients, within ``timeout`` seconds in
+        all; ``False`` when time ran out (what is left dies with the daemon threads). With
+        the API down: see the module docstring."""
         deadline = time.monotonic() + timeout
         with self._lock:
             self._flushing = True
