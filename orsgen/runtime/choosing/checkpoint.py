@@ -261,8 +261,7 @@ class _Worker:
 
 
 def join() -> None:
-    """Take part in the hand-off named in the environment, if this process is its worker
-    (once per process; the adapter calls this before it makes a stream)."""
+    """Take part in the hand-off named in the environment, if this process is its worker (once)."""
     current().part(_Worker)
 
 

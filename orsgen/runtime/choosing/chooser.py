@@ -80,8 +80,7 @@ class Chooser:
         self.handed_out = 0
 
     def spread(self, layout: Layout, share: Callable[[Shared], list[Shared]]) -> None:
-        """Choose by global group across ``layout``'s ranks, sharing outcomes by
-        ``share`` (before the first choice)."""
+        """Choose by global group across ``layout``'s ranks, sharing outcomes by ``share``."""
         with self._lock:
             if self.handed_out:
                 raise RuntimeError("a chooser is spread over ranks before its first choice")
@@ -135,8 +134,7 @@ class Chooser:
             self._waiting.clear()
 
     def _first_group(self) -> int:
-        """The group of this stream's first reset: the curriculum's counter (its one
-        owner), 0 for the uniform passes."""
+        """The group of this stream's first reset: the curriculum's counter, else 0."""
         return 0 if self.curriculum is None else self.curriculum.first_group
 
     def _next(self) -> tuple[int, int]:
@@ -160,9 +158,8 @@ class Chooser:
         return self._current[1], group
 
     def synchronize(self) -> None:
-        """Share the outcomes of the generation in progress now, not at the next one's
-        first reset: every rank calls it at the same point (a checkpoint's save, the end of
-        training), after which all ranks hold the same curriculum state."""
+        """Share the outcomes of the generation in progress now: every rank calls it at the same
+        point (a checkpoint's save, the end of training), so all then hold the same state."""
         with self._lock:
             layout = self.layout
             if layout is None or layout.world <= 1 or self.handed_out == 0:

@@ -36,8 +36,7 @@ class PriorError(ValueError):
 
 @dataclass(frozen=True)
 class Identity:
-    """What a pass rate is a pass rate of: an environment's split, its tools (their hash)
-    and the pass rule's threshold."""
+    """What a pass rate is of: an environment's split, tool hash and pass threshold."""
 
     environment: str | None
     split: str

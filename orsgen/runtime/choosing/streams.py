@@ -115,9 +115,8 @@ class Samplers:
             return [sampler for _, sampler in self._items.values()]
 
     def saved(self) -> list[tuple[StreamKey, dict[str, Any]]]:
-        """Every stream's key and ``state_dict()``, by key. Two streams under one key (one
-        adapter class, server and split with different task settings) cannot be told apart
-        on resume: refused."""
+        """Every stream's key and ``state_dict()``, by key; two streams under one key cannot be told
+        apart on resume: refused."""
         with self._lock:
             items = list(self._items.values())
         twice = sorted(k for k, n in Counter(key for key, _ in items).items() if n > 1)
@@ -130,8 +129,7 @@ class Samplers:
         return sorted(((key, sampler.state_dict()) for key, sampler in items), key=lambda x: x[0])
 
     def stage(self, states: list[tuple[StreamKey, Mapping[str, Any]]]) -> None:
-        """Hand saved states to their streams: at once to a stream that exists, else when
-        it is made."""
+        """Hand saved states to their streams: at once if one exists, else when it is made."""
         with self._lock:
             self._staged = dict(states)
             for key, sampler in self._items.values():

@@ -214,9 +214,8 @@ def tool_names(owner: type) -> list[str]:
 
 @functools.cache
 def model_names(owner: type) -> Mapping[str, str]:
-    """Each tool's wire name mapped to the name the model calls it by (the adapter's method,
-    from ``WIRE_NAMES``); a wire name the map leaves out (the terminal tool, which the model
-    never sees) keeps its own."""
+    """Each tool's wire name mapped to the name the model calls it by (``WIRE_NAMES``); one the
+    map leaves out (the terminal tool, never seen by the model) keeps its own."""
     wire_names: Mapping[str, tuple[str, object]] = getattr(owner, "WIRE_NAMES", {})
     return {wire: method for method, (wire, _) in wire_names.items()}
 
@@ -240,8 +239,7 @@ def classify(
     owner: type | None = None,
     environment: str | None = None,
 ) -> Outcome:
-    """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring), with
-    what it used."""
+    """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring)."""
     scored = [r for r in rewards if r is not None]
     failure = episode.environment_failure
     reward: float | None = unfinished_reward

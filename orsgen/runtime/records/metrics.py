@@ -80,8 +80,7 @@ class Window:
     tools: dict[str, ToolUse] = field(default_factory=lambda: {})
 
     def count(self, outcome: Outcome, passed: bool = False) -> None:
-        """Count one rollout's outcome (``passed``: by its adapter's pass rule), with its
-        own reset and calls."""
+        """Count one rollout's outcome (``passed``: by its adapter's pass rule), reset and calls."""
         self.rollouts += 1
         self.finished += int(outcome.finished)
         setattr(self, outcome.kind, getattr(self, outcome.kind) + 1)
@@ -157,9 +156,8 @@ class Counts:
         return counts
 
     def rates(self) -> dict[str, Rate]:
-        """Every figure as (numerator, denominator): the pooled ones (with the per-tool
-        figures when one environment trains), then each environment's under ``ors/<env>/``
-        with its per-tool figures and its share of the rollouts, ``rollout_frac``."""
+        """Every figure as (numerator, denominator): the pooled ones, then each environment's under
+        ``ors/<env>/`` with its per-tool figures and ``rollout_frac``."""
         out = self.pooled.rates(tools=not self.by_env)
         for name, window in sorted(self.by_env.items()):
             out.update(window.rates(f"ors/{name}/"))
@@ -233,9 +231,8 @@ def _warn_once(name: str, exc: Exception) -> None:
 
 
 class Accumulator:
-    """The counts of one process since the last drain (a
-    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child starts from zero),
-    and the run's environments when several train. Thread-safe."""
+    """One process's counts since the last drain (a forked child starts from zero), and the run's
+    environments when several train. Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -284,9 +281,8 @@ def counts() -> Accumulator:
 
 
 def push_to_worker() -> bool:
-    """In AsyncGRPO's rollout child, send this process's window to the worker's metrics
-    queue, which the trainer's ``log()`` drains into ``trainer.state.log_history`` next to
-    TRL's own ``env/*`` and ``tools/*`` metrics. ``False`` (and nothing drained) anywhere else."""
+    """In AsyncGRPO's rollout child, send this process's window to the worker's metrics queue
+    (the trainer's ``log()`` drains it); ``False`` (and nothing drained) anywhere else."""
     queue = trainer_facts.worker_metrics_queue()
     if queue is None:
         return False

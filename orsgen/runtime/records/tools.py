@@ -32,8 +32,7 @@ FAILED_BY = ("environment", "model")
 
 
 def failed_by(reason: str | None) -> str | None:
-    """Who failed a call that failed for ``reason`` (a :class:`ToolCallFailure` reason;
-    ``None``: it did not fail)."""
+    """Who failed a call that failed for ``reason`` (``None``: it did not fail)."""
     if reason is None:
         return None
     return FAILED_BY[1] if reason in MODEL_REASONS else FAILED_BY[0]
@@ -90,6 +89,5 @@ class ToolTally:
             tool.seconds.append(float(seconds))
 
     def figures(self) -> dict[str, dict[str, Any]]:
-        """``{tool: {calls, failed, environment_failed, model_failed, mean_s, p90_s}}``,
-        in name order."""
+        """``{tool: {calls, failed, environment_failed, model_failed, mean_s, p90_s}}``, by name."""
         return {name: self._tools[name].figures() for name in sorted(self._tools)}

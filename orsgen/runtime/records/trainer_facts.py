@@ -63,8 +63,7 @@ def _frames(frame: Any) -> Iterator[Any]:
 
 
 def trainer(frame: Any) -> Any | None:
-    """The ``GRPOTrainer`` (or subclass) whose method is on the stack at ``frame`` or up
-    to a few frames above it, else ``None``."""
+    """The ``GRPOTrainer`` whose method is on the stack at or a few frames above ``frame``."""
     for found in _frames(frame):
         owner = found.f_locals.get("self")
         if isinstance(getattr(owner, "num_generations", None), int) and hasattr(
@@ -142,8 +141,7 @@ def facts() -> TrainerFacts | None:
 
 
 def worker_model() -> str | None:
-    """The model AsyncGRPO's rollout child generates with (its ``loop_kwargs``'
-    ``model_name``), when this process is that child."""
+    """The model AsyncGRPO's rollout child generates with, when this process is that child."""
     name = _loop_kwargs().get("model_name")
     return name if isinstance(name, str) and name else None
 

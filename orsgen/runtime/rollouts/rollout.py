@@ -166,9 +166,8 @@ class AdapterRollout:
             self.episode.void_reason = reason
 
     def call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
-        """Call a tool by its wire name. A failure raises :class:`ToolCallFailure`
-        (:class:`ToolInputError` for the model's mistakes, :class:`ToolEnvironmentError`
-        for the environment's), recorded first."""
+        """Call a tool by its wire name; a failure is recorded, then raised as
+        :class:`ToolInputError` (the model's mistake) or :class:`ToolEnvironmentError`."""
         start = time.monotonic()
         with self._lock:
             result = self._send(wire_name, arguments)
@@ -268,9 +267,8 @@ class AdapterRollout:
         return ToolEnvironmentError(wire_name, "no_session", "no open session; call reset() first")
 
     def _time_left(self) -> float | None:
-        """Seconds until the rollout's deadline (``None``: none). At the deadline the
-        episode ends, its session closes with no round trip, and it counts as unfinished
-        (``unfinished_reward``, ``None`` by default), even after an earlier score."""
+        """Seconds until the rollout's deadline (``None``: none). There the episode ends, its
+        session closes with no round trip, and it counts as unfinished, even after a score."""
         if self._deadline is None:
             return None
         left = self._deadline - self._clock()
@@ -281,9 +279,8 @@ class AdapterRollout:
         return left
 
     def _release_if_over(self) -> None:
-        """Under a session cap, a scored episode that finished closes its session at once:
-        an open session would still count against the server's limit. (An environment that
-        judges groups keeps it for ``group_reward``.)"""
+        """Under a session cap, a finished scored episode closes its session at once (an open one
+        counts against the server's limit), unless the environment judges groups."""
         if (
             self.here.max_sessions is not None
             and self.state is RolloutState.FINISHED

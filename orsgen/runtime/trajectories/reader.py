@@ -77,8 +77,7 @@ class TrajectoryFiles:
 
 
 def pass_threshold(line: dict[str, Any]) -> float:
-    """The pass threshold a trajectory line was judged by (lines before it was recorded:
-    the default)."""
+    """The pass threshold a trajectory line was judged by (older lines: the default)."""
     found = line.get("pass_threshold")
     if isinstance(found, (int, float)) and not isinstance(found, bool):
         return float(found)
@@ -105,8 +104,7 @@ def task_outcome(line: dict[str, Any]) -> tuple[Task, Outcome] | None:
 
 
 def fold(table: TaskTable, lines: Iterable[dict[str, Any]], step: int | None) -> int:
-    """Add every trajectory line to ``table`` at ``step``; how many lines had no task and
-    outcome (left out)."""
+    """Add every trajectory line to ``table`` at ``step``; how many had no task and outcome."""
     left_out = 0
     for line in lines:
         found = task_outcome(line)

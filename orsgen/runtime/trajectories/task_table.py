@@ -67,8 +67,7 @@ class TaskRow:
 
 
 class TaskTable:
-    """This process's per-task counts (a :meth:`~orsgen.runtime.process.Process.part`).
-    Thread-safe."""
+    """This process's per-task counts (a ``Process.part``). Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -125,9 +124,8 @@ def record(
     trainer_state: Any,
     thresholds: Sequence[float],
 ) -> None:
-    """Add a batch scored by a trainer (``trainer_state`` given) to the task table, each
-    rollout judged with its adapter's pass threshold; a batch scored outside a trainer
-    (before training) is left out."""
+    """Add a batch scored by a trainer (``trainer_state`` given), each rollout judged with its
+    adapter's pass threshold; a batch scored outside a trainer is left out."""
     if trainer_state is None:
         return
     step = getattr(trainer_state, "global_step", None)  # the step the batch trains, numbered

@@ -38,8 +38,7 @@ class TrajectorySink(Protocol):
 
 @dataclass(frozen=True)
 class JsonlFile:
-    """Today's sink: one JSON line per rollout appended to ``path`` (one file per process,
-    see :func:`process_path`)."""
+    """One JSON line per rollout, appended to this process's file (:func:`process_path`)."""
 
     path: str
 
@@ -84,8 +83,7 @@ def line(rollout: Rollout) -> dict[str, Any]:
 
 
 def deliver(sink: TrajectorySink, rollout: Rollout) -> None:
-    """Write ``rollout``'s line to ``sink``; a full disk must not end the run (said once per
-    rollout)."""
+    """Write ``rollout``'s line to ``sink``; a full disk must not end the run (said once)."""
     try:
         sink.write(line(rollout))
     except OSError as exc:

@@ -47,8 +47,7 @@ def _as_messages(value: Any, role: str) -> list[Any]:
 def note_transcripts(
     rollouts: Sequence[object | None], prompts: Sequence[Any] | None, completions: Sequence[Any]
 ) -> None:
-    """Keep each uploading rollout's conversation as the trainer saw it (TRL's ``prompts``
-    and ``completions``), for its upload when it settles."""
+    """Keep each uploading rollout's conversation as TRL handed it, for its upload."""
     for number, (rollout, completion) in enumerate(zip(rollouts, completions)):
         if rollout is None or getattr(getattr(rollout, "settings", None), "upload", None) is None:
             continue
@@ -78,8 +77,7 @@ def _from_episode(rollout: Any) -> list[Any]:
 
 
 def ended(rollout: Any, run: UploadRun) -> None:
-    """Queue the upload of ``rollout`` (an ``AdapterRollout``), once, if it opened a task.
-    Only builds a record and enqueues it: no I/O."""
+    """Queue the upload of ``rollout``, once, if it opened a task (builds a record: no I/O)."""
     episode = rollout.episode
     if episode.uploaded or not episode.opened:
         return

@@ -312,8 +312,7 @@ def uploader() -> Uploader:
 
 
 def flush(timeout: float = EXIT_BUDGET) -> bool:
-    """Wait (at most ``timeout`` seconds) until this process's queued rollouts are
-    uploaded; also done at exit."""
+    """Wait (at most ``timeout`` s) until this process's queue is uploaded (also done at exit)."""
     return uploader().flush(timeout)
 
 
@@ -343,8 +342,7 @@ def _exit_flush_registered() -> None:
 
 
 def trl_version() -> str | None:
-    """TRL's installed version, read without importing it (0.3 s of CPU in a process that
-    does not train, as ``orsgen eval`` does not)."""
+    """TRL's installed version, read without importing it (0.3 s of CPU outside training)."""
     try:
         return importlib.metadata.version("trl")
     except Exception:  # noqa: BLE001 - no trl, no version
