@@ -243,8 +243,7 @@ class _Worker:
                     logger.exception("the rollout worker could not write its task-choice state")
 
     def flush(self) -> None:
-        """Write the streams' states when they changed (never a file with no stream: the
-        trainer says so instead)."""
+        """Write the streams' states when they changed (never a file with no stream)."""
         if self.handoff is None:
             return
         with self._lock:

@@ -167,9 +167,8 @@ class Chooser:
             self._exchange(-(-self.handed_out // layout.rows))  # the generations that started
 
     def _exchange(self, generations: int) -> None:
-        """Share the outcomes of the stream's generations before its ``generations``-th. Their
-        groups are all planned first, so every rank plans them from the statistics they were
-        chosen from, whichever rank served them."""
+        """Share the outcomes of the stream's generations before its ``generations``-th, all their
+        groups planned first, so every rank plans them from the statistics they were chosen from."""
         if self.curriculum is None or self._share is None or self.layout is None:
             return
         first = self._first_group()
@@ -196,10 +195,8 @@ class Chooser:
 
 @dataclass(frozen=True)
 class CurriculumFactory:
-    """The sampler factory ``curriculum=`` selects: a :class:`Chooser` whose groups the
-    curriculum chooses. ``"pass_rate"`` makes one curriculum per stream; a
-    :class:`PassRateCurriculum` object is shared by every stream that uses it (and
-    compared by identity, so the adapters given it share one stream)."""
+    """The sampler factory ``curriculum=`` selects: ``"pass_rate"`` makes one curriculum per
+    stream; a :class:`PassRateCurriculum` object (compared by identity) shares one stream."""
 
     curriculum: str | PassRateCurriculum
 

@@ -175,10 +175,8 @@ def sampler_for(
     split: str,
     split_size: Callable[[], int],
 ) -> TaskSampler:
-    """The sampler of this stream (``key``: class, server, split), made on its first use:
-    every instance of a stream in a process shares one. The first use says, once, what it
-    does; it raises :class:`TaskChoiceError` when groups could not stay whole. A
-    curriculum judges passes by ``pass_threshold`` (the adapter's)."""
+    """The sampler of stream ``key``, made on first use and shared by the stream's instances;
+    said once. :class:`TaskChoiceError` when groups could not stay whole."""
     facts = trainer_facts.facts()
     layout = None
     if facts is not None and facts.rows is not None and facts.world > 1:

@@ -83,8 +83,7 @@ class Usage:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a rollout ended: its reward after the ``unfinished_reward`` policy, its kind,
-    and why it got no score (``None`` when scored)."""
+    """How a rollout ended: its reward (``unfinished_reward`` applied), kind, and why unscored."""
 
     reward: float | None
     kind: Kind

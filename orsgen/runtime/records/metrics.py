@@ -240,8 +240,7 @@ class Accumulator:
         self._window = Counts()
 
     def expect(self, environments: Sequence[str]) -> None:
-        """The run trains on ``environments`` (none: one environment, no per-environment
-        figures): each gets its figures in every window from now on."""
+        """The run trains on ``environments`` (none: one): each gets its figures in every window."""
         with self._lock:
             self.environments = tuple(environments)
             for name in self.environments:

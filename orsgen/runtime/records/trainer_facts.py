@@ -92,8 +92,7 @@ def current_step() -> int | None:
 
 @functools.cache
 def _start_arguments(pid: int) -> dict[str, Any] | None:
-    """The arguments of AsyncGRPO's ``_child_main`` when process ``pid`` (this one) is its
-    spawned child (read once per process: they never change)."""
+    """AsyncGRPO's ``_child_main`` arguments when process ``pid`` is that child (read once)."""
     process: Any = multiprocessing.current_process()
     target = getattr(process, "_target", None)
     if getattr(target, "__name__", None) != "_child_main" or target is None:
@@ -119,8 +118,7 @@ def _loop_kwargs() -> dict[str, object]:
 
 
 def facts() -> TrainerFacts | None:
-    """The trainer resetting this adapter, read from the caller's stack (GRPOTrainer) or
-    from this process's start arguments (AsyncGRPO's child), else ``None``."""
+    """The trainer resetting this adapter (GRPOTrainer's stack, AsyncGRPO's child), or ``None``."""
     owner = trainer(sys._getframe(1))  # pyright: ignore[reportPrivateUsage]
     if owner is None:
         generations = _loop_kwargs().get("num_generations")
@@ -153,10 +151,8 @@ def worker_metrics_queue() -> Any | None:
 
 
 def environment_name() -> tuple[str | None, tuple[str, ...]] | None:
-    """When TRL's ``environment_factory`` is constructing the caller (an adapter's
-    ``__init__``), read from the building frame up the stack: the name it builds it under
-    and every name of the dict when it holds several environments, ``(None, ())`` for one.
-    ``None`` when no trainer is building it."""
+    """When TRL's ``environment_factory`` is constructing the caller, the name it builds it under
+    and every name of the dict (``(None, ())`` for one environment); ``None`` outside it."""
     for frame in _frames(sys._getframe(1)):  # pyright: ignore[reportPrivateUsage]
         factories = getattr(frame.f_locals.get("self"), "environment_factories", None)
         if isinstance(factories, dict) and "name" in frame.f_locals:

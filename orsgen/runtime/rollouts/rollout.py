@@ -91,8 +91,7 @@ class AdapterRollout:
         return classify(self.episode, self.rewards, s.unfinished_reward, *kept, s.environment)
 
     def settle(self) -> Outcome:
-        """The outcome, counted once in the process's metrics, observed once by the task
-        sampler that chose the task, and written once to the trajectory sink."""
+        """The outcome, counted, observed and written once (see :meth:`Rollout.settle`)."""
         with self._lock:
             outcome = self.outcome()
             if not self.episode.counted:
@@ -180,8 +179,7 @@ class AdapterRollout:
             return result
 
     def refuse(self, wire_name: str, message: str) -> NoReturn:
-        """A call the model got wrong before anything was sent (client-side validation):
-        recorded, then raised so that TRL counts it."""
+        """A call the model got wrong before anything was sent: recorded, raised for TRL."""
         failure = ToolInputError(wire_name, "invalid_arguments", message)
         self._raise(wire_name, {}, failure, time.monotonic())
 
@@ -344,8 +342,7 @@ class AdapterRollout:
 
     @property
     def group(self) -> Hashable | None:
-        """Rollouts with equal keys are one GRPO group: same class, server, split and
-        task. ``None`` when the environment does not judge groups."""
+        """Equal keys are one GRPO group (class, server, split, task); ``None``: none judged."""
         judges = getattr(self.owner, "SUPPORTS_SCORE_GROUP", False)
         if not judges or self._task is None or self._slot.session is None:
             return None

@@ -41,8 +41,8 @@ Task = tuple[str, int | None]  # (split, task index); None: opened on a task_spe
 
 
 def log_tasks(log_extra: Callable[[str, list[Any]], object], tasks: Sequence[Task | None]) -> None:
-    """Each rollout's task index and split as two columns of TRL's completions table (one
-    value per rollout of the batch, ``None`` for an environment that is not an ORS adapter)."""
+    """Each rollout's task index and split as two columns of TRL's completions table (``None``
+    for an environment that is not an ORS adapter)."""
     log_extra(TASK_INDEX, [None if t is None else t[1] for t in tasks])
     log_extra(TASK_SPLIT, [None if t is None else t[0] for t in tasks])
 

@@ -101,8 +101,7 @@ def process_path(path: str | os.PathLike[str], rank: int, world: int, forked: bo
 
 
 def process_paths(path: str | os.PathLike[str]) -> list[Path]:
-    """Every process's file for the configured ``path``, as :func:`process_path` names
-    them (the path itself, ``x.rank<r>.jsonl``, ``x.pid<pid>.jsonl``), sorted by name."""
+    """Every process's file for ``path`` (as :func:`process_path` names them), sorted by name."""
     base = Path(path)
     name = re.compile(rf"{re.escape(base.stem)}(\.rank\d+|\.pid\d+)?{re.escape(base.suffix)}")
     if not base.parent.is_dir():
@@ -114,8 +113,7 @@ SHUTDOWN_ORDER = 50  # independent of sessions and clients
 
 
 class Writers:
-    """This process's open trajectory files, by configured path (a
-    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child opens its own)."""
+    """This process's open trajectory files, by path (a forked child opens its own)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -58,8 +58,7 @@ def note_transcripts(
 
 
 def _from_episode(rollout: Any) -> list[Any]:
-    """The conversation as the environment saw it (no reward function passed one): the
-    prompt, then each tool call and its (truncated) result."""
+    """The conversation as the environment saw it: the prompt, then each call and its result."""
     messages: list[Any] = []
     for number, call in enumerate(rollout.episode.calls):
         call_id = f"call_{number}"
@@ -129,8 +128,7 @@ def ended(rollout: Any, run: UploadRun) -> None:
 
 
 def trainer_run_info(trainer: Any) -> dict[str, Any]:
-    """``RunInfo`` fields from a TRL trainer (``{}`` without one): the model, the
-    algorithm, learning rate, batch size and step, and ``trl`` with its version."""
+    """``RunInfo`` fields from a TRL trainer (``{}`` without one), with ``trl`` and its version."""
     out: dict[str, Any] = {"framework": "trl", "framework_version": trl_version()}
     if trainer is None:
         worker = trainer_facts.worker_model()  # AsyncGRPO's rollout child

@@ -292,8 +292,7 @@ class Uploader:
             self._lock.wait(max(min(waits) - now, 0.01))
 
     def _give_up(self) -> None:
-        """With the API known down: drop what is queued, and count what is starting as
-        dropped (its thread still waits for the SDK's answer)."""
+        """With the API known down: drop what is queued, count what is starting as dropped."""
         for thread in self._starting:
             if thread not in self._given_up:
                 self._given_up.add(thread)
