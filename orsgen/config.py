@@ -114,8 +114,7 @@ def load(path: Path) -> FileConfig:
 
 
 def for_output(output: Path, explicit: Path | None = None) -> tuple[Path, PackageConfig] | None:
-    """The config file :func:`find` finds and its table whose key names ``output``
-    (relative to the file's directory), if any."""
+    """The config file :func:`find` finds, and its table for ``output`` (key relative to it)."""
     path = find(Path.cwd(), explicit)
     if path is None:
         return None

@@ -8,11 +8,10 @@ This is orsgen's library entry point; the command line is a thin shell around it
     result = run(Request("examples/echo_env.py", Path("generated/echo")), progress=print)
     print(result.version, result.level, sorted(result.files))
 
-It prints nothing: progress goes to the ``progress`` callback and findings come back as
-diagnostics. A request it cannot carry out raises :class:`RequestError` with nothing
-written. A package that generated but must not be written (error diagnostics, warnings
-under ``fail_on_warning``, a secret value in the output) comes back with ``refused`` set.
-Writes are atomic and never replace a file orsgen did not write (``orsgen.outdir``).
+It prints nothing (progress goes to ``progress``, findings come back as diagnostics). A
+request it cannot carry out raises :class:`RequestError` with nothing written; a package that
+must not be written (errors, warnings under ``fail_on_warning``, a secret in the output) comes
+back with ``refused`` set. Writes are atomic and never replace a file orsgen did not write.
 """
 
 from __future__ import annotations
@@ -283,7 +282,6 @@ def _stored_in(directory: Path) -> Snapshot | None:
 
 
 def _name_warnings(output: Path, package: str) -> list[Diagnostic]:
-    """How the package will be imported, and what its name may shadow."""
     where = output.resolve()
     notes = [*naming.import_notes(where, package), *naming.shadowing_notes(where)]
     return [warning(None, "", note) for note in notes]

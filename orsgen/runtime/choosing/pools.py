@@ -52,7 +52,6 @@ class Group:
 
 @dataclass
 class Window:
-    """What the curriculum did since its metrics were last drained."""
 
     rollouts: dict[str, int] = field(default_factory=lambda: {p: 0 for p in POOLS})
     groups: int = 0
@@ -90,7 +89,6 @@ class _Members:
 
 
 class Pools:
-    """The pool of every task of ``tasks`` (all ``unseen`` at first)."""
 
     def __init__(self, tasks: Sequence[int]) -> None:
         self.tasks = list(tasks)
@@ -108,7 +106,6 @@ class Pools:
         return POOLS[0] if position is None else POOLS[self._of[position]]
 
     def move(self, task: int, pool: str) -> None:
-        """Put ``task`` (a candidate) in ``pool``."""
         position, target = self._position[task], _INDEX[pool]
         source = self._of[position]
         if source != target:
@@ -120,7 +117,6 @@ class Pools:
         return self._members[_INDEX[pool]].size
 
     def counts(self) -> dict[str, int]:
-        """How many tasks each pool holds."""
         return {p: self._members[i].size for i, p in enumerate(POOLS)}
 
     def kth(self, pool: str, k: int) -> int:

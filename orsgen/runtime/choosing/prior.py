@@ -1,6 +1,5 @@
-"""A curriculum's prior: each task's pass rate as an evaluation measured it
-(``PassRateCurriculum(prior=...)``), so the curriculum starts with tasks in their pools
-instead of spending its first pass visiting every task.
+"""A curriculum's prior (``PassRateCurriculum(prior=...)``): each task's pass rate as an
+evaluation measured it, so the first pass need not visit every task.
 
 A prior is read from (:func:`load`):
 
@@ -37,8 +36,7 @@ class PriorError(ValueError):
 
 @dataclass(frozen=True)
 class Identity:
-    """What a pass rate is a pass rate of: an environment's split, its tools (their hash)
-    and the pass rule's threshold."""
+    """What a pass rate is of: an environment's split, tool hash and pass threshold."""
 
     environment: str | None
     split: str
@@ -46,7 +44,6 @@ class Identity:
     pass_threshold: float
 
     def differences(self, other: Identity) -> list[tuple[str, object, object]]:
-        """``(field, mine, other's)`` for every field that differs."""
         return [
             (name, getattr(self, name), getattr(other, name))
             for name in IDENTITY
@@ -78,7 +75,6 @@ class Prior:
 
 
 def load(prior: object) -> Prior:
-    """The prior ``prior`` names (see the module docstring)."""
     kind = type(prior).__name__  # before isinstance() narrows it
     if isinstance(prior, (str, os.PathLike)):
         return _of_runs([Path(cast("str | os.PathLike[str]", prior))])
@@ -139,7 +135,6 @@ def _identity(config: Mapping[str, Any], where: str) -> Identity:
 
 
 def _counts(summary: Mapping[str, Any], where: str) -> dict[int, tuple[int, int]]:
-    """``{task: (passed, scored)}`` of a summary's per-task figures."""
     per_task: object = summary.get("per_task")
     if not isinstance(per_task, list):
         raise PriorError(f"{where}: summary.json has no per_task list")
