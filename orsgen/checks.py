@@ -108,7 +108,6 @@ def live_drift(
     return Drift(live_target, diagnostics, classify_drift(stored, live))
 
 
-# The recorded target kinds that can be snapshotted again.
 _LIVE_KINDS: dict[str, Kind] = {"catalog": "catalog", "url": "url", "file": "file"}
 
 

@@ -1,7 +1,6 @@
-"""Command line: argument parsing, progress output and exit codes only.
-
-Exit codes: 0 success; 1 error diagnostics, drift or staleness; 2 usage error or an
-unusable target; 130 interrupted (Ctrl-C).
+"""Command line: argument parsing, progress output and exit codes only. Exit codes: 0
+success; 1 error diagnostics, drift or staleness; 2 usage error or an unusable target; 130
+interrupted (Ctrl-C).
 """
 
 from __future__ import annotations

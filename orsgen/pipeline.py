@@ -156,9 +156,8 @@ def run(request: Request, progress: Progress = silent) -> Result:
 
 
 def _loopback_note(environment: Environment, previous: Snapshot | None) -> str | None:
-    """A loopback default server works on this machine only. Said when it becomes the
-    package's default, not on every regeneration; not a diagnostic, since the package is
-    right (``--fail-on-warning`` must not refuse generating from a local server)."""
+    """A loopback default server works on this machine only: said when it becomes the default,
+    and not a diagnostic (``--fail-on-warning`` must not refuse a local server)."""
     url = environment.default_url
     if url is None or not is_loopback(url):
         return None

@@ -99,9 +99,8 @@ def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
 
 
 def generate(stored: Snapshot) -> GenerateResult:
-    """Generate every file of the adapter package described by the typed snapshot.
-    Its models hold schemas with sorted keys, as ``snapshot.json`` does, so a live
-    snapshot generates exactly what ``orsgen check`` regenerates from the file."""
+    """Every file of the adapter package of the typed snapshot. Its schemas have sorted keys, as
+    ``snapshot.json``'s, so a live snapshot generates what ``orsgen check`` regenerates."""
     result = GenerateResult()
     environment, package = stored.environment, stored.package
     tools = build_tools(tool_specs(environment, package), result.diagnostics, package.rename)

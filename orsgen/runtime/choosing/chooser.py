@@ -209,10 +209,9 @@ class CurriculumFactory:
 
 
 def all_gather(mine: object) -> list[Any]:
-    """Every rank's ``mine``, in rank order, over the trainer's own ``torch.distributed``
-    group; ``[mine]`` when there is none. Called at the first reset of each generation,
-    which every rank reaches once per generation (GRPOTrainer resets its whole generation
-    batch before it generates): a collective there cannot be missed by one rank."""
+    """Every rank's ``mine``, in rank order, over the trainer's ``torch.distributed`` group
+    (``[mine]`` without one). Called at each generation's first reset, which every rank reaches
+    (GRPOTrainer resets its whole generation batch first), so no rank misses the collective."""
     # Never imported here: a process that has not imported it has not initialised it.
     dist: Any = sys.modules.get("torch.distributed")
     if dist is None or not dist.is_available() or not dist.is_initialized():

@@ -328,9 +328,8 @@ def report(curricula: Sequence[PassRateCurriculum]) -> dict[str, float]:
 
 
 def make(curriculum: object) -> PassRateCurriculum | None:
-    """The curriculum an adapter's ``curriculum=`` names: ``None`` or ``"uniform"`` (the
-    seeded uniform passes of :class:`~orsgen.runtime.choosing.chooser.Chooser`), ``"pass_rate"`` with its
-    defaults, or a :class:`PassRateCurriculum` with other parameters."""
+    """The curriculum ``curriculum=`` names: ``None`` / ``"uniform"`` (the seeded uniform passes),
+    ``"pass_rate"`` with its defaults, or a :class:`PassRateCurriculum`."""
     if curriculum is None or curriculum == "uniform":
         return None
     if curriculum == "pass_rate":

@@ -1,11 +1,9 @@
-"""Which pool each of a curriculum's tasks is in, kept up to date one move at a time, so a
-draw costs O(log tasks) however many tasks there are; and the small records the curriculum
-keeps (:class:`Weights` per pool, a closed :class:`Group`, the metrics' :class:`Window`).
+"""Which pool each of a curriculum's tasks is in, kept up to date one move at a time, and the
+small records the curriculum keeps (:class:`Weights`, :class:`Group`, :class:`Window`).
 
-Each pool is a Fenwick tree of 0/1 over the tasks' positions in the candidate list: its
-size is read in O(1) and its k-th member (in candidate order) is found in O(log n). The
-members' order is the candidate order, never the order of the moves, so two processes that
-hold the same pools draw the same task from the same random number.
+Each pool is a Fenwick tree of 0/1 over the candidate positions: size in O(1), k-th member
+in O(log n), in candidate order, never move order, so processes that hold the same pools
+draw the same task from the same random number.
 """
 
 from __future__ import annotations

@@ -6,14 +6,12 @@ A prior is read from (:func:`load`):
 - an ``orsgen eval`` run directory, or several (their counts add up): ``summary.json``'s
   ``per_task`` (``task_index``, ``passed``, ``scored``, ``samples``) and ``run.json``'s
   identity (``environment``, ``split``, ``tools_sha256``, ``pass_threshold``);
-- a :class:`~orsgen.runtime.rundir.FinishedRun` such as ``orsgen.eval.EvalResult``: its
-  ``summary`` holds the same;
+- a :class:`~orsgen.runtime.rundir.FinishedRun` (``orsgen.eval.EvalResult``): the same;
 - a mapping from task index to pass rate in [0, 1], which carries no identity.
 
-A task's rate is its passing samples over its scored ones (a task with none is not
-covered). A prior with an identity is refused against a stream of another environment,
-split, tool hash or pass threshold (:meth:`Prior.check`), naming the field. The files are
-read by :mod:`orsgen.runtime.rundir`: the runtime never imports ``orsgen.eval``.
+A task's rate is its passing samples over its scored ones (none: not covered). A prior with
+an identity is refused against another environment, split, tool hash or pass threshold
+(:meth:`Prior.check`), naming the field. The runtime never imports ``orsgen.eval``.
 """
 
 from __future__ import annotations

@@ -5,14 +5,13 @@ reset and shared by its adapter instances. The protocol (driven by
 :class:`~orsgen.runtime.choosing.checkpoint.CurriculumCheckpoint`):
 
 - **save**: every stream's ``state_dict()``, each under its key (:meth:`Samplers.saved`);
-- **resume**: the saved states are staged by key (:meth:`Samplers.stage`) before any
-  reset; a stream loads the state saved under its own key, when it is made, or at once
-  when it already exists. A key matches exactly, else by adapter class and split when one
-  saved stream alone has them (the same run resumed against a server on a new address).
-  A staged state no stream takes is never handed to another stream.
+- **resume**: saved states are staged by key (:meth:`Samplers.stage`); a stream loads its
+  own when made (or at once if it exists). A key matches exactly, else by adapter class and
+  split when one saved stream alone has them (a server on a new address). A staged state
+  no stream takes is never handed to another.
 
-A forked child starts with no stream and nothing staged. AsyncGRPO's rollout worker saves
-and stages through :func:`~orsgen.runtime.choosing.checkpoint.join`, the same two calls.
+A forked child starts with no stream and nothing staged; AsyncGRPO's rollout worker uses
+the same two calls through :func:`~orsgen.runtime.choosing.checkpoint.join`.
 """
 
 from __future__ import annotations

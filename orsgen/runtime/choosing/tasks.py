@@ -56,7 +56,6 @@ class TaskChoice:
     num_tasks: int | None = None
     indices: tuple[int, ...] | None = None
     group_size: int | None = None
-    # Makes a stream's sampler from its candidate tasks, seed, group size and pass threshold.
     sampler: SamplerFactory = field(default_factory=lambda: Chooser)
 
     @staticmethod

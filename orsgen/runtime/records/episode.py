@@ -221,10 +221,9 @@ def model_names(owner: type) -> Mapping[str, str]:
 
 @functools.cache
 def tool_keys(owner: type) -> tuple[str, ...]:
-    """The tools of an ``owner`` adapter with ``ors/tool/<name>/*`` keys of their own: the
-    first :data:`MAX_TOOLS` of the tools TRL offers the model (:func:`tool_names`) and the
-    terminal tool, then :data:`OTHER` when there are more. The class alone decides them, so
-    every rank logs the same keys."""
+    """The tools of ``owner`` with ``ors/tool/<name>/*`` keys: the first :data:`MAX_TOOLS` TRL
+    offers the model and the terminal tool, then :data:`OTHER`; the class alone decides (every
+    rank logs the same keys)."""
     terminal: tuple[str, object] | None = getattr(owner, "TERMINAL_TOOL", None)
     names = tool_names(owner) + ([] if terminal is None else [terminal[0]])
     return tuple(names[:MAX_TOOLS]) + ((OTHER,) if len(names) > MAX_TOOLS else ())

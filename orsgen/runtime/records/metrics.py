@@ -30,13 +30,11 @@ With several environments (a dict ``environment_factory``), every figure is also
 per-environment ones. Per environment at most
 :data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools have keys; the rest count as ``_other``.
 
-Two ways out, both exact over all the rollouts of a logging step. :func:`emit` (the
-reward path of ``GRPOTrainer``) logs a figure ``num / den`` ``den`` times through
-``log_metric``, whose values TRL sums and counts across ranks
-(``sum(values) / len(values)``, ``grpo_trainer.py`` around line 2851): the logged value
-is ``sum(num) / sum(den)`` over every rank's batch. :meth:`Accumulator.drain_rates` gives
-``(numerator, denominator)`` pairs, which AsyncGRPO's ``log()`` reduces as
-``sum(num) / sum(den)`` over its window (``_reduce_metric`` in ``async_grpo_trainer.py``).
+Two ways out, both exact over a logging step's rollouts. :func:`emit` logs a figure
+``num / den`` ``den`` times through ``log_metric``, which TRL averages across ranks
+(``grpo_trainer.py`` around line 2851): ``sum(num) / sum(den)`` over every rank's batch.
+:meth:`Accumulator.drain_rates` gives ``(numerator, denominator)`` pairs, which AsyncGRPO's
+``log()`` reduces as ``sum(num) / sum(den)`` (``_reduce_metric``, ``async_grpo_trainer.py``).
 """
 
 from __future__ import annotations
@@ -265,10 +263,8 @@ class Accumulator:
         return {**self._take().values(), **_read_gauges()}
 
     def drain_rates(self) -> dict[str, float | Rate]:
-        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window. A
-        rate over nothing (0, 0) is left out: it would add nothing to the trainer's sums,
-        and a key no push of a logging window carries is left out of that step's log
-        rather than logged as NaN."""
+        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window. A rate over
+        nothing (0, 0) is left out: it adds nothing to the sums, and an absent key is not a NaN."""
         rates = self._take().rates().items()
         out: dict[str, float | Rate] = {k: rate for k, rate in rates if rate[1]}
         out.update(_read_gauges())
@@ -297,12 +293,10 @@ def emit(
     batch: Sequence[Outcome],
     thresholds: Sequence[float],
 ) -> None:
-    """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
-    batch's own rollouts with their own calls and resets, each rollout passing by its own
-    threshold. A figure ``num / den`` is logged ``den`` times, so that TRL's mean of the
-    logged values over the ranks is ``sum(num) / sum(den)``; the rollout counts and the
-    gauges once. The process window is drained, so a rollout settled outside a trainer
-    (before training) never lands in a step."""
+    """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path), each rollout
+    passing by its own threshold. A figure ``num / den`` is logged ``den`` times, so TRL's mean
+    over the ranks is ``sum(num) / sum(den)``; counts and gauges once. The process window is
+    drained, so a rollout settled before training never lands in a step."""
     counts().discard()  # not drain(): that would drain the sources before they are read
     passed = [passes(o.reward, t) for o, t in zip(batch, thresholds, strict=True)]
     window = Counts.of(batch, passed, counts().environments)
