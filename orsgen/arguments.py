@@ -26,8 +26,7 @@ class UsageError(Exception):
 
 
 class Failed(Exception):
-    """A failure after the work started (nothing written, a check that did not pass): one
-    line on stderr, exit code 1."""
+    """A failure after the work started (nothing written, a failed check): exit code 1."""
 
 
 def secret_pairs(pairs: Sequence[str]) -> dict[str, str] | None:
@@ -109,12 +108,8 @@ def at_least(low: int) -> Callable[[str], int]:
 
 @dataclass(frozen=True)
 class Command:
-    """One command: ``orsgen NAME ...`` (``name`` "" for ``orsgen TARGET -o DIR``). Its
-    ``module`` holds the function ``parser`` that builds its argparse parser and the
-    function ``run`` that runs it on its arguments (an exit code, or it raises
-    :class:`UsageError` or :class:`Failed`); ``synopsis`` and ``summary`` are its lines in
-    ``orsgen --help``. ``orsgen.cli.COMMANDS`` lists them: the dispatch and the docs' CLI reference read it.
-    """
+    """``orsgen NAME ...`` (``name`` "" for ``orsgen TARGET -o DIR``): ``module.parser()``,
+    and ``run(argv)`` returning an exit code or raising :class:`UsageError` / :class:`Failed`."""
 
     name: str
     module: str
@@ -154,8 +149,7 @@ class Parser(argparse.ArgumentParser):
         return next("/".join(a.option_strings) for a in self._actions if a.dest == dest)
 
     def error(self, message: str) -> NoReturn:
-        """A usage error is one line, as every other error is (argparse prints its usage
-        block first; ``--help`` shows it)."""
+        """One line, as every other error (without argparse's usage block)."""
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

@@ -15,14 +15,7 @@ from orsgen import config
 from orsgen.diagnostics import Diagnostic
 from orsgen.generate import GenerateResult, generate
 from orsgen.package_section import SELECTION, Names, package_section
-from orsgen.pipeline import (
-    Progress,
-    Request,
-    RequestError,
-    fetch_options,
-    quiet_sdk,
-    silent,
-)
+from orsgen.pipeline import Progress, Request, RequestError, fetch_options, quiet_sdk, silent
 from orsgen.snapshot import Target, TargetError, classify, take
 from orsgen.snapshot.targets import Kind
 from orsgen.snapshot.stored import Snapshot, TaskToolsProbe
@@ -50,7 +43,6 @@ class ConfigMismatch:
 
 @dataclass(frozen=True)
 class StaleFile:
-    """A file that differs from what the stored snapshot generates."""
 
     name: str
     on_disk: str | None  # None: missing
@@ -58,16 +50,12 @@ class StaleFile:
 
     def diff(self, directory: Path) -> Iterator[str]:
         """A unified diff from the file on disk to what the snapshot generates."""
-        path = directory / self.name
+        path, gone = directory / self.name, "/dev/null (no longer generated)"
         return difflib.unified_diff(
             (self.on_disk or "").splitlines(keepends=True),
             (self.expected or "").splitlines(keepends=True),
             fromfile=f"{path} (on disk)" if self.on_disk is not None else "/dev/null",
-            tofile=(
-                f"{path} (from snapshot.json)"
-                if self.expected is not None
-                else "/dev/null (no longer generated)"
-            ),
+            tofile=f"{path} (from snapshot.json)" if self.expected is not None else gone,
         )
 
 
@@ -96,8 +84,7 @@ def live_drift(
     timeout: float = 120.0,
     progress: Progress = silent,
 ) -> Drift:
-    """Re-snapshot the environment that ``directory``'s stored ``snapshot`` records (or
-    ``target``) the way it was snapshotted, and classify every difference."""
+    """Re-snapshot ``snapshot``'s environment (or ``target``) as it was, classify the drift."""
     quiet_sdk()
     stored = snapshot.environment
     try:
@@ -121,24 +108,22 @@ def live_drift(
     return Drift(live_target, diagnostics, classify_drift(stored, live))
 
 
-# The recorded target kinds that can be snapshotted again.
 _LIVE_KINDS: dict[str, Kind] = {"catalog": "catalog", "url": "url", "file": "file"}
 
 
 def _live_target(snapshot: Snapshot, given: str | None) -> Target:
     """The target to re-snapshot: ``given`` (``--target``) if any, else the recorded one."""
-    if given is not None:
-        target = classify(given)
-        if target.kind == "file" and not Path(target.value).is_file():
-            raise RequestError(f"target {target.value} does not exist")
-        return target
     recorded = snapshot.environment.target
     kind = _LIVE_KINDS.get(recorded.kind) if recorded is not None else None
-    if recorded is None or kind is None:
+    if given is not None:
+        target = classify(given)
+    elif recorded is None or kind is None:
         raise RequestError("the snapshot records no live target; pass --target")
-    target = Target(kind, recorded.value)
+    else:
+        target = Target(kind, recorded.value)
     if target.kind == "file" and not Path(target.value).is_file():
-        raise RequestError(f"recorded target {target.value} does not exist here; pass --target")
+        said = f"target {target.value} does not exist"
+        raise RequestError(said if given is not None else f"recorded {said} here; pass --target")
     return target
 
 
@@ -160,8 +145,7 @@ def _recorded_request(directory: Path, snapshot: Snapshot, target: Target) -> Re
 
 
 def stale_files(directory: Path, snapshot: Snapshot) -> tuple[GenerateResult, list[StaleFile]]:
-    """Regenerate ``directory``'s package from its stored ``snapshot`` in memory and list
-    every file that differs on disk (``orsgen check``). Nothing is written."""
+    """Regenerate from ``snapshot`` in memory; every file that differs on disk."""
     generated = generate(snapshot)
     if not generated.ok:
         return generated, []
@@ -186,19 +170,16 @@ def _shown(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def config_mismatch(
-    directory: Path, snapshot: Snapshot, config_file: Path | None = None
-) -> ConfigMismatch | None:
-    """Whether the config table in force for ``directory`` (found as generation finds it)
-    would generate another package than the one ``snapshot`` records; ``None`` when it
-    matches or when no table names the package (then the recorded one stays)."""
+def config_mismatch(directory: Path, snapshot: Snapshot) -> ConfigMismatch | None:
+    """Whether ``directory``'s config table would generate another package than ``snapshot``
+    records; ``None`` when it matches or no table names the package."""
     try:
-        path = config.find(Path.cwd(), config_file)
-        table = config.for_output(path, directory) if path is not None else None
+        found = config.for_output(directory)
     except config.ConfigError as exc:
         raise RequestError(str(exc)) from exc
-    if path is None or table is None:
+    if found is None:
         return None
+    path, table = found
     recorded = snapshot.package
     expected = package_section(snapshot.environment, directory, Names(), table, snapshot).package
     differences = [

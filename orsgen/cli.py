@@ -1,7 +1,6 @@
-"""Command line: argument parsing, progress output and exit codes only.
-
-Exit codes: 0 success; 1 error diagnostics, drift or staleness; 2 usage error or an
-unusable target; 130 interrupted (Ctrl-C).
+"""Command line: argument parsing, progress output and exit codes only. Exit codes: 0
+success; 1 error diagnostics, drift or staleness; 2 usage error or an unusable target; 130
+interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -107,8 +106,7 @@ COMMANDS = (
 
 
 def _error(command: Command, exc: BaseException) -> None:
-    """An error is one line on stderr, ``orsgen COMMAND: error: ...``, whatever the
-    exception text holds."""
+    """One line on stderr, ``orsgen COMMAND: error: ...``, whatever the exception holds."""
     _line(f"{command.words}: error: {' '.join(str(exc).split())}")
 
 
@@ -241,15 +239,12 @@ def _request(args: argparse.Namespace) -> Request:
 
 
 def _refusal(result: Result) -> str:
-    """Why nothing was written, as the CLI words it."""
     out, count = result.output, len(result.diagnostics)
-    if result.refused == "errors":
-        return f"nothing written to {out}; fix the errors above"
-    if result.refused == "warnings":
-        return f"nothing written to {out}: --fail-on-warning and {plural(count, 'warning')}"
-    if result.refused == "secret in snapshot":
-        return "refusing to write a snapshot that contains a secret value"
-    return "refusing to write generated code that contains a secret value"
+    return {
+        "errors": f"nothing written to {out}; fix the errors above",
+        "warnings": f"nothing written to {out}: --fail-on-warning and {plural(count, 'warning')}",
+        "secret in snapshot": "refusing to write a snapshot that contains a secret value",
+    }.get(result.refused or "", "refusing to write generated code that contains a secret value")
 
 
 def run_generate(argv: Sequence[str]) -> int:
@@ -260,12 +255,10 @@ def run_generate(argv: Sequence[str]) -> int:
     output(args.output, "-o")
     started = time.perf_counter()
     result = pipeline.run(_request(args), progress=lambda m: _say(m, args.quiet))
-    diagnostics = result.diagnostics
-    if diagnostics:
-        _say(
-            f"{plural(len(diagnostics), 'diagnostic')}:", args.quiet and not has_errors(diagnostics)
-        )
-        _print_diagnostics(diagnostics, args.verbose)
+    found = result.diagnostics
+    if found:
+        _say(f"{plural(len(found), 'diagnostic')}:", args.quiet and not has_errors(found))
+        _print_diagnostics(found, args.verbose)
     if not result.written:
         raise Failed(_refusal(result))
     for note in result.notes:  # printed even with -q, as warnings are
@@ -280,7 +273,6 @@ def run_generate(argv: Sequence[str]) -> int:
 
 
 def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
-    """Re-snapshot the recorded (or given) target and classify every difference."""
     drift = checks.live_drift(
         Path(args.directory),
         snapshot,
@@ -297,8 +289,7 @@ def run_check_live(args: argparse.Namespace, snapshot: Snapshot) -> int:
         return EXIT_OK
     print(f"drift ({WORDS[changes.level]}, would bump to a {changes.level} version):")
     print(changes.report())
-    failing = changes.level == "major" if args.fail_on == "breaking" else True
-    if failing:
+    if args.fail_on == "any" or changes.level == "major":
         raise Failed(
             f"the environment drifted; regenerate with "
             f"`orsgen {drift.target.value} -o {args.directory}`"
@@ -346,8 +337,7 @@ def run_check(argv: Sequence[str]) -> int:
 
 def _mistyped_command(word: str) -> bool:
     """``orsgen veiw RUN``: a bare word near a command's name that is no file is no target
-    either (a target is a path, a URL or namespace/name), so say so before argparse asks
-    for -o."""
+    either, so say so before argparse asks for -o."""
     bare = not any(c in word for c in "/:.\\") and not word.startswith("-")
     names = [c.name for c in COMMANDS if c.name]
     return bare and closest(word, names) is not None and not Path(word).exists()

@@ -12,10 +12,9 @@ One table per generated package, keyed by its output directory::
     tools = { hint = "get_hint" }                 # wire tool name -> Python method name
     params = { echo = { text = "word" } }         # wire tool -> wire param -> Python name
 
-Everything here is validated (unknown keys are errors that name the key) and recorded
-in the package's snapshot.json, so ``orsgen check`` regenerates exactly what was configured
-(the toolset as the environment's ``identity.toolset``). A command-line flag wins over
-the file.
+Validated (an unknown key is an error naming it) and recorded in snapshot.json (the toolset as
+``identity.toolset``), so ``orsgen check`` regenerates exactly what was configured. A
+command-line flag wins over the file.
 """
 
 from __future__ import annotations
@@ -28,17 +27,12 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orsgen.jsonobject import is_object
+from orsgen.snapshot.stored import Renames
 from orsgen.wording import did_you_mean
 
 
 class ConfigError(ValueError):
     """The configuration file is invalid; the message names the file and the key."""
-
-
-class Renames(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    tools: dict[str, str] = Field(default_factory=dict)
-    params: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
 class PackageConfig(BaseModel):
@@ -100,13 +94,6 @@ def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
     return list(kind.model_fields) if isinstance(kind, type) and issubclass(kind, BaseModel) else []
 
 
-def _nested(err: Any) -> str:
-    """The hint for a table one level off: ``[tool.X]`` or ``[orsgen.packages...]``."""
-    if len(err["loc"]) == 1 and err["loc"][0] in ("tool", "orsgen"):
-        return '; the tables are [packages."DIR"] (or [tool.orsgen.packages."DIR"])'
-    return ""
-
-
 def load(path: Path) -> FileConfig:
     table = _table(path)
     try:
@@ -116,20 +103,24 @@ def load(path: Path) -> FileConfig:
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"])
             if err["type"] == "extra_forbidden":  # a typo, most likely: name the key it missed
-                hint = did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"])) or _nested(err)
+                hint = did_you_mean(str(err["loc"][-1]), _keys_at(err["loc"]))
+                if not hint and err["loc"] in (("tool",), ("orsgen",)):  # a table one level off
+                    hint = '; the tables are [packages."DIR"] (or [tool.orsgen.packages."DIR"])'
                 problems.append(f"{key}: unknown key{hint}")
             else:
                 problems.append(f"{key}: {err['msg']}")
         raise ConfigError(f"{path}: " + "; ".join(problems)) from None
 
 
-def for_output(path: Path, output: Path) -> PackageConfig | None:
-    """The table whose key names ``output`` (relative to the config file's directory)."""
-    config = load(path)
+def for_output(output: Path, explicit: Path | None = None) -> tuple[Path, PackageConfig] | None:
+    """The config file :func:`find` finds, and its table for ``output`` (key relative to it)."""
+    path = find(Path.cwd(), explicit)
+    if path is None:
+        return None
     wanted = output.resolve()
-    for key, table in config.packages.items():
+    for key, table in load(path).packages.items():
         if (path.parent / key).resolve() == wanted:
-            return table
+            return path, table
     return None
 
 

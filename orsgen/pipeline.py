@@ -8,11 +8,10 @@ This is orsgen's library entry point; the command line is a thin shell around it
     result = run(Request("examples/echo_env.py", Path("generated/echo")), progress=print)
     print(result.version, result.level, sorted(result.files))
 
-It prints nothing: progress goes to the ``progress`` callback and findings come back as
-diagnostics. A request it cannot carry out raises :class:`RequestError` with nothing
-written. A package that generated but must not be written (error diagnostics, warnings
-under ``fail_on_warning``, a secret value in the output) comes back with ``refused`` set.
-Writes are atomic and never replace a file orsgen did not write (``orsgen.outdir``).
+It prints nothing (progress goes to ``progress``, findings come back as diagnostics). A
+request it cannot carry out raises :class:`RequestError` with nothing written; a package that
+must not be written (errors, warnings under ``fail_on_warning``, a secret in the output) comes
+back with ``refused`` set. Writes are atomic and never replace a file orsgen did not write.
 """
 
 from __future__ import annotations
@@ -131,8 +130,7 @@ _Inputs = tuple[Environment, list[Diagnostic], Snapshot | None, config.PackageCo
 
 
 def run(request: Request, progress: Progress = silent) -> Result:
-    """Snapshot ``request.target`` (or read a stored snapshot), decide the package's names
-    and version, generate, and write atomically into ``request.output``."""
+    """Snapshot (or read a stored snapshot), name, version, generate, write atomically."""
     quiet_sdk()
     environment, found, previous, configured = _inputs(request, progress)
     names = Names(request.package, request.class_name, request.split)
@@ -151,21 +149,15 @@ def run(request: Request, progress: Progress = silent) -> Result:
     if refused is None:
         _write(request.output, generated.files)
     note = _loopback_note(environment, previous)
+    notes = (note,) if note else ()
     return Result(
-        request.output,
-        snapshot,
-        generated.files,
-        diagnostics,
-        section.changes,
-        refused,
-        (note,) if note else (),
+        request.output, snapshot, generated.files, diagnostics, section.changes, refused, notes
     )
 
 
 def _loopback_note(environment: Environment, previous: Snapshot | None) -> str | None:
-    """A loopback default server works on this machine only. Said when it becomes the
-    package's default, not on every regeneration; not a diagnostic, since the package is
-    right (``--fail-on-warning`` must not refuse generating from a local server)."""
+    """A loopback default server works on this machine only: said when it becomes the default,
+    and not a diagnostic (``--fail-on-warning`` must not refuse a local server)."""
     url = environment.default_url
     if url is None or not is_loopback(url):
         return None
@@ -210,9 +202,9 @@ def _inputs(request: Request, progress: Progress) -> _Inputs:
             environment = stored.environment
             previous = previous or stored
             progress(f"regenerating offline from {path}")
-            table = _config_table(request)
+            table = config.for_output(request.output, request.config)
         else:
-            table = _config_table(request)
+            table = config.for_output(request.output, request.config)
             options = fetch_options(request, table, previous)
             environment, diagnostics = take(
                 target,
@@ -232,9 +224,8 @@ def fetch_options(
     configured: tuple[Path, config.PackageConfig] | None = None,
     previous: Snapshot | None = None,
 ) -> FetchOptions:
-    """How to snapshot: the one place both generation and ``check --live`` build it.
-    ``configured`` is the config file and its table; ``previous`` the snapshot already in
-    the output directory."""
+    """How to snapshot, for generation and ``check --live``: ``configured`` is the config
+    file and its table; ``previous`` the snapshot already in the output directory."""
     from orsgen.snapshot.fetch import FetchOptions
 
     path, table = configured if configured is not None else (None, None)
@@ -252,27 +243,17 @@ def fetch_options(
 
 
 def _checked_toolset(name: str | None, where: str = "") -> str | None:
-    """A toolset (``where`` names the config file it is from), checked against the SDK's
-    built-in harness toolsets."""
+    """A toolset checked against the SDK's harness toolsets (``where``: its config file)."""
     if name is None:
         return None
     from typing import get_args
 
-    from openreward.api.environments.client import (  # type: ignore[import-untyped]
-        BuiltinToolset,
-    )
+    from openreward.api.environments.client import BuiltinToolset  # type: ignore[import-untyped]
 
     valid = sorted(str(v) for v in get_args(BuiltinToolset))
     if name not in valid:
         raise RequestError(f"{where}unknown toolset {name!r}; valid toolsets: {', '.join(valid)}")
     return name
-
-
-def _config_table(request: Request) -> tuple[Path, config.PackageConfig] | None:
-    """The config file's table for this output directory, and the file it is in."""
-    path = config.find(Path.cwd(), request.config)
-    table = config.for_output(path, request.output) if path is not None else None
-    return (path, table) if path is not None and table is not None else None
 
 
 def _configured(
@@ -289,8 +270,7 @@ def _configured(
 
 
 def _stored_in(directory: Path) -> Snapshot | None:
-    """The snapshot of the package already in ``directory``; None when there is none
-    (or it is unreadable: the output directory check decides whether it may be replaced)."""
+    """The snapshot in ``directory``, if readable (the output check decides the rest)."""
     path = directory / "snapshot.json"
     if not path.is_file():
         return None
@@ -301,7 +281,6 @@ def _stored_in(directory: Path) -> Snapshot | None:
 
 
 def _name_warnings(output: Path, package: str) -> list[Diagnostic]:
-    """How the package will be imported, and what its name may shadow."""
     where = output.resolve()
     notes = [*naming.import_notes(where, package), *naming.shadowing_notes(where)]
     return [warning(None, "", note) for note in notes]

@@ -7,9 +7,9 @@ import difflib
 from collections.abc import Iterable
 
 
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
+def plural(count: int, noun: str) -> str:
     """``plural(1, "tool")`` is ``"1 tool"``; ``plural(2, "tool")`` is ``"2 tools"``."""
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+    return f"{count} {noun if count == 1 else noun + 's'}"
 
 
 def closest(name: str, valid: Iterable[str]) -> str | None:

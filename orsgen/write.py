@@ -24,11 +24,8 @@ def _is_generated(path: Path) -> bool:
 
 
 def write_package(directory: Path, files: Mapping[str, str]) -> None:
-    """Stage every file in a sibling directory, then swap it into place.
-
-    Files in the old directory that orsgen did not generate (notes, a CHANGES.md the
-    user keeps) are carried over; generated files that are no longer produced go away.
-    """
+    """Stage every file in a sibling directory, then swap it into place. The user's own
+    files are carried over; generated files no longer produced go away."""
     directory = directory.resolve()
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = _staging_dir(directory)
@@ -61,12 +58,8 @@ def write_package(directory: Path, files: Mapping[str, str]) -> None:
 
 
 def _staging_dir(directory: Path) -> Path:
-    """A fresh sibling directory with the permissions the package directory should have.
-
-    Not ``tempfile.mkdtemp``: its directories are private (0700), and the swapped-in
-    package would stay unreadable to everyone else. ``mkdir`` honours the umask; an
-    existing package keeps its own mode.
-    """
+    """A fresh sibling directory; not ``tempfile.mkdtemp``, whose 0700 would leave the
+    package unreadable to others. ``mkdir`` honours the umask; a package keeps its mode."""
     while True:
         staging = directory.with_name(f".{directory.name}.orsgen-{uuid.uuid4().hex[:12]}")
         try:
@@ -92,8 +85,5 @@ def stray_generated(directory: Path, produced: Iterable[str]) -> list[str]:
 
 
 def read_package(directory: Path, names: list[str]) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in names:
-        path = directory / name
-        out[name] = path.read_text(encoding="utf-8") if path.is_file() else None
-    return out
+    paths = {name: directory / name for name in names}
+    return {n: p.read_text(encoding="utf-8") if p.is_file() else None for n, p in paths.items()}

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orsgen.runtime.choosing import checkpoint, handoff
+from orsgen.runtime.choosing import checkpoint
 from orsgen.runtime.choosing.chooser import Chooser
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import StreamKey, samplers
@@ -25,20 +25,20 @@ def choose(resets: int, answer: Any, curriculum: bool = True) -> None:
     ``resets`` tasks, each scored 1.0, write the state at once, and put on ``answer`` the
     stream's state right after it was made, then the tasks chosen. ``curriculum``: a
     pass-rate curriculum, else the uniform passes."""
-    handoff.join()
+    checkpoint.join()
     sampler, _ = samplers().get(
         "stream",
         KEY,
         lambda: Chooser(TASKS, 0, 2, curriculum=PassRateCurriculum() if curriculum else None),
     )
-    handoff.made()
+    checkpoint.made()
     answer.put(sampler.state_dict())
     chosen = []
     for _ in range(resets):
         chosen.append(sampler.choose())
         sampler.observe(chosen[-1], Outcome(kind="scored", reward=1.0))
     answer.put(chosen)
-    handoff.flush()
+    checkpoint.flush()
 
 
 class _Counted(Chooser):
@@ -61,7 +61,7 @@ def idle(answer: Any, seconds: float) -> None:
 
     written: list[str] = []
     wrote = threading.Condition()
-    write = handoff.write
+    write = checkpoint.write
 
     def seen_write(target: Path, text: str) -> None:
         write(target, text)
@@ -69,12 +69,12 @@ def idle(answer: Any, seconds: float) -> None:
             written.append(text)
             wrote.notify_all()
 
-    handoff.write = seen_write  # the writer thread writes through it; it only observes
-    handoff.join()
+    checkpoint.write = seen_write  # the writer thread writes through it; it only observes
+    checkpoint.join()
     sampler, _ = samplers().get(
         "stream", KEY, lambda: _Counted(TASKS, 0, 2, curriculum=PassRateCurriculum())
     )
-    handoff.made()
+    checkpoint.made()
     for _ in range(4):
         tasks.observe(sampler, tasks.choose(sampler), Outcome(kind="scored", reward=1.0))
     four = json.dumps(checkpoint.body(samplers().saved()), sort_keys=True)

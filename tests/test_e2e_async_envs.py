@@ -8,7 +8,11 @@ What AsyncGRPO cannot run on a CPU is replaced as tests/async_trainer.py says.
 Each ``get_reward()`` in the child pushes its rollout's window as ``(num, den)`` rates;
 the trainer's ``log()`` reduces them (``async_grpo_trainer.py`` around lines 81 and 1698).
 The log holds each environment's figures and tools, and each pooled figure is the mean of
-the environments' weighted by their share of the rollouts."""
+the environments' weighted by their share of the rollouts.
+
+With one rollout in flight (``max_inflight_tasks=1``), fixed-count micro-batches
+(``token_budget=0``) of one block's samples and no stale drops, every optimizer step trains
+on exactly one block: its rollouts split 3:1 (docs/several-environments.md)."""
 
 from __future__ import annotations
 
@@ -59,7 +63,10 @@ def test_async_grpo_logs_every_figure_per_environment(
                 tmp_path / "out",
                 generator.url,
                 max_steps=4,
-                per_device_train_batch_size=4,
+                per_device_train_batch_size=4 * 2,  # one block's rows times num_generations
+                token_budget=0,  # TRL's fixed-count micro-batches, one a step
+                max_inflight_tasks=1,  # groups reach the queue in the dataset's order
+                max_staleness=4,  # = max_steps: no sample is ever dropped as stale
                 save_strategy="no",
             )
             trainer = AsyncGRPOTrainer(
@@ -73,6 +80,7 @@ def test_async_grpo_logs_every_figure_per_environment(
                 },
                 weight_transfer=NoWeightSync(),
             )
+            collated = record_micro_batches(monkeypatch)
             train(trainer)
     finally:
         trust.stop()
@@ -92,5 +100,31 @@ def test_async_grpo_logs_every_figure_per_environment(
         for figure in ("scored_frac", "failed_frac", "finished_frac", "calls_per_rollout"):
             weighted = sum(shares[e] * entry[f"ors/{e}/{figure}"] for e in used)
             assert entry[f"ors/{figure}"] == pytest.approx(weighted), (figure, entry)
-    # The shares per logging step, for the record (the child takes rows as slots free up).
+    # The logged shares are of the rollouts scored since the last log: the child runs ahead
+    # of the trainer, so they need not be 3:1 per step. What each step trains is, exactly.
     print({e: [h.get(f"ors/{e}/rollout_frac") for h in logged] for e in ENVS})
+    steps = [h for h in trainer.state.log_history if "batch/samples_per_step" in h]
+    assert [h["batch/samples_per_step"] for h in steps] == [8.0] * 4, steps
+    assert not any("sample/dropped_stale_total" in h for h in trainer.state.log_history)
+    assert len(collated) >= 4, collated  # one micro-batch a step (and one prefetched)
+    for block, group_ids in enumerate(collated):
+        rows = sorted(set(group_ids))  # a group id counts the dataset's rows in order
+        assert rows == list(range(4 * block, 4 * block + 4)), (block, collated)
+        envs = [data[g % len(data)]["environment"] for g in group_ids]
+        assert (envs.count("trust"), envs.count("coin")) == (6, 2), (block, envs)
+
+
+def record_micro_batches(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The group id of every sample in each micro-batch TRL's collator packs, in order."""
+    from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollout
+
+    collated: list[list[int]] = []
+    pack = DataCollatorForRollout.torch_call
+
+    def recording(self: DataCollatorForRollout, examples: list[object]) -> object:
+        (rows,) = examples
+        collated.append([s["group_id"] for row in rows for s in row.samples])  # type: ignore[attr-defined]
+        return pack(self, examples)
+
+    monkeypatch.setattr(DataCollatorForRollout, "torch_call", recording)
+    return collated

@@ -27,7 +27,7 @@ import pytest
 import handoff_child
 from uniform_passes import group_task
 from orsgen.runtime.choosing.checkpoint import CurriculumCheckpoint, path
-from orsgen.runtime.choosing import checkpoint, handoff
+from orsgen.runtime.choosing import checkpoint
 
 pytest.importorskip("trl")
 
@@ -138,8 +138,8 @@ def test_the_trainer_process_is_never_the_writer(
     would otherwise race the worker for the file."""
     named = checkpoint.Handoff(tmp_path, None, os.getpid())
     monkeypatch.setenv(checkpoint.ENV, named.to_env())
-    handoff.join()
-    handoff.flush()
+    checkpoint.join()
+    checkpoint.flush()
     assert not named.latest.exists()
 
 

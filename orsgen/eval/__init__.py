@@ -1,12 +1,6 @@
-"""Evaluate a model on an ORS environment through a generated adapter (``orsgen eval``).
-
-``evaluate(EnvClass, EvalConfig(model=..., endpoint=...)) -> EvalResult`` runs each task
-of a split ``n`` times against an OpenAI-compatible endpoint (or several replicas), with
-the tools, prompts and tool results the model sees in TRL training. Needs ``orsgen[eval]`` (openai, tqdm, matplotlib).
-``merge_shards(shard_dirs, out)`` makes one run of the shards of a run
-(``EvalConfig(shard=(I, N))``, ``orsgen eval --shard I/N``; ``orsgen eval --merge``).
-``sft_dataset(run_dirs) -> datasets.Dataset`` turns the passing rollouts of runs into rows
-for TRL's ``SFTTrainer`` (``orsgen sft``; needs ``datasets``).
+"""Evaluate a model on an ORS environment through a generated adapter (``orsgen eval``;
+needs ``orsgen[eval]``): :func:`evaluate`, :func:`merge_shards` of a sharded run, and
+:func:`sft_dataset` of the passing rollouts of runs (``orsgen sft``).
 """
 
 from orsgen.eval.compare import compare, format_comparison, load_summary

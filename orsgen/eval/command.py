@@ -25,6 +25,7 @@ from orsgen.arguments import output, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
+from orsgen.eval.merge import merge_shards
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
 from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.wording import plural
@@ -217,20 +218,6 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
     return next(iter(found.values()))
 
 
-def _compare(args: argparse.Namespace) -> int:
-    a, b = (load_summary(Path(p)) for p in args.compare)
-    print(format_comparison(compare(a, b, seed=args.seed or 0, force=args.force)))
-    return 0
-
-
-def _merge(args: argparse.Namespace) -> EvalResult:
-    from orsgen.eval.merge import merge_shards
-
-    if not args.out:
-        raise UsageError("--merge needs --out RUN, the run to write")
-    return merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
-
-
 def _required(args: argparse.Namespace) -> None:
     given = {"DIR": args.dir, "--endpoint": args.endpoint, "--model": args.model}
     missing = [name for name, value in given.items() if not value]
@@ -246,9 +233,8 @@ def _required(args: argparse.Namespace) -> None:
 
 
 def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
-    """The :class:`EvalConfig` of the options, ``--split`` checked against the splits the
-    package's snapshot.json records and ``--indices`` against that split's size (no
-    network: the environment checks them again)."""
+    """The :class:`EvalConfig` of the options, ``--split`` and ``--indices`` checked against
+    the package's snapshot.json (no network: the environment checks them again)."""
     from orsgen.snapshot.errors import TargetError
     from orsgen.snapshot.model import SnapshotError, load_text
     from orsgen.snapshot.splits import choose_split
@@ -276,8 +262,12 @@ def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
 def _adapter(args: argparse.Namespace, klass: Any) -> Any:
     """The adapter's :class:`~orsgen.AdapterConfig` of the options (no network)."""
     from orsgen.runtime.config import AdapterConfig
+    from orsgen.runtime.upload import UploadRun
 
     urls: list[str] = args.base_url or []
+    upload = None
+    if args.upload_run:
+        upload = UploadRun(args.upload_run, model_name=args.model, training_stage=args.upload_stage)
     adapter = AdapterConfig.of(
         klass,
         base_url=urls[0] if len(urls) == 1 else urls or None,
@@ -285,7 +275,7 @@ def _adapter(args: argparse.Namespace, klass: Any) -> Any:
         secrets=secret_pairs(args.secret),
         prefetch=False,
         rollout_timeout=args.rollout_timeout,
-        upload_run=_upload(args),
+        upload_run=upload,
     )
     if adapter.no_server is not None:
         raise UsageError(
@@ -342,8 +332,15 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 
 def _run(args: argparse.Namespace) -> int:
     if args.compare:
-        return _compare(args)
-    result = _merge(args) if args.merge else _evaluate(args)
+        a, b = (load_summary(Path(p)) for p in args.compare)
+        print(format_comparison(compare(a, b, seed=args.seed or 0, force=args.force)))
+        return 0
+    if args.merge and not args.out:
+        raise UsageError("--merge needs --out RUN, the run to write")
+    if args.merge:
+        result = merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
+    else:
+        result = _evaluate(args)
     if args.upload_run:
         _report_upload(args.upload_run)
     n = result.summary["n"]
@@ -358,23 +355,12 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _upload(args: argparse.Namespace) -> Any:
-    """The adapter's ``upload_run`` of ``--upload-run`` (none without it)."""
-    if not args.upload_run:
-        return None
-    from orsgen.runtime.upload import UploadRun
-
-    stage = args.upload_stage
-    return UploadRun(args.upload_run, model_name=args.model, training_stage=stage)
-
-
 def _report_upload(run_name: str) -> None:
     """Flush the uploads (bounded) and say how many went to the runs UI."""
     from orsgen.runtime.upload.uploader import EXIT_BUDGET, uploader
 
     up = uploader()
-    done = up.flush(EXIT_BUDGET)
-    left = "" if done else f"; gave up waiting after {EXIT_BUDGET:g} s"
+    left = "" if up.flush(EXIT_BUDGET) else f"; gave up waiting after {EXIT_BUDGET:g} s"
     print(
         f"runs UI: {up.uploaded} rollouts uploaded to run {run_name!r}, "
         f"{up.dropped_total} dropped{left}",

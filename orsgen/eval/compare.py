@@ -1,13 +1,6 @@
 """``orsgen eval --compare RUN_A RUN_B``: did B do better than A on the same tasks?
-
-Per task present in both runs: the paired difference B - A in pass@1 and in mean reward
-(tasks without a scored rollout in one run drop out of the reward difference), the mean
-difference with a 95% percentile bootstrap interval over tasks, and the tasks that
-flipped: pass@1 below 0.5 in one run and at least 0.5 in the other.
-
-Runs that differ in what makes their figures comparable (``MUST_MATCH``: environment,
-split, tools, samples per task, turn limit, pass threshold) are refused, naming the
-field, unless ``force=True`` (``--force``); then the difference is printed first.
+Tasks without a scored rollout in one run drop out of the reward difference; a task *flips*
+when its pass@1 is below 0.5 in one run and at least 0.5 in the other.
 """
 
 from __future__ import annotations
@@ -24,8 +17,7 @@ MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_th
 
 
 def load_summary(run: Path) -> dict[str, Any]:
-    """The ``summary.json`` of a run directory (or that file itself); a missing or unreadable
-    one raises :class:`RunFileError` naming it."""
+    """The ``summary.json`` of a run directory (or that file); :class:`RunFileError` if none."""
     try:
         return read_summary(run) if run.is_dir() else read_json(run)
     except RunDirError as exc:
@@ -35,15 +27,16 @@ def load_summary(run: Path) -> dict[str, Any]:
 def compare(
     a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0, force: bool = False
 ) -> dict[str, Any]:
-    """Compare two runs' summaries on the tasks both evaluated (``orsgen eval --compare``):
-    the mean per-task difference B - A in pass@1 and in mean reward, each with a 95%
-    bootstrap interval over tasks (seeded by ``seed``), and the tasks that flipped. Raises
-    :class:`RunFileError` when the runs differ in a ``MUST_MATCH`` field, unless ``force``."""
+    """Two runs' summaries on the tasks both evaluated: the mean per-task difference B - A in
+    pass@1 and in mean reward, each with a seeded 95% bootstrap interval over tasks, and the
+    tasks that flipped. Runs that differ in a ``MUST_MATCH`` field (what makes their figures
+    comparable) raise :class:`RunFileError` unless ``force`` (the difference shown first)."""
     differs = [k for k in MUST_MATCH if a.get(k) != b.get(k)]
     if differs and not force:
         key = differs[0]
+        was, now = (shortened(run.get(key), 40) for run in (a, b))
         raise RunFileError(
-            f"the runs differ in {key} ({shortened(a.get(key), 40)} and {shortened(b.get(key), 40)}), so "
+            f"the runs differ in {key} ({was} and {now}), so "
             "their figures do not compare; pass --force to compare them anyway"
         )
     tasks_a = {int(t["task_index"]): t for t in a["per_task"]}
@@ -51,16 +44,10 @@ def compare(
     common = sorted(set(tasks_a) & set(tasks_b))
     if not common:
         raise RunFileError("the two runs share no task")
-    d_pass = [tasks_b[i]["pass_at_k"]["1"] - tasks_a[i]["pass_at_k"]["1"] for i in common]
-    d_reward = [
-        tasks_b[i]["mean_reward"] - tasks_a[i]["mean_reward"]
-        for i in common
-        if tasks_a[i]["mean_reward"] is not None and tasks_b[i]["mean_reward"] is not None
-    ]
-    gained = [
-        i for i in common if tasks_a[i]["pass_at_k"]["1"] < 0.5 <= tasks_b[i]["pass_at_k"]["1"]
-    ]
-    lost = [i for i in common if tasks_b[i]["pass_at_k"]["1"] < 0.5 <= tasks_a[i]["pass_at_k"]["1"]]
+    p1 = {i: (tasks_a[i]["pass_at_k"]["1"], tasks_b[i]["pass_at_k"]["1"]) for i in common}
+    d_pass = [y - x for x, y in p1.values()]
+    rewards = [(tasks_a[i]["mean_reward"], tasks_b[i]["mean_reward"]) for i in common]
+    d_reward = [y - x for x, y in rewards if x is not None and y is not None]
     return {
         "a": {"model": a.get("model"), "coverage": a.get("coverage")},
         "b": {"model": b.get("model"), "coverage": b.get("coverage")},
@@ -71,15 +58,10 @@ def compare(
         "mean_reward_diff": sum(d_reward) / len(d_reward) if d_reward else None,
         "mean_reward_diff_ci95": bootstrap_interval(d_reward, seed=seed),
         "reward_tasks": len(d_reward),
-        "gained": gained,
-        "lost": lost,
+        "gained": [i for i, (x, y) in p1.items() if x < 0.5 <= y],
+        "lost": [i for i, (x, y) in p1.items() if y < 0.5 <= x],
         "per_task": [
-            {
-                "task_index": i,
-                "pass_at_1_a": tasks_a[i]["pass_at_k"]["1"],
-                "pass_at_1_b": tasks_b[i]["pass_at_k"]["1"],
-            }
-            for i in common
+            {"task_index": i, "pass_at_1_a": x, "pass_at_1_b": y} for i, (x, y) in p1.items()
         ],
     }
 

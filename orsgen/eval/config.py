@@ -1,8 +1,4 @@
-"""``EvalConfig``: what one evaluation is. ``evaluate(env, config)`` runs with it, fills in
-what comes from the environment (the adapter's fields, the default split, the whole split's
-task indices, the pass threshold), writes the result as ``run.json``, refuses to resume a
-run whose ``run.json`` differs from it, and returns it as ``EvalResult.config``;
-``orsgen eval --compare`` reads it back from both runs."""
+"""``EvalConfig``: what one evaluation is, and the identity of its run (``run.json``)."""
 
 from __future__ import annotations
 
@@ -21,10 +17,9 @@ ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 
 class EvalConfigError(ValueError):
-    """An unusable configuration, found before the first rollout (``orsgen eval`` says it
-    in one line and exits 2). ``field`` names the :class:`EvalConfig` field (or
-    ``evaluate`` keyword) at fault, if one is: the message is then ``field`` followed by
-    ``problem``, and ``orsgen eval`` names its option instead."""
+    """An unusable configuration, found before the first rollout (``orsgen eval``: exit 2).
+    ``field`` names the :class:`EvalConfig` field (or ``evaluate`` keyword) at fault, if one
+    is: the message is ``field`` then ``problem``, and ``orsgen eval`` names its option."""
 
     def __init__(self, problem: str, field: str | None = None) -> None:
         super().__init__(problem if field is None else f"{field} {problem}")
@@ -39,15 +34,14 @@ class EvalConfig:
 
     ``endpoint`` is the endpoint's URL, or a sequence of several serving the same model
     (each request goes to the one with the fewest in flight; ``run.json`` holds them without
-    credentials or a query, one as a string, several as a list); ``n`` the samples per task. The tasks are the first ``num_tasks`` of ``split``,
-    exactly ``task_indices`` (in order), or, with neither, the whole split: its size comes
-    from the environment. A field left ``None`` is filled in by ``evaluate`` (``split``: the
-    adapter's default split; ``pass_threshold``: the adapter's; the adapter fields: the
-    generated class's, ``environment`` being its ``ENV_NAME``); a field given must agree with
-    the adapter. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I``
-    from 0): it evaluates only its part of the tasks (:meth:`tasks`), and ``orsgen eval
-    --merge`` makes one run of the ``N`` shard runs. Construction raises
-    :class:`EvalConfigError` naming the field."""
+    credentials or a query, one as a string, several as a list); ``n`` the samples per task.
+    The tasks are the first ``num_tasks`` of ``split``, exactly ``task_indices`` (in order),
+    or, with neither, the whole split. A field left ``None`` is filled in by ``evaluate``
+    (``split``, ``pass_threshold``: the adapter's; the adapter fields: the generated
+    class's, ``environment`` being its ``ENV_NAME``); a field given must agree with the
+    adapter. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I`` from
+    0), evaluating its part of the tasks (:meth:`tasks`); ``orsgen eval --merge`` makes one
+    run of the ``N``. Construction raises :class:`EvalConfigError` naming the field."""
 
     model: str
     endpoint: str | Sequence[str]
@@ -104,12 +98,7 @@ class EvalConfig:
         """The config ``run.json`` holds (fields it lacks take their defaults; unknown
         keys are ignored, so a newer run.json still reads)."""
         names = {f.name for f in dataclasses.fields(EvalConfig)}
-        given = {k: v for k, v in value.items() if k in names}
-        if given.get("task_indices") is not None:
-            given["task_indices"] = tuple(int(i) for i in given["task_indices"])
-        if given.get("shard") is not None:
-            given["shard"] = tuple(given["shard"])
-        return EvalConfig(**given)
+        return EvalConfig(**{k: v for k, v in value.items() if k in names})
 
     @staticmethod
     def load(run: str | Path) -> EvalConfig:
@@ -139,10 +128,12 @@ class EvalConfig:
 
 def adapter_identity(klass: type) -> dict[str, Any]:
     """The adapter fields of a config, from the generated class ``klass``."""
+    package = klass.__module__.rpartition(".")[0]
+    version = sys.modules.get(f"{package}.version") or sys.modules.get(package)
     return {
         "environment": getattr(klass, "ENV_NAME", None),
         "adapter": klass.__qualname__,  # not the module: it depends on the import path
-        "adapter_version": _package_version(klass),
+        "adapter_version": getattr(version, "__version__", None),
         "tools_sha256": str(getattr(klass, "TOOLS_SHA256", "")),
     }
 
@@ -175,15 +166,11 @@ def _shard(value: Any) -> tuple[int, int]:
 
 
 def _check(c: EvalConfig) -> None:
-    """Every field on its own and in combination (the task indices are checked against
-    the split's size, from the environment, by ``orsgen.eval.run.tasks_of``)."""
+    """Every field on its own and in combination (the split's size: ``run.tasks_of``)."""
     model: Any = c.model
     if not isinstance(model, str) or not model:
         raise EvalConfigError(f"must be a non-empty string, got {model!r}", "model")
-    given: Any = c.endpoint
-    urls: tuple[object, ...] = (given,) if isinstance(given, str) else ()
-    if isinstance(given, tuple):
-        urls = cast("tuple[object, ...]", given)
+    urls: tuple[Any, ...] = c.endpoints if isinstance(c.endpoint, str | tuple) else ()
     if not urls or not all(isinstance(u, str) and u for u in urls):
         raise EvalConfigError(
             f"must be a non-empty string or a sequence of them, got {c.endpoint!r}", "endpoint"
@@ -210,9 +197,3 @@ def _check(c: EvalConfig) -> None:
 
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _package_version(klass: type) -> str | None:
-    package = klass.__module__.rpartition(".")[0]
-    module = sys.modules.get(f"{package}.version") or sys.modules.get(package)
-    return getattr(module, "__version__", None)

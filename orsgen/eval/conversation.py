@@ -1,7 +1,5 @@
-"""One rollout as TRL's GRPOTrainer runs it, with the model behind an OpenAI-compatible
-endpoint instead of in the trainer.
-
-What the model sees is what it sees in training (trl 1.16, ``GRPOTrainer``):
+"""One rollout as TRL's GRPOTrainer runs it (trl 1.16), the model behind an
+OpenAI-compatible endpoint; what the model sees is what it sees in training:
 
 - the tools are the adapter's public functions, collected on the class exactly as the
   trainer does, each described by ``transformers.utils.get_json_schema`` (its ``"return"``
@@ -30,7 +28,7 @@ from typing import Any
 
 from orsgen.eval.config import EvalConfig
 from orsgen.eval.endpoints import Endpoints, RequestFailed
-from orsgen.jsonobject import is_array, is_object
+from orsgen.jsonobject import as_array, is_array, is_object
 from orsgen.runtime.records.tools import UNKNOWN, tool_calls
 from orsgen.runtime.errors import ToolCallFailure, describe
 from orsgen.runtime.records.episode import Kind
@@ -94,8 +92,7 @@ def cut(text: str, limit: int | None) -> str:
 
 
 def _text(content: Any, limit: int | None) -> Any:
-    """A message's content for results.jsonl: text cut at ``limit``, images named, not
-    stored."""
+    """A message's content for results.jsonl: text cut at ``limit``, images only named."""
     if isinstance(content, str):
         return cut(content, limit)
     if is_array(content):
@@ -112,18 +109,12 @@ _LIMITS = {"user": MAX_PROMPT_TEXT, "tool": MAX_TOOL_OUTPUT, "assistant": None}
 def stored(message: dict[str, Any]) -> dict[str, Any]:
     """``message`` as results.jsonl keeps it: each kind of text within its own limit."""
     out = {**message, "content": _text(message.get("content"), _LIMITS.get(message["role"]))}
-    calls = message.get("tool_calls")
+    calls: list[dict[str, Any]] = []
+    for call in as_array(message.get("tool_calls")):
+        arguments = cut(call["function"]["arguments"] or "", MAX_TOOL_ARGUMENTS)
+        calls.append({**call, "function": {**call["function"], "arguments": arguments}})
     if calls:
-        out["tool_calls"] = [
-            {
-                **c,
-                "function": {
-                    **c["function"],
-                    "arguments": cut(c["function"]["arguments"] or "", MAX_TOOL_ARGUMENTS),
-                },
-            }
-            for c in calls
-        ]
+        out["tool_calls"] = calls
     return out
 
 
@@ -144,13 +135,6 @@ def _tool_content(result: Any) -> Any:
             text = part["text"] if is_object(part) and "text" in part else part
             parts.append({"type": "text", "text": str(text)})
     return parts
-
-
-def _arguments(text: str | None) -> dict[str, Any]:
-    value = json.loads(text or "{}")
-    if not is_object(value):
-        raise ValueError(f"tool arguments must be a JSON object, got {text!r}")
-    return dict(value)
 
 
 def request_seed(seed: int | None, task_index: int, sample: int, turn: int) -> int | None:
@@ -181,41 +165,21 @@ class Conversation:
             self._schemas[kind] = tool_schemas(tools)
         return self._schemas[kind]
 
-    def _complete(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], seed: int | None
-    ) -> Any:
-        """One ``POST /chat/completions`` through the endpoints' router. The body goes as
-        JSON as it is: ``chat.completions.create`` would first walk every message against
-        its typed schema, several ms per request at 16 messages, more than the rest of
-        orsgen's turn."""
-        c = self.config
-        body: dict[str, Any] = {
-            "model": c.model,
-            "messages": messages,
-            "tools": schemas or None,
-            "seed": seed,
-        }
-        body |= {"temperature": c.temperature, "max_tokens": c.max_tokens}
-        return self.endpoints.post({k: v for k, v in body.items() if v is not None})
-
     @staticmethod
     def open(env: Any, task_index: int, split: str) -> Opened:
         """``env.reset`` of the task: its prompt, or why it failed, and its seconds."""
-        began = time.monotonic()
+        began, prompt, failure = time.monotonic(), None, None
         try:
             prompt = env.reset(task_index=task_index, split=split)
         except Exception as exc:  # noqa: BLE001 - every failure is a verdict, not a crash
-            return Opened(
-                None, f"environment: reset failed: {describe(exc)}", time.monotonic() - began
-            )
-        return Opened(prompt, None, time.monotonic() - began)
+            failure = f"environment: reset failed: {describe(exc)}"
+        return Opened(prompt, failure, time.monotonic() - began)
 
     def run(
         self, env: Any, task_index: int, split: str, sample: int = 0, opened: Opened | None = None
     ) -> Rollout:
-        """The rollout of (``task_index``, ``sample``) on ``env``, its session opened here or
-        already (``opened``: :meth:`open` of the same adapter and task). Its seconds count
-        the open's own, not the wait between the open and this call."""
+        """The rollout of (``task_index``, ``sample``) on ``env``, opened here or already
+        (``opened``); its seconds count the open's own, not a wait after it."""
         if opened is None:
             opened = self.open(env, task_index, split)
         out = Rollout(reason=opened.failure)
@@ -223,11 +187,10 @@ class Conversation:
         out.seconds = out.environment_seconds = opened.seconds
         if opened.failure is not None:
             return out
-        prompt = opened.prompt
         tools = trl_tools(env)
         schemas = self.schemas(env, tools)
-        user_content = prompt if isinstance(prompt, str) else _tool_content(prompt)
-        messages: list[dict[str, Any]] = [{"role": "user", "content": user_content}]
+        # The prompt as a tool's result: a text as it is, a content list with its images.
+        messages = [{"role": "user", "content": _tool_content(opened.prompt)}]
         stop, endpoint_failure = self._loop(
             env, tools, schemas, messages, out, started, (task_index, sample)
         )
@@ -241,8 +204,7 @@ class Conversation:
         elif out.verdict == "unfinished" and stop is not None:
             out.reason = stop if out.reason is None else f"{stop}; {out.reason}"
         out.messages = [stored(m) for m in messages]
-        kind: type = env.__class__
-        out.tool_calls = [*tool_calls(kind, env.rollout.calls), *out.tool_calls]
+        out.tool_calls = [*tool_calls(env.__class__, env.rollout.calls), *out.tool_calls]
         out.seconds = time.monotonic() - started
         return out
 
@@ -265,10 +227,14 @@ class Conversation:
             limit = self.deadline
             if limit is not None and time.monotonic() - started >= limit:
                 return f"rollout deadline ({limit:g} s) passed", None
-            asked = time.monotonic()
+            c, asked = self.config, time.monotonic()
+            seed = request_seed(c.seed, *where, out.turns)
+            # The body goes as JSON as it is: chat.completions.create would first walk every
+            # message against its typed schema, several ms a request at 16 messages.
+            body: dict[str, Any] = dict(model=c.model, messages=messages, seed=seed)
+            body |= dict(tools=schemas or None, temperature=c.temperature, max_tokens=c.max_tokens)
             try:
-                seed = request_seed(self.config.seed, *where, out.turns)
-                response = self._complete(messages, schemas, seed)
+                response = self.endpoints.post({k: v for k, v in body.items() if v is not None})
             except RequestFailed as exc:  # the endpoints' outages are routed around
                 return None, str(exc)
             finally:
@@ -297,26 +263,22 @@ class Conversation:
                 out.environment_seconds += seconds
                 if not reached:  # the model's mistake, which the adapter never saw
                     out.tool_calls.append([name if name in tools else UNKNOWN, "model", seconds])
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call.id,
-                        "name": call.function.name,
-                        "content": _tool_content(result),
-                    }
-                )
+                said = {"role": "tool", "tool_call_id": call.id, "name": name}
+                messages.append({**said, "content": _tool_content(result)})
 
     @staticmethod
     def _call(
         tools: dict[str, Callable[..., Any]], name: str, arguments: str | None
     ) -> tuple[Any, bool]:
         """The tool's result, or TRL's ``{"error": str(e)}`` for a call that raised; and
-        whether the call reached the adapter, which records it (an unknown tool, or
-        arguments the method cannot take, never get there)."""
+        whether it reached the adapter, which records it (a wrong name or arguments do not)."""
         try:
             if name not in tools:
                 raise ValueError(f"Tool {name} not found.")
-            return tools[name](**_arguments(arguments)), True
+            given = json.loads(arguments or "{}")
+            if not is_object(given):
+                raise ValueError(f"tool arguments must be a JSON object, got {arguments!r}")
+            return tools[name](**given), True
         except ToolCallFailure as exc:  # recorded by the adapter's rollout
             return {"error": str(exc)}, True
         except Exception as exc:  # noqa: BLE001 - the model sees the error, as in training

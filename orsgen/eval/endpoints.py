@@ -1,33 +1,25 @@
 """The model endpoints of an evaluation (``--endpoint``, repeatable): one ``openai.OpenAI``
 client per endpoint, and one :class:`Router` that sends each request to the endpoint with
-the fewest requests in flight (ties in turn).
+the fewest requests in flight (ties in turn). The rules, as docs/evaluating.md states them:
 
-An endpoint that is not there (it refuses or drops the connection, or answers HTTP 502,
-503 or 504, which a gateway answers for a server that is not there, or 408, 409 or 429,
-busy) rests, and the request goes to another endpoint, or to the same one once its rest is
-over. The rest starts at ``FIRST_REST`` seconds and doubles, up to ``MAX_REST``, each time
-a request sent to it after its rest fails too; once its rest is over it takes one request
-at a time, and the first answer ends its outage. An outage is logged once when it starts
-and once when it ends; it is never the model's failure. When every endpoint has been down
-for the down limit, every request raises :class:`EndpointsDown`, and the run stops.
-
-An endpoint that answers a server error (HTTP 500 and the other 5xx) is up: it answered.
-Such an error, like a request that times out, is often the request's own (a tool call that
-crashes the server's parser fails the same way on every replica): the request is sent again
-at once, to another endpoint when one can take it, and fails its rollout after
-``SERVER_ERRORS`` of them. Resting the endpoint instead would make a server that fails
-many of a model's requests look down for good, and stop the run.
-
-Each client has ``max_retries=1`` (the ``openai`` default is 2, backing off 0.5 s, then
-1 s, up to 8 s): one quick retry absorbs a kept-alive connection that the server closed
-as it was reused, which is no outage; more would hold every request in flight on a dead
-endpoint for seconds, inside the client, before the router may move it.
+- an endpoint that is not there (connection refused or dropped, HTTP 502/503/504) or busy
+  (408/409/429) rests, ``FIRST_REST`` seconds doubling to ``MAX_REST`` while the request
+  after its rest fails too; once its rest is over it takes one request at a time. An
+  outage is logged when it starts and ends, and is never the model's failure; once every
+  endpoint has been down for the down limit, every request raises :class:`EndpointsDown`;
+- a server error (other 5xx) or a timeout is the request's own: the endpoint is up, and
+  the request is sent again at once, to another endpoint when one can take it, failing its
+  rollout after ``SERVER_ERRORS`` (resting would make a server that fails many of a
+  model's requests look down, and stop the run);
+- each client has ``max_retries=1``: one quick retry absorbs a kept-alive connection the
+  server closed; more would hold requests on a dead endpoint before the router may move them.
 
 Keys stay in the clients: labels, log lines, errors and counts carry public URLs only.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -53,15 +45,13 @@ Clock = Callable[[], float]
 
 
 class EndpointsDown(RuntimeError):
-    """Every endpoint has been down for longer than the down limit: the run stops (its
-    rows so far are kept; a resumed run goes on from them). The message names each
-    endpoint and its last failure."""
+    """Every endpoint has been down for the down limit: the run stops, its rows kept. The
+    message names each endpoint and its last failure."""
 
 
 class RequestFailed(Exception):
-    """A request's own failure (an answer such as HTTP 400, or ``SERVER_ERRORS`` server
-    errors): its rollout's verdict is ``failed``, and this text, naming the endpoint, its
-    reason."""
+    """A request's own failure (such as HTTP 400, or ``SERVER_ERRORS`` server errors): its
+    rollout is ``failed``, for this reason (naming the endpoint)."""
 
 
 def public_url(url: str) -> str:
@@ -88,9 +78,8 @@ def keyed(urls: Sequence[str], keys: str | Sequence[str] | None) -> list[tuple[s
 
 
 def check(keyed_urls: Sequence[tuple[str, str]]) -> None:
-    """Before a run (``orsgen eval``): raise :class:`EvalConfigError` when no endpoint
-    answers, or when one refuses its key (a server that lacks ``/models`` is fine; one
-    that does not answer, of several, rests once the run starts)."""
+    """Before a run (``orsgen eval``): raise :class:`EvalConfigError` when no endpoint answers
+    or one refuses its key (one that lacks ``/models`` is fine)."""
     import openai
 
     silent: list[str] = []
@@ -129,13 +118,9 @@ class Endpoint:
     failed_in_outage: int = 0
     last_error: str = ""
 
-    def counts(self) -> dict[str, int]:
-        return {"requests": self.requests, "failures": self.failures, "outages": self.outages}
-
 
 class Router:
-    """Which endpoint takes the next request, and each endpoint's outages, under one lock
-    (``clock``: seconds, for the rests and the down limit)."""
+    """Which endpoint takes the next request, and each endpoint's outages, under one lock."""
 
     def __init__(
         self,
@@ -152,18 +137,18 @@ class Router:
         self._stopped: str | None = None  # why every request now raises EndpointsDown
 
     def take(self, avoid: Endpoint | None = None) -> tuple[Endpoint, bool]:
-        """The endpoint of the next request (another than ``avoid`` when one can take it),
-        and whether it is down (the request is then the one it takes after its rest). Waits while every endpoint rests; raises
-        :class:`EndpointsDown` once every one has been down for the down limit."""
+        """The endpoint of the next request (not ``avoid`` when another can take it), and
+        whether it is down (this is its one request after its rest). Waits while every
+        endpoint rests; raises :class:`EndpointsDown` once all are down for the limit."""
+        down_for = self.down_limit
         with self._ready:
             while True:
-                now = self._clock()
-                since = self._all_down_since()
-                if self._stopped is None and since is not None and now - since >= self.down_limit:
+                now, down = self._clock(), [e.down_since for e in self.endpoints]
+                # Since when every endpoint is down (when the last one went down), or None.
+                since = None if None in down else max(s for s in down if s is not None)
+                if self._stopped is None and since is not None and now - since >= down_for:
                     said = ", ".join(f"{e.label} ({e.last_error})" for e in self.endpoints)
-                    self._stopped = (
-                        f"every endpoint has been down for {self.down_limit:g} s: {said}"
-                    )
+                    self._stopped = f"every endpoint has been down for {down_for:g} s: {said}"
                     self._ready.notify_all()
                 if self._stopped is not None:
                     raise EndpointsDown(self._stopped)
@@ -175,13 +160,8 @@ class Router:
                 # Every endpoint is down (one that is up always takes a request): until a
                 # rest ends, the limit passes, or an answer or a failure changes that.
                 ends = [e.rest_until for e in self.endpoints if e.rest_until > now]
-                limit = (now if since is None else since) + self.down_limit
+                limit = (now if since is None else since) + down_for
                 self._ready.wait(min([limit, *ends]) - now)
-
-    def _all_down_since(self) -> float | None:
-        """Since when every endpoint is down (when the last one went down), or ``None``."""
-        since = [e.down_since for e in self.endpoints]
-        return None if None in since else max(s for s in since if s is not None)
 
     def _choose(self, now: float, avoid: Endpoint | None) -> Endpoint | None:
         count = len(self.endpoints)
@@ -202,13 +182,9 @@ class Router:
             endpoint.in_flight -= 1
             endpoint.failures += failed
             if endpoint.down_since is not None:
-                gone = self._clock() - endpoint.down_since
-                log.warning(
-                    "endpoint %s is back after %.1f s (%d failed requests)",
-                    endpoint.label,
-                    gone,
-                    endpoint.failed_in_outage,
-                )
+                gone = (self._clock() - endpoint.down_since, endpoint.failed_in_outage)
+                said = "endpoint %s is back after %.1f s (%d failed requests)"
+                log.warning(said, endpoint.label, *gone)
                 endpoint.down_since = None
                 self._ready.notify_all()
 
@@ -220,8 +196,7 @@ class Router:
             self._ready.notify_all()  # a resting endpoint may take its next try
 
     def failed(self, endpoint: Endpoint, resting: bool, error: str) -> None:
-        """``endpoint`` is not there for a request sent while it rested (``resting``) or
-        not: it rests."""
+        """``endpoint`` is not there (for its request after a rest: ``resting``): it rests."""
         with self._ready:
             now = self._clock()
             endpoint.in_flight -= 1
@@ -247,14 +222,14 @@ class Router:
             self._ready.notify_all()
 
     def counts(self, earlier: Mapping[str, Any] | None = None) -> dict[str, dict[str, int]]:
-        """Each endpoint's counts by its public URL, added to ``earlier`` ones (a resumed
-        run's)."""
-        return added_counts(earlier or {}, {e.label: e.counts() for e in self.endpoints})
+        """Each endpoint's counts by its public URL, added to a resumed run's ``earlier``."""
+        names = ("requests", "failures", "outages")
+        ours = {e.label: {name: getattr(e, name) for name in names} for e in self.endpoints}
+        return added_counts(earlier or {}, ours)
 
 
 def added_counts(*counts: Mapping[str, Any]) -> dict[str, dict[str, int]]:
-    """Endpoint counts (run.json's ``endpoint_counts``, by URL) added up: a resumed run's
-    to its earlier ones, or the shards' of a merged run."""
+    """Endpoint counts (run.json's ``endpoint_counts``, by URL) added up."""
     out: dict[str, dict[str, int]] = {}
     for each in counts:
         for url, figures in each.items():
@@ -266,8 +241,7 @@ def added_counts(*counts: Mapping[str, Any]) -> dict[str, dict[str, int]]:
 
 
 class Endpoints:
-    """The run's endpoints (``urls`` with their ``keys``, see :func:`keyed`), one client
-    each: :meth:`post` sends a chat-completions body through the router."""
+    """The run's endpoints (``urls`` with their ``keys``, see :func:`keyed`), one client each."""
 
     def __init__(
         self,
@@ -279,22 +253,13 @@ class Endpoints:
     ) -> None:
         import openai
 
-        self.router = Router(
-            [
-                Endpoint(
-                    public_url(url),
-                    openai.OpenAI(
-                        base_url=url,
-                        api_key=key,
-                        timeout=request_timeout,
-                        max_retries=CLIENT_RETRIES,
-                    ),
-                )
-                for url, key in keyed(urls, keys)
-            ],
-            down_limit,
-            rests=rests,
+        client = functools.partial(
+            openai.OpenAI, timeout=request_timeout, max_retries=CLIENT_RETRIES
         )
+        made = [
+            Endpoint(public_url(u), client(base_url=u, api_key=k)) for u, k in keyed(urls, keys)
+        ]
+        self.router = Router(made, down_limit, rests=rests)
 
     def post(self, body: dict[str, Any]) -> Any:
         """One ``POST /chat/completions`` (the body goes as JSON as it is), on whichever
@@ -336,9 +301,8 @@ class Endpoints:
 
 
 def _fault(exc: BaseException) -> Literal["away", "server", "timeout"] | None:
-    """Whose failure: the endpoint's, not there or busy (``away``), a server error or no
-    answer in time on this request (``server``, ``timeout``), or the request's own answer
-    (``None``: any other 4xx)."""
+    """Whose failure: the endpoint's, not there or busy (``away``); this request's, a server
+    error or no answer in time (``server``, ``timeout``), or any other 4xx (``None``)."""
     import openai
 
     if isinstance(exc, openai.APITimeoutError):
@@ -362,9 +326,7 @@ def server_message(exc: BaseException) -> str:
         said = said or body.get("message") or body.get("detail")
     elif isinstance(body, str):
         said = body
-    if not said:
-        response = getattr(exc, "response", None)
-        said = getattr(response, "text", "") if response is not None else ""
+    said = said or getattr(getattr(exc, "response", None), "text", "")
     return " ".join(str(said or "").split())[:300]
 
 

@@ -1,14 +1,7 @@
 """``orsgen eval --merge SHARD... --out RUN``: the shards of one run (``--shard I/N``) made
-one run directory, as if one process had run it.
-
-Everything that can be checked from the shards' run.json is checked before a row is read:
-each directory is a finished run and a shard, the shards agree on every field of their
-:class:`EvalConfig` but ``shard`` and ``endpoint`` (each shard may have had its own server),
-no shard is given twice, and none is missing unless ``partial``. Then the rows are streamed,
-shard after shard, one line at a time, into the merged results.jsonl, each checked to be its
-shard's and there once: memory holds each row's :class:`Record`, as a run does, not the
-rows. The summary and report are the ones :func:`orsgen.eval.run.evaluate` writes, from the
-same code.
+one run directory, as if one process had run it. Everything run.json can tell is checked
+before a row is read; then the rows are streamed, one line at a time, each checked to be its
+shard's and there once: memory holds each row's :class:`Record`, as a run does.
 """
 
 from __future__ import annotations
@@ -16,16 +9,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import added_counts
-from orsgen.eval.results import Records, ResultsLog, RunFileError, write_json
+from orsgen.eval.results import Records, ResultsLog, RunFileError, run_config, write_json
 from orsgen.eval.run import EvalResult, finish
-from orsgen.jsonobject import is_object
 from orsgen.runtime.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
@@ -33,7 +25,6 @@ from orsgen.runtime.rundir import (
     SUMMARY_FILE,
     RunDirError,
     read_adapter,
-    read_config,
     rows,
 )
 
@@ -47,7 +38,7 @@ class _Shard:
     config: EvalConfig
     index: int
     count: int
-    endpoint_counts: Any
+    endpoint_counts: Mapping[str, Any]
 
     def __str__(self) -> str:
         return str(self.path)
@@ -63,10 +54,11 @@ def merge_shards(
     (``"partial": {"shards": N, "missing": [...]}``); the summary covers the tasks present.
     run.json's ``endpoint_counts`` are the shards' added up, by endpoint.
 
-    Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``), in one line naming the
-    shards or the field, for: a directory that is not a shard or not finished, shards that
-    differ in configuration (a field named), a shard given twice, a missing shard, a row that
-    is not its shard's or is there twice, and an ``out`` that holds a run."""
+    The shards must agree on every config field but ``shard`` and ``endpoint`` (each may have
+    had its own server). Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``), in
+    one line naming the shards or the field, for: a directory that is not a shard or not
+    finished, shards that differ in configuration, a shard given twice, a missing shard, a
+    row that is not its shard's or is there twice, and an ``out`` that holds a run."""
     try:
         return _merge([_read(Path(p)) for p in shards], Path(out), partial)
     except RunDirError as exc:  # a run file that cannot be read
@@ -104,7 +96,7 @@ def _merge(found: list[_Shard], target: Path, partial: bool) -> EvalResult:
     ordered = [by_index[i] for i in sorted(by_index)]
     records = _stream(ordered, config, target)
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
-    counts = added_counts(*(s.endpoint_counts for s in ordered if is_object(s.endpoint_counts)))
+    counts = added_counts(*(s.endpoint_counts for s in ordered))
     written = {**config.to_json(), **({"endpoint_counts": counts} if counts else {})}
     write_json(target / RUN_FILE, {**written, **({"partial": record} if record else {})})
     write_json(target / ADAPTER_FILE, adapter, sort_keys=False)
@@ -116,17 +108,13 @@ def _merge(found: list[_Shard], target: Path, partial: bool) -> EvalResult:
 
 def _read(path: Path) -> _Shard:
     """A shard's directory, checked to be a finished shard run (nothing read but run.json)."""
-    found = read_config(path)  # a RunDirError, naming the file, when there is none
-    try:
-        config = EvalConfig.from_json(found)
-    except (ValueError, TypeError) as exc:
-        raise RunFileError(f"cannot read {path / RUN_FILE}: {exc}") from None
+    config, counts = run_config(path)
     if config.shard is None:
         raise RunFileError(f"{path} is a run, not a shard: merge the runs of --shard I/N")
     index, count = config.shard
     if not (path / SUMMARY_FILE).is_file():
         raise RunFileError(_unfinished(path, index, count, f"no {SUMMARY_FILE}"))
-    return _Shard(path, config, index, count, found.get("endpoint_counts") or {})
+    return _Shard(path, config, index, count, counts)
 
 
 def _unfinished(path: Path, index: int, count: int, why: str) -> str:
@@ -157,8 +145,7 @@ def _agree(first: _Shard, shard: _Shard) -> None:
 
 
 def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Records:
-    """Copy the shards' rows into ``target``'s results.jsonl, one line at a time, each
-    checked; their records. The file gets its name once every row is in."""
+    """The shards' rows copied, each checked, into results.jsonl, named once all are in."""
     n = config.n
     position = {task: i for i, task in enumerate(config.tasks())}
     seen = bytearray(len(position) * n)  # one byte per (task, sample) of the run

@@ -1,12 +1,9 @@
 """Preference pairs of evaluation runs for TRL's ``DPOTrainer`` (``orsgen pairs``): for each
 task, a passing rollout (chosen) beside a non-passing one (rejected) of the same prompt.
 
-The runs are read as ``orsgen sft`` (:mod:`orsgen.eval.sft`) reads them, with the same
-checks (one environment, one tool set, one pass threshold; no held-out split unless
-allowed). A rollout is *chosen* when it is ``scored`` and passes by the run's pass rule
-(``passes`` with its ``pass_threshold``); *rejected* when it is ``scored`` and does not
-(with ``unfinished``, an unfinished rollout that does not pass as well). Failed rollouts
-(no answer) are neither.
+The runs are read and checked as ``orsgen sft`` reads them (and of one pass threshold). A
+rollout is *chosen* when it is ``scored`` and passes by its run's pass rule; *rejected* when
+it is ``scored`` (with ``unfinished``: or unfinished) and does not. Failed ones are neither.
 
 **Pairing.** A task's rollouts are paired within their run (one evaluation group: the same
 prompt, the same model). Its chosen rollouts ``c[0..P)`` are ordered shortest transcript
@@ -20,16 +17,11 @@ chosen rollout once, and the P x F pairs come in a fixed order. Then:
 - at most ``per_task`` pairs of a task (over all runs): the earliest rounds first, then by
   run and ``a``.
 
-**A row** is TRL's conversational preference format: ``prompt`` (the messages before the
-first assistant turn), ``chosen`` and ``rejected`` (the assistant and ``tool`` messages
-after it, ending on an assistant turn, as an ``orsgen sft`` row does: the environment's
-answer to the last call is not part of them), ``tools`` (the JSON schemas the model saw, as
-one JSON string), and ``task_index``, ``split``, ``chosen_reward``, ``rejected_reward``
-(``None`` for an unfinished rollout without one) and ``run``.
-
-Memory stays flat in the number of rollouts, as in ``orsgen sft``: the first pass keeps a
-few numbers and two hashes per candidate rollout; the second reads each kept pair's two
-lines back into ``datasets.Dataset.from_generator``.
+**A row** (:data:`COLUMNS`) is TRL's conversational preference format: ``prompt`` (the
+messages before the first assistant turn), ``chosen`` and ``rejected`` (those after it,
+ending on an assistant turn as an ``orsgen sft`` row does), ``tools`` and provenance.
+Memory stays flat: the first pass keeps a few numbers and two hashes per candidate; the
+second reads each kept pair's two lines back.
 """
 
 from __future__ import annotations
@@ -101,9 +93,8 @@ def select(
     allow_splits: Iterable[str] = (),
 ) -> PairSelection:
     """The pairs of ``run_dirs``, and how they were chosen. Raises :class:`SftError`."""
-    runs = open_runs(
-        run_dirs, per_task, allow_splits, {**SAME, "pass_threshold": "pass thresholds"}
-    )
+    same = {**SAME, "pass_threshold": "pass thresholds"}
+    runs = open_runs(run_dirs, per_task, allow_splits, same)
     chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
     try:
         found = _candidates(chosen)
@@ -113,9 +104,8 @@ def select(
     if not chosen.rows:
         names = ", ".join(str(r.path) for r in runs)
         rejected = "non-passing (scored" + (" or unfinished)" if unfinished else ")")
-        dropped = f"; {chosen.no_contrast} pairs without contrast dropped" * (
-            chosen.no_contrast > 0
-        )
+        flat = chosen.no_contrast
+        dropped = f"; {flat} pairs without contrast dropped" if flat else ""
         raise SftError(
             f"no task of {names} has both a passing rollout and a {rejected} one{dropped}: "
             "no pair to write; sample more (-n) at a temperature above 0"
@@ -128,10 +118,9 @@ _COLUMNS = ("run", "split", "task", "good", "length", "sample", "offset")
 
 
 def _candidates(chosen: PairSelection) -> tuple[dict[str, array[int]], bytearray, list[str]]:
-    """The first pass: a few numbers per chosen or rejected candidate with a transcript
-    (columns of :data:`_COLUMNS`; ``good`` is 1 for a chosen one), and two 16-byte hashes in
-    a 32-byte row of the ``bytearray``: of its transcript and tools, and of its assistant
-    turns."""
+    """The first pass: a few numbers per candidate with a transcript (:data:`_COLUMNS`;
+    ``good`` 1 for a chosen one), and two 16-byte hashes in a 32-byte row of the
+    ``bytearray``: of its transcript and tools, and of its assistant turns."""
     columns = {name: array("q") for name in _COLUMNS}
     hashes, splits = bytearray(), dict[str, int]()
     for number, run in enumerate(chosen.runs):
@@ -155,9 +144,7 @@ def _candidates(chosen: PairSelection) -> tuple[dict[str, array[int]], bytearray
                 columns[name].append(value)
             for what in (text + tools, json.dumps(turns, sort_keys=True, ensure_ascii=False)):
                 hashes += hashlib.blake2b(what.encode(), digest_size=16).digest()
-        rollouts, passing, failing = counts
-        chosen.rollouts[run.name], chosen.passing[run.name] = rollouts, passing
-        chosen.failing[run.name] = failing
+        chosen.rollouts[run.name], chosen.passing[run.name], chosen.failing[run.name] = counts
     return columns, hashes, list(splits)
 
 
@@ -265,9 +252,8 @@ def export(
     unfinished: bool = False,
     allow_splits: Iterable[str] = (),
 ) -> PairSelection:
-    """Write the pairs of ``run_dirs`` (:func:`select`) to ``out`` as a ``datasets.Dataset``
-    (``load_from_disk``) with its dataset card. ``out`` must not hold anything yet. Raises
-    :class:`SftError` (a ``ValueError``) with a one-line message."""
+    """Write the pairs of ``run_dirs`` (:func:`select`) to ``out``, which must hold nothing
+    yet, as a ``datasets.Dataset`` with its dataset card. Raises :class:`SftError`."""
     target = new_out(out)
     chosen = select(run_dirs, per_task=per_task, unfinished=unfinished, allow_splits=allow_splits)
     # Pair rows are large (two conversations): save_to_disk's worker, copying 64 MB shards

@@ -4,9 +4,12 @@ backend: no display needed)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from orsgen.eval.summary import no_gradient_tasks
 
 REPORT_FILE = "report.md"
 PASS_PNG = "pass_rate.png"
@@ -50,12 +53,16 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
 
 
 def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
-    """pass@1 per task: a labelled bar per task (zero bars marked), the model in the title;
-    past ``MAX_BARS`` tasks, a histogram of the tasks' pass@1 (the table has each task)."""
-    per_task = summary["per_task"]
+    """pass@1 per task, a bar each; past ``MAX_BARS`` tasks, a histogram of their pass@1."""
+    per_task, model = summary["per_task"], summary["model"]
     values = [float(t["pass_at_k"].get("1", 0.0)) for t in per_task]
+    where = f"(n={summary['n']}, split {summary['split']!r})"
     if len(per_task) > MAX_BARS:
-        return _pass_histogram(plt, summary, values)
+        import numpy
+
+        counts, edges = numpy.histogram(values, bins=20, range=(0.0, 1.0))
+        title = f"{model}: pass@1 of {len(values)} tasks {where}"
+        return _histogram(plt, counts, edges, "C0", ("pass@1", "tasks"), title)
     xs = [float(i) for i in range(len(per_task))]
     fig, ax = plt.subplots(figsize=(max(6.4, 0.5 * len(per_task) + 2), 4.2))
     bars = ax.bar(xs, values, width=0.7, color="C0", zorder=2)
@@ -65,21 +72,10 @@ def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
     ax.tick_params(axis="x", labelrotation=45 if len(per_task) > 8 else 0, labelsize=8)
     ax.set_ylim(-0.03, 1.12)  # room under 0 for the zero marks
     ax.set_ylabel("pass@1")
-    ax.set_title(
-        f"{summary['model']}: pass@1 per task (n={summary['n']}, split {summary['split']!r})",
-        fontsize=10,
-    )
+    ax.set_title(f"{model}: pass@1 per task {where}", fontsize=10)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     fig.tight_layout()
     return fig
-
-
-def _pass_histogram(plt: Any, summary: Mapping[str, Any], values: Sequence[float]) -> Any:
-    import numpy
-
-    counts, edges = numpy.histogram(values, bins=20, range=(0.0, 1.0))
-    title = f"pass@1 of {len(values)} tasks (n={summary['n']}, split {summary['split']!r})"
-    return _histogram(plt, counts, edges, "C0", ("pass@1", "tasks"), f"{summary['model']}: {title}")
 
 
 def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Any:
@@ -95,9 +91,8 @@ def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[s
 
 
 def _histogram(plt: Any, counts: Any, edges: Any, color: str, labels: Any, title: str) -> Any:
-    """A histogram of counts binned here, each bin's count on it: only the bins go to
-    matplotlib (its hist of 100,000 floats takes 25 MB and seconds); a bin's left edge
-    weighted by its count draws the same."""
+    """Counts binned by numpy, each bin's count on it: matplotlib's hist of 100,000 floats
+    takes 25 MB and seconds; a bin's left edge weighted by its count draws the same."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     counts, _edges, patches = ax.hist(edges[:-1], bins=edges, weights=counts, color=color, zorder=2)
     ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
@@ -127,8 +122,7 @@ def task_table(summary: Mapping[str, Any]) -> list[str]:
 
 
 def tool_table(summary: Mapping[str, Any]) -> list[str]:
-    """The per-tool table: each tool's calls, failed calls (by the environment and by the
-    model apart), mean and p90 seconds; nothing when no tool was called."""
+    """The per-tool table (``summary.json``'s ``tools``); nothing when no tool was called."""
     tools: Mapping[str, Mapping[str, Any]] = summary.get("tools") or {}
     if not tools:
         return []
@@ -171,11 +165,8 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
         what = "pass@1 per task" if len(summary["per_task"]) <= MAX_BARS else "pass@1 of the tasks"
         lines += ["", f"![{what}]({PASS_PNG})", "", f"![rewards]({REWARD_PNG})"]
     lines += [*tool_table(summary), "", *task_table(summary)]
-    reasons: dict[str, int] = {}
-    for row in rows:
-        if row["verdict"] != "scored":
-            key = f"{row['verdict']}: {str(row.get('reason'))[:120]}"
-            reasons[key] = reasons.get(key, 0) + 1
+    unscored = (r for r in rows if r["verdict"] != "scored")
+    reasons = Counter(f"{r['verdict']}: {str(r.get('reason'))[:120]}" for r in unscored)
     if reasons:
         lines += ["", "## Unscored rollouts", ""]
         lines += [f"- {count} x {why}" for why, count in sorted(reasons.items())]
@@ -184,8 +175,6 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
 
 def _zero_variance(summary: Mapping[str, Any]) -> list[str]:
     """The share of GRPO groups of n rollouts with no gradient, and the tasks that give none."""
-    from orsgen.eval.summary import no_gradient_tasks
-
     n = int(summary["n"])
     share = summary.get("zero_variance_share", {}).get(str(n))
     if n < 2:

@@ -1,13 +1,6 @@
-"""Writing the files of an evaluation run (their names, and how they are read:
-:mod:`orsgen.runtime.rundir`): ``run.json`` (the :class:`EvalConfig`, written first, so a
-resumed run can be checked against it), ``adapter.json`` (what the adapter showed the
-model: its tools' JSON schemas and the package's training split, which ``orsgen sft``
-reads), ``results.jsonl`` (one row per rollout, appended as each completes) and
-``summary.json``.
-
+"""Writing the files of an evaluation run (named and read by :mod:`orsgen.runtime.rundir`).
 Memory stays flat in the number of rollouts: a row goes to disk as it completes and the
-run keeps only its :class:`Record` (task, sample, verdict, reward, reason, seconds);
-``results.jsonl`` is read one line at a time, on resume and when a transcript is asked for.
+run keeps only its :class:`Record`.
 """
 
 from __future__ import annotations
@@ -137,9 +130,8 @@ class Records(Sequence[Record]):
 
 
 def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
-    """Write JSON atomically (a temporary file renamed over the target). ``sort_keys=False``
-    keeps the key order, which is part of the text when it is rendered for a model. A
-    read-only mapping (a summary's shared figures) is written as the object it reads as."""
+    """Write JSON atomically (renamed over the target); ``sort_keys=False`` keeps the key
+    order (part of the text a model is shown). A read-only mapping is written as a dict."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:  # in chunks: no second copy as one string
         json.dump(value, fh, indent=2, sort_keys=sort_keys, default=dict)
@@ -159,15 +151,13 @@ def read_records(path: Path) -> Records:
                 end, size = data.rfind(b"\n") + 1, len(data)
             if end < size:
                 fh.truncate(end)
-                fh.flush()
                 os.fsync(fh.fileno())
     return records
 
 
 def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, Any]:
-    """Refuse to mix runs: a directory with rows needs ``--resume``, ``--resume`` needs a
-    run to continue, and the same configuration (the first difference is named). Returns
-    the endpoint counts the run continued recorded (none for a new run)."""
+    """Refuse to mix runs: rows need ``--resume``, which needs a run to continue with the same
+    configuration (the first difference named). Returns the resumed run's endpoint counts."""
     run_file = out / RUN_FILE
     if not run_file.exists():
         if (out / RESULTS_FILE).exists():
@@ -179,20 +169,26 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, An
         return {}
     if not resume:
         raise RunFileError(f"{out} already holds a run; pass --resume to continue it")
-    try:
-        found = read_config(out)
-        before = EvalConfig.from_json(found)
-    except RunDirError as exc:
-        raise RunFileError(str(exc)) from None
-    except (ValueError, TypeError) as exc:
-        raise RunFileError(f"cannot read {out / RUN_FILE}: {exc}") from None
+    before, counts = run_config(out)
     for key in before.differences(config):
         was, now = before.to_json()[key], config.to_json()[key]
         raise RunFileError(
             f"cannot resume: {key} was {shortened(was)} and is now {shortened(now)}; "
             "use another --out for a different run"
         )
-    return as_object(found.get("endpoint_counts"))
+    return counts
+
+
+def run_config(run: Path) -> tuple[EvalConfig, Mapping[str, Any]]:
+    """The config of the run in ``run`` and the endpoint counts its run.json records;
+    :class:`RunFileError` naming the file when it cannot be read."""
+    try:
+        found = read_config(run)
+        return EvalConfig.from_json(found), as_object(found.get("endpoint_counts"))
+    except RunDirError as exc:
+        raise RunFileError(str(exc)) from None
+    except (ValueError, TypeError) as exc:
+        raise RunFileError(f"cannot read {run / RUN_FILE}: {exc}") from None
 
 
 def shortened(value: Any, limit: int = 80) -> str:

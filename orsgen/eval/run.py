@@ -1,11 +1,6 @@
 """``evaluate``: run each task of a split ``n`` times against an OpenAI-compatible
-endpoint, through a generated adapter, and write the run's files.
-
-Everything about the run is checked first, before the first rollout (one request for the
-split's size); then the rollouts run on worker threads (:mod:`orsgen.eval.workers`), one
-adapter each: the runtime's session pool, ``max_sessions`` and capacity handling apply as
-in training. The run keeps only each row's :class:`~orsgen.eval.results.Record`;
-transcripts are read back from results.jsonl.
+endpoint, through a generated adapter, and write the run's files. Everything is checked
+before the first rollout; the rollouts run on worker threads (:mod:`orsgen.eval.workers`).
 """
 
 from __future__ import annotations
@@ -19,13 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orsgen.eval import report
-from orsgen.eval.config import (
-    ADAPTER_FIELDS,
-    DEFAULT_MAX_TURNS,
-    EvalConfig,
-    EvalConfigError,
-    adapter_identity,
-)
+from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
 from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
@@ -33,6 +22,7 @@ from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, run_all
 from orsgen.jsonobject import as_object
 from orsgen.runtime.errors import OrsRuntimeError
+from orsgen.runtime.passk import PASS_THRESHOLD
 from orsgen.runtime.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
@@ -44,8 +34,6 @@ from orsgen.runtime.rundir import (
 
 if TYPE_CHECKING:
     from orsgen.runtime.config import AdapterConfig
-
-__all__ = ["DEFAULT_MAX_TURNS", "EvalResult", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -97,10 +85,10 @@ class EvalResult(FinishedRun):
 
     def transcript(self, task_index: int, sample: int = 0) -> dict[str, Any] | None:
         """The row of (``task_index``, ``sample``), messages included, or ``None``."""
-        for row in self.transcripts():
-            if row["task_index"] == task_index and row["sample"] == sample:
-                return row
-        return None
+        wanted = (task_index, sample)
+        return next(
+            (r for r in self.transcripts() if (r["task_index"], r["sample"]) == wanted), None
+        )
 
 
 def shown(value: float | None) -> str:
@@ -113,8 +101,7 @@ def _adapter_factory(
     adapter: AdapterConfig | Mapping[str, Any] | None,
     rollout_timeout: float | None,
 ) -> Callable[[], Any]:
-    """What makes the run's adapters: ``env`` with ``adapter``'s settings, or ``env`` itself
-    (a factory)."""
+    """What makes the run's adapters: ``env`` with ``adapter``'s settings, or the factory."""
     from orsgen.runtime.config import AdapterConfig
 
     if not isinstance(env, type):
@@ -159,12 +146,8 @@ def evaluate(
     The rest says how the run goes, not what it is: ``concurrency`` rollouts at once, each
     bounded by ``rollout_timeout`` seconds, ``endpoint_api_key`` (one key for every
     endpoint or one per endpoint; never written), results to ``out`` when given
-    (``resume=True`` continues the run there). An endpoint that fails requests rests and
-    the others take them; ``run.json``'s ``endpoint_counts`` holds each endpoint's
-    requests, failures and outages.
-    ``on_start(config, left)`` is called once the configuration is checked, before the
-    first rollout, with the number of rollouts left to run (0: a resumed run that was
-    complete).
+    (``resume=True`` continues the run there). ``on_start(config, left)`` is called before
+    the first rollout with the number of rollouts left to run (0: the run was complete).
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
     configuration, always before the first rollout; :class:`~orsgen.EndpointsDown` (a
@@ -211,8 +194,7 @@ def evaluate(
 def finish(
     out: Path | None, config: EvalConfig, tasks: Sequence[int], records: Records
 ) -> dict[str, Any]:
-    """The summary of a run's ``records`` of ``tasks`` (all of its tasks, or a shard's
-    part), written to ``out`` as summary.json and report.md when it is given."""
+    """The summary of ``records`` of ``tasks``, written with report.md to ``out`` if given."""
     summary = summarize(records, {**config.to_json(), "task_indices": list(tasks)}, records.tools)
     if out is not None:
         write_json(out / SUMMARY_FILE, summary)
@@ -221,8 +203,7 @@ def finish(
 
 
 def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan:
-    """Everything checked before the first rollout (one ``/num_tasks`` request): ``given``
-    with the fields that come from the environment filled in."""
+    """``given`` checked and filled in from the environment (one ``/num_tasks`` request)."""
     from orsgen.runtime import dataset
 
     here = probe.rollout.here
@@ -236,7 +217,10 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
     split = str(given.split or here.split)
     count = dataset.split_size(here.endpoint, split, timeout=here.open_timeout)
     chosen = tasks_of(given, split, count)
-    threshold = _threshold(probe, given.pass_threshold)
+    threshold = given.pass_threshold  # else the adapter's pass_threshold= or the default
+    if threshold is None:
+        threshold = getattr(probe.rollout, "pass_threshold", None)
+    threshold = float(PASS_THRESHOLD if threshold is None else threshold)
     config = dataclasses.replace(
         given,
         endpoint=tuple(public_url(url) for url in given.endpoints),
@@ -274,9 +258,8 @@ def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
 
 
 def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
-    """What the adapter showed the model (its tools, as TRL renders them) and the split the
-    package trains on: ``orsgen sft`` builds its rows' ``tools`` from it and guards
-    held-out splits with it."""
+    """adapter.json: the tools as TRL renders them to the model, and the package's training
+    split (``orsgen sft`` reads both)."""
     return {
         "adapter": klass.__qualname__,
         "environment": klass.ENV_NAME,
@@ -284,13 +267,3 @@ def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
         "train_split": klass.DEFAULT_SPLIT,
         "tools": tool_schemas(trl_tools(probe)),
     }
-
-
-def _threshold(probe: Any, given: float | None) -> float:
-    """``given``, else the adapter's pass threshold (the package default)."""
-    if given is not None:
-        return float(given)
-    from orsgen.runtime import passk
-
-    setting = getattr(probe.rollout, "pass_threshold", None)  # the adapter's pass_threshold=
-    return float(setting if setting is not None else passk.PASS_THRESHOLD)

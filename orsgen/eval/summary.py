@@ -1,36 +1,8 @@
-"""summary.json from the rows of a run.
-
-Rules (also in the README):
-
-- ``coverage``: scored rollouts / all (task, sample) pairs.
-- ``mean_reward``: the mean over scored rollouts of each rollout's reward (one value per
-  rollout, never per turn), with its standard error and a normal 95% interval.
-- ``mean_reward_all``: the mean over every rollout, unfinished ones at their
-  ``unfinished_reward`` and everything else without a reward counted as 0.
-- A rollout *passes* when it has a reward ≥ ``pass_threshold`` (an unfinished rollout can
-  pass only through ``unfinished_reward``). ``pass_at_k`` / ``pass_hat_k`` are per task,
-  over all its ``n`` samples, failed ones as not passing, then averaged over tasks; so
-  failures lower them and ``coverage`` says how much. ``pass_at_k_scored`` uses only the
-  scored samples of tasks with at least ``k`` of them.
-- ``zero_variance_share``: for each GRPO group size G in 2..n, the expected share of groups
-  of G rollouts of a uniformly chosen task that all pass or all fail (no gradient): per
-  task ``(C(c, G) + C(n - c, G)) / C(n, G)``, averaged over the tasks whose n samples were
-  all scored (``None`` when there is none).
-- ``tools``: per tool, its calls, failed calls (by the environment and by the model apart),
-  and mean and p90 seconds (:mod:`orsgen.runtime.records.tools`).
-
-The estimators, pure functions of per-sample outcomes:
-
-- ``pass_at_k(n, c, k)``: the unbiased estimator of Chen et al. (2021), the chance that
-  at least one of ``k`` samples drawn without replacement from ``n`` (``c`` of them
-  passing) passes: ``1 - C(n-c, k) / C(n, k)``.
-- ``pass_hat_k(n, c, k)``: the chance that all ``k`` drawn samples pass,
-  ``C(c, k) / C(n, k)`` (tau-bench's pass^k).
-- ``zero_variance(n, c, g)``: the chance that a GRPO group of ``g`` samples drawn without
-  replacement from ``n`` (``c`` passing) is all passing or all failing, so it has no
-  advantage: ``(C(c, g) + C(n-c, g)) / C(n, g)``, an unbiased estimate of ``p^g + (1-p)^g``.
-- ``mean_and_se``: a mean with its standard error (sample standard deviation / sqrt(m)).
-- ``bootstrap_interval``: a percentile bootstrap interval of a mean, seeded.
+"""summary.json from the rows of a run. Its rules are its ``rules`` (docs/evaluating.md
+states them): above all, a rollout *passes* when it has a reward >= ``pass_threshold`` (an
+unfinished rollout only through ``unfinished_reward``); ``pass_at_k`` / ``pass_hat_k`` are
+per task over all ``n`` samples, failed ones as not passing, so failures lower them and
+``coverage`` says how much.
 """
 
 from __future__ import annotations
@@ -39,6 +11,7 @@ import functools
 import itertools
 import math
 import random
+from collections import defaultdict
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,12 +21,14 @@ from typing import Any
 from orsgen.runtime.passk import pass_at_k, pass_hat_k
 from orsgen.runtime.passk import passes as _passes
 from orsgen.runtime.records.tools import ToolTally
+from orsgen.runtime.rundir import VERDICTS
 
 Z95 = 1.959963984540054  # the two-sided 95% quantile of the normal distribution
 
 
 def zero_variance(n: int, c: int, g: int) -> float:
-    """A group of ``g`` of the ``n`` samples (``c`` passing) all pass or all fail."""
+    """A GRPO group of ``g`` of the ``n`` samples (``c`` passing) all pass or all fail (no
+    advantage): an unbiased estimate of ``p^g + (1-p)^g``."""
     if not 0 <= c <= n or not 1 <= g <= n:
         raise ValueError(f"need 0 <= c <= n and 1 <= g <= n, got n={n}, c={c}, g={g}")
     return (math.comb(c, g) + math.comb(n - c, g)) / math.comb(n, g)
@@ -91,8 +66,7 @@ def bootstrap_interval(
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
-    """The one pass rule (:func:`orsgen.runtime.passk.passes`) on a row's reward (an
-    unfinished row's is its ``unfinished_reward``)."""
+    """The one pass rule (:func:`orsgen.runtime.passk.passes`) on a row's reward."""
     reward = row.get("reward")
     return _passes(float(reward) if isinstance(reward, (int, float)) else None, threshold)
 
@@ -119,11 +93,7 @@ def _curve(estimator: Callable[[int, int, int], float], n: int, c: int) -> Mappi
 def _task_figures(t: _Tally, curve: Callable[..., Mapping[str, float]]) -> dict[str, Any]:
     mean, se = mean_and_se(t.rewards)
     return {
-        "samples": t.samples,
-        "scored": t.scored,
-        "unfinished": t.unfinished,
-        "failed": t.failed,
-        "passed": t.passed,
+        **{k: getattr(t, k) for k in ("samples", "scored", "unfinished", "failed", "passed")},
         "mean_reward": mean,
         "mean_reward_se": se,
         "pass_at_k": curve(pass_at_k, t.samples, t.passed),
@@ -143,43 +113,31 @@ def _averaged(per_task: Sequence[Mapping[str, Any]], key: str, n: int) -> dict[s
 
 def zero_variance_share(per_task: Sequence[Mapping[str, Any]], n: int) -> dict[str, float | None]:
     """``{"2": share, ..., "n": share}`` over the tasks with all ``n`` samples scored."""
-    full = [t for t in per_task if t["samples"] == n and t["scored"] == n]
-    return {
-        str(g): (
-            sum(zero_variance(n, int(t["passed"]), g) for t in full) / len(full) if full else None
-        )
-        for g in range(2, n + 1)
-    }
+    full = [int(t["passed"]) for t in per_task if t["samples"] == n and t["scored"] == n]
+    if not full:
+        return dict.fromkeys(map(str, range(2, n + 1)))
+    return {str(g): sum(zero_variance(n, c, g) for c in full) / len(full) for g in range(2, n + 1)}
 
 
 def no_gradient_tasks(per_task: Sequence[Mapping[str, Any]], n: int) -> list[int]:
     """The tasks, all ``n`` samples scored, that pass always or never: a GRPO group of
     ``n`` rollouts of one of them has no gradient."""
-    return [
-        int(t["task_index"])
-        for t in per_task
-        if t["samples"] == n and t["scored"] == n and int(t["passed"]) in (0, n)
-    ]
+    full = (t for t in per_task if t["samples"] == n and t["scored"] == n)
+    return [int(t["task_index"]) for t in full if int(t["passed"]) in (0, n)]
 
 
 def summarize(
     rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any], tools: ToolTally | None = None
 ) -> dict[str, Any]:
-    """The summary of ``rows`` (one per (task, sample) of ``config``), in one pass that
-    keeps per-task counts and the rewards as floats, never the rows: its memory grows
-    with the tasks, not with the transcripts or the row objects. Tasks with the same
-    counts share their ``pass_at_k`` / ``pass_hat_k`` figures, as read-only mappings.
-    ``tools`` holds the rows' tool calls (:mod:`orsgen.runtime.records.tools`), folded in as they were
-    read."""
+    """The summary of ``rows`` (one per (task, sample) of ``config``; ``tools``: their tool
+    calls), in one pass that keeps per-task counts and rewards, never the rows: memory grows
+    with the tasks only (tasks with the same counts share their pass@k mappings)."""
     n, threshold = int(config["n"]), float(config["pass_threshold"])
     unfinished_reward = config.get("unfinished_reward")
-    by_task: dict[int, _Tally] = {int(i): _Tally() for i in config["task_indices"]}
+    by_task = defaultdict(_Tally, {int(i): _Tally() for i in config["task_indices"]})
     every = array("d")  # each rollout's reward, 0.0 for none
     for row in rows:
-        index = int(row["task_index"])
-        task = by_task.get(index)
-        if task is None:
-            task = by_task[index] = _Tally()
+        task = by_task[int(row["task_index"])]
         verdict, reward = row["verdict"], row.get("reward")  # Any: a number when scored
         value: float | None = float(reward) if isinstance(reward, (int, float)) else None
         passed = _passes(value, threshold)  # the pass rule, as passes(row) applies it
@@ -200,11 +158,7 @@ def summarize(
     per_task: list[dict[str, Any]] = [
         {"task_index": i, **_task_figures(t, curve)} for i, t in by_task.items()
     ]
-    verdicts = {
-        "scored": sum(t.scored for t in by_task.values()),
-        "unfinished": sum(t.unfinished for t in by_task.values()),
-        "failed": sum(t.failed for t in by_task.values()),
-    }
+    verdicts = {v: sum(getattr(t, v) for t in by_task.values()) for v in VERDICTS}
     total = len(every)
     # In task order, not row order: mean_and_se sums exactly (fsum), so the same figures.
     scored = array("d", itertools.chain.from_iterable(t.rewards for t in by_task.values()))

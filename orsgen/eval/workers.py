@@ -1,8 +1,6 @@
-"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads,
-which take the next (task, sample) as they finish the last: memory does not grow with the
-number of rollouts. Each worker opens its next rollout's session while the current one runs
-(on a second adapter). Every (task, sample) gets exactly one row, written as it
-completes; a failure is a row, never a stopped run.
+"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads, each
+taking the next (task, sample) as it finishes the last. Every (task, sample) gets exactly
+one row, written as it completes; a failure is a row, never a stopped run.
 
 Environments that judge groups (ORS ``score_group``) are evaluated as trained: the samples
 of one task are one group, judged together on their final answers once the last of them
@@ -18,11 +16,13 @@ from __future__ import annotations
 
 import gc
 import importlib
+import itertools
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,8 @@ from orsgen.runtime.errors import describe
 
 
 class Adapters:
-    """The adapters of a run: the probe (made for the configuration, then the first
-    worker's), the workers' (one each, two when sessions open ahead), all closed by
-    :meth:`close` on every path."""
+    """The adapters of a run: the probe, then the workers' (one each, two when sessions open
+    ahead), all closed by :meth:`close` on every path."""
 
     def __init__(self, make: Callable[[], Any]) -> None:
         self._make = make
@@ -47,16 +46,15 @@ class Adapters:
         self._spare: list[Any] = []
 
     def probe(self) -> Any:
-        env = self._make()
+        """The first adapter: what the run is checked against, then a worker's."""
+        env = self.take()
         self.kind: type = type(env)
         # Whether sessions open ahead: not under a rollout deadline, which counts from the
         # session's open and which a session opened ahead would spend waiting, nor under a
         # session cap, where it would hold a place (or wait for one, up to reconnect_for).
         deadline = getattr(env.rollout.settings, "rollout_timeout", None)
         self.ahead = deadline is None and getattr(env.rollout.here, "max_sessions", None) is None
-        with self._lock:
-            self._opened.append(env)
-            self._spare.append(env)
+        self._spare.append(env)  # before any worker starts
         return env
 
     def take(self) -> Any:
@@ -70,25 +68,18 @@ class Adapters:
         return env
 
     def close(self) -> None:
-        """Close every adapter, even when one's close raises (the first error is raised
-        once all are closed)."""
+        """Close every adapter, even when one's close raises (raised once all are closed)."""
         with self._lock:
             opened, self._opened = self._opened, []
             self._spare = []
-        failed: BaseException | None = None
-        for env in opened:
-            try:
-                env.close()
-            except BaseException as exc:  # noqa: BLE001 - the others still close
-                failed = failed or exc
-        if failed is not None:
-            raise failed
+        with ExitStack() as closing:
+            for env in opened:
+                closing.callback(env.close)
 
 
 @dataclass
 class Plan:
-    """What a run does: its config (every field filled in), its output directory, the
-    endpoint counts of the run it resumes, and the records it already has (resumed)."""
+    """What a run does (its config every field filled in), and what a resumed one did."""
 
     config: EvalConfig
     out: Path | None
@@ -99,12 +90,6 @@ class Plan:
         self.tasks = self.config.tasks()
         self.have = {(r.task_index, r.sample) for r in self.done}
 
-    def todo(self) -> Iterator[tuple[int, int]]:
-        for task in self.tasks:
-            for sample in range(self.config.n):
-                if (task, sample) not in self.have:
-                    yield task, sample
-
     def expected(self) -> dict[int, int]:
         """How many rollouts of each task are still to run."""
         have = Counter(task for task, _ in self.have)
@@ -112,8 +97,7 @@ class Plan:
 
 
 class Groups:
-    """The rows of the groups still running, per task (``expected``: how many rollouts
-    of each task this run makes)."""
+    """The rows of the groups still running, per task (``expected``: rollouts per task)."""
 
     def __init__(self, expected: Mapping[int, int]) -> None:
         self._expected = dict(expected)
@@ -131,7 +115,6 @@ class Groups:
                 return []
             del self._parked[task_index]
         scores, why = _judge(env, [answer for _, answer in parked])
-        out: list[dict[str, Any]] = []
         for i, (judged, _) in enumerate(parked):
             score = scores[i] if scores is not None else None
             judged["group_reward"] = score
@@ -139,45 +122,29 @@ class Groups:
                 judged.update(reward=score, verdict="scored", reason=None)
             elif why is not None:
                 judged["reason"] = why if not judged["reason"] else f"{judged['reason']}; {why}"
-            out.append(judged)
-        return sorted(out, key=lambda r: int(r["sample"]))
+        return sorted((row for row, _ in parked), key=lambda r: int(r["sample"]))
 
 
 def _judge(env: Any, answers: list[str]) -> tuple[list[float] | None, str | None]:
     """The group's scores, or ``None`` and why there are none."""
-    if env is None:
-        return None, "group judge: the rollout had no adapter"
     try:
         scores = env.rollout.score_group(answers)
     except Exception as exc:  # noqa: BLE001 - no group score is a row that says why
         return None, f"group judge: {describe(exc)}"
-    if scores is None:
-        why = getattr(env.rollout, "group_error", None) or "no session to judge on"
-        return None, f"group judge: {why}"
-    return scores, None
+    why = getattr(env.rollout, "group_error", None) or "no session to judge on"
+    return scores, None if scores is not None else f"group judge: {why}"
 
 
 def _row(
     task_index: int, sample: int, split: str, r: Rollout, unfinished_reward: float | None
 ) -> dict[str, Any]:
-    reward = r.reward
-    if r.verdict == "unfinished" and reward is None:
-        reward = unfinished_reward
-    return {
-        "task_index": task_index,
-        "sample": sample,
-        "split": split,
-        "reward": reward,
-        "verdict": r.verdict,
-        "reason": r.reason,
-        "calls": r.calls,
-        "turns": r.turns,
-        "seconds": round(r.seconds, 4),
-        "endpoint_seconds": round(r.endpoint_seconds, 4),
-        "environment_seconds": round(r.environment_seconds, 4),
-        "messages": r.messages,
-        "tool_calls": r.tool_calls,
-    }
+    row: dict[str, Any] = {**vars(r), "task_index": task_index, "sample": sample, "split": split}
+    del row["final_answer"]  # for the group judge only
+    for key in ("seconds", "endpoint_seconds", "environment_seconds"):
+        row[key] = round(row[key], 4)
+    if r.verdict == "unfinished" and r.reward is None:
+        row["reward"] = unfinished_reward
+    return row
 
 
 def run_all(
@@ -188,17 +155,14 @@ def run_all(
     show: bool,
     log: ResultsLog | None,
 ) -> None:
-    """Run ``plan``'s pairs still to run, each row added to ``plan.done`` (a progress bar
-    on stderr with ``show``, none when nothing is left to run)."""
+    """Run ``plan``'s pairs still to run, each row added to ``plan.done``."""
     tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
 
     expected = plan.expected()
     total = sum(expected.values())
-    pairs = plan.todo()
-    take = threading.Lock()
+    pairs = (p for p in itertools.product(plan.tasks, range(plan.config.n)) if p not in plan.have)
     stop = threading.Event()
     lock = threading.Lock()
-    records = plan.done
     split, threshold = str(plan.config.split), plan.config.pass_threshold or 0.0
     running = [0, 0, 0]  # rollouts, scored, passed: the progress bar's figures
     bar = tqdm(total=total, disable=not show or not total, unit="rollout", file=sys.stderr)
@@ -226,10 +190,10 @@ def run_all(
             if log is not None:
                 log.append(finished)
             with lock:
-                records.add(finished)
+                plan.done.add(finished)
 
     def taken() -> tuple[int, int] | None:
-        with take:
+        with lock:
             return None if stop.is_set() else next(pairs, None)
 
     # Sessions open ahead: while a worker's rollout runs on one adapter, its other adapter
@@ -242,10 +206,8 @@ def run_all(
         other = adapters.take() if opener is not None else None
         pair, opening = taken(), None
         while pair is not None and not stop.is_set():
-            if opening is not None:
-                opened = opening.result()
-            else:  # the first, or each one with no opening ahead: the next opens after it
-                opened = conversation.open(env, pair[0], split)
+            # The first, or each one with no opening ahead, opens now.
+            opened = opening.result() if opening else conversation.open(env, pair[0], split)
             following, opening = taken(), None
             if following is not None and opener is not None and other is not None:
                 opening = opener.submit(conversation.open, other, following[0], split)
@@ -262,8 +224,7 @@ def run_all(
         gc.freeze()
     pool = ThreadPoolExecutor(max_workers=concurrency)
     try:
-        workers = [pool.submit(worker) for _ in range(min(concurrency, max(1, total)))]
-        for future in workers:
+        for future in [pool.submit(worker) for _ in range(min(concurrency, max(1, total)))]:
             future.result()
     except BaseException:
         # Ctrl-C or a bug: no new rollout starts; those under way finish and write rows.

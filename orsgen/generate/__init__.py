@@ -1,7 +1,4 @@
-"""The pure core: snapshot (+ options recorded in it) → files + diagnostics.
-
-It reads no network and writes no disk. The CLI decides what to do with the result.
-"""
+"""The pure core: snapshot (+ options recorded in it) → files + diagnostics; no network, no disk."""
 
 from __future__ import annotations
 
@@ -44,13 +41,11 @@ def _class_doc(environment: Environment, count: int) -> str:
     shown = docstrings.literal_body(docstrings.one_line(repr(toolset)))
     bound = f", bound to the {shown} toolset" if toolset is not None else ""
     head = f"Adapter for {_label(environment)}{bound}: {plural(count, 'tool')}."
-    in_prompt = environment.images.in_prompt
-    if in_prompt:
-        seen = "Its prompts carry images (seen when probing)."
-    elif in_prompt is False:
-        seen = "No image was seen in its probed prompts; tool outputs may still carry some."
-    else:
-        seen = "Its prompts and tool outputs may carry images."
+    seen = {
+        True: "Its prompts carry images (seen when probing).",
+        False: "No image was seen in its probed prompts; tool outputs may still carry some.",
+        None: "Its prompts and tool outputs may carry images.",
+    }[environment.images.in_prompt]
     body = textwrap.fill(
         f"{seen} With ``multimodal=True``, reset() and the tools return a TRL content list "
         "(text and ``PIL.Image.Image`` parts, in block order) for an output that holds an "
@@ -63,9 +58,8 @@ def _class_doc(environment: Environment, count: int) -> str:
 
 
 def _wire_names(tools: list[ToolView]) -> str:
-    """The ``WIRE_NAMES`` literal, sorted: every method, and only the parameters whose
-    Python name differs from the wire name. The trailing comma tells black to put each
-    method on its own line, however few there are; black does the rest of the layout."""
+    """The sorted ``WIRE_NAMES`` literal (parameters only when renamed); its trailing comma
+    makes black put each method on its own line."""
     entries = [
         f"{tool.method!r}: "
         + repr((tool.wire, dict(sorted((p.name, p.wire) for p in tool.params if p.name != p.wire))))
@@ -74,16 +68,9 @@ def _wire_names(tools: list[ToolView]) -> str:
     return "{" + ", ".join(entries) + ",}"
 
 
-def _terminal_tool(environment: Environment) -> str:
-    """``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
-    ``outcome_reward`` feeds it the rollout's final assistant message."""
-    term = environment.terminal_tool
-    return "None" if term is None else repr((term.name, term.arg))
-
-
 def _imports(tools: list[ToolView]) -> list[str]:
     typing_names = ["Any", "ClassVar"]
-    if any(ir.uses_literal(p.type) for t in tools for p in t.params):
+    if any(isinstance(n, ir.LiteralOf) for t in tools for p in t.params for n in ir.walk(p.type)):
         typing_names.append("Literal")
     lines = [
         "from collections.abc import Mapping as _Mapping",
@@ -101,7 +88,6 @@ def _imports(tools: list[ToolView]) -> list[str]:
 
 
 def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
-    """Generate ``models.py``'s body and point each tool at its validation model."""
     built = build_models([t.model_request for t in tools if t.model_request is not None])
     diagnostics.extend(built.diagnostics)
     for tool in tools:
@@ -113,9 +99,8 @@ def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
 
 
 def generate(stored: Snapshot) -> GenerateResult:
-    """Generate every file of the adapter package described by the typed snapshot.
-    Its models hold schemas with sorted keys, as ``snapshot.json`` does, so a live
-    snapshot generates exactly what ``orsgen check`` regenerates from the file."""
+    """Every file of the adapter package of the typed snapshot. Its schemas have sorted keys, as
+    ``snapshot.json``'s, so a live snapshot generates what ``orsgen check`` regenerates."""
     result = GenerateResult()
     environment, package = stored.environment, stored.package
     tools = build_tools(tool_specs(environment, package), result.diagnostics, package.rename)
@@ -141,7 +126,7 @@ def generate(stored: Snapshot) -> GenerateResult:
 def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str) -> dict[str, Any]:
     """What every template receives: names, reprs and precomputed blocks, no logic."""
     environment, package = stored.environment, stored.package
-    ident, target = environment.identity, environment.target
+    ident, target, term = environment.identity, environment.target, environment.terminal_tool
     class_name = package.class_name
     return {
         "package": package.name,
@@ -157,7 +142,9 @@ def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str)
         "server_known": target is None or target.kind != "file" or ident.deployment is not None,
         "default_split": repr(package.split),
         "tools_sha256": repr(tools_sha256(stored_form(environment))),
-        "terminal_tool": _terminal_tool(environment),
+        # ``(wire name, argument)`` of the ``@terminal`` tool, which the model never calls:
+        # ``outcome_reward`` feeds it the rollout's final assistant message.
+        "terminal_tool": repr(None if term is None else (term.name, term.arg)),
         "supports_score_group": repr(environment.supports_score_group),
         "toolset": repr(ident.toolset),
         "wire_names": _wire_names(tools),
@@ -175,8 +162,7 @@ def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str)
 def _render_python(
     name: str, context: Mapping[str, Any], diagnostics: list[Diagnostic]
 ) -> str | None:
-    """The module ``name`` rendered, checked and formatted; ``None`` (with an error in
-    ``diagnostics``) when it does not parse or black fails."""
+    """The module ``name`` rendered, checked and formatted; ``None`` (an error) if that fails."""
     source = render(f"{name}.jinja", **context)
     try:
         # Checked once, before black: black keeps the syntax tree, and its error on

@@ -1,10 +1,5 @@
-"""The typed tree a tool's JSON Schema is normalised into, once (by ``typemap``).
-
-Every output derives from these nodes: type hints (:func:`render`), the structure spelled
-out in docstrings (``describe``), the schema handed to datamodel-code-generator
-(``models``), default checks (:func:`fits`) and version and drift classification
-(``versioning``). Nothing walks the raw schema twice or parses a rendered hint back.
-"""
+"""The typed tree a tool's JSON Schema is normalised into, once (by ``typemap``): every
+output derives from it; nothing walks the raw schema twice or parses a rendered hint back."""
 
 from __future__ import annotations
 
@@ -69,9 +64,8 @@ class Field:
 
 @dataclass(frozen=True)
 class ObjectOf:
-    """An object that declares fields: hinted ``dict[str, Any]``, validated by a model.
-    ``ref`` is the local ``$ref`` it was reached through ("" inline): it names the model
-    class. ``extra`` is its ``additionalProperties`` (``None`` when absent)."""
+    """An object that declares fields: hinted ``dict[str, Any]``, validated by a model named
+    after ``ref`` (its local ``$ref``, "" inline); ``extra``: ``additionalProperties``."""
 
     fields: tuple[Field, ...]
     ref: str = field(default="", compare=False)  # a name, not part of the shape
@@ -92,7 +86,6 @@ class UnionOf:
 
 @dataclass(frozen=True)
 class Optional:
-    """``T | None``."""
 
     inner: Node
 
@@ -126,7 +119,6 @@ TOO_DEEP = "nested too deeply"
 
 
 def render(node: Node) -> str:
-    """The Python type hint of ``node``."""
     if isinstance(node, Primitive):
         return node.name
     if isinstance(node, LiteralOf):
@@ -177,7 +169,6 @@ def shape_key(node: Node | bool | None) -> Shape:
 
 
 def field_key(f: Field) -> Shape:
-    """A field's part of its object's shape."""
     # The default is part of a model's shape: the model holds it.
     default = _value_key(f.default) if f.has_default else None
     return (f.name, shape_key(f.node), f.nullable, f.required, default)
@@ -221,14 +212,9 @@ def children(node: Node) -> tuple[Node, ...]:
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node inside its hint, depth first."""
     yield node
     for inner in children(node):
         yield from walk(inner)
-
-
-def uses_literal(node: Node) -> bool:
-    return any(isinstance(n, LiteralOf) for n in walk(node))
 
 
 def has_model(node: Node) -> bool:

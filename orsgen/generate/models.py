@@ -1,19 +1,7 @@
-"""Pydantic models for nested-object parameters, written by datamodel-code-generator.
-
-Only parameters whose type node holds an object with fields (directly, in list items
-or in a union branch: ``ir.has_model``) get a model: those are the arguments the model
-cannot see typed in the signature, so the adapter validates them client-side before
-any round trip.
-
-Every tool becomes one ``<Pascal>Args`` model holding just its nested parameters
-(aliased to their wire names). All tools go through one in-memory
-``datamodel_code_generator.generate`` call on the structure-only schema of
-:mod:`orsgen.generate.model_schema`; its output is made safe by
-:mod:`orsgen.generate.model_source`.
-
-A model that datamodel-code-generator cannot produce, or whose output fails the
-checks, is left out with a warning: that tool's nested arguments are then only
-described, not validated. Never a crash, never a silent drop.
+"""Pydantic models for nested-object parameters (the signature cannot show their fields, so
+the adapter validates them client-side), from one datamodel-code-generator call. A model
+that cannot be produced or fails the checks is left out with a warning: never a crash,
+never a silent drop.
 """
 
 from __future__ import annotations
@@ -102,8 +90,7 @@ def _unvalidated(req: ModelRequest, why: str) -> Diagnostic:
 
 
 def build_models(requests: list[ModelRequest]) -> ModelsResult:
-    """One models module for every request; a request that breaks generation is
-    isolated and left out with a warning naming its tool."""
+    """One models module; a request that breaks generation is left out with a warning."""
     result = ModelsResult()
     if not requests:
         return result

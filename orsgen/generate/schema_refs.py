@@ -1,7 +1,5 @@
-"""Where a schema points: JSON pointers, the one local ``$ref`` resolver, and ``allOf``
-merging. Nothing is ever fetched: a remote or dangling ``$ref`` resolves to nothing,
-with a warning that names the tool and the JSON pointer.
-"""
+"""JSON pointers, the one local ``$ref`` resolver, and ``allOf`` merging. Nothing is fetched:
+a remote or dangling ``$ref`` resolves to nothing, with a warning naming tool and pointer."""
 
 from __future__ import annotations
 
@@ -50,26 +48,20 @@ def _target(root: Mapping[str, Any], ref: str) -> Any:
     return node
 
 
-def lookup(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
-    """The schema a local ``$ref`` names, or ``None``: the one ``$ref`` resolver (behind
-    :func:`resolve_ref`, which says why a ref resolves to nothing); nothing is fetched."""
-    target = _target(root, ref) if ref.startswith("#") else None
-    return target if is_object(target) else None
-
-
 def resolve_ref(ctx: TypeContext, ref: Any, pointer: str) -> Mapping[str, Any] | None:
-    """:func:`lookup`, warning (at ``pointer``) why a ref that resolves to nothing is ``Any``."""
+    """The schema a local ``$ref`` names: the one ``$ref`` resolver; nothing is fetched.
+    A ref that resolves to nothing is ``None``, with a warning (at ``pointer``) saying why."""
     if not isinstance(ref, str) or not ref.startswith("#"):
         ctx.warn(
             pointer, f"$ref {ref!r} is not local; orsgen never fetches schemas, so it is typed Any"
         )
         return None
-    target = lookup(ctx.root, ref)
-    if target is None:
-        missing = _target(ctx.root, ref) is _MISSING
-        what = "points at nothing" if missing else "does not point at a schema"
-        ctx.warn(pointer, f"$ref {ref!r} {what}; typed Any")
-    return target
+    target = _target(ctx.root, ref)
+    if is_object(target):
+        return target
+    what = "points at nothing" if target is _MISSING else "does not point at a schema"
+    ctx.warn(pointer, f"$ref {ref!r} {what}; typed Any")
+    return None
 
 
 def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> dict[str, Any]:
@@ -104,7 +96,6 @@ class Resolved:
 
 
 def deref(ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str]) -> Resolved:
-    """Follow ``$ref`` chains and merge ``allOf``."""
     ref = ""
     for _ in range(MAX_DEPTH):
         if not is_object(schema):

@@ -27,17 +27,12 @@ class ParamView:
     description: str
 
     @property
-    def hint(self) -> str:
-        return ir.render(self.type)
-
-    @property
     def signature(self) -> str:
         default = "" if self.required else f" = {emit.default(self.default)}"
-        return f"{self.name}: {self.hint}{default}"
+        return f"{self.name}: {ir.render(self.type)}{default}"
 
     @property
     def send_condition(self) -> str:
-        """When an optional argument is sent (Python source)."""
         return emit.send_condition(self.name, self.default)
 
     @property
@@ -126,7 +121,6 @@ def _wire_params(
 
 
 def _param(ctx: TypeContext, field: ir.Field, name: str) -> ParamView:
-    """One parameter: its type, and for an optional one its Python default."""
     view = ParamView(
         name=name,
         wire=field.name,
@@ -151,10 +145,7 @@ def _param(ctx: TypeContext, field: ir.Field, name: str) -> ParamView:
 
 
 def build_tool(
-    spec: ToolSpec,
-    method: str,
-    diagnostics: list[Diagnostic],
-    param_renames: Mapping[str, str] | None = None,
+    spec: ToolSpec, method: str, diagnostics: list[Diagnostic], param_renames: Mapping[str, str]
 ) -> ToolView | None:
     """The view of one tool, or ``None`` after an error diagnostic that names it."""
     wire = spec.name
@@ -170,7 +161,7 @@ def build_tool(
     required = [str(r) for r in required_raw] if is_array(required_raw) else []
     wires = _wire_params(spec, props, required, diagnostics)
     _warn_unexpressible(wire, schema, diagnostics)
-    names = _python_names(wire, wires, param_renames or {}, diagnostics)
+    names = _python_names(wire, wires, param_renames, diagnostics)
     declared = {f.name: f for f in tree.fields}
     fields = [declared.get(w) or field_of(ctx, w, {}, child("/properties", w), True) for w in wires]
     params = [_param(ctx, f, names[f.name]) for f in fields]
@@ -193,7 +184,6 @@ def build_tool(
 def _warn_unexpressible(
     wire: str, schema: Mapping[str, Any], diagnostics: list[Diagnostic]
 ) -> None:
-    """Warn about the parts of an arguments schema that a typed method cannot take."""
     if "patternProperties" in schema:
         message = "patternProperties cannot be expressed as parameters; ignored"
         diagnostics.append(warning(wire, "/patternProperties", message))
@@ -230,14 +220,9 @@ def _param_description(field: ir.Field) -> str:
 def method_docstring(tool: ToolView) -> str:
     """Escaped docstring source (without the quotes) for one tool method."""
     summary = docstrings.paragraph(tool.description) or f"Call the {tool.wire!r} tool."
-    lines = [summary]
-    if tool.params:
-        lines.append("")
-        lines.append("Args:")
-        for p in tool.params:
-            lines.append(f"    {p.name}: {docstrings.one_line(p.description)}")
-    text = "\n".join(lines)
-    body = docstrings.literal_body(text)
+    args = [f"    {p.name}: {docstrings.one_line(p.description)}" for p in tool.params]
+    lines = [summary, "", "Args:", *args] if args else [summary]
+    body = docstrings.literal_body("\n".join(lines))
     if "\n" in body:
         first, rest = body.split("\n", 1)
         body = first + "\n" + docstrings.indent_body(rest, 8) + "\n        "
@@ -278,12 +263,9 @@ def _checked_renames(
 
 
 def build_tools(
-    specs: Sequence[ToolSpec],
-    diagnostics: list[Diagnostic],
-    renames: Renames | None = None,
+    specs: Sequence[ToolSpec], diagnostics: list[Diagnostic], renames: Renames
 ) -> list[ToolView]:
     """One view per tool, named as the recorded ``rename`` config asks where it can be."""
-    renames = renames or Renames()
     wires = [s.name for s in specs]
     preferred = _checked_renames(
         None, renames.tools, wires, naming.RESERVED_METHODS, "rename.tools", diagnostics
@@ -292,12 +274,9 @@ def build_tools(
     tools: list[ToolView] = []
     for spec in specs:
         wire = spec.name
-        if methods[wire] != wire and wire not in preferred:
-            diagnostics.append(
-                # The diagnostic names the tool already: `tool 'a-b': the Python method is ...`.
-                warning(wire, "", f"the Python method is named {methods[wire]!r}")
-            )
-        view = build_tool(spec, methods[wire], diagnostics, renames.params.get(wire))
+        if methods[wire] != wire and wire not in preferred:  # `tool 'a-b': the Python method...`
+            diagnostics.append(warning(wire, "", f"the Python method is named {methods[wire]!r}"))
+        view = build_tool(spec, methods[wire], diagnostics, renames.params.get(wire, {}))
         if view is not None:
             tools.append(view)
     return sorted(tools, key=lambda t: t.method)

@@ -71,60 +71,52 @@ def close_all_sessions(timeout: float = EXIT_BUDGET) -> None:
 
 class OrsAdapter:
     """Base class of generated ORS adapters. Construct freely: no network I/O happens
-    until :meth:`reset`.
+    until :meth:`reset`. Keywords (``docs/training.md``):
 
     Args:
-        base_url: URL of a single-host ORS server, or a sequence of URLs of servers of the
-            same environment (each session goes to the one with the fewest open sessions).
-            Defaults to ``OPENREWARD_SESSION_URL``, then the URL recorded in the snapshot; a
-            catalog package defaults to the platform. With none of these (a package
-            generated from a local file), ``reset()`` raises :class:`ServerNotConfiguredError`.
+        base_url: URL of a single-host ORS server, or URLs of servers of the same environment
+            (each session goes to the one with the fewest open sessions). Defaults to
+            ``OPENREWARD_SESSION_URL``, then the snapshot's URL; a catalog package defaults to
+            the platform. With none of these, ``reset()`` raises :class:`ServerNotConfiguredError`.
         api_key: API key; defaults to ``OPENREWARD_API_KEY``. Never stored in generated code.
         secrets: per-session secrets, sent in the ``X-Secrets`` header.
-        env_name: environment name on the server; defaults to the snapshot's.
-        deployment: catalog name (``namespace/name``); defaults to the snapshot's.
-        split: split used by ``reset(task_index=...)``; defaults to the snapshot's.
+        env_name, deployment, split: the environment's name on the server, its catalog name
+            (``namespace/name``) and the split ``reset(task_index=...)`` opens; the snapshot's
+            by default.
         timeout: seconds a tool call may take before it returns an error.
         open_timeout: seconds opening a session (including the environment's setup) may take.
-        group_size: group prefetch. ``None`` (default) learns GRPO's group size from
-            the resets it sees; an int fixes it (``functools.partial(Env, group_size=8)``);
-            ``1`` opens every session on demand.
-        prefetch: ``False`` turns group prefetch off (same as ``group_size=1``).
-        keepalive: seconds between keepalive pings of an open session; ``None`` keeps
-            the SDK's 10 s. Lower it for servers with a short stale-session threshold.
-        strict: when the live tools differ from the snapshot, raise
-            :class:`ToolDriftError` from ``reset()`` instead of warning once.
-        multimodal: return images as TRL content lists with ``PIL.Image.Image`` parts
-            (needs ``orsgen[vision]``); otherwise each image is a text placeholder. See
-            :mod:`orsgen.runtime.images` and ``docs/training.md``.
+        group_size: group prefetch. ``None`` (default) learns GRPO's group size from the
+            resets it sees; an int fixes it; ``1`` (or ``prefetch=False``) opens every session
+            on demand.
+        keepalive: seconds between keepalive pings of an open session; ``None`` keeps the
+            SDK's 10 s. Lower it for servers with a short stale-session threshold.
+        reconnect_for: seconds to wait for a server that went away or refuses new sessions.
+        strict: raise instead of warning once on drifted tools (:class:`ToolDriftError`) or
+            degrading past ``reconnect_for``.
+        multimodal: return images as TRL content lists with ``PIL.Image.Image`` parts (needs
+            ``orsgen[vision]``); otherwise each image is a text placeholder.
         env_overrides: environment variables for the environment's container, sent at
-            session creation (the SDK's ``env_overrides``). Treated like secrets: never
-            logged or stored.
+            session creation; treated like secrets: never logged or stored.
         max_sessions: at most this many sessions of the class open in this process at once
             (prefetched ones included); a reset waits for a place within ``reconnect_for``.
-        rollout_timeout: seconds from ``reset()``'s open session after which tool calls
-            end the episode, unfinished, without a round trip.
+        rollout_timeout: seconds from ``reset()``'s open session after which tool calls end
+            the episode, unfinished, without a round trip.
         seed, num_tasks, indices: task choice for ``train_dataset=None``
-            (:mod:`orsgen.runtime.choosing.tasks`, ``docs/training.md``).
+            (:mod:`orsgen.runtime.choosing.tasks`).
         sampler: makes the task sampler of a stream from ``(tasks, seed, group_size,
-            pass_threshold)``; defaults to uniform seeded passes
-            (:class:`~orsgen.runtime.choosing.tasks.Chooser`). It observes every settled
+            pass_threshold)``; uniform seeded passes by default. It observes every settled
             outcome of a rollout whose task it chose.
-        curriculum: shorthand for the sampler: ``None`` / ``"uniform"`` (seeded uniform
-            passes), ``"pass_rate"`` (favour tasks the model sometimes solves,
-            :mod:`orsgen.runtime.choosing.curriculum`), or a ``PassRateCurriculum`` with
-            other parameters. Not together with ``sampler=``.
+        curriculum: shorthand for the sampler (not with ``sampler=``): ``None`` /
+            ``"uniform"``, ``"pass_rate"`` (favour tasks the model sometimes solves), or a
+            ``PassRateCurriculum`` with other parameters.
         unfinished_reward: the reward of a rollout whose session worked but never scored.
-        trajectories: a path (one JSON line per rollout) or a sink with ``write(line)``
-            (:mod:`orsgen.runtime.trajectories.writer`).
+        trajectories: a path (one JSON line per rollout) or a sink with ``write(line)``.
         upload_run: a run name (or an :class:`~orsgen.runtime.upload.UploadRun`): every
-            settled rollout also goes to OpenReward's runs UI under it, from a background
-            thread that never holds up a reset or a tool call (:mod:`orsgen.runtime.upload`).
+            settled rollout also goes to OpenReward's runs UI, from a background thread that
+            never holds up a reset or a tool call.
         clock: the rollout deadline's clock (seconds, monotonic); for tests and simulations.
-        pass_threshold: a scored rollout *passes* when its reward is at least this
-            (:func:`orsgen.runtime.passk.passes`); ``ors/pass@k``, the per-task table and
-            the pass-rate curriculum's pools all read it. Defaults to the class's
-            ``PASS_THRESHOLD`` (1.0, full marks).
+        pass_threshold: a scored rollout *passes* when its reward is at least this; defaults
+            to the class's ``PASS_THRESHOLD`` (1.0, full marks).
         config: an :class:`~orsgen.runtime.config.AdapterConfig` instead of the keywords.
     """
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 MAX_ERROR_TEXT = 500
 
@@ -63,9 +63,7 @@ ModelReason = Literal["invalid_arguments", "unknown_tool", "episode_finished", "
 EnvReason = Literal[
     "tool_raised", "server_error", "timeout", "lost_session", "unavailable", "no_session"
 ]
-MODEL_REASONS: frozenset[str] = frozenset(
-    {"invalid_arguments", "unknown_tool", "episode_finished", "time_limit"}
-)
+MODEL_REASONS: frozenset[str] = frozenset(get_args(ModelReason))
 # The SDK's ToolCallError reasons (openreward/api/environments/client.py _VALID_REASONS)
 # that mean the call itself was wrong; any other reason is the environment's.
 _SDK_MODEL_REASONS: dict[str, ModelReason] = {

@@ -178,14 +178,11 @@ def header_size(raw: bytes) -> tuple[int, int] | None:
 
 def placeholder(block: Any) -> str:
     """``[image: image/png, 64x64]``: what a text-only model sees instead of an image."""
-    mime = _mime(block)
     raw, problem = _decode(block)
     size = header_size(raw) if raw is not None else None
-    if raw is not None and size is None:
-        problem = "unreadable image data"
     if size is not None:
-        return f"[image: {mime}, {size[0]}x{size[1]}]"
-    return f"[image: {mime}, {problem}]"
+        return f"[image: {_mime(block)}, {size[0]}x{size[1]}]"
+    return f"[image: {_mime(block)}, {problem or 'unreadable image data'}]"
 
 
 def _not_shown(mime: str, why: str) -> str:
@@ -194,11 +191,6 @@ def _not_shown(mime: str, why: str) -> str:
 
 def _too_big(mime: str, width: int, height: int) -> str:
     return _not_shown(mime, f"{width}x{height} is more than {MAX_IMAGE_PIXELS} pixels")
-
-
-def _pillow() -> PillowImageModule:
-    # Imported by name so that type-checking this module never needs Pillow installed.
-    return cast(PillowImageModule, importlib.import_module("PIL.Image"))
 
 
 def to_image(block: Any) -> ImageLike | str:
@@ -214,7 +206,8 @@ def to_image(block: Any) -> ImageLike | str:
     size = header_size(raw)
     if size is not None and size[0] * size[1] > MAX_IMAGE_PIXELS:
         return _too_big(mime, *size)
-    pillow = _pillow()
+    # Imported by name so that type-checking this module never needs Pillow installed.
+    pillow = cast(PillowImageModule, importlib.import_module("PIL.Image"))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # DecompressionBombWarning: checked below

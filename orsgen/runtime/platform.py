@@ -61,7 +61,6 @@ def _warn(message: str) -> dict[int, float]:
 
 def fetch(
     name: str,
-    *,
     split: str | None,
     model_name: str | None,
     training_stage: str | None,
@@ -169,15 +168,7 @@ def platform_difficulty(
             "self-hosted environment has no platform figures); training goes on without one"
         )
     try:
-        rows = fetch(
-            name,
-            split=split,
-            model_name=model_name,
-            training_stage=training_stage,
-            api_key=api_key,
-            base_url=base_url,
-            timeout=timeout,
-        )
+        rows = fetch(name, split, model_name, training_stage, api_key, base_url, timeout)
     except Exception as exc:  # noqa: BLE001 - no prior is never a failed run
         return _warn(f"no prior from {where}: {describe(exc)}; training goes on without one")
     filters = ", ".join(

@@ -1,8 +1,5 @@
-"""Outcome-only rewards computed from the adapters' rollout state.
-
-The reward functions read each environment through the :class:`Rollout` protocol,
-which ``OrsAdapter.rollout`` implements
-(:mod:`orsgen.runtime.records.protocol`); this module imports nothing of the adapter.
+"""Outcome-only rewards, read through the :class:`Rollout` protocol
+(:mod:`orsgen.runtime.records.protocol`): nothing of the adapter is imported here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Snapshotting: the only part of orsgen that talks to the network.
-
-The network code (the fetcher and the runtime's connection module) is imported on
-first use, so ``orsgen.snapshot.model`` (the stored file, which the generator reads)
-loads no network code.
-"""
+"""Snapshotting: the only part of orsgen that talks to the network, imported on first use
+so ``orsgen.snapshot.model`` (which the generator reads) loads no network code."""
 
 from __future__ import annotations
 
@@ -35,19 +31,17 @@ def _endpoint(
         with serve_file(Path(target.value)) as (url, served):
             titles.update(served)
             yield _resolved(base_url=url, api_key=api_key or "")
-        return
-    if target.kind == "url":
+    elif target.kind == "url":
         yield _resolved(base_url=target.value, api_key=api_key)
-        return
-    if target.kind == "catalog":
+    elif target.kind == "catalog":
         key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY")
         if not key:
             raise TargetError(
                 f"catalog target {target.value!r} needs an API key: set OPENREWARD_API_KEY or pass --api-key"
             )
         yield _resolved(base_url=None, api_key=key, deployment=target.value)
-        return
-    raise TargetError(f"{target.value!r} is a snapshot, not a live target")
+    else:
+        raise TargetError(f"{target.value!r} is a snapshot, not a live target")
 
 
 def _resolved(
@@ -85,9 +79,8 @@ def take(
     record_as: TargetRef | None = None,
     class_name: str | None = None,
 ) -> tuple[Environment, list[Diagnostic]]:
-    """Snapshot a live target; returns the typed ``environment`` section and diagnostics.
-    ``record_as`` is the target to record (default: ``target``); ``class_name`` the class
-    name to record when the server cannot tell it (``check --live`` passes the stored ones)."""
+    """The typed ``environment`` section of a live target, and diagnostics. ``record_as``
+    and ``class_name``: what to record instead (``check --live`` passes the stored ones)."""
     from orsgen.snapshot.fetch import Provenance, fetch
 
     titles: dict[str, str] = {}

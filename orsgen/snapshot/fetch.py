@@ -70,12 +70,10 @@ def _unique(
     """A server listing one name twice keeps the first, with a warning (never a silent drop)."""
     seen: dict[str, dict[str, Any]] = {}
     for spec in specs:
-        if spec["name"] in seen:
-            diagnostics.append(
-                warning(spec["name"], "", f"listed twice in {where}; keeping the first")
-            )
-            continue
-        seen[spec["name"]] = spec
+        name = spec["name"]
+        if name in seen:
+            diagnostics.append(warning(name, "", f"listed twice in {where}; keeping the first"))
+        seen.setdefault(name, spec)
     return sorted(seen.values(), key=lambda t: t["name"])
 
 
@@ -207,18 +205,14 @@ async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list
     for split in await ask(endpoint, env, "GET", endpoint.env_path("/splits"), progress=progress):
         name = split["name"] if is_object(split) else str(split)
         kind = split.get("type") if is_object(split) else None
-        body = {"split": name}
-        answer = await ask(
-            endpoint, env, "POST", endpoint.env_path("/num_tasks"), body, progress=progress
-        )
-        count = answer["num_tasks"]
-        splits.append(Split(name=str(name), type=kind, num_tasks=int(count)))
+        path = endpoint.env_path("/num_tasks")
+        answer = await ask(endpoint, env, "POST", path, {"split": name}, progress=progress)
+        splits.append(Split(name=str(name), type=kind, num_tasks=int(answer["num_tasks"])))
     return splits
 
 
 def _terminal_tool(said: Any) -> TerminalTool | None:
-    """The ``@terminal`` tool the server describes, in the fields a snapshot stores (a
-    field a newer server adds is not one of them)."""
+    """The server's ``@terminal`` tool, in the fields a snapshot stores (no newer ones)."""
     if not is_object(said):
         return None
     return TerminalTool.model_validate({k: said[k] for k in TerminalTool.model_fields if k in said})
@@ -232,9 +226,8 @@ async def _probe_task_tools(
     shared: list[dict[str, Any]],
     progress: Progress,
 ) -> _Probe:
-    """Open one short session per probe index and merge their tool lists by name, as
-    TRL's bridge does; a tool whose schema differs between probes is a warning. Also
-    says whether any probed prompt held an image."""
+    """One short session per probe index, tool lists merged by name as TRL's bridge does (a
+    schema differing between probes is a warning), and whether a prompt held an image."""
     # choose_split checked that the split exists; a server listing it twice counts once.
     total = next(s.num_tasks for s in splits if s.name == options.split)
     if options.probe_indices is None and total == 0:
@@ -254,7 +247,19 @@ async def _probe_task_tools(
     merged: dict[str, dict[str, Any]] = {}
     for index in probe.indices:
         progress(f"probing task tools with a session on task {index}")
-        listed, seen_image = await _probe_session(env, options, secrets, index, probe.diagnostics)
+        # The runtime's session class: its keepalive pings wait an interval before the first,
+        # so a probe that lives milliseconds never pings a session it already deleted (the
+        # SDK's own class pings at once, from another thread, and the server logs a 404).
+        async with session_class()(
+            env,
+            secrets=secrets,
+            api_key=env.api_key,
+            split=options.split,
+            index=index,
+            toolset_name=options.toolset,
+        ) as session:
+            listed = [spec_dict(s) for s in await session.list_tools()]
+            seen_image = await prompt_has_image(session, index, probe.diagnostics)
         if seen_image is not None:
             probe.images = bool(probe.images) or seen_image
         specs = _unique(listed, f"/task_tools of task {index}", probe.diagnostics)
@@ -283,30 +288,6 @@ def _probe_indices(options: FetchOptions, total: int) -> list[int]:
             "choose another with --probe-index, or pass --no-task-tools"
         )
     return indices
-
-
-async def _probe_session(
-    env: Any,
-    options: FetchOptions,
-    secrets: dict[str, Any] | None,
-    index: int,
-    diagnostics: list[Diagnostic],
-) -> tuple[list[dict[str, Any]], bool | None]:
-    """One short session on task ``index``: its tool list, and whether its prompt holds an
-    image (``None``: the prompt could not be read)."""
-    # The runtime's session class: its keepalive pings wait an interval before the first,
-    # so a probe that lives milliseconds never pings a session it already deleted (the
-    # SDK's own class pings at once, from another thread, and the server logs a 404).
-    async with session_class()(
-        env,
-        secrets=secrets,
-        api_key=env.api_key,
-        split=options.split,
-        index=index,
-        toolset_name=options.toolset,
-    ) as session:
-        listed = [spec_dict(s) for s in await session.list_tools()]
-        return listed, await prompt_has_image(session, index, diagnostics)
 
 
 def fetch(

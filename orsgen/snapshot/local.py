@@ -73,8 +73,7 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
 
 @contextmanager
 def _file_dir_on_path(path: Path) -> Generator[None, None, None]:
-    """Put the file's directory first on ``sys.path`` while it is imported and served, as
-    ``python FILE.py`` would, so an environment can import its sibling modules."""
+    """The file's directory first on ``sys.path``, as ``python FILE.py`` has it."""
     directory = str(path.resolve().parent)
     added = directory not in sys.path
     if added:
@@ -87,11 +86,8 @@ def _file_dir_on_path(path: Path) -> Generator[None, None, None]:
 
 
 @contextmanager
-def serve_file(
-    path: Path, ready_timeout: float = 30.0
-) -> Generator[tuple[str, dict[str, str]], None, None]:
-    """Yield the URL of an in-process ORS server for the file's environments, and each
-    served name's Python class name; stop the server after."""
+def serve_file(path: Path) -> Generator[tuple[str, dict[str, str]], None, None]:
+    """An in-process ORS server for the file: its URL and each served name's class name."""
     with _file_dir_on_path(path):
         envs = environments_in(load_module(path), path)
         import uvicorn
@@ -119,7 +115,7 @@ def serve_file(
         thread.start()
         url = f"http://127.0.0.1:{port}"
         try:
-            _wait_ready(url, thread, ready_timeout)
+            _wait_ready(url, thread)
             yield url, {cls.name().lower(): cls.__name__ for cls in envs}
         finally:
             http.forget(url)  # before the server goes: its port may serve another server next
@@ -129,11 +125,9 @@ def serve_file(
 
 
 def _fresh_sse_exit_event() -> None:
-    """sse-starlette (the SDK server's streams) keeps one process-wide exit event, bound to
-    the event loop of the first server that streamed. Every later in-process server runs a
-    loop of its own, so its first stream fails ("bound to a different event loop") and the
-    server logs a traceback. Serving one file after another in a process is ordinary for
-    Python callers of the pipeline (and for the tests), so each server starts unbound."""
+    """sse-starlette keeps one process-wide exit event, bound to the first streaming server's
+    loop; a later in-process server's first stream would fail ("bound to a different event
+    loop"), so each server starts unbound."""
     try:
         from sse_starlette.sse import AppStatus  # pyright: ignore[reportMissingTypeStubs]
     except ImportError:  # the SDK no longer streams through sse-starlette
@@ -141,7 +135,7 @@ def _fresh_sse_exit_event() -> None:
     AppStatus.should_exit_event = None
 
 
-def _wait_ready(url: str, thread: threading.Thread, timeout: float) -> None:
+def _wait_ready(url: str, thread: threading.Thread, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     # Loopback never goes through an HTTP proxy, whatever *_proxy variables say.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -7,10 +7,6 @@ Layout::
      "environment": {...what the server said...},
      "package": {...how to generate: name, class name, version, options...}}
 
-In memory a snapshot is the typed :class:`orsgen.snapshot.stored.Snapshot`; this module
-is where it becomes text and where text becomes it again. The canonical text is the
-sorted dump of the model.
-
 Secrets never enter it: the snapshotter never copies them, and ``orsgen.pipeline``
 refuses to write a snapshot (or code) whose text contains a secret value it was given.
 """
@@ -58,7 +54,6 @@ def build(
 
 
 def dump(snapshot: Snapshot) -> str:
-    """``snapshot.json``'s text: the model's sorted dump."""
     return canonical_json(stored_form(snapshot))
 
 

@@ -1,10 +1,5 @@
 """The stored snapshot, typed: every layer that reads a snapshot reads these models.
 
-The fetcher builds them, ``orsgen.snapshot.model`` loads and dumps them, and the pipeline,
-the checks, versioning and the generator read fields (mypy checks them) instead of
-``.get`` chains. Raw JSON exists only where a snapshot enters (``parse``) or leaves
-(:func:`stored_form`).
-
 Format 1 is closed: an unknown key is an error that names it (a snapshot from a newer
 orsgen, or a hand edit), never a field silently carried along. A tool's ``input_schema``
 stays raw JSON: it is untrusted, and the generator normalises it separately, reporting
@@ -15,7 +10,7 @@ exactly what the same snapshot read back from ``snapshot.json`` (sorted keys) ge
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -25,6 +20,9 @@ from orsgen.snapshot.errors import SnapshotError
 
 class _Stored(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_M = TypeVar("_M", bound=_Stored)
 
 
 def _sorted_json(value: Any) -> Any:
@@ -109,7 +107,6 @@ class Environment(_Stored):
 
     @property
     def all_tools(self) -> list[ToolSpec]:
-        """Shared tools, then task tools."""
         return [*self.tools, *self.task_tools]
 
     @property
@@ -150,9 +147,8 @@ class Snapshot(_Stored):
 
 
 def stored_form(model: BaseModel) -> dict[str, Any]:
-    """A model as JSON data, with exactly the keys it was given: a snapshot read from a
-    file dumps back to that file's contents (so its hash holds), whatever defaults later
-    versions add."""
+    """A model as JSON data, with exactly the keys it was given, so a snapshot read from a
+    file dumps back to it (its hash holds), whatever defaults later versions add."""
     return model.model_dump(mode="json", exclude_unset=True)
 
 
@@ -167,10 +163,9 @@ def _problem(error: Mapping[str, Any]) -> str:
     return f"field {'/'.join(loc) or '(top level)'}: {error['msg']}"
 
 
-def _validated(cls: type[Any], data: Any, where: str, section: str = "") -> Any:
-    """``data`` validated as ``cls``; ``section`` names where it sits in a snapshot."""
+def _validated(cls: type[_M], data: Mapping[str, Any], where: str, section: str = "") -> _M:
     try:
-        return cls.model_validate(data)
+        return cls.model_validate(dict(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         if section:
@@ -182,19 +177,14 @@ def _validated(cls: type[Any], data: Any, where: str, section: str = "") -> Any:
 
 
 def parse(data: Mapping[str, Any], where: str = "snapshot") -> Snapshot:
-    """The typed view of a stored snapshot; :class:`SnapshotError` names the bad field
-    or the unknown key."""
-    snapshot: Snapshot = _validated(Snapshot, dict(data), where)
-    return snapshot
+    """The typed stored snapshot; :class:`SnapshotError` names the bad field or unknown key."""
+    return _validated(Snapshot, data, where)
 
 
 def parse_environment(data: Mapping[str, Any], where: str = "snapshot") -> Environment:
     """An ``environment`` section alone (e.g. one a test or a tool wrote by hand)."""
-    environment: Environment = _validated(Environment, dict(data), where, "environment")
-    return environment
+    return _validated(Environment, data, where, "environment")
 
 
 def parse_package(data: Mapping[str, Any], where: str = "snapshot") -> Package:
-    """A ``package`` section alone."""
-    package: Package = _validated(Package, dict(data), where, "package")
-    return package
+    return _validated(Package, data, where, "package")

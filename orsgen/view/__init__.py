@@ -1,10 +1,5 @@
-"""``orsgen view RUN``: one self-contained HTML file to read what the model did.
-
-RUN is an evaluation run directory (``orsgen eval --out``) or training trajectory JSONL
-(``trajectories=`` of an adapter: one file, or a directory of them). The page shows a grid
-of tasks by samples coloured by verdict and reward, a summary, filters, and each rollout's
-transcript; it needs no server and fetches nothing.
-"""
+"""``orsgen view RUN``: one self-contained HTML file to read what the model did (RUN: an
+evaluation run directory or training trajectory JSONL); it needs no server, fetches nothing."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ def default_output(run: str | os.PathLike[str]) -> Path:
 
 
 def write_view(run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
-    """Write the viewer page of ``run`` to ``out`` (see :func:`default_output`) and return
-    its path. Raises :class:`ViewError` for a path that holds no run."""
+    """Write ``run``'s page to ``out`` (:func:`default_output`); :class:`ViewError`: no run."""
     target = Path(out) if out is not None else default_output(run)
     text = render(load(run))
     target.parent.mkdir(parents=True, exist_ok=True)

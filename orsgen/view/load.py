@@ -1,8 +1,5 @@
-"""What ``orsgen view`` reads: an evaluation run directory (``run.json``, ``results.jsonl``,
-``summary.json``, read by :mod:`orsgen.runtime.rundir`) or training trajectory JSONL (one
-file, or a directory of them), turned into one :class:`Run`: the run's facts and one plain
-record per rollout, judged by the pass rule (:func:`~orsgen.runtime.passk.passes`) with the
-threshold its run or its trajectory line recorded.
+"""What ``orsgen view`` reads (a run directory or trajectory JSONL) as one :class:`Run`, each
+rollout judged by :func:`~orsgen.runtime.passk.passes` with the threshold its run recorded.
 
 Records hold only what the files hold, minus anything that looks like a credential: keys
 named like a secret (``secrets``, ``env_overrides``, ``api_key``, ...) are dropped wherever
@@ -11,6 +8,7 @@ they appear, so a viewer file never carries one even when a hand-written row doe
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Mapping
@@ -66,8 +64,7 @@ def scrub(value: Any) -> Any:
 
 
 def load(run: str | os.PathLike[str]) -> Run:
-    """The run at ``run``: an evaluation directory, a trajectory file, or a directory of
-    trajectory files (``*.jsonl``)."""
+    """The run at ``run``: an evaluation directory, or a trajectory file or directory of them."""
     path = Path(run)
     if not path.exists():
         raise ViewError(
@@ -161,11 +158,9 @@ def _training_run(files: list[Path], name: str) -> Run:
             )
     # Samples number the rollouts of one (step, task) in the order they started.
     records.sort(key=lambda r: (_order(r["step"]), _order(r["task"]), r["started_at"] or 0.0))
-    seen: dict[tuple[Any, Any], int] = {}
-    for record in records:
-        key = (record["step"], record["task"])
-        record["sample"] = seen.get(key, 0)
-        seen[key] = record["sample"] + 1
+    for _, rollouts in itertools.groupby(records, key=lambda r: (r["step"], r["task"])):
+        for sample, record in enumerate(rollouts):
+            record["sample"] = sample
     facts: dict[str, Any] = {"files": [f.name for f in files]}
     facts["environment"] = ", ".join(sorted(envs))
     facts["tools"] = tools.figures()

@@ -6,26 +6,28 @@
                           callbacks=[CurriculumCheckpoint()])
     trainer.train(resume_from_checkpoint=True)
 
-The resume protocol (:mod:`orsgen.runtime.choosing.streams`): every save writes
-``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
-(``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``). The file (format
-2, :func:`body`) holds the ``state_dict()`` of every task-sampler stream of the process,
-each under its key (adapter class, server, split): a curriculum's pools and plan, and the
-uniform passes' position alike. A run that starts at a saved step (a resumed run:
-transformers restores ``state.global_step`` before ``on_train_begin``) stages those states
-by key before the first reset, and each stream loads the state saved under its own key
-once, when it is made: the one restore path, a ``PassRateCurriculum`` object shared by the
-adapters included (``CurriculumCheckpoint(curriculum)`` only checks that the checkpoint
-holds one curriculum).
-
-Under several processes the ranks first share the step's outcomes (a collective: every
-rank saves), so they hold the same state, and only the world's process zero writes it
+The resume protocol (:mod:`orsgen.runtime.choosing.streams`; users' side: ``docs/curriculum.md``):
+every save writes ``orsgen_curriculum.json`` (format 2, :func:`body`) into the checkpoint
+directory TRL just wrote (``output_dir/checkpoint-<step>``, transformers'
+``_save_checkpoint``): every stream's ``state_dict()`` under its key. A resumed run
+(transformers restores ``state.global_step`` before ``on_train_begin``) stages them by key
+before the first reset; each stream loads its own once, when it is made: the one restore path
+(``CurriculumCheckpoint(curriculum)`` only checks that the checkpoint holds one curriculum).
+Under several processes the ranks first share the step's outcomes (a collective: every rank
+saves), and only the world's process zero writes
 (:func:`orsgen.runtime.transport.identity.identity`).
 
-Under ``AsyncGRPOTrainer`` the rollout worker chooses and writes its states under
-``output_dir/.orsgen_task_state/`` (:mod:`orsgen.runtime.choosing.handoff`); each save
-copies its latest into the checkpoint, or, before it wrote any, a file with no stream (a
-resume from it starts the task choice afresh, as the save says).
+Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, spawned at
+``on_train_begin`` (``AsyncRolloutWorker.start()``, run by TRL's ``_TrainBeginCallback``
+after the given callbacks) with ``os.environ`` as it is then, so this callback first names a
+:class:`Handoff` in ``ORSGEN_TASK_STATE``. A child making a stream under it (:func:`join`)
+stages the resume file's states before its first stream, and writes its streams' states to
+``output_dir/.orsgen_task_state/streams.json`` (whole, never half-written) when a stream is
+made, then every :data:`WRITE_EVERY` seconds when a sampler changed (stretched to
+:data:`PACE` times the last write's cost), and at exit. Each save copies the worker's latest
+file into the checkpoint, or, before it wrote any, a file with no stream (its resume starts
+afresh). The worker is ahead of the trainer: a resume continues after its in-flight and
+queued rollouts, it does not choose them again.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -34,10 +36,13 @@ event this class does not handle is a no-op (as in ``TrainerCallback``).
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,8 +50,9 @@ from typing import Any
 from orsgen.runtime.choosing.chooser import Chooser
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import StreamKey, samplers
-from orsgen.runtime.rundir import write_whole
+from orsgen.runtime.rundir import write_whole as write
 from orsgen.runtime.transport.identity import identity
+from orsgen.runtime.transport.process import current
 
 FILE = "orsgen_curriculum.json"
 CHECKPOINT = "checkpoint"  # transformers' PREFIX_CHECKPOINT_DIR
@@ -54,6 +60,10 @@ FORMAT = 2  # streams keyed by (class, server, split); 1 was one curriculum's st
 ENV = "ORSGEN_TASK_STATE"  # names the hand-off to AsyncGRPO's rollout worker
 DIRECTORY = ".orsgen_task_state"  # under output_dir: the worker's file
 LATEST = "streams.json"
+WRITE_EVERY = 1.0  # seconds: the worker's file lags its streams by at most this (and a write)
+# A write costs O(tasks) (about 0.3 s at 100,000 tasks here): the writer waits at least this
+# many times its last write's cost, so it never takes more than a tenth of a core.
+PACE = 9.0
 
 logger = logging.getLogger("orsgen.runtime")
 
@@ -61,12 +71,10 @@ Streams = Sequence[tuple[StreamKey, Mapping[str, Any]]]
 
 
 def body(streams: Streams) -> dict[str, Any]:
-    """The file's content for these streams."""
     return {"format": FORMAT, "streams": [{"stream": k.to_json(), "state": s} for k, s in streams]}
 
 
 def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, Any]]]:
-    """The (key, state) of every stream a saved file holds."""
     if saved.get("format") != FORMAT:
         raise ValueError(
             f"a task-choice state of format {saved.get('format', 1)!r}, not {FORMAT}: saved by "
@@ -103,7 +111,6 @@ class Handoff:
 
 
 def path(output_dir: str | os.PathLike[str], step: int) -> Path:
-    """Where the task choice of the checkpoint at ``step`` is saved."""
     return Path(output_dir) / f"{CHECKPOINT}-{step}" / FILE
 
 
@@ -184,7 +191,7 @@ class CurriculumCheckpoint:
             if identity().is_main:
                 text = _worker_states(self.handoff, target)
                 streams_of(json.loads(text))  # never a file the resume cannot read
-                write_whole(target, text)
+                write(target, text)
             return
         # Every rank saves (transformers calls on_save everywhere): the outcomes of this
         # step's generation are shared first, so the state saved is every rank's.
@@ -200,4 +207,68 @@ class CurriculumCheckpoint:
                 "CurriculumCheckpoint: no adapter in this process chose tasks "
                 "(train_dataset=None), so the checkpoints hold no task-choice state"
             )
-        write_whole(target, json.dumps(body(streams), sort_keys=True))
+        write(target, json.dumps(body(streams), sort_keys=True))
+
+
+class _Worker:
+    """This process's part in a hand-off (none when it is not a worker under one)."""
+
+    def __init__(self) -> None:
+        self.handoff = Handoff.from_env()
+        self._lock = threading.Lock()
+        self.wake = threading.Event()
+        self._written = ""
+        self._changes = -1  # samplers().changes() at the last write
+        self._cost = 0.0  # seconds the last write took
+        self._failed = False
+        if self.handoff is None or self.handoff.trainer != os.getppid():
+            self.handoff = None  # the trainer itself, or not its child: not the worker
+            return
+        if self.handoff.resume is not None:  # before any stream is made: each takes its own
+            samplers().stage(streams_of(json.loads(self.handoff.resume.read_text())))
+        threading.Thread(target=self._run, name="orsgen-task-state", daemon=True).start()
+        atexit.register(self.flush)  # the last state, when the worker exits cleanly
+
+    def _run(self) -> None:
+        while True:
+            self.wake.wait(max(WRITE_EVERY, PACE * self._cost))
+            self.wake.clear()
+            if samplers().changes() == self._changes:
+                continue  # idle: no choice or outcome since the last write
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001 - the writer must outlive a failed write
+                if not self._failed:  # once: the same cause would fail every period
+                    self._failed = True
+                    logger.exception("the rollout worker could not write its task-choice state")
+
+    def flush(self) -> None:
+        """Write the streams' states when they changed (never a file with no stream)."""
+        if self.handoff is None:
+            return
+        with self._lock:
+            changes = samplers().changes()  # before the states: a later change writes again
+            started = time.monotonic()
+            streams = samplers().saved()
+            if not streams:
+                return
+            text = json.dumps(body(streams), sort_keys=True)
+            if text != self._written:
+                write(self.handoff.latest, text)
+                self._written = text
+            self._changes, self._cost = changes, time.monotonic() - started
+
+
+def join() -> None:
+    """Take part in the hand-off named in the environment, if this process is its worker (once)."""
+    current().part(_Worker)
+
+
+def made() -> None:
+    """A stream was made: write the states now, not a period later."""
+    current().part(_Worker).wake.set()
+
+
+def flush() -> None:
+    """Write the worker's states now, when they changed (as at exit)."""
+    current().part(_Worker).flush()

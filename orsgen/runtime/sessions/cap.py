@@ -1,18 +1,14 @@
-"""The session cap: at most ``max_sessions`` sessions of one adapter class open in this
-process at once, prefetched and still-opening ones included.
+"""The session cap: at most ``max_sessions`` sessions of one adapter class open in this process
+at once, prefetched and still-opening ones included. Every session takes a :class:`Place`
+first and gives it back only once it is gone (its open failed or was cut short, or the server
+answered its delete), so the server never counts more than the cap, even between a close and
+the next open.
 
-Every session this process opens takes a :class:`Place` first and gives it back only once
-the session is gone: its open failed or was cut short, or the server answered its delete.
-So the server never counts more of this process's sessions than the cap, even for the
-moment between a close and the next open.
-
-A reset that finds no free place waits for one (up to a deadline the caller sets: the
-reconnect window), with one exception that would otherwise stall a run for the whole
-window: the main thread asking for a place while every place is held by live sessions it
-opened itself. That is sync ``GRPOTrainer``, which resets a step's whole batch before it
-generates, with a cap lower than the batch: nothing would ever free a place, so the reset
-raises :class:`SessionCapError` at once, naming the number needed. Prefetch never waits:
-it opens only as many extra sessions as there are free places.
+A reset waits for a free place up to the reconnect window, except when the main thread asks
+while every place is held by live sessions it opened itself: sync ``GRPOTrainer`` resetting a
+step's whole batch with a cap lower than the batch, where nothing would ever free a place. Then
+it raises :class:`SessionCapError` at once, naming the number needed. Prefetch never waits: it
+opens only as many extra sessions as there are free places.
 """
 
 from __future__ import annotations

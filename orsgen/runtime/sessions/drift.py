@@ -54,16 +54,12 @@ def _owner(cls: type) -> type | None:
 def snapshot_environment(cls: type) -> dict[str, Any] | None:
     """The ``environment`` section of the snapshot.json that sits beside the generated class."""
     owner = _owner(cls)
-    if owner is None:
-        return None
-    module = sys.modules.get(owner.__module__)
-    path = getattr(module, "__file__", None)
+    path = getattr(sys.modules.get(owner.__module__), "__file__", None) if owner else None
     if not path:
         return None
-    file = Path(path).with_name("snapshot.json")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-        env = data["environment"]
+        env = json.loads(Path(path).with_name("snapshot.json").read_text(encoding="utf-8"))
+        env = env["environment"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return dict(env) if is_object(env) else None
@@ -238,15 +234,6 @@ def record(
         state.verdict.add((split, index), found)
 
 
-def describe(cls: type, changes: list[str], where: str) -> str:
-    owner = _owner(cls) or cls
-    return (
-        f"ORS environment {where} has drifted from the snapshot {owner.__name__} was generated "
-        f"from: {'; '.join(changes)}. Regenerate the adapter (`orsgen check DIR --live` shows "
-        "the full diff)."
-    )
-
-
 def enforce(cls: type, strict: bool, where: str, url: str, task: TaskKey) -> bool:
     """Whether the findings on server ``url`` hold for a session on ``task``; warn when
     one of them was not yet warned about (per class and server), or raise with ``strict``."""
@@ -261,7 +248,11 @@ def enforce(cls: type, strict: bool, where: str, url: str, task: TaskKey) -> boo
         warn = not strict and not state.warned.issuperset(changes)
         if warn:
             state.warned.update(changes)
-    message = describe(owner, changes, where)
+    message = (
+        f"ORS environment {where} has drifted from the snapshot {owner.__name__} was generated "
+        f"from: {'; '.join(changes)}. Regenerate the adapter (`orsgen check DIR --live` shows "
+        "the full diff)."
+    )
     if strict:
         raise ToolDriftError(message)
     if warn:

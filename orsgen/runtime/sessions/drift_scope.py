@@ -1,11 +1,8 @@
-"""Which task a drift finding belongs to.
-
-A session lists the shared tools plus *its own task's* tools. The snapshot records
-which task tools each probed task offered (``task_tools_probe.tools_by_task``), so a
-task tool seen on some probed tasks and not on others is expected only where it was
-seen. A finding about a shared tool holds for every task on that server; a finding
-about a task tool (removed, added, changed, offered where the probe did not see it)
-holds for the task it was measured on, and is reported for that task only.
+"""Which task a drift finding belongs to. A session lists the shared tools plus *its own
+task's* tools, and the snapshot records which task tools each probed task offered
+(``task_tools_probe.tools_by_task``): a task tool is expected only where the probe saw it. A
+finding about a shared tool holds for every task on that server; one about a task tool, for
+the task it was measured on only.
 """
 
 from __future__ import annotations

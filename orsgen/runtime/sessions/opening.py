@@ -79,15 +79,8 @@ class SessionOptions:
         secrets = tuple(sorted((self.secrets or {}).items()))
         # Hashed: the stream key holds no override values.
         overrides = sha256_of(sorted((self.env_overrides or {}).items()))
-        return (
-            owner.__module__,
-            owner.__qualname__,
-            self.endpoint,
-            self.split,
-            secrets,
-            overrides,
-            self.keepalive,
-        )
+        owner_name = (owner.__module__, owner.__qualname__)
+        return (*owner_name, self.endpoint, self.split, secrets, overrides, self.keepalive)
 
     def prefetcher(self, owner: type) -> pool.Prefetcher:
         return pool.prefetcher(self.stream_key(owner), owner)
@@ -109,12 +102,7 @@ class SessionOptions:
         finally:
             attempt.finish()
 
-    def take(
-        self,
-        owner: type,
-        task: TaskRef,
-        claim: cap.Claim | None = None,
-    ) -> Opened:
+    def take(self, owner: type, task: TaskRef, claim: cap.Claim | None = None) -> Opened:
         index = task.index
         opener = functools.partial(
             sdk.open_session,
@@ -174,12 +162,7 @@ class SessionOptions:
 class _Attempt:
     """One reset's open, across servers and retries."""
 
-    def __init__(
-        self,
-        options: SessionOptions,
-        owner: type,
-        task: TaskRef,
-    ) -> None:
+    def __init__(self, options: SessionOptions, owner: type, task: TaskRef) -> None:
         self.options, self.owner, self.task = options, owner, task
         self.claim = cap.claim(owner, options.max_sessions, options.reconnect_for)
         self.servers = options.servers or (options.endpoint,)

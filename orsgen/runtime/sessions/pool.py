@@ -247,12 +247,10 @@ class Prefetcher:
         claim: Claim | None = None,
         url: str = "",
     ) -> tuple[Pending, bool]:
-        """A future of this reset's session, and whether it was prefetched.
-
-        ``group_size`` fixes G; ``None`` uses the length of the last completed run of
-        identical resets (so the first group is opened serially while the pattern is
-        learned, and a stream without repeats never prefetches).
-        """
+        """A future of this reset's session, and whether it was prefetched. ``group_size``
+        fixes G; ``None`` uses the length of the last completed run of identical resets (the
+        first group opens serially while it is learned; a stream without repeats never
+        prefetches)."""
         stale: list[Pending] = []
         fut: Pending | None = None
         prefetched = False
@@ -358,8 +356,4 @@ def close_sessions(timeout: float = EXIT_BUDGET, of: Callable[[type], bool] | No
     known.drain(timeout)
 
 
-def _close_at_exit(_process: Process) -> None:
-    close_sessions()
-
-
-at_shutdown(SHUTDOWN_ORDER, _close_at_exit)
+at_shutdown(SHUTDOWN_ORDER, lambda _process: close_sessions())

@@ -2,12 +2,10 @@
 (:mod:`orsgen.runtime.transport.policy`) reads.
 
 One :class:`ServerHealth` per server URL and process remembers whether this process ever
-reached the server, since when it has not answered, and the rollouts that ran degraded
-(each counted once, here). It logs one line when the server goes away, one when the first
-rollout of a stretch degrades, and one when the server answers again (how long it was gone,
-how many rollouts ran degraded). Retries never log.
-
-The policy itself is :class:`~orsgen.runtime.transport.policy.CallPolicy`.
+reached the server, since when it has not answered, and its degraded rollouts (each counted
+once, here). It logs one line when the server goes away, one when the first rollout of a
+stretch degrades, and one when it answers again (how long it was gone, how many rollouts
+ran degraded). Retries never log.
 """
 
 from __future__ import annotations
@@ -187,7 +185,7 @@ def record(url: str) -> ServerHealth:
 
 def degraded(cls: type) -> int:
     """Rollouts of ``cls`` and its subclasses that ran degraded in this process, on any server."""
-    return sum(found.degraded_of(cls) for found in current().part(Health).values())
+    return sum(found.degraded_of(cls) for _, found in current().part(Health).items())
 
 
 def forget() -> None:

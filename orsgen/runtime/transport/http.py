@@ -1,19 +1,14 @@
-"""The aiohttp clients that the openreward SDK runs on, built by orsgen: one per server URL
-and process (:func:`client`), closed at shutdown after the sessions that use them.
-
-Every request still goes through the SDK (``AsyncSession.call_tool`` and its retries,
-stream resumption and error types); orsgen only supplies the HTTP client, instead of
-letting ``AsyncEnvironmentsAPI`` make one, to remove two costs that the benchmark
+"""The aiohttp clients the openreward SDK runs on, built by orsgen: one per server URL and
+process (:func:`client`), closed at shutdown after the sessions that use them. Every request
+still goes through the SDK; orsgen supplies the client to remove two costs the benchmark
 (``bench/``, tool call vs raw HTTP) measured on every tool call:
 
-- The SDK returns from an SSE stream (``/call``, ``/create_session``) at its ``end``
-  event, a moment before the server's final chunk arrives. aiohttp then closes the
-  connection because the body was not read to the end, so every call paid for a new
-  TCP connection on both sides. :class:`DrainingClient` reads that final chunk in the
-  background, and the connection goes back to the pool.
-- With ``trust_env=True`` aiohttp looks up proxy and netrc settings in a worker thread
-  twice per request. :func:`uses_environment` decides once, when the client is made:
-  the lookups stay on whenever a proxy variable applies to the URL or a netrc file exists.
+- The SDK returns from an SSE stream (``/call``, ``/create_session``) at its ``end`` event, a
+  moment before the server's final chunk; aiohttp then closes the unread connection, so
+  every call paid for a new TCP connection. :class:`DrainingClient` reads that final chunk
+  in the background, and the connection goes back to the pool.
+- With ``trust_env=True`` aiohttp looks up proxy and netrc settings in a worker thread twice
+  per request; :func:`uses_environment` decides once, when the client is made.
 """
 
 from __future__ import annotations
@@ -52,12 +47,12 @@ def uses_environment(url: str) -> bool:
     proxies = urllib.request.getproxies()
     if parsed.scheme in proxies and not urllib.request.proxy_bypass(parsed.hostname or ""):
         return True
-    netrc = os.environ.get("NETRC")
+    if os.environ.get("NETRC"):
+        return True
     try:
-        home_netrc = Path.home() / ".netrc"
+        return (Path.home() / ".netrc").exists()
     except RuntimeError:  # no resolvable home directory
-        home_netrc = None
-    return bool(netrc) or (home_netrc is not None and home_netrc.exists())
+        return False
 
 
 def make_session(base_url: str) -> aiohttp.ClientSession:
@@ -106,9 +101,7 @@ class _Drained:
     exception the response is released at once, as aiohttp does."""
 
     def __init__(
-        self,
-        owner: DrainingClient,
-        request: AbstractAsyncContextManager[aiohttp.ClientResponse],
+        self, owner: DrainingClient, request: AbstractAsyncContextManager[aiohttp.ClientResponse]
     ) -> None:
         self._owner = owner
         self._request = request

@@ -14,9 +14,6 @@ knows, in this order:
 A variable that is set but is not a whole number is an error that names it: guessing rank
 0 would make two processes write the same files. ``torch`` is never imported here: a
 process that has not imported it has not initialised it.
-
-Whether this process is a forked child of one that ran the runtime is the per-process
-object's to say (:func:`orsgen.runtime.transport.process.forked`), not this module's.
 """
 
 from __future__ import annotations

@@ -62,10 +62,7 @@ class _Handoff:
             self.error = exc
             self.done.release()
             return
-        self.task.add_done_callback(self._finished)
-
-    def _finished(self, _task: asyncio.Task[Any]) -> None:
-        self.done.release()
+        self.task.add_done_callback(lambda _: self.done.release())
 
     def cancel(self) -> None:  # on the loop, always after start (the loop keeps their order)
         if self.task is not None:

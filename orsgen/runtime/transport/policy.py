@@ -8,9 +8,7 @@ whether to wait, retry, degrade or fail (see ``docs/scale.md``):
 - a tool call is sent again only when the failed attempt never reached the server (the
   connection was refused or the host did not resolve): ``/call`` is not idempotent.
 
-Its clock, sleep, jitter and probe are injectable, so the policy is tested without a
-server or real waiting. The server's state it reads and updates is
-:class:`~orsgen.runtime.transport.health.ServerHealth`.
+Its clock, sleep, jitter and probe are injectable: tested without a server or real waiting.
 """
 
 from __future__ import annotations

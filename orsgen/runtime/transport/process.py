@@ -59,10 +59,6 @@ class Records(Generic[K, V]):
         with self._lock:
             return list(self._items.items())
 
-    def values(self) -> list[V]:
-        with self._lock:
-            return list(self._items.values())
-
     def clear(self) -> list[V]:
         """Forget every record; returns them."""
         with self._lock:

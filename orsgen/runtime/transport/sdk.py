@@ -95,29 +95,25 @@ def session_class() -> Any:
         async def call_tool(self, tool_name: str, input: Any = None) -> Any:
             if self._dead_exception is not None:  # before making the request coroutine
                 raise self._dead_exception
+            # The SDK's own /call request, resumed only after the server's task id.
+            call = sdk.resumable_sse(
+                self.client,
+                self._env_path("/call"),
+                sid=self.sid,
+                deployment=self.deployment,
+                token=self.api_key,
+                json={"name": tool_name, "input": dict(input or {})},
+                max_retries=5,
+                resumable_only=True,
+            )
             try:
-                res = await self._run_or_die(_call_stream(sdk, self, tool_name, input))
+                res = await self._run_or_die(call)
             except sdk._RemoteSSEError as e:  # the tool raised: the SDK ends the session
                 self._mark_dead(sdk.ErrorResponse(type="error", message=str(e)))
                 raise sdk.ToolFailed(str(e)) from e
             return _tool_output(sdk, res)
 
     return Session
-
-
-def _call_stream(sdk: Any, session: Any, tool_name: str, input: Any) -> Any:
-    """The SDK's ``/call`` request for ``session``, resumed only after the server's task id
-    (``resumable_only=True``), so a tool is never run twice."""
-    return sdk.resumable_sse(
-        session.client,
-        session._env_path("/call"),
-        sid=session.sid,
-        deployment=session.deployment,
-        token=session.api_key,
-        json={"name": tool_name, "input": dict(input or {})},
-        max_retries=5,
-        resumable_only=True,
-    )
 
 
 def _tool_output(sdk: Any, res: Mapping[str, Any]) -> Any:

@@ -1,12 +1,9 @@
 """The openreward versions orsgen is tested with, and a check, run once per process when
-:mod:`orsgen.runtime.transport.sdk` first loads the SDK, that the installed SDK has what that
-module uses of it beyond its public surface.
-
-An SDK that lacks one of those names is an ``ImportError``, one line naming what is missing
-and the tested range; one outside the range that has them all gets one warning line naming
-the range. ``USES`` is ``sdk.py``'s inventory: a module it loads is listed here
-(``tests/test_runtime_sdk_check.py`` keeps the two in step), each with the names it reads
-(``Class.attribute``; ``function(keyword)`` for a keyword it passes).
+:mod:`orsgen.runtime.transport.sdk` first loads the SDK, that the SDK has what that module uses
+beyond its public surface: a missing name is a one-line ``ImportError`` (with the tested
+range), a version outside the range one warning. ``USES`` is ``sdk.py``'s inventory
+(``tests/test_runtime_sdk_check.py`` keeps the two in step): ``Class.attribute``, and
+``function(keyword)`` for a keyword it passes.
 """
 
 from __future__ import annotations
