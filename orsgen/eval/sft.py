@@ -42,20 +42,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from orsgen.arguments import Parser, UsageError, at_least, number, output
+from orsgen.arguments import Parser, at_least, number
 from orsgen.eval.summary import passes
 from orsgen.eval.trainset import (
     CARD_FILE,
     LEFT_OUT,
     as_dataset,
+    command,
     conversation_type,
     first_per_task,
     Kept,
     new_out,
     open_runs,
-    quiet,
     Run,
-    run_arguments,
+    run_parser,
     SftError,
     trainable,
     transcript,
@@ -85,11 +85,7 @@ class Selection:
     # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
     # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
     left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
-    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})
-
-    def kept_per_task(self) -> dict[tuple[str, int], int]:
-        """How many rows each (split, task) kept, by split and task."""
-        return self.tasks
+    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})  # kept per task
 
 
 def select(
@@ -242,7 +238,7 @@ def card(chosen: Selection) -> str:
         if chosen.min_reward is not None
         else "scored, reward >= the run's own pass_threshold"
     )
-    tasks = chosen.kept_per_task()
+    tasks = chosen.tasks
     lines = [
         "---",
         "tags: [orsgen, sft, tool-calling, rejection-sampling]",
@@ -297,13 +293,11 @@ def card(chosen: Selection) -> str:
 
 
 def parser() -> Parser:
-    p = Parser(
-        prog="orsgen sft",
-        description="Turn the passing rollouts of orsgen eval runs into a dataset for TRL's "
-        "SFTTrainer (conversational tool-calling format, saved with save_to_disk, with a "
-        "dataset card).",
+    p = run_parser(
+        "orsgen sft",
+        "Turn the passing rollouts of orsgen eval runs into a dataset for TRL's SFTTrainer "
+        "(conversational tool-calling format, saved with save_to_disk, with a dataset card).",
     )
-    run_arguments(p)
     p.add_argument(
         "--min-reward",
         type=number,
@@ -319,23 +313,19 @@ def parser() -> Parser:
     return p
 
 
-def main(argv: Sequence[str]) -> int:
-    args = parser().parse(list(argv))
-    output(args.out, "-o")
-    try:
-        quiet()
-        chosen = export(
-            args.runs,
-            args.out,
-            min_reward=args.min_reward,
-            per_task=args.per_task,
-            allow_splits=args.allow_split,
-        )
-    except SftError as exc:
-        raise UsageError(str(exc)) from None
-    tasks = len(chosen.kept_per_task())
-    print(
-        f"wrote {len(chosen.rows)} rows ({tasks} tasks) from {len(chosen.runs)} run(s) to "
-        f"{args.out} (dataset card: {CARD_FILE})"
+def _write(args: Any) -> str:
+    chosen = export(
+        args.runs,
+        args.out,
+        min_reward=args.min_reward,
+        per_task=args.per_task,
+        allow_splits=args.allow_split,
     )
-    return 0
+    return (
+        f"wrote {len(chosen.rows)} rows ({len(chosen.tasks)} tasks) from {len(chosen.runs)} "
+        f"run(s) to {args.out} (dataset card: {CARD_FILE})"
+    )
+
+
+def main(argv: Sequence[str]) -> int:
+    return command(parser(), argv, _write)

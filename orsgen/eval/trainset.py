@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orsgen.arguments import Parser
+from orsgen.arguments import Parser, UsageError, output
 from orsgen.jsonobject import is_array
 from orsgen.runtime.rundir import RESULTS_FILE, RunDirError, read_adapter, read_config, row_at
 
@@ -273,9 +273,10 @@ def write_dataset(
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-def run_arguments(p: Parser) -> None:
-    """The arguments of every command that makes a dataset of runs: the runs, ``-o`` and
-    ``--allow-split``."""
+def run_parser(prog: str, description: str) -> Parser:
+    """The parser of a command that makes a dataset of runs, with the arguments they all
+    take: the runs, ``-o`` and ``--allow-split``."""
+    p = Parser(prog=prog, description=description)
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="orsgen eval run directories")
     p.add_argument(
         "-o",
@@ -292,9 +293,21 @@ def run_arguments(p: Parser) -> None:
         help="use runs of this held-out split anyway (repeatable; default: only the "
         "package's training split)",
     )
+    return p
 
 
-def quiet() -> None:
-    """One line of output from a command, not ``save_to_disk``'s progress bar."""
-    logging: Any = importlib.import_module("datasets.utils.logging")  # no type information
-    logging.disable_progress_bar()
+def command(p: Parser, argv: Sequence[str], write: Callable[[Any], str]) -> int:
+    """Run a dataset command: parse ``argv``, check ``-o``, then ``write(args)`` (without
+    ``save_to_disk``'s progress bar) and print the line it returns. Exit 0 when written; an
+    :class:`SftError` is one line on stderr (``<prog>: error: ...``, exit 2), nothing
+    written."""
+    args = p.parse(list(argv))
+    output(args.out, "-o")
+    try:
+        logging: Any = importlib.import_module("datasets.utils.logging")  # no type information
+        logging.disable_progress_bar()
+        line = write(args)
+    except SftError as exc:
+        raise UsageError(str(exc)) from None
+    print(line)
+    return 0
