@@ -39,7 +39,7 @@ from orsgen.arguments import Parser, at_least
 from orsgen.eval.summary import passes
 from orsgen.eval.trainset import (
     CARD_FILE,
-    LEFT_OUT,
+    Chosen,
     SAME,
     command,
     conversation_type,
@@ -67,22 +67,13 @@ COLUMNS = (
 
 
 @dataclass
-class PairSelection:
+class PairSelection(Chosen):
     """The kept pairs, and how they were chosen (what the dataset card says)."""
 
-    runs: list[Run]
-    per_task: int | None = None
     unfinished: bool = False
-    rows: Kept | tuple[()] = ()  # read when iterated
-    rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
-    passing: dict[str, int] = field(default_factory=lambda: {})  # chosen candidates
     failing: dict[str, int] = field(default_factory=lambda: {})  # rejected candidates
     pairs: dict[str, int] = field(default_factory=lambda: {})  # kept, per run name
     no_contrast: int = 0
-    duplicates: int = 0
-    over_cap: int = 0
-    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
-    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})
 
 
 def select(

@@ -39,15 +39,15 @@ import json
 import os
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, at_least, number
 from orsgen.eval.summary import passes
 from orsgen.eval.trainset import (
     CARD_FILE,
-    LEFT_OUT,
     as_dataset,
+    Chosen,
     command,
     conversation_type,
     first_per_task,
@@ -71,21 +71,10 @@ COLUMNS = ("messages", "tools", "task_index", "split", "sample", "reward", "run"
 
 
 @dataclass
-class Selection:
+class Selection(Chosen):
     """The kept rows, and how they were chosen (what the dataset card says)."""
 
-    runs: list[Run]
     min_reward: float | None = None
-    per_task: int | None = None
-    rows: Kept | tuple[()] = ()  # read when iterated
-    rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
-    passing: dict[str, int] = field(default_factory=lambda: {})  # per run name
-    duplicates: int = 0
-    over_cap: int = 0
-    # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
-    # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
-    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
-    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})  # kept per task
 
 
 def select(

@@ -14,7 +14,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -222,6 +222,23 @@ class Kept:
                 number, *offsets = (int(x) for x in self.where[i])
                 lines = [row_at(handles[number], offset) for offset in offsets]
                 yield self.record(self.runs[number], *lines)
+
+
+@dataclass
+class Chosen:
+    """A dataset's kept rows, and how they were chosen (what its dataset card says)."""
+
+    runs: list[Run]
+    per_task: int | None = None
+    rows: Kept | tuple[()] = ()  # read when iterated
+    rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
+    passing: dict[str, int] = field(default_factory=lambda: {})  # per run name
+    duplicates: int = 0
+    over_cap: int = 0
+    # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
+    # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
+    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
+    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})  # kept per task
 
 
 def conversation_type() -> Any:
