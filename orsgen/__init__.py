@@ -1,10 +1,7 @@
 """orsgen: snapshot an ORS environment and generate a typed TRL adapter package.
 
-``from orsgen import ...`` gives every name a user needs; ``__all__`` is exactly that public
-surface, and everything under ``orsgen.*`` not listed here may change. Names load lazily on
-first access (PEP 562), so ``import orsgen`` costs what it did before the namespace existed:
-generated packages import ``orsgen.runtime`` through it, and the evaluation's and the trainer
-callbacks' dependencies (openai, transformers) load only when those names are used.
+``__all__`` is exactly the public surface. Names load lazily (PEP 562): generated packages
+import ``orsgen.runtime`` through this, and openai / transformers load only when used.
 """
 
 from __future__ import annotations

@@ -108,10 +108,8 @@ def at_least(low: int) -> Callable[[str], int]:
 
 @dataclass(frozen=True)
 class Command:
-    """``orsgen NAME ...`` (``name`` "" for ``orsgen TARGET -o DIR``): ``module``'s
-    ``parser()`` builds its parser, ``run(argv)`` returns an exit code or raises
-    :class:`UsageError` or :class:`Failed`. ``orsgen.cli.COMMANDS`` lists them: the
-    dispatch, ``orsgen --help`` and the docs' CLI reference read it."""
+    """``orsgen NAME ...`` (``name`` "" for ``orsgen TARGET -o DIR``): ``module.parser()``,
+    and ``run(argv)`` returning an exit code or raising :class:`UsageError` / :class:`Failed`."""
 
     name: str
     module: str

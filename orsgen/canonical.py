@@ -1,9 +1,5 @@
-"""Canonical JSON and the hashes built on it, shared by the snapshotter, the generator
-and the runtime drift guard.
-
-It imports nothing but the standard library, so the runtime can compute exactly what
-the snapshotter stored without importing the generator (or the network code).
-"""
+"""Canonical JSON and its hashes, for the snapshotter, the generator and the drift guard.
+Standard library only, so the runtime hashes exactly as stored without the generator."""
 
 from __future__ import annotations
 
@@ -21,7 +17,6 @@ def canonical_json(value: Any) -> str:
 
 
 def sha256_of(value: Any) -> str:
-    """sha256 of canonical JSON: sorted keys, compact separators, non-ASCII kept."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -43,7 +43,6 @@ class ConfigMismatch:
 
 @dataclass(frozen=True)
 class StaleFile:
-    """A file that differs from what the stored snapshot generates."""
 
     name: str
     on_disk: str | None  # None: missing
@@ -109,7 +108,6 @@ def live_drift(
     return Drift(live_target, diagnostics, classify_drift(stored, live))
 
 
-# The recorded target kinds that can be snapshotted again.
 _LIVE_KINDS: dict[str, Kind] = {"catalog": "catalog", "url": "url", "file": "file"}
 
 
@@ -173,9 +171,8 @@ def _shown(value: object) -> str:
 
 
 def config_mismatch(directory: Path, snapshot: Snapshot) -> ConfigMismatch | None:
-    """Whether the config table in force for ``directory`` (found as generation finds it)
-    would generate another package than the one ``snapshot`` records; ``None`` when it
-    matches or when no table names the package (then the recorded one stays)."""
+    """Whether ``directory``'s config table would generate another package than ``snapshot``
+    records; ``None`` when it matches or no table names the package."""
     try:
         found = config.for_output(directory)
     except config.ConfigError as exc:

@@ -1,7 +1,6 @@
-"""Command line: argument parsing, progress output and exit codes only.
-
-Exit codes: 0 success; 1 error diagnostics, drift or staleness; 2 usage error or an
-unusable target; 130 interrupted (Ctrl-C).
+"""Command line: argument parsing, progress output and exit codes only. Exit codes: 0
+success; 1 error diagnostics, drift or staleness; 2 usage error or an unusable target; 130
+interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -240,7 +239,6 @@ def _request(args: argparse.Namespace) -> Request:
 
 
 def _refusal(result: Result) -> str:
-    """Why nothing was written, as the CLI words it."""
     out, count = result.output, len(result.diagnostics)
     return {
         "errors": f"nothing written to {out}; fix the errors above",
@@ -339,8 +337,7 @@ def run_check(argv: Sequence[str]) -> int:
 
 def _mistyped_command(word: str) -> bool:
     """``orsgen veiw RUN``: a bare word near a command's name that is no file is no target
-    either (a target is a path, a URL or namespace/name), so say so before argparse asks
-    for -o."""
+    either, so say so before argparse asks for -o."""
     bare = not any(c in word for c in "/:.\\") and not word.startswith("-")
     names = [c.name for c in COMMANDS if c.name]
     return bare and closest(word, names) is not None and not Path(word).exists()

@@ -12,10 +12,9 @@ One table per generated package, keyed by its output directory::
     tools = { hint = "get_hint" }                 # wire tool name -> Python method name
     params = { echo = { text = "word" } }         # wire tool -> wire param -> Python name
 
-Everything here is validated (unknown keys are errors that name the key) and recorded
-in the package's snapshot.json, so ``orsgen check`` regenerates exactly what was configured
-(the toolset as the environment's ``identity.toolset``). A command-line flag wins over
-the file.
+Validated (an unknown key is an error naming it) and recorded in snapshot.json (the toolset as
+``identity.toolset``), so ``orsgen check`` regenerates exactly what was configured. A
+command-line flag wins over the file.
 """
 
 from __future__ import annotations
@@ -114,8 +113,7 @@ def load(path: Path) -> FileConfig:
 
 
 def for_output(output: Path, explicit: Path | None = None) -> tuple[Path, PackageConfig] | None:
-    """The config file :func:`find` finds and its table whose key names ``output``
-    (relative to the file's directory), if any."""
+    """The config file :func:`find` finds, and its table for ``output`` (key relative to it)."""
     path = find(Path.cwd(), explicit)
     if path is None:
         return None

@@ -51,10 +51,8 @@ _SHOWN = 3  # tools named on a grouped line
 
 
 def grouped(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> list[str]:
-    """Readable lines, errors first. The same finding (level, pointer and message) in
-    ``GROUP_AT`` or more tools is one line naming how many and the first few; with
-    ``verbose`` every finding is its own line. Counts (``--fail-on-warning``) stay per
-    finding: this changes only how they are shown."""
+    """Readable lines, errors first; one finding in ``GROUP_AT`` or more tools is one line
+    (unless ``verbose``). Counts (``--fail-on-warning``) stay per finding."""
     ordered = sorted(diagnostics, key=lambda d: (d.level != "error", d.tool or "", d.pointer))
     if verbose:
         return [d.format() for d in ordered]

@@ -1,9 +1,5 @@
-"""One typed test for "is this JSON value an object".
-
-``isinstance(value, Mapping)`` on an ``Any`` narrows to ``Mapping[Unknown, Unknown]`` under
-pyright's strict mode, and every ``.get`` after it is then "partially unknown". JSON
-objects have string keys, so say so once here.
-"""
+"""One typed test for "is this JSON value an object": ``isinstance(value, Mapping)`` leaves
+pyright strict with ``Mapping[Unknown, Unknown]``; JSON keys are strings, said once here."""
 
 from __future__ import annotations
 
@@ -14,12 +10,10 @@ from typing_extensions import TypeIs
 
 
 def is_object(value: object) -> TypeIs[Mapping[str, Any]]:
-    """``isinstance(value, Mapping)``, typed as a JSON object."""
     return isinstance(value, Mapping)
 
 
 def is_array(value: object) -> TypeIs[list[Any]]:
-    """``isinstance(value, list)``, typed as a JSON array."""
     return isinstance(value, list)
 
 

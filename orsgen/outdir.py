@@ -1,9 +1,7 @@
 """Where ``-o DIR`` may write: a missing or empty directory, or a package orsgen generated.
 
-Anything else is refused before any write, naming what is in the way, so orsgen never
-overwrites a file it did not write. Inside an orsgen package the user's own files
-(notes, a CHANGES file of their own) are kept; a file that has a generated name but no
-``@generated`` header was written or rewritten by someone else and is refused too.
+Anything else is refused before any write, naming what is in the way. In an orsgen package
+the user's own files are kept; a generated name without the ``@generated`` header is refused.
 """
 
 from __future__ import annotations
@@ -39,7 +37,6 @@ def is_orsgen_package(directory: Path) -> bool:
 
 
 def _ours(path: Path) -> bool:
-    """Whether orsgen wrote this file (so it may be replaced)."""
     if not path.is_file() or path.is_symlink():
         return False
     if path.name == "snapshot.json":

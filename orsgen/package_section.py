@@ -1,16 +1,9 @@
 """The snapshot's ``package`` section: how to generate (names, options) and the version.
 
-Each name comes from the first source that sets it: the caller, the config file, the
-package already in the output directory, then a default derived from the environment.
-
-Which tools the package has, and their Python names (``include``, ``exclude``,
-``rename``), come from the package's config table when there is one, in full: a key the
-table no longer sets is back to its default. With no table (regenerating elsewhere, or
-from a snapshot.json alone) the package keeps what its snapshot recorded.
-
-The version starts at 1.0.0 and is bumped by how the package's surface changed since the
-package already in the output directory (``orsgen.versioning``): a change the
-environment made and one the configuration made count alike.
+Each name: the caller, else the config file, else the existing package, else a default.
+``include``/``exclude``/``rename`` come whole from the config table when there is one (an
+unset key is back to its default), else from the recorded snapshot. The version starts at
+1.0.0 and is bumped (``orsgen.versioning``) by environment and configuration changes alike.
 """
 
 from __future__ import annotations
@@ -158,8 +151,7 @@ def package_section(
     configured: PackageConfig | None,
     old: Snapshot | None,
 ) -> Section:
-    """The ``package`` section for ``environment`` written to ``output``; ``old`` is the
-    snapshot already there, if any."""
+    """The ``package`` section for ``environment`` written to ``output`` (``old``: the last)."""
     previous = old.package if old else None
     names = _names(environment, output, asked, configured or PackageConfig(), previous)
     package = Package.model_validate({**names, **_selection(configured, previous)})

@@ -8,11 +8,10 @@ This is orsgen's library entry point; the command line is a thin shell around it
     result = run(Request("examples/echo_env.py", Path("generated/echo")), progress=print)
     print(result.version, result.level, sorted(result.files))
 
-It prints nothing: progress goes to the ``progress`` callback and findings come back as
-diagnostics. A request it cannot carry out raises :class:`RequestError` with nothing
-written. A package that generated but must not be written (error diagnostics, warnings
-under ``fail_on_warning``, a secret value in the output) comes back with ``refused`` set.
-Writes are atomic and never replace a file orsgen did not write (``orsgen.outdir``).
+It prints nothing (progress goes to ``progress``, findings come back as diagnostics). A
+request it cannot carry out raises :class:`RequestError` with nothing written; a package that
+must not be written (errors, warnings under ``fail_on_warning``, a secret in the output) comes
+back with ``refused`` set. Writes are atomic and never replace a file orsgen did not write.
 """
 
 from __future__ import annotations
@@ -157,9 +156,8 @@ def run(request: Request, progress: Progress = silent) -> Result:
 
 
 def _loopback_note(environment: Environment, previous: Snapshot | None) -> str | None:
-    """A loopback default server works on this machine only. Said when it becomes the
-    package's default, not on every regeneration; not a diagnostic, since the package is
-    right (``--fail-on-warning`` must not refuse generating from a local server)."""
+    """A loopback default server works on this machine only: said when it becomes the default,
+    and not a diagnostic (``--fail-on-warning`` must not refuse a local server)."""
     url = environment.default_url
     if url is None or not is_loopback(url):
         return None
@@ -283,7 +281,6 @@ def _stored_in(directory: Path) -> Snapshot | None:
 
 
 def _name_warnings(output: Path, package: str) -> list[Diagnostic]:
-    """How the package will be imported, and what its name may shadow."""
     where = output.resolve()
     notes = [*naming.import_notes(where, package), *naming.shadowing_notes(where)]
     return [warning(None, "", note) for note in notes]

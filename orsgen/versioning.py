@@ -99,7 +99,6 @@ def _compare_fields(
     out: list[Change],
     prefix: str = "",
 ) -> None:
-    """Compare two objects' fields (a tool's parameters, or one nested object's fields)."""
     old_fields, new_fields = {f.name: f for f in old}, {f.name: f for f in new}
     for name in sorted(set(old_fields) - set(new_fields)):
         out.append(Change(tool, "major", f"parameter {prefix + name!r} of tool {tool!r} removed"))
@@ -128,7 +127,6 @@ def _compare_fields(
 
 
 def classify(old: Environment, new: Environment) -> Classification:
-    """Compare two snapshots' ``environment`` sections."""
     result = Classification()
     out = result.changes
     old_tools = {s.name: s for s in old.all_tools}

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import ors_server
 from conftest import ROOT
 from orsgen.runtime.transport import sdk_check
@@ -91,6 +93,7 @@ def test_an_sdk_that_lacks_a_name_fails_the_first_reset_in_one_line(
     assert f"install '{sdk_check.RANGE}'" in last
 
 
+@pytest.mark.slow  # a fresh interpreter importing the SDK (the fast tier keeps one)
 def test_an_sdk_outside_the_range_is_said_once_and_works(
     echo_server: ors_server.RunningServer, tmp_path: Path
 ) -> None:
@@ -107,6 +110,7 @@ def test_an_sdk_outside_the_range_is_said_once_and_works(
     ], child.stderr
 
 
+@pytest.mark.slow  # a fresh interpreter importing the SDK (the fast tier keeps one)
 def test_an_sdk_in_the_range_says_nothing(echo_server: ors_server.RunningServer) -> None:
     child = _reset_in_a_child(echo_server.url, "", [])
     assert child.returncode == 0, child.stderr

@@ -1,7 +1,4 @@
-"""The pure core: snapshot (+ options recorded in it) → files + diagnostics.
-
-It reads no network and writes no disk. The CLI decides what to do with the result.
-"""
+"""The pure core: snapshot (+ options recorded in it) → files + diagnostics; no network, no disk."""
 
 from __future__ import annotations
 
@@ -61,9 +58,8 @@ def _class_doc(environment: Environment, count: int) -> str:
 
 
 def _wire_names(tools: list[ToolView]) -> str:
-    """The ``WIRE_NAMES`` literal, sorted: every method, and only the parameters whose
-    Python name differs from the wire name. The trailing comma tells black to put each
-    method on its own line, however few there are; black does the rest of the layout."""
+    """The sorted ``WIRE_NAMES`` literal (parameters only when renamed); its trailing comma
+    makes black put each method on its own line."""
     entries = [
         f"{tool.method!r}: "
         + repr((tool.wire, dict(sorted((p.name, p.wire) for p in tool.params if p.name != p.wire))))
@@ -92,7 +88,6 @@ def _imports(tools: list[ToolView]) -> list[str]:
 
 
 def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
-    """Generate ``models.py``'s body and point each tool at its validation model."""
     built = build_models([t.model_request for t in tools if t.model_request is not None])
     diagnostics.extend(built.diagnostics)
     for tool in tools:
@@ -104,9 +99,8 @@ def _attach_models(tools: list[ToolView], diagnostics: list[Diagnostic]) -> str:
 
 
 def generate(stored: Snapshot) -> GenerateResult:
-    """Generate every file of the adapter package described by the typed snapshot.
-    Its models hold schemas with sorted keys, as ``snapshot.json`` does, so a live
-    snapshot generates exactly what ``orsgen check`` regenerates from the file."""
+    """Every file of the adapter package of the typed snapshot. Its schemas have sorted keys, as
+    ``snapshot.json``'s, so a live snapshot generates what ``orsgen check`` regenerates."""
     result = GenerateResult()
     environment, package = stored.environment, stored.package
     tools = build_tools(tool_specs(environment, package), result.diagnostics, package.rename)
@@ -168,8 +162,7 @@ def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str)
 def _render_python(
     name: str, context: Mapping[str, Any], diagnostics: list[Diagnostic]
 ) -> str | None:
-    """The module ``name`` rendered, checked and formatted; ``None`` (with an error in
-    ``diagnostics``) when it does not parse or black fails."""
+    """The module ``name`` rendered, checked and formatted; ``None`` (an error) if that fails."""
     source = render(f"{name}.jinja", **context)
     try:
         # Checked once, before black: black keeps the syntax tree, and its error on

@@ -1,10 +1,5 @@
-"""Compact, human-readable descriptions of nested structure, from the type tree.
-
-``get_json_schema`` can only show the model ``dict[str, Any]`` for an object, so the
-fields of nested objects (and enum values a ``Literal`` cannot hold) are spelled out
-in the parameter's description instead, e.g.
-``{mode: "r" | "w" (required), paths: list of {p: str}}``.
-"""
+"""Nested fields (and enums no ``Literal`` holds) spelled out in a parameter's description,
+since ``get_json_schema`` shows an object only as ``dict[str, Any]``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Docstrings that TRL parses exactly as intended, emitted as inert source text.
-
-Two dangers: schema text that breaks out of the string literal (quotes, backslashes,
-control characters), and text that ``get_json_schema``'s Google-docstring parser
-would read as structure (an ``Args:`` inside a description, a ``(choices: ...)``
-suffix, a newline inside a parameter description).
-"""
+"""Docstrings that TRL parses exactly as intended, emitted as inert source text: no schema
+text breaks out of the literal, none reads as structure to ``get_json_schema``'s parser
+(an ``Args:`` inside a description, a ``(choices: ...)`` suffix, a newline in a parameter)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""IR to Python source, in one place: a parameter's hint, its default and when it is sent.
-
-The views (``tools.ParamView``) hold nodes and values; only this module turns them into
-source, and every value reaches source through ``repr``.
-"""
+"""IR to Python source, in one place (hint, default, when sent); every value through ``repr``."""
 
 from __future__ import annotations
 
@@ -35,7 +31,6 @@ def python_default(value: Any, node: ir.Node, is_nullable: bool) -> Any:
 
 
 def default(value: Any) -> str:
-    """The source of a Python default (a value, or ``UNSET``)."""
     return UNSET_SOURCE if isinstance(value, Unset) else repr(value)
 
 

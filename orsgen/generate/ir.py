@@ -1,10 +1,5 @@
-"""The typed tree a tool's JSON Schema is normalised into, once (by ``typemap``).
-
-Every output derives from these nodes: type hints (:func:`render`), the structure spelled
-out in docstrings (``describe``), the schema handed to datamodel-code-generator
-(``models``), default checks (:func:`fits`) and version and drift classification
-(``versioning``). Nothing walks the raw schema twice or parses a rendered hint back.
-"""
+"""The typed tree a tool's JSON Schema is normalised into, once (by ``typemap``): every
+output derives from it; nothing walks the raw schema twice or parses a rendered hint back."""
 
 from __future__ import annotations
 
@@ -69,9 +64,8 @@ class Field:
 
 @dataclass(frozen=True)
 class ObjectOf:
-    """An object that declares fields: hinted ``dict[str, Any]``, validated by a model.
-    ``ref`` is the local ``$ref`` it was reached through ("" inline): it names the model
-    class. ``extra`` is its ``additionalProperties`` (``None`` when absent)."""
+    """An object that declares fields: hinted ``dict[str, Any]``, validated by a model named
+    after ``ref`` (its local ``$ref``, "" inline); ``extra``: ``additionalProperties``."""
 
     fields: tuple[Field, ...]
     ref: str = field(default="", compare=False)  # a name, not part of the shape
@@ -92,7 +86,6 @@ class UnionOf:
 
 @dataclass(frozen=True)
 class Optional:
-    """``T | None``."""
 
     inner: Node
 
@@ -126,7 +119,6 @@ TOO_DEEP = "nested too deeply"
 
 
 def render(node: Node) -> str:
-    """The Python type hint of ``node``."""
     if isinstance(node, Primitive):
         return node.name
     if isinstance(node, LiteralOf):
@@ -220,7 +212,6 @@ def children(node: Node) -> tuple[Node, ...]:
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node inside its hint, depth first."""
     yield node
     for inner in children(node):
         yield from walk(inner)

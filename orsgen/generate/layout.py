@@ -1,14 +1,9 @@
 """black, applied to the adapter one method at a time, each distinct method shape once.
 
-A big adapter is hundreds of methods that differ only in their name, docstring and the
-tool's wire name. black lays out each method by its own tokens (its indentation fixed by
-the class), so formatting a method inside a stand-in class gives the same text as
-formatting the whole module. The method is formatted with its name and wire name replaced
-by placeholders of the same width and its docstring by a stub; methods of one shape then
-share one black run, and the real text goes back into the formatted lines. The docstring
-is formatted on its own. A method this cannot abstract exactly (a wire name black would
-re-quote) is formatted as it is. The output is byte-for-byte black's on the whole module:
-``tests/test_generate_layout.py`` checks that.
+black lays out a method by its own tokens, so a method formatted in a stand-in class, its
+name and wire name swapped for same-width placeholders and its docstring for a stub, gives
+the whole module's text; methods of one shape share one black run. A wire name black would
+re-quote is formatted as it is. Byte-for-byte black's output: ``tests/test_generate_layout.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +20,6 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.\-]*")  # repr and black quote these alike: 'x
 
 
 def _methods(tree: ast.Module) -> tuple[ast.ClassDef, list[ast.FunctionDef]] | None:
-    """The first class whose body ends in methods, and those methods."""
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             defs = [n for n in node.body if isinstance(n, ast.FunctionDef)]

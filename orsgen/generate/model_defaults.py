@@ -5,9 +5,6 @@ type. Its default is the schema's when that is a literal of the field's type (``
 int = 0``; a list or map through ``Field(default_factory=...)``), else the runtime's
 ``OMITTED``: omitting it validates, but an explicit ``None`` does not (pydantic never
 validates a default), just as on the server.
-
-datamodel-code-generator writes the defaults (``strict_nullable``); :func:`typed` then
-rewrites the two forms mypy or a shared mutable would object to.
 """
 
 from __future__ import annotations
@@ -58,7 +55,6 @@ def _admits_none(annotation: ast.expr) -> bool:
 
 
 def _replacement(stmt: ast.AnnAssign) -> tuple[ast.expr, str] | None:
-    """The value expression to replace in a field line, and its new source."""
     value = stmt.value
     if value is None:
         return None
@@ -119,7 +115,6 @@ def _import_field(source: str) -> str:
 
 
 def _import_omitted(source: str) -> str:
-    """``source`` with the runtime's ``OMITTED`` imported after its last import."""
     tree = ast.parse(source)
     imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     row = max((n.end_lineno or n.lineno for n in imports), default=0)

@@ -1,11 +1,8 @@
 """The one JSON Schema handed to datamodel-code-generator, written from the type nodes.
 
 It holds structure only (types, properties, required, items, enums): no description,
-title, default, pattern or format can reach source or run at import time. Every tool
-becomes one ``<Pascal>Args`` class holding just its nested parameters; an object reached
-through a ``$ref`` becomes a tool-prefixed ``$defs`` entry; tools whose nodes have
-identical shapes share their classes (see :class:`_Names`). Remote and dangling refs
-are already ``Any``; nothing is ever fetched.
+title, default, pattern or format can reach source or run at import time. Each tool gets one
+``<Pascal>Args`` class; identical shapes share classes (:class:`_Names`). Nothing is fetched.
 """
 
 from __future__ import annotations
@@ -47,9 +44,8 @@ def _args_shape(params: tuple[ir.Field, ...]) -> ir.Shape:
 
 
 class _Names:
-    """One class per distinct shape of node, however many tools use it. A class is first
-    named after its first tool (``<Tool><Ref>``, ``<Tool>Args``); one that several tools
-    (or refs) share then takes its plain name when that is free (see :meth:`final`)."""
+    """One class per distinct shape of node, named after its first tool (``<Tool><Ref>``);
+    a shared one takes its plain name when that is free (:meth:`final`)."""
 
     def __init__(self) -> None:
         self.taken = {ROOT_CLASS}

@@ -1,6 +1,5 @@
-"""The models source datamodel-code-generator returns, made safe to write: stripped of
-its header and placeholder root class, checked against a whitelist of its whole tree,
-and built once in a throwaway module so that pydantic's own errors surface here."""
+"""The models source datamodel-code-generator returns, made safe to write: stripped,
+whitelist-checked, and built once so that pydantic's own errors surface here."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from orsgen.generate.model_schema import ROOT_CLASS
 
 
 def strip(source: str) -> str:
-    """Drop datamodel-code-generator's header comments and the placeholder root class."""
     tree = ast.parse(source)
     lines = source.splitlines()
     drop: set[int] = set()
@@ -88,11 +86,9 @@ def _check_class(node: ast.ClassDef) -> None:
 
 
 def check_models_source(source: str) -> list[str]:
-    """Class names defined by ``source``, after a whitelist check of its whole tree.
-
-    Only imports from known modules, ``BaseModel``/``RootModel``/``Enum`` classes whose
-    bodies hold annotated fields and constants, and ``X.model_rebuild()`` are allowed;
-    the only calls allowed in a class body are ``Field(...)`` and ``ConfigDict(...)``."""
+    """Class names defined by ``source``, after a whitelist check of its whole tree: imports
+    from known modules, ``BaseModel``/``RootModel``/``Enum`` classes of annotated fields and
+    constants (calls: ``Field(...)``, ``ConfigDict(...)``) and ``X.model_rebuild()``."""
     tree = ast.parse(source)
     classes: list[str] = []
     for i, node in enumerate(tree.body):
@@ -126,9 +122,8 @@ def _check_expr(expr: ast.expr) -> None:
 
 
 def build_check(source: str) -> None:
-    """Build the classes once in a throwaway module, so a model that pydantic rejects
-    (a name clash, an unresolvable annotation) is caught here, not at import time.
-    The source already passed :func:`check_models_source`: it holds declarations only."""
+    """Build the classes once in a throwaway module, so a model pydantic rejects is caught
+    here, not at import time (the source passed :func:`check_models_source`)."""
     name = f"_orsgen_models_check_{id(source):x}"
     module = types.ModuleType(name)
     sys.modules[name] = module

@@ -1,13 +1,7 @@
-"""Pydantic models for nested-object parameters, written by datamodel-code-generator.
-
-Only parameters whose type holds an object with fields (``ir.has_model``) get one: the
-signature cannot show those fields, so the adapter validates them client-side. Every tool
-becomes one ``<Pascal>Args`` model of just its nested parameters, aliased to their wire
-names. All tools go through one in-memory ``datamodel_code_generator.generate`` call on the
-structure-only schema of :mod:`orsgen.generate.model_schema`, made safe by
-:mod:`orsgen.generate.model_source`. A model that cannot be produced or fails the checks
-is left out with a warning (its tool's nested arguments are then only described): never
-a crash, never a silent drop.
+"""Pydantic models for nested-object parameters (the signature cannot show their fields, so
+the adapter validates them client-side), from one datamodel-code-generator call. A model
+that cannot be produced or fails the checks is left out with a warning: never a crash,
+never a silent drop.
 """
 
 from __future__ import annotations
@@ -96,8 +90,7 @@ def _unvalidated(req: ModelRequest, why: str) -> Diagnostic:
 
 
 def build_models(requests: list[ModelRequest]) -> ModelsResult:
-    """One models module for every request; a request that breaks generation is
-    isolated and left out with a warning naming its tool."""
+    """One models module; a request that breaks generation is left out with a warning."""
     result = ModelsResult()
     if not requests:
         return result

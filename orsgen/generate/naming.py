@@ -1,10 +1,6 @@
-"""Every Python name orsgen emits comes from here.
-
-Order of operations: transliterate and sanitize, then fix reserved words, then
-resolve collisions. Case is preserved so the model sees a name as close to the
-wire name as Python allows. Collisions are resolved in sorted wire-name order, so
-the result never depends on the order a server lists its tools in.
-"""
+"""Every Python name orsgen emits. Case is preserved so the model sees a name as close to
+the wire name as Python allows; collisions resolve in sorted wire-name order, never the
+server's listing order."""
 
 from __future__ import annotations
 
@@ -92,13 +88,9 @@ def assign(
     fallback: str,
     preferred: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Map each wire name to a unique, non-reserved Python name.
-
-    Configured renames (``preferred``, already checked with :func:`check_rename`) claim
-    their names first. A wire name that is already a clean identifier keeps it; the
-    others are sanitized, suffixed with ``_`` when reserved and numbered (``_2``,
-    ``_3``...) when they collide, in sorted wire-name order.
-    """
+    """Map each wire name to a unique, non-reserved Python name: renames (``preferred``)
+    claim first, clean identifiers keep theirs, the rest are sanitized, suffixed ``_`` when
+    reserved and numbered (``_2``, ...) on collision, in sorted wire-name order."""
     unique = sorted(set(wires))
     taken: set[str] = set(reserved)
     result: dict[str, str] = {}
@@ -137,7 +129,6 @@ def _base_name(wire: str, reserved: frozenset[str], fallback: str) -> str:
 
 
 def _numbered(candidate: str, taken: set[str]) -> str:
-    """``candidate``, or ``candidate_2``, ``candidate_3``... : the first one not taken."""
     name, n = candidate, 2
     while name in taken:
         name, n = f"{candidate}_{n}", n + 1
@@ -212,9 +203,8 @@ def import_notes(directory: PurePath, package: str) -> list[str]:
 
 
 def shadowed_module(name: str, directory: Path) -> str | None:
-    """Which other module ``import NAME`` could mean when the package's parent directory is
-    on ``sys.path``: a standard-library module, or an installed top-level module (looked up
-    without importing it). ``None`` when the name is free."""
+    """The standard-library or installed top-level module (found without importing it) that
+    ``import NAME`` could also mean; ``None`` when the name is free."""
     if not name.isidentifier():
         return None
     if name in sys.stdlib_module_names:
@@ -239,7 +229,6 @@ def shadowed_module(name: str, directory: Path) -> str | None:
 
 
 def shadowing_notes(directory: Path) -> list[str]:
-    """A warning when the package's import name hides another module."""
     name = directory.name
     other = shadowed_module(name, directory)
     if other is None:

@@ -1,7 +1,5 @@
-"""Where a schema points: JSON pointers, the one local ``$ref`` resolver, and ``allOf``
-merging. Nothing is ever fetched: a remote or dangling ``$ref`` resolves to nothing,
-with a warning that names the tool and the JSON pointer.
-"""
+"""JSON pointers, the one local ``$ref`` resolver, and ``allOf`` merging. Nothing is fetched:
+a remote or dangling ``$ref`` resolves to nothing, with a warning naming tool and pointer."""
 
 from __future__ import annotations
 
@@ -98,7 +96,6 @@ class Resolved:
 
 
 def deref(ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str]) -> Resolved:
-    """Follow ``$ref`` chains and merge ``allOf``."""
     ref = ""
     for _ in range(MAX_DEPTH):
         if not is_object(schema):

@@ -33,7 +33,6 @@ class ParamView:
 
     @property
     def send_condition(self) -> str:
-        """When an optional argument is sent (Python source)."""
         return emit.send_condition(self.name, self.default)
 
     @property
@@ -122,7 +121,6 @@ def _wire_params(
 
 
 def _param(ctx: TypeContext, field: ir.Field, name: str) -> ParamView:
-    """One parameter: its type, and for an optional one its Python default."""
     view = ParamView(
         name=name,
         wire=field.name,
@@ -186,7 +184,6 @@ def build_tool(
 def _warn_unexpressible(
     wire: str, schema: Mapping[str, Any], diagnostics: list[Diagnostic]
 ) -> None:
-    """Warn about the parts of an arguments schema that a typed method cannot take."""
     if "patternProperties" in schema:
         message = "patternProperties cannot be expressed as parameters; ignored"
         diagnostics.append(warning(wire, "/patternProperties", message))

@@ -1,7 +1,5 @@
-"""JSON Schema → the richest type ``transformers.utils.get_json_schema`` can express, as an
-:mod:`orsgen.generate.ir` tree (rendered to a hint by ``ir.render``).
-
-Schemas are untrusted. Nothing here is ever executed or fetched: a remote or
+"""JSON Schema → the richest type ``get_json_schema`` can express, as an :mod:`~orsgen.generate.ir`
+tree. Schemas are untrusted. Nothing here is ever executed or fetched: a remote or
 dangling ``$ref`` or an unknown type becomes ``Any`` with a warning, and every
 literal value reaches source only through ``repr``.
 """
@@ -238,7 +236,6 @@ def field_of(
     seen: frozenset[str] = frozenset(),
     depth: int = 0,
 ) -> ir.Field:
-    """One property: its type node, and the facts its description is made of."""
     node, null = type_of(ctx, schema, pointer, seen, depth)
     if not is_object(schema):
         return ir.Field(name, node, null, required)

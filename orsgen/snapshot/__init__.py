@@ -1,9 +1,5 @@
-"""Snapshotting: the only part of orsgen that talks to the network.
-
-The network code (the fetcher and the runtime's connection module) is imported on
-first use, so ``orsgen.snapshot.model`` (the stored file, which the generator reads)
-loads no network code.
-"""
+"""Snapshotting: the only part of orsgen that talks to the network, imported on first use
+so ``orsgen.snapshot.model`` (which the generator reads) loads no network code."""
 
 from __future__ import annotations
 

@@ -212,8 +212,7 @@ async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list
 
 
 def _terminal_tool(said: Any) -> TerminalTool | None:
-    """The ``@terminal`` tool the server describes, in the fields a snapshot stores (a
-    field a newer server adds is not one of them)."""
+    """The server's ``@terminal`` tool, in the fields a snapshot stores (no newer ones)."""
     if not is_object(said):
         return None
     return TerminalTool.model_validate({k: said[k] for k in TerminalTool.model_fields if k in said})
@@ -227,9 +226,8 @@ async def _probe_task_tools(
     shared: list[dict[str, Any]],
     progress: Progress,
 ) -> _Probe:
-    """Open one short session per probe index and merge their tool lists by name, as
-    TRL's bridge does; a tool whose schema differs between probes is a warning. Also
-    says whether any probed prompt held an image."""
+    """One short session per probe index, tool lists merged by name as TRL's bridge does (a
+    schema differing between probes is a warning), and whether a prompt held an image."""
     # choose_split checked that the split exists; a server listing it twice counts once.
     total = next(s.num_tasks for s in splits if s.name == options.split)
     if options.probe_indices is None and total == 0:

@@ -125,11 +125,9 @@ def serve_file(path: Path) -> Generator[tuple[str, dict[str, str]], None, None]:
 
 
 def _fresh_sse_exit_event() -> None:
-    """sse-starlette (the SDK server's streams) keeps one process-wide exit event, bound to
-    the event loop of the first server that streamed. Every later in-process server runs a
-    loop of its own, so its first stream fails ("bound to a different event loop") and the
-    server logs a traceback. Serving one file after another in a process is ordinary for
-    Python callers of the pipeline (and for the tests), so each server starts unbound."""
+    """sse-starlette keeps one process-wide exit event, bound to the first streaming server's
+    loop; a later in-process server's first stream would fail ("bound to a different event
+    loop"), so each server starts unbound."""
     try:
         from sse_starlette.sse import AppStatus  # pyright: ignore[reportMissingTypeStubs]
     except ImportError:  # the SDK no longer streams through sse-starlette

@@ -54,7 +54,6 @@ def build(
 
 
 def dump(snapshot: Snapshot) -> str:
-    """``snapshot.json``'s text: the model's sorted dump."""
     return canonical_json(stored_form(snapshot))
 
 

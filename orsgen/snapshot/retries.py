@@ -1,12 +1,7 @@
-"""Snapshot requests that say when they are waiting.
-
-The openreward SDK retries a request that fails to connect, times out or gets an
-intermediary 5xx (its "env-server" policy: 3 attempts with back-off, longer while the
-platform reports the environment as still starting) and says nothing meanwhile, so
-``orsgen`` would look hung. :func:`ask` makes the same request through the SDK's own
-retry wrapper (:func:`orsgen.runtime.transport.sdk.stateless`), with a hook that reports
-each retry. Lines name the cause only (a status code or the kind of connection failure),
-never a header or the server's text, so no secret can reach them.
+"""Snapshot requests that say when they are waiting: the SDK retries silently, so
+``orsgen`` would look hung. :func:`ask` uses the SDK's own retry wrapper with a hook that
+reports each retry. Lines name the cause only (a status code or the kind of connection
+failure), never a header or the server's text, so no secret can reach them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Which split a package defaults to when the user names none.
-
-Real environments often have no ``train`` split (an evaluation set has only ``test``), so
-the default adapts: the split the existing package already uses, else ``train``, else the
-only split, else the first the server lists, with a line saying so. Only a split the user
-asked for by name and that does not exist is an error.
-"""
+"""The default split (environments often have no ``train``): the existing package's, else
+``train``, else the only one, else the first listed, with a line saying so. Only a named
+split that does not exist is an error."""
 
 from __future__ import annotations
 

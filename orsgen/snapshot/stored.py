@@ -1,7 +1,5 @@
 """The stored snapshot, typed: every layer that reads a snapshot reads these models.
 
-Raw JSON exists only where a snapshot enters (``parse``) or leaves (:func:`stored_form`).
-
 Format 1 is closed: an unknown key is an error that names it (a snapshot from a newer
 orsgen, or a hand edit), never a field silently carried along. A tool's ``input_schema``
 stays raw JSON: it is untrusted, and the generator normalises it separately, reporting
@@ -149,9 +147,8 @@ class Snapshot(_Stored):
 
 
 def stored_form(model: BaseModel) -> dict[str, Any]:
-    """A model as JSON data, with exactly the keys it was given: a snapshot read from a
-    file dumps back to that file's contents (so its hash holds), whatever defaults later
-    versions add."""
+    """A model as JSON data, with exactly the keys it was given, so a snapshot read from a
+    file dumps back to it (its hash holds), whatever defaults later versions add."""
     return model.model_dump(mode="json", exclude_unset=True)
 
 
@@ -167,7 +164,6 @@ def _problem(error: Mapping[str, Any]) -> str:
 
 
 def _validated(cls: type[_M], data: Mapping[str, Any], where: str, section: str = "") -> _M:
-    """``data`` validated as ``cls``; ``section`` names where it sits in a snapshot."""
     try:
         return cls.model_validate(dict(data))
     except ValidationError as exc:
@@ -181,8 +177,7 @@ def _validated(cls: type[_M], data: Mapping[str, Any], where: str, section: str 
 
 
 def parse(data: Mapping[str, Any], where: str = "snapshot") -> Snapshot:
-    """The typed view of a stored snapshot; :class:`SnapshotError` names the bad field
-    or the unknown key."""
+    """The typed stored snapshot; :class:`SnapshotError` names the bad field or unknown key."""
     return _validated(Snapshot, data, where)
 
 

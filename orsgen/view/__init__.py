@@ -1,10 +1,5 @@
-"""``orsgen view RUN``: one self-contained HTML file to read what the model did.
-
-RUN is an evaluation run directory (``orsgen eval --out``) or training trajectory JSONL
-(``trajectories=`` of an adapter: one file, or a directory of them). The page shows a grid
-of tasks by samples coloured by verdict and reward, a summary, filters, and each rollout's
-transcript; it needs no server and fetches nothing.
-"""
+"""``orsgen view RUN``: one self-contained HTML file to read what the model did (RUN: an
+evaluation run directory or training trajectory JSONL); it needs no server, fetches nothing."""
 
 from __future__ import annotations
 

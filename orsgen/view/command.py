@@ -1,7 +1,5 @@
-"""``orsgen view RUN [-o FILE.html]``: the command line over :func:`orsgen.view.write_view`.
-
-Exit codes: 0 when the page was written, 2 when RUN holds no run or the page cannot be
-written there (one line on stderr, ``orsgen view: error: ...``)."""
+"""``orsgen view RUN [-o FILE.html]``. Exit codes: 0 when the page was written, 2 when RUN
+holds no run or the page cannot be written there (one line, ``orsgen view: error: ...``)."""
 
 from __future__ import annotations
 

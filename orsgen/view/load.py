@@ -1,8 +1,5 @@
-"""What ``orsgen view`` reads: an evaluation run directory (``run.json``, ``results.jsonl``,
-``summary.json``, read by :mod:`orsgen.runtime.rundir`) or training trajectory JSONL (one
-file, or a directory of them), turned into one :class:`Run`: the run's facts and one plain
-record per rollout, judged by the pass rule (:func:`~orsgen.runtime.passk.passes`) with the
-threshold its run or its trajectory line recorded.
+"""What ``orsgen view`` reads (a run directory or trajectory JSONL) as one :class:`Run`, each
+rollout judged by :func:`~orsgen.runtime.passk.passes` with the threshold its run recorded.
 
 Records hold only what the files hold, minus anything that looks like a credential: keys
 named like a secret (``secrets``, ``env_overrides``, ``api_key``, ...) are dropped wherever
@@ -67,8 +64,7 @@ def scrub(value: Any) -> Any:
 
 
 def load(run: str | os.PathLike[str]) -> Run:
-    """The run at ``run``: an evaluation directory, a trajectory file, or a directory of
-    trajectory files (``*.jsonl``)."""
+    """The run at ``run``: an evaluation directory, or a trajectory file or directory of them."""
     path = Path(run)
     if not path.exists():
         raise ViewError(

@@ -1,8 +1,7 @@
 """The viewer page: one HTML file with the run's records, the style and the script inline.
 
-A Content-Security-Policy with ``default-src 'none'`` lets the page load nothing from
-anywhere (images only from ``data:`` URLs), so it opens the same from disk, a pull request
-attachment or a CI artifact, and cannot reach the network.
+A Content-Security-Policy with ``default-src 'none'`` (images only from ``data:`` URLs):
+the page opens the same anywhere and cannot reach the network.
 """
 
 from __future__ import annotations

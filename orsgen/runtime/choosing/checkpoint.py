@@ -6,40 +6,28 @@
                           callbacks=[CurriculumCheckpoint()])
     trainer.train(resume_from_checkpoint=True)
 
-The resume protocol (:mod:`orsgen.runtime.choosing.streams`): every save writes
-``orsgen_curriculum.json`` into the checkpoint directory TRL just wrote
-(``output_dir/checkpoint-<step>``, transformers' ``_save_checkpoint``). The file (format
-2, :func:`body`) holds the ``state_dict()`` of every task-sampler stream of the process,
-each under its key (adapter class, server, split): a curriculum's pools and plan, and the
-uniform passes' position alike. A run that starts at a saved step (a resumed run:
-transformers restores ``state.global_step`` before ``on_train_begin``) stages those states
-by key before the first reset, and each stream loads the state saved under its own key
-once, when it is made: the one restore path, a ``PassRateCurriculum`` object shared by the
-adapters included (``CurriculumCheckpoint(curriculum)`` only checks that the checkpoint
-holds one curriculum).
-
-Under several processes the ranks first share the step's outcomes (a collective: every
-rank saves), so they hold the same state, and only the world's process zero writes it
+The resume protocol (:mod:`orsgen.runtime.choosing.streams`; users' side: ``docs/curriculum.md``):
+every save writes ``orsgen_curriculum.json`` (format 2, :func:`body`) into the checkpoint
+directory TRL just wrote (``output_dir/checkpoint-<step>``, transformers'
+``_save_checkpoint``): every stream's ``state_dict()`` under its key. A resumed run
+(transformers restores ``state.global_step`` before ``on_train_begin``) stages them by key
+before the first reset; each stream loads its own once, when it is made: the one restore path
+(``CurriculumCheckpoint(curriculum)`` only checks that the checkpoint holds one curriculum).
+Under several processes the ranks first share the step's outcomes (a collective: every rank
+saves), and only the world's process zero writes
 (:func:`orsgen.runtime.transport.identity.identity`).
 
-Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, a child the trainer
-spawns at ``on_train_begin`` (``AsyncRolloutWorker.start()``, run by TRL's
-``_TrainBeginCallback`` after the given callbacks) that inherits ``os.environ`` as it is
-then, so this callback first names a :class:`Handoff` in ``ORSGEN_TASK_STATE``. A child of
-the trainer that makes a stream under it (the worker, :func:`join`) then
-
-- stages the resume file's states before its first stream is made;
-- writes its streams' states to ``output_dir/.orsgen_task_state/streams.json`` (whole, never
-  half-written) at once when a stream is made, then every :data:`WRITE_EVERY` seconds when
-  a sampler chose or observed since the last write (an idle worker serialises nothing),
-  and at exit. A write costs O(tasks), so the period stretches to :data:`PACE` times the
-  last write's cost when that is longer (about 3 s at 100,000 tasks on a 2-core machine).
-
-Each save copies the worker's latest file into the checkpoint (a file that exists always
-resumes), or, before it wrote any, a file with no stream (a resume from it starts the task
-choice afresh, as the save says). The worker is ahead of the trainer (up to
-``max_inflight_tasks`` in flight and ``queue_maxsize`` queued): a resume continues after
-those rollouts, it does not choose them again.
+Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, spawned at
+``on_train_begin`` (``AsyncRolloutWorker.start()``, run by TRL's ``_TrainBeginCallback``
+after the given callbacks) with ``os.environ`` as it is then, so this callback first names a
+:class:`Handoff` in ``ORSGEN_TASK_STATE``. A child making a stream under it (:func:`join`)
+stages the resume file's states before its first stream, and writes its streams' states to
+``output_dir/.orsgen_task_state/streams.json`` (whole, never half-written) when a stream is
+made, then every :data:`WRITE_EVERY` seconds when a sampler changed (stretched to
+:data:`PACE` times the last write's cost), and at exit. Each save copies the worker's latest
+file into the checkpoint, or, before it wrote any, a file with no stream (its resume starts
+afresh). The worker is ahead of the trainer: a resume continues after its in-flight and
+queued rollouts, it does not choose them again.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
 ``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
@@ -83,12 +71,10 @@ Streams = Sequence[tuple[StreamKey, Mapping[str, Any]]]
 
 
 def body(streams: Streams) -> dict[str, Any]:
-    """The file's content for these streams."""
     return {"format": FORMAT, "streams": [{"stream": k.to_json(), "state": s} for k, s in streams]}
 
 
 def streams_of(saved: Mapping[str, Any]) -> list[tuple[StreamKey, Mapping[str, Any]]]:
-    """The (key, state) of every stream a saved file holds."""
     if saved.get("format") != FORMAT:
         raise ValueError(
             f"a task-choice state of format {saved.get('format', 1)!r}, not {FORMAT}: saved by "
@@ -125,7 +111,6 @@ class Handoff:
 
 
 def path(output_dir: str | os.PathLike[str], step: int) -> Path:
-    """Where the task choice of the checkpoint at ``step`` is saved."""
     return Path(output_dir) / f"{CHECKPOINT}-{step}" / FILE
 
 
@@ -258,8 +243,7 @@ class _Worker:
                     logger.exception("the rollout worker could not write its task-choice state")
 
     def flush(self) -> None:
-        """Write the streams' states when they changed (never a file with no stream: the
-        trainer says so instead)."""
+        """Write the streams' states when they changed (never a file with no stream)."""
         if self.handoff is None:
             return
         with self._lock:
@@ -276,8 +260,7 @@ class _Worker:
 
 
 def join() -> None:
-    """Take part in the hand-off named in the environment, if this process is its worker
-    (once per process; the adapter calls this before it makes a stream)."""
+    """Take part in the hand-off named in the environment, if this process is its worker (once)."""
     current().part(_Worker)
 
 

@@ -1,13 +1,10 @@
 """The built-in :class:`~orsgen.runtime.choosing.tasks.TaskSampler`: one task per global
 GRPO group, by seeded uniform passes or by a curriculum.
 
-Under several processes a group's rows can land on different ranks (the sampler's own
-diagram: ``GPU0: 0 0 1 | GPU1: 1 2 2``). Every rank therefore maps its own resets onto
-the run's global rows (:class:`Layout`: accelerate gives rank ``r`` the ``r``-th block of
-``per_device_train_batch_size * steps_per_generation`` rows of each generation) and
-chooses by *global group*: a task is a function of the seed and the group index (and,
-with a curriculum, of statistics every rank holds alike), so a group split across ranks
-stays on one task and all ranks agree on the order.
+A group's rows can land on different ranks (``GPU0: 0 0 1 | GPU1: 1 2 2``), so every rank
+maps its resets onto the run's global rows (:class:`Layout`: accelerate gives rank ``r`` the
+``r``-th block of ``per_device_train_batch_size * steps_per_generation`` rows) and chooses by
+*global group*, from the seed, the group index and statistics every rank holds alike.
 
 Pure: no I/O. Sharing outcomes between ranks is a function handed in (:func:`all_gather`).
 """
@@ -47,18 +44,14 @@ class Layout:
 
 
 class Chooser:
-    """A stream's task sampler, shared by every adapter instance of the stream in a
-    process. Thread-safe (AsyncGRPO resets from a thread pool).
+    """A stream's task sampler, shared by its adapter instances. Thread-safe (AsyncGRPO
+    resets from a thread pool).
 
-    Without a curriculum, the groups follow seeded uniform passes, whatever the outcomes:
-    pass ``p`` is every task once, in the order ``Random(f"{seed}:{p}")`` shuffles them, and
-    group ``g`` gets task ``g % len(tasks)`` of pass ``g // len(tasks)``. With one, the curriculum chooses once per group and learns
-    from every settled outcome. ``share`` (several processes) exchanges the outcomes the
-    ranks observed, at the first reset of each generation: every rank is there, after the
-    previous generation was scored and before any task of this one is chosen.
-
-    It counts its resets (``handed_out``); the groups they open are numbered from the
-    curriculum's ``first_group``, the one group counter (0 for the uniform passes)."""
+    Without a curriculum, pass ``p`` is every task once, shuffled by ``Random(f"{seed}:{p}")``,
+    and group ``g`` gets task ``g % len(tasks)`` of pass ``g // len(tasks)``. ``share``
+    exchanges the ranks' outcomes at each generation's first reset (every rank is there,
+    after the previous generation was scored). Groups are numbered from the curriculum's
+    ``first_group``, the one group counter (0 for the uniform passes)."""
 
     def __init__(
         self,
@@ -87,14 +80,11 @@ class Chooser:
         self.handed_out = 0
 
     def spread(self, layout: Layout, share: Callable[[Shared], list[Shared]]) -> None:
-        """Choose by global group across ``layout``'s ranks, sharing outcomes by
-        ``share`` (before the first choice)."""
+        """Choose by global group across ``layout``'s ranks, sharing outcomes by ``share``."""
         with self._lock:
             if self.handed_out:
                 raise RuntimeError("a chooser is spread over ranks before its first choice")
             self.layout, self._share = layout, share
-
-    # -- TaskSampler ---------------------------------------------------------------------
 
     def choose(self) -> int:
         with self._lock:
@@ -143,11 +133,8 @@ class Chooser:
             self.handed_out, self._current = int(state["given"]), None
             self._waiting.clear()
 
-    # -- by group ------------------------------------------------------------------------
-
     def _first_group(self) -> int:
-        """The group of this stream's first reset: the curriculum's counter (its one
-        owner), 0 for the uniform passes."""
+        """The group of this stream's first reset: the curriculum's counter, else 0."""
         return 0 if self.curriculum is None else self.curriculum.first_group
 
     def _next(self) -> tuple[int, int]:
@@ -171,9 +158,8 @@ class Chooser:
         return self._current[1], group
 
     def synchronize(self) -> None:
-        """Share the outcomes of the generation in progress now, not at the next one's
-        first reset: every rank calls it at the same point (a checkpoint's save, the end of
-        training), after which all ranks hold the same curriculum state."""
+        """Share the outcomes of the generation in progress now: every rank calls it at the same
+        point (a checkpoint's save, the end of training), so all then hold the same state."""
         with self._lock:
             layout = self.layout
             if layout is None or layout.world <= 1 or self.handed_out == 0:
@@ -181,9 +167,8 @@ class Chooser:
             self._exchange(-(-self.handed_out // layout.rows))  # the generations that started
 
     def _exchange(self, generations: int) -> None:
-        """Share the outcomes of the stream's generations before its ``generations``-th. Their
-        groups are all planned first, so every rank plans them from the statistics they were
-        chosen from, whichever rank served them."""
+        """Share the outcomes of the stream's generations before its ``generations``-th, all their
+        groups planned first, so every rank plans them from the statistics they were chosen from."""
         if self.curriculum is None or self._share is None or self.layout is None:
             return
         first = self._first_group()
@@ -210,10 +195,8 @@ class Chooser:
 
 @dataclass(frozen=True)
 class CurriculumFactory:
-    """The sampler factory ``curriculum=`` selects: a :class:`Chooser` whose groups the
-    curriculum chooses. ``"pass_rate"`` makes one curriculum per stream; a
-    :class:`PassRateCurriculum` object is shared by every stream that uses it (and
-    compared by identity, so the adapters given it share one stream)."""
+    """The sampler factory ``curriculum=`` selects: ``"pass_rate"`` makes one curriculum per
+    stream; a :class:`PassRateCurriculum` object (compared by identity) shares one stream."""
 
     curriculum: str | PassRateCurriculum
 
@@ -226,10 +209,9 @@ class CurriculumFactory:
 
 
 def all_gather(mine: object) -> list[Any]:
-    """Every rank's ``mine``, in rank order, over the trainer's own ``torch.distributed``
-    group; ``[mine]`` when there is none. Called at the first reset of each generation,
-    which every rank reaches once per generation (GRPOTrainer resets its whole generation
-    batch before it generates): a collective there cannot be missed by one rank."""
+    """Every rank's ``mine``, in rank order, over the trainer's ``torch.distributed`` group
+    (``[mine]`` without one). Called at each generation's first reset, which every rank reaches
+    (GRPOTrainer resets its whole generation batch first), so no rank misses the collective."""
     # Never imported here: a process that has not imported it has not initialised it.
     dist: Any = sys.modules.get("torch.distributed")
     if dist is None or not dist.is_available() or not dist.is_initialized():

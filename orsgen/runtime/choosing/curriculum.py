@@ -1,34 +1,26 @@
 """A pass-rate curriculum for environment-owned tasks (``train_dataset=None``).
 
-A GRPO group whose rollouts all score alike (always solved, or never) has zero advantage:
-it costs a group of rollouts and teaches nothing. With environment-owned data the adapter
-chooses every task, so it can spend groups where they teach:
+A GRPO group whose rollouts all score alike has zero advantage: it teaches nothing. With
+environment-owned data the adapter chooses every task, so it spends groups where they teach
+(the rules, for users: ``docs/curriculum.md``, "How the curriculum chooses"):
 
-- **pools**, from each task's recent *scored* groups (the last ``window``): a rollout
-  *passes* by the one pass rule (:func:`orsgen.runtime.passk.passes` with the adapter's
-  ``pass_threshold``, which ``ors/pass@k`` and the task table use too); a task is
-  ``solved`` when every recent scored rollout passed, ``unsolved`` when none did,
-  ``learning`` otherwise, and ``unseen`` before its first scored group. Unfinished and
-  failed rollouts (reward ``None``) say nothing about the task: they never count as
-  failures.
-- **a prior** (``prior=``, :mod:`orsgen.runtime.choosing.prior`): an evaluation's pass rate
-  of a task counts as one scored group older than any of the run's, so a covered task
-  starts in its pool (rate 1: solved, 0: unsolved, else learning) and leaves the window
-  as the run's own groups arrive. Uncovered tasks stay unseen.
-- **selection**, one choice per GRPO group: the first pass visits every unseen task once
-  in a seeded order (a prior's tasks are not unseen, so it skips them); after it, a pool
-  is drawn by its weight times its size (``learning`` 1, ``solved`` / ``unsolved`` 0.01,
-  ``unseen`` 4 per task by default), then a task uniformly within it. Rarely is not
-  never: a task last chosen more than ``revisit`` groups ago is due and is chosen before
-  any other (the most overdue first, ties in the seeded order), so a task the model
-  starts or stops solving comes back.
-- **scale**: pools are kept up to date as groups close (:mod:`~orsgen.runtime.choosing.pools`),
-  so a choice costs O(log tasks) and the logged figures O(1), for any number of tasks.
-- **reproducible and order-free**: groups are planned in order, each from the seed, its
-  index (random draws use ``Random(f"{seed}:{g}")``), the groups planned before it and
-  the outcomes observed so far, kept in group order, never in the order they arrived.
-  Processes that observe the same outcomes before planning the same groups therefore
-  choose the same task for the same group (:meth:`PassRateCurriculum.plan_through`).
+- **pools**, from each task's last ``window`` *scored* groups, a rollout passing by
+  :func:`orsgen.runtime.passk.passes` with the adapter's ``pass_threshold``: ``solved`` when
+  every one passed, ``unsolved`` when none did, ``learning`` otherwise, ``unseen`` before
+  the first. Unfinished and failed rollouts (reward ``None``) never count as failures.
+- **a prior** (:mod:`orsgen.runtime.choosing.prior`): a task's evaluated pass rate counts as
+  one scored group older than any of the run's (rate 1: solved, 0: unsolved, else learning).
+- **selection**, one choice per GRPO group: a first pass visits every unseen task once in a
+  seeded order; then a pool is drawn by its weight times its size (``learning`` 1,
+  ``solved`` / ``unsolved`` 0.01, ``unseen`` 4 per task by default), then a task uniformly.
+  A task last chosen more than ``revisit`` groups ago is due and goes first (the most
+  overdue first, ties in the seeded order).
+- **scale**: pools are updated as groups close (:mod:`~orsgen.runtime.choosing.pools`): a
+  choice costs O(log tasks), the logged figures O(1).
+- **reproducible and order-free**: group ``g`` is planned from ``Random(f"{seed}:{g}")``,
+  the groups before it and the outcomes so far in group order, never arrival order, so
+  processes that observe the same outcomes choose alike
+  (:meth:`PassRateCurriculum.plan_through`).
 
 Pure but for reading a prior's files at construction: no clock.
 :meth:`PassRateCurriculum.state_dict` is JSON-able.
@@ -165,8 +157,6 @@ class PassRateCurriculum:
     def revisit(self) -> int:
         return self.revisit_after if self.revisit_after is not None else 5 * len(self.tasks)
 
-    # -- statistics ---------------------------------------------------------------------
-
     def _judge(self, task: int) -> str:
         """The task's pool from its last ``window`` scored groups (and its prior while
         fewer than ``window`` of them arrived)."""
@@ -211,8 +201,6 @@ class PassRateCurriculum:
         del history[: -self.window]  # only the recent groups are ever read
         self._pools.move(done.task, self._judge(done.task))
 
-    # -- selection ----------------------------------------------------------------------
-
     def choose(self, group: int) -> int:
         """The task of GRPO group ``group`` (0, 1, 2, ... over the run)."""
         with self._lock:
@@ -252,8 +240,6 @@ class PassRateCurriculum:
             return self.tasks[rng.randrange(len(self.tasks))]
         pool = rng.choices(POOLS, weights=sizes)[0]
         return pools.kth(pool, rng.randrange(pools.size(pool)))
-
-    # -- metrics and state --------------------------------------------------------------
 
     def drain(self) -> Window:
         """What happened since the last drain, and a new window."""
@@ -342,9 +328,8 @@ def report(curricula: Sequence[PassRateCurriculum]) -> dict[str, float]:
 
 
 def make(curriculum: object) -> PassRateCurriculum | None:
-    """The curriculum an adapter's ``curriculum=`` names: ``None`` or ``"uniform"`` (the
-    seeded uniform passes of :class:`~orsgen.runtime.choosing.chooser.Chooser`), ``"pass_rate"`` with its
-    defaults, or a :class:`PassRateCurriculum` with other parameters."""
+    """The curriculum ``curriculum=`` names: ``None`` / ``"uniform"`` (the seeded uniform passes),
+    ``"pass_rate"`` with its defaults, or a :class:`PassRateCurriculum`."""
     if curriculum is None or curriculum == "uniform":
         return None
     if curriculum == "pass_rate":

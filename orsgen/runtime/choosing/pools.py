@@ -1,11 +1,9 @@
-"""Which pool each of a curriculum's tasks is in, kept up to date one move at a time, so a
-draw costs O(log tasks) however many tasks there are; and the small records the curriculum
-keeps (:class:`Weights` per pool, a closed :class:`Group`, the metrics' :class:`Window`).
+"""Which pool each of a curriculum's tasks is in, kept up to date one move at a time, and the
+small records the curriculum keeps (:class:`Weights`, :class:`Group`, :class:`Window`).
 
-Each pool is a Fenwick tree of 0/1 over the tasks' positions in the candidate list: its
-size is read in O(1) and its k-th member (in candidate order) is found in O(log n). The
-members' order is the candidate order, never the order of the moves, so two processes that
-hold the same pools draw the same task from the same random number.
+Each pool is a Fenwick tree of 0/1 over the candidate positions: size in O(1), k-th member
+in O(log n), in candidate order, never move order, so processes that hold the same pools
+draw the same task from the same random number.
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ class Group:
 
 @dataclass
 class Window:
-    """What the curriculum did since its metrics were last drained."""
 
     rollouts: dict[str, int] = field(default_factory=lambda: {p: 0 for p in POOLS})
     groups: int = 0
@@ -90,7 +87,6 @@ class _Members:
 
 
 class Pools:
-    """The pool of every task of ``tasks`` (all ``unseen`` at first)."""
 
     def __init__(self, tasks: Sequence[int]) -> None:
         self.tasks = list(tasks)
@@ -108,7 +104,6 @@ class Pools:
         return POOLS[0] if position is None else POOLS[self._of[position]]
 
     def move(self, task: int, pool: str) -> None:
-        """Put ``task`` (a candidate) in ``pool``."""
         position, target = self._position[task], _INDEX[pool]
         source = self._of[position]
         if source != target:
@@ -120,7 +115,6 @@ class Pools:
         return self._members[_INDEX[pool]].size
 
     def counts(self) -> dict[str, int]:
-        """How many tasks each pool holds."""
         return {p: self._members[i].size for i, p in enumerate(POOLS)}
 
     def kth(self, pool: str, k: int) -> int:

@@ -1,20 +1,17 @@
-"""A curriculum's prior: each task's pass rate as an evaluation measured it
-(``PassRateCurriculum(prior=...)``), so the curriculum starts with tasks in their pools
-instead of spending its first pass visiting every task.
+"""A curriculum's prior (``PassRateCurriculum(prior=...)``): each task's pass rate as an
+evaluation measured it, so the first pass need not visit every task.
 
 A prior is read from (:func:`load`):
 
 - an ``orsgen eval`` run directory, or several (their counts add up): ``summary.json``'s
   ``per_task`` (``task_index``, ``passed``, ``scored``, ``samples``) and ``run.json``'s
   identity (``environment``, ``split``, ``tools_sha256``, ``pass_threshold``);
-- a :class:`~orsgen.runtime.rundir.FinishedRun` such as ``orsgen.eval.EvalResult``: its
-  ``summary`` holds the same;
+- a :class:`~orsgen.runtime.rundir.FinishedRun` (``orsgen.eval.EvalResult``): the same;
 - a mapping from task index to pass rate in [0, 1], which carries no identity.
 
-A task's rate is its passing samples over its scored ones (a task with none is not
-covered). A prior with an identity is refused against a stream of another environment,
-split, tool hash or pass threshold (:meth:`Prior.check`), naming the field. The files are
-read by :mod:`orsgen.runtime.rundir`: the runtime never imports ``orsgen.eval``.
+A task's rate is its passing samples over its scored ones (none: not covered). A prior with
+an identity is refused against another environment, split, tool hash or pass threshold
+(:meth:`Prior.check`), naming the field. The runtime never imports ``orsgen.eval``.
 """
 
 from __future__ import annotations
@@ -37,8 +34,7 @@ class PriorError(ValueError):
 
 @dataclass(frozen=True)
 class Identity:
-    """What a pass rate is a pass rate of: an environment's split, its tools (their hash)
-    and the pass rule's threshold."""
+    """What a pass rate is of: an environment's split, tool hash and pass threshold."""
 
     environment: str | None
     split: str
@@ -46,7 +42,6 @@ class Identity:
     pass_threshold: float
 
     def differences(self, other: Identity) -> list[tuple[str, object, object]]:
-        """``(field, mine, other's)`` for every field that differs."""
         return [
             (name, getattr(self, name), getattr(other, name))
             for name in IDENTITY
@@ -78,7 +73,6 @@ class Prior:
 
 
 def load(prior: object) -> Prior:
-    """The prior ``prior`` names (see the module docstring)."""
     kind = type(prior).__name__  # before isinstance() narrows it
     if isinstance(prior, (str, os.PathLike)):
         return _of_runs([Path(cast("str | os.PathLike[str]", prior))])
@@ -139,7 +133,6 @@ def _identity(config: Mapping[str, Any], where: str) -> Identity:
 
 
 def _counts(summary: Mapping[str, Any], where: str) -> dict[int, tuple[int, int]]:
-    """``{task: (passed, scored)}`` of a summary's per-task figures."""
     per_task: object = summary.get("per_task")
     if not isinstance(per_task, list):
         raise PriorError(f"{where}: summary.json has no per_task list")

@@ -1,20 +1,17 @@
 """This process's task-sampler streams, and the resume protocol that carries their state
-across a checkpoint.
-
-A *stream* is the task choice of one adapter class on one server and split in one process
-(:class:`StreamKey`); its sampler (:class:`TaskSampler`) is made at the stream's first
-reset and shared by every adapter instance of the stream. The protocol
-(:class:`~orsgen.runtime.choosing.checkpoint.CurriculumCheckpoint` drives it):
+across a checkpoint. A *stream* (:class:`StreamKey`) is one adapter class's task choice on
+one server and split in one process; its :class:`TaskSampler` is made at the stream's first
+reset and shared by its adapter instances. The protocol (driven by
+:class:`~orsgen.runtime.choosing.checkpoint.CurriculumCheckpoint`):
 
 - **save**: every stream's ``state_dict()``, each under its key (:meth:`Samplers.saved`);
-- **resume**: the saved states are staged by key (:meth:`Samplers.stage`) before any
-  reset; a stream loads the state saved under its own key, when it is made, or at once
-  when it already exists. A key matches exactly, else by adapter class and split when one
-  saved stream alone has them (the same run resumed against a server on a new address).
-  A staged state no stream takes is never handed to another stream.
+- **resume**: saved states are staged by key (:meth:`Samplers.stage`); a stream loads its
+  own when made (or at once if it exists). A key matches exactly, else by adapter class and
+  split when one saved stream alone has them (a server on a new address). A staged state
+  no stream takes is never handed to another.
 
-A forked child starts with no stream and nothing staged. AsyncGRPO's rollout worker saves
-and stages through :func:`~orsgen.runtime.choosing.checkpoint.join`, the same two calls.
+A forked child starts with no stream and nothing staged; AsyncGRPO's rollout worker uses
+the same two calls through :func:`~orsgen.runtime.choosing.checkpoint.join`.
 """
 
 from __future__ import annotations
@@ -33,10 +30,8 @@ logger = logging.getLogger("orsgen.runtime")
 
 
 class TaskSampler(Protocol):
-    """Which task the next reset of a stream opens (a stream: one adapter class, server and
-    split in one process; see :func:`~orsgen.runtime.choosing.tasks.sampler_for`).
-    :class:`~orsgen.runtime.choosing.chooser.Chooser` (uniform seeded passes, or a
-    curriculum's choices) is the built-in one."""
+    """Which task the next reset of a stream opens; the built-in one is
+    :class:`~orsgen.runtime.choosing.chooser.Chooser`."""
 
     def choose(self) -> int:
         """The next task index (thread-safe: AsyncGRPO resets from a thread pool)."""
@@ -119,9 +114,8 @@ class Samplers:
             return [sampler for _, sampler in self._items.values()]
 
     def saved(self) -> list[tuple[StreamKey, dict[str, Any]]]:
-        """Every stream's key and ``state_dict()``, by key. Two streams under one key (one
-        adapter class, server and split with different task settings) cannot be told apart
-        on resume: refused."""
+        """Every stream's key and ``state_dict()``, by key; two streams under one key cannot be told
+        apart on resume: refused."""
         with self._lock:
             items = list(self._items.values())
         twice = sorted(k for k, n in Counter(key for key, _ in items).items() if n > 1)
@@ -134,8 +128,7 @@ class Samplers:
         return sorted(((key, sampler.state_dict()) for key, sampler in items), key=lambda x: x[0])
 
     def stage(self, states: list[tuple[StreamKey, Mapping[str, Any]]]) -> None:
-        """Hand saved states to their streams: at once to a stream that exists, else when
-        it is made."""
+        """Hand saved states to their streams: at once if one exists, else when it is made."""
         with self._lock:
             self._staged = dict(states)
             for key, sampler in self._items.values():
@@ -161,5 +154,4 @@ class Samplers:
 
 
 def samplers() -> Samplers:
-    """This process's task samplers."""
     return current().part(Samplers)

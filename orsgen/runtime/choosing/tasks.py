@@ -1,17 +1,13 @@
 """Which task a reset opens when the trainer gives none (environment-owned data).
 
-TRL lets ``train_dataset`` be omitted when an ``environment_factory`` owns the data:
-``reset()`` then receives only ``prompt=`` (``trl/trainer/grpo_trainer.py``, around line
-862: identical placeholder rows). The adapter chooses the task itself: the candidates are
-the split's, restricted by ``num_tasks`` / ``indices`` exactly as ``load_tasks`` restricts
-them, and each task is handed out ``group_size`` times in a row, so the G consecutive resets
-of a GRPO group open the same task. Both trainers reset one group's rollouts one after
-another in one process: ``GRPOTrainer`` in slot order (``RepeatSampler`` puts a group's
-rows next to each other), AsyncGRPO's worker awaiting each ``reset`` before drawing the
-next row (``async_rollout_worker.py``, around lines 549-583 and 878-887). Under several
-processes only the built-in :class:`Chooser` with a GRPOTrainer's layout keeps groups whole
-(:mod:`~orsgen.runtime.choosing.chooser`); elsewhere :func:`check_single_process` refuses,
-with an error that says to pass ``train_dataset=load_tasks(...)``.
+Without ``train_dataset``, ``reset()`` receives only ``prompt=`` (``trl/trainer/grpo_trainer.py``,
+around line 862). The candidates are the split's, restricted by ``num_tasks`` / ``indices``
+as ``load_tasks`` restricts them, and each task is handed out ``group_size`` times in a row:
+both trainers reset one group's rollouts one after another in one process (``GRPOTrainer``
+in slot order, ``RepeatSampler``; AsyncGRPO's worker awaiting each ``reset``,
+``async_rollout_worker.py`` around lines 549-583 and 878-887). Under several processes only
+the built-in :class:`Chooser` with a GRPOTrainer's layout keeps groups whole; elsewhere
+:func:`check_single_process` refuses, saying to pass ``train_dataset=load_tasks(...)``.
 
 The choice is a seam: a :class:`TaskSampler`, made per stream by the adapter's ``sampler=``
 factory from the candidate tasks, seed, group size and the adapter's ``pass_threshold``.
@@ -60,7 +56,6 @@ class TaskChoice:
     num_tasks: int | None = None
     indices: tuple[int, ...] | None = None
     group_size: int | None = None
-    # Makes a stream's sampler from its candidate tasks, seed, group size and pass threshold.
     sampler: SamplerFactory = field(default_factory=lambda: Chooser)
 
     @staticmethod
@@ -97,9 +92,8 @@ SamplerFactory = Callable[[Sequence[int], int, int, float], TaskSampler]
 
 
 def _check_factory(factory: Callable[..., object]) -> None:
-    """Refuse, at the adapter's construction, a ``sampler=`` that cannot be called as
-    ``factory(tasks, seed, group_size, pass_threshold)`` (as a 3-argument factory of an
-    earlier orsgen)."""
+    """Refuse, at construction, a ``sampler=`` not callable as
+    ``factory(tasks, seed, group_size, pass_threshold)`` (an earlier orsgen's 3 arguments)."""
     try:
         inspect.signature(factory).bind([0], 0, 1, 1.0)
     except TypeError:
@@ -168,7 +162,6 @@ def choose(sampler: TaskSampler) -> int:
 
 
 def observe(sampler: TaskSampler, task_index: int, outcome: Outcome) -> None:
-    """``sampler.observe(...)``, counted as a change of its state."""
     sampler.observe(task_index, outcome)
     samplers().changed()
 
@@ -181,10 +174,8 @@ def sampler_for(
     split: str,
     split_size: Callable[[], int],
 ) -> TaskSampler:
-    """The sampler of this stream (``key``: class, server, split), made on its first use:
-    every instance of a stream in a process shares one. The first use says, once, what it
-    does; it raises :class:`TaskChoiceError` when groups could not stay whole. A
-    curriculum judges passes by ``pass_threshold`` (the adapter's)."""
+    """The sampler of stream ``key``, made on first use and shared by the stream's instances;
+    said once. :class:`TaskChoiceError` when groups could not stay whole."""
     facts = trainer_facts.facts()
     layout = None
     if facts is not None and facts.rows is not None and facts.world > 1:

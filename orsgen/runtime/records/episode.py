@@ -4,17 +4,15 @@ A rollout ends in one of three outcomes (:func:`classify`):
 
 - ``scored``: the environment gave a reward (the last non-null one; ``0.0`` and negative
   values are real scores);
-- ``unfinished``: the session worked but no call scored (no call, only the model's own
-  mistakes, the tool-call limit, an answer the environment does not score), or the
-  rollout's ``rollout_timeout`` passed (even after an earlier score). It gets the
-  user's ``unfinished_reward`` (``None`` by default);
-- ``failed``: the infrastructure or the grader failed (the tool raised on the server, a
-  server error, a timeout, a lost session, the environment unavailable). ``None``,
-  whatever ``unfinished_reward`` says: there is nothing to learn from it.
+- ``unfinished``: the session worked but no call scored, or the rollout's
+  ``rollout_timeout`` passed (even after an earlier score): the user's ``unfinished_reward``
+  (``None`` by default);
+- ``failed``: the infrastructure or the grader failed: ``None``, whatever
+  ``unfinished_reward`` says (there is nothing to learn from it).
 
-The outcome carries what the rollout used (:class:`Usage`), so the ``ors/*`` figures of a
-reward batch count *that batch's* rollouts. Per tool the keys are bounded: an adapter class has at most :data:`MAX_TOOLS` tools with keys
-of their own (:func:`tool_keys`, the same on every rank); other tools count under :data:`OTHER`.
+The outcome carries what the rollout used (:class:`Usage`), so a reward batch's ``ors/*``
+figures count *that batch's* rollouts; per tool at most :data:`MAX_TOOLS` keys
+(:func:`tool_keys`), the rest under :data:`OTHER`.
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ class RolloutState(enum.Enum):
 
     @property
     def finished(self) -> bool:
-        """Whether the episode is over (the adapter's ``finished``)."""
         return self not in (RolloutState.OPENING, RolloutState.OPEN)
 
 
@@ -86,8 +83,7 @@ class Usage:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a rollout ended: its reward after the ``unfinished_reward`` policy, its kind,
-    and why it got no score (``None`` when scored)."""
+    """How a rollout ended: its reward (``unfinished_reward`` applied), kind, and why unscored."""
 
     reward: float | None
     kind: Kind
@@ -100,7 +96,6 @@ class Outcome:
 
 @dataclass
 class Call:
-    """One tool call of a rollout."""
 
     tool: str
     arguments: dict[str, Any]
@@ -136,7 +131,6 @@ def _bounded_arguments(arguments: dict[str, Any]) -> Any:
 
 @dataclass
 class Episode:
-    """The record of one rollout, from its reset on."""
 
     task_index: int | None = None
     task_spec: bool = False  # opened on an explicit task_spec (its content is not logged)
@@ -164,7 +158,6 @@ class Episode:
         seconds: float,
         failure: ToolCallFailure | None = None,
     ) -> Call:
-        """Record a call: answered, or failed with ``failure``."""
         call = Call(tool, dict(arguments), output, reward, finished, seconds)
         if failure is not None:
             call.failure, call.environment_failed = failure.reason, failure.environment_failed
@@ -178,7 +171,6 @@ class Episode:
 
     @property
     def environment_failure(self) -> str | None:
-        """Why the environment failed this rollout, when it did."""
         if self.void_reason is not None:
             return self.void_reason
         return next((c.failure for c in self.calls if c.environment_failed), None)
@@ -221,19 +213,17 @@ def tool_names(owner: type) -> list[str]:
 
 @functools.cache
 def model_names(owner: type) -> Mapping[str, str]:
-    """Each tool's wire name mapped to the name the model calls it by (the adapter's method,
-    from ``WIRE_NAMES``); a wire name the map leaves out (the terminal tool, which the model
-    never sees) keeps its own."""
+    """Each tool's wire name mapped to the name the model calls it by (``WIRE_NAMES``); one the
+    map leaves out (the terminal tool, never seen by the model) keeps its own."""
     wire_names: Mapping[str, tuple[str, object]] = getattr(owner, "WIRE_NAMES", {})
     return {wire: method for method, (wire, _) in wire_names.items()}
 
 
 @functools.cache
 def tool_keys(owner: type) -> tuple[str, ...]:
-    """The tools of an ``owner`` adapter with ``ors/tool/<name>/*`` keys of their own: the
-    first :data:`MAX_TOOLS` of the tools TRL offers the model (:func:`tool_names`) and the
-    terminal tool, then :data:`OTHER` when there are more. The class alone decides them, so
-    every rank logs the same keys."""
+    """The tools of ``owner`` with ``ors/tool/<name>/*`` keys: the first :data:`MAX_TOOLS` TRL
+    offers the model and the terminal tool, then :data:`OTHER`; the class alone decides (every
+    rank logs the same keys)."""
     terminal: tuple[str, object] | None = getattr(owner, "TERMINAL_TOOL", None)
     names = tool_names(owner) + ([] if terminal is None else [terminal[0]])
     return tuple(names[:MAX_TOOLS]) + ((OTHER,) if len(names) > MAX_TOOLS else ())
@@ -247,9 +237,7 @@ def classify(
     owner: type | None = None,
     environment: str | None = None,
 ) -> Outcome:
-    """The outcome of a rollout of an ``owner`` adapter whose calls gave ``rewards`` (see
-    the module docstring), with what the rollout used (per tool of ``owner``) and the name
-    of its ``environment`` in the run."""
+    """The outcome of a rollout whose calls gave ``rewards`` (see the module docstring)."""
     scored = [r for r in rewards if r is not None]
     failure = episode.environment_failure
     reward: float | None = unfinished_reward

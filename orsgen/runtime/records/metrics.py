@@ -1,9 +1,7 @@
 """Rollout health, counted per rollout and drained into the trainer's log.
 
-Each settled rollout's outcome carries its own reset and calls, so every figure counts
-exactly the rollouts it is logged for: ``outcome_reward`` logs its batch (:func:`emit`);
-``get_reward()`` counts into the process window, which a drain returns as ``ors/*``
-metrics. A scratch adapter's calls that no reward settled count nowhere:
+Every figure counts exactly the rollouts it is logged for: ``outcome_reward`` logs its batch
+(:func:`emit`); ``get_reward()`` counts into the process window, drained as ``ors/*``:
 
 ==========================  ==========================================================
 ``ors/rollouts``            rollouts in the window
@@ -26,21 +24,17 @@ metrics. A scratch adapter's calls that no reward settled count nowhere:
 ``ors/tool/<name>/...``     per tool: ``calls_per_rollout``, ``error_frac``, ``call_s``
 ==========================  ==========================================================
 
-When a run trains on several environments (TRL's dict ``environment_factory``: each
-adapter knows its key, :func:`~orsgen.runtime.records.trainer_facts.environment_name`),
-every figure is also logged per environment as ``ors/<env>/<figure>``, the per-tool ones
-only there (``ors/<env>/tool/<name>/...``), with ``ors/<env>/rollout_frac``, the
-environment's share of the rollouts. Each pooled figure is the mean of its per-environment
-figures weighted by their denominators. Per environment at most
+With several environments (a dict ``environment_factory``), every figure is also logged as
+``ors/<env>/<figure>``, the per-tool ones only there (``ors/<env>/tool/<name>/...``), with
+``ors/<env>/rollout_frac``; a pooled figure is the denominator-weighted mean of its
+per-environment ones. Per environment at most
 :data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools have keys; the rest count as ``_other``.
 
-Two ways out, both exact over all the rollouts of a logging step. :func:`emit` (the
-reward path of ``GRPOTrainer``) logs a figure ``num / den`` ``den`` times through
-``log_metric``, whose values TRL sums and counts across ranks
-(``sum(values) / len(values)``, ``grpo_trainer.py`` around line 2851): the logged value
-is ``sum(num) / sum(den)`` over every rank's batch. :meth:`Accumulator.drain_rates` gives
-``(numerator, denominator)`` pairs, which AsyncGRPO's ``log()`` reduces as
-``sum(num) / sum(den)`` over its window (``_reduce_metric`` in ``async_grpo_trainer.py``).
+Two ways out, both exact over a logging step's rollouts. :func:`emit` logs a figure
+``num / den`` ``den`` times through ``log_metric``, which TRL averages across ranks
+(``grpo_trainer.py`` around line 2851): ``sum(num) / sum(den)`` over every rank's batch.
+:meth:`Accumulator.drain_rates` gives ``(numerator, denominator)`` pairs, which AsyncGRPO's
+``log()`` reduces as ``sum(num) / sum(den)`` (``_reduce_metric``, ``async_grpo_trainer.py``).
 """
 
 from __future__ import annotations
@@ -84,8 +78,7 @@ class Window:
     tools: dict[str, ToolUse] = field(default_factory=lambda: {})
 
     def count(self, outcome: Outcome, passed: bool = False) -> None:
-        """Count one rollout's outcome (``passed``: by its adapter's pass rule), with its
-        own reset and calls."""
+        """Count one rollout's outcome (``passed``: by its adapter's pass rule), reset and calls."""
         self.rollouts += 1
         self.finished += int(outcome.finished)
         setattr(self, outcome.kind, getattr(self, outcome.kind) + 1)
@@ -155,16 +148,14 @@ class Counts:
     def of(
         outcomes: Sequence[Outcome], passed: Sequence[bool], environments: Iterable[str] = ()
     ) -> Counts:
-        """The counts of exactly ``outcomes``."""
         counts = Counts(environments)
         for outcome, passing in zip(outcomes, passed, strict=True):
             counts.count(outcome, passing)
         return counts
 
     def rates(self) -> dict[str, Rate]:
-        """Every figure as (numerator, denominator): the pooled ones (with the per-tool
-        figures when one environment trains), then each environment's under ``ors/<env>/``
-        with its per-tool figures and its share of the rollouts, ``rollout_frac``."""
+        """Every figure as (numerator, denominator): the pooled ones, then each environment's under
+        ``ors/<env>/`` with its per-tool figures and ``rollout_frac``."""
         out = self.pooled.rates(tools=not self.by_env)
         for name, window in sorted(self.by_env.items()):
             out.update(window.rates(f"ors/{name}/"))
@@ -238,9 +229,8 @@ def _warn_once(name: str, exc: Exception) -> None:
 
 
 class Accumulator:
-    """The counts of one process since the last drain (a
-    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child starts from zero),
-    and the run's environments when several train. Thread-safe."""
+    """One process's counts since the last drain (a forked child starts from zero), and the run's
+    environments when several train. Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -248,8 +238,7 @@ class Accumulator:
         self._window = Counts()
 
     def expect(self, environments: Sequence[str]) -> None:
-        """The run trains on ``environments`` (none: one environment, no per-environment
-        figures): each gets its figures in every window from now on."""
+        """The run trains on ``environments`` (none: one): each gets its figures in every window."""
         with self._lock:
             self.environments = tuple(environments)
             for name in self.environments:
@@ -274,10 +263,8 @@ class Accumulator:
         return {**self._take().values(), **_read_gauges()}
 
     def drain_rates(self) -> dict[str, float | Rate]:
-        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window. A
-        rate over nothing (0, 0) is left out: it would add nothing to the trainer's sums,
-        and a key no push of a logging window carries is left out of that step's log
-        rather than logged as NaN."""
+        """The window's metrics as AsyncGRPO rates, with the gauges, and a new window. A rate over
+        nothing (0, 0) is left out: it adds nothing to the sums, and an absent key is not a NaN."""
         rates = self._take().rates().items()
         out: dict[str, float | Rate] = {k: rate for k, rate in rates if rate[1]}
         out.update(_read_gauges())
@@ -285,14 +272,12 @@ class Accumulator:
 
 
 def counts() -> Accumulator:
-    """This process's counts."""
     return current().part(Accumulator)
 
 
 def push_to_worker() -> bool:
-    """In AsyncGRPO's rollout child, send this process's window to the worker's metrics
-    queue, which the trainer's ``log()`` drains into ``trainer.state.log_history`` next to
-    TRL's own ``env/*`` and ``tools/*`` metrics. ``False`` (and nothing drained) anywhere else."""
+    """In AsyncGRPO's rollout child, send this process's window to the worker's metrics queue
+    (the trainer's ``log()`` drains it); ``False`` (and nothing drained) anywhere else."""
     queue = trainer_facts.worker_metrics_queue()
     if queue is None:
         return False
@@ -308,12 +293,10 @@ def emit(
     batch: Sequence[Outcome],
     thresholds: Sequence[float],
 ) -> None:
-    """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path): the
-    batch's own rollouts with their own calls and resets, each rollout passing by its own
-    threshold. A figure ``num / den`` is logged ``den`` times, so that TRL's mean of the
-    logged values over the ranks is ``sum(num) / sum(den)``; the rollout counts and the
-    gauges once. The process window is drained, so a rollout settled outside a trainer
-    (before training) never lands in a step."""
+    """Log one scored batch through TRL's ``log_metric`` (GRPOTrainer's reward path), each rollout
+    passing by its own threshold. A figure ``num / den`` is logged ``den`` times, so TRL's mean
+    over the ranks is ``sum(num) / sum(den)``; counts and gauges once. The process window is
+    drained, so a rollout settled before training never lands in a step."""
     counts().discard()  # not drain(): that would drain the sources before they are read
     passed = [passes(o.reward, t) for o, t in zip(batch, thresholds, strict=True)]
     window = Counts.of(batch, passed, counts().environments)

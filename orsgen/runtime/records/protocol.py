@@ -1,10 +1,5 @@
-"""The one protocol a rollout is read through: by the reward functions
-(:mod:`orsgen.runtime.rewards`), the metrics, the trajectory log, and a loop that drives
-episodes without TRL (``adapter.reset(...)``, tool calls, then ``adapter.rollout.settle()``).
-
-:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout` implements it; ``OrsAdapter.rollout``
-is the current one (a new one at every reset).
-"""
+"""The one protocol a rollout is read through (reward functions, metrics, trajectory log, a
+loop without TRL); ``OrsAdapter.rollout`` is the current one, new at every reset."""
 
 from __future__ import annotations
 

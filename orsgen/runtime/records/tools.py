@@ -1,19 +1,15 @@
-"""Per-tool figures of a set of rollouts: ``summary.json``'s ``tools`` (``orsgen eval``) and
-the per-tool table of ``orsgen view``.
+"""Per-tool figures of a set of rollouts (``summary.json``'s ``tools``, ``orsgen view``).
 
 Each row of an evaluation's ``results.jsonl`` lists its tool calls as ``tool_calls``: one
 ``[tool, failed_by, seconds]`` per call, where ``tool`` is the name the model called it by
 (the adapter's method; the hidden terminal tool keeps its wire name), ``failed_by`` is
-``"environment"`` (the environment or the infrastructure failed: the tool raised on the
-server, a timeout, a lost session, ...), ``"model"`` (the model's call was wrong: invalid
-arguments, an unknown tool, a call after the episode ended) or ``None`` (answered), and
-``seconds`` is the call's time. Calls to a tool the adapter does not have are counted
-under :data:`UNKNOWN`, so the model's invented names add one entry, not one each.
+``"environment"`` (the environment or the infrastructure failed), ``"model"`` (the model's
+call was wrong) or ``None`` (answered), and ``seconds`` is the call's time. Calls to a tool
+the adapter does not have count under :data:`UNKNOWN` (one entry for all invented names).
 
-:class:`ToolTally` folds rows into per-tool counts as they are read (results are never
-kept as rows): per tool a few counters and the call times as 8-byte floats, so that
-``p90_s`` is exact (nearest-rank: the smallest time that at least 90% of the calls took at
-most), found from the slowest tenth, never a sorted copy of them all.
+:class:`ToolTally` folds rows in as they are read, keeping per tool a few counters and the
+call times as 8-byte floats, so ``p90_s`` is exact (nearest-rank: the smallest time that at
+least 90% of the calls took at most), found from the slowest tenth, never a full sort.
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ FAILED_BY = ("environment", "model")
 
 
 def failed_by(reason: str | None) -> str | None:
-    """Who failed a call that failed for ``reason`` (a :class:`ToolCallFailure` reason;
-    ``None``: it did not fail)."""
+    """Who failed a call that failed for ``reason`` (``None``: it did not fail)."""
     if reason is None:
         return None
     return FAILED_BY[1] if reason in MODEL_REASONS else FAILED_BY[0]
@@ -94,6 +89,5 @@ class ToolTally:
             tool.seconds.append(float(seconds))
 
     def figures(self) -> dict[str, dict[str, Any]]:
-        """``{tool: {calls, failed, environment_failed, model_failed, mean_s, p90_s}}``,
-        in name order."""
+        """``{tool: {calls, failed, environment_failed, model_failed, mean_s, p90_s}}``, by name."""
         return {name: self._tools[name].figures() for name in sorted(self._tools)}

@@ -1,7 +1,7 @@
 """What the TRL trainer driving this process knows and does not hand the environment.
 
-TRL gives ``reset()`` only the dataset row, and with ``train_dataset=None`` that row is a
-placeholder: no group size, no seed. Two facts are readable without any configuration:
+TRL gives ``reset()`` only the dataset row (with ``train_dataset=None`` a placeholder), but
+these are readable without any configuration:
 
 - ``GRPOTrainer`` calls ``environment.reset(**row)`` from its own method
   (``trl/trainer/grpo_trainer.py``, around line 2389), so the caller's frame holds the
@@ -19,8 +19,8 @@ placeholder: no group size, no seed. Two facts are readable without any configur
   (``grpo_trainer.py`` around lines 686 and 2358, ``async_rollout_worker.py`` around lines
   436 and 574): an adapter being constructed finds its name up the stack.
 
-This is the only module that reads them; every reader returns ``None`` when the shape is
-not the one above, and the caller then asks the user (``group_size=``) or does without.
+Every reader returns ``None`` when the shape is not the one above; the caller then asks the
+user (``group_size=``) or does without.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ _MAX_DEPTH = 8
 
 @dataclass(frozen=True)
 class TrainerFacts:
-    """What a reset learned about the trainer that called it."""
 
     num_generations: int
     seed: int | None
@@ -64,8 +63,7 @@ def _frames(frame: Any) -> Iterator[Any]:
 
 
 def trainer(frame: Any) -> Any | None:
-    """The ``GRPOTrainer`` (or subclass) whose method is on the stack at ``frame`` or up
-    to a few frames above it, else ``None``."""
+    """The ``GRPOTrainer`` whose method is on the stack at or a few frames above ``frame``."""
     for found in _frames(frame):
         owner = found.f_locals.get("self")
         if isinstance(getattr(owner, "num_generations", None), int) and hasattr(
@@ -89,14 +87,12 @@ def note_step(trainer_state: Any) -> None:
 
 
 def current_step() -> int | None:
-    """The step :func:`note_step` last saw in this process."""
     return _step
 
 
 @functools.cache
 def _start_arguments(pid: int) -> dict[str, Any] | None:
-    """The arguments of AsyncGRPO's ``_child_main`` when process ``pid`` (this one) is its
-    spawned child (read once per process: they never change)."""
+    """AsyncGRPO's ``_child_main`` arguments when process ``pid`` is that child (read once)."""
     process: Any = multiprocessing.current_process()
     target = getattr(process, "_target", None)
     if getattr(target, "__name__", None) != "_child_main" or target is None:
@@ -122,8 +118,7 @@ def _loop_kwargs() -> dict[str, object]:
 
 
 def facts() -> TrainerFacts | None:
-    """The trainer resetting this adapter, read from the caller's stack (GRPOTrainer) or
-    from this process's start arguments (AsyncGRPO's child), else ``None``."""
+    """The trainer resetting this adapter (GRPOTrainer's stack, AsyncGRPO's child), or ``None``."""
     owner = trainer(sys._getframe(1))  # pyright: ignore[reportPrivateUsage]
     if owner is None:
         generations = _loop_kwargs().get("num_generations")
@@ -144,8 +139,7 @@ def facts() -> TrainerFacts | None:
 
 
 def worker_model() -> str | None:
-    """The model AsyncGRPO's rollout child generates with (its ``loop_kwargs``'
-    ``model_name``), when this process is that child."""
+    """The model AsyncGRPO's rollout child generates with, when this process is that child."""
     name = _loop_kwargs().get("model_name")
     return name if isinstance(name, str) and name else None
 
@@ -157,10 +151,8 @@ def worker_metrics_queue() -> Any | None:
 
 
 def environment_name() -> tuple[str | None, tuple[str, ...]] | None:
-    """When TRL's ``environment_factory`` is constructing the caller (an adapter's
-    ``__init__``), read from the building frame up the stack: the name it builds it under
-    and every name of the dict when it holds several environments, ``(None, ())`` for one.
-    ``None`` when no trainer is building it."""
+    """When TRL's ``environment_factory`` is constructing the caller, the name it builds it under
+    and every name of the dict (``(None, ())`` for one environment); ``None`` outside it."""
     for frame in _frames(sys._getframe(1)):  # pyright: ignore[reportPrivateUsage]
         factories = getattr(frame.f_locals.get("self"), "environment_factories", None)
         if isinstance(factories, dict) and "name" in frame.f_locals:

@@ -1,7 +1,5 @@
-"""One reset's rollout: :class:`AdapterRollout`, in an explicit
-:class:`~orsgen.runtime.records.episode.RolloutState`. It owns that reset's session (in the
-adapter's slot), rewards, record, deadline and outcome, and is read through
-:class:`~orsgen.runtime.records.protocol.Rollout`.
+"""One reset's rollout (:class:`AdapterRollout`): its session, rewards, record, deadline and
+outcome, in an explicit :class:`~orsgen.runtime.records.episode.RolloutState`.
 
 A tool call goes down one way: the generated method, ``OrsAdapter._call``,
 :meth:`AdapterRollout.call`, the call policy and the SDK. A failed call is recorded, then
@@ -71,8 +69,6 @@ class AdapterRollout:
         self._final_submitted = False
         self._last_finished = False  # whether the last answered call finished the episode
 
-    # -- the protocol's read side --------------------------------------------------------
-
     @property
     def task_index(self) -> int | None:
         return self.episode.task_index
@@ -95,8 +91,7 @@ class AdapterRollout:
         return classify(self.episode, self.rewards, s.unfinished_reward, *kept, s.environment)
 
     def settle(self) -> Outcome:
-        """The outcome, counted once in the process's metrics, observed once by the task
-        sampler that chose the task, and written once to the trajectory sink."""
+        """The outcome, counted, observed and written once (see :meth:`Rollout.settle`)."""
         with self._lock:
             outcome = self.outcome()
             if not self.episode.counted:
@@ -117,19 +112,14 @@ class AdapterRollout:
         episode.written = True
         trajectories.deliver(sink, self)
 
-    # -- reset ---------------------------------------------------------------------------
-
     def open(
         self,
         index: int | None,
         task_spec: Mapping[str, Any] | None,
         sampler: tasks.TaskSampler | None = None,
     ) -> Content | None:
-        """Open this rollout's session for task ``index`` (or ``task_spec``), which
-        ``sampler`` chose when the trainer gave none. Whether and when the open is retried
-        is decided in one place, :meth:`SessionOptions.open`. Returns the prompt, or
-        ``None`` when the server stayed away past the reconnect window and the rollout runs
-        degraded."""
+        """Open this rollout's session (retries: :meth:`SessionOptions.open` alone). Returns the
+        prompt, or ``None`` when the server stayed away past the reconnect window (degraded)."""
         chosen = sampler is not None
         self.episode = Episode(index, task_spec is not None, chosen, spec=task_spec)
         self._sampler = sampler
@@ -174,12 +164,9 @@ class AdapterRollout:
         if self.episode.void_reason is None:
             self.episode.void_reason = reason
 
-    # -- tool calls ----------------------------------------------------------------------
-
     def call(self, wire_name: str, arguments: dict[str, Any]) -> Content:
-        """Call a tool by its wire name. A failure raises :class:`ToolCallFailure`
-        (:class:`ToolInputError` for the model's mistakes, :class:`ToolEnvironmentError`
-        for the environment's), recorded first."""
+        """Call a tool by its wire name; a failure is recorded, then raised as
+        :class:`ToolInputError` (the model's mistake) or :class:`ToolEnvironmentError`."""
         start = time.monotonic()
         with self._lock:
             result = self._send(wire_name, arguments)
@@ -192,8 +179,7 @@ class AdapterRollout:
             return result
 
     def refuse(self, wire_name: str, message: str) -> NoReturn:
-        """A call the model got wrong before anything was sent (client-side validation):
-        recorded, then raised so that TRL counts it."""
+        """A call the model got wrong before anything was sent: recorded, raised for TRL."""
         failure = ToolInputError(wire_name, "invalid_arguments", message)
         self._raise(wire_name, {}, failure, time.monotonic())
 
@@ -279,9 +265,8 @@ class AdapterRollout:
         return ToolEnvironmentError(wire_name, "no_session", "no open session; call reset() first")
 
     def _time_left(self) -> float | None:
-        """Seconds until the rollout's deadline (``None``: none). At the deadline the
-        episode ends, its session closes with no round trip, and it counts as unfinished
-        (``unfinished_reward``, ``None`` by default), even after an earlier score."""
+        """Seconds until the rollout's deadline (``None``: none). There the episode ends, its
+        session closes with no round trip, and it counts as unfinished, even after a score."""
         if self._deadline is None:
             return None
         left = self._deadline - self._clock()
@@ -292,9 +277,8 @@ class AdapterRollout:
         return left
 
     def _release_if_over(self) -> None:
-        """Under a session cap, a scored episode that finished closes its session at once:
-        an open session would still count against the server's limit. (An environment that
-        judges groups keeps it for ``group_reward``.)"""
+        """Under a session cap, a finished scored episode closes its session at once (an open one
+        counts against the server's limit), unless the environment judges groups."""
         if (
             self.here.max_sessions is not None
             and self.state is RolloutState.FINISHED
@@ -337,16 +321,13 @@ class AdapterRollout:
             return self._no_session(wire_name)
         return self._call_error(wire_name, exc)
 
-    # -- the reward functions' side ------------------------------------------------------
-
     @property
     def takes_final_answer(self) -> bool:
         return getattr(self.owner, "TERMINAL_TOOL", None) is not None
 
     def submit_final(self, message: str) -> str | None:
-        """Feed the rollout's final assistant message to the terminal tool, once, unless
-        the episode already finished. Returns the tool's text, or ``None`` when nothing
-        was sent."""
+        """Feed the final assistant message to the terminal tool, once, unless the episode
+        already finished; ``None`` when nothing was sent."""
         terminal: tuple[str, str | None] | None = getattr(self.owner, "TERMINAL_TOOL", None)
         with self._lock:
             if terminal is None or self._final_submitted or self.finished:
@@ -361,8 +342,7 @@ class AdapterRollout:
 
     @property
     def group(self) -> Hashable | None:
-        """Rollouts with equal keys are one GRPO group: same class, server, split and
-        task. ``None`` when the environment does not judge groups."""
+        """Equal keys are one GRPO group (class, server, split, task); ``None``: none judged."""
         judges = getattr(self.owner, "SUPPORTS_SCORE_GROUP", False)
         if not judges or self._task is None or self._slot.session is None:
             return None

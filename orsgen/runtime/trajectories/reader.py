@@ -1,10 +1,8 @@
-"""Reading the trajectory log back, for the per-task table of a run whose rollouts are
-scored in other processes (AsyncGRPO's rollout child, other ranks).
+"""Reading the trajectory log back, for the task table of rollouts scored in other processes.
 
-:class:`TrajectoryFiles` follows every process's file for one configured path and returns
-only the complete lines appended since it last read (the torn-line rule of
-:mod:`orsgen.runtime.rundir`); a whole line that is not a trajectory line is counted,
-logged and skipped, so that a training run never stops on one.
+:class:`TrajectoryFiles` returns only the complete lines appended since its last read (the
+torn-line rule of :mod:`orsgen.runtime.rundir`); a whole line that is not a trajectory line
+is counted, logged and skipped, so that a training run never stops on one.
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ class TrajectoryFiles:
         self._offsets: dict[Path, int] = {}  # bytes already read, to the end of a line
 
     def files(self) -> list[Path]:
-        """Every process's file for the path, by name."""
         return process_paths(self.path)
 
     def skip_existing(self) -> None:
@@ -80,8 +77,7 @@ class TrajectoryFiles:
 
 
 def pass_threshold(line: dict[str, Any]) -> float:
-    """The pass threshold a trajectory line was judged by (lines before it was recorded:
-    the default)."""
+    """The pass threshold a trajectory line was judged by (older lines: the default)."""
     found = line.get("pass_threshold")
     if isinstance(found, (int, float)) and not isinstance(found, bool):
         return float(found)
@@ -108,8 +104,7 @@ def task_outcome(line: dict[str, Any]) -> tuple[Task, Outcome] | None:
 
 
 def fold(table: TaskTable, lines: Iterable[dict[str, Any]], step: int | None) -> int:
-    """Add every trajectory line to ``table`` at ``step``; how many lines had no task and
-    outcome (left out)."""
+    """Add every trajectory line to ``table`` at ``step``; how many had no task and outcome."""
     left_out = 0
     for line in lines:
         found = task_outcome(line)

@@ -1,11 +1,8 @@
 """Per-task visibility: which task each rollout ran on, and how each task fares.
 
-- TRL's completions table: ``outcome_reward`` passes every rollout's task index and split
-  to TRL's ``log_extra`` (columns :data:`TASK_INDEX` and :data:`TASK_SPLIT`), so
-  ``log_completions=True`` shows them in the parquet files and in wandb or trackio.
-- A per-task table: ``outcome_reward`` adds each settled rollout to this process's
-  :class:`TaskTable`; :class:`~orsgen.runtime.task_callback.TaskTableCallback` writes
-  it beside the run's output at every logging step (``ors_tasks.csv``).
+- TRL's completions table: ``outcome_reward`` passes each rollout's task index and split to
+  TRL's ``log_extra`` (columns :data:`TASK_INDEX` and :data:`TASK_SPLIT`).
+- A per-task :class:`TaskTable`, which ``TaskTableCallback`` writes as ``ors_tasks.csv``.
 
 A task is *passed* by a rollout that passes by the pass rule (:func:`~orsgen.runtime.passk.
 passes` with its adapter's ``pass_threshold``); the pass rate and the mean reward are over
@@ -44,15 +41,14 @@ Task = tuple[str, int | None]  # (split, task index); None: opened on a task_spe
 
 
 def log_tasks(log_extra: Callable[[str, list[Any]], object], tasks: Sequence[Task | None]) -> None:
-    """Each rollout's task index and split as two columns of TRL's completions table (one
-    value per rollout of the batch, ``None`` for an environment that is not an ORS adapter)."""
+    """Each rollout's task index and split as two columns of TRL's completions table (``None``
+    for an environment that is not an ORS adapter)."""
     log_extra(TASK_INDEX, [None if t is None else t[1] for t in tasks])
     log_extra(TASK_SPLIT, [None if t is None else t[0] for t in tasks])
 
 
 @dataclass
 class TaskRow:
-    """One task's counts."""
 
     rollouts: int = 0
     scored: int = 0
@@ -71,8 +67,7 @@ class TaskRow:
 
 
 class TaskTable:
-    """This process's per-task counts (a :meth:`~orsgen.runtime.process.Process.part`).
-    Thread-safe."""
+    """This process's per-task counts (a ``Process.part``). Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -120,7 +115,6 @@ def _row(task: Task, row: TaskRow) -> dict[str, Any]:
 
 
 def table() -> TaskTable:
-    """This process's task table."""
     return current().part(TaskTable)
 
 
@@ -130,9 +124,8 @@ def record(
     trainer_state: Any,
     thresholds: Sequence[float],
 ) -> None:
-    """Add a batch scored by a trainer (``trainer_state`` given) to the task table, each
-    rollout judged with its adapter's pass threshold; a batch scored outside a trainer
-    (before training) is left out."""
+    """Add a batch scored by a trainer (``trainer_state`` given), each rollout judged with its
+    adapter's pass threshold; a batch scored outside a trainer is left out."""
     if trainer_state is None:
         return
     step = getattr(trainer_state, "global_step", None)  # the step the batch trains, numbered

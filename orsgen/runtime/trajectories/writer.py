@@ -5,9 +5,8 @@ sink handed to ``functools.partial`` must pickle (AsyncGRPO spawns its rollout w
 A line (:func:`line`) holds no secret, no ``env_overrides`` and no task-spec content: the
 adapter never hands them to the episode.
 
-:class:`JsonlFile` writes one file per process: the path as given by a process that trains
-alone, ``x.rank<r>.jsonl`` by rank ``r`` of several, ``x.pid<pid>.jsonl`` by a forked
-child, so no two processes append to one file.
+:class:`JsonlFile` writes one file per process (the path, ``x.rank<r>.jsonl`` or
+``x.pid<pid>.jsonl``): no two processes append to one file.
 """
 
 from __future__ import annotations
@@ -39,8 +38,7 @@ class TrajectorySink(Protocol):
 
 @dataclass(frozen=True)
 class JsonlFile:
-    """Today's sink: one JSON line per rollout appended to ``path`` (one file per process,
-    see :func:`process_path`)."""
+    """One JSON line per rollout, appended to this process's file (:func:`process_path`)."""
 
     path: str
 
@@ -85,8 +83,7 @@ def line(rollout: Rollout) -> dict[str, Any]:
 
 
 def deliver(sink: TrajectorySink, rollout: Rollout) -> None:
-    """Write ``rollout``'s line to ``sink``; a full disk must not end the run (said once per
-    rollout)."""
+    """Write ``rollout``'s line to ``sink``; a full disk must not end the run (said once)."""
     try:
         sink.write(line(rollout))
     except OSError as exc:
@@ -104,8 +101,7 @@ def process_path(path: str | os.PathLike[str], rank: int, world: int, forked: bo
 
 
 def process_paths(path: str | os.PathLike[str]) -> list[Path]:
-    """Every process's file for the configured ``path``, as :func:`process_path` names
-    them (the path itself, ``x.rank<r>.jsonl``, ``x.pid<pid>.jsonl``), sorted by name."""
+    """Every process's file for ``path`` (as :func:`process_path` names them), sorted by name."""
     base = Path(path)
     name = re.compile(rf"{re.escape(base.stem)}(\.rank\d+|\.pid\d+)?{re.escape(base.suffix)}")
     if not base.parent.is_dir():
@@ -117,8 +113,7 @@ SHUTDOWN_ORDER = 50  # independent of sessions and clients
 
 
 class Writers:
-    """This process's open trajectory files, by configured path (a
-    :meth:`~orsgen.runtime.transport.process.Process.part`: a forked child opens its own)."""
+    """This process's open trajectory files, by path (a forked child opens its own)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -144,7 +139,6 @@ class Writers:
 
 
 def writers() -> Writers:
-    """This process's trajectory files."""
     return current().part(Writers)
 
 

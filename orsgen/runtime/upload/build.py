@@ -2,17 +2,13 @@
 :class:`UploadRun`) on an adapter or in its ``AdapterConfig``, or ``orsgen eval
 --upload-run NAME``. How it stays out of the rollouts' way: :mod:`orsgen.runtime.upload.uploader`.
 
-Each settled rollout becomes one platform rollout: ``run_name``, the environment (its
-catalog name when it has one), split, task index and task spec, every message the model
-saw and sent (tool calls and results included), the reward and ``is_finished`` on the
-last message, orsgen's verdict and reason as metadata (with the process's ``rank`` and
-``world_size`` under torchrun or accelerate), and a ``RunInfo`` from what the
-process knows (the trainer's model, algorithm, learning rate, batch size and first step;
-``trl`` and its version; ``training_stage="rl"`` under a trainer). The conversation is
-the one TRL handed ``outcome_reward`` (``prompts`` and ``completions``); without one (a
-``get_reward()`` scored rollout) it is the prompt and each tool call with its result as
-the environment saw them. No secret, ``env_overrides`` value or API key is part of any of
-it; the key authenticates the requests as a header, the SDK's own way.
+Each settled rollout becomes one platform rollout: its run, environment, split and task,
+every message the model saw and sent, the reward and ``is_finished`` on the last, orsgen's
+verdict as metadata (with ``rank`` / ``world_size``), and a ``RunInfo`` from what the
+process knows. The conversation is the one TRL handed ``outcome_reward``; without one (a
+``get_reward()`` scored rollout), the prompt and each tool call with its result. No secret,
+``env_overrides`` value or API key is part of any of it; the key authenticates the requests
+as a header, the SDK's own way.
 """
 
 from __future__ import annotations
@@ -35,8 +31,6 @@ from orsgen.runtime.upload.uploader import flush, trl_version, uploader
 __all__ = ["UploadRun", "ended", "flush", "note_transcripts", "trainer_run_info"]
 
 
-# -- building a record when a rollout settles -------------------------------------------
-
 # The conversation a reward function saw, per rollout, until the rollout settles.
 _transcripts: weakref.WeakKeyDictionary[object, list[Any]] = weakref.WeakKeyDictionary()
 _transcripts_lock = threading.Lock()
@@ -53,8 +47,7 @@ def _as_messages(value: Any, role: str) -> list[Any]:
 def note_transcripts(
     rollouts: Sequence[object | None], prompts: Sequence[Any] | None, completions: Sequence[Any]
 ) -> None:
-    """Keep each uploading rollout's conversation as the trainer saw it (TRL's ``prompts``
-    and ``completions``), for its upload when it settles."""
+    """Keep each uploading rollout's conversation as TRL handed it, for its upload."""
     for number, (rollout, completion) in enumerate(zip(rollouts, completions)):
         if rollout is None or getattr(getattr(rollout, "settings", None), "upload", None) is None:
             continue
@@ -65,8 +58,7 @@ def note_transcripts(
 
 
 def _from_episode(rollout: Any) -> list[Any]:
-    """The conversation as the environment saw it (no reward function passed one): the
-    prompt, then each tool call and its (truncated) result."""
+    """The conversation as the environment saw it: the prompt, then each call and its result."""
     messages: list[Any] = []
     for number, call in enumerate(rollout.episode.calls):
         call_id = f"call_{number}"
@@ -84,8 +76,7 @@ def _from_episode(rollout: Any) -> list[Any]:
 
 
 def ended(rollout: Any, run: UploadRun) -> None:
-    """Queue the upload of ``rollout`` (an ``AdapterRollout``), once, if it opened a task.
-    Only builds a record and enqueues it: no I/O."""
+    """Queue the upload of ``rollout``, once, if it opened a task (builds a record: no I/O)."""
     episode = rollout.episode
     if episode.uploaded or not episode.opened:
         return
@@ -137,8 +128,7 @@ def ended(rollout: Any, run: UploadRun) -> None:
 
 
 def trainer_run_info(trainer: Any) -> dict[str, Any]:
-    """``RunInfo`` fields from a TRL trainer (``{}`` without one): the model, the
-    algorithm, learning rate, batch size and step, and ``trl`` with its version."""
+    """``RunInfo`` fields from a TRL trainer (``{}`` without one), with ``trl`` and its version."""
     out: dict[str, Any] = {"framework": "trl", "framework_version": trl_version()}
     if trainer is None:
         worker = trainer_facts.worker_model()  # AsyncGRPO's rollout child

@@ -1,26 +1,20 @@
 """The uploader behind :mod:`orsgen.runtime.upload`: settled rollouts to OpenReward's runs UI
 through the SDK's public upload client, ``RolloutAPI.create()`` and ``Rollout.log``.
 
-**Never in the way.** ``create()`` blocks: it posts the rollout's start and waits for the
-answer (for a catalog name it looks the environment up first), with the SDK's retries on a
-5xx. So a rollout is only *enqueued* here, on a bounded queue, when it settles; a small
-pool of daemon threads (at most :data:`THREADS` per process: AsyncGRPO's rollout child
-and each torchrun rank have their own) takes rollouts off it, starts each with
-``create()`` and logs every event of every message with ``Rollout.log``, which hands them
-to the SDK's own batching thread. A full queue or an API that is down or refusing drops
-the rollout: counted as ``ors/upload_dropped`` in the trainer's log and said once per outage.
+**Never in the way.** ``create()`` blocks (with the SDK's retries on a 5xx), so a settled
+rollout is only *enqueued* here, on a bounded queue; at most :data:`THREADS` daemon threads
+per process start each with ``create()`` and hand every event of every message to
+``Rollout.log`` (the SDK's batching thread). A full queue or an API down or refusing drops
+the rollout: counted as ``ors/upload_dropped`` and said once per outage.
 
-**An outage costs as little as it can.** The SDK's ``create()`` never raises: a start that
-failed disables its rollout, whose ``Rollout.log`` then logs nothing, so a rollout that
-logged no message (``Rollout.logged_messages``) did not start. Until a start has gone
-through, and again after one failed, one start is under way at a time (a *probe*); the
-others wait for it. Once a start has failed, or not come back within
-:data:`START_TIMEOUT` seconds (an API that accepts connections and never answers), the API
-is known to be down: rollouts are dropped at once, and after a pause that grows from
-:data:`RETRY_FIRST` to :data:`RETRY_MAX` seconds one rollout is sent as the probe. A probe
-that goes through ends the outage. At exit the queue gets :data:`EXIT_BUDGET` seconds in
-all to drain, then the SDK's client its own shutdown to send its batches; with the API
-known to be down, what is queued or starting is dropped (counted) and the SDK's client gets
+**An outage costs as little as it can.** ``create()`` never raises: a failed start logs
+nothing, so a rollout with no ``Rollout.logged_messages`` did not start. Until a start has
+gone through, and after one failed, one start (a *probe*) is under way at a time. A start
+that failed or took over :data:`START_TIMEOUT` seconds marks the API down: rollouts are
+dropped at once, and after a pause growing from :data:`RETRY_FIRST` to :data:`RETRY_MAX`
+seconds one is sent as the probe; one that goes through ends the outage. At exit the queue
+gets :data:`EXIT_BUDGET` seconds to drain, then the SDK's client its shutdown; with the API
+down, what is queued or starting is dropped (counted) and the client gets
 :data:`DOWN_GRACE` seconds.
 """
 
@@ -84,8 +78,6 @@ class Uploader:
         self.exited = False  # the exit's flush ran
         metrics.source(self.drain_metric)
 
-    # -- the rollout's side: enqueue only -------------------------------------------------
-
     def submit(self, record: Record) -> None:
         """Queue ``record`` for upload, never waiting; a full queue drops it (counted)."""
         try:
@@ -134,8 +126,6 @@ class Uploader:
     def down(self) -> bool:
         """Whether the API is known to be down (a start failed, no probe went through since)."""
         return self._outage is not None and not self._answered
-
-    # -- the uploader threads --------------------------------------------------------------
 
     def _work(self) -> None:
         me = threading.get_ident()
@@ -207,10 +197,8 @@ class Uploader:
         self._pause = min(self._pause * 2, RETRY_MAX)
 
     def _start(self, record: Record) -> str | None:
-        """Start ``record``'s rollout with the SDK's ``create()`` (waited for) and log every
-        event of its messages, the reward, ``is_finished``, orsgen's metadata and a
-        ``RolloutInfo`` on the last; ``None`` when it started, else why not (the SDK logs
-        nothing for a rollout whose start failed)."""
+        """Start ``record``'s rollout with ``create()`` (waited for) and log its events, with
+        the reward and metadata on the last; ``None`` when it started, else why not."""
         sdk = _sdk()
         client = self._client(record)
         rollout = client.create(
@@ -265,19 +253,15 @@ class Uploader:
         known = {f.name for f in dataclasses.fields(run_info)}
         return run_info(**{k: v for k, v in fields.items() if k in known})
 
-    # -- exit ----------------------------------------------------------------------------
-
     def queued(self) -> int:
         """Rollouts not settled yet: waiting for an uploader thread, or in its hands."""
         with self._lock:
             return self._queue.unfinished_tasks - len(self._given_up)
 
     def flush(self, timeout: float) -> bool:
-        """Upload what is queued, then close the SDK's clients (which send their batches),
-        within ``timeout`` seconds in all; ``False`` when time ran out (what is left is
-        dropped with the process, the threads being daemons). With the API known to be
-        down, what is queued or starting is dropped (counted) without a request and the
-        SDK's clients get :data:`DOWN_GRACE` seconds."""
+        """Upload what is queued, then close the SDK's clients, within ``timeout`` seconds in
+        all; ``False`` when time ran out (what is left dies with the daemon threads). With
+        the API down: see the module docstring."""
         deadline = time.monotonic() + timeout
         with self._lock:
             self._flushing = True
@@ -308,8 +292,7 @@ class Uploader:
             self._lock.wait(max(min(waits) - now, 0.01))
 
     def _give_up(self) -> None:
-        """With the API known down: drop what is queued, and count what is starting as
-        dropped (its thread still waits for the SDK's answer)."""
+        """With the API known down: drop what is queued, count what is starting as dropped."""
         for thread in self._starting:
             if thread not in self._given_up:
                 self._given_up.add(thread)
@@ -324,13 +307,11 @@ class Uploader:
 
 
 def uploader() -> Uploader:
-    """This process's uploader."""
     return current().part(Uploader)
 
 
 def flush(timeout: float = EXIT_BUDGET) -> bool:
-    """Wait (at most ``timeout`` seconds) until this process's queued rollouts are
-    uploaded; also done at exit."""
+    """Wait (at most ``timeout`` s) until this process's queue is uploaded (also done at exit)."""
     return uploader().flush(timeout)
 
 
@@ -360,8 +341,7 @@ def _exit_flush_registered() -> None:
 
 
 def trl_version() -> str | None:
-    """TRL's installed version, read without importing it (0.3 s of CPU in a process that
-    does not train, as ``orsgen eval`` does not)."""
+    """TRL's installed version, read without importing it (0.3 s of CPU outside training)."""
     try:
         return importlib.metadata.version("trl")
     except Exception:  # noqa: BLE001 - no trl, no version
