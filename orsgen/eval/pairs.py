@@ -35,20 +35,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from orsgen.arguments import Parser, UsageError, at_least, output
+from orsgen.arguments import Parser, at_least
 from orsgen.eval.summary import passes
 from orsgen.eval.trainset import (
     CARD_FILE,
-    LEFT_OUT,
+    Chosen,
     SAME,
+    command,
     conversation_type,
     first_per_task,
     Kept,
     new_out,
     open_runs,
-    quiet,
     Run,
-    run_arguments,
+    run_parser,
     SftError,
     trainable,
     transcript,
@@ -67,22 +67,13 @@ COLUMNS = (
 
 
 @dataclass
-class PairSelection:
+class PairSelection(Chosen):
     """The kept pairs, and how they were chosen (what the dataset card says)."""
 
-    runs: list[Run]
-    per_task: int | None = None
     unfinished: bool = False
-    rows: Kept | tuple[()] = ()  # read when iterated
-    rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
-    passing: dict[str, int] = field(default_factory=lambda: {})  # chosen candidates
     failing: dict[str, int] = field(default_factory=lambda: {})  # rejected candidates
     pairs: dict[str, int] = field(default_factory=lambda: {})  # kept, per run name
     no_contrast: int = 0
-    duplicates: int = 0
-    over_cap: int = 0
-    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
-    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})
 
 
 def select(
@@ -330,13 +321,12 @@ def card(chosen: PairSelection) -> str:
 
 
 def parser() -> Parser:
-    p = Parser(
-        prog="orsgen pairs",
-        description="Pair passing and non-passing rollouts of the same task of orsgen eval "
-        "runs as a preference dataset for TRL's DPOTrainer (conversational format, saved "
-        "with save_to_disk, with a dataset card).",
+    p = run_parser(
+        "orsgen pairs",
+        "Pair passing and non-passing rollouts of the same task of orsgen eval runs as a "
+        "preference dataset for TRL's DPOTrainer (conversational format, saved with "
+        "save_to_disk, with a dataset card).",
     )
-    run_arguments(p)
     p.add_argument(
         "--per-task",
         type=at_least(1),
@@ -351,25 +341,21 @@ def parser() -> Parser:
     return p
 
 
-def main(argv: Sequence[str]) -> int:
-    """``orsgen pairs RUN_DIR [RUN_DIR ...] -o OUT``: exit 0 when OUT was written, 2 for runs
-    that cannot make pairs as asked (one line on stderr; nothing written)."""
-    args = parser().parse(list(argv))
-    output(args.out, "-o")
-    try:
-        quiet()
-        chosen = export(
-            args.runs,
-            args.out,
-            per_task=args.per_task,
-            unfinished=args.unfinished,
-            allow_splits=args.allow_split,
-        )
-    except SftError as exc:
-        raise UsageError(str(exc)) from None
-    print(
+def _write(args: Any) -> str:
+    chosen = export(
+        args.runs,
+        args.out,
+        per_task=args.per_task,
+        unfinished=args.unfinished,
+        allow_splits=args.allow_split,
+    )
+    return (
         f"wrote {len(chosen.rows)} pairs ({len(chosen.tasks)} tasks) from {len(chosen.runs)} "
         f"run(s) to {args.out}; dropped {chosen.no_contrast} without contrast, "
         f"{chosen.duplicates} duplicates (dataset card: {CARD_FILE})"
     )
-    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """``orsgen pairs RUN_DIR [RUN_DIR ...] -o OUT`` (exit codes: :func:`command`)."""
+    return command(parser(), argv, _write)

@@ -39,23 +39,23 @@ import json
 import os
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from orsgen.arguments import Parser, UsageError, at_least, number, output
+from orsgen.arguments import Parser, at_least, number
 from orsgen.eval.summary import passes
 from orsgen.eval.trainset import (
     CARD_FILE,
-    LEFT_OUT,
     as_dataset,
+    Chosen,
+    command,
     conversation_type,
     first_per_task,
     Kept,
     new_out,
     open_runs,
-    quiet,
     Run,
-    run_arguments,
+    run_parser,
     SftError,
     trainable,
     transcript,
@@ -71,25 +71,10 @@ COLUMNS = ("messages", "tools", "task_index", "split", "sample", "reward", "run"
 
 
 @dataclass
-class Selection:
+class Selection(Chosen):
     """The kept rows, and how they were chosen (what the dataset card says)."""
 
-    runs: list[Run]
     min_reward: float | None = None
-    per_task: int | None = None
-    rows: Kept | tuple[()] = ()  # read when iterated
-    rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
-    passing: dict[str, int] = field(default_factory=lambda: {})  # per run name
-    duplicates: int = 0
-    over_cap: int = 0
-    # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
-    # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
-    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
-    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})
-
-    def kept_per_task(self) -> dict[tuple[str, int], int]:
-        """How many rows each (split, task) kept, by split and task."""
-        return self.tasks
 
 
 def select(
@@ -242,7 +227,7 @@ def card(chosen: Selection) -> str:
         if chosen.min_reward is not None
         else "scored, reward >= the run's own pass_threshold"
     )
-    tasks = chosen.kept_per_task()
+    tasks = chosen.tasks
     lines = [
         "---",
         "tags: [orsgen, sft, tool-calling, rejection-sampling]",
@@ -297,13 +282,11 @@ def card(chosen: Selection) -> str:
 
 
 def parser() -> Parser:
-    p = Parser(
-        prog="orsgen sft",
-        description="Turn the passing rollouts of orsgen eval runs into a dataset for TRL's "
-        "SFTTrainer (conversational tool-calling format, saved with save_to_disk, with a "
-        "dataset card).",
+    p = run_parser(
+        "orsgen sft",
+        "Turn the passing rollouts of orsgen eval runs into a dataset for TRL's SFTTrainer "
+        "(conversational tool-calling format, saved with save_to_disk, with a dataset card).",
     )
-    run_arguments(p)
     p.add_argument(
         "--min-reward",
         type=number,
@@ -319,23 +302,19 @@ def parser() -> Parser:
     return p
 
 
-def main(argv: Sequence[str]) -> int:
-    args = parser().parse(list(argv))
-    output(args.out, "-o")
-    try:
-        quiet()
-        chosen = export(
-            args.runs,
-            args.out,
-            min_reward=args.min_reward,
-            per_task=args.per_task,
-            allow_splits=args.allow_split,
-        )
-    except SftError as exc:
-        raise UsageError(str(exc)) from None
-    tasks = len(chosen.kept_per_task())
-    print(
-        f"wrote {len(chosen.rows)} rows ({tasks} tasks) from {len(chosen.runs)} run(s) to "
-        f"{args.out} (dataset card: {CARD_FILE})"
+def _write(args: Any) -> str:
+    chosen = export(
+        args.runs,
+        args.out,
+        min_reward=args.min_reward,
+        per_task=args.per_task,
+        allow_splits=args.allow_split,
     )
-    return 0
+    return (
+        f"wrote {len(chosen.rows)} rows ({len(chosen.tasks)} tasks) from {len(chosen.runs)} "
+        f"run(s) to {args.out} (dataset card: {CARD_FILE})"
+    )
+
+
+def main(argv: Sequence[str]) -> int:
+    return command(parser(), argv, _write)

@@ -14,11 +14,11 @@ import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orsgen.arguments import Parser
+from orsgen.arguments import Parser, UsageError, output
 from orsgen.jsonobject import is_array
 from orsgen.runtime.rundir import RESULTS_FILE, RunDirError, read_adapter, read_config, row_at
 
@@ -224,6 +224,23 @@ class Kept:
                 yield self.record(self.runs[number], *lines)
 
 
+@dataclass
+class Chosen:
+    """A dataset's kept rows, and how they were chosen (what its dataset card says)."""
+
+    runs: list[Run]
+    per_task: int | None = None
+    rows: Kept | tuple[()] = ()  # read when iterated
+    rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
+    passing: dict[str, int] = field(default_factory=lambda: {})  # per run name
+    duplicates: int = 0
+    over_cap: int = 0
+    # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
+    # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
+    left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
+    tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})  # kept per task
+
+
 def conversation_type() -> Any:
     """The ``datasets`` type of a list of messages as :func:`transcript` makes them."""
     datasets: Any = importlib.import_module("datasets")  # ships no type information
@@ -273,9 +290,10 @@ def write_dataset(
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-def run_arguments(p: Parser) -> None:
-    """The arguments of every command that makes a dataset of runs: the runs, ``-o`` and
-    ``--allow-split``."""
+def run_parser(prog: str, description: str) -> Parser:
+    """The parser of a command that makes a dataset of runs, with the arguments they all
+    take: the runs, ``-o`` and ``--allow-split``."""
+    p = Parser(prog=prog, description=description)
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="orsgen eval run directories")
     p.add_argument(
         "-o",
@@ -292,9 +310,21 @@ def run_arguments(p: Parser) -> None:
         help="use runs of this held-out split anyway (repeatable; default: only the "
         "package's training split)",
     )
+    return p
 
 
-def quiet() -> None:
-    """One line of output from a command, not ``save_to_disk``'s progress bar."""
-    logging: Any = importlib.import_module("datasets.utils.logging")  # no type information
-    logging.disable_progress_bar()
+def command(p: Parser, argv: Sequence[str], write: Callable[[Any], str]) -> int:
+    """Run a dataset command: parse ``argv``, check ``-o``, then ``write(args)`` (without
+    ``save_to_disk``'s progress bar) and print the line it returns. Exit 0 when written; an
+    :class:`SftError` is one line on stderr (``<prog>: error: ...``, exit 2), nothing
+    written."""
+    args = p.parse(list(argv))
+    output(args.out, "-o")
+    try:
+        logging: Any = importlib.import_module("datasets.utils.logging")  # no type information
+        logging.disable_progress_bar()
+        line = write(args)
+    except SftError as exc:
+        raise UsageError(str(exc)) from None
+    print(line)
+    return 0
