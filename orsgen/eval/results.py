@@ -1,6 +1,5 @@
-"""Writing the files of an evaluation run (named and read by :mod:`orsgen.runtime.rundir`).
-Memory stays flat in the number of rollouts: a row goes to disk as it completes and the
-run keeps only its :class:`Record`.
+"""Writing an evaluation run's files (:mod:`orsgen.runtime.rundir`). Memory stays flat: a row
+goes to disk as it completes and the run keeps only its :class:`Record`.
 """
 
 from __future__ import annotations

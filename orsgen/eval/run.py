@@ -1,6 +1,5 @@
-"""``evaluate``: run each task of a split ``n`` times against an OpenAI-compatible
-endpoint, through a generated adapter, and write the run's files. Everything is checked
-before the first rollout; the rollouts run on worker threads (:mod:`orsgen.eval.workers`).
+"""``evaluate``: every task of a split ``n`` times against an OpenAI-compatible endpoint,
+through a generated adapter; everything is checked before the first rollout.
 """
 
 from __future__ import annotations
@@ -258,8 +257,7 @@ def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
 
 
 def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
-    """adapter.json: the tools as TRL renders them to the model, and the package's training
-    split (``orsgen sft`` reads both)."""
+    """adapter.json: the tools as TRL renders them, and the package's training split."""
     return {
         "adapter": klass.__qualname__,
         "environment": klass.ENV_NAME,

@@ -85,8 +85,7 @@ class _Tally:
 
 
 def _curve(estimator: Callable[[int, int, int], float], n: int, c: int) -> Mapping[str, float]:
-    """``{"1": estimator(n, c, 1), ..., "n": ...}``: a task's pass@k or pass^k, read-only
-    (tasks with the same counts share it)."""
+    """A task's pass@k or pass^k for k in 1..n, read-only (equal counts share it)."""
     return MappingProxyType({str(k): estimator(n, c, k) for k in range(1, n + 1)})
 
 

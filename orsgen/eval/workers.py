@@ -1,15 +1,9 @@
-"""The rollouts of one evaluation (a :class:`Plan`) on ``concurrency`` worker threads, each
-taking the next (task, sample) as it finishes the last. Every (task, sample) gets exactly
-one row, written as it completes; a failure is a row, never a stopped run.
+"""The rollouts of one evaluation on ``concurrency`` worker threads. Every (task, sample) gets
+exactly one row, written as it completes; a failure is a row, never a stopped run.
 
-Environments that judge groups (ORS ``score_group``) are evaluated as trained: the samples
-of one task are one group, judged together on their final answers once the last of them
-finishes, on that rollout's still-open session (``rollout.score_group``, the runtime's own
-path, as ``group_reward`` does in training). A group's rows are written together, once
-judged, so a run stopped halfway reruns the whole group. Each row keeps its pointwise
-outcome and gets ``group_reward``; a row that the environment did not score itself, and
-whose group score exists, takes that score as its ``reward`` and becomes ``scored``. When
-the judge gives no scores, each row of the group says why in its ``reason``.
+Environments that judge groups (ORS ``score_group``) are evaluated as trained, by the rules
+docs/evaluating.md states: a task's samples are judged together once the last finishes, on its
+still-open session (``rollout.score_group``), and the group's rows are written together.
 """
 
 from __future__ import annotations

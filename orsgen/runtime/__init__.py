@@ -1,8 +1,5 @@
-"""What generated packages import at training time.
-
-This package depends only on ``openreward`` (imported on first use) and, lazily,
-``datasets``. It never imports the generator's dependencies (jinja2, black,
-datamodel-code-generator).
+"""What generated packages import at training time: only ``openreward`` (on first use) and,
+lazily, ``datasets``; never the generator's dependencies (jinja2, black, datamodel-code-generator).
 """
 
 from orsgen.runtime.compat import RUNTIME_VERSION

@@ -4,9 +4,7 @@ A generated adapter subclasses :class:`OrsAdapter` and adds one typed public met
 tool. TRL turns every public *function* of the class into a tool (except ``reset`` and
 ``get_reward``), so this base defines no other public function: its helpers are private, and
 ``close`` and ``rollout`` are properties. Each ``reset()`` starts a new
-:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter delegates to; its
-settings are one :class:`~orsgen.runtime.config.AdapterConfig`. Training-scale behaviour
-(group prefetch, outages, the session cap, the drift guard): ``docs/scale.md``.
+:class:`~orsgen.runtime.rollouts.rollout.AdapterRollout`, which the adapter delegates to.
 """
 
 from __future__ import annotations
@@ -160,16 +158,13 @@ class OrsAdapter:
         return self._config.sessions.prefetcher(type(self))
 
     def _new_rollout(self, split: str | None = None) -> AdapterRollout:
-        """A rollout on ``split`` (a ``load_tasks`` row carries its own; ``None``: the
-        adapter's ``split=``)."""
+        """A rollout on ``split`` (``None``: the adapter's ``split=``)."""
         config, sessions = self._config, self._config.sessions
         if split is not None and split != sessions.split:  # the stream key holds the split
             sessions = dataclasses.replace(sessions, split=split)
         return AdapterRollout(
             type(self), config.rollouts, sessions, self._slot, self._lock, config.pass_threshold
         )
-
-    # -- TRL contract ------------------------------------------------------------------
 
     def reset(
         self,
@@ -212,10 +207,8 @@ class OrsAdapter:
 
     @property
     def rollout(self) -> Rollout:
-        """The current rollout (a new one at every reset), as the reward functions, the
-        metrics, the trajectory log and an evaluation loop read it
-        (:class:`orsgen.runtime.records.protocol.Rollout`). A property, not a method, so
-        TRL never offers it to the model as a tool."""
+        """The current rollout (a new one at every reset), as the reward functions, metrics,
+        trajectory log and evaluation read it; a property, which TRL never offers as a tool."""
         return self._rollout
 
     # The current rollout's results (properties, which TRL never offers as tools).
@@ -251,23 +244,20 @@ class OrsAdapter:
         return self._rollout.call(wire_name, arguments)
 
     def _fail(self, wire_name: str, message: str) -> NoReturn:
-        """A call the model got wrong before anything was sent (client-side validation;
-        generated methods pass their tool's wire name): recorded, then raised so that TRL
-        counts it."""
+        """A call the model got wrong before anything was sent (client-side validation):
+        recorded, then raised so that TRL counts it."""
         self._rollout.refuse(wire_name, message)
 
     @classmethod
     def degraded_rollouts(cls) -> int:
-        """How many rollouts of this class (and its subclasses) ran degraded in this process
-        because the server stayed away past ``reconnect_for``. A classmethod, which TRL
-        does not offer as a tool."""
+        """How many rollouts of this class (and subclasses) ran degraded in this process; a
+        classmethod, which TRL does not offer as a tool."""
         return health.degraded(cls)
 
     @property
     def close(self) -> Callable[[], None]:
-        """``adapter.close()`` ends the open session, and any unused prefetched sessions
-        of this class. A property, not a method, so TRL never offers it to the model as
-        a tool."""
+        """``adapter.close()`` ends the open session and this class's unused prefetched ones; a
+        property, which TRL never offers to the model as a tool."""
 
         def _close() -> None:
             with self._lock:
@@ -281,23 +271,18 @@ class OrsAdapter:
 
     @classmethod
     def close_all(cls) -> None:
-        """Close the sessions of every instance of this class in this process, and its
-        unused prefetched sessions.
-
-        TRL never closes the environments it pools; call ``MyEnv.close_all()`` after
-        ``trainer.train()``. A classmethod, which TRL does not offer as a tool."""
+        """Close this class's sessions in this process, prefetched ones included. TRL never
+        closes the environments it pools; a classmethod, which TRL does not offer as a tool."""
         pool.close_sessions(pool.CLOSE_WAIT, of=lambda klass: issubclass(klass, cls))
 
 
 class SelfScoring(OrsAdapter):
-    """An adapter that reports its own outcome reward through ``get_reward()``.
-
-    TRL's AsyncGRPO rollout loop calls reward functions without ``environments`` and
-    returns an environment to its pool before the group is scored, so ``outcome_reward``
-    cannot score there; it calls ``get_reward()`` as each rollout finishes instead. Use the
-    generated ``Scored<Env>`` class with ``reward_funcs=[]`` (GRPOTrainer accepts it too);
-    do not also pass ``outcome_reward``, or the reward counts twice.
-    """
+    """An adapter that reports its own outcome reward through ``get_reward()``. TRL's
+    AsyncGRPO rollout loop calls reward functions without ``environments`` and returns an
+    environment to its pool before the group is scored, so ``outcome_reward`` cannot score
+    there; it calls ``get_reward()`` as each rollout finishes instead. Use the generated
+    ``Scored<Env>`` class with ``reward_funcs=[]``; do not also pass ``outcome_reward``, or
+    the reward counts twice."""
 
     def get_reward(self) -> float | None:
         """The rollout's last non-null reward; ``unfinished_reward`` when the session worked

@@ -1,9 +1,5 @@
-"""Which generated packages this runtime can serve.
-
-A generated package's ``version.py`` imports one name from here, e.g.
-``from orsgen.runtime.compat import requires_2_0``. A runtime that still supports
-that contract defines the name; any other name fails at import with a message that
-says what to install or to regenerate. No code runs in the generated package.
+"""Which generated packages this runtime can serve: a package's ``version.py`` imports one
+name (``requires_2_0``); a name this runtime lacks fails at import, saying what to do.
 """
 
 from __future__ import annotations

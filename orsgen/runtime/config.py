@@ -1,11 +1,6 @@
 """One adapter's settings: :class:`AdapterConfig`, every constructor keyword checked once into
 one frozen, picklable object (``functools.partial(Env, ...)`` carries the keywords; each
-instance builds its config from them), grouped by who reads them: ``sessions``
-(:class:`~orsgen.runtime.sessions.opening.SessionOptions`), ``rollouts``
-(:class:`~orsgen.runtime.rollouts.settings.RolloutSettings`), ``tasks``
-(:class:`~orsgen.runtime.choosing.tasks.TaskChoice`) and the ``pass_threshold``
-(:func:`orsgen.runtime.passk.passes`; the class's ``PASS_THRESHOLD`` by default). Also here:
-the hidden ``env_overrides`` copy and the ``UNSET`` tool-argument default.
+instance builds its config from them), grouped by who reads them.
 """
 
 from __future__ import annotations
@@ -77,10 +72,8 @@ class AdapterConfig:
 
     @staticmethod
     def of(owner: type, **given: Any) -> AdapterConfig:
-        """The config of an ``owner`` adapter class from its constructor keywords; class
-        defaults (``DEPLOYMENT``, ``DEFAULT_URL``, ``ENV_NAME``, ``DEFAULT_SPLIT``,
-        ``TOOLSET``, ``PASS_THRESHOLD``) fill what is not given. Raises on a setting no session could honour.
-        """
+        """The config of an ``owner`` adapter class from its keywords, the class's defaults
+        filling what is not given. Raises on a setting no session could honour."""
         unknown = sorted(set(given) - set(AdapterSettings.__annotations__))
         if unknown:
             raise TypeError(f"{owner.__name__}() got unexpected keyword(s): {', '.join(unknown)}")

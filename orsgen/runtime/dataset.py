@@ -221,9 +221,8 @@ def split_size(endpoint: Endpoint, split: str, timeout: float = DEFAULT_TIMEOUT)
 
 
 def to_dataset(rows: dict[str, list[Any]]) -> "Dataset":
-    """``Dataset.from_dict``, except that a metadata column whose values Arrow cannot
-    hold in one type (``5`` in one task, ``"five"`` in another) becomes JSON text with
-    a warning, instead of failing the whole dataset."""
+    """``Dataset.from_dict``, except that a metadata column Arrow cannot hold in one type
+    (``5`` in one task, ``"five"`` in another) becomes JSON text with a warning."""
     try:
         from datasets import Dataset  # pyright: ignore[reportMissingTypeStubs]
     except ImportError as exc:

@@ -1,19 +1,14 @@
-"""ORS content blocks as the model sees them: text, and images as TRL content lists or as short
-text placeholders.
+"""ORS content blocks as the model sees them (docs/training.md, the content-list contract).
 
-With ``multimodal=True`` an adapter returns TRL's content list for any output that holds an
-image (an ORS ``ImageBlock``: base64 ``data`` and a ``mimeType``), in block order::
+With ``multimodal=True`` an output that holds an image (an ORS ``ImageBlock``: base64
+``data`` and a ``mimeType``) is TRL's content list, in block order::
 
     [{"type": "text", "text": "..."}, {"type": "image", "image": <PIL.Image.Image>}]
 
-and plain ``str`` for text-only outputs. Without it, each image becomes a one-line
-placeholder with its mime type and pixel size (``[image: image/png, 64x64]``), never the
-payload. An image that cannot be shown (corrupt base64, an unsupported mime type, too large)
-becomes a text part that says why; nothing here raises into the trainer.
-
-Pillow is needed only for ``multimodal=True`` (``orsgen[vision]``), imported on the first
-image; placeholder sizes are read from the image header without it. No type here refers to
-Pillow, so a project without it type-checks a generated package cleanly (``ImageLike``).
+and a text-only output plain ``str``. Without it, each image is a one-line placeholder
+(``[image: image/png, 64x64]``), never the payload. An image that cannot be shown (corrupt,
+unsupported, too large) becomes a text part that says why; nothing here raises into the
+trainer. Pillow is imported on the first image only; placeholder sizes come from the header.
 """
 
 from __future__ import annotations
@@ -67,8 +62,7 @@ class _OpenedImage(ImageLike, Protocol):
 
 
 class PillowImageModule(Protocol):
-    """The part of the ``PIL.Image`` module used here (checked against Pillow's own types
-    in tests/typecheck/pillow_contract.py)."""
+    """The part of ``PIL.Image`` used here (tests/typecheck/pillow_contract.py checks it)."""
 
     def open(
         self, fp: IO[bytes], mode: Literal["r"] = ..., formats: list[str] | None = ...

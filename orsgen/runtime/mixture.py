@@ -1,15 +1,8 @@
 """Weighted mixtures: which environment, and which of its rows, each row of a weighted
-``bundle_tasks(..., weights=..., block=B)`` holds. No I/O (it reads only which process
-this is).
-
-- Every block of ``B`` consecutive rows gives environment ``e`` its quota
-  ``B * w_e / sum(w)`` of rows, rounded by largest remainder (ties: the larger weight,
-  then the order of the mapping), so the shares are exact in every block, not only on
-  average. The rows of a block are in a seeded order.
-- Each environment's rows are drawn in seeded passes: a pass is every row of its dataset
-  once, shuffled by ``Random(f"{seed}:{name}:{pass}")``, so an environment with more rows
-  than its share is sampled without replacement until they run out, and one with fewer
-  repeats them, each pass in a new order.
+``bundle_tasks(..., weights=..., block=B)`` holds, by the rules docs/several-environments.md
+states: each block of ``B`` rows gives every environment its quota rounded by largest remainder
+(ties: the larger weight, then mapping order), in a seeded order; each environment's rows are
+drawn in seeded passes, each shuffled by ``Random(f"{seed}:{name}:{pass}")``. No I/O.
 """
 
 from __future__ import annotations
@@ -87,11 +80,9 @@ def plan(
     blocks: int | None = None,
 ) -> list[Row]:
     """``(environment, row of its dataset)`` for each row of the bundle; the row is ``None``
-    for an environment whose size is ``None`` (it chooses its own tasks). Every setting is
-    checked first, and a bad one is a one-line ``ValueError`` naming it.
-
-    ``blocks`` defaults to the fewest blocks in which every environment with a dataset
-    shows each of its rows at least once; it is required when no environment has one."""
+    for an environment whose size is ``None`` (it chooses its own tasks). A bad setting is a
+    one-line ``ValueError`` naming it. ``blocks`` defaults to the fewest blocks in which every
+    environment with a dataset shows each of its rows once; required when none has one."""
     exact = check_weights(list(sizes), weights)
     given: dict[str, object] = {"block": block, "blocks": blocks, "seed": seed}
     for key, value in given.items():

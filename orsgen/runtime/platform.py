@@ -44,8 +44,7 @@ class PlatformPriorWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Difficulty:
-    """One task's figures from the platform (the SDK's ``TaskDifficulty``, pooled over
-    variants)."""
+    """One task's ``TaskDifficulty`` figures, pooled over variants."""
 
     task_index: int
     avg_reward: float
@@ -100,8 +99,7 @@ def fetch(
 
 
 def pooled(rows: Sequence[Any], split: str | None) -> list[Difficulty]:
-    """One :class:`Difficulty` per task of ``split`` (any split when ``None``), variants
-    pooled by rollout count."""
+    """One :class:`Difficulty` per task of ``split`` (``None``: any), pooled by rollouts."""
     by_task: dict[int, list[Any]] = {}
     for row in rows:
         if split is not None and getattr(row, "split", None) not in (split, None):
@@ -122,8 +120,7 @@ def pooled(rows: Sequence[Any], split: str | None) -> list[Difficulty]:
 def pass_rates(
     tasks: Sequence[Difficulty], threshold: float, min_rollouts: int
 ) -> tuple[dict[int, float], int]:
-    """(task index -> pass rate, how many of the rates are stand-ins)
-    for the tasks with at least ``min_rollouts`` rollouts (see the module docstring)."""
+    """(task index -> pass rate, how many rates are stand-ins), by the module's rules."""
     seen = [t for t in tasks if t.num_rollouts >= min_rollouts]
     binary = all(t.min_reward in (0.0, 1.0) and t.max_reward in (0.0, 1.0) for t in seen)
     rates: dict[int, float] = {}

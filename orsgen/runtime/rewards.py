@@ -61,16 +61,10 @@ def outcome_reward(
     ran degraded). A later unscored or failed call never erases an earlier score; ``0.0`` and
     negative rewards are real scores.
 
-    With TRL's ``log_metric``, the batch's rollout health goes into the trainer's log as
-    ``ors/*`` metrics (:mod:`orsgen.runtime.records.metrics`; per environment when several
-    train): ``ors/pass@1`` the share of rollouts that pass by the pass rule
-    (:func:`orsgen.runtime.passk.passes`), ``ors/pass@k`` for every k from 2 up to the batch's
-    smallest group of rollouts of one task (TRL's ``task_index`` and ``split`` columns; Chen
-    et al.'s estimator, averaged over groups); ``eval_``-prefixed in evaluation. With
-    ``log_extra`` each rollout's task index and split become columns of TRL's completions
-    table; every scored batch feeds the per-task table
-    (:mod:`orsgen.runtime.trajectories.task_table`). With ``upload_run=`` on the adapter,
-    each rollout's conversation goes to OpenReward's runs UI when it settles.
+    With TRL's ``log_metric`` the batch's ``ors/*`` metrics go into the trainer's log
+    (docs/training.md; :mod:`orsgen.runtime.records.metrics`), with ``log_extra`` each
+    rollout's task index and split become completions-table columns, and every scored batch
+    feeds the per-task table (:mod:`orsgen.runtime.trajectories.task_table`).
 
     An environment with a terminal tool grades the model's final plain message: given
     ``completions``, each rollout's final assistant message is submitted through that tool
@@ -111,13 +105,10 @@ def outcome_reward(
 def group_reward(
     environments: Sequence[Any], completions: Sequence[Any] | None = None, **_: Any
 ) -> list[float | None]:
-    """Comparative rewards from the environment's own group judge (ORS ``score_group``).
-
-    Rollouts of the same task (a GRPO group) are judged together, in one request on one
-    of their sessions, from their final assistant messages. ``None`` for rollouts whose
-    environment does not judge groups, or when judging failed; pointwise rewards stay in
-    ``outcome_reward``. Pass both to combine them.
-    """
+    """Comparative rewards from the environment's own group judge (ORS ``score_group``): a
+    task's rollouts (a GRPO group) judged together on their final assistant messages. ``None``
+    where the environment does not judge groups or judging failed; pass ``outcome_reward`` too
+    to combine them."""
     out: list[float | None] = [None] * len(environments)
     if completions is None:
         return out

@@ -48,9 +48,8 @@ class RunDirError(ValueError):
 
 @dataclass(frozen=True)
 class FinishedRun:
-    """A finished evaluation as the code that ran it returns it (``orsgen.eval.EvalResult``
-    is one): ``summary`` is summary.json's content, ``out`` its run directory (``None``
-    when it wrote no files)."""
+    """A finished evaluation (``orsgen.eval.EvalResult`` is one): ``summary`` is summary.json's
+    content, ``out`` its run directory (``None`` when it wrote no files)."""
 
     summary: Mapping[str, Any]
     out: Path | None

@@ -1,22 +1,12 @@
 """The TRL callback that writes the per-task table (:mod:`orsgen.runtime.trajectories.task_table`)
-beside the run's output at every logging step::
+as ``<output_dir>/ors_tasks.csv`` (``split, task_index, rollouts, scored, pass_rate,
+mean_reward, last_step``) at every logging step. Two sources, never both (docs/curriculum.md):
 
-    from orsgen.runtime.task_callback import TaskTableCallback
-    trainer = GRPOTrainer(..., reward_funcs=outcome_reward, callbacks=[TaskTableCallback()])
-
-It writes ``<output_dir>/ors_tasks.csv`` (``split, task_index, rollouts, scored,
-pass_rate, mean_reward, last_step``).
-
-Two sources, never both:
-
-- by default, the batches ``outcome_reward`` scored in this process (GRPOTrainer). Each
-  process writes its own: rank ``r`` of a distributed run writes ``ors_tasks.rank<r>.csv``.
-- with ``trajectories=PATH`` (the path given to the adapters' ``trajectories=``), the
-  trajectory lines every process writes for that path: AsyncGRPO's rollout child, which
-  scores through ``get_reward()`` where this process never sees it, and every rank. The
-  world's process zero reads the lines appended since training began at each logging step
-  and writes one table for the whole run; a line's step is the ``global_step`` at which it
-  was first read. The in-process batches are then left out, so a rollout counts once.
+- by default, the batches ``outcome_reward`` scored in this process; rank ``r`` of a
+  distributed run writes ``ors_tasks.rank<r>.csv``;
+- with ``trajectories=PATH``, the lines every process (AsyncGRPO's rollout child, every rank)
+  appends there: process zero reads those appended since training began and writes one table;
+  a line's step is the ``global_step`` at which it was first read, so a rollout counts once.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Client-side validation of nested tool arguments against a package's ``models.py``.
 
-A generated method calls :func:`check_arguments` before it sends anything. An invalid
-call costs no round trip: the method returns the message as ``"Error: ..."`` text
-(through the adapter's ``_fail``, so ``rewards`` records ``None`` as for any failed
-call) and the model can try again. Only pydantic is needed here.
+An invalid call costs no round trip: it fails through the adapter's ``_fail`` (recorded
+as any failed call) and the model can try again.
 """
 
 from __future__ import annotations

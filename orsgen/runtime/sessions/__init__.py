@@ -1,6 +1,3 @@
-"""Sessions: the cap (``cap``), which server (``placement``), the pool and its group
-prefetch (``pool``), one reset's open under the call policy (``opening``) and the drift
-guard (``drift``).
-
+"""Sessions: the cap, placement, the pool and its prefetch, opening and the drift guard.
 Above :mod:`orsgen.runtime.transport`, below :mod:`orsgen.runtime.records`.
 """

@@ -1,14 +1,10 @@
-"""The session cap: at most ``max_sessions`` sessions of one adapter class open in this process
-at once, prefetched and still-opening ones included. Every session takes a :class:`Place`
-first and gives it back only once it is gone (its open failed or was cut short, or the server
-answered its delete), so the server never counts more than the cap, even between a close and
-the next open.
-
-A reset waits for a free place up to the reconnect window, except when the main thread asks
-while every place is held by live sessions it opened itself: sync ``GRPOTrainer`` resetting a
-step's whole batch with a cap lower than the batch, where nothing would ever free a place. Then
-it raises :class:`SessionCapError` at once, naming the number needed. Prefetch never waits: it
-opens only as many extra sessions as there are free places.
+"""The session cap (docs/scale.md, "A session cap"): every session takes a :class:`Place` first
+and gives it back only once it is gone (its open failed or was cut short, or the server answered
+its delete), so the server never counts more than the cap. A reset waits for a place up to the
+reconnect window, except when the main thread asks while every place is held by live sessions it
+opened itself (sync ``GRPOTrainer`` resetting a batch larger than the cap, where nothing would
+free a place): then :class:`SessionCapError` at once, naming the number needed. Prefetch never
+waits.
 """
 
 from __future__ import annotations

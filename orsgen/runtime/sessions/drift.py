@@ -1,13 +1,7 @@
-"""The runtime drift guard: does the live environment still offer the tools the adapter was
-generated from?
-
-The generated class carries ``TOOLS_SHA256``, the hash of its snapshot's tool surface (which
-ships beside the code). The first session a class opens on a server in a process (and the
-first on each task the snapshot probed) lists its tools (``GET /{env}/task_tools``), rebuilds
-that hash (with ``orsgen.canonical``, without importing the generator) and, when it differs,
-names what changed: a warning once, or :class:`ToolDriftError` with ``strict=True``. A finding
-about a shared tool holds for every task on that server; one about a task tool, for the task
-it was measured on only (:mod:`orsgen.runtime.sessions.drift_scope`).
+"""The runtime drift guard (docs/scale.md): the first session a class opens on a server in a
+process (and the first on each task the snapshot probed) lists its tools, rebuilds the
+snapshot's ``TOOLS_SHA256`` (with ``orsgen.canonical``, without importing the generator) and,
+when it differs, names what changed: a warning once, or :class:`ToolDriftError` with ``strict``.
 """
 
 from __future__ import annotations
@@ -91,13 +85,9 @@ def findings(
     split: str,
     index: int | None,
 ) -> list[Finding]:
-    """Each difference between the snapshot and a live session on task ``index``, with
-    whether it is about a shared tool (then it holds for every task) or this task's tools.
-
-    A task tool counts as removed only when the snapshot's probe saw it on this very task
-    (:func:`~orsgen.runtime.sessions.drift_scope.expected_task_tools`); task tools the task cannot
-    show are assumed unchanged.
-    """
+    """Each difference between the snapshot and a live session on task ``index``, and whether
+    it is about a shared tool. A task tool counts as removed only when the snapshot's probe
+    saw it on this very task; task tools the task cannot show are assumed unchanged."""
     shared = {t["name"]: t for t in as_array(snapshot_env.get("tools"))}
     task = {t["name"]: t for t in as_array(snapshot_env.get("task_tools"))}
     live = {d["name"]: d for d in (spec_dict(s) for s in live_specs)}
@@ -185,9 +175,8 @@ def forget() -> None:
 
 def claim_check(cls: type, url: str = "", task: TaskKey | None = None) -> bool:
     """True when the caller's session should list its tools: the class's first session on
-    a server in this process, and the first on each task the snapshot probed (whose task
-    tools are known, so each is judged on its own). False when the class has no snapshot
-    to compare with."""
+    a server in this process, and the first on each task the snapshot probed; False when
+    the class has no snapshot."""
     owner = _owner(cls)
     if owner is None:
         return False
@@ -211,8 +200,7 @@ def record(
     cls: type, live_specs: list[Any] | None, split: str, index: int | None, url: str = ""
 ) -> None:
     """Compare a live tool list (of a session on task ``index``) with the class's snapshot
-    and remember the findings: about shared tools for the server, about task tools for
-    this task."""
+    and remember the findings: shared tools' for the server, task tools' for this task."""
     owner = _owner(cls)
     if owner is None or live_specs is None:
         return

@@ -48,8 +48,7 @@ def expected_task_tools(
     snapshot_env: Mapping[str, Any], split: str, index: int | None
 ) -> set[str] | None:
     """The snapshot's task tools this task offered when probed; ``None`` when the snapshot
-    cannot say (the task was not probed, or an older snapshot probed several tasks without
-    recording which offered what)."""
+    cannot say (the task was not probed, or an older snapshot did not record it)."""
     if not was_probed(snapshot_env, split, index):
         return None
     probe = as_object(snapshot_env.get("task_tools_probe"))
@@ -64,8 +63,7 @@ def expected_task_tools(
 
 @dataclass
 class Verdict:
-    """What one server's sessions showed: findings about shared tools, and findings about
-    task tools by the task they were measured on."""
+    """One server's findings: about shared tools, and about task tools by task."""
 
     shared: list[str] = field(default_factory=list[str])
     by_task: dict[TaskKey, list[str]] = field(default_factory=dict[TaskKey, list[str]])

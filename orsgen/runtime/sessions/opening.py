@@ -91,11 +91,10 @@ class SessionOptions:
         return CallPolicy(record, self.reconnect_for, strict=self.strict)
 
     def open(self, owner: type, task: TaskRef) -> Opened | None:
-        """Open a session of ``owner`` (an adapter class) as the call policy says: on the
-        server placement picks, in a place under the cap, waiting for a server that went
-        away or refuses for now. ``None``: the reconnect window passed and the rollout runs
-        degraded. Raises :class:`SessionOpenError`, or ``SessionCapError`` at once for a
-        cap that could never let this reset through."""
+        """Open a session of ``owner`` (an adapter class) as the call policy says. ``None``:
+        the reconnect window passed and the rollout runs degraded. Raises
+        :class:`SessionOpenError`, or ``SessionCapError`` at once for a cap that could never
+        let this reset through."""
         attempt = _Attempt(self, owner, task)
         try:
             return attempt.run()

@@ -1,14 +1,8 @@
-"""Which of several servers of one environment a new session goes to.
-
-``base_url=[a, b, ...]`` names servers that serve the same environment. Each new session
-goes to the server with the fewest open sessions of this adapter class in this process,
-among those not known to be down; ties go to the earlier URL, so a run that starts with
-an idle fleet fills it in order. Every later request of a session goes to the server that
-created it (an ORS session lives in one server's memory). A server that stopped answering
-gets no new sessions until a probe finds it answering again; when every server is down,
-the one that went away last is tried (its reconnect window ends last).
-
-Pure: the caller passes what it knows (open counts, which servers are down, and since when).
+"""Which of several servers of one environment (``base_url=[a, b, ...]``) a new session goes
+to, by the rules docs/scale.md states ("Several servers"): the fewest open sessions of this
+class in this process among those not known to be down, ties to the earlier URL (an idle fleet
+fills in order); when every server is down, the one that went away last (its reconnect window
+ends last). Pure: the caller passes open counts and which servers are down since when.
 """
 
 from __future__ import annotations

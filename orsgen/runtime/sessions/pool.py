@@ -1,14 +1,10 @@
-"""The sessions of this process: held by adapters (:class:`SessionSlot`), prefetched for a
-group, being opened (:class:`Pending`) or being closed. :class:`Sessions` tracks them all, so
-that ``close_all()`` and interpreter exit close what is left, concurrently and in bounded time.
+"""The sessions of this process, held, prefetched, opening or closing, tracked so that
+``close_all()`` and interpreter exit close what is left, concurrently and in bounded time.
 
-Group prefetch: GRPOTrainer repeats each prompt ``num_generations`` times in a row and calls
-``reset(task_index=i)`` serially on *different* pooled instances; opened one after another,
-a group of G sessions costs G environment setups. A :class:`Prefetcher` (one per adapter
-class, endpoint, split, secrets and keepalive) opens the group's G sessions concurrently on
-the first reset; the group's later resets take them. At most one group of unused sessions
-exists at a time: it is closed when a reset for another task arrives, on ``close()``, and
-at exit.
+Group prefetch (docs/scale.md): a :class:`Prefetcher` opens a GRPO group's G sessions
+concurrently on its first reset, and the group's later resets take them. At most one group of
+unused sessions exists at a time: it is closed when a reset for another task arrives, on
+``close()``, and at exit.
 """
 
 from __future__ import annotations
@@ -38,8 +34,7 @@ Opener = Callable[[bool], Coroutine[Any, Any, Opened]]
 
 
 class Sessions:
-    """The process's sessions: held and being opened (weak: their owners keep them), being
-    closed, and the prefetch streams."""
+    """The process's sessions (held and opening ones weakly: their owners keep them)."""
 
     def __init__(self) -> None:
         # Reentrant: an adapter's finalizer (closing its session) may run from garbage

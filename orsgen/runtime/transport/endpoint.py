@@ -1,9 +1,5 @@
-"""Where an adapter connects: resolved from constructor keywords, the standard
-``OPENREWARD_*`` environment variables and the facts recorded in the snapshot.
-
-Pure resolution: nothing here does network I/O or holds state. An :class:`Endpoint` names
-one server; ``base_url=[a, b, ...]`` resolves to one endpoint per server
-(:func:`resolve_all`), each with its own health record.
+"""Where an adapter connects, from constructor keywords, the ``OPENREWARD_*`` environment
+variables and the snapshot. Pure: no network I/O, no state.
 """
 
 from __future__ import annotations
@@ -98,8 +94,7 @@ def resolve_all(
     default_url: str | None,
     default_env_name: str | None,
 ) -> tuple[Endpoint, ...]:
-    """:func:`resolve` for each server when ``base_url`` is a sequence of URLs of servers
-    that serve the same environment (in that order); one endpoint otherwise."""
+    """:func:`resolve` for each URL when ``base_url`` is a sequence; one endpoint otherwise."""
     rest = {
         "api_key": api_key,
         "env_name": env_name,
@@ -124,11 +119,9 @@ def resolve_all(
 
 
 def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> dict[str, Any] | None:
-    """Per-session secrets, as TRL's bridge sends them, in the form the SDK accepts.
-
-    On a catalog deployment the API key is forwarded as the conventional ``api_key``
-    secret when no secrets were given, because most platform environments need it.
-    """
+    """Per-session secrets in the form the SDK accepts. On a catalog deployment with no
+    secrets given, the API key goes as the ``api_key`` secret: most platform environments
+    need it."""
     if secrets is None:
         forward = endpoint.deployment is not None and endpoint.api_key
         return {"api_key": endpoint.api_key} if forward else None

@@ -1,11 +1,6 @@
-"""Per-server health and the error classifiers the call policy
-(:mod:`orsgen.runtime.transport.policy`) reads.
-
-One :class:`ServerHealth` per server URL and process remembers whether this process ever
-reached the server, since when it has not answered, and its degraded rollouts (each counted
-once, here). It logs one line when the server goes away, one when the first rollout of a
-stretch degrades, and one when it answers again (how long it was gone, how many rollouts
-ran degraded). Retries never log.
+"""Per-server health and the error classifiers the call policy reads. A server's health logs
+one line when it goes away, one when the first rollout of a stretch degrades, and one when it
+answers again (how long it was gone, how many rollouts degraded). Retries never log.
 """
 
 from __future__ import annotations
@@ -47,9 +42,8 @@ Clock = Callable[[], float]
 
 
 class ServerHealth:
-    """What this process knows about one server URL: reached or not, away since when,
-    refusing new sessions since when (HTTP 429, 503 with ``Retry-After``), and its
-    degraded rollouts and refusals."""
+    """What this process knows about one server URL (each degraded rollout counted once,
+    here)."""
 
     def __init__(self, url: str, clock: Clock = time.monotonic) -> None:
         self.url = url
@@ -191,9 +185,6 @@ def degraded(cls: type) -> int:
 def forget() -> None:
     """Forget every record (the next failure is a first contact again)."""
     current().part(Health).clear()
-
-
-# -- classifiers -------------------------------------------------------------------------
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

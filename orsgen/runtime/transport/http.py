@@ -1,14 +1,9 @@
-"""The aiohttp clients the openreward SDK runs on, built by orsgen: one per server URL and
-process (:func:`client`), closed at shutdown after the sessions that use them. Every request
-still goes through the SDK; orsgen supplies the client to remove two costs the benchmark
-(``bench/``, tool call vs raw HTTP) measured on every tool call:
-
-- The SDK returns from an SSE stream (``/call``, ``/create_session``) at its ``end`` event, a
-  moment before the server's final chunk; aiohttp then closes the unread connection, so
-  every call paid for a new TCP connection. :class:`DrainingClient` reads that final chunk
-  in the background, and the connection goes back to the pool.
-- With ``trust_env=True`` aiohttp looks up proxy and netrc settings in a worker thread twice
-  per request; :func:`uses_environment` decides once, when the client is made.
+"""The aiohttp clients the openreward SDK runs on: one per server URL and process
+(:func:`client`), closed at shutdown after the sessions that use them. Every request still goes
+through the SDK; the client removes two per-call costs (docs/scale.md, "Connections" and
+"Proxies and netrc"): :class:`DrainingClient` reads an SSE stream's final chunk in the
+background so the connection is reused, and :func:`uses_environment` decides ``trust_env``
+once per client instead of aiohttp's two thread lookups per request.
 """
 
 from __future__ import annotations
@@ -56,8 +51,7 @@ def uses_environment(url: str) -> bool:
 
 
 def make_session(base_url: str) -> aiohttp.ClientSession:
-    """A client configured as the SDK configures its own (``AsyncEnvironmentsAPI.get``).
-    Must be called on the runtime loop."""
+    """A client as ``AsyncEnvironmentsAPI.get`` makes its own; on the runtime loop only."""
     import aiohttp
 
     return aiohttp.ClientSession(
@@ -70,8 +64,7 @@ def make_session(base_url: str) -> aiohttp.ClientSession:
 
 class DrainingClient:
     """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end after the
-    caller is done with them, so their connections are reused. Everything else is the
-    wrapped session's own."""
+    caller is done with them, so their connections are reused."""
 
     def __init__(self, session: aiohttp.ClientSession) -> None:
         self._session = session
@@ -141,8 +134,7 @@ class _Drained:
 
 
 class Clients(dict[str, DrainingClient]):
-    """The process's clients by server URL (a :meth:`Process.part`); made and used on
-    the loop thread only."""
+    """The process's clients by server URL; made and used on the loop thread only."""
 
 
 def client(url: str) -> DrainingClient:

@@ -1,15 +1,8 @@
-"""Which training process this is: the one answer every runtime module reads.
-
-:func:`identity` gives ``(rank, world_size, local_rank)`` from the first source that
-knows, in this order:
-
-1. ``torch.distributed``, when this process initialised it (torchrun, accelerate,
-   ``torch.multiprocessing.spawn`` with ``init_process_group``, deepspeed): its rank and
-   world size. The local rank is ``LOCAL_RANK`` when the launcher set it, else the rank
-   (one machine: spawn sets no variable);
-2. the launcher's variables ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (torchrun and
-   accelerate set them before the process group exists);
-3. otherwise the process trains alone: ``(0, 1, 0)``.
+"""Which training process this is: the one answer every runtime module reads (the rule
+docs/curriculum.md states). :func:`identity` gives ``(rank, world_size, local_rank)`` from
+``torch.distributed`` when this process initialised it (the local rank: ``LOCAL_RANK`` when
+set, else the rank), else the launcher's ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``
+(torchrun and accelerate set them before the process group exists), else ``(0, 1, 0)``.
 
 A variable that is set but is not a whole number is an error that names it: guessing rank
 0 would make two processes write the same files. ``torch`` is never imported here: a

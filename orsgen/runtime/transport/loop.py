@@ -1,9 +1,5 @@
-"""The background event loop that drives the async openreward SDK.
-
-The SDK is asyncio-based. Running every adapter's coroutines on one shared loop
-lets sessions open concurrently, gives every call a bounded timeout, and keeps
-the SDK's keepalive pings alive between tool calls. The process's
-:class:`~orsgen.runtime.transport.process.Process` owns the one :class:`LoopThread`.
+"""The background event loop of the async openreward SDK: one shared loop lets sessions open
+concurrently, bounds every call and keeps keepalive pings alive between tool calls.
 """
 
 from __future__ import annotations
@@ -41,10 +37,8 @@ class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
 
 
 class _Handoff:
-    """One blocking :meth:`LoopThread.run`: the loop starts the coroutine as a task and
-    releases a held lock when it is done. A plain lock wakes the waiting thread with less
-    work than ``run_coroutine_threadsafe``'s future and condition, on the path of every
-    tool call."""
+    """One blocking :meth:`LoopThread.run`, woken by a plain lock: less work than
+    ``run_coroutine_threadsafe``'s future and condition, on the path of every tool call."""
 
     __slots__ = ("coro", "done", "task", "error")
 
@@ -106,12 +100,9 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        """Run a coroutine on the loop and wait at most ``timeout`` seconds (finite: no
-        wait here is unbounded).
-
-        On timeout the coroutine is cancelled and :class:`CallTimeout` is raised, so a
-        hung server can never hang the trainer.
-        """
+        """Run a coroutine on the loop for at most ``timeout`` (finite) seconds; past it the
+        coroutine is cancelled and :class:`CallTimeout` raised: a hung server never hangs the
+        trainer."""
         if self.in_thread():
             coro.close()
             raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")
@@ -132,8 +123,7 @@ class LoopThread:
         return result
 
     def stop(self, timeout: float) -> None:
-        """Cancel what still runs on the loop, stop it and end its thread (at most about
-        ``timeout`` seconds each). Never raises."""
+        """Cancel what runs, stop the loop and its thread (about ``timeout`` s each); no raise."""
         try:
             self.run(_cancel_the_rest(), timeout)
         except Exception:  # noqa: BLE001 - stopping goes on regardless

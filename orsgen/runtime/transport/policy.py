@@ -1,14 +1,6 @@
-"""The one call policy: for every session open and every tool call against one server,
-whether to wait, retry, degrade or fail (see ``docs/scale.md``):
-
-- a server this process never reached fails at once (a wrong URL or key shows up now);
-- otherwise a failure that says the server is not there waits for it, probing
-  ``GET /health`` with jittered exponential backoff, until ``reconnect_for`` seconds after
-  it went away; past that window the rollout degrades (``strict=True``: a reset fails);
-- a tool call is sent again only when the failed attempt never reached the server (the
-  connection was refused or the host did not resolve): ``/call`` is not idempotent.
-
-Its clock, sleep, jitter and probe are injectable: tested without a server or real waiting.
+"""The one call policy: for every session open and tool call against one server, whether to
+wait, retry, degrade or fail, by the rules docs/scale.md states ("Outages"). A tool call is
+sent again only when the failed attempt never reached the server: ``/call`` is not idempotent.
 """
 
 from __future__ import annotations
@@ -52,9 +44,7 @@ def _run_on_loop(coro: Coroutine[Any, Any, bool], timeout: float) -> bool:
 
 
 class CallPolicy:
-    """The one policy for every session open and tool call against one server.
-
-    ``run`` blocks on a coroutine (default: the runtime loop); ``clock``, ``sleep``,
+    """``run`` blocks on a coroutine (default: the runtime loop); ``clock``, ``sleep``,
     ``pause`` (a blocking sleep), ``jitter`` and ``probe`` are injectable for tests."""
 
     def __init__(
@@ -131,8 +121,7 @@ class CallPolicy:
         return Action.UNAVAILABLE if self.strict else Action.DEGRADE
 
     def _wait_back(self, cause: BaseException | None, until: float | None = None) -> bool:
-        """Wait until the server answers again, or the window since it went away (or
-        ``until``) ends."""
+        """Wait until the server answers, or its reconnect window (or ``until``) ends."""
         if self.reconnect_for <= 0:
             return False
         if cause is not None:

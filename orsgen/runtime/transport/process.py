@@ -1,9 +1,6 @@
 """The runtime of one process: its loop, fork, exit, and an ordered list of shutdown hooks.
-
-:func:`current` gives this process's :class:`Process`. It runs the event loop that drives
-the async openreward SDK, and keeps each module's per-process state as a *part*
-(:meth:`Process.part`): one instance of that module's own class, made on first use. The
-process knows no part's meaning; each module owns its state and its shutdown step.
+Each module keeps its per-process state as a *part* (:meth:`Process.part`) and owns its
+shutdown step.
 
 A forked child starts with a fresh, empty process: it shares no loop, socket or session
 with its parent (``os.register_at_fork``). Interpreter exit runs the shutdown hooks in
@@ -77,8 +74,6 @@ class Process:
         self._loop: LoopThread | None = None
         self._parts: dict[type[Any], Any] = {}
 
-    # -- the loop ------------------------------------------------------------------------
-
     @property
     def loop(self) -> LoopThread:
         """The process's loop thread, started on first use (and again if it ended)."""
@@ -102,8 +97,6 @@ class Process:
         """Schedule a coroutine on the loop without waiting for it."""
         return self.loop.submit(coro)
 
-    # -- the modules' state --------------------------------------------------------------
-
     def part(self, kind: type[P]) -> P:
         """This process's one ``kind()``, made on first use (fresh after a fork)."""
         found = self._parts.get(kind)  # the hot path: made long ago
@@ -114,11 +107,8 @@ class Process:
                     found = self._parts[kind] = kind()
         return cast(P, found)
 
-    # -- shutdown ------------------------------------------------------------------------
-
     def shutdown(self) -> None:
-        """Run the shutdown hooks in order, then stop the loop. Each step is bounded; none
-        raises."""
+        """Run the shutdown hooks in order, then stop the loop; bounded, never raises."""
         if self._loop is None or self.in_loop_thread():
             return  # nothing ever ran here (or an exit from the loop itself: nothing to wait on)
         for _, hook in list(_hooks):

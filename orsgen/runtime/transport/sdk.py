@@ -1,8 +1,5 @@
 """The one orsgen module that touches the openreward SDK's private APIs (its session internals,
-``openreward.api._session``, the environments client): a session class (:func:`session_class`)
-with orsgen's keepalive pings, lost and dead state, and a tool call never sent twice; the
-SDK's environment on orsgen's HTTP clients; one stateless request; opening and closing a
-session; group judging. All of it runs on the runtime loop.
+``openreward.api._session``, the environments client). All of it runs on the runtime loop.
 
 The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and keeps
 pinging a session the server has forgotten (404 "Active environment not found" after a
@@ -50,8 +47,7 @@ def _http_module() -> Any:
 
 @dataclass
 class Opened:
-    """A freshly opened session, its prompt text and blocks, and (when asked for) its live
-    tool list."""
+    """A freshly opened session, its prompt, and (when asked for) its live tools."""
 
     session: Any
     prompt: str
@@ -144,12 +140,8 @@ async def open_session(
     toolset: str | None = None,
     env_overrides: Mapping[str, str] | None = None,
 ) -> Opened:
-    """Open one session and read its prompt (three requests: ``/create_session``,
-    ``/create``, ``/{env}/prompt``), plus ``/{env}/task_tools`` when ``fetch_tools``.
-
-    A failure or cancellation after the server handed out a sid deletes it again, so
-    an aborted open never leaks a session.
-    """
+    """Open one session and read its prompt (plus its tools with ``fetch_tools``). A failure
+    or cancellation after the server handed out a sid deletes it: an open never leaks one."""
     env = await environment(endpoint)
     # The SDK's keywords for a bound harness toolset and container environment variables.
     where: dict[str, Any] = {"toolset_name": toolset, "env_overrides": env_overrides}
@@ -204,8 +196,8 @@ async def close_async(session: Any) -> None:
 
 
 def client_for(url: str, *, env_server: bool = True) -> Any:
-    """The process's HTTP client for a server URL, with (``env_server``) the SDK's narrow retry
-    policy for environment servers, as ``AsyncEnvironmentsAPI.get`` sets it."""
+    """The process's HTTP client for a URL; ``env_server``: with the SDK's environment-server
+    retry policy, as ``AsyncEnvironmentsAPI.get`` sets it."""
     found = http.client(url)
     if env_server:  # DrainingClient stands in for the ClientSession the SDK annotates
         _http_module().set_retry_policy(found, "env-server")
@@ -213,9 +205,8 @@ def client_for(url: str, *, env_server: bool = True) -> Any:
 
 
 async def environment(endpoint: Endpoint) -> Any:
-    """The SDK's ``AsyncEnvironment`` for an endpoint, on orsgen's HTTP clients (one per URL
-    and process). Addressed by name (the SDK's ``variant``), so no call pays for the server's
-    redirect to the default environment."""
+    """The SDK's ``AsyncEnvironment`` for an endpoint, on orsgen's HTTP clients; addressed by
+    name (``variant``), so no call pays for the server's redirect to the default one."""
     target = endpoint.deployment or endpoint.env_name or "env"
     namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
     return _client_module().AsyncEnvironment(
