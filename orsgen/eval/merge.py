@@ -1,7 +1,5 @@
-"""``orsgen eval --merge SHARD... --out RUN``: the shards of one run (``--shard I/N``) made
-one run directory, as if one process had run it. Everything run.json can tell is checked
-before a row is read; then the rows are streamed, one line at a time, each checked to be its
-shard's and there once: memory holds each row's :class:`Record`, as a run does.
+"""``orsgen eval --merge``: the shards of one run made one run directory. run.json is checked
+before a row is read; rows are streamed, each checked to be its shard's and there once.
 """
 
 from __future__ import annotations

@@ -131,8 +131,7 @@ class OrsAdapter:
     SUPPORTS_SCORE_GROUP: ClassVar[bool] = False
     # The SDK harness toolset every session binds (``orsgen --toolset``), or None.
     TOOLSET: ClassVar[str | None] = None
-    # Each method's (wire tool name, {python parameter: wire parameter}); a parameter the
-    # map leaves out has the same name on the wire.
+    # Each method's (wire tool name, {python parameter: wire parameter}); unmapped: same name.
     WIRE_NAMES: ClassVar[Mapping[str, tuple[str, Mapping[str, str]]]] = {}
 
     def __init__(

@@ -131,9 +131,8 @@ class SessionSlot:
 
 
 class Pending:
-    """A session being opened on the runtime loop, which can be discarded at any moment
-    without a leak: cut short while opening (the open deletes its own sid), or closed
-    once open. ``future`` settles only after that cleanup."""
+    """A session being opened, discardable at any moment without a leak (cut short, or closed
+    once open); ``future`` settles only after that cleanup."""
 
     def __init__(self, coro: Coroutine[Any, Any, Opened], place: Place | None = None) -> None:
         self.discarded = False

@@ -31,9 +31,8 @@ SHUTDOWN_ORDER = 20
 
 
 def uses_environment(url: str) -> bool:
-    """Whether aiohttp's ``trust_env`` could change a request to ``url``: a proxy set for
-    its scheme and not bypassed for its host, or a netrc file (which may hold credentials
-    for the host or its proxy). Decided from the standard library's own rules."""
+    """Whether aiohttp's ``trust_env`` could change a request to ``url`` (by the standard
+    library's rules): a proxy for its scheme not bypassed for its host, or a netrc file."""
     # Here, not at module level: urllib.request pulls in http.client, email and tempfile,
     # a sixth of a generated package's cold import, for a check made once per client.
     import urllib.request
@@ -89,9 +88,8 @@ class DrainingClient:
 
 
 class _Drained:
-    """``async with client.post(...)``: on a clean exit with the body unread, the rest of
-    the body is read by a background task, which then releases the connection. On an
-    exception the response is released at once, as aiohttp does."""
+    """``async with client.post(...)``: on a clean exit the unread body is read by a background
+    task, which then releases the connection; on an exception it is released at once."""
 
     def __init__(
         self, owner: DrainingClient, request: AbstractAsyncContextManager[aiohttp.ClientResponse]
