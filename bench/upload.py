@@ -46,6 +46,8 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "examples")]
+from orsgen.runtime.rundir import read_summary  # noqa: E402  (this checkout's orsgen)
+
 CALLS, SIZE = 3, 512  # 8 messages of 512 bytes per rollout
 MODES = ("none", "healthy", "stopped", "refusing")
 KEY = "or-bench-upload-key"  # the stand-in's; checked absent from every body
@@ -76,6 +78,7 @@ def one_run(
         "--endpoint", endpoint, "--model", "standin", "--base-url", server,
         "--split", "test", "--num-tasks", str(opts.tasks), "-n", str(opts.samples),
         "--concurrency", str(opts.concurrency), "--no-progress",
+        "--out", str(run_dir := work / f"run-{mode}-{time.monotonic_ns()}"),
     ]  # fmt: skip
     if api is not None:
         argv += ["--upload-run", "bench-upload"]
@@ -111,7 +114,7 @@ def one_run(
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if child.returncode != 0:
         raise RuntimeError(f"{mode}: exit {child.returncode}\n{err[-3000:]}")
-    summary = json.loads([x for x in out.splitlines() if x.startswith("{")][-1])
+    summary = read_summary(run_dir)  # stdout is one readable line since issue 34
     rollouts = int(summary["rollouts"])
     verdicts = summary["verdicts"]
     row: dict[str, Any] = {

@@ -165,3 +165,16 @@ def test_throughput_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     assert min(runs[("orsgen-2", 4)]["endpoint_requests"]) > 0
     md = (tmp_path / "throughput.md").read_text()
     assert "| orsgen-2 | 2 | 4 | 8 | 8 |" in md and data["machine"]["uptime_before"] in md
+
+
+@pytest.mark.slow
+def test_upload_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
+    """bench/upload.py (issues 27, 34): one run without upload and one uploading to the
+    platform stand-in; every rollout of the uploading run arrives, none is dropped."""
+    args = ["--rounds", "1", "--tasks", "2", "--samples", "2", "--modes", "none,healthy"]
+    run_bench("upload.py", [*args, "--out", str(tmp_path)], 600)
+    data = json.loads((tmp_path / "upload.json").read_text())
+    runs = {r["mode"]: r for r in data["runs"]}
+    assert set(runs) == {"none", "healthy"}
+    assert all(r["rollouts"] == 4 for r in runs.values()), runs
+    assert (runs["healthy"]["uploaded"], runs["healthy"]["dropped"]) == (4, 0), runs
