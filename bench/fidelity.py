@@ -221,7 +221,7 @@ def orsgen_view(
 ) -> tuple[dict[str, dict[str, Any] | None], dict[str, dict[str, str]]]:
     from transformers.utils import get_json_schema
 
-    from orsgen.pipeline import Request, run
+    from orsgen.generate.pipeline.run import Request, run
 
     out = workdir / "fidelity_orsgen"
     result = run(Request(url, out, env_name="toolsetsenv", class_name="ToolsetsEnv"))

@@ -46,7 +46,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "examples")]
-from orsgen.runtime.rundir import read_summary  # noqa: E402  (this checkout's orsgen)
+from orsgen.rundir import read_summary  # noqa: E402  (this checkout's orsgen)
 
 CALLS, SIZE = 3, 512  # 8 messages of 512 bytes per rollout
 MODES = ("none", "healthy", "stopped", "refusing")

@@ -16,10 +16,10 @@ __version__ = "0.1.0"
 # docs' API reference (tests/test_docs_namespace.py) all read it.
 _PUBLIC: dict[str, str] = {
     # Generating a package from Python (what `orsgen TARGET -o DIR` runs).
-    "Request": "orsgen.pipeline",
-    "RequestError": "orsgen.pipeline",
-    "Result": "orsgen.pipeline",
-    "run": "orsgen.pipeline",
+    "Request": "orsgen.generate.pipeline.run",
+    "RequestError": "orsgen.generate.pipeline.run",
+    "Result": "orsgen.generate.pipeline.run",
+    "run": "orsgen.generate.pipeline.run",
     # Training: the adapters' settings, datasets, the curriculum and the trainer callbacks.
     "AdapterConfig": "orsgen.runtime.config",
     "bundle_tasks": "orsgen.runtime.dataset",
@@ -27,8 +27,8 @@ _PUBLIC: dict[str, str] = {
     "CurriculumCheckpoint": "orsgen.runtime.choosing.checkpoint",
     "TaskTableCallback": "orsgen.runtime.task_callback",
     # The pass rule: a rollout passes when scored and its reward >= the threshold.
-    "passes": "orsgen.runtime.passk",
-    "PASS_THRESHOLD": "orsgen.runtime.passk",
+    "passes": "orsgen.runtime.records.passk",
+    "PASS_THRESHOLD": "orsgen.runtime.records.passk",
     # Images as TRL content lists (multimodal=True).
     "Content": "orsgen.runtime.images",
     "ContentPart": "orsgen.runtime.images",
@@ -52,8 +52,8 @@ _PUBLIC: dict[str, str] = {
     "pass_at_k": "orsgen.eval",
     "pass_hat_k": "orsgen.eval",
     # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
-    "sft_dataset": "orsgen.eval",
-    "SftError": "orsgen.eval",
+    "sft_dataset": "orsgen.data.sft",
+    "SftError": "orsgen.data.sft",
     # The viewer page of an evaluation run or training trajectories (`orsgen view`).
     "write_view": "orsgen.view",
     # The adapter class of a generated package directory, as `orsgen eval DIR` finds it.
@@ -158,17 +158,17 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import merge_shards as merge_shards
     from orsgen.eval import pass_at_k as pass_at_k
     from orsgen.eval import pass_hat_k as pass_hat_k
-    from orsgen.eval import SftError as SftError
-    from orsgen.eval import sft_dataset as sft_dataset
+    from orsgen.data.sft import SftError as SftError
+    from orsgen.data.sft import sft_dataset as sft_dataset
     from orsgen.eval.command import load_adapter as load_adapter
     from orsgen.runtime.platform import PlatformPriorWarning as PlatformPriorWarning
     from orsgen.runtime.platform import platform_difficulty as platform_difficulty
     from orsgen.runtime.upload import UploadRun as UploadRun
     from orsgen.view import write_view as write_view
-    from orsgen.pipeline import Request as Request
-    from orsgen.pipeline import RequestError as RequestError
-    from orsgen.pipeline import Result as Result
-    from orsgen.pipeline import run as run
+    from orsgen.generate.pipeline.run import Request as Request
+    from orsgen.generate.pipeline.run import RequestError as RequestError
+    from orsgen.generate.pipeline.run import Result as Result
+    from orsgen.generate.pipeline.run import run as run
     from orsgen.runtime.choosing.checkpoint import CurriculumCheckpoint as CurriculumCheckpoint
     from orsgen.runtime.config import AdapterConfig as AdapterConfig
     from orsgen.runtime.dataset import bundle_tasks as bundle_tasks
@@ -186,8 +186,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.runtime.images import ImageLike as ImageLike
     from orsgen.runtime.images import ImagePart as ImagePart
     from orsgen.runtime.images import TextPart as TextPart
-    from orsgen.runtime.passk import PASS_THRESHOLD as PASS_THRESHOLD
-    from orsgen.runtime.passk import passes as passes
+    from orsgen.runtime.records.passk import PASS_THRESHOLD as PASS_THRESHOLD
+    from orsgen.runtime.records.passk import passes as passes
     from orsgen.runtime.choosing.curriculum import PassRateCurriculum as PassRateCurriculum
     from orsgen.runtime.choosing.tasks import TaskChoiceError as TaskChoiceError
     from orsgen.runtime.sessions.cap import SessionCapError as SessionCapError

@@ -15,14 +15,16 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from orsgen import __version__, checks, pipeline
+from orsgen import __version__
+from orsgen.generate.pipeline import checks
+from orsgen.generate.pipeline import run as pipeline
 from orsgen.arguments import Command, Failed, UsageError, output, secret_pairs
 from orsgen.arguments import Parser as _Parser
 from orsgen.arguments import seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
-from orsgen.pipeline import Request, Result
+from orsgen.generate.pipeline.run import Request, Result
 from orsgen.snapshot.stored import Snapshot
-from orsgen.versioning import WORDS
+from orsgen.generate.pipeline.versioning import WORDS
 from orsgen.wording import closest, plural
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -85,13 +87,13 @@ COMMANDS = (
     ),
     Command(
         "sft",
-        "orsgen.eval.sft",  # needs orsgen[train]
+        "orsgen.data.sft",  # needs orsgen[train]
         "RUN_DIR [RUN_DIR ...] -o OUT",
         "the passing rollouts of evaluation runs as a dataset for TRL's SFTTrainer",
     ),
     Command(
         "pairs",
-        "orsgen.eval.pairs",  # needs orsgen[train]
+        "orsgen.data.pairs",  # needs orsgen[train]
         "RUN_DIR [RUN_DIR ...] -o OUT",
         "passing and non-passing rollouts of the same task of evaluation runs as preference "
         "pairs for TRL's DPOTrainer",

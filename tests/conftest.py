@@ -132,10 +132,10 @@ def import_generated(directory: Path) -> ModuleType:
 
 
 def generate_and_import(target: str | Path, out: Path, **options: Any) -> ModuleType:
-    """Run orsgen's pipeline (``orsgen.pipeline.run``) on ``target`` (an environment file,
+    """Run orsgen's pipeline (``orsgen.generate.pipeline.run.run``) on ``target`` (an environment file,
     a server URL, ...) into ``out``, a fresh package directory, and import the package it
     wrote. ``options`` are ``Request`` fields (``class_name=``, ``task_tools=``, ...)."""
-    from orsgen.pipeline import Request, run
+    from orsgen.generate.pipeline.run import Request, run
 
     result = run(Request(str(target), out, **options))
     assert result.written, [d.format() for d in result.diagnostics]

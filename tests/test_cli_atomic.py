@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 from orsgen.snapshot.model import sha256_of
-from orsgen.write import write_package
+from orsgen.generate.pipeline.write import write_package
 
 pytestmark = pytest.mark.timeout(120)
 

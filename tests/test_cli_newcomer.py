@@ -56,7 +56,7 @@ def test_check_live_checks_its_timeout_too(orsgen_cli) -> None:
 
 
 def test_a_request_from_python_checks_its_timeout(tmp_path: Path) -> None:
-    from orsgen.pipeline import Request, RequestError, run
+    from orsgen.generate.pipeline.run import Request, RequestError, run
 
     with pytest.raises(RequestError, match="positive number of seconds"):
         run(Request("http://127.0.0.1:9", tmp_path / "x", timeout=-3))

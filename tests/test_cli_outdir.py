@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from orsgen.outdir import OutputDirError, check_output_dir, is_orsgen_package
+from orsgen.generate.pipeline.outdir import OutputDirError, check_output_dir, is_orsgen_package
 
 pytestmark = pytest.mark.timeout(120)
 

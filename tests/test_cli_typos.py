@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from orsgen import config
+from orsgen.generate.pipeline import config
 from orsgen.wording import closest, did_you_mean
 
 pytestmark = pytest.mark.timeout(180)

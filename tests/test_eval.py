@@ -312,7 +312,7 @@ def test_trl_evaluation_goes_through_the_adapter(
     from trl import GRPOTrainer
 
     import tiny_model as tiny
-    from orsgen.runtime.passk import pass_at_k
+    from orsgen.runtime.records.passk import pass_at_k
 
     torch.set_num_threads(1)
     url = chance_server.url

@@ -73,7 +73,7 @@ def test_fields_left_out_come_from_the_environment(
 ) -> None:
     from orsgen.eval import EvalConfig, evaluate
     from orsgen.eval.config import ADAPTER_FIELDS
-    from orsgen.runtime.passk import PASS_THRESHOLD
+    from orsgen.runtime.records.passk import PASS_THRESHOLD
 
     pkg = import_generated(chance_dir)
     given = EvalConfig(model=standin.model, endpoint=standin.endpoint, split="test")

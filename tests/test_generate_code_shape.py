@@ -23,7 +23,7 @@ from conftest import ROOT, import_generated
 from orsgen.generate import generate
 from orsgen.snapshot.model import build, load_text
 from orsgen.snapshot.stored import stored_form
-from orsgen.write import write_package
+from orsgen.generate.pipeline.write import write_package
 from wire_map import wire_params
 
 GOLDENS = [ROOT / "generated" / "echo", ROOT / "generated" / "rich", ROOT / "bench" / "benchenv"]

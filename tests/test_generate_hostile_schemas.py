@@ -23,10 +23,10 @@ import ors_server
 from conftest import failed
 from orsgen.cli import main as orsgen_main
 from orsgen.generate import generate
-from orsgen.pipeline import Request, run
+from orsgen.generate.pipeline.run import Request, run
 from orsgen.snapshot.model import build
 from orsgen.snapshot.stored import stored_form
-from orsgen.write import write_package
+from orsgen.generate.pipeline.write import write_package
 from wire_map import wire_params
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from orsgen.generate import generate
 from orsgen.snapshot.model import build
 from orsgen.snapshot.stored import Snapshot, stored_form
-from orsgen.write import write_package
+from orsgen.generate.pipeline.write import write_package
 from wire_map import wire_params
 
 _counter = itertools.count()

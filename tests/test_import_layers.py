@@ -30,7 +30,9 @@ def _loaded_after(statement: str, names: list[str]) -> list[str]:
     return list(json.loads(out.stdout))
 
 
-@pytest.mark.parametrize("module", ["orsgen.generate", "orsgen.snapshot.model", "orsgen.canonical"])
+@pytest.mark.parametrize(
+    "module", ["orsgen.generate", "orsgen.snapshot.model", "orsgen.snapshot.canonical"]
+)
 def test_the_generator_loads_no_network_code(module: str) -> None:
     assert _loaded_after(f"import {module}", NETWORK) == []
 
@@ -86,7 +88,7 @@ def runtime_imports(root: Path = RUNTIME) -> dict[str, set[str]]:
 # rollout's records, then three rooms side by side that never import each other (choosing
 # tasks, the trajectory log, the upload), the rollout that drives them, and the adapter's
 # top level.
-FOUNDATION = {"errors", "images", "compat", "validate", "passk", "rundir"}
+FOUNDATION = {"errors", "images", "compat", "validate"}
 LAYERS: list[set[str]] = [
     {"foundation"},
     {"transport"},

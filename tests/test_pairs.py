@@ -21,8 +21,8 @@ import ors_server
 from conftest import CliRun
 from test_sft import _messages, _row, _write_run
 
-from orsgen.eval.pairs import COLUMNS, export, select
-from orsgen.eval.trainset import SftError
+from orsgen.data.pairs import COLUMNS, export, select
+from orsgen.data.trainset import SftError
 
 
 def _said(word: str, answer: str = "said") -> list[dict[str, Any]]:
@@ -214,7 +214,7 @@ def echo_model(
 
 
 def _transcripts(run: Path) -> Iterator[tuple[int, list[dict[str, Any]], dict[str, Any]]]:
-    from orsgen.eval.trainset import transcript
+    from orsgen.data.trainset import transcript
 
     for line in (run / "results.jsonl").read_text().splitlines():
         row = json.loads(line)

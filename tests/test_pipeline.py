@@ -1,4 +1,4 @@
-"""The library entry point (``orsgen.pipeline.run``): target -> snapshot -> package section
+"""The library entry point (``orsgen.generate.pipeline.run.run``): target -> snapshot -> package section
 -> generate -> atomic write, with progress through a callback and nothing printed."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from conftest import ECHO_ENV, ROOT
-from orsgen.checks import live_drift
-from orsgen.pipeline import Request, RequestError, run, secret_leak
+from orsgen.generate.pipeline.checks import live_drift
+from orsgen.generate.pipeline.run import Request, RequestError, run, secret_leak
 from orsgen.snapshot.model import build, dump
 
 pytestmark = pytest.mark.timeout(180)

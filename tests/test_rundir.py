@@ -1,4 +1,4 @@
-"""The run directory's files have one owner (orsgen/runtime/rundir.py): one rule for a torn
+"""The run directory's files have one owner (orsgen/rundir.py): one rule for a torn
 last line, whoever reads the run (``orsgen view``, ``orsgen sft``, a resumed ``orsgen eval``),
 and no other module spells the files' names."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from orsgen.runtime import passk
+from orsgen.runtime.records import passk
 from orsgen.runtime.choosing import tasks
 from orsgen.runtime.config import AdapterConfig
 from orsgen.runtime.trajectories import task_table, writer as trajectories

@@ -16,7 +16,7 @@ from envs.trust_support import TRUST_ENV, TrustAdapter
 from uniform_passes import order
 
 from orsgen.runtime.choosing import tasks
-from orsgen.runtime.passk import passes
+from orsgen.runtime.records.passk import passes
 from orsgen.runtime.records.episode import Outcome, RolloutState
 from orsgen.runtime.records.protocol import HasRollout
 from orsgen.runtime.rewards import outcome_reward

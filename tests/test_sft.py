@@ -22,8 +22,8 @@ from conftest import CliRun
 from serve_model import ModelServer
 from chance_model import SPLITS
 
-from orsgen.eval.sft import SftError, select, sft_dataset
-from orsgen.eval.trainset import left_out, transcript
+from orsgen.data.sft import SftError, select, sft_dataset
+from orsgen.data.trainset import left_out, transcript
 
 SAY_SCHEMA = {"type": "function", "function": {"name": "say", "parameters": {}}}
 

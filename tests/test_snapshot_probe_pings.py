@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import ors_server
-from orsgen.pipeline import Request, run
+from orsgen.generate.pipeline.run import Request, run
 
 
 def test_probe_sessions_are_deleted_without_a_ping(

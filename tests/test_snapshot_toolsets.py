@@ -79,7 +79,7 @@ def test_unknown_toolset_exits_2_listing_the_valid_ones(tmp_path: Path, orsgen_c
 
 def test_a_toolset_change_is_a_breaking_version_change() -> None:
     from orsgen.snapshot.stored import parse_environment
-    from orsgen.versioning import classify
+    from orsgen.generate.pipeline.versioning import classify
 
     base = {"tools": [], "task_tools": [], "identity": {"env_name": "e"}}
     bound = {**base, "identity": {"env_name": "e", "toolset": "claude-code"}}

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from orsgen.snapshot.stored import parse_environment
-from orsgen.versioning import Classification, bump
-from orsgen.versioning import classify as classify_environments
+from orsgen.generate.pipeline.versioning import Classification, bump
+from orsgen.generate.pipeline.versioning import classify as classify_environments
 
 
 def classify(old: dict[str, Any], new: dict[str, Any]) -> Classification:

@@ -1,6 +1,5 @@
 """Evaluate a model on an ORS environment through a generated adapter (``orsgen eval``;
-needs ``orsgen[eval]``): :func:`evaluate`, :func:`merge_shards` of a sharded run, and
-:func:`sft_dataset` of the passing rollouts of runs (``orsgen sft``).
+needs ``orsgen[eval]``): :func:`evaluate`, :func:`merge_shards` of a sharded run, :func:`compare` of runs.
 """
 
 from orsgen.eval.compare import compare, format_comparison, load_summary
@@ -9,8 +8,7 @@ from orsgen.eval.endpoints import EndpointsDown
 from orsgen.eval.merge import merge_shards
 from orsgen.eval.results import Record, RunFileError
 from orsgen.eval.run import EvalResult, evaluate
-from orsgen.eval.sft import SftError, sft_dataset
-from orsgen.runtime.passk import pass_at_k, pass_hat_k
+from orsgen.runtime.records.passk import pass_at_k, pass_hat_k
 
 __all__ = [
     "EndpointsDown",
@@ -19,7 +17,6 @@ __all__ = [
     "EvalResult",
     "Record",
     "RunFileError",
-    "SftError",
     "compare",
     "evaluate",
     "format_comparison",
@@ -27,5 +24,4 @@ __all__ = [
     "merge_shards",
     "pass_at_k",
     "pass_hat_k",
-    "sft_dataset",
 ]

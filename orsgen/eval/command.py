@@ -27,7 +27,7 @@ from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, p
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
 from orsgen.eval.merge import merge_shards
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
-from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.wording import plural
 
 # The options whose dest is a field of EvalConfig set that field (``-n``: ``n``).

@@ -11,7 +11,7 @@ from typing import Any
 
 from orsgen.eval.summary import bootstrap_interval
 from orsgen.eval.results import RunFileError, shortened
-from orsgen.runtime.rundir import RunDirError, read_json, read_summary
+from orsgen.rundir import RunDirError, read_json, read_summary
 
 MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_threshold")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from orsgen.runtime.rundir import read_config
+from orsgen.rundir import read_config
 
 DEFAULT_MAX_TURNS = 8
 ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")

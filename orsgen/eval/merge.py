@@ -16,7 +16,7 @@ from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import added_counts
 from orsgen.eval.results import Records, ResultsLog, RunFileError, run_config, write_json
 from orsgen.eval.run import EvalResult, finish
-from orsgen.runtime.rundir import (
+from orsgen.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
     RUN_FILE,

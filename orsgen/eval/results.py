@@ -1,4 +1,4 @@
-"""Writing an evaluation run's files (:mod:`orsgen.runtime.rundir`). Memory stays flat: a row
+"""Writing an evaluation run's files (:mod:`orsgen.rundir`). Memory stays flat: a row
 goes to disk as it completes and the run keeps only its :class:`Record`.
 """
 
@@ -19,7 +19,7 @@ from typing import Any, overload
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
-from orsgen.runtime.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, read_config, rows
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, read_config, rows
 
 # results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
 # most this often and on close (a lost machine loses at most this many seconds of rows).

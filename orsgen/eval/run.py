@@ -21,8 +21,8 @@ from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, run_all
 from orsgen.jsonobject import as_object
 from orsgen.runtime.errors import OrsRuntimeError
-from orsgen.runtime.passk import PASS_THRESHOLD
-from orsgen.runtime.rundir import (
+from orsgen.runtime.records.passk import PASS_THRESHOLD
+from orsgen.rundir import (
     ADAPTER_FILE,
     RESULTS_FILE,
     RUN_FILE,

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from orsgen.runtime.passk import pass_at_k, pass_hat_k
-from orsgen.runtime.passk import passes as _passes
+from orsgen.runtime.records.passk import pass_at_k, pass_hat_k
+from orsgen.runtime.records.passk import passes as _passes
 from orsgen.runtime.records.tools import ToolTally
-from orsgen.runtime.rundir import VERDICTS
+from orsgen.rundir import VERDICTS
 
 Z95 = 1.959963984540054  # the two-sided 95% quantile of the normal distribution
 
@@ -66,7 +66,7 @@ def bootstrap_interval(
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
-    """The one pass rule (:func:`orsgen.runtime.passk.passes`) on a row's reward."""
+    """The one pass rule (:func:`orsgen.runtime.records.passk.passes`) on a row's reward."""
     reward = row.get("reward")
     return _passes(float(reward) if isinstance(reward, (int, float)) else None, threshold)
 

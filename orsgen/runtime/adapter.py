@@ -16,7 +16,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NoReturn, Unpack
 
-from orsgen.runtime import dataset, passk
+from orsgen.runtime import dataset
+from orsgen.runtime.records import passk
 from orsgen.runtime.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_OPEN_TIMEOUT,

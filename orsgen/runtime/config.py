@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
-from orsgen.runtime import passk
+from orsgen.runtime.records import passk
 from orsgen.runtime.errors import ServerNotConfiguredError
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.prior import Identity

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orsgen.runtime.errors import describe
-from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.records.passk import PASS_THRESHOLD
 
 MIN_ROLLOUTS = 4  # fewer rollouts than this: the task stays unseen
 DEFAULT_TIMEOUT = 30.0  # seconds the platform may take to answer

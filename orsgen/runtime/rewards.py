@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from orsgen.jsonobject import is_object, is_sequence
-from orsgen.runtime.passk import PASS_THRESHOLD, grouped_pass_at_k
+from orsgen.runtime.records.passk import PASS_THRESHOLD, grouped_pass_at_k
 from orsgen.runtime.records import metrics, trainer_facts
 from orsgen.runtime.records.protocol import HasRollout, Rollout
 from orsgen.runtime.trajectories import task_table

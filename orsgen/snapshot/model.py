@@ -7,7 +7,7 @@ Layout::
      "environment": {...what the server said...},
      "package": {...how to generate: name, class name, version, options...}}
 
-Secrets never enter it: the snapshotter never copies them, and ``orsgen.pipeline``
+Secrets never enter it: the snapshotter never copies them, and ``orsgen.generate.pipeline.run``
 refuses to write a snapshot (or code) whose text contains a secret value it was given.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 # One definition, shared with the runtime drift guard (which must not import the generator).
-from orsgen.canonical import canonical_json as canonical_json
-from orsgen.canonical import sha256_of as sha256_of
-from orsgen.canonical import tools_sha256 as tools_sha256
+from orsgen.snapshot.canonical import canonical_json as canonical_json
+from orsgen.snapshot.canonical import sha256_of as sha256_of
+from orsgen.snapshot.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import is_object
 from orsgen.snapshot.errors import SnapshotError as SnapshotError
 from orsgen.snapshot.stored import (

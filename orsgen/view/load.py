@@ -1,5 +1,5 @@
 """What ``orsgen view`` reads (a run directory or trajectory JSONL) as one :class:`Run`, each
-rollout judged by :func:`~orsgen.runtime.passk.passes` with the threshold its run recorded.
+rollout judged by :func:`~orsgen.runtime.records.passk.passes` with the threshold its run recorded.
 
 Records hold only what the files hold, minus anything that looks like a credential: keys
 named like a secret (``secrets``, ``env_overrides``, ``api_key``, ...) are dropped wherever
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.jsonobject import as_array, as_object, is_array, is_object
-from orsgen.runtime.passk import PASS_THRESHOLD, passes
+from orsgen.runtime.records.passk import PASS_THRESHOLD, passes
 from orsgen.runtime.records.tools import ToolTally, failed_by
 from orsgen.runtime.trajectories.reader import pass_threshold
-from orsgen.runtime.rundir import (
+from orsgen.rundir import (
     RESULTS_FILE,
     SUMMARY_FILE,
     VERDICTS,

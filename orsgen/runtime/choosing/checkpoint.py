@@ -50,7 +50,7 @@ from typing import Any
 from orsgen.runtime.choosing.chooser import Chooser
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
 from orsgen.runtime.choosing.streams import StreamKey, samplers
-from orsgen.runtime.rundir import write_whole as write
+from orsgen.rundir import write_whole as write
 from orsgen.runtime.transport.identity import identity
 from orsgen.runtime.transport.process import current
 

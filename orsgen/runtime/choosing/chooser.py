@@ -21,7 +21,7 @@ from typing import Any
 
 from orsgen.runtime.choosing import curriculum as curricula
 from orsgen.runtime.choosing.curriculum import PassRateCurriculum
-from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.runtime.records.episode import Outcome
 
 # (group, task, reward) of settled rollouts, exchanged between ranks.

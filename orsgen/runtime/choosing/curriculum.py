@@ -5,7 +5,7 @@ environment-owned data the adapter chooses every task, so it spends groups where
 (the rules, for users: ``docs/curriculum.md``, "How the curriculum chooses"):
 
 - **pools**, from each task's last ``window`` *scored* groups, a rollout passing by
-  :func:`orsgen.runtime.passk.passes` with the adapter's ``pass_threshold``: ``solved`` when
+  :func:`orsgen.runtime.records.passk.passes` with the adapter's ``pass_threshold``: ``solved`` when
   every one passed, ``unsolved`` when none did, ``learning`` otherwise, ``unseen`` before
   the first. Unfinished and failed rollouts (reward ``None``) never count as failures.
 - **a prior** (:mod:`orsgen.runtime.choosing.prior`): a task's evaluated pass rate counts as
@@ -41,7 +41,7 @@ from orsgen.runtime.choosing.pools import Group as Group
 from orsgen.runtime.choosing.pools import Pools
 from orsgen.runtime.choosing.pools import Weights as Weights
 from orsgen.runtime.choosing.pools import Window as Window
-from orsgen.runtime.passk import PASS_THRESHOLD, check_threshold, passes
+from orsgen.runtime.records.passk import PASS_THRESHOLD, check_threshold, passes
 
 KEEP_PLANNED = 4096  # planned groups remembered (a group is chosen within a generation)
 

@@ -6,7 +6,7 @@ A prior is read from (:func:`load`):
 - an ``orsgen eval`` run directory, or several (their counts add up): ``summary.json``'s
   ``per_task`` (``task_index``, ``passed``, ``scored``, ``samples``) and ``run.json``'s
   identity (``environment``, ``split``, ``tools_sha256``, ``pass_threshold``);
-- a :class:`~orsgen.runtime.rundir.FinishedRun` (``orsgen.eval.EvalResult``): the same;
+- a :class:`~orsgen.rundir.FinishedRun` (``orsgen.eval.EvalResult``): the same;
 - a mapping from task index to pass rate in [0, 1], which carries no identity.
 
 A task's rate is its passing samples over its scored ones (none: not covered). A prior with
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from orsgen.runtime.rundir import FinishedRun, RunDirError, read_config, read_summary
+from orsgen.rundir import FinishedRun, RunDirError, read_config, read_summary
 
 IDENTITY = ("environment", "split", "tools_sha256", "pass_threshold")
 

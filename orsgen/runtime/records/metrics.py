@@ -20,7 +20,7 @@ Every figure counts exactly the rollouts it is logged for: ``outcome_reward`` lo
 ``ors/open_sessions``       sessions this process holds when the window is drained
 ``ors/drift``               rollouts whose task's live tools differ from the snapshot
 ``ors/reward_mean``         mean reward of the rollouts that have one
-``ors/pass@1``              rollouts that pass (:func:`orsgen.runtime.passk.passes`)
+``ors/pass@1``              rollouts that pass (:func:`orsgen.runtime.records.passk.passes`)
 ``ors/tool/<name>/...``     per tool: ``calls_per_rollout``, ``error_frac``, ``call_s``
 ==========================  ==========================================================
 
@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 
 from orsgen.runtime.errors import describe
-from orsgen.runtime.passk import passes
+from orsgen.runtime.records.passk import passes
 from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.records.episode import Outcome, ToolUse, Usage
 from orsgen.runtime.sessions import pool

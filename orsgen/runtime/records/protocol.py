@@ -31,7 +31,7 @@ class Rollout(Protocol):
     @property
     def pass_threshold(self) -> float:
         """A scored rollout passes when its reward is at least this (the adapter's
-        ``pass_threshold``; :func:`orsgen.runtime.passk.passes`)."""
+        ``pass_threshold``; :func:`orsgen.runtime.records.passk.passes`)."""
         ...
 
     @property

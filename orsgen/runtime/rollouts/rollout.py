@@ -26,7 +26,7 @@ from orsgen.runtime.errors import (
 )
 from orsgen.runtime.choosing import tasks
 from orsgen.runtime.images import Content, blocks_to_content, blocks_to_text
-from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.runtime.records import metrics
 from orsgen.runtime.records.episode import Call, Episode, Outcome, RolloutState, classify
 from orsgen.runtime.rollouts.settings import RolloutSettings

@@ -1,7 +1,7 @@
 """Reading the trajectory log back, for the task table of rollouts scored in other processes.
 
 :class:`TrajectoryFiles` returns only the complete lines appended since its last read (the
-torn-line rule of :mod:`orsgen.runtime.rundir`); a whole line that is not a trajectory line
+torn-line rule of :mod:`orsgen.rundir`); a whole line that is not a trajectory line
 is counted, logged and skipped, so that a training run never stops on one.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from orsgen.runtime.passk import PASS_THRESHOLD
+from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.runtime.records.episode import Kind, Outcome
-from orsgen.runtime.rundir import complete
+from orsgen.rundir import complete
 from orsgen.runtime.trajectories.task_table import Task, TaskTable
 from orsgen.runtime.trajectories.writer import process_paths
 

@@ -4,7 +4,7 @@
   TRL's ``log_extra`` (columns :data:`TASK_INDEX` and :data:`TASK_SPLIT`).
 - A per-task :class:`TaskTable`, which ``TaskTableCallback`` writes as ``ors_tasks.csv``.
 
-A task is *passed* by a rollout that passes by the pass rule (:func:`~orsgen.runtime.passk.
+A task is *passed* by a rollout that passes by the pass rule (:func:`~orsgen.runtime.records.passk.
 passes` with its adapter's ``pass_threshold``); the pass rate and the mean reward are over
 scored rollouts only, so unscored and failed rollouts never count as the task's failures.
 """
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orsgen.runtime.passk import PASS_THRESHOLD, passes
+from orsgen.runtime.records.passk import PASS_THRESHOLD, passes
 from orsgen.runtime.records.episode import Outcome
-from orsgen.runtime.rundir import write_whole
+from orsgen.rundir import write_whole
 from orsgen.runtime.transport.process import current
 
 TASK_INDEX = "task_index"

@@ -3,7 +3,7 @@
 This is orsgen's library entry point; the command line is a thin shell around it::
 
     from pathlib import Path
-    from orsgen.pipeline import Request, run
+    from orsgen.generate.pipeline.run import Request, run
 
     result = run(Request("examples/echo_env.py", Path("generated/echo")), progress=print)
     print(result.version, result.level, sorted(result.files))
@@ -22,17 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from orsgen import config
+from orsgen.generate.pipeline import config
 from orsgen.diagnostics import Diagnostic, has_errors, warning
 from orsgen.generate import generate, naming
 from orsgen.generate.tools import tool_specs
-from orsgen.outdir import OutputDirError, check_output_dir
-from orsgen.package_section import Names, package_section
+from orsgen.generate.pipeline.outdir import OutputDirError, check_output_dir
+from orsgen.generate.pipeline.package_section import Names, package_section
 from orsgen.snapshot import TargetError, classify, take
 from orsgen.snapshot.model import SnapshotError, build, load_text
 from orsgen.snapshot.stored import Environment, Snapshot
-from orsgen.versioning import Classification
-from orsgen.write import write_package
+from orsgen.generate.pipeline.versioning import Classification
+from orsgen.generate.pipeline.write import write_package
 
 if TYPE_CHECKING:
     from orsgen.snapshot.fetch import FetchOptions

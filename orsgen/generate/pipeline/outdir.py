@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from orsgen.write import GENERATED_MARKER, has_marker
+from orsgen.generate.pipeline.write import GENERATED_MARKER, has_marker
 
 # Left behind by tools, never the user's content.
 IGNORED = frozenset({"__pycache__", ".gitkeep", ".DS_Store"})

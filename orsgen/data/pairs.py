@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, at_least
 from orsgen.eval.summary import passes
-from orsgen.eval.trainset import (
+from orsgen.data.trainset import (
     CARD_FILE,
     Chosen,
     SAME,
@@ -54,7 +54,7 @@ from orsgen.eval.trainset import (
     transcript,
     write_dataset,
 )
-from orsgen.runtime.rundir import Row, RunDirError, located_rows
+from orsgen.rundir import Row, RunDirError, located_rows
 
 if TYPE_CHECKING:
     import numpy

@@ -3,7 +3,7 @@
 Each name: the caller, else the config file, else the existing package, else a default.
 ``include``/``exclude``/``rename`` come whole from the config table when there is one (an
 unset key is back to its default), else from the recorded snapshot. The version starts at
-1.0.0 and is bumped (``orsgen.versioning``) by environment and configuration changes alike.
+1.0.0 and is bumped (``orsgen.generate.pipeline.versioning``) by environment and configuration changes alike.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orsgen.config import PackageConfig
+from orsgen.generate.pipeline.config import PackageConfig
 from orsgen.generate import naming
 from orsgen.generate.tools import tool_specs
 from orsgen.snapshot.stored import Environment, HistoryEntry, Package, Renames, Snapshot
-from orsgen.versioning import Change, Classification, bump, classify
+from orsgen.generate.pipeline.versioning import Change, Classification, bump, classify
 
 FIRST_VERSION = "1.0.0"
 # The package fields a config table sets; recorded so that ``orsgen check`` regenerates them.

@@ -1,4 +1,4 @@
-"""What ``orsgen sft`` (:mod:`orsgen.eval.sft`) and other datasets made of evaluation runs
+"""What ``orsgen sft`` (:mod:`orsgen.data.sft`) and other datasets made of evaluation runs
 share: the runs, checked to be of one environment and tool set and of the training split;
 a rollout's stored messages as a transcript in TRL's conversational tool-calling format;
 rows read back from results.jsonl one at a time; and a ``datasets.Dataset`` written by
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, UsageError, output
 from orsgen.jsonobject import is_array
-from orsgen.runtime.rundir import RESULTS_FILE, RunDirError, read_adapter, read_config, row_at
+from orsgen.rundir import RESULTS_FILE, RunDirError, read_adapter, read_config, row_at
 
 if TYPE_CHECKING:
     import numpy

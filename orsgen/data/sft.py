@@ -4,7 +4,7 @@ rejection-sampling fine-tuning, so a model that rarely passes gets a start befor
 Each run directory of ``orsgen eval`` holds ``run.json`` (its configuration),
 ``adapter.json`` (the tools the model saw, and the package's training split) and
 ``results.jsonl`` (one row per rollout, with its messages), read by
-:mod:`orsgen.runtime.rundir`. A rollout is kept when it is ``scored`` and passes by the
+:mod:`orsgen.rundir`. A rollout is kept when it is ``scored`` and passes by the
 pass rule with its run's ``pass_threshold`` (or ``min_reward``); at most ``per_task`` per
 task, shortest transcript first, then by sample; identical transcripts once. A row is TRL's
 conversational tool-calling format:
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, at_least, number
 from orsgen.eval.summary import passes
-from orsgen.eval.trainset import (
+from orsgen.data.trainset import (
     CARD_FILE,
     as_dataset,
     Chosen,
@@ -61,7 +61,7 @@ from orsgen.eval.trainset import (
     transcript,
     write_dataset,
 )
-from orsgen.runtime.rundir import Row, RunDirError, located_rows
+from orsgen.rundir import Row, RunDirError, located_rows
 
 if TYPE_CHECKING:
     import numpy

@@ -11,17 +11,24 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orsgen import config
+from orsgen.generate.pipeline import config
 from orsgen.diagnostics import Diagnostic
 from orsgen.generate import GenerateResult, generate
-from orsgen.package_section import SELECTION, Names, package_section
-from orsgen.pipeline import Progress, Request, RequestError, fetch_options, quiet_sdk, silent
+from orsgen.generate.pipeline.package_section import SELECTION, Names, package_section
+from orsgen.generate.pipeline.run import (
+    Progress,
+    Request,
+    RequestError,
+    fetch_options,
+    quiet_sdk,
+    silent,
+)
 from orsgen.snapshot import Target, TargetError, classify, take
 from orsgen.snapshot.targets import Kind
 from orsgen.snapshot.stored import Snapshot, TaskToolsProbe
-from orsgen.versioning import Classification
-from orsgen.versioning import classify as classify_drift
-from orsgen.write import read_package, stray_generated
+from orsgen.generate.pipeline.versioning import Classification
+from orsgen.generate.pipeline.versioning import classify as classify_drift
+from orsgen.generate.pipeline.write import read_package, stray_generated
 
 
 @dataclass(frozen=True)
