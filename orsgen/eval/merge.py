@@ -95,7 +95,8 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
     ordered = [by_index[i] for i in sorted(by_index)]
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
     counts = added_counts(*(s.endpoint_counts for s in ordered))
-    run = {**config.to_json(), **({"endpoint_counts": counts} if counts else {})}
+    run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
+    run.update({"endpoint_counts": counts} if counts else {})
     run.update({"partial": record} if record else {})
     run = json.loads(json.dumps(run))  # as run.json reads back
     with writing(target):
@@ -105,7 +106,12 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
             return EvalResult(read_summary(target), target, records, None, config)
         write_run(target, run)
         write_json(target / ADAPTER_FILE, read_adapter(first.path), sort_keys=False)
-        records = _stream(ordered, config, target)
+        try:
+            records = _stream(ordered, config, target)
+        except RunFileError:  # a shard not as it must be: leave nothing
+            for name in (RUN_FILE, ADAPTER_FILE):
+                (target / name).unlink()
+            raise
         present = {task for shard in ordered for task in shard.config.tasks()}
         tasks = [task for task in config.tasks() if task in present]
         summary = finish(target, config, tasks, records)
