@@ -135,7 +135,7 @@ def _same_run(merged: Path, whole: Path) -> None:
     summaries = [json.loads((run / "summary.json").read_text()) for run in (merged, whole)]
     assert _untimed(summaries[0]) == _untimed(summaries[1])
     configs = [json.loads((run / "run.json").read_text()) for run in (merged, whole)]
-    assert configs[0] == configs[1]
+    assert configs[0].pop("merged") == SHARDS and configs[0] == configs[1]
     assert (merged / "adapter.json").read_bytes() == (whole / "adapter.json").read_bytes()
     assert (merged / "report.md").is_file()
 
@@ -320,3 +320,68 @@ def test_the_slurm_script_runs_the_shards_then_the_merge(
 
 def test_the_docs_show_the_slurm_script_as_it_is() -> None:
     assert SLURM.read_text() in (ROOT / "docs" / "scale.md").read_text()
+
+
+def _files(run: Path) -> dict[str, tuple[int, int]]:
+    """Each run file's inode and mtime: what a rewrite would change."""
+    return {
+        p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in run.iterdir() if p.name != ".lock"
+    }
+
+
+def test_a_killed_merge_is_completed_by_the_same_merge_and_never_appended_to(
+    runs: Path, tmp_path: Path
+) -> None:
+    """Issue 39: what a killed merge left (its run.json, a half-written temporary file, an
+    older orsgen's results.jsonl.tmp) is completed by the same merge, never appended to; a
+    merge that finished says so and rewrites nothing (exit 0)."""
+    shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+    out = tmp_path / "merged"
+    assert _merge(*shards, "--out", out)[0] == 0
+    for name in ("summary.json", "report.md", "results.jsonl"):  # killed before these
+        (out / name).unlink()
+    half = (runs / "whole" / "results.jsonl").read_bytes()[:500]
+    (out / ".results.jsonl.killed.tmp").write_bytes(half)
+    (out / "results.jsonl.tmp").write_bytes(half)
+    code, printed, err = _merge(*shards, "--out", out)
+    assert code == 0, err
+    _same_run(out, runs / "whole")
+    assert not (out / ".results.jsonl.killed.tmp").exists()
+    before = _files(out)
+    code, printed, err = _merge(*shards, "--out", out)
+    assert code == 0 and "holds this merge, finished: nothing to do" in err, err
+    assert printed.startswith(f"{4 * N} rollouts") and _files(out) == before
+
+
+def test_merge_force_replaces_what_out_holds_and_nothing_else_does(
+    runs: Path, tmp_path: Path
+) -> None:
+    shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+    out = tmp_path / "merged"
+    shutil.copytree(runs / "shard-0", out)  # another run
+    _one_line(*_merge(*shards, "--out", out), "already holds a run", "--force")
+    code, printed, err = _merge(*shards, "--out", out, "--force")
+    assert code == 0, err
+    _same_run(out, runs / "whole")
+
+
+def test_a_run_directory_has_one_writer_named_by_pid_and_host(
+    runs: Path, standin: openai_standin.Standin, echo_server: ors_server.RunningServer
+) -> None:
+    """The lock of orsgen.rundir: a merge or a resume into a run another process writes is
+    refused in one line naming that process; the lock goes with its holder."""
+    import socket
+
+    from orsgen.rundir import writing
+
+    shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+    out = runs / "locked"
+    holder = f"pid {os.getpid()} on {socket.gethostname()}"
+    args = [str(ECHO), "--endpoint", standin.endpoint, "--model", standin.model, "--seed"]
+    args += [str(SEED), "--base-url", echo_server.url, "--split", "test", "-n", str(N)]
+    with writing(out):
+        _one_line(*_merge(*shards, "--out", out), f"{out} is being written by {holder}")
+        _one_line(*run_eval([*args, "--out", str(out), "--resume"]), holder)
+        assert not (out / "run.json").exists()
+    code, printed, err = _merge(*shards, "--out", out)  # the lock went with its holder
+    assert code == 0, err

@@ -15,6 +15,7 @@ import importlib
 import inspect
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,7 +67,8 @@ def parser() -> Parser:
         "--force",
         action="store_true",
         help="with --compare: compare runs that differ in environment, split, tools, -n, "
-        "--max-turns or --pass-threshold",
+        "--max-turns or --pass-threshold; with --merge: replace what --out holds (another "
+        "run, or a merge of other shards)",
     )
     p.add_argument(
         "--endpoint",
@@ -140,7 +142,8 @@ def parser() -> Parser:
     p.add_argument(
         "--rollout-timeout",
         type=seconds,
-        help="seconds per rollout from its reset (default: no limit)",
+        help="seconds per rollout from its reset (default: no limit); part of the run's "
+        "identity, as every option that can change a verdict",
     )
     p.add_argument(
         "--temperature",
@@ -172,7 +175,12 @@ def parser() -> Parser:
         "(default: none, nothing is written); its directory must exist unless it is inside "
         "the working directory",
     )
-    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out with the same options, or start it when --out holds "
+        "none (a requeued job runs the same command); one process writes a run at a time",
+    )
     p.add_argument(
         "--min-coverage", type=in_range(0.0, 1.0), help="exit 1 when coverage is lower (0 to 1)"
     )
@@ -320,7 +328,6 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         config,
         adapter=adapter,
         concurrency=args.concurrency,
-        rollout_timeout=args.rollout_timeout,
         endpoint_api_key=keys,
         endpoint_down_limit=args.endpoint_down_limit,
         out=args.out,
@@ -338,7 +345,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.merge and not args.out:
         raise UsageError("--merge needs --out RUN, the run to write")
     if args.merge:
-        result = merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
+        out = output(args.out, "--out")
+        result = merge_shards(args.merge, out, partial=args.partial, force=args.force)
     else:
         result = _evaluate(args)
     if args.upload_run:
@@ -373,7 +381,16 @@ def main(argv: Sequence[str]) -> int:
     p = parser()
     args = p.parse(list(argv))
     try:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread: no handler of ours
+        previous = None
+    try:
         return _run(args)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
+        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
+        print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(128 + (exc.args[0] if exc.args else signal.SIGINT))  # abandoned: not joined
     except EvalConfigError as exc:
         # The library names its field; the command names the option that sets it.
         if exc.field in vars(args):
@@ -382,3 +399,11 @@ def main(argv: Sequence[str]) -> int:
     except EndpointsDown as exc:
         kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, _frame: Any) -> None:
+    """SIGTERM ends the run as Ctrl-C does: the files flushed, run.json written."""
+    raise KeyboardInterrupt(signum)
