@@ -192,10 +192,9 @@ def test_the_rollout_timeout_is_part_of_the_runs_identity(
         code, _, said = finish(run)
         assert code == 0, said
     assert [read_json(s / "run.json").get("rollout_timeout") for s in shards] == [60, 5]
-    again = finish(
-        evaluate(shards[0], "timeout", "--shard", "0/2", "--rollout-timeout", "5", "--resume")
-    )
-    refused = one_line(*again, "--rollout-timeout")
-    assert refused is None, refused
-    refused = one_line(*_merge(shards, tmp_path / "merged"), "--rollout-timeout")
-    assert refused is None, refused
+    resumed = evaluate(shards[0], "timeout", "--shard", "0/2", "--rollout-timeout", "5", "--resume")
+    refusals = [
+        one_line(*finish(resumed), "--rollout-timeout"),
+        one_line(*_merge(shards, tmp_path / "merged"), "--rollout-timeout"),
+    ]
+    assert refusals == [None, None], refusals
