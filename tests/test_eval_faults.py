@@ -240,13 +240,15 @@ def _craft(how: str, out: Path, ref: Reference, crafted: set[int]) -> str:
     the group's task is added to ``crafted``."""
     have = {(r["task_index"], r["sample"]) for r in whole_rows(out / "results.jsonl")}
     rows = ref.rows
+    missing = sorted(set(rows) - have)
+    absent = sorted({t for t, _ in rows} - {t for t, _ in have})  # tasks with no row on disk
+    if not (missing if how == "torn" else absent):
+        return f"nothing to craft ({how}): no row or group missing; "
     if how == "torn":
-        missing = sorted(set(rows) - have)
         text = json.dumps(rows[missing[0]], sort_keys=True)
         written = text[: len(text) // 2]
     else:
-        tasks = sorted({t for t, _ in rows} - {t for t, _ in have} - crafted)
-        task = tasks[0]
+        task = absent[0]
         crafted.add(task)
         group = [json.dumps(rows[(task, s)], sort_keys=True) + "\n" for s in range(N)]
         written = group[0] if how == "group" else group[0] + group[1] + group[2][:40]
@@ -289,12 +291,18 @@ def _run_chain(chain: Chain, setting: Setting) -> dict[str, Point]:
             args = setting.eval_args(chain.kind, out, key, chain.concurrency)
             args += ["--resume"] if i else []
         run = Run(args, where / f"step-{i}")
-        why = signal_when(run, _ready(fault, run, out, setting, key, chain), fault.sig)
+        ready = _ready(fault, run, out, setting, key, chain)
+        why = signal_when(run, ready, fault.sig)
+        if why is not None and fault.when[0] == "file" and ready() and run.process.returncode == 0:
+            # It wrote the file and ended before the signal: a kill after its last write.
+            why, done = None, f"{done}ended before the signal; "
         point.at = f"{done}{row_lines(out)} lines in results.jsonl; {listing(out)}"
         if fault.when[0] == "held":
             setting.standin.release(key)
         if why is not None:
             point.problems.append(why)
+        if done.startswith("nothing to craft"):
+            point.problems.append(f"the fault was not set up: {done}")
         if chain.kind != "merge":
             groups = crafted if chain.kind == "group" else None
             point.problems += partial_problems(out, ref, groups=groups)
