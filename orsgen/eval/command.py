@@ -380,7 +380,8 @@ def main(argv: Sequence[str]) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
         kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
-        os._exit(128 + (exc.args[0] if exc.args else signal.SIGINT))  # abandoned: not joined
+        signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
+        os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
     except EvalConfigError as exc:
         # The library names its field; the command names the option that sets it.
         if exc.field in vars(args):
