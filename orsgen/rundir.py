@@ -1,13 +1,14 @@
 """The files of an evaluation run directory (``orsgen eval --out``), in one place: their
 names, how their rows are read, and the verdicts a row records. ``orsgen eval`` (its resume
 and ``--compare``), ``orsgen sft``, ``orsgen view`` and a curriculum's prior read them here
-and nowhere else; pure, so every layer may import it.
+and nowhere else; it imports only the standard library, so every layer may import it.
 
-- ``run.json``: the run's configuration (``orsgen.eval.EvalConfig``), written first;
+- ``run.json``: the run's configuration (``orsgen.eval.EvalConfig``), written first, and
+  beside it facts about the run's segments (:func:`write_run`);
 - ``adapter.json``: what the adapter showed the model (its tools' JSON schemas) and the
   package's training split;
 - ``results.jsonl``: one row per rollout, appended as each completes;
-- ``summary.json``: the run's figures, written when it ends.
+- ``summary.json``: the run's figures, written last: a run with one is finished.
 
 The files are written here too, by one process at a time (:func:`writing`): rows are
 appended (:class:`Appender`: the rows of one rollout or one group in one write), every other

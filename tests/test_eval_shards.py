@@ -14,7 +14,9 @@ import json
 import os
 import sys
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -385,3 +387,76 @@ def test_a_run_directory_has_one_writer_named_by_pid_and_host(
         assert not (out / "run.json").exists()
     code, printed, err = _merge(*shards, "--out", out)  # the lock went with its holder
     assert code == 0, err
+
+
+def _echo_args(model: openai_standin.Standin, server: ors_server.RunningServer) -> list[str]:
+    args = [str(ECHO), "--endpoint", model.endpoint, "--model", model.model, "--seed", str(SEED)]
+    return args + ["--base-url", server.url, "--split", "test", "--no-progress"]
+
+
+def _requests(run: Path) -> int:
+    counts = json.loads((run / "run.json").read_text()).get("endpoint_counts", {})
+    return sum(figures["requests"] for figures in counts.values())
+
+
+def test_sigterm_abandons_the_rollouts_in_flight_and_keeps_the_counts(
+    echo_server: ors_server.RunningServer, tmp_path: Path
+) -> None:
+    """Issue 39: SIGTERM (a preemption) ends the run at once: the rollouts under way get no
+    row, run.json has the endpoint counts so far, and the resume adds its own to them."""
+    model = openai_standin.start(tmp_path, tool="echo", argument="text", quote=3, delay=3)
+    try:
+        out = tmp_path / "run"
+        args = [*_echo_args(model, echo_server), "-n", "2", "--concurrency", "4"]
+        args += ["--out", str(out)]
+        proc = eval_process(args)
+        try:
+            while proc.poll() is None and len(_lines(out)) < 4:
+                time.sleep(0.05)
+            time.sleep(0.5)  # the next four rollouts are under way, 3 s from an answer
+            written = len(_lines(out))
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()  # this test's own child, by its PID
+                proc.wait()
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        assert written == 4 and len(_lines(out)) == 4, err  # in flight: no row
+        assert "interrupted; the rows so far are in" in err and "Traceback" not in err, err
+        first = _requests(out)
+        assert first >= 4  # the four rows' requests at least
+        time.sleep(3.5)  # the abandoned requests answered
+        before = model.chat_requests()
+        code, _, err = run_eval([*args, "--resume"])
+        assert code == 0 and "4 of 8 rollouts left" in err, err
+        assert _requests(out) == first + model.chat_requests() - before
+        assert json.loads((out / "summary.json").read_text())["rollouts"] == 8
+    finally:
+        model.stop()
+
+
+def _lines(run: Path) -> list[bytes]:
+    path = run / "results.jsonl"
+    return path.read_bytes().splitlines() if path.exists() else []
+
+
+def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
+    standin: openai_standin.Standin, echo_server: ors_server.RunningServer, tmp_path: Path
+) -> None:
+    """Issue 39: a requeued job runs the same command, --resume, on a directory its first
+    run left empty; the rollout timeout is part of the run's identity (run.json), so a
+    resume or a merge with another is refused, naming it."""
+    out = tmp_path / "run"
+    out.mkdir()
+    args = [*_echo_args(standin, echo_server), "--num-tasks", "2", "--rollout-timeout", "60"]
+    code, _, err = run_eval([*args, "--out", str(out), "--resume"])
+    assert code == 0, err
+    assert json.loads((out / "run.json").read_text())["rollout_timeout"] == 60
+    code, _, err = run_eval([*args, "--out", str(out), "--resume", "--rollout-timeout", "5"])
+    _one_line(code, "", err, "cannot resume: rollout_timeout was 60.0 and is now 5.0")
+    for i, timeout in enumerate(("60", "5")):
+        shard = ["--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}"), "--rollout-timeout"]
+        assert run_eval([*args, *shard, timeout])[0] == 0
+    merged = _merge(tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "m")
+    _one_line(*merged, "--rollout-timeout differs between the shards")

@@ -142,8 +142,7 @@ def parser() -> Parser:
     p.add_argument(
         "--rollout-timeout",
         type=seconds,
-        help="seconds per rollout from its reset (default: no limit); part of the run's "
-        "identity, as every option that can change a verdict",
+        help="seconds per rollout from its reset (default: no limit)",
     )
     p.add_argument(
         "--temperature",
@@ -175,12 +174,7 @@ def parser() -> Parser:
         "(default: none, nothing is written); its directory must exist unless it is inside "
         "the working directory",
     )
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the run in --out with the same options, or start it when --out holds "
-        "none (a requeued job runs the same command); one process writes a run at a time",
-    )
+    p.add_argument("--resume", action="store_true", help="continue the run in --out, or start it")
     p.add_argument(
         "--min-coverage", type=in_range(0.0, 1.0), help="exit 1 when coverage is lower (0 to 1)"
     )
@@ -380,17 +374,14 @@ def main(argv: Sequence[str]) -> int:
     """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
     p = parser()
     args = p.parse(list(argv))
-    try:
-        previous = signal.signal(signal.SIGTERM, _terminated)
-    except ValueError:  # not the main thread: no handler of ours
-        previous = None
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
         kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(128 + (exc.args[0] if exc.args else signal.SIGINT))  # abandoned: not joined
+        signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
+        os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
     except EvalConfigError as exc:
         # The library names its field; the command names the option that sets it.
         if exc.field in vars(args):
@@ -400,8 +391,7 @@ def main(argv: Sequence[str]) -> int:
         kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _terminated(signum: int, _frame: Any) -> None:
