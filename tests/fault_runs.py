@@ -194,7 +194,7 @@ def partial_problems(
     problems: list[str] = []
     rows, expected = whole_rows(out / "results.jsonl"), ref.rows
     pairs = [pair(r) for r in rows]
-    twice = sorted({p for p in pairs if pairs.count(p) > 1})
+    twice = sorted(p for p, times in Counter(pairs).items() if times > 1)
     if twice:
         problems.append(f"pairs written twice: {twice}")
     wrong = [

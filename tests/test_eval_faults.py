@@ -62,7 +62,7 @@ SHARE_ENV = ENVS / "share_env.py"  # a group judge: 4 tasks
 BIG_N = 400  # samples per task in the merged shards: 1,600 rows
 KILL, TERM, INT = signal.SIGKILL, signal.SIGTERM, signal.SIGINT
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 @dataclass(frozen=True)
@@ -307,24 +307,26 @@ def _run_chain(chain: Chain, setting: Setting) -> dict[str, Point]:
             groups = crafted if chain.kind == "group" else None
             point.problems += partial_problems(out, ref, groups=groups)
         if fault.sig != KILL:
-            counted, received = requests_counted(out), setting.standin.received(key)
-            if counted != received:
-                point.problems.append(
-                    f"run.json counts {counted} endpoint requests; the endpoint received {received}"
-                )
+            point.problems += _counts(setting, out, key)
     if chain.kind == "merge":
         finished = "summary.json" in points[chain.points()[-1]].at
         last = _merge_again(setting, out, where, finished)
     else:
         last = _resume_again(chain, setting, out, where, key)
     last += final_problems(out, ref, config=chain.kind == "merge")
-    if chain.name == "preempted":
-        counted, received = requests_counted(out), setting.standin.received(key)
-        if counted != received:
-            last.append(f"run.json counts {counted} requests; the endpoint received {received}")
+    if all(fault.sig != KILL for fault in chain.faults):  # no count was lost
+        last += _counts(setting, out, key)
     for point in points.values():
         point.problems += [f"then: {p}" for p in last]
     return points
+
+
+def _counts(setting: Setting, out: Path, key: str) -> list[str]:
+    """run.json's endpoint requests against those the endpoint received with ``key``."""
+    counted, received = requests_counted(out), setting.standin.received(key)
+    if counted == received:
+        return []
+    return [f"run.json counts {counted} endpoint requests; the endpoint received {received}"]
 
 
 def _resume_again(chain: Chain, setting: Setting, out: Path, where: Path, key: str) -> list[str]:
@@ -403,14 +405,14 @@ def share_pkg(
 
 
 @pytest.fixture(scope="module")
-def outcome(
+def setting(
     standin: openai_standin.Standin,
     echo_server: ors_server.RunningServer,
     share_server: ors_server.RunningServer,
     share_pkg: Path,
     tmp_path_factory: pytest.TempPathFactory,
-) -> dict[str, Point]:
-    """Every chain run, at once; each kill point's record (also in kill-points.json)."""
+) -> Setting:
+    """The uninterrupted runs (each environment's, and the large shards merged)."""
     root = tmp_path_factory.mktemp("faults")
     setting = Setting(
         root,
@@ -418,7 +420,7 @@ def outcome(
         {"plain": echo_server.url, "group": share_server.url},
         {"plain": ECHO, "group": share_pkg},
     )
-    with ThreadPoolExecutor(max_workers=2) as pool:  # the uninterrupted runs
+    with ThreadPoolExecutor(max_workers=2) as pool:
         refs = {
             kind: pool.submit(
                 finish,
@@ -431,28 +433,37 @@ def outcome(
             assert code == 0, said
             setting.refs[kind] = Reference(root / f"ref-{kind}")
     setting.shards = shards_of(setting.refs["plain"], root / "shards", 3, BIG_N)
-    code, printed, said = finish(
-        Run(merge_args(setting.shards, root / "ref-merged"), root / "merged")
-    )
+    merged = Run(merge_args(setting.shards, root / "ref-merged"), root / "merged")
+    code, printed, said = finish(merged)
     assert code == 0, said
     setting.refs["merged"] = Reference(root / "ref-merged")
+    return setting
+
+
+@pytest.fixture(scope="module")
+def outcome(setting: Setting) -> dict[str, Point]:
+    """Every chain run, at once; each kill point's record (also in kill-points.json)."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = [pool.submit(_run_chain, chain, setting) for chain in CHAINS]
         points = {name: point for f in futures for name, point in f.result().items()}
-    (root / "kill-points.json").write_text(
+    (setting.root / "kill-points.json").write_text(
         json.dumps({name: vars(point) for name, point in points.items()}, indent=2)
     )
     return points
 
 
-def test_the_uninterrupted_runs_are_worth_faulting(outcome: dict[str, Point]) -> None:
-    """Enough kill points, and the runs they are compared with mix passes and failures."""
+def test_the_faults_are_many_and_the_runs_worth_faulting(setting: Setting) -> None:
+    """At least 20 kill points, and uninterrupted runs whose rows differ: the echo run mixes
+    passes and failures, the group judge gives each of n samples 1/n."""
     assert len(POINTS) == len(set(POINTS)) >= 20
-    assert set(outcome) == set(POINTS)
+    assert 0 < setting.refs["plain"].summary["pass_at_k"]["1"] < 1
+    assert {r["reward"] for r in setting.refs["group"].rows.values()} == {1 / N}
+    assert setting.refs["merged"].summary["rollouts"] == 4 * BIG_N
 
 
 @pytest.mark.parametrize("point", POINTS)
 def test_a_faulted_run_ends_as_the_uninterrupted_one(point: str, outcome: dict[str, Point]) -> None:
+    """The kill point's run, and every rerun after it, as the module's docstring says."""
     record = outcome[point]
     assert not record.problems, f"{point} (at the signal: {record.at}): " + "; ".join(
         record.problems

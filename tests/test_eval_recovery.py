@@ -14,6 +14,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,14 +171,18 @@ def test_sigterm_ends_the_run_within_seconds_and_keeps_its_endpoint_counts(
 
 
 def test_resume_where_no_run_was_written_starts_it(
-    evaluate: Evaluate, reference: Reference, tmp_path: Path
+    evaluate: Evaluate, reference: Reference, orsgen_subprocess: Any, tmp_path: Path
 ) -> None:
-    """A requeued job runs the same command: its first run died before writing run.json."""
+    """A requeued job runs the same command: its first run died before writing run.json.
+    ``--help`` says so."""
     out = tmp_path / "run"
     out.mkdir()
     code, _, said = finish(evaluate(out, "requeued", "--resume", "--concurrency", "2"))
     assert code == 0, said
     assert final_problems(out, reference) == []
+    shown = orsgen_subprocess(["eval", "--help"]).stdout
+    resume = " ".join(shown[shown.index("\n  --resume") + 1 :].split("\n  -")[0].split())
+    assert "start" in resume, resume
 
 
 def test_the_rollout_timeout_is_part_of_the_runs_identity(
