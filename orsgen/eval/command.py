@@ -23,7 +23,8 @@ from typing import Any
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
 from orsgen.arguments import output, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
-from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
+from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_price
+from orsgen.eval.config import parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
 from orsgen.eval.merge import merge_shards
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
@@ -44,11 +45,16 @@ def _indices(text: str) -> list[int]:
     return found
 
 
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        return parse_shard(text)
-    except EvalConfigError as exc:
-        raise argparse.ArgumentTypeError(exc.problem) from None
+def _parsed(parse: Any) -> Any:
+    """``parse`` as an argparse type: its EvalConfigError is the option's error."""
+
+    def typed(text: str) -> Any:
+        try:
+            return parse(text)
+        except EvalConfigError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    return typed
 
 
 def parser() -> Parser:
@@ -118,7 +124,9 @@ def parser() -> Parser:
         type=_indices,
         help="task indices, comma-separated (0,3,7)",
     )
-    p.add_argument("--shard", type=_shard, metavar="I/N", help="run shard I of N (I from 0)")
+    p.add_argument(
+        "--shard", type=_parsed(parse_shard), metavar="I/N", help="run shard I of N (I from 0)"
+    )
     p.add_argument(
         "-n",
         "--samples",
@@ -151,6 +159,20 @@ def parser() -> Parser:
         "--max-tokens",
         type=at_least(1),
         help="most tokens per assistant turn (default: the endpoint's own limit)",
+    )
+    p.add_argument(
+        "--max-rollout-tokens",
+        type=at_least(1),
+        metavar="N",
+        help="end a rollout once its tokens so far (prompt plus completion, as the endpoint "
+        "reports them) pass N, checked after each turn (stop: token_limit; default: no limit)",
+    )
+    p.add_argument(
+        "--price",
+        type=_parsed(parse_price),
+        metavar="IN,OUT",
+        help="price per million prompt and completion tokens: each row gets its cost, "
+        "summary.json the sum (default: none)",
     )
     p.add_argument(
         "--pass-threshold",
