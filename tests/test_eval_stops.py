@@ -234,7 +234,7 @@ def test_evaluate_gives_them_as_typed_fields(
     ("option", "said"),
     [
         (["--price", "3"], "--price: takes IN,OUT"),
-        (["--price", "3,-1"], "--price: takes IN,OUT"),
+        (["--price", "3,-1"], "--price: must be at least 0"),
         (["--max-rollout-tokens", "0"], "--max-rollout-tokens: must be at least 1"),
     ],
 )

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
-from orsgen.arguments import output, secret_pairs, seconds
+from orsgen.arguments import output, price, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
-from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_price
-from orsgen.eval.config import parse_shard
+from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
 from orsgen.eval.merge import merge_shards
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
@@ -45,16 +44,11 @@ def _indices(text: str) -> list[int]:
     return found
 
 
-def _parsed(parse: Any) -> Any:
-    """``parse`` as an argparse type: its EvalConfigError is the option's error."""
-
-    def typed(text: str) -> Any:
-        try:
-            return parse(text)
-        except EvalConfigError as exc:
-            raise argparse.ArgumentTypeError(exc.problem) from None
-
-    return typed
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        return parse_shard(text)
+    except EvalConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.problem) from None
 
 
 def parser() -> Parser:
@@ -124,9 +118,7 @@ def parser() -> Parser:
         type=_indices,
         help="task indices, comma-separated (0,3,7)",
     )
-    p.add_argument(
-        "--shard", type=_parsed(parse_shard), metavar="I/N", help="run shard I of N (I from 0)"
-    )
+    p.add_argument("--shard", type=_shard, metavar="I/N", help="run shard I of N (I from 0)")
     p.add_argument(
         "-n",
         "--samples",
@@ -169,10 +161,9 @@ def parser() -> Parser:
     )
     p.add_argument(
         "--price",
-        type=_parsed(parse_price),
+        type=price,
         metavar="IN,OUT",
-        help="price per million prompt and completion tokens: each row gets its cost, "
-        "summary.json the sum (default: none)",
+        help="price per million prompt and completion tokens: each row gets its cost",
     )
     p.add_argument(
         "--pass-threshold",

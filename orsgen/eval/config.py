@@ -163,19 +163,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     return _shard(shard)
 
 
-def parse_price(text: str) -> tuple[float, float]:
-    """``"IN,OUT"`` (``orsgen eval --price``) as ``(IN, OUT)``, per million tokens."""
-    parts = text.split(",")
-    try:
-        return _price(tuple(float(p) for p in parts))
-    except ValueError:
-        raise EvalConfigError(
-            f"takes IN,OUT, the price per million prompt and completion tokens (3,15); got "
-            f"{text!r}",
-            "price",
-        ) from None
-
-
 def _price(value: Any) -> tuple[float, float]:
     """``value`` as a checked ``(IN, OUT)``: two finite numbers of at least 0."""
     try:
