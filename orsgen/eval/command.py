@@ -163,7 +163,8 @@ def parser() -> Parser:
         "--price",
         type=price,
         metavar="IN,OUT",
-        help="price per million prompt and completion tokens: each row gets its cost",
+        help="price per million prompt and completion tokens: each row gets its cost "
+        "(default: none)",
     )
     p.add_argument(
         "--pass-threshold",
