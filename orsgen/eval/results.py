@@ -156,12 +156,8 @@ class Records(Sequence[Record]):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         has, verdict, reason = self._has[i], self._verdict[i], self._reason[i]
-        prompt, completion, stop, cost = (
-            self._prompt[i],
-            self._completion[i],
-            self._stop[i],
-            self._cost[i],
-        )
+        prompt, completion = self._prompt[i], self._completion[i]
+        stop, cost = self._stop[i], self._cost[i]
         return Record(
             self._task[i],
             self._sample[i],

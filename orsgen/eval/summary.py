@@ -88,9 +88,6 @@ class _Tally:
     without_usage: int = 0
 
 
-_TOKENS = ("prompt_tokens", "completion_tokens")
-
-
 def usage_figures(prompt: int, completion: int, rollouts: int, without: int) -> dict[str, Any]:
     """``usage`` of ``rollouts`` (``without`` of them had none): the tokens summed over those
     that had, and the means per rollout over them."""
@@ -198,7 +195,8 @@ def summarize(
     pass1 = [t["pass_at_k"]["1"] for t in per_task if "1" in t["pass_at_k"]]
     p1, p1_se = mean_and_se(pass1)
     tallies = by_task.values()
-    prompt, completion = (sum(getattr(t, k) for t in tallies) for k in _TOKENS)
+    prompt = sum(t.prompt_tokens for t in tallies)
+    completion = sum(t.completion_tokens for t in tallies)
     priced = config.get("price") is not None and len(costs) > 0
     return {
         **{k: config[k] for k in config if k != "task_indices"},
