@@ -460,3 +460,29 @@ def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
         assert run_eval([*args, *shard, timeout])[0] == 0
     merged = _merge(tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "m")
     _one_line(*merged, "--rollout-timeout differs between the shards")
+
+
+def test_two_resumes_at_once_one_runs_and_the_other_names_it(
+    echo_server: ors_server.RunningServer, tmp_path: Path
+) -> None:
+    """Issue 39: two `orsgen eval --resume` of one run: the second is refused in one line
+    naming the first (pid and host), which Ctrl-C then ends at once (exit 130)."""
+    import socket
+
+    model = openai_standin.start(tmp_path, tool="echo", argument="text", delay=60)
+    out = tmp_path / "run"
+    args = [*_echo_args(model, echo_server), "--num-tasks", "1", "--out", str(out), "--resume"]
+    first = eval_process(args)
+    try:
+        lock = out / ".lock"
+        while first.poll() is None and not (lock.exists() and lock.read_text()):
+            time.sleep(0.05)
+        _one_line(*run_eval(args), f"is being written by pid {first.pid} on {socket.gethostname()}")
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=60)
+        assert first.returncode == 130 and "interrupted" in err, err
+    finally:
+        if first.poll() is None:
+            first.kill()  # this test's own child, by its PID
+            first.wait()
+        model.stop()

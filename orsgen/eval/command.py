@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
-from orsgen.arguments import output, secret_pairs, seconds
+from orsgen.arguments import output, price, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
@@ -153,6 +153,20 @@ def parser() -> Parser:
         "--max-tokens",
         type=at_least(1),
         help="most tokens per assistant turn (default: the endpoint's own limit)",
+    )
+    p.add_argument(
+        "--max-rollout-tokens",
+        type=at_least(1),
+        metavar="N",
+        help="end a rollout once its tokens so far (prompt plus completion, as the endpoint "
+        "reports them) pass N, checked after each turn (stop: token_limit; default: no limit)",
+    )
+    p.add_argument(
+        "--price",
+        type=price,
+        metavar="IN,OUT",
+        help="price per million prompt and completion tokens: each row gets its cost "
+        "(default: none)",
     )
     p.add_argument(
         "--pass-threshold",
