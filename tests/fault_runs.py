@@ -1,5 +1,5 @@
 """Faults injected into real ``orsgen eval`` processes, and what their run directory must hold
-afterwards (tests/test_eval_faults.py, tests/test_eval_recovery.py).
+afterwards (tests/test_eval_faults.py).
 
 A run is ``orsgen eval`` as a user types it, in its own process, against a real ORS server
 and the scripted stand-in endpoint (tests/openai_standin.py ``--quote``: every rollout's
