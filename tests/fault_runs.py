@@ -110,12 +110,19 @@ def row_lines(out: Path) -> int:
         return 0
 
 
-def out_bytes(out: Path) -> int:
-    """The bytes of every file in ``out``: a merge's rows as it writes them, whatever the name."""
+def row_files(out: Path) -> dict[str, int]:
+    """The size of each file in ``out`` that holds a merge's rows as it writes them, whatever
+    its name (results.jsonl, a temporary file named after it)."""
     try:
-        return sum(p.stat().st_size for p in out.iterdir() if p.is_file())
+        return {p.name: p.stat().st_size for p in out.iterdir() if "results.jsonl" in p.name}
     except FileNotFoundError:
-        return 0
+        return {}
+
+
+def written_since(out: Path, before: Mapping[str, int]) -> int:
+    """The row bytes written into ``out`` since ``row_files`` was ``before``: new files whole,
+    grown files by what they grew."""
+    return sum(max(0, size - before.get(name, 0)) for name, size in row_files(out).items())
 
 
 def listing(out: Path) -> str:

@@ -47,14 +47,15 @@ from fault_runs import (
     listing,
     merge_args,
     one_line,
-    out_bytes,
     partial_problems,
     final_problems,
     requests_counted,
+    row_files,
     row_lines,
     shards_of,
     signal_when,
     whole_rows,
+    written_since,
 )
 
 ECHO = ROOT / "generated" / "echo"  # examples/echo_env.py's test split: 4 tasks
@@ -70,7 +71,7 @@ class Fault:
     """A signal and when it is sent: ``("rows", K)``: once results.jsonl holds K lines;
     ``("said", TEXT)``: once stderr says it; ``("file", NAME)``: once --out holds it;
     ``("after", S)``: S seconds after the start; ``("bytes", F)``: once the merge has written
-    F of its results.jsonl's size into --out; ``("held", K)``: K lines, then every worker's
+    F of results.jsonl's size into --out (whatever the file's name); ``("held", K)``: K lines, then every worker's
     request held at the endpoint. ``craft`` is what a kill on main would leave, written into
     --out first: ``torn`` (half a row), ``group`` (a group's first row), ``group+torn`` (its
     first two rows and half the third)."""
@@ -269,8 +270,8 @@ def _ready(fault: Fault, run: Run, out: Path, setting: Setting, key: str, chain:
         return lambda: time.monotonic() - run.started >= value
     if kind == "bytes":
         size = (setting.refs["merged"].out / "results.jsonl").stat().st_size
-        base = out_bytes(out)
-        return lambda: out_bytes(out) - base >= value * size
+        before = row_files(out)
+        return lambda: written_since(out, before) >= value * size
     assert kind == "held", kind
     return held_in_flight(setting.standin, key, lambda: row_lines(out) >= value, chain.concurrency)
 
@@ -297,6 +298,7 @@ def _run_chain(chain: Chain, setting: Setting) -> dict[str, Point]:
             # It wrote the file and ended before the signal: a kill after its last write.
             why, done = None, f"{done}ended before the signal; "
         point.at = f"{done}{row_lines(out)} lines in results.jsonl; {listing(out)}"
+        finished = (out / "summary.json").is_file()
         if fault.when[0] == "held":
             setting.standin.release(key)
         if why is not None:
@@ -309,7 +311,6 @@ def _run_chain(chain: Chain, setting: Setting) -> dict[str, Point]:
         if fault.sig != KILL:
             point.problems += _counts(setting, out, key)
     if chain.kind == "merge":
-        finished = "summary.json" in points[chain.points()[-1]].at
         last = _merge_again(setting, out, where, finished)
     else:
         last = _resume_again(chain, setting, out, where, key)
