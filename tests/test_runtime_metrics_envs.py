@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from envs.trust_support import TrustAdapter
+from trl_standin import as_trl
 
 from orsgen.runtime.records import metrics
 from orsgen.runtime.records.episode import Kind, Outcome
@@ -194,26 +195,18 @@ def test_the_tool_keys_are_bounded_and_the_rest_count_as_other() -> None:
     assert tool_keys(TrustAdapter) == ("echo", "hint")
 
 
-class _Trainer:
-    """Builds environments as TRL's trainers do: ``self.environment_factories[name]()``."""
-
-    def __init__(self, factories: dict[Any, Callable[[], Any]]) -> None:
-        self.environment_factories = factories
-
-    def build(self, name: Any) -> Any:
-        return self.environment_factories[name]()
-
-
 def test_an_adapter_built_by_a_dict_factory_knows_its_name() -> None:
     make = functools.partial(TrustAdapter, base_url="http://127.0.0.1:9")  # no I/O here
-    trainer = _Trainer({"left": make, "right": lambda: TrustAdapter(base_url="http://127.0.0.1:9")})
+    trainer = as_trl().Factories(
+        {"left": make, "right": lambda: TrustAdapter(base_url="http://127.0.0.1:9")}
+    )
     left, right = trainer.build("left"), trainer.build("right")
     assert metrics.counts().environments == ("left", "right")
     assert left.rollout.outcome().environment == "left"
     assert right.rollout.outcome().environment == "right"
     # One environment (TRL's {None: factory}) has no per-environment figures, and a new run
     # forgets the last one's environments.
-    alone = _Trainer({None: make}).build(None)
+    alone = as_trl().Factories({None: make}).build(None)
     assert alone.rollout.outcome().environment is None
     assert metrics.counts().environments == ()
     assert make().rollout.outcome().environment is None  # built outside a trainer
