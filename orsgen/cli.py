@@ -352,10 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     named = {c.name: c for c in COMMANDS}
     if argv[:1] == ["help"] and not Path("help").exists():  # orsgen help [COMMAND]
         if argv[1:] not in ([], *([n] for n in named if n)):
-            names = ", ".join(n for n in named if n)
-            _line(
-                f"orsgen help: error: takes one command of {names}, or none; got {' '.join(argv[1:])}"
-            )
+            names, got = ", ".join(n for n in named if n), " ".join(argv[1:])
+            _line(f"orsgen help: error: takes one command of {names}, or none; got {got}")
             return EXIT_USAGE
         argv = [*argv[1:], "--help"]
     command = named.get(argv[0] if argv else "", COMMANDS[0])

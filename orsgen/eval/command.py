@@ -34,8 +34,10 @@ from orsgen.wording import plural
 # The options whose dest is a field of EvalConfig set that field (``-n``: ``n``).
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(EvalConfig))
 # What --compare and --merge take (dests): any other option given with them is refused.
-TAKES = {"compare": {"compare", "force", "seed"}, "merge": {"merge", "out", "partial"}}
-TAKES["merge"].add("min_coverage")
+TAKES = {
+    "compare": {"compare", "force", "seed"},
+    "merge": {"merge", "out", "partial", "min_coverage"},
+}
 EXTRA = ("openai", "tqdm", "matplotlib", "transformers")  # orsgen[eval]: evaluate, merge
 
 
