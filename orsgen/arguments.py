@@ -158,7 +158,7 @@ class Parser(argparse.ArgumentParser):
         """The option that sets ``dest``, as ``--help`` names it (``-n/--samples``), or the
         argument's name (``DIR``)."""
         found = next(a for a in self._actions if a.dest == dest)
-        return "/".join(found.option_strings) or (found.metavar or dest).upper()
+        return "/".join(found.option_strings) or dest.upper()
 
     def only(self, argv: Sequence[str], mode: str, takes: set[str]) -> None:
         """:class:`UsageError` naming every option and argument ``argv`` gives (whatever its

@@ -31,7 +31,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from orsgen.runtime.records import metrics
@@ -315,28 +315,31 @@ def uploader() -> Uploader:
 
 
 @contextlib.contextmanager
-def said_once(run_name: str) -> Iterator[None]:
+def said_once(run_name: str) -> Generator[None, None, None]:
     """A command's run that uploads (``orsgen eval --upload-run``), said in one line at its
     end: the uploads flushed (bounded), how many went and, when some were dropped, why. The
     uploader's own lines are held back meanwhile (a filter on its logger), and the SDK's
     line for each start that failed is not printed (``OPENREWARD_LOG_LEVEL``, which the SDK
     reads when it is imported, unless it is set)."""
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "ERROR")
-    held_back = lambda _record: False  # noqa: E731
-    logger.addFilter(held_back)
+    logger.addFilter(_held_back)
     try:
         yield
         up = uploader()
         left = "" if up.flush(EXIT_BUDGET) else f"; gave up waiting after {EXIT_BUDGET:g} s"
         up.drain_metric()  # counted in this line, not again by the exit's
     finally:
-        logger.removeFilter(held_back)
+        logger.removeFilter(_held_back)
     why = f" ({up.failure})" if up.dropped_total and up.failure else ""
     print(
         f"runs UI: {up.uploaded} rollouts uploaded to run {run_name!r}, "
         f"{up.dropped_total} dropped{why}{left}",
         file=sys.stderr,
     )
+
+
+def _held_back(_record: logging.LogRecord) -> bool:
+    return False
 
 
 def flush(timeout: float = EXIT_BUDGET) -> bool:
