@@ -1,0 +1,93 @@
+"""``orsgen serve SOURCE [--port P] [--host H]``: an ORS server in the foreground until
+SIGTERM (exit 0) or Ctrl-C (exit 130). Its URL is stdout's one line, printed once it
+answers, so that a script can wait for it. Exit code 2, one line, for a SOURCE that cannot
+be served or an address that cannot be listened on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from orsgen.arguments import Parser, UsageError, at_least
+from orsgen.snapshot.errors import TargetError
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="orsgen serve",
+        description="Serve an environment as an ORS server until SIGTERM or Ctrl-C: the "
+        "Environment classes a Python file defines, or the environment an `orsgen eval` run "
+        "recorded (no network, no key: a call that continues a recorded rollout gets its "
+        "recorded result, any other a tool error). Prints its URL, one line, once it answers.",
+    )
+    p.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a Python file that defines Environment classes, or an `orsgen eval --out` run",
+    )
+    p.add_argument(
+        "--port", type=at_least(0), default=0, help="port to listen on (default 0: a free one)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--package",
+        metavar="DIR",
+        help="for a run: the generated package it evaluated, whose snapshot has the tools "
+        "(default: the one its run.json names)",
+    )
+    return p
+
+
+def _server(args: Any) -> AbstractContextManager[str]:
+    source = Path(args.source)
+    if source.is_dir():
+        from orsgen.serve.environment import environment_class
+        from orsgen.serve.recording import load
+
+        recording = load(source, Path(args.package) if args.package else None)
+        return _serving([environment_class(recording)], str(source), args)
+    if args.package:
+        raise UsageError("--package applies to a run directory only")
+    if source.suffix != ".py" or not source.is_file():
+        raise UsageError(
+            f"{source} is neither a Python file that defines Environment classes nor an "
+            "`orsgen eval` run directory"
+        )
+    from orsgen.snapshot.local import serve_file
+
+    return _url_of(serve_file(source, args.host, args.port))
+
+
+@contextmanager
+def _url_of(served: AbstractContextManager[tuple[str, Any]]) -> Iterator[str]:
+    with served as (url, _):
+        yield url
+
+
+def _serving(envs: list[type[Any]], what: str, args: Any) -> AbstractContextManager[str]:
+    from orsgen.snapshot.local import serve_environments
+
+    return serve_environments(envs, what, args.host, args.port)
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse(list(argv))
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")  # not a line per request
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with _server(args) as url:
+            print(url, flush=True)
+            print(f"orsgen serve: serving {args.source} at {url}", file=sys.stderr, flush=True)
+            while not stop.wait(0.5):
+                pass
+    except TargetError as exc:
+        raise UsageError(str(exc)) from None
+    print("orsgen serve: stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,164 @@
+"""A :class:`~orsgen.serve.recording.Recording` as an SDK ``Environment`` class, which the
+SDK's own ``Server`` serves: its tool list is the snapshot's, schema for schema (the
+runtime's drift guard finds no drift), and each session answers from the recording."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from orsgen.jsonobject import as_array, as_object
+from orsgen.runtime.errors import MODEL_REASONS, ToolEnvironmentError, ToolInputError
+from orsgen.serve.recording import Follower, Recording
+
+# The SDK's reasons for a refused call, by the reason orsgen records for it.
+_SDK_REASONS = {
+    "invalid_arguments": "input_validation",
+    "unknown_tool": "not_found",
+    "episode_finished": "episode_finished",
+}
+
+
+def _schema(spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A tool's input schema as the server sent it: its properties in their order."""
+    schema = spec.get("input_schema")
+    if schema is None:
+        return None
+    out = dict(as_object(schema))
+    properties = as_object(out.get("properties"))
+    if properties:
+        order = [str(n) for n in as_array(spec.get("property_order")) if n in properties]
+        out["properties"] = {n: properties[n] for n in [*order, *properties] if n}
+    return out
+
+
+def _arguments_model(schema: dict[str, Any]) -> type[BaseModel]:
+    """Any arguments, shown as the recorded schema (``Environment.list_tools`` reads it)."""
+
+    class Arguments(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return schema
+
+    return Arguments
+
+
+def _tool(spec: Mapping[str, Any], model: type[BaseModel] | None) -> Callable[..., Any]:
+    """A method the SDK lists as a tool; never run (``_call_tool`` answers every call)."""
+    from openreward.environments import ToolOutput, tool  # type: ignore[import-untyped]
+
+    def method(self: Any, *params: Any) -> Any:
+        raise NotImplementedError("orsgen serve answers every call from the recording")
+
+    method.__name__ = str(spec["name"])
+    method.__doc__ = str(spec.get("description") or "")
+    method.__annotations__ = {"return": ToolOutput}
+    if model is not None:
+        method.__annotations__["params"] = model
+        method.__signature__ = _signature(model)  # type: ignore[attr-defined]
+    else:
+        method.__signature__ = _signature(None)  # type: ignore[attr-defined]
+    return tool(method)  # type: ignore[no-any-return]
+
+
+def _signature(model: type[BaseModel] | None) -> Any:
+    import inspect
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if model is not None:
+        params.append(
+            inspect.Parameter("params", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=model)
+        )
+    return inspect.Signature(params)
+
+
+def failure(tool: str, reason: str, text: str) -> tuple[str | None, str]:
+    """A recorded failed call (its orsgen ``reason`` and text) as the SDK's reason for a
+    refused call, ``None`` for an environment's failure, and its detail."""
+    kind = ToolInputError if reason in MODEL_REASONS else ToolEnvironmentError
+    prefix = str(kind(tool, reason, ""))  # type: ignore[arg-type]
+    return _SDK_REASONS.get(reason), text.removeprefix(prefix)
+
+
+def environment_class(recording: Recording) -> type[Any]:
+    """The SDK ``Environment`` subclass that serves ``recording``."""
+    from openreward.environments import (  # type: ignore[import-untyped]
+        Environment,
+        ListToolsOutput,
+        RunToolError,
+        RunToolOutput,
+        RunToolSuccess,
+        Split,
+        TextBlock,
+        ToolOutput,
+        ToolSpec,
+        terminal,
+    )
+
+    env = recording.environment
+    identity = as_object(env.get("identity"))
+    name = str(identity.get("env_name") or "recorded")
+    splits = recording.splits()
+
+    def __init__(self: Any, task_spec: Any = None, secrets: Any = None) -> None:
+        Environment.__init__(self, task_spec or {}, secrets or {})
+        spec = as_object(task_spec)
+        self.task = str(spec.get("split")), int(spec.get("task_index", -1))
+        self.follower = Follower(recording, *self.task)
+
+    def get_prompt(self: Any) -> list[Any]:
+        return [TextBlock(text=recording.prompt(*self.task))]
+
+    def list_task_tools(self: Any) -> Any:
+        specs = [
+            ToolSpec(name=t["name"], description=t["description"], input_schema=_schema(t))
+            for t in recording.task_tools(*self.task)
+        ]
+        return ListToolsOutput(tools=specs)
+
+    async def _call_tool(self: Any, tool: str, arguments: Mapping[str, Any]) -> Any:
+        # A tool may answer only a ToolOutput, and one that raises ends the session: the
+        # SDK's dispatch is the one place to answer a call off the recording with a tool
+        # error the episode goes on after.
+        found = self.follower.next(tool, dict(arguments))
+        if isinstance(found, str):
+            return RunToolOutput(RunToolError(error=found, reason="input_validation"))
+        text = str(found.get("text") or "")
+        if found.get("error"):  # the environment refused the call, or failed there
+            reason, detail = failure(tool, str(found["error"]), text)
+            if reason is None:
+                raise RuntimeError(detail)  # the session ends, as it did
+            return RunToolOutput(RunToolError(error=detail, reason=reason))
+        reward, finished = found.get("reward"), bool(found.get("finished"))
+        blocks = [TextBlock(text=text)] if text else []
+        return RunToolOutput(
+            RunToolSuccess(output=ToolOutput(blocks=blocks, reward=reward, finished=finished))
+        )
+
+    namespace: dict[str, Any] = {
+        "__init__": __init__,
+        "__module__": __name__,
+        "name": classmethod(lambda cls: name),
+        "list_splits": classmethod(
+            lambda cls: [Split(name=s, type=kind) for s, (kind, _) in splits.items()]
+        ),
+        "list_tasks": classmethod(
+            lambda cls, s: [{"split": s, "task_index": i} for i in range(splits[s][1])]
+        ),
+        "get_prompt": get_prompt,
+        "list_task_tools": list_task_tools,
+        "_call_tool": _call_tool,
+    }
+    for spec in as_array(env.get("tools")):
+        schema = _schema(spec)
+        namespace[spec["name"]] = _tool(spec, _arguments_model(schema) if schema else None)
+    term = env.get("terminal_tool")
+    if term:
+        arg = as_object(term).get("arg")
+        model = create_model(f"{term['name']}_input", **{arg: (str, ...)}) if arg else None
+        namespace[term["name"]] = terminal(_tool(term, model))
+    return type(str(identity.get("class_name") or "Recorded"), (Environment,), namespace)

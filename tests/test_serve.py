@@ -1,0 +1,254 @@
+"""``orsgen serve SOURCE`` (issue 41 item 3): the environment an ``orsgen eval`` run recorded,
+served with the original server stopped, gives ``orsgen eval`` the recorded rewards and
+``orsgen check --live`` no drift; a call off the recording is a tool error naming it and the
+episode goes on; a Python file is served as a local-file target is; SIGTERM ends it with exit
+0, Ctrl-C with 130; what cannot be served is one line, exit 2. The slow tier trains GRPO for
+2 steps against a served recording.
+
+The recordings come from real evaluations of the echo environment (examples/echo_env.py)
+with the scripted endpoint (tests/openai_standin.py ``--quote``), whose calls are fixed by
+task, sample and ``--seed``: the same seed makes the same calls, another seed other ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import openai_standin
+import ors_server
+from conftest import ECHO_ENV, ROOT, results_rows, run_eval
+
+ECHO = ROOT / "generated" / "echo"
+SEED, N = 11, 2  # echo's test split: 4 tasks, 8 rollouts, 2 of them reversed words (reward 0)
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _with_env_calls(run: Path) -> None:
+    """Until ``orsgen eval`` records ``env_calls`` (issue 41 item 1, the replay branch):
+    each row's calls and results from its messages (the echo adapter sends the model's
+    arguments as they are; each call's reward is 1.0 on the word, which ends the episode, and
+    0.0 otherwise)."""
+    rows = results_rows(run)
+    if all("env_calls" in row for row in rows):
+        return
+    for row in rows:
+        calls: list[dict[str, Any]] = []
+        for message in row["messages"]:
+            for call in message.get("tool_calls") or []:
+                arguments = json.loads(call["function"]["arguments"])
+                calls.append({"tool": call["function"]["name"], "arguments": arguments})
+            if message["role"] == "tool":
+                right = message["content"] == f"echo: {calls[-1]['arguments']['text']}"
+                right = right and f"'{calls[-1]['arguments']['text']}'" in row["messages"][0]["content"]
+                calls[-1].update(text=message["content"], images=[], reward=float(right), finished=right)
+        row["env_calls"] = calls
+    (run / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def _record(
+    server: ors_server.RunningServer, out: Path, split: str, n: int, seed: int, **standin: Any
+) -> Path:
+    """``orsgen eval`` of the echo package on ``server``: the recording in ``out``."""
+    model = openai_standin.start(out.parent, tool="echo", argument="text", **standin)
+    try:
+        code, _, err = _eval(server.url, model, out, split, n, seed)
+    finally:
+        model.stop()
+    assert code == 0, err
+    _with_env_calls(out)
+    return out
+
+
+def _eval(
+    url: str, model: openai_standin.Standin, out: Path, split: str, n: int, seed: int
+) -> tuple[int, str, str]:
+    args = [str(ECHO), "--endpoint", model.endpoint, "--model", model.model, "--base-url", url]
+    args += ["--split", split, "-n", str(n), "--seed", str(seed), "--out", str(out)]
+    return run_eval([*args, "--no-progress"])
+
+
+def _package(run: Path) -> list[str]:
+    """``--package`` when run.json names none (an eval before the replay branch)."""
+    return [] if json.loads((run / "run.json").read_text()).get("package") else ["--package", str(ECHO)]
+
+
+@pytest.fixture(scope="module")
+def recording(
+    ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A recorded evaluation of echo's test split; the server it ran against is stopped."""
+    server = ors_servers.own(ECHO_ENV)
+    try:
+        return _record(server, tmp_path_factory.mktemp("rec") / "run", "test", N, SEED, quote=3)
+    finally:
+        server.stop()
+
+
+@dataclass
+class Served:
+    url: str
+    process: subprocess.Popen[str]
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
+        """Send ``sig``; the exit code and stderr."""
+        self.process.send_signal(sig)
+        _, err = self.process.communicate(timeout=60)
+        return self.process.returncode, err
+
+
+def _environ() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    return {**env, "OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)}
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    """``serve(*args)``: ``orsgen serve ARGS`` as its own process, once its URL (stdout's
+    first line) is out; every one started is stopped by PID at the test's end."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> Served:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "orsgen", "serve", *args],
+            cwd=ROOT,
+            env=_environ(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started.append(process)
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout=120)
+        if not line or not line[0].startswith("http://"):
+            process.kill()
+            raise AssertionError(f"orsgen serve gave no URL: {process.communicate()}")
+        return Served(line[0].strip(), process)
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+
+
+def _outcomes(run: Path) -> dict[tuple[int, int], tuple[Any, ...]]:
+    """Each rollout's verdict, reward and what the model read, by (task, sample)."""
+    return {
+        (r["task_index"], r["sample"]): (r["verdict"], r["reward"], r["messages"])
+        for r in results_rows(run)
+    }
+
+
+def test_eval_against_the_served_recording_gives_the_recorded_rewards(
+    recording: Path, serve: Any, orsgen_subprocess: Any, tmp_path: Path
+) -> None:
+    served = serve(str(recording), *_package(recording))
+    model = openai_standin.start(tmp_path, tool="echo", argument="text", quote=3)
+    try:
+        code, _, err = _eval(served.url, model, tmp_path / "again", "test", N, SEED)
+    finally:
+        model.stop()
+    assert code == 0, err
+    recorded = _outcomes(recording)
+    assert sorted(r for _, r, _ in recorded.values()) == [0.0, 0.0] + [1.0] * 6
+    assert _outcomes(tmp_path / "again") == recorded
+    # Its tools, splits and task counts are the package snapshot's: no drift.
+    check = orsgen_subprocess(["check", str(ECHO), "--live", "--target", served.url])
+    assert check.code == 0 and "no drift" in check.stderr, check.stderr
+    # Its port is taken: a second server there is one line.
+    port = served.url.rsplit(":", 1)[1]
+    taken = orsgen_subprocess(["serve", str(recording), *_package(recording), "--port", port])
+    assert taken.code == 2 and taken.stdout == "", taken
+    assert taken.stderr.startswith("orsgen serve: error: cannot listen on 127.0.0.1:"), taken
+    assert taken.stderr.count("\n") == 1, taken.stderr
+    code, stderr = served.stop()
+    assert code == 0, stderr
+    assert stderr.rstrip().endswith("orsgen serve: stopped") and "Traceback" not in stderr, stderr
+
+
+def test_a_call_off_the_recording_is_a_tool_error_and_the_episode_goes_on(
+    recording: Path, serve: Any
+) -> None:
+    from generated.echo import EchoEnv
+
+    from orsgen.runtime.errors import ToolInputError
+
+    served = serve(str(recording), *_package(recording))
+    env = EchoEnv(base_url=served.url)
+    try:
+        assert env.reset(task_index=0, split="test") == "Call echo with the word 'fig'."
+        off = "not in the recording: echo(text='nope') at call 1 of task 0"
+        with pytest.raises(ToolInputError) as raised:
+            env.echo(text="nope")
+        said = "tool 'echo' rejected the call: " + off + " (recorded there: echo(text='fig'))"
+        assert str(raised.value) == said
+        assert env.echo(text="fig") == "echo: fig" and env.reward == 1.0  # back on it
+        # A task the run did not evaluate: its prompt says so, and every call is off.
+        assert env.reset(task_index=1, split="train") == (
+            "not in the recording: task 1 of split 'train'"
+        )
+        with pytest.raises(ToolInputError, match="not in the recording: echo"):
+            env.echo(text="banana")
+    finally:
+        env.close()
+    assert served.stop()[0] == 0
+
+
+def test_a_python_file_is_served_until_ctrl_c(serve: Any, orsgen_subprocess: Any) -> None:
+    served = serve(str(ECHO_ENV))
+    check = orsgen_subprocess(["check", str(ECHO), "--live", "--target", served.url])
+    assert check.code == 0 and "no drift" in check.stderr, check.stderr
+    code, stderr = served.stop(signal.SIGINT)
+    assert code == 130 and stderr.rstrip().endswith("orsgen: interrupted"), stderr
+    assert "Traceback" not in stderr, stderr
+
+
+def _unrecorded(recording: Path, tmp_path: Path) -> Path:
+    """A copy of ``recording`` whose rows lack env_calls (an older orsgen eval's)."""
+    run = Path(shutil.copytree(recording, tmp_path / "old"))
+    rows = [{k: v for k, v in r.items() if k != "env_calls"} for r in results_rows(run)]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run
+
+
+@pytest.mark.parametrize(
+    ("source", "extra", "said"),
+    [
+        ("nowhere", [], "nowhere is neither a Python file that defines Environment classes"),
+        ("README.md", [], "README.md is neither a Python file"),
+        (str(ECHO_ENV), ["--package", str(ECHO)], "--package applies to a run directory only"),
+        (str(ECHO), [], "is not an orsgen eval run (no run.json)"),
+        ("RUN", ["--package", str(ROOT)], "is not a generated package (no snapshot.json)"),
+        ("RUN", ["--package", str(ROOT / "generated" / "rich")], "its tools differ"),
+        ("OLD", [], "8 of 8 rows record no tool calls and results"),
+    ],
+)
+def test_what_cannot_be_served_is_one_line(
+    source: str,
+    extra: list[str],
+    said: str,
+    recording: Path,
+    orsgen_subprocess: Any,
+    tmp_path: Path,
+) -> None:
+    where = {"RUN": recording, "OLD": _unrecorded(recording, tmp_path)}.get(source, source)
+    extra = extra or (_package(recording) if source in ("RUN", "OLD") else [])
+    run = orsgen_subprocess(["serve", str(where), *extra], timeout=60)
+    assert run.code == 2 and run.stdout == "", run
+    assert run.stderr.startswith("orsgen serve: error: ") and run.stderr.count("\n") == 1, run
+    assert said in run.stderr, run.stderr
