@@ -1,13 +1,15 @@
-"""``orsgen serve SOURCE`` (issue 41 item 3): the environment an ``orsgen eval`` run recorded,
-served with the original server stopped, gives ``orsgen eval`` the recorded rewards and
-``orsgen check --live`` no drift; a call off the recording is a tool error naming it and the
-episode goes on; a Python file is served as a local-file target is; SIGTERM ends it with exit
-0, Ctrl-C with 130; what cannot be served is one line, exit 2. The slow tier trains GRPO for
-2 steps against a served recording.
+"""``orsgen serve SOURCE`` (issue 41 item 3). A recording (a run directory whose rows hold
+``env_calls``) is served with no other server running: a call that continues a recorded
+rollout gets its recorded result, a refusal included; a call off the recording is a tool
+error naming it, and the episode goes on; its tools, splits and task counts are the package
+snapshot's (``orsgen check --live``: no drift). A Python file is served as a local-file
+target is. SIGTERM ends the server with exit 0, Ctrl-C with 130; what cannot be served is
+one line, exit 2.
 
-The recordings come from real evaluations of the echo environment (examples/echo_env.py)
-with the scripted endpoint (tests/openai_standin.py ``--quote``), whose calls are fixed by
-task, sample and ``--seed``: the same seed makes the same calls, another seed other ones.
+The slow tier records real evaluations of the echo environment (examples/echo_env.py) with
+the scripted endpoint (tests/openai_standin.py ``--quote``, whose calls are fixed by task,
+sample and ``--seed``), stops the server, and runs ``orsgen eval`` (the recorded rewards)
+and a 2-step GRPOTrainer against ``orsgen serve`` of the recording.
 """
 
 from __future__ import annotations
@@ -52,8 +54,12 @@ def _with_env_calls(run: Path) -> None:
                 calls.append({"tool": call["function"]["name"], "arguments": arguments})
             if message["role"] == "tool":
                 right = message["content"] == f"echo: {calls[-1]['arguments']['text']}"
-                right = right and f"'{calls[-1]['arguments']['text']}'" in row["messages"][0]["content"]
-                calls[-1].update(text=message["content"], images=[], reward=float(right), finished=right)
+                right = (
+                    right and f"'{calls[-1]['arguments']['text']}'" in row["messages"][0]["content"]
+                )
+                calls[-1].update(
+                    text=message["content"], images=[], reward=float(right), finished=right
+                )
         row["env_calls"] = calls
     (run / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
 
@@ -82,13 +88,54 @@ def _eval(
 
 def _package(run: Path) -> list[str]:
     """``--package`` when run.json names none (an eval before the replay branch)."""
-    return [] if json.loads((run / "run.json").read_text()).get("package") else ["--package", str(ECHO)]
+    return (
+        []
+        if json.loads((run / "run.json").read_text()).get("package")
+        else ["--package", str(ECHO)]
+    )
+
+
+REFUSED = "tool 'echo' rejected the call: Tool input validation error: text is no string"
+
+
+def _row(sample: int, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    prompt = {"role": "user", "content": "Call echo with the word 'fig'."}
+    return {
+        "task_index": 0,
+        "sample": sample,
+        "split": "test",
+        "messages": [prompt],
+        "env_calls": calls,
+    }
+
+
+def _result(word: Any, text: str, reward: float | None, **more: Any) -> dict[str, Any]:
+    call = {"tool": "echo", "arguments": {"text": word}, "text": text, "images": []}
+    return {**call, "reward": reward, "finished": reward == 1.0, **more}
 
 
 @pytest.fixture(scope="module")
-def recording(
-    ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
+def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two recorded rollouts of echo's test task 0 (a refused call, a wrong word, the word;
+    the word at once), as ``orsgen eval`` records them."""
+    run = tmp_path_factory.mktemp("handmade")
+    snapshot = json.loads((ECHO / "snapshot.json").read_text())["environment"]
+    from orsgen.snapshot.canonical import tools_sha256
+
+    config = {"split": "test", "package": str(ECHO), "tools_sha256": tools_sha256(snapshot)}
+    (run / "run.json").write_text(json.dumps(config))
+    first = [
+        _result(5, REFUSED, None, error="invalid_arguments"),
+        _result("gif", "echo: gif", 0.0),
+        _result("fig", "echo: fig", 1.0),
+    ]
+    rows = [_row(0, first), _row(1, [_result("fig", "echo: fig", 1.0)])]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run
+
+
+@pytest.fixture(scope="module")
+def recording(ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A recorded evaluation of echo's test split; the server it ran against is stopped."""
     server = ors_servers.own(ECHO_ENV)
     try:
@@ -154,6 +201,7 @@ def _outcomes(run: Path) -> dict[tuple[int, int], tuple[Any, ...]]:
     }
 
 
+@pytest.mark.slow  # two evaluations, three servers
 def test_eval_against_the_served_recording_gives_the_recorded_rewards(
     recording: Path, serve: Any, orsgen_subprocess: Any, tmp_path: Path
 ) -> None:
@@ -167,9 +215,6 @@ def test_eval_against_the_served_recording_gives_the_recorded_rewards(
     recorded = _outcomes(recording)
     assert sorted(r for _, r, _ in recorded.values()) == [0.0, 0.0] + [1.0] * 6
     assert _outcomes(tmp_path / "again") == recorded
-    # Its tools, splits and task counts are the package snapshot's: no drift.
-    check = orsgen_subprocess(["check", str(ECHO), "--live", "--target", served.url])
-    assert check.code == 0 and "no drift" in check.stderr, check.stderr
     # Its port is taken: a second server there is one line.
     port = served.url.rsplit(":", 1)[1]
     taken = orsgen_subprocess(["serve", str(recording), *_package(recording), "--port", port])
@@ -181,32 +226,51 @@ def test_eval_against_the_served_recording_gives_the_recorded_rewards(
     assert stderr.rstrip().endswith("orsgen serve: stopped") and "Traceback" not in stderr, stderr
 
 
-def test_a_call_off_the_recording_is_a_tool_error_and_the_episode_goes_on(
-    recording: Path, serve: Any
+def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
+    handmade: Path, serve: Any, orsgen_subprocess: Any
 ) -> None:
     from generated.echo import EchoEnv
 
     from orsgen.runtime.errors import ToolInputError
 
-    served = serve(str(recording), *_package(recording))
+    served = serve(str(handmade))
     env = EchoEnv(base_url=served.url)
     try:
         assert env.reset(task_index=0, split="test") == "Call echo with the word 'fig'."
-        off = "not in the recording: echo(text='nope') at call 1 of task 0"
         with pytest.raises(ToolInputError) as raised:
             env.echo(text="nope")
-        said = "tool 'echo' rejected the call: " + off + " (recorded there: echo(text='fig'))"
-        assert str(raised.value) == said
-        assert env.echo(text="fig") == "echo: fig" and env.reward == 1.0  # back on it
+        off = "not in the recording: echo(text='nope') at call 1 of task 0"
+        recorded = "(recorded there: echo(text=5); echo(text='fig'))"
+        assert str(raised.value) == f"tool 'echo' rejected the call: {off} {recorded}"
+        # The episode goes on: the first recorded rollout, its refusal as recorded.
+        with pytest.raises(ToolInputError) as refused:
+            env.rollout.call("echo", {"text": 5})
+        assert str(refused.value) == REFUSED
+        assert env.echo(text="gif") == "echo: gif" and env.reward == 0.0
+        with pytest.raises(
+            ToolInputError, match="at call 3 of task 0 .recorded there: echo.text='fig'.."
+        ):
+            env.echo(text="damson")
+        assert env.echo(text="fig") == "echo: fig" and env.reward == 1.0
+        # The second recorded rollout, from a session of its own.
+        env.reset(task_index=0, split="test")
+        assert env.echo(text="fig") == "echo: fig" and env.reward == 1.0
         # A task the run did not evaluate: its prompt says so, and every call is off.
         assert env.reset(task_index=1, split="train") == (
             "not in the recording: task 1 of split 'train'"
         )
-        with pytest.raises(ToolInputError, match="not in the recording: echo"):
+        with pytest.raises(
+            ToolInputError, match="not in the recording: echo.text='banana'. at call 1 of task 1$"
+        ):
             env.echo(text="banana")
     finally:
         env.close()
-    assert served.stop()[0] == 0
+    # Its tools, splits and task counts are the package snapshot's: no drift.
+    check = orsgen_subprocess(["check", str(ECHO), "--live", "--target", served.url])
+    assert check.code == 0 and "no drift" in check.stderr, check.stderr
+    code, stderr = served.stop()
+    assert code == 0, stderr
+    assert stderr.rstrip().endswith("orsgen serve: stopped") and "Traceback" not in stderr, stderr
 
 
 def test_a_python_file_is_served_until_ctrl_c(serve: Any, orsgen_subprocess: Any) -> None:
@@ -218,11 +282,20 @@ def test_a_python_file_is_served_until_ctrl_c(serve: Any, orsgen_subprocess: Any
     assert "Traceback" not in stderr, stderr
 
 
-def _unrecorded(recording: Path, tmp_path: Path) -> Path:
-    """A copy of ``recording`` whose rows lack env_calls (an older orsgen eval's)."""
-    run = Path(shutil.copytree(recording, tmp_path / "old"))
-    rows = [{k: v for k, v in r.items() if k != "env_calls"} for r in results_rows(run)]
-    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+def _variant(source: str, handmade: Path, tmp_path: Path) -> Path:
+    """``handmade`` (RUN), a copy whose rows lack env_calls (OLD: an older orsgen eval's),
+    or whose run.json names no package (NOPACKAGE); any other ``source`` as it is."""
+    if source not in ("RUN", "OLD", "NOPACKAGE"):
+        return Path(source)
+    if source == "RUN":
+        return handmade
+    run = Path(shutil.copytree(handmade, tmp_path / source))
+    if source == "OLD":
+        rows = [{k: v for k, v in r.items() if k != "env_calls"} for r in results_rows(run)]
+        (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        config = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**config, "package": None}))
     return run
 
 
@@ -235,19 +308,19 @@ def _unrecorded(recording: Path, tmp_path: Path) -> Path:
         (str(ECHO), [], "is not an orsgen eval run (no run.json)"),
         ("RUN", ["--package", str(ROOT)], "is not a generated package (no snapshot.json)"),
         ("RUN", ["--package", str(ROOT / "generated" / "rich")], "its tools differ"),
-        ("OLD", [], "8 of 8 rows record no tool calls and results"),
+        ("OLD", [], "2 of 2 rows record no tool calls and results"),
+        ("NOPACKAGE", [], "run.json names no package; pass --package DIR"),
     ],
 )
 def test_what_cannot_be_served_is_one_line(
     source: str,
     extra: list[str],
     said: str,
-    recording: Path,
+    handmade: Path,
     orsgen_subprocess: Any,
     tmp_path: Path,
 ) -> None:
-    where = {"RUN": recording, "OLD": _unrecorded(recording, tmp_path)}.get(source, source)
-    extra = extra or (_package(recording) if source in ("RUN", "OLD") else [])
+    where = _variant(source, handmade, tmp_path)
     run = orsgen_subprocess(["serve", str(where), *extra], timeout=60)
     assert run.code == 2 and run.stdout == "", run
     assert run.stderr.startswith("orsgen serve: error: ") and run.stderr.count("\n") == 1, run

@@ -9,13 +9,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Parser, UsageError, at_least
 from orsgen.snapshot.errors import TargetError
+from orsgen.snapshot.local import serve_environments, serve_file
 
 
 def parser() -> Parser:
@@ -44,14 +45,19 @@ def parser() -> Parser:
     return p
 
 
-def _server(args: Any) -> AbstractContextManager[str]:
+@contextmanager
+def _serving(args: Any) -> Generator[str, None, None]:
+    """The server of SOURCE, running; its URL."""
     source = Path(args.source)
     if source.is_dir():
         from orsgen.serve.environment import environment_class
         from orsgen.serve.recording import load
 
         recording = load(source, Path(args.package) if args.package else None)
-        return _serving([environment_class(recording)], str(source), args)
+        envs = [environment_class(recording)]
+        with serve_environments(envs, str(source), args.host, args.port) as url:
+            yield url
+        return
     if args.package:
         raise UsageError("--package applies to a run directory only")
     if source.suffix != ".py" or not source.is_file():
@@ -59,30 +65,21 @@ def _server(args: Any) -> AbstractContextManager[str]:
             f"{source} is neither a Python file that defines Environment classes nor an "
             "`orsgen eval` run directory"
         )
-    from orsgen.snapshot.local import serve_file
-
-    return _url_of(serve_file(source, args.host, args.port))
-
-
-@contextmanager
-def _url_of(served: AbstractContextManager[tuple[str, Any]]) -> Iterator[str]:
-    with served as (url, _):
+    with serve_file(source, args.host, args.port) as (url, _):
         yield url
-
-
-def _serving(envs: list[type[Any]], what: str, args: Any) -> AbstractContextManager[str]:
-    from orsgen.snapshot.local import serve_environments
-
-    return serve_environments(envs, what, args.host, args.port)
 
 
 def main(argv: Sequence[str]) -> int:
     args = parser().parse(list(argv))
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")  # not a line per request
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def stopped(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, stopped)
     try:
-        with _server(args) as url:
+        with _serving(args) as url:
             print(url, flush=True)
             print(f"orsgen serve: serving {args.source} at {url}", file=sys.stderr, flush=True)
             while not stop.wait(0.5):

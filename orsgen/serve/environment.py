@@ -14,7 +14,7 @@ from orsgen.runtime.errors import MODEL_REASONS, ToolEnvironmentError, ToolInput
 from orsgen.serve.recording import Follower, Recording
 
 # The SDK's reasons for a refused call, by the reason orsgen records for it.
-_SDK_REASONS = {
+_SDK_REASONS: dict[str, Any] = {
     "invalid_arguments": "input_validation",
     "unknown_tool": "not_found",
     "episode_finished": "episode_finished",
@@ -48,45 +48,33 @@ def _arguments_model(schema: dict[str, Any]) -> type[BaseModel]:
 
 
 def _tool(spec: Mapping[str, Any], model: type[BaseModel] | None) -> Callable[..., Any]:
-    """A method the SDK lists as a tool; never run (``_call_tool`` answers every call)."""
+    """A method the SDK lists as a tool (one pydantic argument, or none); never run, as
+    ``_call_tool`` answers every call."""
     from openreward.environments import ToolOutput, tool  # type: ignore[import-untyped]
 
-    def method(self: Any, *params: Any) -> Any:
+    def method(self: Any, params: Any = None) -> Any:
         raise NotImplementedError("orsgen serve answers every call from the recording")
 
-    method.__name__ = str(spec["name"])
-    method.__doc__ = str(spec.get("description") or "")
-    method.__annotations__ = {"return": ToolOutput}
-    if model is not None:
-        method.__annotations__["params"] = model
-        method.__signature__ = _signature(model)  # type: ignore[attr-defined]
-    else:
-        method.__signature__ = _signature(None)  # type: ignore[attr-defined]
-    return tool(method)  # type: ignore[no-any-return]
+    def bare(self: Any) -> Any:
+        raise NotImplementedError("orsgen serve answers every call from the recording")
+
+    made = bare if model is None else method
+    made.__name__, made.__doc__ = str(spec["name"]), str(spec.get("description") or "")
+    made.__annotations__ = {"return": ToolOutput, **({"params": model} if model else {})}
+    return tool(made)  # type: ignore[no-any-return]
 
 
-def _signature(model: type[BaseModel] | None) -> Any:
-    import inspect
-
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    if model is not None:
-        params.append(
-            inspect.Parameter("params", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=model)
-        )
-    return inspect.Signature(params)
-
-
-def failure(tool: str, reason: str, text: str) -> tuple[str | None, str]:
+def failure(tool: str, reason: Any, text: str) -> tuple[Any, str]:
     """A recorded failed call (its orsgen ``reason`` and text) as the SDK's reason for a
     refused call, ``None`` for an environment's failure, and its detail."""
     kind = ToolInputError if reason in MODEL_REASONS else ToolEnvironmentError
-    prefix = str(kind(tool, reason, ""))  # type: ignore[arg-type]
+    prefix = str(kind(tool, reason, ""))
     return _SDK_REASONS.get(reason), text.removeprefix(prefix)
 
 
 def environment_class(recording: Recording) -> type[Any]:
     """The SDK ``Environment`` subclass that serves ``recording``."""
-    from openreward.environments import (  # type: ignore[import-untyped]
+    from openreward.environments import (  # pyright: ignore[reportMissingTypeStubs]
         Environment,
         ListToolsOutput,
         RunToolError,
@@ -103,6 +91,12 @@ def environment_class(recording: Recording) -> type[Any]:
     identity = as_object(env.get("identity"))
     name = str(identity.get("env_name") or "recorded")
     splits = recording.splits()
+
+    def list_splits(cls: type) -> list[Any]:
+        return [Split(name=split, type=kind) for split, (kind, _) in splits.items()]
+
+    def list_tasks(cls: type, split: str) -> list[dict[str, Any]]:
+        return [{"split": split, "task_index": i} for i in range(splits[split][1])]
 
     def __init__(self: Any, task_spec: Any = None, secrets: Any = None) -> None:
         Environment.__init__(self, task_spec or {}, secrets or {})
@@ -129,7 +123,7 @@ def environment_class(recording: Recording) -> type[Any]:
             return RunToolOutput(RunToolError(error=found, reason="input_validation"))
         text = str(found.get("text") or "")
         if found.get("error"):  # the environment refused the call, or failed there
-            reason, detail = failure(tool, str(found["error"]), text)
+            reason, detail = failure(tool, found["error"], text)
             if reason is None:
                 raise RuntimeError(detail)  # the session ends, as it did
             return RunToolOutput(RunToolError(error=detail, reason=reason))
@@ -143,12 +137,8 @@ def environment_class(recording: Recording) -> type[Any]:
         "__init__": __init__,
         "__module__": __name__,
         "name": classmethod(lambda cls: name),
-        "list_splits": classmethod(
-            lambda cls: [Split(name=s, type=kind) for s, (kind, _) in splits.items()]
-        ),
-        "list_tasks": classmethod(
-            lambda cls, s: [{"split": s, "task_index": i} for i in range(splits[s][1])]
-        ),
+        "list_splits": classmethod(list_splits),
+        "list_tasks": classmethod(list_tasks),
         "get_prompt": get_prompt,
         "list_task_tools": list_task_tools,
         "_call_tool": _call_tool,
@@ -159,6 +149,7 @@ def environment_class(recording: Recording) -> type[Any]:
     term = env.get("terminal_tool")
     if term:
         arg = as_object(term).get("arg")
-        model = create_model(f"{term['name']}_input", **{arg: (str, ...)}) if arg else None
+        fields: dict[str, Any] = {str(arg): (str, ...)}  # the final message
+        model = create_model("FinalMessage", **fields) if arg else None
         namespace[term["name"]] = terminal(_tool(term, model))
     return type(str(identity.get("class_name") or "Recorded"), (Environment,), namespace)

@@ -13,7 +13,7 @@ no recorded call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ class Recording:
     split: str
     tasks: dict[int, Task]
 
-    def splits(self) -> dict[str, tuple[str, int]]:
+    def splits(self) -> dict[str, tuple[Any, int]]:
         """Each split's type and task count: the snapshot's, the recorded tasks included."""
         out = {self.split: ("validation", 0)}
         for s in as_array(self.environment.get("splits")):
@@ -151,8 +151,14 @@ class Follower:
         if going:
             self.rollouts, self.made = going, at + 1
             return going[0][at]
-        said = f"not in the recording: {_shown(tool, arguments)} at call {at + 1} of task {self.index}"
-        recorded = {_shown(str(r[at].get("tool")), as_object(r[at].get("arguments"))): None for r in self.rollouts if len(r) > at}
+        said = (
+            f"not in the recording: {_shown(tool, arguments)} at call {at + 1} of task {self.index}"
+        )
+        recorded = {
+            _shown(str(r[at].get("tool")), as_object(r[at].get("arguments"))): None
+            for r in self.rollouts
+            if len(r) > at
+        }
         if recorded:
             said += f" (recorded there: {'; '.join(list(recorded)[:3])})"
         return said
