@@ -325,3 +325,53 @@ def test_what_cannot_be_served_is_one_line(
     assert run.code == 2 and run.stdout == "", run
     assert run.stderr.startswith("orsgen serve: error: ") and run.stderr.count("\n") == 1, run
     assert said in run.stderr, run.stderr
+
+
+@pytest.mark.slow  # real training
+def test_grpo_trains_against_the_served_recording(
+    ors_servers: ors_server.Servers, serve: Any, tmp_path: Path
+) -> None:
+    """A 2-step GRPOTrainer run with the training script's setup (tests/test_e2e_grpo.py),
+    its environment ``orsgen serve`` of a recording of the train split: the tiny model,
+    warmed up on the live server's episodes, makes the recorded calls and earns their
+    rewards, with the live server stopped."""
+    import functools
+
+    import tiny_model
+    from generated.echo import EchoEnv, load_tasks, outcome_reward
+    from test_e2e_grpo import _warmed_model
+    from trl import GRPOTrainer
+
+    server = ors_servers.own(ECHO_ENV)
+    try:
+        run = _record(server, tmp_path / "run", "train", 1, SEED, quote=10**9)
+        _, model_dir = _warmed_model(server, tmp_path)
+    finally:
+        server.stop()
+    assert [r["reward"] for r in results_rows(run)] == [1.0] * 4  # the word, on each task
+    served = serve(str(run), *_package(run))
+
+    returned: list[float | None] = []
+
+    def reward(environments: Any, **kwargs: Any) -> list[float | None]:
+        rewards = outcome_reward(environments, **kwargs)
+        returned.extend(rewards)
+        return rewards
+
+    reward.__name__ = outcome_reward.__name__
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        args=tiny_model.cpu_grpo_config(tmp_path / "out", max_steps=2),
+        train_dataset=load_tasks(base_url=served.url),
+        environment_factory=functools.partial(EchoEnv, base_url=served.url),
+        reward_funcs=reward,
+    )
+    try:
+        trainer.train()
+    finally:
+        EchoEnv.close_all()
+    assert len(returned) == 4 and 1.0 in returned, returned
+    logged = [h for h in trainer.state.log_history if "rewards/outcome_reward/mean" in h]
+    assert len(logged) == 2, trainer.state.log_history
+    code, stderr = served.stop()
+    assert code == 0 and "Traceback" not in stderr, stderr
