@@ -284,8 +284,9 @@ def test_a_python_file_is_served_until_ctrl_c(serve: Any, orsgen_subprocess: Any
 
 def _variant(source: str, handmade: Path, tmp_path: Path) -> Path:
     """``handmade`` (RUN), a copy whose rows lack env_calls (OLD: an older orsgen eval's),
-    or whose run.json names no package (NOPACKAGE); any other ``source`` as it is."""
-    if source not in ("RUN", "OLD", "NOPACKAGE"):
+    or whose run.json names no package (NOPACKAGE) or one that is gone (MOVED); any other
+    ``source`` as it is."""
+    if source not in ("RUN", "OLD", "NOPACKAGE", "MOVED"):
         return Path(source)
     if source == "RUN":
         return handmade
@@ -295,7 +296,8 @@ def _variant(source: str, handmade: Path, tmp_path: Path) -> Path:
         (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     else:
         config = json.loads((run / "run.json").read_text())
-        (run / "run.json").write_text(json.dumps({**config, "package": None}))
+        package = None if source == "NOPACKAGE" else "/gone"
+        (run / "run.json").write_text(json.dumps({**config, "package": package}))
     return run
 
 
@@ -310,6 +312,7 @@ def _variant(source: str, handmade: Path, tmp_path: Path) -> Path:
         ("RUN", ["--package", str(ROOT / "generated" / "rich")], "its tools differ"),
         ("OLD", [], "2 of 2 rows record no tool calls and results"),
         ("NOPACKAGE", [], "run.json names no package; pass --package DIR"),
+        ("MOVED", [], "/gone is not a generated package (no snapshot.json); it has moved"),
     ],
 )
 def test_what_cannot_be_served_is_one_line(

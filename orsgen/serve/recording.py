@@ -82,7 +82,8 @@ def load(run: Path, package: Path | None) -> Recording:
             )
         snapshot = where / "snapshot.json"
         if not snapshot.is_file():
-            raise UsageError(f"{where} is not a generated package (no snapshot.json)")
+            moved = "" if package else "; it has moved: pass its directory with --package"
+            raise UsageError(f"{where} is not a generated package (no snapshot.json){moved}")
         environment = as_object(read_json(snapshot).get("environment"))
         tasks = _tasks(run)
     except RunDirError as exc:
