@@ -120,7 +120,7 @@ def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
     the word at once), as ``orsgen eval`` records them."""
     run = tmp_path_factory.mktemp("handmade")
     snapshot = json.loads((ECHO / "snapshot.json").read_text())["environment"]
-    from orsgen.snapshot.canonical import tools_sha256
+    from orsgen.canonical import tools_sha256
 
     config = {"split": "test", "package": str(ECHO), "tools_sha256": tools_sha256(snapshot)}
     (run / "run.json").write_text(json.dumps(config))

@@ -21,7 +21,7 @@ from typing import Any
 from orsgen.arguments import UsageError
 from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.rundir import RESULTS_FILE, RunDirError, read_config, read_json, rows
-from orsgen.snapshot.canonical import tools_sha256
+from orsgen.canonical import tools_sha256
 
 MAX_CALL_TEXT = 300  # characters of a call named in a "not in the recording" error
 Call = Mapping[str, Any]  # one env_calls entry
