@@ -227,7 +227,7 @@ def test_eval_against_the_served_recording_gives_the_recorded_rewards(
 
 
 def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
-    handmade: Path, serve: Any, orsgen_subprocess: Any
+    handmade: Path, serve: Any, orsgen_cli: Any
 ) -> None:
     from generated.echo import EchoEnv
 
@@ -266,16 +266,16 @@ def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
     finally:
         env.close()
     # Its tools, splits and task counts are the package snapshot's: no drift.
-    check = orsgen_subprocess(["check", str(ECHO), "--live", "--target", served.url])
+    check = orsgen_cli(["check", str(ECHO), "--live", "--target", served.url])
     assert check.code == 0 and "no drift" in check.stderr, check.stderr
     code, stderr = served.stop()
     assert code == 0, stderr
     assert stderr.rstrip().endswith("orsgen serve: stopped") and "Traceback" not in stderr, stderr
 
 
-def test_a_python_file_is_served_until_ctrl_c(serve: Any, orsgen_subprocess: Any) -> None:
+def test_a_python_file_is_served_until_ctrl_c(serve: Any, orsgen_cli: Any) -> None:
     served = serve(str(ECHO_ENV))
-    check = orsgen_subprocess(["check", str(ECHO), "--live", "--target", served.url])
+    check = orsgen_cli(["check", str(ECHO), "--live", "--target", served.url])
     assert check.code == 0 and "no drift" in check.stderr, check.stderr
     code, stderr = served.stop(signal.SIGINT)
     assert code == 130 and stderr.rstrip().endswith("orsgen: interrupted"), stderr
