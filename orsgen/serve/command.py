@@ -77,7 +77,7 @@ def main(argv: Sequence[str]) -> int:
     def stopped(signum: int, frame: object) -> None:
         stop.set()
 
-    signal.signal(signal.SIGTERM, stopped)
+    before = signal.signal(signal.SIGTERM, stopped)
     try:
         with _serving(args) as url:
             print(url, flush=True)
@@ -86,5 +86,7 @@ def main(argv: Sequence[str]) -> int:
                 pass
     except TargetError as exc:
         raise UsageError(str(exc)) from None
+    finally:
+        signal.signal(signal.SIGTERM, before)
     print("orsgen serve: stopped", file=sys.stderr, flush=True)
     return 0

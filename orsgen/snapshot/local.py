@@ -109,7 +109,7 @@ def serve_environments(
         app = Server(envs).app
     except Exception as exc:  # noqa: BLE001 - building the server runs user code (list_splits)
         raise TargetError(
-            f"{what}: not a valid ORS environment file: {type(exc).__name__}: {exc}"
+            f"{what}: not a valid ORS environment: {type(exc).__name__}: {exc}"
         ) from None
     _fresh_sse_exit_event()
     # Bind here and hand uvicorn the socket: choosing a free port and binding it later
