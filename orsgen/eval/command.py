@@ -15,13 +15,14 @@ import importlib
 import inspect
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
-from orsgen.arguments import output, secret_pairs, seconds
+from orsgen.arguments import output, price, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
@@ -66,7 +67,8 @@ def parser() -> Parser:
         "--force",
         action="store_true",
         help="with --compare: compare runs that differ in environment, split, tools, -n, "
-        "--max-turns or --pass-threshold",
+        "--max-turns or --pass-threshold; with --merge: replace what --out holds (another "
+        "run, or a merge of other shards)",
     )
     p.add_argument(
         "--endpoint",
@@ -153,6 +155,20 @@ def parser() -> Parser:
         help="most tokens per assistant turn (default: the endpoint's own limit)",
     )
     p.add_argument(
+        "--max-rollout-tokens",
+        type=at_least(1),
+        metavar="N",
+        help="end a rollout once its tokens so far (prompt plus completion, as the endpoint "
+        "reports them) pass N, checked after each turn (stop: token_limit; default: no limit)",
+    )
+    p.add_argument(
+        "--price",
+        type=price,
+        metavar="IN,OUT",
+        help="price per million prompt and completion tokens: each row gets its cost "
+        "(default: none)",
+    )
+    p.add_argument(
         "--pass-threshold",
         type=number,
         help=f"a rollout passes when its reward >= this (default {PASS_THRESHOLD}, the "
@@ -172,7 +188,7 @@ def parser() -> Parser:
         "(default: none, nothing is written); its directory must exist unless it is inside "
         "the working directory",
     )
-    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out, or start it")
     p.add_argument(
         "--min-coverage", type=in_range(0.0, 1.0), help="exit 1 when coverage is lower (0 to 1)"
     )
@@ -320,7 +336,6 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         config,
         adapter=adapter,
         concurrency=args.concurrency,
-        rollout_timeout=args.rollout_timeout,
         endpoint_api_key=keys,
         endpoint_down_limit=args.endpoint_down_limit,
         out=args.out,
@@ -338,7 +353,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.merge and not args.out:
         raise UsageError("--merge needs --out RUN, the run to write")
     if args.merge:
-        result = merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
+        out = output(args.out, "--out")
+        result = merge_shards(args.merge, out, partial=args.partial, force=args.force)
     else:
         result = _evaluate(args)
     if args.upload_run:
@@ -372,8 +388,14 @@ def main(argv: Sequence[str]) -> int:
     """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
     p = parser()
     args = p.parse(list(argv))
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
+        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
+        print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
+        signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
+        os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
     except EvalConfigError as exc:
         # The library names its field; the command names the option that sets it.
         if exc.field in vars(args):
@@ -382,3 +404,10 @@ def main(argv: Sequence[str]) -> int:
     except EndpointsDown as exc:
         kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, _frame: Any) -> None:
+    """SIGTERM ends the run as Ctrl-C does: the files flushed, run.json written."""
+    raise KeyboardInterrupt(signum)
