@@ -114,24 +114,28 @@ def _result(word: Any, text: str, reward: float | None, **more: Any) -> dict[str
     return {**call, "reward": reward, "finished": reward == 1.0, **more}
 
 
+def _recorded(run: Path, package: Path, split: str, rows: list[dict[str, Any]]) -> Path:
+    """A run directory of ``rows`` of ``package`` on ``split``, as ``orsgen eval`` writes it."""
+    from orsgen.canonical import tools_sha256
+
+    snapshot = json.loads((package / "snapshot.json").read_text())["environment"]
+    config = {"split": split, "package": str(package), "tools_sha256": tools_sha256(snapshot)}
+    (run / "run.json").write_text(json.dumps(config))
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run
+
+
 @pytest.fixture(scope="module")
 def handmade(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two recorded rollouts of echo's test task 0 (a refused call, a wrong word, the word;
     the word at once), as ``orsgen eval`` records them."""
-    run = tmp_path_factory.mktemp("handmade")
-    snapshot = json.loads((ECHO / "snapshot.json").read_text())["environment"]
-    from orsgen.canonical import tools_sha256
-
-    config = {"split": "test", "package": str(ECHO), "tools_sha256": tools_sha256(snapshot)}
-    (run / "run.json").write_text(json.dumps(config))
     first = [
         _result(5, REFUSED, None, error="invalid_arguments"),
         _result("gif", "echo: gif", 0.0),
         _result("fig", "echo: fig", 1.0),
     ]
     rows = [_row(0, first), _row(1, [_result("fig", "echo: fig", 1.0)])]
-    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return run
+    return _recorded(tmp_path_factory.mktemp("handmade"), ECHO, "test", rows)
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +275,20 @@ def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
     code, stderr = served.stop()
     assert code == 0, stderr
     assert stderr.rstrip().endswith("orsgen serve: stopped") and "Traceback" not in stderr, stderr
+
+
+def test_a_recording_serves_its_packages_terminal_and_task_tools(
+    serve: Any, orsgen_cli: Any, tmp_path: Path
+) -> None:
+    """generated/rich: renamed parameters, a task tool (probed on task 0) and a terminal
+    tool, served from a recording with no calls: ``orsgen check --live`` finds no drift."""
+    rich = ROOT / "generated" / "rich"
+    row = {"task_index": 0, "sample": 0, "messages": [], "env_calls": []}
+    served = serve(str(_recorded(tmp_path, rich, "train", [row])))
+    check = orsgen_cli(["check", str(rich), "--live", "--target", served.url])
+    assert check.code == 0 and "no drift" in check.stderr, check.stderr
+    assert "1 task tool from the probe of task 0" in check.stderr, check.stderr
+    assert served.stop()[0] == 0
 
 
 def test_a_python_file_is_served_until_ctrl_c(serve: Any, orsgen_cli: Any) -> None:

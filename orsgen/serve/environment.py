@@ -30,7 +30,7 @@ def _schema(spec: Mapping[str, Any]) -> dict[str, Any] | None:
     properties = as_object(out.get("properties"))
     if properties:
         order = [str(n) for n in as_array(spec.get("property_order")) if n in properties]
-        out["properties"] = {n: properties[n] for n in [*order, *properties] if n}
+        out["properties"] = {n: properties[n] for n in [*order, *properties]}
     return out
 
 
@@ -64,7 +64,7 @@ def _tool(spec: Mapping[str, Any], model: type[BaseModel] | None) -> Callable[..
     return tool(made)  # type: ignore[no-any-return]
 
 
-def failure(tool: str, reason: Any, text: str) -> tuple[Any, str]:
+def _failure(tool: str, reason: Any, text: str) -> tuple[Any, str]:
     """A recorded failed call (its orsgen ``reason`` and text) as the SDK's reason for a
     refused call, ``None`` for an environment's failure, and its detail."""
     kind = ToolInputError if reason in MODEL_REASONS else ToolEnvironmentError
@@ -123,7 +123,7 @@ def environment_class(recording: Recording) -> type[Any]:
             return RunToolOutput(RunToolError(error=found, reason="input_validation"))
         text = str(found.get("text") or "")
         if found.get("error"):  # the environment refused the call, or failed there
-            reason, detail = failure(tool, found["error"], text)
+            reason, detail = _failure(tool, found["error"], text)
             if reason is None:
                 raise RuntimeError(detail)  # the session ends, as it did
             return RunToolOutput(RunToolError(error=detail, reason=reason))
@@ -145,7 +145,7 @@ def environment_class(recording: Recording) -> type[Any]:
     }
     for spec in as_array(env.get("tools")):
         schema = _schema(spec)
-        namespace[spec["name"]] = _tool(spec, _arguments_model(schema) if schema else None)
+        namespace[spec["name"]] = _tool(spec, None if schema is None else _arguments_model(schema))
     term = env.get("terminal_tool")
     if term:
         arg = as_object(term).get("arg")

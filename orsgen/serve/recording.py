@@ -20,6 +20,7 @@ from typing import Any
 
 from orsgen.arguments import UsageError
 from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.runtime.sessions.drift_scope import expected_task_tools
 from orsgen.rundir import RESULTS_FILE, RunDirError, read_config, read_json, rows
 from orsgen.canonical import tools_sha256
 
@@ -61,10 +62,7 @@ class Recording:
         """The task tools a task offers: those the snapshot's probe saw on it, and those its
         recorded rollouts called."""
         env = self.environment
-        probe = as_object(env.get("task_tools_probe"))
-        names: set[str] = set()
-        if probe.get("split") == split:
-            names.update(as_array(as_object(probe.get("tools_by_task")).get(str(index))))
+        names = expected_task_tools(env, split, index) or set()
         task = self.task(split, index)
         names.update(str(call.get("tool")) for rollout in task.rollouts for call in rollout)
         return [t for t in as_array(env.get("task_tools")) if t.get("name") in names]
