@@ -1,7 +1,8 @@
-"""Several model endpoints (orsgen/eval/endpoints.py): which endpoint takes each request
-(the fewest in flight), an endpoint's rest and its doubling, the limit when every endpoint
-is down, and the keys; then real HTTP: the scripted stand-in (tests/openai_standin.py) and
-ports where nothing listens. The router's own tests move a fake clock; nothing is mocked."""
+"""Several model endpoints (orsgen/eval/endpoints.py), one replica pool
+(orsgen/runtime/transport/replicas.py): which endpoint takes each request (the fewest in
+flight), an endpoint's rest and its doubling, the limit when every endpoint is down, and the
+keys; then real HTTP: the scripted stand-in (tests/openai_standin.py) and ports where nothing
+listens. The pool's own tests move a fake clock; nothing is mocked."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ from orsgen.eval.endpoints import (
     Endpoints,
     EndpointsDown,
     RequestFailed,
-    Router,
     keyed,
 )
+from orsgen.runtime.transport.replicas import ReplicaPool
 
 BODY = {"model": "standin", "messages": [{"role": "user", "content": "Say 'fig'."}]}
 
@@ -40,9 +41,10 @@ class Clock:
         return self.now
 
 
-def router(count: int, clock: Clock, limit: float = 60.0) -> Router:
+def router(count: int, clock: Clock, limit: float = 60.0) -> ReplicaPool[Endpoint]:
     urls = [f"http://{name}/v1" for name in "abcdefgh"[:count]]
-    return Router([Endpoint(url, None) for url in urls], limit, clock, rests=(1.0, 8.0))
+    log = logging.getLogger("orsgen.eval")
+    return ReplicaPool([Endpoint(url) for url in urls], limit, clock, rests=(1.0, 8.0), log=log)
 
 
 def names(taken: list[Endpoint]) -> str:
@@ -79,7 +81,7 @@ def test_each_request_goes_to_the_endpoint_with_the_fewest_in_flight() -> None:
     r.answered(first[2])
     # a and c now have none, b one: the next two go to a and c, then all have one.
     assert sorted(names([r.take()[0], r.take()[0]])) == ["a", "c"]
-    assert [e.in_flight for e in r.endpoints] == [1, 1, 1]
+    assert [e.in_flight for e in r.replicas] == [1, 1, 1]
 
 
 def test_ties_go_in_turn_so_one_request_at_a_time_still_spreads() -> None:
@@ -90,12 +92,12 @@ def test_ties_go_in_turn_so_one_request_at_a_time_still_spreads() -> None:
         seen.append(endpoint)
         r.answered(endpoint)
     assert names(seen) == "abcabc"
-    assert [e.requests for e in r.endpoints] == [2, 2, 2]
+    assert [e.requests for e in r.replicas] == [2, 2, 2]
 
 
 def test_a_request_sent_again_goes_to_another_endpoint_when_one_can_take_it() -> None:
     r = router(2, Clock())
-    a, b = r.endpoints
+    a, b = r.replicas
     busy = [r.take()[0] for _ in range(4)]  # two each
     r.answered(busy[0])  # a has the fewest in flight, yet the request a failed goes to b
     assert r.take(avoid=a)[0] is b
@@ -109,7 +111,7 @@ def test_a_request_sent_again_goes_to_another_endpoint_when_one_can_take_it() ->
 def test_a_failing_endpoint_rests_and_its_rest_doubles_up_to_the_cap(caplog) -> None:
     clock = Clock()
     r = router(2, clock)
-    a, b = r.endpoints
+    a, b = r.replicas
     caplog.set_level(logging.WARNING, "orsgen.eval")
     taken, _ = r.take()
     assert taken is a
@@ -140,7 +142,7 @@ def test_a_failing_endpoint_rests_and_its_rest_doubles_up_to_the_cap(caplog) -> 
 
 def test_a_request_sent_before_the_outage_does_not_lengthen_the_rest() -> None:
     r = router(2, Clock())
-    a = r.endpoints[0]
+    a = r.replicas[0]
     one, _ = r.take()
     r.take()
     two, _ = r.take()  # a again: a has two in flight when it goes down
@@ -153,7 +155,7 @@ def test_a_request_sent_before_the_outage_does_not_lengthen_the_rest() -> None:
 def test_every_endpoint_down_for_the_limit_stops_every_request() -> None:
     clock = Clock()
     r = router(2, clock, limit=30.0)
-    a, b = r.endpoints
+    a, b = r.replicas
     for endpoint in (r.take()[0], r.take()[0]):
         r.failed(endpoint, False, "HTTP 503 (InternalServerError)")
     assert {a.down_since, b.down_since} == {0.0}
@@ -174,8 +176,8 @@ def test_every_endpoint_down_for_the_limit_stops_every_request() -> None:
 
 def test_one_endpoint_down_past_the_limit_stops_nothing_while_another_answers() -> None:
     clock = Clock()
-    r = Router([Endpoint("http://a/v1", None), Endpoint("http://b/v1", None)], 30.0, clock)
-    a, b = r.endpoints
+    r = ReplicaPool([Endpoint("http://a/v1"), Endpoint("http://b/v1")], 30.0, clock)
+    a, b = r.replicas
     r.failed(r.take()[0], False, "connection failed")  # a down at 0, resting 1 s
     clock.now = 0.5
     for _ in range(3):
@@ -236,7 +238,7 @@ def test_a_refused_connection_moves_the_request_to_the_endpoint_that_answers(
     for _ in range(4):
         answer = endpoints.post(BODY)
         assert answer.choices[0].message.tool_calls  # the stand-in's scripted call
-    counts = endpoints.router.counts()
+    counts = endpoints.pool.counts()
     assert counts[dead] == {"requests": 1, "failures": 1, "outages": 1}
     assert counts[live.endpoint] == {"requests": 4, "failures": 0, "outages": 0}
     assert live.chat_requests() == 4
@@ -253,7 +255,7 @@ def test_every_endpoint_refusing_for_the_limit_raises_naming_each() -> None:
     said = str(raised.value)
     assert said.startswith("every endpoint has been down for 0.5 s: ")
     assert all(f"{url} (connection failed" in said for url in dead)
-    counts = endpoints.router.counts()
+    counts = endpoints.pool.counts()
     assert all(counts[url]["outages"] == 1 and counts[url]["failures"] >= 1 for url in dead)
 
 
@@ -269,9 +271,9 @@ def test_a_server_error_is_retried_then_fails_its_rollout_and_the_endpoint_stays
         with pytest.raises(RequestFailed) as raised:
             endpoints.post(BODY)
         said = str(raised.value)
-        assert said.startswith(f"endpoint {broken.endpoint}: HTTP 500 (InternalServerError): ")
+        assert said.startswith(f"HTTP 500 from {broken.endpoint} (InternalServerError): ")
         assert said.endswith(f"(the endpoints failed this request {SERVER_ERRORS} times)")
-    counts = endpoints.router.counts()[broken.endpoint]
+    counts = endpoints.pool.counts()[broken.endpoint]
     assert counts == {"requests": 3 * SERVER_ERRORS, "failures": 3 * SERVER_ERRORS, "outages": 0}
     assert caplog.records == []  # no outage to log
     assert broken.chat_requests() == 0  # it answered none with 200
@@ -282,7 +284,7 @@ def test_a_server_error_goes_to_the_other_endpoint(standin) -> None:
     endpoints = Endpoints([broken.endpoint, working.endpoint], None, 30.0)
     for _ in range(2):  # each goes to the broken one in its turn, then to the other
         assert endpoints.post(BODY).choices[0].message.tool_calls
-    counts = endpoints.router.counts()
+    counts = endpoints.pool.counts()
     assert counts[broken.endpoint] == {"requests": 2, "failures": 2, "outages": 0}
     assert counts[working.endpoint]["requests"] == working.chat_requests() == 2
 
@@ -292,7 +294,7 @@ def test_a_4xx_is_the_requests_answer_and_no_outage(standin) -> None:
     endpoints = Endpoints([refusing.endpoint, nowhere()], None, 30.0)
     with pytest.raises(RequestFailed, match="HTTP 400 .*no such model"):
         endpoints.post(BODY)
-    assert endpoints.router.counts()[refusing.endpoint] == {
+    assert endpoints.pool.counts()[refusing.endpoint] == {
         "requests": 1,
         "failures": 0,
         "outages": 0,

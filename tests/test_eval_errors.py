@@ -103,7 +103,7 @@ def test_the_endpoints_own_error_is_kept_and_no_retry_is_claimed(
     assert len(rows) == CHANCE_TEST_TASKS
     for row in rows:
         assert row["verdict"] == "failed"
-        assert row["reason"] == f"endpoint {model.endpoint}: HTTP 400 (BadRequestError): {said}"
+        assert row["reason"] == f"HTTP 400 from {model.endpoint} (BadRequestError): {said}"
         assert "retr" not in row["reason"]
 
 

@@ -23,7 +23,8 @@ from typing import Any
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
 from orsgen.arguments import output, secret_pairs, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
-from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
+from orsgen.eval.config import DEFAULT_MAX_TURNS, DEFAULT_REQUEST_ATTEMPTS, EvalConfig
+from orsgen.eval.config import EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
 from orsgen.eval.merge import merge_shards
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
@@ -140,7 +141,17 @@ def parser() -> Parser:
     p.add_argument(
         "--rollout-timeout",
         type=seconds,
-        help="seconds per rollout from its reset (default: no limit)",
+        help="seconds per rollout from its reset (default: no limit); also each chat "
+        "request's budget",
+    )
+    p.add_argument(
+        "--request-attempts",
+        type=at_least(1),
+        default=DEFAULT_REQUEST_ATTEMPTS,
+        metavar="N",
+        help="without --rollout-timeout, a chat request's budget: after N tries that its "
+        "endpoints fail (an outage aside), its rollout is failed, naming the last answer, and "
+        f"the run goes on (default {DEFAULT_REQUEST_ATTEMPTS})",
     )
     p.add_argument(
         "--temperature",

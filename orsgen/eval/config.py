@@ -13,6 +13,7 @@ from typing import Any, cast
 from orsgen.rundir import read_config
 
 DEFAULT_MAX_TURNS = 8
+DEFAULT_REQUEST_ATTEMPTS = 5
 ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 
@@ -60,6 +61,9 @@ class EvalConfig:
     adapter_version: str | None = None
     tools_sha256: str | None = None
     shard: tuple[int, int] | None = None
+    # A chat request's budget without a rollout deadline: tries its endpoints fail as its
+    # own before its rollout is failed (orsgen/eval/endpoints.py).
+    request_attempts: int = DEFAULT_REQUEST_ATTEMPTS
 
     def __post_init__(self) -> None:
         given: Any = self.endpoint
@@ -177,7 +181,13 @@ def _check(c: EvalConfig) -> None:
         )
     if len(set(c.endpoints)) < len(c.endpoints):
         raise EvalConfigError(f"names one endpoint twice: {c.endpoint!r}", "endpoint")
-    for name, low in (("n", 1), ("max_turns", 1), ("num_tasks", 1), ("max_tokens", 1)):
+    for name, low in (
+        ("n", 1),
+        ("max_turns", 1),
+        ("num_tasks", 1),
+        ("max_tokens", 1),
+        ("request_attempts", 1),
+    ):
         value = getattr(c, name)
         if value is None and name in ("num_tasks", "max_tokens"):
             continue

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from orsgen.eval import report
 from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
-from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
+from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, added_counts, public_url
 from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
 from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, run_all
@@ -157,7 +157,11 @@ def evaluate(
     if not endpoint_down_limit > 0:
         raise EvalConfigError(f"must be positive, got {endpoint_down_limit}", "endpoint_down_limit")
     endpoints = Endpoints(
-        config.endpoints, endpoint_api_key, request_timeout, endpoint_down_limit
+        config.endpoints,
+        endpoint_api_key,
+        request_timeout,
+        endpoint_down_limit,
+        attempts=config.request_attempts,
     )  # the key count checked before any network
     adapters = Adapters(_adapter_factory(env, adapter, rollout_timeout))
     try:
@@ -178,7 +182,7 @@ def evaluate(
             if log is not None:
                 log.close()
             if plan.out is not None:
-                counts = endpoints.router.counts(plan.earlier)
+                counts = added_counts(plan.earlier, endpoints.pool.counts())
                 written = {**plan.config.to_json(), "endpoint_counts": counts}
                 write_json(plan.out / RUN_FILE, written)
         seconds = time.monotonic() - started
