@@ -7,6 +7,7 @@ listens. The pool's own tests move a fake clock; nothing is mocked."""
 from __future__ import annotations
 
 import json
+import re
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 import openai_standin
-from conftest import eval_process, run_eval
+from conftest import eval_process, results_rows, run_eval
 from serve_model import free_port
 
 from orsgen.eval import EvalConfig, EvalConfigError
@@ -381,3 +382,71 @@ def test_every_endpoint_down_for_the_limit_is_exit_1_and_one_line(
     counts = json.loads((out / "run.json").read_text())["endpoint_counts"][only.endpoint]
     assert counts["outages"] == 1 and counts["failures"] >= 1
     assert not (out / "summary.json").exists()  # the run did not finish
+
+
+def test_a_request_every_endpoint_fails_alone_spends_its_attempts_and_no_endpoint_rests(
+    standin,
+) -> None:
+    """A gateway answers 504 to every request holding 'fig' (the stand-in's --poison): one
+    task's request fails within its budget of tries, and the endpoints stay up for others."""
+    gates = [standin(poison="fig"), standin(poison="fig")]
+    endpoints = Endpoints([g.endpoint for g in gates], None, 30.0, rests=(0.01, 0.02), attempts=3)
+    with pytest.raises(RequestFailed) as raised:
+        endpoints.post(BODY, task=0)
+    said = str(raised.value)
+    assert said.startswith(f"HTTP 504 from {gates[0].endpoint} (") or said.startswith(
+        f"HTTP 504 from {gates[1].endpoint} ("
+    ), said
+    assert said.endswith("(the endpoints failed this request 3 times)")
+    counts = endpoints.pool.counts()
+    assert sum(c["requests"] for c in counts.values()) == 3
+    assert all(c["outages"] == 0 for c in counts.values())  # no endpoint was taken away
+    other = {**BODY, "messages": [{"role": "user", "content": "Say 'kiwi'."}]}
+    assert endpoints.post(other, task=1).choices[0].message.tool_calls
+
+
+def test_with_a_rollout_deadline_the_deadline_is_the_requests_budget(standin) -> None:
+    gate = standin(poison="fig")
+    endpoints = Endpoints([gate.endpoint], None, 30.0, rests=(0.01, 0.02), attempts=1)
+    with pytest.raises(RequestFailed, match=f"^HTTP 504 from {gate.endpoint} "):
+        endpoints.post(BODY, task=0, until=time.monotonic() + 2.0)
+    # Tried until the deadline, not once as the attempts would have it.
+    assert endpoints.pool.counts()[gate.endpoint]["requests"] > 1
+    with pytest.raises(RequestFailed):
+        endpoints.post(BODY, task=0)  # no deadline: one try
+    assert endpoints.pool.counts()[gate.endpoint]["outages"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_one_poisonous_request_fails_its_rollout_and_the_run_goes_on(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    """Issue 39: a gateway that always answers 504 to one task's request (two endpoints
+    behind it) fails that task's rollouts, naming the answer; every other task is scored, no
+    endpoint is taken away, the run exits 0, and a resume leaves the rows as they are."""
+    gates = [standin(poison="damson"), standin(poison="damson")]  # task 1 of split test
+    out = tmp_path / "run"
+    args = [str(chance_dir), "--model", gates[0].model, "--base-url", chance_server.url]
+    args += ["--endpoint", gates[0].endpoint, "--endpoint", gates[1].endpoint]
+    args += ["--split", "test", "-n", "2", "--concurrency", "2", "--endpoint-down-limit", "1"]
+    args += ["--no-progress", "--out", str(out)]
+    code, _, stderr = run_eval(args)
+    assert code == 0, stderr
+    rows = results_rows(out)
+    assert sorted((r["task_index"], r["sample"]) for r in rows) == [
+        (t, s) for t in range(4) for s in range(2)
+    ]
+    for row in rows:
+        if row["task_index"] != 1:
+            assert row["verdict"] == "scored", row
+            continue
+        assert row["verdict"] == "failed" and row["reward"] is None, row
+        assert re.match(r"HTTP 504 from http://127\.0\.0\.1:\d+/v1 \(", row["reason"]), row
+        assert row["reason"].endswith("(the endpoints failed this request 5 times)"), row
+    counts = json.loads((out / "run.json").read_text())["endpoint_counts"]
+    assert [c["outages"] for c in counts.values()] == [0, 0]
+    assert " is down " not in stderr
+    code, _, stderr = run_eval([*args, "--resume"])
+    assert code == 0, stderr
+    assert results_rows(out) == rows
