@@ -49,7 +49,7 @@ def router(count: int, clock: Clock, limit: float = 60.0) -> ReplicaPool[Endpoin
 
 
 def names(taken: list[Endpoint]) -> str:
-    return "".join(e.label[7] for e in taken)
+    return "".join(e.url[7] for e in taken)
 
 
 @pytest.fixture
@@ -403,6 +403,18 @@ def test_a_request_every_endpoint_fails_alone_spends_its_attempts_and_no_endpoin
     assert all(c["outages"] == 0 for c in counts.values())  # no endpoint was taken away
     other = {**BODY, "messages": [{"role": "user", "content": "Say 'kiwi'."}]}
     assert endpoints.post(other, task=1).choices[0].message.tool_calls
+
+
+def test_a_gateway_outage_spends_no_budget_and_the_down_limit_stops_it(standin) -> None:
+    """One task's requests alone, every one answered 503, and so is a probe (``GET /models``):
+    an outage, not the request's failure. No row fails for it: the endpoints go down."""
+    gates = [standin(chat_status=503, models_status=503) for _ in range(2)]
+    endpoints = Endpoints(
+        [g.endpoint for g in gates], None, 30.0, down_limit=0.5, rests=(0.05, 0.1), attempts=2
+    )
+    with pytest.raises(EndpointsDown, match="every endpoint has been down for 0.5 s: "):
+        endpoints.post(BODY, task=0)
+    assert [c["outages"] for c in endpoints.pool.counts().values()] == [1, 1]
 
 
 def test_with_a_rollout_deadline_the_deadline_is_the_requests_budget(standin) -> None:

@@ -13,7 +13,7 @@ from yarl import URL
 
 from orsgen.eval import endpoints
 from orsgen.runtime.transport import health
-from orsgen.runtime.transport.replicas import AWAY_STATUSES, Replica, ReplicaPool, is_away
+from orsgen.runtime.transport.replicas import AWAY_STATUSES, Replica, ReplicaPool
 
 
 class Clock:
@@ -44,12 +44,10 @@ def openai_answer(status: int) -> openai.APIStatusError:
 def test_one_list_of_away_statuses_for_the_endpoints_and_the_servers() -> None:
     assert AWAY_STATUSES == {408, 409, 429, 502, 503, 504}
     for status in range(400, 600):
-        away = is_away(status)
-        assert away == (status in AWAY_STATUSES)
+        away = status in AWAY_STATUSES
         # The evaluation's endpoints and the runtime's servers read the same list.
         assert (endpoints._fault(openai_answer(status)) == "away") == away, status
         assert health.unreachable(gateway(status)) == away, status
-    assert not is_away("503") and not is_away(None)
 
 
 def test_the_least_loaded_replica_takes_the_next_request_ties_in_turn() -> None:
@@ -58,7 +56,7 @@ def test_the_least_loaded_replica_takes_the_next_request_ties_in_turn() -> None:
     assert [replicas.take()[0] for _ in range(3)] == [a, b, c]
     replicas.answered(b)
     assert replicas.take()[0] is b  # b has none in flight, a and c one each
-    assert replicas.choose(load=lambda r: {"http://a": 0}.get(r.label, 9)) is a  # the caller's load
+    assert replicas.choose(load=lambda r: {"http://a": 0}.get(r.url, 9)) is a  # the caller's load
     assert replicas.choose(avoid=a, load=lambda r: 0) is not a  # not the one that failed it
 
 
@@ -110,4 +108,4 @@ def test_every_server_down_places_on_the_one_that_went_away_last() -> None:
         clock.now = when
         replica.went_away(when, replicas.rests)
     assert replicas.choose(tries=False) is None
-    assert replicas.last_down().label == "http://b"  # ties: the earlier
+    assert replicas.last_down().url == "http://b"  # ties: the earlier

@@ -121,8 +121,8 @@ def _placed(open_on: dict[str, int], down_since: dict[str, float]) -> str:
     for record in records:
         record.down_since = down_since.get(record.url)
     servers = ReplicaPool(records[: 2 if down_since else 3])
-    chosen = servers.choose(load=lambda r: open_on.get(r.label, 0), tries=False)
-    return (chosen or servers.last_down()).label
+    chosen = servers.choose(load=lambda r: open_on.get(r.url, 0), tries=False)
+    return (chosen or servers.last_down()).url
 
 
 def test_placement_picks_the_fewest_open_then_the_earlier_url() -> None:

@@ -61,8 +61,7 @@ class EvalConfig:
     adapter_version: str | None = None
     tools_sha256: str | None = None
     shard: tuple[int, int] | None = None
-    # A chat request's budget without a rollout deadline: tries its endpoints fail as its
-    # own before its rollout is failed (orsgen/eval/endpoints.py).
+    # A chat request's budget without a rollout deadline (orsgen/eval/endpoints.py).
     request_attempts: int = DEFAULT_REQUEST_ATTEMPTS
 
     def __post_init__(self) -> None:
@@ -181,18 +180,12 @@ def _check(c: EvalConfig) -> None:
         )
     if len(set(c.endpoints)) < len(c.endpoints):
         raise EvalConfigError(f"names one endpoint twice: {c.endpoint!r}", "endpoint")
-    for name, low in (
-        ("n", 1),
-        ("max_turns", 1),
-        ("num_tasks", 1),
-        ("max_tokens", 1),
-        ("request_attempts", 1),
-    ):
+    for name in ("n", "max_turns", "num_tasks", "max_tokens", "request_attempts"):
         value = getattr(c, name)
         if value is None and name in ("num_tasks", "max_tokens"):
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise EvalConfigError(f"must be an integer of at least {low}, got {value!r}", name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise EvalConfigError(f"must be an integer of at least 1, got {value!r}", name)
     if c.num_tasks is not None and c.task_indices is not None:
         raise EvalConfigError("pass num_tasks or task_indices, not both")
     if c.task_indices is not None and not c.task_indices:

@@ -1,24 +1,15 @@
 """The model endpoints of an evaluation (``--endpoint``, repeatable): one ``openai.OpenAI``
-client per endpoint, in one replica pool (:class:`~orsgen.runtime.transport.replicas.ReplicaPool`:
-the fewest requests in flight, ties in turn; rests; the statuses that mean "away"). The
-rules, as docs/evaluating.md states them:
-
-- an endpoint that is not there (connection refused or dropped, HTTP 502/503/504) or busy
-  (408/409/429) for requests of two tasks in a row rests, ``FIRST_REST`` seconds doubling
-  to ``MAX_REST`` while the request after its rest fails too; once its rest is over it takes
-  one request at a time. An outage is logged when it starts and ends, and is never the
-  model's failure; once every endpoint has been down for the down limit, every request
-  raises :class:`EndpointsDown`;
-- any other failure is the request's own: a server error (other 5xx), a timeout, or an
-  away answer while the endpoint stays up. The request is sent again, to another endpoint
-  when one can take it, within its budget: until the rollout's deadline when it has one,
-  else ``attempts`` tries (``--request-attempts``), at most ``SERVER_ERRORS`` of them server
-  errors or timeouts; after each round of away answers over the endpoints it waits a rest.
-  Then its rollout is ``failed``, naming the last answer;
-- each client has ``max_retries=1``: one quick retry absorbs a kept-alive connection the
-  server closed; more would hold requests on a dead endpoint before the pool may move them.
-
-Keys stay in the clients: labels, log lines, errors and counts carry public URLs only.
+client each, in one :class:`~orsgen.runtime.transport.replicas.ReplicaPool` (which endpoint
+takes a request, rests and outages: its rules). By the rules docs/evaluating.md states, a
+request's own failure is a server error (other 5xx), a timeout, or an away answer that took
+no endpoint down (a refused connection always does, and so does a last try's when a probe
+gets no answer either): the request is sent again, to another endpoint when one can take it,
+within its budget (the rollout's deadline when it has one, else ``attempts`` tries, at most
+``SERVER_ERRORS`` of them server errors or timeouts, with a rest after each round of away
+answers), then its rollout is ``failed``, naming the last answer. Each client has
+``max_retries=1``: one quick retry absorbs a kept-alive connection the server closed; more
+would hold requests on a dead endpoint before the pool may move them. Keys stay in the
+clients: labels, log lines, errors and counts carry public URLs only.
 """
 
 from __future__ import annotations
@@ -33,17 +24,12 @@ from typing import Any, Literal
 
 from orsgen.eval.config import DEFAULT_REQUEST_ATTEMPTS, EvalConfigError
 from orsgen.jsonobject import is_object
-from orsgen.runtime.transport.replicas import (
-    FIRST_REST,
-    MAX_REST,
-    PoolDown,
-    Replica,
-    ReplicaPool,
-    is_away,
-)
+from orsgen.runtime.transport.replicas import AWAY_STATUSES, FIRST_REST, MAX_REST, PoolDown
+from orsgen.runtime.transport.replicas import Replica, ReplicaPool
 
 DEFAULT_DOWN_LIMIT = 300.0
 SERVER_ERRORS = 2
+PROBE_TIMEOUT = 10.0
 CLIENT_RETRIES = 1
 
 log = logging.getLogger("orsgen.eval")
@@ -163,23 +149,26 @@ class Endpoints:
                     "/chat/completions", body=body, cast_to=ChatCompletion
                 )
             except Exception as exc:  # noqa: BLE001 - every failure is routed or a verdict
-                fault = _fault(exc)
+                fault, said = _fault(exc), error_text(exc, endpoint.url)
+                left = None if until is None else until - time.monotonic()
+                spent = tries + 1 >= self.attempts if left is None else left <= 0
                 if fault == "away":
-                    if self.pool.failed(endpoint, resting, error_text(exc), task):
-                        continue  # an outage: routed around, never the request's
+                    # Refused, or the budget's last try and no answer to a probe either: an
+                    # outage, which a prompt cannot cause. It spends no budget.
+                    outage = _refused(exc) or (spent and not _answers(endpoint))
+                    if self.pool.failed(
+                        endpoint, resting, error_text(exc), None if outage else task
+                    ):
+                        continue
                 elif fault == "timeout":
                     self.pool.timed_out(endpoint)
                 else:
                     self.pool.answered(endpoint, failed=fault == "server")
-                said = error_text(exc, endpoint.label)
                 if fault is None:
                     raise RequestFailed(said) from exc
                 tries, avoid = tries + 1, endpoint
                 server_errors += fault != "away"
-                left = None if until is None else until - time.monotonic()
-                if server_errors >= SERVER_ERRORS or (
-                    tries >= self.attempts if left is None else left <= 0
-                ):
+                if spent or server_errors >= SERVER_ERRORS:
                     times = f"the endpoints failed this request {tries} times"
                     raise RequestFailed(f"{said} ({times})") from exc
                 rounds, whole = divmod(tries, len(self.pool.replicas))
@@ -196,6 +185,27 @@ class Endpoints:
             endpoint.client.close()
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether the connection was refused (the request never reached the endpoint)."""
+    import httpx
+
+    return isinstance(exc.__cause__, httpx.ConnectError)
+
+
+def _answers(endpoint: Endpoint) -> bool:
+    """Whether ``endpoint`` answers another request (``GET /models``): a gateway that fails
+    one request alone does, one in an outage does not."""
+    import openai
+
+    try:
+        endpoint.client.with_options(timeout=PROBE_TIMEOUT, max_retries=0).models.list()
+    except openai.APIStatusError as exc:
+        return exc.status_code not in AWAY_STATUSES
+    except openai.APIError:
+        return False
+    return True
+
+
 def _fault(exc: BaseException) -> Literal["away", "server", "timeout"] | None:
     """Whose failure: the endpoint's, not there or busy (``away``); this request's, a server
     error or no answer in time (``server``, ``timeout``), or any other 4xx (``None``)."""
@@ -206,7 +216,7 @@ def _fault(exc: BaseException) -> Literal["away", "server", "timeout"] | None:
     if isinstance(exc, openai.APIConnectionError):
         return "away"
     status = getattr(exc, "status_code", None)
-    if is_away(status):
+    if status in AWAY_STATUSES:
         return "away"
     return "server" if isinstance(status, int) and status >= 500 else None
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 from orsgen.runtime.errors import describe
 from orsgen.runtime.transport import http
 from orsgen.runtime.transport.process import Records, current
-from orsgen.runtime.transport.replicas import Replica, is_away
+from orsgen.runtime.transport.replicas import AWAY_STATUSES, Replica
 
 if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated package
     import aiohttp
@@ -56,10 +56,6 @@ class ServerHealth(Replica):
         self.refusing_since: float | None = None
         self._refused_opens = 0
         self._stretch_refusals = 0
-
-    @property
-    def url(self) -> str:
-        return self.label
 
     @property
     def degraded(self) -> int:
@@ -211,7 +207,7 @@ def unreachable(exc: BaseException) -> bool:
 
     for e in _chain(exc):
         if isinstance(e, aiohttp.ClientResponseError):
-            return is_away(e.status)
+            return e.status in AWAY_STATUSES
         if isinstance(e, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
             return True  # ClientConnectorError is a ClientOSError
     return False
@@ -261,6 +257,6 @@ async def probe(url: str) -> bool:
         async with http.client(url).get(
             "/health", timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT), allow_redirects=False
         ) as response:
-            return not is_away(response.status)
+            return response.status not in AWAY_STATUSES
     except Exception:  # noqa: BLE001 - anything but an answer means "not yet"
         return False

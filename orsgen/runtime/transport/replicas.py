@@ -1,17 +1,14 @@
-"""One replica pool: several replicas of one service, each request to the least loaded. It
-holds the model endpoints of an evaluation (orsgen/eval/endpoints.py) and places sessions on
-the ORS servers of one environment (``base_url=[...]``, orsgen/runtime/sessions/opening.py).
+"""One replica pool: replicas of one service, each request to the least loaded. It holds an
+evaluation's model endpoints (orsgen/eval/endpoints.py) and places sessions on the ORS servers
+of one environment (``base_url=[...]``, orsgen/runtime/sessions/opening.py), by these rules:
 
-- The next request goes to the replica with the least load (its requests in flight, or the
-  load the caller counts) among those up, not to ``avoid`` when another can take it, ties in
-  turn (a new pool: to the earlier one).
-- A replica that is away rests, ``rests[0]`` seconds doubling up to ``rests[1]`` while its try
-  after a rest fails too; once its rest is over it takes one request at a time (or a probe:
-  :meth:`Replica.due`). It is away when it does not answer, or answers one of
-  ``AWAY_STATUSES``; a gateway's answer, which one request may cause, takes it away only when
-  requests of two tasks get one in a row (one poisonous prompt never empties the pool).
-- Once every replica has been down for ``down_limit`` seconds, every take raises
-  :class:`PoolDown` naming each replica and its last failure.
+- the next request goes to the least loaded replica (its requests in flight, or the caller's
+  count) among those up, not to ``avoid`` when another can take it, ties in turn;
+- a replica that is away (no answer, or one of ``AWAY_STATUSES``) rests, ``rests[0]`` seconds
+  doubling up to ``rests[1]`` while its try after a rest fails too; then it takes one request
+  at a time, or a probe (:meth:`Replica.due`). An answer that one request may cause takes it
+  away only when requests of two tasks get one in a row: one poisonous prompt empties no pool;
+- once every replica has been down for ``down_limit`` s, every take raises :class:`PoolDown`.
 """
 
 from __future__ import annotations
@@ -32,11 +29,6 @@ MAX_REST = 30.0
 Clock = Callable[[], float]
 
 
-def is_away(status: object) -> bool:
-    """Whether an HTTP ``status`` says the replica is away (see ``AWAY_STATUSES``)."""
-    return isinstance(status, int) and status in AWAY_STATUSES
-
-
 class PoolDown(RuntimeError):
     """Every replica has been down for the down limit. The message names each and its last
     failure."""
@@ -44,9 +36,9 @@ class PoolDown(RuntimeError):
 
 @dataclass(eq=False)
 class Replica:
-    """One replica (``label``: its public URL): its load, its rest, and its counts."""
+    """One replica (``url``: its public URL): its load, its rest, and its counts."""
 
-    label: str
+    url: str
     in_flight: int = 0
     requests: int = 0
     failures: int = 0  # requests it failed
@@ -150,7 +142,7 @@ class ReplicaPool(Generic[R]):
                 # Since when every replica is down (when the last one went down), or None.
                 since = None if None in down else max(s for s in down if s is not None)
                 if self._stopped is None and since is not None and now - since >= self.down_limit:
-                    said = ", ".join(f"{r.label} ({r.last_error})" for r in self.replicas)
+                    said = ", ".join(f"{r.url} ({r.last_error})" for r in self.replicas)
                     self._stopped = (
                         f"every endpoint has been down for {self.down_limit:g} s: {said}"
                     )
@@ -177,7 +169,7 @@ class ReplicaPool(Generic[R]):
             if gone is not None:
                 if self._log is not None:
                     said = "endpoint %s is back after %.1f s (%d failed requests)"
-                    self._log.warning(said, replica.label, gone, replica.failed_in_outage)
+                    self._log.warning(said, replica.url, gone, replica.failed_in_outage)
                 self._ready.notify_all()
 
     def timed_out(self, replica: R) -> None:
@@ -207,12 +199,12 @@ class ReplicaPool(Generic[R]):
                     else f"requests wait (the run stops once every endpoint has been down "
                     f"for {self.down_limit:g} s)"
                 )
-                self._log.warning("endpoint %s is down (%s): %s", replica.label, error, where)
+                self._log.warning("endpoint %s is down (%s): %s", replica.url, error, where)
             replica.failed_in_outage += 1
             self._ready.notify_all()
             return True
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """Each replica's requests, failures and outages, by label."""
+        """Each replica's requests, failures and outages, by URL."""
         names = ("requests", "failures", "outages")
-        return {r.label: {name: getattr(r, name) for name in names} for r in self.replicas}
+        return {r.url: {name: getattr(r, name) for name in names} for r in self.replicas}
