@@ -6,7 +6,7 @@ stopped by PID.
     python tests/openai_standin.py --port P [--tool say --argument text --calls 1 --size 16]
         [--tools lookup,nosuch,submit] [--quote 3] [--delay 0.2]
         [--chat-status 400 --chat-message "Server is pinned to ..."]
-        [--models-status 401 --models-message "Invalid API key"]
+        [--models-status 401 --models-message "Invalid API key"] [--poison WORD]
         [--script '{"fig": ["nonjson", "right"], "lemon": ["cut"]}'] [--no-usage fig,lemon]
 
 By default each ``POST /v1/chat/completions`` answers, from the messages it is sent: a call
@@ -18,7 +18,9 @@ first user message's ``'...'``), reversed on requests whose ``seed`` is a multip
 against ``orsgen eval --seed S`` on the echo environment every rollout's reward is then
 fixed by its task, sample and turn, and differs between them. With ``--chat-status`` /
 ``--models-status`` that route answers that HTTP status with an OpenAI-style error body
-(``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists one model, ``standin``;
+(``{"error": {"message": ...}}``) instead. With ``--poison WORD`` a chat request whose
+messages hold WORD is answered 504, as a gateway answers a request it timed out on.
+``GET /v1/models`` lists one model, ``standin``;
 ``GET /health`` answers 200 once the server listens, with the number of chat-completions
 requests it has answered (``{"chat_requests": N}``), and per API key (the bearer token a
 client sends: a test's label, never a real key) the requests that have arrived
@@ -130,6 +132,8 @@ def _app(opts: argparse.Namespace) -> web.Application:
             await asyncio.sleep(opts.delay)
         if opts.chat_status:
             return error(opts.chat_status, opts.chat_message)
+        if opts.poison and opts.poison in json.dumps(body.get("messages", [])):
+            return error(504, "the upstream timed out")
         said = body.get("messages", [])
         results = sum(1 for m in said if m.get("role") == "tool")
         turn = sum(1 for m in said if m.get("role") == "assistant")
@@ -193,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--models-status", type=int, default=0)
     p.add_argument("--models-message", default="")
     p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--poison", default="")
     p.add_argument("--script", default="")
     p.add_argument("--no-usage", default="")
     opts = p.parse_args(argv)
