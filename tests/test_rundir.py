@@ -55,7 +55,7 @@ def test_a_torn_last_row_is_left_out_by_every_reader(
     assert sorted((r["task"], r["sample"]) for r in records) == [(0, 0), (0, 1), (1, 0), (1, 1)]
 
     out = tmp_path / "sft"
-    exported = orsgen_subprocess(["sft", str(run), "-o", str(out)])
+    exported = orsgen_subprocess(["sft", str(run), "-o", str(out), "--allow-split", "test"])
     assert exported.code == 0, exported.stderr
     import datasets
 
@@ -85,7 +85,10 @@ def test_a_pair_twice_is_refused_by_every_reader(
     lines = results.read_text().splitlines(keepends=True)
     results.write_text("".join(lines[:4]) + lines[1])
     said = f"{results} holds (task 0, sample 1) twice"
-    for command in (["view", str(run)], ["sft", str(run), "-o", str(tmp_path / "sft")]):
+    for command in (
+        ["view", str(run)],
+        ["sft", str(run), "-o", str(tmp_path / "sft"), "--allow-split", "test"],
+    ):
         refused = orsgen_subprocess(command)
         assert refused.code == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert said in refused.stderr, refused.stderr
