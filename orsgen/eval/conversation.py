@@ -73,6 +73,8 @@ class Rollout:
     # Each tool call as [tool, failed by ("environment", "model") or None, seconds]
     # (orsgen.runtime.records.tools): the adapter's, then those that never reached it.
     tool_calls: list[list[Any]] = field(default_factory=list)
+    # Each call the adapter sent and its result, whole (Call.replayable): orsgen replay's input.
+    env_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ class Conversation:
             out.reason = stop if out.reason is None else f"{stop}; {out.reason}"
         out.messages = [stored(m) for m in messages]
         out.tool_calls = [*tool_calls(env.__class__, env.rollout.calls), *out.tool_calls]
+        out.env_calls = [c.replayable() for c in env.rollout.calls if c.sent]
         out.seconds = time.monotonic() - started
         return out
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.eval import report
 from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
+from orsgen.eval.config import package_path
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
 from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
@@ -179,7 +180,8 @@ def evaluate(
                 log.close()
             if plan.out is not None:
                 counts = endpoints.router.counts(plan.earlier)
-                written = {**plan.config.to_json(), "endpoint_counts": counts}
+                package = package_path(adapters.kind)
+                written = {**plan.config.to_json(), "package": package, "endpoint_counts": counts}
                 write_json(plan.out / RUN_FILE, written)
         seconds = time.monotonic() - started
     finally:
@@ -233,7 +235,7 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         earlier = check_resume(out, config, resume)
-        write_json(out / RUN_FILE, config.to_json())
+        write_json(out / RUN_FILE, {**config.to_json(), "package": package_path(kind)})
         # In the tools' own key order: the model saw them rendered in it.
         write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
         done = read_records(out / RESULTS_FILE)
