@@ -23,6 +23,7 @@ from orsgen.rundir import (
     SUMMARY_FILE,
     RunDirError,
     read_adapter,
+    read_config,
     rows,
 )
 
@@ -95,7 +96,8 @@ def _merge(found: list[_Shard], target: Path, partial: bool) -> EvalResult:
     records = _stream(ordered, config, target)
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
     counts = added_counts(*(s.endpoint_counts for s in ordered))
-    written = {**config.to_json(), **({"endpoint_counts": counts} if counts else {})}
+    package = {"package": read_config(first.path).get("package")}  # where replay finds it
+    written = {**config.to_json(), **package, **({"endpoint_counts": counts} if counts else {})}
     write_json(target / RUN_FILE, {**written, **({"partial": record} if record else {})})
     write_json(target / ADAPTER_FILE, adapter, sort_keys=False)
     present = {task for shard in ordered for task in shard.config.tasks()}

@@ -15,6 +15,7 @@ from orsgen.arguments import Failed, Parser, UsageError, at_least, in_range, out
 from orsgen.eval.command import adapter_config, environment_options, load_adapter
 from orsgen.eval.config import adapter_identity
 from orsgen.eval.endpoints import public_url
+from orsgen.jsonobject import as_array
 from orsgen.replay.run import ReplayError, Recording, factory, load, replay
 from orsgen.rundir import RESULTS_FILE, RUN_FILE
 from orsgen.wording import plural
@@ -69,7 +70,7 @@ def _facts(args: Any, recording: Recording, klass: type) -> dict[str, Any]:
             file=sys.stderr,
         )
     keep = ("model", "split", "pass_threshold", "unfinished_reward", "adapter_version")
-    urls = [public_url(u) for u in args.base_url or []]
+    urls = [public_url(str(u)) for u in as_array(args.base_url)]
     return {
         "kind": "replay",
         "recorded_run": str(recording.run.resolve()),
@@ -100,7 +101,10 @@ def main(argv: Sequence[str]) -> int:
         raise UsageError(f"{facts['environment']} judges groups (score_group): not replayed")
     count = len(recording.rows)
     print(f"replaying {plural(count, 'rollout')} of {args.run} x {args.repeat}", file=sys.stderr)
-    s = replay(factory(klass, adapter), recording, out, facts, args.concurrency)
+    try:
+        s = replay(factory(klass, adapter), recording, out, facts, args.concurrency)
+    except ReplayError as exc:
+        raise UsageError(str(exc)) from None
     flips = s["flips"]
     print(
         f"{s['replayed']} rollouts replayed in {s['seconds']:.1f} s: {s['rewards_changed']} "

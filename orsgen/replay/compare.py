@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.eval.conversation import cut
-from orsgen.jsonobject import as_array, as_object
+from orsgen.jsonobject import as_array, as_object, is_array
 
 Call = Mapping[str, Any]
 # A replayed call the environment refused for what it was sent (the SDK's reasons): a tool
@@ -42,7 +42,7 @@ class Replayed:
 def calls_of(row: Mapping[str, Any]) -> list[Call] | None:
     """A row's recorded calls, or ``None`` when it records none (an older orsgen's row)."""
     found = row.get("env_calls")
-    return [as_object(c) for c in as_array(found)] if isinstance(found, list) else None
+    return [as_object(c) for c in as_array(found)] if is_array(found) else None
 
 
 def not_replayed(row: Mapping[str, Any]) -> str | None:
@@ -155,7 +155,7 @@ def skipped(recorded: Mapping[str, Any], why: str) -> dict[str, Any]:
 
 def _said(r: Mapping[str, Any]) -> str | None:
     """What changed, in one line: "reward 1.0 -> 0.0; finished at call 2, was 1; ..."."""
-    parts = []
+    parts: list[str] = []
     if r["nondeterministic"]:
         parts.append(f"nondeterministic: replays gave rewards {r['replay_rewards']}")
     if r.get("reward_changed"):

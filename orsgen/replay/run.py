@@ -20,7 +20,7 @@ from orsgen.eval.workers import Adapters
 from orsgen.jsonobject import as_object
 from orsgen.replay import compare
 from orsgen.replay.summary import report, summarize
-from orsgen.runtime.errors import ToolCallFailure
+from orsgen.runtime.errors import OrsRuntimeError, ToolCallFailure
 from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, RunDirError, read_config, rows
 
 
@@ -95,11 +95,17 @@ def replay(
     """Replay every recorded rollout ``facts["repeat"]`` times on adapters from ``make``,
     ``concurrency`` at once; write run.json (``facts``), results.jsonl (one row per recorded
     rollout), summary.json and report.md to ``out``; return the summary."""
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / RUN_FILE, dict(facts))
     repeat, tolerance = int(facts["repeat"]), float(facts["tolerance"])
     split, unfinished = str(facts["split"]), facts.get("unfinished_reward")
-    adapters, log = Adapters(make), ResultsLog(out / RESULTS_FILE)
+    adapters = Adapters(make)
+    try:
+        _check(adapters.probe(), recording)
+    except BaseException:
+        adapters.close()
+        raise
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / RUN_FILE, dict(facts))
+    log = ResultsLog(out / RESULTS_FILE)
     todo: Iterator[Mapping[str, Any]] = iter(recording.rows)
     lock, done = threading.Lock(), list[dict[str, Any]]()
 
@@ -108,7 +114,7 @@ def replay(
         if why is not None:
             return compare.skipped(recorded, why)
         where = str(recorded.get("split") or split)
-        replays = []
+        replays: list[compare.Replayed] = []
         for _ in range(repeat):
             try:
                 replays.append(once(env, recorded, where, unfinished))
@@ -141,6 +147,25 @@ def replay(
     write_json(out / SUMMARY_FILE, summary)
     report(out, summary, done)
     return summary
+
+
+def _check(probe: Any, recording: Recording) -> None:
+    """The recorded tasks against the environment (one ``/num_tasks`` request per split),
+    before the first rollout: a server that is not there, a split or task that is gone."""
+    from orsgen.runtime import dataset
+
+    here = probe.rollout.here
+    wanted: dict[str, int] = {}
+    for r in recording.rows:
+        where = str(r.get("split") or recording.config.get("split"))
+        wanted[where] = max(wanted.get(where, 0), int(r["task_index"]))
+    for split, last in wanted.items():
+        try:
+            count = dataset.split_size(here.endpoint, split, timeout=here.open_timeout)
+        except (ValueError, TypeError, LookupError, OrsRuntimeError) as exc:
+            raise ReplayError(str(exc)) from exc
+        if last >= count:
+            raise ReplayError(f"the run has task {last} of split {split!r}, which has {count} now")
 
 
 def factory(klass: type, adapter: Any) -> Callable[[], Any]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.summary import passes
+from orsgen.jsonobject import as_array, as_object
 
 REPORT_FILE = "report.md"
 MAX_SHOWN_ROLLOUTS = 100  # changed rollouts report.md shows call by call; all are in the rows
@@ -83,10 +84,12 @@ def _rollout(r: Mapping[str, Any]) -> list[str]:
         "| call | tool | arguments | recorded | replayed |",
         "|---|---|---|---|---|",
     ]
-    messages = r.get("messages") or []
+    messages = [as_object(m) for m in as_array(r.get("messages"))]
     for number, (asked, answered) in enumerate(zip(messages[::2], messages[1::2]), 1):
-        function = asked["tool_calls"][0]["function"]
-        recorded, replayed = answered["sides"]
+        function = as_object(as_object(as_array(asked.get("tool_calls"))[0]).get("function"))
+        recorded, replayed = (
+            as_object(s) if s is not None else None for s in as_array(answered.get("sides"))
+        )
         lines.append(
             f"| {number} | {_cell(function['name'])} | `{_cell(function['arguments'])}` | "
             f"{_result(recorded)} | {_result(replayed)} |"

@@ -122,8 +122,9 @@ class Call:
     def replayable(self) -> dict[str, Any]:
         """The call as the adapter sent it and its result as received, whole (an evaluation
         row's ``env_calls``, which ``orsgen replay`` and ``orsgen serve`` read)."""
-        out = {"tool": self.tool, "arguments": self.arguments, "text": self.output}
-        out |= {"images": list(self.images), "reward": self.reward, "finished": self.finished}
+        out: dict[str, Any] = {"tool": self.tool, "arguments": self.arguments}
+        out |= {"text": self.output, "images": list(self.images), "reward": self.reward}
+        out["finished"] = self.finished
         return out if self.failure is None else {**out, "error": self.failure}
 
 
