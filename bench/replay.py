@@ -1,11 +1,11 @@
 """``orsgen replay`` speed (issue 41): a replay against ``orsgen eval`` of the same rollouts
 with an endpoint that answers at once (tests/openai_standin.py), on examples/echo_env.py.
 
-    python bench/replay.py [--samples 16] [--concurrency 1,8] [--out DIR]
+    python bench/replay.py [--samples 32] [--concurrency 1,8] [--rounds 3] [--out DIR]
 
 It serves the echo environment (tests/serve_env.py, 127.0.0.1), generates its package, and
 per concurrency level records an evaluation of the train split's 4 tasks x ``--samples``
-(each rollout 1 or 2 ``echo`` calls: the stand-in's ``--quote 2``), then replays it. Both run
+(each rollout 1 or 2 ``echo`` calls: the stand-in's ``--quote 2``), then replays it, ``--rounds`` times (medians and ranges: the machine is shared). Both run
 as a user runs them (``python -m orsgen``); the figures are their rollouts' wall time (eval's
 headline, replay's summary.json ``seconds``: no process start, no report) and, per rollout,
 the time inside the environment (eval's ``environment_seconds``; a replay's row is all
@@ -51,9 +51,25 @@ def rows(out: Path) -> list[dict[str, Any]]:
 
 
 def level(
+    work: Path, package: Path, url: str, endpoint: str, samples: int, c: int, rounds: int
+) -> dict[str, Any]:
+    found = [
+        one_round(work / f"c{c}-r{r}", package, url, endpoint, samples, c) for r in range(rounds)
+    ]
+    out: dict[str, Any] = {k: found[0][k] for k in ("concurrency", "rollouts", "calls")}
+    for key in found[0]:
+        if key not in out:
+            values = [f[key] for f in found]
+            out[key] = round(statistics.median(values), 3)
+            out[f"{key}_range"] = [min(values), max(values)]
+    return out
+
+
+def one_round(
     work: Path, package: Path, url: str, endpoint: str, samples: int, c: int
 ) -> dict[str, Any]:
-    recorded, replayed = work / f"eval-c{c}", work / f"replay-c{c}"
+    work.mkdir()
+    recorded, replayed = work / "eval", work / "replay"
     evaluation = orsgen(
         "eval", str(package), "--endpoint", endpoint, "--model", "standin", "--base-url", url,
         "-n", str(samples), "--seed", "3", "--concurrency", str(c), "--no-progress",
@@ -89,7 +105,8 @@ def level(
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--samples", type=int, default=16)
+    p.add_argument("--samples", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--concurrency", default="1,8")
     p.add_argument("--out", type=Path, default=BENCH / "results")
     opts = p.parse_args()
@@ -101,7 +118,7 @@ def main() -> None:
         made = orsgen(server.url, "-o", str(package), "-q")
         assert made.returncode == 0, made.stderr
         levels = [
-            level(work, package, server.url, model.endpoint, opts.samples, int(c))
+            level(work, package, server.url, model.endpoint, opts.samples, int(c), opts.rounds)
             for c in opts.concurrency.split(",")
         ]
     finally:
@@ -120,7 +137,8 @@ def main() -> None:
         "",
         f"{machine['cpus']} CPUs, load average {machine['load_average_1m']} (a shared machine); "
         "examples/echo_env.py on 127.0.0.1; the eval's endpoint answers at once "
-        "(tests/openai_standin.py). Wall seconds of the rollouts alone.",
+        "(tests/openai_standin.py). Wall seconds of the rollouts alone; medians of "
+        f"{opts.rounds} rounds, each a new recording and its replay (ranges in replay.json).",
         "",
         "| concurrency | rollouts | calls | eval s | replay s | eval rollouts/s | "
         "replay rollouts/s | eval env ms/rollout | replay ms/rollout |",
