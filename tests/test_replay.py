@@ -109,6 +109,7 @@ def test_the_same_environment_replays_with_no_change(
     assert all(r["reward"] == r["recorded_reward"] and not r["nondeterministic"] for r in rows)
 
 
+@pytest.mark.slow  # a server of its own, and a replay process
 def test_a_changed_grader_flips_exactly_its_tasks_rollouts(
     recorded: Path, ors_servers: Any, orsgen_subprocess: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -131,6 +132,7 @@ def test_a_changed_grader_flips_exactly_its_tasks_rollouts(
     assert '"sides":[' in (out / "view.html").read_text()
 
 
+@pytest.mark.slow  # a server of its own, and a replay process
 def test_a_grader_that_does_not_repeat_itself_is_nondeterministic_under_repeat(
     recorded: Path, ors_servers: Any, orsgen_subprocess: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -147,6 +149,7 @@ def test_a_grader_that_does_not_repeat_itself_is_nondeterministic_under_repeat(
     assert all(len(r["replay_rewards"]) == 3 for r in results_rows(out))
 
 
+@pytest.mark.slow  # a server of its own, and a replay process
 def test_a_renamed_parameter_is_a_refused_call_with_its_reason(
     recorded: Path, ors_servers: Any, orsgen_subprocess: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -167,6 +170,7 @@ def test_a_renamed_parameter_is_a_refused_call_with_its_reason(
     assert all("rejected the call" in x["reason"] and "word" in x["reason"] for x in refused)
 
 
+@pytest.mark.slow  # a server of its own, and a replay process
 def test_secrets_and_keys_are_never_written(
     recorded: Path, base: ors_server.RunningServer, orsgen_subprocess: Any, tmp_path: Path
 ) -> None:
@@ -202,3 +206,30 @@ def test_a_run_without_recorded_calls_or_package_is_refused_in_one_line(
     assert run.code == 2 and "--package" in run.stderr, run.stderr
     run = replay(orsgen_subprocess, moved, base.url, tmp_path / "c", "--package", str(package))
     assert run.code == 0, run.stderr
+
+
+def _call(text: str, reward: float | None, finished: bool = False, **more: Any) -> dict[str, Any]:
+    return {"tool": "echo", "arguments": {"text": text}, "text": text, "images": [],
+            "reward": reward, "finished": finished, **more}  # fmt: skip
+
+
+def test_rewards_within_the_tolerance_are_no_change_and_disagreeing_replays_no_flip() -> None:
+    from orsgen.replay.compare import Replayed, row
+    from orsgen.replay.summary import summarize
+
+    recorded = {"task_index": 0, "sample": 0, "reward": 1.0, "verdict": "scored"}
+    recorded["env_calls"] = [_call("a", 1.0, True)]
+    near = Replayed(0.95, "scored", None, [_call("a", 0.95, True)])
+    far = Replayed(0.0, "scored", None, [_call("b", 0.0, False), _call("a", 0.0, True)])
+    within = row(recorded, [near], tolerance=0.1)
+    assert not within["changed"] and within["outputs_changed"] == 0
+    moved = row(recorded, [far], tolerance=0.1)
+    assert moved["changed"] and moved["reward_changed"] and moved["outputs_changed"] == 1
+    assert moved["finished_at"] == {"recorded": 1, "replayed": 2}
+    noisy = row({**recorded, "sample": 1}, [far, near], tolerance=0.1)
+    assert noisy["nondeterministic"] and not noisy["changed"]
+    facts = {"pass_threshold": 1.0, "tolerance": 0.1}
+    s = summarize([within, moved, noisy], facts)
+    assert s["flips"] == {"pass_to_fail": [{"task_index": 0, "sample": 0}], "fail_to_pass": []}
+    assert s["rewards_changed"] == 1 and s["nondeterministic"] == [{"task_index": 0, "sample": 1}]
+    assert s["finished_elsewhere"] == [{"task_index": 0, "sample": 0, "recorded": 1, "replayed": 2}]
