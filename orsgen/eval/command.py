@@ -15,6 +15,7 @@ import importlib
 import inspect
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,7 +67,8 @@ def parser() -> Parser:
         "--force",
         action="store_true",
         help="with --compare: compare runs that differ in environment, split, tools, -n, "
-        "--max-turns or --pass-threshold",
+        "--max-turns or --pass-threshold; with --merge: replace what --out holds (another "
+        "run, or a merge of other shards)",
     )
     p.add_argument(
         "--endpoint",
@@ -157,7 +159,7 @@ def parser() -> Parser:
         "(default: none, nothing is written); its directory must exist unless it is inside "
         "the working directory",
     )
-    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out, or start it")
     p.add_argument(
         "--min-coverage", type=in_range(0.0, 1.0), help="exit 1 when coverage is lower (0 to 1)"
     )
@@ -333,7 +335,6 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         config,
         adapter=adapter,
         concurrency=args.concurrency,
-        rollout_timeout=args.rollout_timeout,
         endpoint_api_key=keys,
         endpoint_down_limit=args.endpoint_down_limit,
         out=args.out,
@@ -351,7 +352,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.merge and not args.out:
         raise UsageError("--merge needs --out RUN, the run to write")
     if args.merge:
-        result = merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
+        out = output(args.out, "--out")
+        result = merge_shards(args.merge, out, partial=args.partial, force=args.force)
     else:
         result = _evaluate(args)
     if args.upload_run:
@@ -385,8 +387,14 @@ def main(argv: Sequence[str]) -> int:
     """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
     p = parser()
     args = p.parse(list(argv))
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
+        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
+        print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
+        signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
+        os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
     except EvalConfigError as exc:
         # The library names its field; the command names the option that sets it.
         if exc.field in vars(args):
@@ -395,3 +403,10 @@ def main(argv: Sequence[str]) -> int:
     except EndpointsDown as exc:
         kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, _frame: Any) -> None:
+    """SIGTERM ends the run as Ctrl-C does: the files flushed, run.json written."""
+    raise KeyboardInterrupt(signum)

@@ -13,6 +13,7 @@ from typing import Any, cast
 from orsgen.rundir import read_config
 
 DEFAULT_MAX_TURNS = 8
+DEFAULT_REQUEST_TIMEOUT = 600.0
 ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 
@@ -29,8 +30,8 @@ class EvalConfigError(ValueError):
 @dataclass(frozen=True, kw_only=True)
 class EvalConfig:
     """The parameters of an evaluation and the identity of its run: every field but
-    ``num_tasks`` is written to ``run.json`` under its own name, and a resume with any
-    field changed is refused, naming it.
+    ``num_tasks`` is written to ``run.json`` under its own name, and a resume or a merge with
+    any field changed is refused, naming it: every field can change a verdict.
 
     ``endpoint`` is the endpoint's URL, or a sequence of several serving the same model
     (each request goes to the one with the fewest in flight; ``run.json`` holds them without
@@ -39,7 +40,9 @@ class EvalConfig:
     or, with neither, the whole split. A field left ``None`` is filled in by ``evaluate``
     (``split``, ``pass_threshold``: the adapter's; the adapter fields: the generated
     class's, ``environment`` being its ``ENV_NAME``); a field given must agree with the
-    adapter. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I`` from
+    adapter. ``rollout_timeout`` is the seconds a rollout may take from its reset (``None``:
+    the adapter's, no limit by default), ``request_timeout`` the seconds an endpoint
+    request may take. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I`` from
     0), evaluating its part of the tasks (:meth:`tasks`); ``orsgen eval --merge`` makes one
     run of the ``N``. Construction raises :class:`EvalConfigError` naming the field."""
 
@@ -55,6 +58,8 @@ class EvalConfig:
     seed: int | None = None
     pass_threshold: float | None = None
     unfinished_reward: float | None = None
+    rollout_timeout: float | None = None
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     environment: str | None = None
     adapter: str | None = None
     adapter_version: str | None = None
@@ -203,6 +208,10 @@ def _check(c: EvalConfig) -> None:
         value = getattr(c, name)
         if value is not None and not _finite(value):
             raise EvalConfigError(f"must be a finite number, got {value!r}", name)
+    for name in ("rollout_timeout", "request_timeout"):
+        value = getattr(c, name)
+        if value is not None and not (_finite(value) and value > 0):
+            raise EvalConfigError(f"must be a positive number of seconds, got {value!r}", name)
 
 
 def _finite(value: Any) -> bool:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.summary import no_gradient_tasks
+from orsgen.rundir import REPORT_FILE, write_whole
 
-REPORT_FILE = "report.md"
 PASS_PNG = "pass_rate.png"
 REWARD_PNG = "rewards.png"
 MAX_BARS = 50  # tasks drawn one bar each; past this, a histogram of their pass rates
@@ -170,7 +170,7 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
     if reasons:
         lines += ["", "## Unscored rollouts", ""]
         lines += [f"- {count} x {why}" for why, count in sorted(reasons.items())]
-    (out / REPORT_FILE).write_text("\n".join(lines) + "\n")
+    write_whole(out / REPORT_FILE, "\n".join(lines) + "\n")
 
 
 def _zero_variance(summary: Mapping[str, Any]) -> list[str]:

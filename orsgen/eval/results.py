@@ -1,16 +1,13 @@
-"""Writing an evaluation run's files (:mod:`orsgen.rundir`). Memory stays flat: a row
-goes to disk as it completes and the run keeps only its :class:`Record`.
+"""An evaluation run's records, and its resume (the files: :mod:`orsgen.rundir`). Memory
+stays flat: a row goes to disk as it completes and the run keeps only its :class:`Record`.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
-import os
 import sys
-import threading
-import time
 from array import array
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +16,8 @@ from typing import Any, overload
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, read_config, rows
-
-# results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
-# most this often and on close (a lost machine loses at most this many seconds of rows).
-FSYNC_EVERY = 1.0
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, cut_torn, located_rows
+from orsgen.rundir import read_config, run_rows, write_whole
 
 
 class RunFileError(EvalConfigError):
@@ -128,43 +122,37 @@ class Records(Sequence[Record]):
         )
 
 
-def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
-    """Write JSON atomically (renamed over the target); ``sort_keys=False`` keeps the key
-    order (part of the text a model is shown). A read-only mapping is written as a dict."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:  # in chunks: no second copy as one string
-        json.dump(value, fh, indent=2, sort_keys=sort_keys, default=dict)
-        fh.write("\n")
-    os.replace(tmp, path)
+def read_records(path: Path, group: int | None = None) -> Records:
+    """The records of results.jsonl's whole rows (a torn last line cut off the file, so
+    that its rollout runs again). With ``group`` (the samples a group judge judges
+    together), the rows of a task with fewer are removed from the file first, so that the
+    whole group runs again."""
+    cut_torn(path)
+    if group is not None:
+        have = Counter(int(row["task_index"]) for _, row in run_rows(path))
+        if any(count < group for count in have.values()):
+            kept = [o for o, row in located_rows(path) if have[int(row["task_index"])] >= group]
+            with path.open("rb") as source:
 
+                def copy(target: Any) -> None:
+                    for offset in kept:
+                        source.seek(offset)
+                        target.write(source.readline())
 
-def read_records(path: Path) -> Records:
-    """The records of results.jsonl's whole rows, reading one line at a time. A torn last
-    line is cut off the file, so that its rollout runs again."""
+                write_whole(path, copy)
     records = Records()
-    for row in rows(path):
+    for _, row in run_rows(path):
         records.add(row)
-    if path.exists() and path.stat().st_size:
-        with path.open("r+b") as fh:
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                end, size = data.rfind(b"\n") + 1, len(data)
-            if end < size:
-                fh.truncate(end)
-                os.fsync(fh.fileno())
     return records
 
 
 def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, Any]:
-    """Refuse to mix runs: rows need ``--resume``, which needs a run to continue with the same
-    configuration (the first difference named). Returns the resumed run's endpoint counts."""
-    run_file = out / RUN_FILE
-    if not run_file.exists():
+    """Refuse to mix runs: a run in ``out`` needs ``--resume``, which continues it only with
+    the same configuration (the first difference named), and starts one where there is none.
+    Returns the resumed run's endpoint counts."""
+    if not (out / RUN_FILE).exists():  # a run that never started: --resume starts it
         if (out / RESULTS_FILE).exists():
             raise RunFileError(f"{out} holds {RESULTS_FILE} but no {RUN_FILE}; use another --out")
-        if resume:
-            raise RunFileError(
-                f"--resume: {out} holds no run to continue; drop --resume to start one there"
-            )
         return {}
     if not resume:
         raise RunFileError(f"{out} already holds a run; pass --resume to continue it")
@@ -194,30 +182,3 @@ def shortened(value: Any, limit: int = 80) -> str:
     """``value`` as JSON, cut to ``limit`` characters."""
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-class ResultsLog:
-    """results.jsonl opened for appending, from any thread: each row written and flushed
-    at once, the file fsynced at most every ``FSYNC_EVERY`` seconds and on close."""
-
-    def __init__(self, path: Path) -> None:
-        self._fh = path.open("a", encoding="utf-8")
-        self._lock = threading.Lock()
-        self._synced = time.monotonic()
-
-    def append(self, row: Mapping[str, Any]) -> None:
-        line = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n"
-        with self._lock:
-            self._fh.write(line)
-            self._fh.flush()
-            now = time.monotonic()
-            if now - self._synced >= FSYNC_EVERY:
-                os.fsync(self._fh.fileno())
-                self._synced = now
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._fh.closed:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-                self._fh.close()

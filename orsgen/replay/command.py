@@ -17,7 +17,7 @@ from orsgen.eval.config import adapter_identity
 from orsgen.eval.endpoints import public_url
 from orsgen.jsonobject import as_array
 from orsgen.replay.run import ReplayError, Recording, factory, load, replay
-from orsgen.rundir import RESULTS_FILE, RUN_FILE
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, RunDirError
 from orsgen.wording import plural
 
 
@@ -103,7 +103,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"replaying {plural(count, 'rollout')} of {args.run} x {args.repeat}", file=sys.stderr)
     try:
         s = replay(factory(klass, adapter), recording, out, facts, args.concurrency)
-    except ReplayError as exc:
+    except (ReplayError, RunDirError) as exc:
         raise UsageError(str(exc)) from None
     flips = s["flips"]
     print(

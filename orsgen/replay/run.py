@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.conversation import Conversation
-from orsgen.eval.results import ResultsLog, write_json
 from orsgen.eval.workers import Adapters
 from orsgen.jsonobject import as_object
 from orsgen.replay import compare
 from orsgen.replay.summary import report, summarize
 from orsgen.runtime.errors import OrsRuntimeError, ToolCallFailure
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, RunDirError, read_config, rows
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, Appender, RunDirError, read_config
+from orsgen.rundir import rows, write_json, write_run, writing
 
 
 class ReplayError(ValueError):
@@ -103,9 +103,6 @@ def replay(
     except BaseException:
         adapters.close()
         raise
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / RUN_FILE, dict(facts))
-    log = ResultsLog(out / RESULTS_FILE)
     todo: Iterator[Mapping[str, Any]] = iter(recording.rows)
     lock, done = threading.Lock(), list[dict[str, Any]]()
 
@@ -130,22 +127,25 @@ def replay(
             if recorded is None:
                 return
             row = one(env, recorded)
-            log.append(row)
+            log.append([row])
             with lock:
                 done.append(row)
 
-    started = time.monotonic()
-    try:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            workers = min(concurrency, len(recording.rows))
-            for future in [pool.submit(worker) for _ in range(workers)]:
-                future.result()
-    finally:
-        log.close()
-        adapters.close()
-    summary = {**summarize(done, facts), "seconds": round(time.monotonic() - started, 3)}
-    write_json(out / SUMMARY_FILE, summary)
-    report(out, summary, done)
+    with writing(out):  # the run directory's owner: its lock, its appends, whole writes
+        write_run(out, facts)
+        log = Appender(out / RESULTS_FILE)
+        started = time.monotonic()
+        try:
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                workers = min(concurrency, len(recording.rows))
+                for future in [pool.submit(worker) for _ in range(workers)]:
+                    future.result()
+        finally:
+            log.close()
+            adapters.close()
+        summary = {**summarize(done, facts), "seconds": round(time.monotonic() - started, 3)}
+        write_json(out / SUMMARY_FILE, summary)
+        report(out, summary, done)
     return summary
 
 

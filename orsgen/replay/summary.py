@@ -13,8 +13,8 @@ from typing import Any
 
 from orsgen.eval.summary import passes
 from orsgen.jsonobject import as_array, as_object
+from orsgen.rundir import REPORT_FILE, write_whole
 
-REPORT_FILE = "report.md"
 MAX_SHOWN_ROLLOUTS = 100  # changed rollouts report.md shows call by call; all are in the rows
 MAX_CELL = 160  # characters of a result in report.md's tables
 
@@ -135,4 +135,4 @@ def report(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
             lines += _rollout(r)
         if len(shown) > MAX_SHOWN_ROLLOUTS:
             lines += ["", f"({len(shown) - MAX_SHOWN_ROLLOUTS} more in results.jsonl)"]
-    (out / REPORT_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_whole(out / REPORT_FILE, "\n".join(lines) + "\n")
