@@ -55,6 +55,10 @@ FSYNC_EVERY = 1.0
 # What a row's "verdict" (a trajectory line's "outcome") is: scored, unfinished (no reward
 # by the end: a turn limit, a deadline) or failed (no answer at all).
 VERDICTS = ("scored", "unfinished", "failed")
+# Why a rollout ended (a row's "stop", docs/evaluating.md): the environment ended the episode,
+# the model answered without a tool call, the endpoint cut its answer, --max-turns,
+# --max-rollout-tokens, the rollout deadline, or the environment or the endpoint failed.
+STOPS = ("finished", "no_tool_call", "length", "max_turns", "token_limit", "timeout", "error")
 
 Row = dict[str, Any]
 _MISSING = {

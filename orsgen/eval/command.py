@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
-from orsgen.arguments import output, secret_pairs, seconds
+from orsgen.arguments import output, price, seconds
 from orsgen.eval.compare import compare, format_comparison, load_summary
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
+from orsgen.eval.environment import adapter_config, environment_options
 from orsgen.eval.merge import merge_shards
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
 from orsgen.runtime.records.passk import PASS_THRESHOLD
@@ -140,6 +141,20 @@ def parser() -> Parser:
         help="most tokens per assistant turn (default: the endpoint's own limit)",
     )
     p.add_argument(
+        "--max-rollout-tokens",
+        type=at_least(1),
+        metavar="N",
+        help="end a rollout once its tokens so far (prompt plus completion, as the endpoint "
+        "reports them) pass N, checked after each turn (stop: token_limit; default: no limit)",
+    )
+    p.add_argument(
+        "--price",
+        type=price,
+        metavar="IN,OUT",
+        help="price per million prompt and completion tokens: each row gets its cost "
+        "(default: none)",
+    )
+    p.add_argument(
         "--pass-threshold",
         type=number,
         help=f"a rollout passes when its reward >= this (default {PASS_THRESHOLD}, the "
@@ -177,26 +192,6 @@ def parser() -> Parser:
         help="the training stage the uploaded rollouts are filed under (default pretrained)",
     )
     return p
-
-
-def environment_options(p: Parser) -> None:
-    """The environment's options, as ``orsgen eval`` and ``orsgen replay`` take them."""
-    p.add_argument(
-        "--base-url",
-        type=http_url,
-        action="append",
-        help="ORS server URL (repeat for several; default: the package's, else "
-        "OPENREWARD_SESSION_URL)",
-    )
-    p.add_argument("--api-key", help="ORS API key (default: OPENREWARD_API_KEY); never written")
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="per-session secret (repeatable); never written",
-    )
-    p.add_argument("--env-class", help="the adapter class, when the package has several")
 
 
 def load_adapter(directory: str, class_name: str | None) -> Any:
@@ -276,31 +271,6 @@ def _adapter(args: argparse.Namespace, klass: Any) -> Any:
     return adapter_config(
         args, klass, args.dir, rollout_timeout=args.rollout_timeout, upload_run=upload
     )
-
-
-def adapter_config(args: argparse.Namespace, klass: Any, package: str, **settings: Any) -> Any:
-    """The :class:`~orsgen.AdapterConfig` of :func:`environment_options` and ``settings`` for
-    the adapter class ``klass`` of ``package`` (no network, no group prefetch)."""
-    from orsgen.runtime.config import AdapterConfig
-
-    urls: list[str] = args.base_url or []
-    try:
-        adapter = AdapterConfig.of(
-            klass,
-            base_url=urls[0] if len(urls) == 1 else urls or None,
-            api_key=args.api_key,
-            secrets=secret_pairs(args.secret),
-            prefetch=False,
-            **settings,
-        )
-    except ValueError as exc:  # several --base-url naming one server
-        raise UsageError(f"--base-url: {exc}") from None
-    if adapter.no_server is not None:
-        raise UsageError(
-            f"{package} records no ORS server URL (it was generated from a local file): "
-            "give one with --base-url URL or set OPENREWARD_SESSION_URL"
-        )
-    return adapter
 
 
 def _evaluate(args: argparse.Namespace) -> EvalResult:

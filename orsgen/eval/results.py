@@ -5,6 +5,7 @@ stays flat: a row goes to disk as it completes and the run keeps only its :class
 from __future__ import annotations
 
 import json
+import math
 import sys
 from array import array
 from collections import Counter
@@ -16,21 +17,34 @@ from typing import Any, overload
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, cut_torn, located_rows
-from orsgen.rundir import read_config, run_rows, write_whole
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, STOPS, VERDICTS, RunDirError, cut_torn
+from orsgen.rundir import located_rows, read_config, run_rows, write_whole
 
 
 class RunFileError(EvalConfigError):
     """An output directory that cannot be used as asked (one line, for exit code 2)."""
 
 
-_FIELDS = ("task_index", "sample", "verdict", "reward", "reason", "seconds", "group_reward")
+_FIELDS = (
+    "task_index",
+    "sample",
+    "verdict",
+    "reward",
+    "reason",
+    "seconds",
+    "group_reward",
+    "usage",
+    "stop",
+    "invalid_tool_calls",
+    "cost",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Record(Mapping[str, Any]):
     """What a run keeps of one rollout once its row is on disk; also a read-only mapping
-    of those fields (``record["verdict"]``), as a row is."""
+    of those fields (``record["verdict"]``), as a row is (``record["usage"]`` is the row's
+    ``usage`` object). A row older than ``stop`` and ``usage`` has ``None`` for them."""
 
     task_index: int
     sample: int
@@ -39,10 +53,17 @@ class Record(Mapping[str, Any]):
     reason: str | None
     seconds: float
     group_reward: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    stop: str | None = None
+    invalid_tool_calls: int = 0
+    cost: float | None = None
 
     @staticmethod
     def of(row: Mapping[str, Any]) -> Record:
         reward, reason, group = row.get("reward"), row.get("reason"), row.get("group_reward")
+        usage, stop, cost = as_object(row.get("usage")), row.get("stop"), row.get("cost")
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
         return Record(
             int(row["task_index"]),
             int(row["sample"]),
@@ -51,7 +72,17 @@ class Record(Mapping[str, Any]):
             None if reason is None else sys.intern(str(reason)),  # many rows share one
             float(row.get("seconds") or 0.0),
             None if group is None else float(group),
+            None if prompt is None else int(prompt),
+            None if completion is None else int(completion),
+            stop if stop in STOPS else None,
+            int(row.get("invalid_tool_calls") or 0),
+            None if cost is None else float(cost),
         )
+
+    @property
+    def usage(self) -> dict[str, int | None]:
+        """The row's ``usage``: its prompt and completion tokens (``None`` when unknown)."""
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
     def __getitem__(self, key: str) -> Any:
         if key not in _FIELDS:
@@ -66,14 +97,17 @@ class Record(Mapping[str, Any]):
 
 
 class Records(Sequence[Record]):
-    """A run's records, kept column by column in arrays (about 40 bytes a rollout, reasons
-    stored once each): 100,000 rollouts hold 4 MB. Indexing gives a :class:`Record`."""
+    """A run's records, kept column by column in arrays (about 80 bytes a rollout, reasons
+    stored once each): 100,000 rollouts hold 8 MB. Indexing gives a :class:`Record`."""
 
     def __init__(self) -> None:
         self._task, self._sample = array("q"), array("q")
         self._verdict, self._has = array("b"), array("b")  # _has: bit 1 reward, bit 2 group
         self._reward, self._group, self._seconds = array("d"), array("d"), array("d")
         self._reason = array("q")  # index into _reasons, or -1
+        # Tokens (-1: unknown), the stop's index in STOPS (-1: none), the cost (NaN: none).
+        self._prompt, self._completion = array("q"), array("q")
+        self._stop, self._invalid, self._cost = array("b"), array("q"), array("d")
         self._reasons: list[str] = []
         self._reason_index: dict[str, int] = {}
         self.tools = ToolTally()  # the rows' tool calls, per tool (summary.json's tools)
@@ -92,6 +126,11 @@ class Records(Sequence[Record]):
             if reason == len(self._reasons):
                 self._reasons.append(r.reason)
         self._reason.append(reason)
+        self._prompt.append(-1 if r.prompt_tokens is None else r.prompt_tokens)
+        self._completion.append(-1 if r.completion_tokens is None else r.completion_tokens)
+        self._stop.append(-1 if r.stop is None else STOPS.index(r.stop))
+        self._invalid.append(r.invalid_tool_calls)
+        self._cost.append(math.nan if r.cost is None else r.cost)
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Keep a row's record, and fold its tool calls into :attr:`tools`."""
@@ -111,6 +150,8 @@ class Records(Sequence[Record]):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         has, verdict, reason = self._has[i], self._verdict[i], self._reason[i]
+        prompt, completion = self._prompt[i], self._completion[i]
+        stop, cost = self._stop[i], self._cost[i]
         return Record(
             self._task[i],
             self._sample[i],
@@ -119,6 +160,11 @@ class Records(Sequence[Record]):
             self._reasons[reason] if reason >= 0 else None,
             self._seconds[i],
             self._group[i] if has & 2 else None,
+            None if prompt < 0 else prompt,
+            None if completion < 0 else completion,
+            None if stop < 0 else STOPS[stop],
+            self._invalid[i],
+            None if math.isnan(cost) else cost,
         )
 
 

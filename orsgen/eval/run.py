@@ -32,11 +32,24 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class RunUsage:
+    """summary.json's ``usage``: the endpoint's tokens summed over the rollouts that reported
+    them, how many did not, and the means per rollout over those that did."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rollouts_without_usage: int = 0
+    prompt_tokens_per_rollout: float | None = None
+    completion_tokens_per_rollout: float | None = None
+
+
+@dataclass(frozen=True)
 class EvalResult(FinishedRun):
     """A finished evaluation: ``summary`` is summary.json (each task's ``pass_at_k`` and
     ``pass_hat_k`` read-only), ``config`` the run's identity (run.json), ``records`` one slim
     :class:`Record` per rollout, and ``seconds`` the wall time of this call's rollouts (setup
-    and report excluded; ``None`` for shards merged). The transcripts stay in ``out``'s
+    and report excluded; ``None`` for shards merged). :attr:`usage`, :attr:`stop` and
+    :attr:`cost` are summary.json's, typed. The transcripts stay in ``out``'s
     results.jsonl: :meth:`transcripts` reads them back one at a time."""
 
     records: Sequence[Record]
@@ -60,6 +73,21 @@ class EvalResult(FinishedRun):
     @property
     def pass_at_k(self) -> dict[str, float]:
         return dict(self.summary["pass_at_k"])
+
+    @property
+    def usage(self) -> RunUsage:
+        return RunUsage(**self.summary.get("usage", {}))
+
+    @property
+    def stop(self) -> dict[str, int]:
+        """Rollouts per stop reason (``orsgen.rundir.STOPS``), the reasons that occur."""
+        return dict(self.summary.get("stop", {}))
+
+    @property
+    def cost(self) -> float | None:
+        """The run's cost at ``config.price``; ``None`` without a price."""
+        value = self.summary.get("cost")
+        return None if value is None else float(value)
 
     def headline(self) -> str:
         """The run in one line, as ``orsgen eval`` ends: "8 rollouts on split 'test' in

@@ -172,7 +172,8 @@ def run_all(
         except EndpointsDown:
             raise  # the run stops; this rollout gets no row, a resumed run makes it
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
-            rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
+            unknown: dict[str, int | None] = {"prompt_tokens": None, "completion_tokens": None}
+            rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}", usage=unknown)
         row = _row(task_index, sample, split, rollout, plan.config.unfinished_reward)
         with lock:
             running[0] += 1

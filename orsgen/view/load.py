@@ -131,6 +131,8 @@ def _eval_record(row: Mapping[str, Any], threshold: float) -> dict[str, Any]:
         step=None,
         reason=row.get("reason"),
         counts={k: row[k] for k in ("calls", "turns") if isinstance(row.get(k), int)},
+        stop=row.get("stop"),
+        usage=as_object(row.get("usage")),
         messages=as_array(row.get("messages")),
     )
 
