@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Failed, Parser, UsageError, at_least, in_range, output
-from orsgen.eval.command import load_adapter
-from orsgen.eval.environment import adapter_config, environment_options
+from orsgen.eval.command import adapter_config, load_adapter
+from orsgen.eval.options import environment_options
 from orsgen.eval.config import adapter_identity
 from orsgen.eval.endpoints import public_url
 from orsgen.jsonobject import as_array
