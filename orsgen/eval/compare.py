@@ -11,13 +11,15 @@ from typing import Any
 
 from orsgen.eval.summary import bootstrap_interval
 from orsgen.eval.results import RunFileError, shortened
-from orsgen.rundir import RunDirError, read_json, read_summary
+from orsgen.rundir import RUN_FILE, RunDirError, read_json, read_summary
 
 MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_threshold")
 
 
 def load_summary(run: Path) -> dict[str, Any]:
-    """The ``summary.json`` of a run directory (or that file); :class:`RunFileError` if none."""
+    """The ``summary.json`` of a run directory (given as the directory, its run.json, or that
+    file); :class:`RunFileError` if none."""
+    run = run.parent if run.name == RUN_FILE else run
     try:
         return read_summary(run) if run.is_dir() else read_json(run)
     except RunDirError as exc:

@@ -36,7 +36,12 @@ def parser() -> Parser:
         "run's files go there and the command ends by saying where.",
     )
     p.add_argument("dir", nargs="?", help="the generated package directory")
-    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two runs")
+    p.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("RUN_A", "RUN_B"),
+        help="compare two runs (each a run directory or its run.json)",
+    )
     p.add_argument("--merge", nargs="+", metavar="SHARD", help="merge a run's shards into --out")
     p.add_argument("--partial", action="store_true", help="with --merge: allow missing shards")
     p.add_argument(
