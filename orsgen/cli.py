@@ -100,7 +100,7 @@ COMMANDS = (
     ),
     Command(
         "replay",
-        "orsgen.replay.command",  # needs orsgen[eval]
+        "orsgen.replay.command",
         "RUN --out OUT",
         "replay a recorded evaluation run's tool calls against the environment: exit 1 when "
         "its rewards changed",
