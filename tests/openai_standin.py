@@ -20,7 +20,11 @@ fixed by its task, sample and turn, and differs between them. With ``--chat-stat
 ``--models-status`` that route answers that HTTP status with an OpenAI-style error body
 (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists one model, ``standin``;
 ``GET /health`` answers 200 once the server listens, with the number of chat-completions
-requests it has answered (``{"chat_requests": N}``).
+requests it has answered (``{"chat_requests": N}``), and per API key (the bearer token a
+client sends: a test's label, never a real key) the requests that have arrived
+(``received``, counted before any delay) and those waiting now (``waiting``). ``POST
+/_hold/KEY`` makes that key's requests wait, from then on, until ``POST /_release/KEY``: a
+test holds a run's requests in flight for as long as it needs.
 
 With ``--script`` the answer to turn ``t`` (the assistant messages the request holds) of a
 rollout whose prompt quotes ``WORD`` is ``script[WORD][t]`` (the last one past its end; a word
@@ -41,6 +45,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,13 +91,25 @@ def scripted(opts: argparse.Namespace, word: str, turn: int) -> tuple[str, str] 
 def _app(opts: argparse.Namespace) -> web.Application:
     filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
     answered = [0]  # chat-completions requests answered
+    received: Counter[str] = Counter()  # per key: requests arrived
+    waiting: Counter[str] = Counter()  # per key: requests held now
+    held: dict[str, asyncio.Event] = {}  # per key held: set when released
 
     def error(status: int, message: str) -> web.Response:
         body = {"error": {"message": message, "type": "standin", "code": status}}
         return web.json_response(body, status=status)
 
     async def health(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "chat_requests": answered[0]})
+        counts = {"received": received, "waiting": waiting}
+        return web.json_response({"status": "ok", "chat_requests": answered[0], **counts})
+
+    async def hold(request: web.Request) -> web.Response:
+        held.setdefault(request.match_info["key"], asyncio.Event())
+        return web.json_response({})
+
+    async def release(request: web.Request) -> web.Response:
+        held.pop(request.match_info["key"], asyncio.Event()).set()
+        return web.json_response({})
 
     async def models(request: web.Request) -> web.Response:
         if opts.models_status:
@@ -100,6 +117,14 @@ def _app(opts: argparse.Namespace) -> web.Application:
         return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
 
     async def chat(request: web.Request) -> web.Response:
+        key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        received[key] += 1
+        if key in held:
+            waiting[key] += 1
+            try:
+                await held[key].wait()
+            finally:
+                waiting[key] -= 1
         body = json.loads(await request.read() or b"{}")
         if opts.delay:
             await asyncio.sleep(opts.delay)
@@ -148,6 +173,8 @@ def _app(opts: argparse.Namespace) -> web.Application:
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/_hold/{key}", hold)
+    app.router.add_post("/_release/{key}", release)
     app.router.add_route("*", "/{tail:.*}", unknown)
     return app
 
@@ -182,10 +209,33 @@ class Standin:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def _health(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+            return dict(json.loads(r.read()))
+
     def chat_requests(self) -> int:
         """The chat-completions requests it has answered so far."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
-            return int(json.loads(r.read())["chat_requests"])
+        return int(self._health()["chat_requests"])
+
+    def received(self, key: str) -> int:
+        """The chat-completions requests with API key ``key`` that have arrived so far."""
+        return int(self._health()["received"].get(key, 0))
+
+    def waiting(self, key: str) -> int:
+        """The requests with API key ``key`` held now (:meth:`hold`)."""
+        return int(self._health()["waiting"].get(key, 0))
+
+    def hold(self, key: str) -> None:
+        """Hold every request with API key ``key`` from now on, until :meth:`release`."""
+        self._post(f"/_hold/{key}")
+
+    def release(self, key: str) -> None:
+        self._post(f"/_release/{key}")
+
+    def _post(self, path: str) -> None:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method="POST")
+        with urllib.request.urlopen(request, timeout=5):
+            pass
 
     def stop(self) -> None:
         from serve_model import stop_process
