@@ -99,6 +99,13 @@ COMMANDS = (
         "pairs for TRL's DPOTrainer",
     ),
     Command(
+        "replay",
+        "orsgen.replay.command",
+        "RUN --out OUT",
+        "replay a recorded evaluation run's tool calls against the environment: exit 1 when "
+        "its rewards changed",
+    ),
+    Command(
         "view",
         "orsgen.view.command",
         "RUN [-o FILE.html]",

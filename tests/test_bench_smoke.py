@@ -178,3 +178,14 @@ def test_upload_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     assert set(runs) == {"none", "healthy"}
     assert all(r["rollouts"] == 4 for r in runs.values()), runs
     assert (runs["healthy"]["uploaded"], runs["healthy"]["dropped"]) == (4, 0), runs
+
+
+@pytest.mark.slow
+def test_replay_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
+    """bench/replay.py (issue 41): a recorded evaluation and its replay, which changes nothing
+    (the script asserts it), one figure of each per concurrency level."""
+    args = ["--samples", "2", "--rounds", "1", "--concurrency", "1,2"]
+    run_bench("replay.py", [*args, "--out", str(tmp_path)], 600)
+    data = json.loads((tmp_path / "replay.json").read_text())
+    assert [f["concurrency"] for f in data["levels"]] == [1, 2]
+    assert all(f["rollouts"] == 8 and f["replay_wall_seconds"] > 0 for f in data["levels"])

@@ -110,25 +110,36 @@ def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
 
 def _adapter(args: argparse.Namespace, klass: Any) -> Any:
     """The adapter's :class:`~orsgen.AdapterConfig` of the options (no network)."""
-    from orsgen.runtime.config import AdapterConfig
     from orsgen.runtime.upload import UploadRun
 
-    urls: list[str] = args.base_url or []
     upload = None
     if args.upload_run:
         upload = UploadRun(args.upload_run, model_name=args.model, training_stage=args.upload_stage)
-    adapter = AdapterConfig.of(
-        klass,
-        base_url=urls[0] if len(urls) == 1 else urls or None,
-        api_key=args.api_key,
-        secrets=secret_pairs(args.secret),
-        prefetch=False,
-        rollout_timeout=args.rollout_timeout,
-        upload_run=upload,
+    return adapter_config(
+        args, klass, args.dir, rollout_timeout=args.rollout_timeout, upload_run=upload
     )
+
+
+def adapter_config(args: argparse.Namespace, klass: Any, package: str, **settings: Any) -> Any:
+    """The :class:`~orsgen.AdapterConfig` of :func:`environment_options` and ``settings`` for
+    the adapter class ``klass`` of ``package`` (no network, no group prefetch)."""
+    from orsgen.runtime.config import AdapterConfig
+
+    urls: list[str] = args.base_url or []
+    try:
+        adapter = AdapterConfig.of(
+            klass,
+            base_url=urls[0] if len(urls) == 1 else urls or None,
+            api_key=args.api_key,
+            secrets=secret_pairs(args.secret),
+            prefetch=False,
+            **settings,
+        )
+    except ValueError as exc:  # several --base-url naming one server
+        raise UsageError(f"--base-url: {exc}") from None
     if adapter.no_server is not None:
         raise UsageError(
-            f"{args.dir} records no ORS server URL (it was generated from a local file): "
+            f"{package} records no ORS server URL (it was generated from a local file): "
             "give one with --base-url URL or set OPENREWARD_SESSION_URL"
         )
     return adapter
@@ -143,10 +154,7 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         output(args.out, "--out")
     klass = load_adapter(args.dir, args.env_class)
     config = _config(args, klass)
-    try:
-        adapter = _adapter(args, klass)
-    except ValueError as exc:  # several --base-url naming one server
-        raise UsageError(f"--base-url: {exc}") from None
+    adapter = _adapter(args, klass)
     keys = args.endpoint_api_key or os.environ.get("OPENAI_API_KEY")
     check(keyed(args.endpoint, keys))
 

@@ -83,6 +83,8 @@ class Rollout:
     stop: str = "error"  # why it ended (orsgen.rundir.STOPS)
     invalid_tool_calls: int = 0  # unknown tool, arguments not a JSON object or not fitting
     cost: float | None = None  # usage at the config's price
+    # Each call the adapter sent and its result, whole (Call.replayable): orsgen replay's input.
+    env_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,7 @@ class Conversation:
         out.invalid_tool_calls += sum(1 for c in calls if c.failure in INVALID_CALLS)
         out.tool_calls = [*tool_calls(env.__class__, calls), *out.tool_calls]
         out.cost = self.config.cost(out.usage)
+        out.env_calls = [c.replayable() for c in calls if c.sent]
         out.seconds = time.monotonic() - started
         return out
 

@@ -1,4 +1,5 @@
-"""``orsgen eval``'s options: the parser of the command line (:mod:`orsgen.eval.command`)."""
+"""``orsgen eval``'s options: the parser of the command line (:mod:`orsgen.eval.command`);
+the environment's options, which ``orsgen replay`` takes too."""
 
 from __future__ import annotations
 
@@ -73,22 +74,7 @@ def parser() -> Parser:
         help="stop the run (exit 1, rows kept for --resume) once every endpoint has been down "
         f"this long (default {DEFAULT_DOWN_LIMIT:g})",
     )
-    p.add_argument(
-        "--base-url",
-        type=http_url,
-        action="append",
-        help="ORS server URL (repeat for several; default: the package's, else "
-        "OPENREWARD_SESSION_URL)",
-    )
-    p.add_argument("--api-key", help="ORS API key (default: OPENREWARD_API_KEY); never written")
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="per-session secret (repeatable); never written",
-    )
-    p.add_argument("--env-class", help="the adapter class, when the package has several")
+    environment_options(p)
     p.add_argument("--split", help="split to evaluate (default: the package's default split)")
     group = p.add_mutually_exclusive_group()
     group.add_argument(
@@ -197,3 +183,23 @@ def parser() -> Parser:
         help="the training stage the uploaded rollouts are filed under (default pretrained)",
     )
     return p
+
+
+def environment_options(p: Parser) -> None:
+    """The environment's options, as ``orsgen eval`` and ``orsgen replay`` take them."""
+    p.add_argument(
+        "--base-url",
+        type=http_url,
+        action="append",
+        help="ORS server URL (repeat for several; default: the package's, else "
+        "OPENREWARD_SESSION_URL)",
+    )
+    p.add_argument("--api-key", help="ORS API key (default: OPENREWARD_API_KEY); never written")
+    p.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="per-session secret (repeatable); never written",
+    )
+    p.add_argument("--env-class", help="the adapter class, when the package has several")

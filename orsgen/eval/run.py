@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.eval import report
 from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
+from orsgen.eval.config import package_path
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, added_counts, public_url
 from orsgen.eval.results import Record, Records, RunFileError, check_resume, read_records
@@ -213,7 +214,8 @@ def evaluate(
                 log.close()
             if plan.out is not None:
                 counts = added_counts(plan.earlier, endpoints.pool.counts())
-                write_run(plan.out, plan.config.to_json(), endpoint_counts=counts)
+                package = package_path(adapters.kind)
+                write_run(plan.out, plan.config.to_json(), package=package, endpoint_counts=counts)
         seconds = time.monotonic() - started
         records = plan.done  # the resumed rows' records, and the new ones
         summary = finish(plan.out, plan.config, plan.tasks, records)
@@ -269,7 +271,8 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
     done, earlier = Records(), as_object(None)
     if out is not None:
         earlier = check_resume(out, config, resume)
-        write_run(out, config.to_json(), endpoint_counts=earlier or None)
+        package = package_path(kind)
+        write_run(out, config.to_json(), package=package, endpoint_counts=earlier or None)
         # In the tools' own key order: the model saw them rendered in it.
         write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
         # A group judge judges n samples: a task with fewer rows runs again, all of them.

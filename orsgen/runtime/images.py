@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import importlib
 import importlib.util
 import io
@@ -136,6 +137,18 @@ def _jpeg_size(raw: bytes) -> tuple[int, int] | None:
             continue
         i += 2 + struct.unpack(">H", raw[i + 2 : i + 4])[0]
     return None
+
+
+def image_hashes(blocks: Iterable[Any]) -> list[str]:
+    """The sha256 (hex) of each image block's bytes, in block order (of its data as sent when
+    that does not decode): how a recorded tool result names its images."""
+    found: list[str] = []
+    for block in blocks:
+        if kind(block) == "image":
+            raw, _ = _decode(block)
+            data = raw if raw is not None else str(_field(block, "data") or "").encode()
+            found.append(hashlib.sha256(data).hexdigest())
+    return found
 
 
 def header_size(raw: bytes) -> tuple[int, int] | None:

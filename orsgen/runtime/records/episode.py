@@ -119,6 +119,8 @@ class Call:
     seconds: float
     failure: str | None = None  # the ToolCallFailure reason
     environment_failed: bool = False
+    images: tuple[str, ...] = ()  # each image's sha256, in the result's order
+    sent: bool = True  # False: refused before it left (client-side checks, no session)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -130,6 +132,14 @@ class Call:
             "error": self.failure,
             "seconds": round(self.seconds, 4),
         }
+
+    def replayable(self) -> dict[str, Any]:
+        """The call as the adapter sent it and its result as received, whole (an evaluation
+        row's ``env_calls``, which ``orsgen replay`` and ``orsgen serve`` read)."""
+        out: dict[str, Any] = {"tool": self.tool, "arguments": self.arguments}
+        out |= {"text": self.output, "images": list(self.images), "reward": self.reward}
+        out["finished"] = self.finished
+        return out if self.failure is None else {**out, "error": self.failure}
 
 
 def _truncate(text: str, limit: int) -> str:
@@ -171,8 +181,11 @@ class Episode:
         finished: bool,
         seconds: float,
         failure: ToolCallFailure | None = None,
+        images: Sequence[str] = (),
+        sent: bool = True,
     ) -> Call:
         call = Call(tool, dict(arguments), output, reward, finished, seconds)
+        call.images, call.sent = tuple(images), sent
         if failure is not None:
             call.failure, call.environment_failed = failure.reason, failure.environment_failed
         self.calls.append(call)

@@ -25,7 +25,7 @@ from orsgen.runtime.errors import (
     tool_failure,
 )
 from orsgen.runtime.choosing import tasks
-from orsgen.runtime.images import Content, blocks_to_content, blocks_to_text
+from orsgen.runtime.images import Content, blocks_to_content, blocks_to_text, image_hashes
 from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.runtime.records import metrics
 from orsgen.runtime.records.episode import Call, Episode, Outcome, RolloutState, classify
@@ -68,6 +68,8 @@ class AdapterRollout:
         self._deadline: float | None = None  # on ``clock``: when rollout_timeout passes
         self._final_submitted = False
         self._last_finished = False  # whether the last answered call finished the episode
+        self._sent = False  # whether the current call left for the server
+        self._images: list[str] = []  # the last answered call's image hashes
 
     @property
     def task_index(self) -> int | None:
@@ -169,18 +171,21 @@ class AdapterRollout:
         :class:`ToolInputError` (the model's mistake) or :class:`ToolEnvironmentError`."""
         start = time.monotonic()
         with self._lock:
+            self._sent, self._images = False, []
             result = self._send(wire_name, arguments)
             if isinstance(result, ToolCallFailure):
                 self._raise(wire_name, arguments, result, start)
             reward = self.rewards[-1] if self.rewards else None
             seconds = time.monotonic() - start
             finished = self._last_finished
-            self.episode.called(wire_name, arguments, self.last_output, reward, finished, seconds)
+            called = (wire_name, arguments, self.last_output, reward, finished, seconds)
+            self.episode.called(*called, images=self._images)
             return result
 
     def refuse(self, wire_name: str, message: str) -> NoReturn:
         """A call the model got wrong before anything was sent: recorded, raised for TRL."""
         failure = ToolInputError(wire_name, "invalid_arguments", message)
+        self._sent = False
         self._raise(wire_name, {}, failure, time.monotonic())
 
     def _raise(
@@ -191,7 +196,8 @@ class AdapterRollout:
         seconds = time.monotonic() - start
         with self._lock:
             self._record(f"Error: {failure}", None, None)
-            self.episode.called(wire_name, arguments, str(failure), None, False, seconds, failure)
+            called = (wire_name, arguments, str(failure), None, False, seconds, failure)
+            self.episode.called(*called, sent=self._sent)
         raise failure
 
     def _send(self, wire_name: str, arguments: dict[str, Any]) -> Content | ToolCallFailure:
@@ -207,6 +213,7 @@ class AdapterRollout:
         timeout = self.settings.timeout
         budget = timeout if left is None else min(timeout, left)
         policy, until = self.here.policy(), time.monotonic() + budget
+        self._sent = True
         while True:
             try:
                 wait = max(until - time.monotonic(), 0.001)
@@ -228,6 +235,7 @@ class AdapterRollout:
             self.state = RolloutState.FINISHED
         meta = dict(out.metadata) if is_object(out.metadata) else None
         blocks = list(out.blocks or [])
+        self._images = image_hashes(blocks)
         text = self._record(blocks_to_text(blocks) or "(no output)", reward, meta)
         self._release_if_over()
         if self.settings.multimodal:  # a content list when an image survived decoding

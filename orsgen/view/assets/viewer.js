@@ -172,6 +172,22 @@
   function pretty(args) {
     try { return JSON.stringify(typeof args === "string" ? JSON.parse(args) : args, null, 2); } catch (e) { return String(args); }
   }
+  function sides(pair) {
+    var row = el("div", "sides");
+    ["recorded", "replayed"].forEach(function (label, k) {
+      var side = pair[k], col = el("div", "side");
+      col.appendChild(el("div", "role", label));
+      if (!side) { col.appendChild(el("span", "chip", "(not made)")); row.appendChild(col); return; }
+      col.appendChild(folded(side.text || ""));
+      var extra = ["reward " + fmt(side.reward)];
+      if (side.finished) extra.push("finished");
+      (side.images || []).forEach(function (h) { extra.push("image " + String(h).slice(0, 12)); });
+      col.appendChild(el("div", "chip", extra.join(" · ")));
+      if (side.error) col.appendChild(el("div", "err", "error: " + side.error));
+      row.appendChild(col);
+    });
+    return row;
+  }
   function show(i) {
     var r = R[i], box = $("rollout");
     selected = i; drawn = null; draw();
@@ -196,7 +212,8 @@
       var role = m.role || "?", d = el("div", "msg " + role);
       var head = role === "tool" ? "tool result" + (m.name ? " · " + m.name : "") : role === "user" ? "prompt" : role;
       d.appendChild(el("div", "role", head));
-      if (contentText(m.content) !== "" || Array.isArray(m.content)) d.appendChild(contentNode(m.content));
+      if (m.sides) d.appendChild(sides(m.sides));  // orsgen replay: recorded | replayed
+      else if (contentText(m.content) !== "" || Array.isArray(m.content)) d.appendChild(contentNode(m.content));
       (m.tool_calls || []).forEach(function (c) {
         var f = c.function || {}, call = el("div", "call");
         call.appendChild(el("b", null, "tool call " + (f.name || "?")));

@@ -1,0 +1,9 @@
+"""``orsgen replay RUN --out OUT``: an environment's behaviour under review. Every recorded
+rollout of an evaluation run is replayed (its task's session, its recorded calls in order,
+through the generated package; no model) and compared with the recording: rewards, where the
+episode finished, tool results, calls the environment now refuses.
+"""
+
+from orsgen.replay.run import Recording, ReplayError, load, replay
+
+__all__ = ["Recording", "ReplayError", "load", "replay"]

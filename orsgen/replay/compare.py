@@ -1,0 +1,193 @@
+"""A recorded rollout against its replays: one replay run row (pure, no I/O).
+
+A call is the ``env_calls`` entry an evaluation row records (``Call.replayable``): ``tool``,
+``arguments``, ``text``, ``images`` (sha256 hashes), ``reward``, ``finished`` and, for a
+failed call, ``error``. Rewards differ when one is ``None`` and the other not, or when they
+are more than ``tolerance`` apart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.eval.conversation import cut
+from orsgen.jsonobject import as_array, as_object, is_array
+
+Call = Mapping[str, Any]
+# A replayed call the environment refused for what it was sent (the SDK's reasons): a tool
+# that is gone, or arguments it no longer takes.
+REFUSALS = ("unknown_tool", "invalid_arguments")
+# A recorded failure that was the environment's own behaviour (replayed); any other failed
+# rollout failed outside it (its reset, the model's endpoint, a lost session): not replayed.
+ENVIRONMENT_FAILURES = ("tool_raised", "server_error")
+MAX_SHOWN = 2000  # characters of each result the side-by-side view keeps
+
+
+@dataclass
+class Replayed:
+    """One replay of a rollout: its reward and verdict as an evaluation row would have them,
+    and the calls it made (``env_calls`` entries)."""
+
+    reward: float | None
+    verdict: str
+    reason: str | None
+    calls: list[dict[str, Any]] = field(default_factory=lambda: [])
+    seconds: float = 0.0
+
+
+def calls_of(row: Mapping[str, Any]) -> list[Call] | None:
+    """A row's recorded calls, or ``None`` when it records none (an older orsgen's row)."""
+    found = row.get("env_calls")
+    return [as_object(c) for c in as_array(found)] if is_array(found) else None
+
+
+def not_replayed(row: Mapping[str, Any]) -> str | None:
+    """Why a recorded rollout is not replayed (it failed outside the environment), or ``None``."""
+    if row.get("verdict") != "failed":
+        return None
+    if any(c.get("error") in ENVIRONMENT_FAILURES for c in calls_of(row) or []):
+        return None
+    return (
+        f"not replayed: the recorded rollout failed outside the environment ({row.get('reason')})"
+    )
+
+
+def finished_at(calls: Sequence[Call]) -> int | None:
+    """The number (from 1) of the call that finished the episode, or ``None``."""
+    return next((i for i, c in enumerate(calls, 1) if c.get("finished")), None)
+
+
+def rewards_differ(a: Any, b: Any, tolerance: float) -> bool:
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    return abs(float(a) - float(b)) > tolerance
+
+
+def _output(call: Call) -> tuple[Any, Any, Any]:
+    return call.get("text"), list(call.get("images") or []), call.get("error")
+
+
+def outputs_changed(recorded: Sequence[Call], replayed: Sequence[Call]) -> int:
+    """How many of the calls made both times got another text, images or error."""
+    return sum(_output(a) != _output(b) for a, b in zip(recorded, replayed))
+
+
+def refused(recorded: Sequence[Call], replayed: Sequence[Call]) -> list[dict[str, Any]]:
+    """The calls the environment now refuses (and did not before), each with its reason."""
+    return [
+        {"call": i, "tool": b.get("tool"), "reason": b.get("text")}
+        for i, (a, b) in enumerate(zip(recorded, replayed), 1)
+        if b.get("error") in REFUSALS and a.get("error") != b.get("error")
+    ]
+
+
+def agree(a: Replayed, b: Replayed, tolerance: float) -> bool:
+    """Whether two replays of one rollout came out the same."""
+    return (
+        not rewards_differ(a.reward, b.reward, tolerance)
+        and len(a.calls) == len(b.calls)
+        and finished_at(a.calls) == finished_at(b.calls)
+        and outputs_changed(a.calls, b.calls) == 0
+        and not any(
+            rewards_differ(x.get("reward"), y.get("reward"), tolerance)
+            for x, y in zip(a.calls, b.calls)
+        )
+    )
+
+
+def row(
+    recorded: Mapping[str, Any], replays: Sequence[Replayed], tolerance: float
+) -> dict[str, Any]:
+    """The replay run's row of a recorded rollout (``replays``: at least one)."""
+    first, calls = replays[0], calls_of(recorded) or []
+    was, now = recorded.get("reward"), first.reward
+    out: dict[str, Any] = {
+        "task_index": recorded["task_index"],
+        "sample": recorded["sample"],
+        "split": recorded.get("split"),
+        "recorded_reward": was,
+        "reward": now,
+        "recorded_verdict": recorded.get("verdict"),
+        "verdict": first.verdict,
+        "nondeterministic": any(not agree(first, r, tolerance) for r in replays[1:]),
+        "outputs_changed": outputs_changed(calls, first.calls),
+        "refused": refused(calls, first.calls),
+        "calls": len(first.calls),
+        "seconds": round(sum(r.seconds for r in replays), 4),
+        "env_calls": first.calls,
+        "messages": side_by_side(calls, first.calls),
+    }
+    if len(replays) > 1:
+        out["replay_rewards"] = [r.reward for r in replays]
+    ends = finished_at(calls), finished_at(first.calls)
+    if ends[0] != ends[1]:
+        out["finished_at"] = {"recorded": ends[0], "replayed": ends[1]}
+    moved = not out["nondeterministic"]
+    out["reward_changed"] = moved and rewards_differ(was, now, tolerance)
+    out["changed"] = moved and bool(out["reward_changed"] or "finished_at" in out or out["refused"])
+    out["reason"] = _said(out) or first.reason
+    return out
+
+
+def skipped(recorded: Mapping[str, Any], why: str) -> dict[str, Any]:
+    """The row of a recorded rollout that is not replayed."""
+    keys = ("task_index", "sample", "split")
+    return {
+        **{k: recorded.get(k) for k in keys},
+        "recorded_reward": recorded.get("reward"),
+        "reward": None,
+        "recorded_verdict": recorded.get("verdict"),
+        "verdict": "failed",
+        "reason": why,
+        "skipped": True,
+        "nondeterministic": False,
+        "outputs_changed": 0,
+        "refused": [],
+        "changed": False,
+        "calls": 0,
+        "messages": [],
+    }
+
+
+def _said(r: Mapping[str, Any]) -> str | None:
+    """What changed, in one line: "reward 1.0 -> 0.0; finished at call 2, was 1; ..."."""
+    parts: list[str] = []
+    if r["nondeterministic"]:
+        parts.append(f"nondeterministic: replays gave rewards {r['replay_rewards']}")
+    if r.get("reward_changed"):
+        parts.append(f"reward {r['recorded_reward']} -> {r['reward']}")
+    if "finished_at" in r:
+        where = r["finished_at"]
+        at = {k: "no call" if v is None else f"call {v}" for k, v in where.items()}
+        parts.append(f"finished at {at['replayed']}, recorded at {at['recorded']}")
+    if r["outputs_changed"]:
+        parts.append(f"{r['outputs_changed']} output(s) changed")
+    parts += [f"call {x['call']} refused: {x['reason']}" for x in r["refused"]]
+    return "; ".join(parts) or None
+
+
+def _side(call: Call | None) -> dict[str, Any] | None:
+    if call is None:
+        return None
+    side = {k: call.get(k) for k in ("reward", "finished", "error")}
+    return {**side, "text": cut(str(call.get("text", "")), MAX_SHOWN), "images": call.get("images")}
+
+
+def side_by_side(recorded: Sequence[Call], replayed: Sequence[Call]) -> list[dict[str, Any]]:
+    """The rollout as ``orsgen view`` shows it: each call, then its recorded and replayed
+    results side by side (``sides``; ``None`` for a call one of them did not make)."""
+    messages: list[dict[str, Any]] = []
+    for i, (a, b) in enumerate(itertools.zip_longest(recorded, replayed)):
+        call: Call = a if a is not None else b
+        arguments = json.dumps(call.get("arguments"), sort_keys=True, default=str)
+        function = {"name": call.get("tool"), "arguments": arguments}
+        tool_call = {"id": f"call_{i}", "type": "function", "function": function}
+        messages.append({"role": "assistant", "content": "", "tool_calls": [tool_call]})
+        said = {"role": "tool", "tool_call_id": f"call_{i}", "name": call.get("tool")}
+        content = cut(str(call.get("text", "")), MAX_SHOWN)
+        messages.append({**said, "content": content, "sides": [_side(a), _side(b)]})
+    return messages
