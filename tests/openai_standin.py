@@ -19,7 +19,8 @@ fixed by its task, sample and turn, and differs between them. With ``--chat-stat
 ``--models-status`` that route answers that HTTP status with an OpenAI-style error body
 (``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists one model, ``standin``;
 ``GET /health`` answers 200 once the server listens, with the number of chat-completions
-requests it has answered (``{"chat_requests": N}``).
+requests it has answered (``{"chat_requests": N}``), and with ``?since=T`` (a Unix time) its
+window over the requests that arrived since: ``"window": [first arrival, last answer]``.
 """
 
 from __future__ import annotations
@@ -53,13 +54,17 @@ def argument(opts: argparse.Namespace, body: dict[str, Any], filler: str) -> str
 def _app(opts: argparse.Namespace) -> web.Application:
     filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
     answered = [0]  # chat-completions requests answered
+    times: list[tuple[float, float]] = []  # each answered request's arrival and answer
 
     def error(status: int, message: str) -> web.Response:
         body = {"error": {"message": message, "type": "standin", "code": status}}
         return web.json_response(body, status=status)
 
     async def health(request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "chat_requests": answered[0]})
+        since = float(request.query.get("since", "inf"))
+        seen = [t for t in times if t[0] >= since]
+        window = [min(t[0] for t in seen), max(t[1] for t in seen)] if seen else None
+        return web.json_response({"status": "ok", "chat_requests": answered[0], "window": window})
 
     async def models(request: web.Request) -> web.Response:
         if opts.models_status:
@@ -67,6 +72,7 @@ def _app(opts: argparse.Namespace) -> web.Application:
         return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
 
     async def chat(request: web.Request) -> web.Response:
+        arrived = time.time()
         body = json.loads(await request.read() or b"{}")
         if opts.delay:
             await asyncio.sleep(opts.delay)
@@ -91,6 +97,7 @@ def _app(opts: argparse.Namespace) -> web.Application:
             ]
             finish = "tool_calls"
         answered[0] += 1
+        times.append((arrived, time.time()))
         return web.json_response(
             {
                 "id": "chatcmpl-standin",
@@ -145,6 +152,13 @@ class Standin:
         """The chat-completions requests it has answered so far."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
             return int(json.loads(r.read())["chat_requests"])
+
+    def window(self, since: float) -> list[float] | None:
+        """[first arrival, last answer] (Unix times) of the requests arrived since ``since``."""
+        url = f"http://127.0.0.1:{self.port}/health?since={since!r}"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            found = json.loads(r.read())["window"]
+            return None if found is None else [float(x) for x in found]
 
     def stop(self) -> None:
         from serve_model import stop_process
