@@ -1,6 +1,6 @@
 """``orsgen eval DIR --endpoint URL --model NAME [options]``, ``orsgen eval --compare
-RUN_A RUN_B`` and ``orsgen eval --merge SHARD... --out RUN``: the command line over
-:func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare` and :func:`orsgen.eval.merge_shards`.
+RUN_A RUN_B [RUN_C ...]`` and ``orsgen eval --merge SHARD... --out RUN``: the command line over
+:func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare_runs` and :func:`orsgen.eval.merge_shards`.
 
 Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage``
 is not met, when every endpoint has been down for ``--endpoint-down-limit`` (or for a bug:
@@ -22,7 +22,7 @@ from typing import Any
 
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
 from orsgen.arguments import output, secret_pairs, seconds
-from orsgen.eval.compare import compare, format_comparison, load_summary
+from orsgen.eval.compare import FORMATS, compared
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
 from orsgen.eval.merge import merge_shards
@@ -59,7 +59,18 @@ def parser() -> Parser:
         "run's files go there and the command ends by saying where.",
     )
     p.add_argument("dir", nargs="?", help="the generated package directory")
-    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two runs")
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="RUN",
+        help="compare runs (directories or their run.json), the first the baseline: each "
+        "run's figures, and each against it on their shared tasks, paired",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="with --compare: md (default), json (only the document on stdout) or csv",
+    )
     p.add_argument("--merge", nargs="+", metavar="SHARD", help="merge a run's shards into --out")
     p.add_argument("--partial", action="store_true", help="with --merge: allow missing shards")
     p.add_argument(
@@ -331,10 +342,15 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.compare and len(args.compare) < 2:
+        raise UsageError("--compare takes two runs or more: RUN_A RUN_B [RUN_C ...]")
     if args.compare:
-        a, b = (load_summary(Path(p)) for p in args.compare)
-        print(format_comparison(compare(a, b, seed=args.seed or 0, force=args.force)))
+        text, warnings = compared(args.compare, args.seed or 0, args.force, args.format or "md")
+        print(*(f"warning: {said}\n" for said in warnings), sep="", end="", file=sys.stderr)
+        print(text)
         return 0
+    if args.format:
+        raise UsageError("--format goes with --compare RUN_A RUN_B ...")
     if args.merge and not args.out:
         raise UsageError("--merge needs --out RUN, the run to write")
     if args.merge:
