@@ -24,15 +24,12 @@ if [[ -z "${SLURM_ARRAY_TASK_ID:-}" ]]; then
     exec orsgen eval --merge "$RUNS"/shard-* --out "$RUNS/merged"
 fi
 
-out="$RUNS/shard-$SLURM_ARRAY_TASK_ID"
-resume=""
-if [[ -e "$out/run.json" ]]; then
-    resume="--resume"  # a requeued (preempted) task continues its shard
-fi
-# shellcheck disable=SC2086  # EVAL_ARGS and resume are lists of words
+# --resume: the first run starts the shard, a requeued (preempted) one continues it.
+# shellcheck disable=SC2086  # EVAL_ARGS is a list of words
 exec orsgen eval "${PACKAGE:?the generated package directory}" \
     --endpoint "${ENDPOINT:?the model endpoint, http://HOST:8000/v1}" \
     --model "${MODEL:?the model name the endpoint serves}" \
     ${BASE_URL:+--base-url "$BASE_URL"} \
     --split "${SPLIT:-test}" -n "${SAMPLES:-1}" --no-progress \
-    --shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT" --out "$out" $resume ${EVAL_ARGS:-}
+    --shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT" \
+    --out "$RUNS/shard-$SLURM_ARRAY_TASK_ID" --resume ${EVAL_ARGS:-}

@@ -78,6 +78,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def price(text: str) -> tuple[float, float]:
+    """``--price IN,OUT``: two numbers of at least 0 (per million prompt and completion tokens)."""
+    parts = [in_range(0.0)(part) for part in text.split(",")]
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"takes IN,OUT (per million tokens: 3,15), got {text!r}")
+    return parts[0], parts[1]
+
+
 def in_range(low: float, high: float = math.inf) -> Callable[[str], float]:
     """An option's number between ``low`` and ``high`` (both included)."""
 
@@ -89,6 +97,17 @@ def in_range(low: float, high: float = math.inf) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+def indices(text: str) -> list[int]:
+    """Comma-separated integers (``0,3,7``), at least one."""
+    try:
+        found = [int(i) for i in text.split(",") if i.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes comma-separated integers, got {text!r}") from None
+    if not found:
+        raise argparse.ArgumentTypeError("names no task")
+    return found
 
 
 def at_least(low: int) -> Callable[[str], int]:

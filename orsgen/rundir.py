@@ -1,26 +1,43 @@
 """The files of an evaluation run directory (``orsgen eval --out``), in one place: their
 names, how their rows are read, and the verdicts a row records. ``orsgen eval`` (its resume
 and ``--compare``), ``orsgen sft``, ``orsgen view`` and a curriculum's prior read them here
-and nowhere else; pure, so every layer may import it.
+and nowhere else; it imports only the standard library, so every layer may import it.
 
-- ``run.json``: the run's configuration (``orsgen.eval.EvalConfig``), written first;
+- ``run.json``: the run's configuration (``orsgen.eval.EvalConfig``), written first, and
+  beside it facts about the run's segments (:func:`write_run`);
 - ``adapter.json``: what the adapter showed the model (its tools' JSON schemas) and the
   package's training split;
 - ``results.jsonl``: one row per rollout, appended as each completes;
-- ``summary.json``: the run's figures, written when it ends.
+- ``summary.json``: the run's figures, written last: a run with one is finished.
+
+The files are written here too, by one process at a time (:func:`writing`): rows are
+appended (:class:`Appender`: the rows of one rollout or one group in one write), every other
+file is written whole (:func:`write_whole`: a unique temporary name, fsync, rename; a reader
+sees the old file or the new one, never half).
 
 **A torn last line.** A JSONL line is whole when it ends with a newline. A last line
-without one is still being written, or was cut by a kill: every reader leaves it out (and a
-resumed run cuts it off the file, so that its rollout runs again). A whole line that is not
-a JSON object is an error naming the file and the line; blank lines are skipped. Training
-trajectory files are read by the same rule.
+without one is still being written, or was cut by a kill: every reader leaves it out, and a
+writer cuts it off before appending (:func:`cut_torn`), so that its rollout runs again.
+**A malformed line.** A whole line that is not a JSON object is damage no orsgen writer
+leaves: every reader (eval's resume and merge, ``orsgen view``, ``sft``, ``pairs``, a
+curriculum's trajectory files) stops with an error naming the file and the line; blank
+lines are skipped. **A duplicate.** results.jsonl holds each (task, sample) once: a pair
+found twice is an error naming the file and the pair (:func:`run_rows`).
 """
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import fcntl
 import json
+import mmap
 import os
-from collections.abc import Iterator, Mapping
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -29,9 +46,19 @@ RUN_FILE = "run.json"
 ADAPTER_FILE = "adapter.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.md"
+RUN_FILES = (RUN_FILE, ADAPTER_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE)
+LOCK_FILE = ".lock"  # held (flock) by the one process writing the run: its pid and host
+# results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
+# most this often and on close (a lost machine loses at most this many seconds of rows).
+FSYNC_EVERY = 1.0
 # What a row's "verdict" (a trajectory line's "outcome") is: scored, unfinished (no reward
 # by the end: a turn limit, a deadline) or failed (no answer at all).
 VERDICTS = ("scored", "unfinished", "failed")
+# Why a rollout ended (a row's "stop", docs/evaluating.md): the environment ended the episode,
+# the model answered without a tool call, the endpoint cut its answer, --max-turns,
+# --max-rollout-tokens, the rollout deadline, or the environment or the endpoint failed.
+STOPS = ("finished", "no_tool_call", "length", "max_turns", "token_limit", "timeout", "error")
 
 Row = dict[str, Any]
 _MISSING = {
@@ -60,7 +87,8 @@ def complete(data: bytes) -> bytes:
     return data[: data.rfind(b"\n") + 1]
 
 
-def _object(line: bytes, path: str | os.PathLike[str], number: int | str) -> Row:
+def parsed(line: bytes, path: str | os.PathLike[str], number: int | str) -> Row:
+    """The JSON object of a whole line (the malformed-line rule: :class:`RunDirError`)."""
     try:
         value: object = json.loads(line)
     except ValueError:
@@ -82,7 +110,7 @@ def located_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
                 return  # the torn last line
             start, end = end, end + len(line)
             if line.strip():
-                yield start, _object(line, path, number)
+                yield start, parsed(line, path, number)
 
 
 def rows(path: str | os.PathLike[str]) -> Iterator[Row]:
@@ -93,7 +121,7 @@ def rows(path: str | os.PathLike[str]) -> Iterator[Row]:
 def row_at(handle: BinaryIO, offset: int) -> Row:
     """The row whose line starts at ``offset`` of a JSONL file open for binary reading."""
     handle.seek(offset)
-    return _object(handle.readline(), handle.name, f"at byte {offset}")
+    return parsed(handle.readline(), handle.name, f"at byte {offset}")
 
 
 def read_json(path: str | os.PathLike[str]) -> Row:
@@ -128,9 +156,129 @@ def read_adapter(directory: str | os.PathLike[str]) -> Row:
     return _read(directory, ADAPTER_FILE)
 
 
-def write_whole(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` whole: a reader sees the old file or the new one."""
+def run_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
+    """:func:`located_rows` of a results.jsonl, each (task, sample) pair checked to be
+    there once (:class:`RunDirError` naming the pair)."""
+    seen: set[tuple[int, int]] = set()
+    for offset, row in located_rows(path):
+        pair = (int(row["task_index"]), int(row["sample"]))
+        if pair in seen:
+            raise RunDirError(
+                f"{path} holds (task {pair[0]}, sample {pair[1]}) twice; it was written by "
+                "two processes at once: evaluate again into another --out"
+            )
+        seen.add(pair)
+        yield offset, row
+
+
+def cut_torn(path: str | os.PathLike[str]) -> None:
+    """Cut a torn last line (:func:`complete`) off a file, before appending to it."""
+    if not os.path.exists(path) or not os.path.getsize(path):
+        return
+    with open(path, "r+b") as handle:
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            end, size = data.rfind(b"\n") + 1, len(data)
+        if end < size:
+            handle.truncate(end)
+            os.fsync(handle.fileno())
+
+
+def write_whole(target: Path, data: str | Callable[[BinaryIO], None]) -> None:
+    """Write ``data`` (text, or a function writing to a binary file) to ``target`` whole:
+    a unique temporary name beside it, fsync, rename. A reader sees the old file or the new
+    one; a killed writer leaves a temporary file no one appends to (:func:`writing` removes
+    it)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(target)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with open(fd, "wb") as handle:
+            if isinstance(data, str):
+                handle.write(data.encode("utf-8"))
+            else:
+                data(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def write_json(target: Path, value: Any, sort_keys: bool = True) -> None:
+    """Write JSON whole (:func:`write_whole`), in chunks; ``sort_keys=False`` keeps the key
+    order (part of the text a model is shown). A read-only mapping is written as a dict."""
+
+    def dump(handle: BinaryIO) -> None:
+        text = codecs.getwriter("utf-8")(handle)
+        json.dump(value, text, indent=2, sort_keys=sort_keys, default=dict)
+        text.write("\n")
+
+    write_whole(target, dump)
+
+
+def write_run(directory: Path, config: Mapping[str, Any], **facts: Any) -> None:
+    """run.json: the run's configuration, and beside it facts about the run and its
+    segments (``endpoint_counts``, ...); a fact given as ``None`` is left out."""
+    extra = {name: value for name, value in facts.items() if value is not None}
+    write_json(directory / RUN_FILE, {**config, **extra})
+
+
+@contextlib.contextmanager
+def writing(directory: Path) -> Generator[None]:
+    """Hold the run directory's lock for the block: one writing process at a time. The
+    kernel releases an ``flock`` when its holder dies, so no lock is ever stale; another
+    process is refused (:class:`RunDirError`) naming the holder's pid and host. Temporary
+    files a killed writer left are removed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise RunDirError(
+                f"{directory} is being written by {holder}: one process writes a run at a "
+                "time; wait for it to end, or stop it"
+            ) from None
+        handle.truncate(0)
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        for name in RUN_FILES:
+            for left in directory.glob(f".{name}.*.tmp"):
+                left.unlink(missing_ok=True)
+        yield
+
+
+class Appender:
+    """A JSONL file opened for appending (a torn last line cut off first), from any thread:
+    each :meth:`append` is one write, flushed at once; the file is fsynced at most every
+    ``FSYNC_EVERY`` seconds and on close. Rows appended after :meth:`close` (rollouts
+    abandoned by an interrupted run) are not written."""
+
+    def __init__(self, path: Path) -> None:
+        cut_torn(path)
+        self._fh = path.open("ab", buffering=0)
+        self._lock = threading.Lock()
+        self._synced = time.monotonic()
+
+    def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Write ``rows`` (one rollout's, or one group's) in one write."""
+        text = "".join(
+            json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n" for row in rows
+        )
+        data = memoryview(text.encode("utf-8"))
+        with self._lock:
+            if self._fh.closed:
+                return
+            while data:  # one write but on a full disk or a signal
+                data = data[self._fh.write(data) or 0 :]
+            now = time.monotonic()
+            if now - self._synced >= FSYNC_EVERY:
+                os.fsync(self._fh.fileno())
+                self._synced = now
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                os.fsync(self._fh.fileno())
+                self._fh.close()

@@ -7,6 +7,7 @@ stopped by PID.
         [--tools lookup,nosuch,submit] [--quote 3] [--delay 0.2]
         [--chat-status 400 --chat-message "Server is pinned to ..."]
         [--models-status 401 --models-message "Invalid API key"]
+        [--script '{"fig": ["nonjson", "right"], "lemon": ["cut"]}'] [--no-usage fig,lemon]
 
 By default each ``POST /v1/chat/completions`` answers, from the messages it is sent: a call
 of ``--tool`` with ``{--argument: <--size characters>}`` while the conversation holds fewer
@@ -21,6 +22,15 @@ fixed by its task, sample and turn, and differs between them. With ``--chat-stat
 ``GET /health`` answers 200 once the server listens, with the number of chat-completions
 requests it has answered (``{"chat_requests": N}``), and with ``?since=T`` (a Unix time) its
 window over the requests that arrived since: ``"window": [first arrival, last answer]``.
+
+With ``--script`` the answer to turn ``t`` (the assistant messages the request holds) of a
+rollout whose prompt quotes ``WORD`` is ``script[WORD][t]`` (the last one past its end; a word
+the script lacks: ``plain``): a call of ``--tool`` with ``{--argument: WORD}`` (``right``) or
+the word reversed (``wrong``), arguments that are not JSON (``nonjson``) or do not fit the tool
+(``misfit``, ``{"nosuch": WORD}``; ``mistyped``, ``{--argument: 7}``), a call of a tool that does not exist (``unknown``), a plain
+answer (``plain``), one cut by the length limit (``cut``: ``finish_reason`` "length"), or HTTP
+400 (``fail``). Every answer reports ``usage``: ``prompt_tokens`` 10 per message of the request,
+``completion_tokens`` 5 + ``t``; none for a prompt quoting a word of ``--no-usage``.
 """
 
 from __future__ import annotations
@@ -41,14 +51,37 @@ from aiohttp import web
 MODEL = "standin"
 
 
+def quoted(body: dict[str, Any]) -> str:
+    """The word the request's prompt (its first user message) quotes, or ``""``."""
+    prompt = next(m for m in body["messages"] if m.get("role") == "user")["content"]
+    text = prompt if isinstance(prompt, str) else " ".join(p.get("text", "") for p in prompt)
+    return (text.split("'") + ["", ""])[1]
+
+
 def argument(opts: argparse.Namespace, body: dict[str, Any], filler: str) -> str:
     """The tool call's argument for a request ``body`` (``--quote``: see the module's doc)."""
     if not opts.quote:
         return filler
-    prompt = next(m for m in body["messages"] if m.get("role") == "user")["content"]
-    text = prompt if isinstance(prompt, str) else " ".join(p.get("text", "") for p in prompt)
-    word = text.split("'")[1]
+    word = quoted(body)
     return word[::-1] if int(body.get("seed", 1)) % opts.quote == 0 else word
+
+
+def scripted(opts: argparse.Namespace, word: str, turn: int) -> tuple[str, str] | str | None:
+    """``--script``'s answer at ``turn``: a call's (tool, arguments text), ``"plain"``,
+    ``"cut"`` or ``"fail"``; ``None`` without a script."""
+    if not opts.script:
+        return None
+    steps = json.loads(opts.script).get(word, ["plain"])
+    step = steps[min(turn, len(steps) - 1)]
+    calls = {
+        "right": (opts.tool, json.dumps({opts.argument: word})),
+        "wrong": (opts.tool, json.dumps({opts.argument: word[::-1]})),
+        "nonjson": (opts.tool, "{" + word),
+        "misfit": (opts.tool, json.dumps({"nosuch": word})),
+        "mistyped": (opts.tool, json.dumps({opts.argument: 7})),
+        "unknown": ("nosuch", json.dumps({opts.argument: word})),
+    }
+    return calls.get(step, step)
 
 
 def _app(opts: argparse.Namespace) -> web.Application:
@@ -78,36 +111,42 @@ def _app(opts: argparse.Namespace) -> web.Application:
             await asyncio.sleep(opts.delay)
         if opts.chat_status:
             return error(opts.chat_status, opts.chat_message)
-        results = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+        said = body.get("messages", [])
+        results = sum(1 for m in said if m.get("role") == "tool")
+        turn = sum(1 for m in said if m.get("role") == "assistant")
+        word = quoted(body) if opts.script or opts.no_usage else ""
+        step = scripted(opts, word, turn)
+        if step == "fail":
+            return error(400, f"scripted failure at turn {turn}")
         message: dict[str, Any] = {"role": "assistant", "content": filler}
-        finish = "stop"
+        finish = "length" if step == "cut" else "stop"
         names = opts.tools.split(",") if opts.tools else [opts.tool]
         calls = opts.calls if opts.calls is not None else len(names)
-        if results < calls:
+        call = (names[results % len(names)], None) if step is None and results < calls else step
+        if isinstance(call, tuple):
+            text = call[1] or json.dumps({opts.argument: argument(opts, body, filler)})
             message["content"] = ""
             message["tool_calls"] = [
                 {
                     "id": f"call_{results}",
                     "type": "function",
-                    "function": {
-                        "name": names[results % len(names)],
-                        "arguments": json.dumps({opts.argument: argument(opts, body, filler)}),
-                    },
+                    "function": {"name": call[0], "arguments": text},
                 }
             ]
             finish = "tool_calls"
         answered[0] += 1
+        answer: dict[str, Any] = {
+            "id": "chatcmpl-standin",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", MODEL),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        if not (opts.no_usage and word in opts.no_usage.split(",")):
+            used = {"prompt_tokens": 10 * len(said), "completion_tokens": 5 + turn}
+            answer["usage"] = {**used, "total_tokens": sum(used.values())}
         times.append((arrived, time.time()))
-        return web.json_response(
-            {
-                "id": "chatcmpl-standin",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model", MODEL),
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        )
+        return web.json_response(answer)
 
     async def unknown(request: web.Request) -> web.Response:
         return error(404, f"no route {request.path}")
@@ -134,6 +173,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--models-status", type=int, default=0)
     p.add_argument("--models-message", default="")
     p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--script", default="")
+    p.add_argument("--no-usage", default="")
     opts = p.parse_args(argv)
     web.run_app(_app(opts), host="127.0.0.1", port=opts.port, access_log=None, print=None)
 

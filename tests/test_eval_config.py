@@ -34,9 +34,11 @@ def test_run_json_is_the_config_evaluate_was_given(
         max_turns=4,
         temperature=0.0,
         max_tokens=32,
+        max_rollout_tokens=500,
         seed=7,
         pass_threshold=0.5,
         unfinished_reward=0.0,
+        price=(0.5, 2),
     )
     out = tmp_path / "run"
     adapter = {"base_url": chance_server.url}
@@ -131,6 +133,9 @@ def test_an_unusable_config_is_refused_naming_the_field_before_any_rollout(
         ({"max_turns": 0}, "max_turns must be"),
         ({"temperature": -0.5}, "temperature must be at least 0"),
         ({"pass_threshold": float("inf")}, "pass_threshold must be a finite number"),
+        ({"max_rollout_tokens": 0}, "max_rollout_tokens must be an integer of at least 1"),
+        ({"price": (1.0, -1.0)}, r"price must be \(IN, OUT\), two numbers of at least 0"),
+        ({"price": 3.0}, r"price must be \(IN, OUT\)"),
     ]:
         with pytest.raises(EvalConfigError, match=words):
             EvalConfig(**base, **fields)

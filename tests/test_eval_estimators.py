@@ -180,7 +180,7 @@ def test_a_tasks_figures_are_read_only_and_the_summary_keeps_no_cache(tmp_path) 
     rollouts), read-only: changing one task's cannot change another's. No cache outlives a
     call, and summary.json still holds plain objects."""
     import orsgen.eval.summary as module
-    from orsgen.eval.results import write_json
+    from orsgen.rundir import write_json
 
     rows = [_row(t, 0, "scored", 1.0) for t in range(2)]
     s = summarize(rows, {"n": 1, "pass_threshold": 1.0, "task_indices": [0, 1]})

@@ -11,14 +11,15 @@ from types import ModuleType
 
 import pytest
 
+import openai_standin
 import ors_server
-from conftest import ENVS
+from conftest import ENVS, eval_args, results_rows, run_eval
 from serve_model import ModelServer, start_model_server
 
 JUDGE_ENV = ENVS / "judge_env.py"
 TARGETS = ["apple", "banana"]  # tests/envs/judge_env.py's tasks
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +58,7 @@ def _judge(target: str, answers: list[str]) -> list[float]:
     return [r / best for r in raw]
 
 
+@pytest.mark.slow  # the tiny model served
 def test_each_tasks_samples_are_judged_as_a_group(
     judge_pkg, judge_server, judge_model, tmp_path
 ) -> None:
@@ -90,3 +92,36 @@ def test_each_tasks_samples_are_judged_as_a_group(
     calls = judge_server.requests()
     assert sum(v for k, v in calls.items() if "score_group" in k) == len(TARGETS), calls
     assert result.coverage == 1.0
+
+
+def test_a_resume_runs_an_incomplete_group_again_whole(
+    judge_pkg: ModuleType, judge_server: ors_server.RunningServer, tmp_path: Path
+) -> None:
+    """Issue 39: a kill between a group's rows left part of it on disk. The resume removes
+    those rows and runs the whole group again, so the judge judges n candidates, never the
+    missing ones alone."""
+    model = openai_standin.start(tmp_path, tool="guess", argument="word")
+    try:
+        out = tmp_path / "run"
+        args = eval_args(Path(judge_pkg.__file__).parent, judge_server, model)
+        args += ["-n", "3", "--out", str(out)]
+        assert run_eval(args)[0] == 0
+        rows = results_rows(out)
+        kept = [r for r in rows if r["task_index"] == 1] + [
+            {**r, "kept": True} for r in rows if r["task_index"] == 0 and r["sample"] < 2
+        ]
+        (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+        (out / "summary.json").unlink()
+        judge_server.reset_counts()
+        code, _, err = run_eval([*args, "--resume"])
+        assert code == 0 and "3 of 6 rollouts left" in err, err
+    finally:
+        model.stop()
+    rows = results_rows(out)
+    assert sorted((r["task_index"], r["sample"]) for r in rows) == [
+        (t, s) for t in range(2) for s in range(3)
+    ]
+    assert not [r for r in rows if r.get("kept")]  # the part written before: run again
+    calls = judge_server.requests()
+    assert sum(v for k, v in calls.items() if "score_group" in k) == 1, calls
+    assert json.loads((out / "summary.json").read_text())["rollouts"] == 6

@@ -75,6 +75,8 @@ def test_help_states_each_default_and_what_is_written(orsgen_subprocess) -> None
         ("--max-turns MAX_TURNS", "(default 8)"),
         ("--temperature TEMPERATURE", "(default: the endpoint's own)"),
         ("--max-tokens MAX_TOKENS", "(default: the endpoint's own limit)"),
+        ("--max-rollout-tokens N", "default: no limit)"),
+        ("--price IN,OUT", "(default: none)"),
         ("--out OUT", "(default: none, nothing is written)"),
         ("--pass-threshold PASS_THRESHOLD", "(default 1.0, the package's pass threshold)"),
         ("-n SAMPLES, --samples SAMPLES", "(default 1)"),

@@ -14,7 +14,9 @@ import json
 import os
 import sys
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,7 +137,7 @@ def _same_run(merged: Path, whole: Path) -> None:
     summaries = [json.loads((run / "summary.json").read_text()) for run in (merged, whole)]
     assert _untimed(summaries[0]) == _untimed(summaries[1])
     configs = [json.loads((run / "run.json").read_text()) for run in (merged, whole)]
-    assert configs[0] == configs[1]
+    assert configs[0].pop("merged") == SHARDS and configs[0] == configs[1]
     assert (merged / "adapter.json").read_bytes() == (whole / "adapter.json").read_bytes()
     assert (merged / "report.md").is_file()
 
@@ -320,3 +322,167 @@ def test_the_slurm_script_runs_the_shards_then_the_merge(
 
 def test_the_docs_show_the_slurm_script_as_it_is() -> None:
     assert SLURM.read_text() in (ROOT / "docs" / "scale.md").read_text()
+
+
+def _files(run: Path) -> dict[str, tuple[int, int]]:
+    """Each run file's inode and mtime: what a rewrite would change."""
+    return {
+        p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in run.iterdir() if p.name != ".lock"
+    }
+
+
+def test_a_killed_merge_is_completed_by_the_same_merge_and_never_appended_to(
+    runs: Path, tmp_path: Path
+) -> None:
+    """Issue 39: what a killed merge left (its run.json, a half-written temporary file, an
+    older orsgen's results.jsonl.tmp) is completed by the same merge, never appended to; a
+    merge that finished says so and rewrites nothing (exit 0)."""
+    shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+    out = tmp_path / "merged"
+    assert _merge(*shards, "--out", out)[0] == 0
+    for name in ("summary.json", "report.md", "results.jsonl"):  # killed before these
+        (out / name).unlink()
+    half = (runs / "whole" / "results.jsonl").read_bytes()[:500]
+    (out / ".results.jsonl.killed.tmp").write_bytes(half)
+    (out / "results.jsonl.tmp").write_bytes(half)
+    code, printed, err = _merge(*shards, "--out", out)
+    assert code == 0, err
+    _same_run(out, runs / "whole")
+    assert not (out / ".results.jsonl.killed.tmp").exists()
+    before = _files(out)
+    code, printed, err = _merge(*shards, "--out", out)
+    assert code == 0 and "holds this merge, finished: nothing to do" in err, err
+    assert printed.startswith(f"{4 * N} rollouts") and _files(out) == before
+
+
+def test_merge_force_replaces_what_out_holds_and_nothing_else_does(
+    runs: Path, tmp_path: Path
+) -> None:
+    shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+    out = tmp_path / "merged"
+    shutil.copytree(runs / "shard-0", out)  # another run
+    _one_line(*_merge(*shards, "--out", out), "already holds a run", "--force")
+    code, printed, err = _merge(*shards, "--out", out, "--force")
+    assert code == 0, err
+    _same_run(out, runs / "whole")
+
+
+def test_a_run_directory_has_one_writer_named_by_pid_and_host(
+    runs: Path, standin: openai_standin.Standin, echo_server: ors_server.RunningServer
+) -> None:
+    """The lock of orsgen.rundir: a merge or a resume into a run another process writes is
+    refused in one line naming that process; the lock goes with its holder."""
+    import socket
+
+    from orsgen.rundir import writing
+
+    shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+    out = runs / "locked"
+    holder = f"pid {os.getpid()} on {socket.gethostname()}"
+    args = [str(ECHO), "--endpoint", standin.endpoint, "--model", standin.model, "--seed"]
+    args += [str(SEED), "--base-url", echo_server.url, "--split", "test", "-n", str(N)]
+    with writing(out):
+        _one_line(*_merge(*shards, "--out", out), f"{out} is being written by {holder}")
+        _one_line(*run_eval([*args, "--out", str(out), "--resume"]), holder)
+        assert not (out / "run.json").exists()
+    code, printed, err = _merge(*shards, "--out", out)  # the lock went with its holder
+    assert code == 0, err
+
+
+def _echo_args(model: openai_standin.Standin, server: ors_server.RunningServer) -> list[str]:
+    args = [str(ECHO), "--endpoint", model.endpoint, "--model", model.model, "--seed", str(SEED)]
+    return args + ["--base-url", server.url, "--split", "test", "--no-progress"]
+
+
+def _requests(run: Path) -> int:
+    counts = json.loads((run / "run.json").read_text()).get("endpoint_counts", {})
+    return sum(figures["requests"] for figures in counts.values())
+
+
+def test_sigterm_abandons_the_rollouts_in_flight_and_keeps_the_counts(
+    echo_server: ors_server.RunningServer, tmp_path: Path
+) -> None:
+    """Issue 39: SIGTERM (a preemption) ends the run at once: the rollouts under way get no
+    row, run.json has the endpoint counts so far, and the resume adds its own to them."""
+    model = openai_standin.start(tmp_path, tool="echo", argument="text", quote=3, delay=3)
+    try:
+        out = tmp_path / "run"
+        args = [*_echo_args(model, echo_server), "-n", "2", "--concurrency", "4"]
+        args += ["--out", str(out)]
+        proc = eval_process(args)
+        try:
+            while proc.poll() is None and len(_lines(out)) < 4:
+                time.sleep(0.05)
+            time.sleep(0.5)  # the next four rollouts are under way, 3 s from an answer
+            written = len(_lines(out))
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()  # this test's own child, by its PID
+                proc.wait()
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        assert written == 4 and len(_lines(out)) == 4, err  # in flight: no row
+        assert "interrupted; the rows so far are in" in err and "Traceback" not in err, err
+        first = _requests(out)
+        assert first >= 4  # the four rows' requests at least
+        time.sleep(3.5)  # the abandoned requests answered
+        before = model.chat_requests()
+        code, _, err = run_eval([*args, "--resume"])
+        assert code == 0 and "4 of 8 rollouts left" in err, err
+        assert _requests(out) == first + model.chat_requests() - before
+        assert json.loads((out / "summary.json").read_text())["rollouts"] == 8
+    finally:
+        model.stop()
+
+
+def _lines(run: Path) -> list[bytes]:
+    path = run / "results.jsonl"
+    return path.read_bytes().splitlines() if path.exists() else []
+
+
+def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
+    standin: openai_standin.Standin, echo_server: ors_server.RunningServer, tmp_path: Path
+) -> None:
+    """Issue 39: a requeued job runs the same command, --resume, on a directory its first
+    run left empty; the rollout timeout is part of the run's identity (run.json), so a
+    resume or a merge with another is refused, naming it."""
+    out = tmp_path / "run"
+    out.mkdir()
+    args = [*_echo_args(standin, echo_server), "--num-tasks", "2", "--rollout-timeout", "60"]
+    code, _, err = run_eval([*args, "--out", str(out), "--resume"])
+    assert code == 0, err
+    assert json.loads((out / "run.json").read_text())["rollout_timeout"] == 60
+    code, _, err = run_eval([*args, "--out", str(out), "--resume", "--rollout-timeout", "5"])
+    _one_line(code, "", err, "cannot resume: rollout_timeout was 60.0 and is now 5.0")
+    for i, timeout in enumerate(("60", "5")):
+        shard = ["--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}"), "--rollout-timeout"]
+        assert run_eval([*args, *shard, timeout])[0] == 0
+    merged = _merge(tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "m")
+    _one_line(*merged, "--rollout-timeout differs between the shards")
+
+
+def test_two_resumes_at_once_one_runs_and_the_other_names_it(
+    echo_server: ors_server.RunningServer, tmp_path: Path
+) -> None:
+    """Issue 39: two `orsgen eval --resume` of one run: the second is refused in one line
+    naming the first (pid and host), which Ctrl-C then ends at once (exit 130)."""
+    import socket
+
+    model = openai_standin.start(tmp_path, tool="echo", argument="text", delay=60)
+    out = tmp_path / "run"
+    args = [*_echo_args(model, echo_server), "--num-tasks", "1", "--out", str(out), "--resume"]
+    first = eval_process(args)
+    try:
+        lock = out / ".lock"
+        while first.poll() is None and not (lock.exists() and lock.read_text()):
+            time.sleep(0.05)
+        _one_line(*run_eval(args), f"is being written by pid {first.pid} on {socket.gethostname()}")
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=60)
+        assert first.returncode == 130 and "interrupted" in err, err
+    finally:
+        if first.poll() is None:
+            first.kill()  # this test's own child, by its PID
+            first.wait()
+        model.stop()

@@ -70,7 +70,8 @@ def test_no_session_opens_ahead_under_a_rollout_deadline(
 ) -> None:
     """A rollout deadline counts from the session's open: a session opened ahead would spend
     it waiting, so task 1's opens only once task 0's rollout is over."""
-    seen = _run(chance_dir, chance_server.url, standin, wait=2, rollout_timeout=300)
+    adapter = {"base_url": chance_server.url, "rollout_timeout": 300}
+    seen = _run(chance_dir, chance_server.url, standin, wait=2, adapter=adapter)
     assert seen["met"] == [False] and seen["rows"] == [0, 1]
 
 

@@ -30,9 +30,7 @@ def _loaded_after(statement: str, names: list[str]) -> list[str]:
     return list(json.loads(out.stdout))
 
 
-@pytest.mark.parametrize(
-    "module", ["orsgen.generate", "orsgen.snapshot.model", "orsgen.snapshot.canonical"]
-)
+@pytest.mark.parametrize("module", ["orsgen.generate", "orsgen.snapshot.model", "orsgen.canonical"])
 def test_the_generator_loads_no_network_code(module: str) -> None:
     assert _loaded_after(f"import {module}", NETWORK) == []
 

@@ -73,3 +73,19 @@ def test_a_broken_whole_line_names_the_file_and_line(
     results.write_text(lines[0] + "[1, 2]\n" + lines[1])
     viewed = orsgen_subprocess(["view", str(run)])
     assert viewed.code == 2 and f"{results}: line 2 is not a JSON object" in viewed.stderr
+
+
+def test_a_pair_twice_is_refused_by_every_reader(
+    tmp_path: Path, orsgen_subprocess: Callable[..., CliRun]
+) -> None:
+    """Duplicate detection of orsgen.rundir: a (task, sample) pair written twice (two
+    processes at once, before the lock) is named, never counted twice."""
+    run = _run_with_a_torn_last_row(tmp_path / "run")
+    results = run / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text("".join(lines[:4]) + lines[1])
+    said = f"{results} holds (task 0, sample 1) twice"
+    for command in (["view", str(run)], ["sft", str(run), "-o", str(tmp_path / "sft")]):
+        refused = orsgen_subprocess(command)
+        assert refused.code == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert said in refused.stderr, refused.stderr

@@ -21,12 +21,13 @@ import pytest
 from envs.trust_support import TrustAdapter
 
 from orsgen.runtime.records import metrics
-from orsgen.runtime.records.episode import Kind, Outcome
+from orsgen.runtime.records.episode import TIMED_OUT, Kind, Outcome
 from orsgen.runtime.records.episode import MAX_TOOLS, OTHER, ToolUse, Usage, tool_keys, usage_of
 from orsgen.runtime.records.metrics import Counts
 
 ENVS = ("alpha", "beta", "gamma")
 PER_ROLLOUT = ("scored_frac", "unfinished_frac", "failed_frac", "finished_frac", "pass@1")
+STOP = ("stop/finished", "stop/unfinished", "stop/timeout", "stop/error")
 PER_CALL = ("tool_error_frac", "env_error_frac", "model_error_frac", "tool_call_s")
 
 
@@ -77,7 +78,7 @@ def _check_pooled_is_weighted(values: dict[str, float]) -> None:
     calls = lambda e: share(e) * values.get(f"ors/{e}/calls_per_rollout", 0.0)  # noqa: E731
     rewarded = lambda e: share(e) * values.get(f"ors/{e}/scored_frac", 0.0)  # noqa: E731
     assert sum(share(e) for e in ENVS) == pytest.approx(1.0)
-    for figure in (*PER_ROLLOUT, "calls_per_rollout", "reset_s"):
+    for figure in (*PER_ROLLOUT, *STOP, "calls_per_rollout", "reset_s"):
         assert values[f"ors/{figure}"] == pytest.approx(_weighted(values, figure, share)), figure
     for figure in PER_CALL:
         assert values[f"ors/{figure}"] == pytest.approx(_weighted(values, figure, calls)), figure
@@ -105,11 +106,36 @@ def test_each_pooled_figure_is_the_weighted_mean_of_the_environments() -> None:
     assert values["ors/rollouts"] == 60
 
 
+def test_the_stop_fractions_say_why_each_environments_rollouts_ended() -> None:
+    # (outcome, why it ended as the adapter knows it): the environment ended the episode; the
+    # trainer ended it first; rollout_timeout passed; the environment failed.
+    ended = [
+        (Outcome(1.0, "scored", finished=True, environment="alpha"), "finished"),
+        (Outcome(None, "unfinished", "no tool call", environment="alpha"), "unfinished"),
+        (Outcome(None, "unfinished", TIMED_OUT, finished=True, environment="beta"), "timeout"),
+        (Outcome(None, "failed", "lost_session", finished=True, environment="beta"), "error"),
+        (Outcome(0.0, "scored", finished=True, environment="beta"), "finished"),
+        (Outcome(None, "failed", "tool_raised", environment="beta"), "error"),
+    ]
+    batch = [outcome for outcome, _ in ended]
+    logged: dict[str, list[float]] = {}
+    metrics.counts().expect(("alpha", "beta"))
+    metrics.emit(lambda k, v: logged.setdefault(k, []).append(v), batch, [1.0] * len(batch))
+    values = _trl_reduce([logged])
+    for env in ("alpha", "beta", None):
+        mine = [why for outcome, why in ended if env in (None, outcome.environment)]
+        prefix = "ors/" if env is None else f"ors/{env}/"
+        for why in ("finished", "unfinished", "timeout", "error"):
+            assert values[f"{prefix}stop/{why}"] == mine.count(why) / len(mine), (env, why)
+            assert len(logged[f"{prefix}stop/{why}"]) == len(mine)  # once per rollout
+
+
 def test_one_environment_logs_the_tools_at_the_top_and_nothing_per_environment() -> None:
     batch = _batch(1, 10, [None])  # type: ignore[list-item]
     values = Counts.of(batch, _passed(batch)).values()
     assert "ors/tool/look/calls_per_rollout" in values and "ors/tool/say/call_s" in values
-    assert not any(k.count("/") > 1 and not k.startswith("ors/tool/") for k in values), values
+    pooled = ("ors/tool/", "ors/stop/")
+    assert not any(k.count("/") > 1 and not k.startswith(pooled) for k in values), values
 
 
 def _trl_reduce(ranks: Sequence[dict[str, list[float]]]) -> dict[str, float]:

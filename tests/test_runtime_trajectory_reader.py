@@ -17,6 +17,7 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 from generated.echo import EchoEnv
 from generated.echo.rewards import outcome_reward
 from orsgen.runtime.task_callback import TaskTableCallback
+from orsgen.rundir import RunDirError
 from orsgen.runtime.trajectories import task_table
 from orsgen.runtime.trajectories.reader import TrajectoryFiles, fold, task_outcome
 from orsgen.runtime.trajectories.task_table import TaskTable
@@ -43,7 +44,7 @@ def test_a_half_written_line_is_read_once_it_is_whole(tmp_path: Path) -> None:
     with path.open("ab") as handle:
         handle.write(second[7:])
     assert reader.new_lines() == [_line(1, 0.0)]
-    assert reader.new_lines() == [] and reader.skipped == 0
+    assert reader.new_lines() == []
 
 
 def test_every_process_file_of_the_path_and_no_other(tmp_path: Path) -> None:
@@ -68,13 +69,28 @@ def test_skip_existing_reads_only_what_comes_after(tmp_path: Path) -> None:
     assert [line["task_index"] for line in reader.new_lines()] == [2, 3]
 
 
-def test_a_broken_line_is_skipped_and_a_replaced_file_read_from_its_start(tmp_path: Path) -> None:
+def test_a_broken_line_is_an_error_and_a_replaced_file_read_from_its_start(
+    tmp_path: Path,
+) -> None:
+    """The malformed-line rule of orsgen.rundir: damage is named, never skipped."""
     path = tmp_path / "traj.jsonl"
-    path.write_bytes(b'{"split": "tr\n' + _text(_line(0, 1.0)) + b"[1, 2]\n")
+    path.write_bytes(_text(_line(0, 1.0)) + b"[1, 2]\n")
+    with pytest.raises(RunDirError, match=r"traj.jsonl: line at byte \d+ is not a JSON object"):
+        TrajectoryFiles(path).new_lines()
     reader = TrajectoryFiles(path)
-    assert reader.new_lines() == [_line(0, 1.0)] and reader.skipped == 2
+    path.write_bytes(_text(_line(0, 1.0)) + _text(_line(1, 1.0)))
+    assert len(reader.new_lines()) == 2
     path.write_bytes(_text(_line(5, 0.0)))  # shorter than what was read: a new file
     assert reader.new_lines() == [_line(5, 0.0)]
+
+
+def test_a_killed_writers_torn_line_is_cut_before_the_next_appends(tmp_path: Path) -> None:
+    """A restarted process appending to its predecessor's file (the same rank's) cuts the
+    torn last line first: no malformed line is ever written."""
+    path = tmp_path / "traj.jsonl"
+    path.write_bytes(_text(_line(0, 1.0)) + b'{"split": "tr')  # killed mid-line
+    JsonlFile(str(path)).write(_line(1, 0.0))
+    assert TrajectoryFiles(path).new_lines() == [_line(0, 1.0), _line(1, 0.0)]
 
 
 def test_task_outcome_takes_only_well_formed_lines() -> None:
@@ -116,7 +132,7 @@ def test_several_processes_writing_while_the_reader_reads(tmp_path: Path) -> Non
                 process.kill()  # this test's own child, by its PID
     seen += [(line["task_index"], line["seq"]) for line in reader.new_lines()]
     assert all(p.exitcode == 0 for p in writers)
-    assert len(reader.files()) == 3 and reader.skipped == 0
+    assert len(reader.files()) == 3
     assert sorted(seen) == [(w, s) for w in range(3) for s in range(300)]
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import ROOT
-from orsgen.snapshot.canonical import sha256_of
+from orsgen.canonical import sha256_of
 from orsgen.snapshot.model import SnapshotError, build, dump, load_text
 from orsgen.snapshot.stored import Snapshot, parse
 

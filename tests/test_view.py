@@ -190,6 +190,32 @@ def test_a_rollout_shows_prompt_turns_calls_results_and_outcome(
 
 
 @pytest.mark.slow
+def test_the_stop_filter_and_each_rollouts_stop_and_tokens(context: Any, eval_page: Path) -> None:
+    page, seen = _open(context, eval_page)
+    stops = [view_runs.STOP_OF[v] for _, _, v, _ in _expected(TASKS, SAMPLES)]
+    offered = page.locator("#f-stop option").all_inner_texts()
+    assert offered == ["any", *(f"{s} ({stops.count(s)})" for s in sorted(set(stops)))]
+    page.select_option("#f-stop", "max_turns")
+    assert _shown(page).startswith(f"showing {stops.count('max_turns')} of {len(stops)}")
+    lit = page.locator("#grid .cell:not(.dim)")
+    assert lit.count() == stops.count("max_turns")
+    assert all(c.get_attribute("class").split()[1] == "unfinished" for c in lit.all())
+    page.select_option("#f-stop", "")
+    assert _shown(page) == f"showing all {len(stops)}"
+    task, sample = next((t, s) for t, s, v, _ in _expected(TASKS, SAMPLES) if v == "scored")
+    page.click(f".cell[data-i='{task * SAMPLES + sample}']")
+    assert page.inner_text("#rollout .stop") == "stop finished"
+    used = view_runs.usage_of(task, sample)
+    tokens = f"{used['prompt_tokens']} prompt · {used['completion_tokens']} completion"
+    assert page.inner_text("#rollout .tokens") == f"tokens {tokens}"
+    task, sample = next((t, s) for t, s, v, _ in _expected(TASKS, SAMPLES) if v == "failed")
+    page.click(f".cell[data-i='{task * SAMPLES + sample}']")
+    assert page.inner_text("#rollout .stop") == "stop error"
+    assert "n/a" in page.inner_text("#rollout .tokens")
+    assert [u for u in seen if not u.startswith("file://")] == []
+
+
+@pytest.mark.slow
 def test_a_training_file_is_grouped_by_step_and_task(context: Any, tmp_path: Path) -> None:
     steps, tasks, per = 3, 5, 4
     path = view_runs.trajectory_file(tmp_path / "traj.jsonl", steps, tasks, per)

@@ -33,6 +33,16 @@ def verdict_of(task: int, sample: int) -> tuple[str, float | None, str | None]:
     return "failed", None, "environment: HTTP 503 after retries"
 
 
+# Why each rollout ended, by its verdict; a failed one's endpoint reported no usage.
+STOP_OF = {"scored": "finished", "unfinished": "max_turns", "failed": "error"}
+
+
+def usage_of(task: int, sample: int) -> dict[str, int | None]:
+    if verdict_of(task, sample)[0] == "failed":
+        return {"prompt_tokens": None, "completion_tokens": None}
+    return {"prompt_tokens": 100 + task, "completion_tokens": 10 + sample}
+
+
 def eval_row(task: int, sample: int, long_text: bool = False) -> dict[str, Any]:
     verdict, reward, reason = verdict_of(task, sample)
     output = f"result of task {task} sample {sample}" + (" lorem" * 400 if long_text else "")
@@ -48,6 +58,8 @@ def eval_row(task: int, sample: int, long_text: bool = False) -> dict[str, Any]:
         "seconds": 1.25,
         "endpoint_seconds": 1.0,
         "environment_seconds": 0.25,
+        "stop": STOP_OF[verdict],
+        "usage": usage_of(task, sample),
         # submit's call: failed by the environment on failed rows, answered on the others.
         "tool_calls": [["submit", "environment" if verdict == "failed" else None, 0.25]],
         # A hand-edited row that carries credentials: the viewer must drop them.

@@ -54,7 +54,7 @@ from orsgen.data.trainset import (
     transcript,
     write_dataset,
 )
-from orsgen.rundir import Row, RunDirError, located_rows
+from orsgen.rundir import Row, RunDirError, run_rows
 
 if TYPE_CHECKING:
     import numpy
@@ -117,7 +117,7 @@ def _candidates(chosen: PairSelection) -> tuple[dict[str, array[int]], bytearray
     for number, run in enumerate(chosen.runs):
         threshold = float(run.config["pass_threshold"])
         tools, counts = run.tools, [0, 0, 0]  # rollouts, passing, failing
-        for offset, row in located_rows(run.results):
+        for offset, row in run_rows(run.results):
             counts[0] += 1
             verdict, good = row.get("verdict"), passes(row, threshold)
             allowed = ("scored", "unfinished") if chosen.unfinished and not good else ("scored",)

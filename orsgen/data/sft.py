@@ -61,7 +61,7 @@ from orsgen.data.trainset import (
     transcript,
     write_dataset,
 )
-from orsgen.rundir import Row, RunDirError, located_rows
+from orsgen.rundir import Row, RunDirError, run_rows
 
 if TYPE_CHECKING:
     import numpy
@@ -119,7 +119,7 @@ def _candidates(chosen: Selection) -> tuple[dict[str, array[int]], bytearray, li
         threshold = float(run.config["pass_threshold"])
         threshold = threshold if chosen.min_reward is None else chosen.min_reward
         tools, rollouts, passing = run.tools, 0, 0
-        for offset, row in located_rows(run.results):
+        for offset, row in run_rows(run.results):
             rollouts += 1
             if row.get("verdict") != "scored" or not passes(row, threshold):
                 continue

@@ -7,7 +7,7 @@ from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import EndpointsDown
 from orsgen.eval.merge import merge_shards
 from orsgen.eval.results import Record, RunFileError
-from orsgen.eval.run import EvalResult, evaluate
+from orsgen.eval.run import EvalResult, RunUsage, evaluate
 from orsgen.runtime.records.passk import pass_at_k, pass_hat_k
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "EvalResult",
     "Record",
     "RunFileError",
+    "RunUsage",
     "compare",
     "compare_runs",
     "evaluate",

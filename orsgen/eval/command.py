@@ -1,11 +1,11 @@
 """``orsgen eval DIR --endpoint URL --model NAME [options]``, ``orsgen eval --compare
 RUN_A RUN_B [RUN_C ...]`` and ``orsgen eval --merge SHARD... --out RUN``: the command line over
-:func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare_runs` and :func:`orsgen.eval.merge_shards`.
+:func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare_runs`, :func:`orsgen.eval.merge_shards`.
 
-Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage``
-is not met, when every endpoint has been down for ``--endpoint-down-limit`` (or for a bug:
-its traceback; the rows written so far kept either way), 2 for an unusable
-configuration, always found before the first rollout (one line on stderr)."""
+Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage`` is
+not met, when every endpoint has been down for ``--endpoint-down-limit`` (or for a bug: its
+traceback; the rows written so far kept either way), 2 for an unusable configuration, always
+found before the first rollout (one line on stderr)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,15 @@ import importlib
 import inspect
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, in_range, number
-from orsgen.arguments import output, secret_pairs, seconds
-from orsgen.eval.compare import FORMATS, compared
+from orsgen.arguments import indices, output, price, secret_pairs, seconds
+from orsgen.eval.compare import compare_options, compared
 from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfig, EvalConfigError, parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, EndpointsDown, check, keyed
 from orsgen.eval.merge import merge_shards
@@ -32,16 +33,6 @@ from orsgen.wording import plural
 
 # The options whose dest is a field of EvalConfig set that field (``-n``: ``n``).
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(EvalConfig))
-
-
-def _indices(text: str) -> list[int]:
-    try:
-        found = [int(i) for i in text.split(",") if i.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"takes comma-separated integers, got {text!r}") from None
-    if not found:
-        raise argparse.ArgumentTypeError("names no task")
-    return found
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -59,25 +50,15 @@ def parser() -> Parser:
         "run's files go there and the command ends by saying where.",
     )
     p.add_argument("dir", nargs="?", help="the generated package directory")
-    p.add_argument(
-        "--compare",
-        nargs="+",
-        metavar="RUN",
-        help="compare runs (directories or their run.json), the first the baseline: each "
-        "run's figures, and each against it on their shared tasks, paired",
-    )
-    p.add_argument(
-        "--format",
-        choices=FORMATS,
-        help="with --compare: md (default), json (only the document on stdout) or csv",
-    )
+    compare_options(p)
     p.add_argument("--merge", nargs="+", metavar="SHARD", help="merge a run's shards into --out")
     p.add_argument("--partial", action="store_true", help="with --merge: allow missing shards")
     p.add_argument(
         "--force",
         action="store_true",
         help="with --compare: compare runs that differ in environment, split, tools, -n, "
-        "--max-turns or --pass-threshold",
+        "--max-turns or --pass-threshold; with --merge: replace what --out holds (another "
+        "run, or a merge of other shards)",
     )
     p.add_argument(
         "--endpoint",
@@ -126,7 +107,7 @@ def parser() -> Parser:
         "--indices",
         dest="task_indices",
         metavar="INDICES",
-        type=_indices,
+        type=indices,
         help="task indices, comma-separated (0,3,7)",
     )
     p.add_argument("--shard", type=_shard, metavar="I/N", help="run shard I of N (I from 0)")
@@ -164,6 +145,20 @@ def parser() -> Parser:
         help="most tokens per assistant turn (default: the endpoint's own limit)",
     )
     p.add_argument(
+        "--max-rollout-tokens",
+        type=at_least(1),
+        metavar="N",
+        help="end a rollout once its tokens so far (prompt plus completion, as the endpoint "
+        "reports them) pass N, checked after each turn (stop: token_limit; default: no limit)",
+    )
+    p.add_argument(
+        "--price",
+        type=price,
+        metavar="IN,OUT",
+        help="price per million prompt and completion tokens: each row gets its cost "
+        "(default: none)",
+    )
+    p.add_argument(
         "--pass-threshold",
         type=number,
         help=f"a rollout passes when its reward >= this (default {PASS_THRESHOLD}, the "
@@ -183,7 +178,7 @@ def parser() -> Parser:
         "(default: none, nothing is written); its directory must exist unless it is inside "
         "the working directory",
     )
-    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out, or start it")
     p.add_argument(
         "--min-coverage", type=in_range(0.0, 1.0), help="exit 1 when coverage is lower (0 to 1)"
     )
@@ -331,7 +326,6 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         config,
         adapter=adapter,
         concurrency=args.concurrency,
-        rollout_timeout=args.rollout_timeout,
         endpoint_api_key=keys,
         endpoint_down_limit=args.endpoint_down_limit,
         out=args.out,
@@ -342,19 +336,13 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.compare and len(args.compare) < 2:
-        raise UsageError("--compare takes two runs or more: RUN_A RUN_B [RUN_C ...]")
-    if args.compare:
-        text, warnings = compared(args.compare, args.seed or 0, args.force, args.format or "md")
-        print(*(f"warning: {said}\n" for said in warnings), sep="", end="", file=sys.stderr)
-        print(text)
+    if compared(args):
         return 0
-    if args.format:
-        raise UsageError("--format goes with --compare RUN_A RUN_B ...")
     if args.merge and not args.out:
         raise UsageError("--merge needs --out RUN, the run to write")
     if args.merge:
-        result = merge_shards(args.merge, output(args.out, "--out"), partial=args.partial)
+        out = output(args.out, "--out")
+        result = merge_shards(args.merge, out, partial=args.partial, force=args.force)
     else:
         result = _evaluate(args)
     if args.upload_run:
@@ -388,8 +376,14 @@ def main(argv: Sequence[str]) -> int:
     """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
     p = parser()
     args = p.parse(list(argv))
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
+        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
+        print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
+        signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
+        os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
     except EvalConfigError as exc:
         # The library names its field; the command names the option that sets it.
         if exc.field in vars(args):
@@ -398,3 +392,10 @@ def main(argv: Sequence[str]) -> int:
     except EndpointsDown as exc:
         kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, _frame: Any) -> None:
+    """SIGTERM ends the run as Ctrl-C does: the files flushed, run.json written."""
+    raise KeyboardInterrupt(signum)

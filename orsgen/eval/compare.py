@@ -14,13 +14,16 @@ both gave a pass@1 (the *shared* tasks), paired by task:
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from orsgen.arguments import UsageError
 from orsgen.eval.results import RunFileError, shortened
 from orsgen.eval.summary import bootstrap_interval
 from orsgen.jsonobject import as_object, is_object
@@ -298,10 +301,35 @@ def format_comparison(c: Mapping[str, Any], format: str = "md") -> str:
     raise ValueError(f"format is one of {', '.join(FORMATS)}, got {format!r}")
 
 
-def compared(
-    paths: Sequence[str], seed: int = 0, force: bool = False, form: str = "md"
-) -> tuple[str, list[str]]:
-    """What ``orsgen eval --compare PATHS --format FORM`` prints: the text, and the warnings
-    for stderr (with ``md`` they open the text instead: stdout is the document otherwise)."""
-    found = compare_runs([load_summary(Path(p)) for p in paths], paths, seed, force)
-    return format_comparison(found, form), [] if form == "md" else found["warnings"]
+def compare_options(p: argparse.ArgumentParser) -> None:
+    """``orsgen eval``'s ``--compare`` and ``--format`` (``--force`` and ``--seed`` are shared)."""
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="RUN",
+        help="compare runs (directories or their run.json), the first the baseline: each "
+        "run's figures, and each against it on their shared tasks, paired",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="with --compare: md (default), json (only the document on stdout) or csv",
+    )
+
+
+def compared(args: argparse.Namespace) -> bool:
+    """Print ``--compare``'s comparison when asked (``True``); warnings go to stderr but with
+    ``md``, where they open the text (stdout is the document alone otherwise)."""
+    if not args.compare:
+        if args.format:
+            raise UsageError("--format goes with --compare RUN_A RUN_B ...")
+        return False
+    if len(args.compare) < 2:
+        raise UsageError("--compare takes two runs or more: RUN_A RUN_B [RUN_C ...]")
+    summaries = [load_summary(Path(p)) for p in args.compare]
+    found = compare_runs(summaries, args.compare, args.seed or 0, args.force)
+    form = args.format or "md"
+    for said in found["warnings"] if form != "md" else []:
+        print(f"warning: {said}", file=sys.stderr)
+    print(format_comparison(found, form))
+    return True

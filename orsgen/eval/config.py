@@ -13,6 +13,7 @@ from typing import Any, cast
 from orsgen.rundir import read_config
 
 DEFAULT_MAX_TURNS = 8
+DEFAULT_REQUEST_TIMEOUT = 600.0
 ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 
@@ -29,8 +30,8 @@ class EvalConfigError(ValueError):
 @dataclass(frozen=True, kw_only=True)
 class EvalConfig:
     """The parameters of an evaluation and the identity of its run: every field but
-    ``num_tasks`` is written to ``run.json`` under its own name, and a resume with any
-    field changed is refused, naming it.
+    ``num_tasks`` is written to ``run.json`` under its own name, and a resume or a merge with
+    any field changed is refused, naming it: every field can change a verdict.
 
     ``endpoint`` is the endpoint's URL, or a sequence of several serving the same model
     (each request goes to the one with the fewest in flight; ``run.json`` holds them without
@@ -39,9 +40,14 @@ class EvalConfig:
     or, with neither, the whole split. A field left ``None`` is filled in by ``evaluate``
     (``split``, ``pass_threshold``: the adapter's; the adapter fields: the generated
     class's, ``environment`` being its ``ENV_NAME``); a field given must agree with the
-    adapter. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I`` from
+    adapter. ``rollout_timeout`` is the seconds a rollout may take from its reset (``None``:
+    the adapter's, no limit by default), ``request_timeout`` the seconds an endpoint
+    request may take. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I`` from
     0), evaluating its part of the tasks (:meth:`tasks`); ``orsgen eval --merge`` makes one
-    run of the ``N``. Construction raises :class:`EvalConfigError` naming the field."""
+    run of the ``N``. ``max_rollout_tokens`` ends a rollout whose tokens so far (prompt plus
+    completion, as the endpoint reports them) pass it (``stop`` ``token_limit``); ``price``,
+    ``(IN, OUT)`` per million prompt and completion tokens, gives each row its ``cost``.
+    Construction raises :class:`EvalConfigError` naming the field."""
 
     model: str
     endpoint: str | Sequence[str]
@@ -52,14 +58,18 @@ class EvalConfig:
     max_turns: int = DEFAULT_MAX_TURNS
     temperature: float | None = None
     max_tokens: int | None = None
+    max_rollout_tokens: int | None = None
     seed: int | None = None
     pass_threshold: float | None = None
     unfinished_reward: float | None = None
+    rollout_timeout: float | None = None
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     environment: str | None = None
     adapter: str | None = None
     adapter_version: str | None = None
     tools_sha256: str | None = None
     shard: tuple[int, int] | None = None
+    price: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         given: Any = self.endpoint
@@ -76,6 +86,8 @@ class EvalConfig:
             object.__setattr__(self, "task_indices", indices)
         if self.shard is not None:
             object.__setattr__(self, "shard", _shard(self.shard))
+        if self.price is not None:
+            object.__setattr__(self, "price", _price(self.price))
         _check(self)
 
     @property
@@ -86,7 +98,7 @@ class EvalConfig:
     def to_json(self) -> dict[str, Any]:
         """``run.json``'s content."""
         out = dataclasses.asdict(self)
-        for name in ("task_indices", "endpoint", "shard"):
+        for name in ("task_indices", "endpoint", "shard", "price"):
             if isinstance(out[name], tuple):
                 out[name] = list(out[name])
         if out["num_tasks"] is None:  # a run's config names its tasks in task_indices
@@ -109,6 +121,14 @@ class EvalConfig:
         """The names of the fields (all, or those of ``fields``) whose values differ."""
         names = fields or [f.name for f in dataclasses.fields(self)]
         return [name for name in names if getattr(self, name) != getattr(other, name)]
+
+    def cost(self, usage: Mapping[str, int | None]) -> float | None:
+        """What ``usage`` (a row's) cost at ``price`` (per million prompt and completion
+        tokens), unrounded; ``None`` without a price or with unknown tokens."""
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if self.price is None or prompt is None or completion is None:
+            return None
+        return (prompt * self.price[0] + completion * self.price[1]) / 1e6
 
     def tasks(self) -> tuple[int, ...]:
         """The tasks this run evaluates, in run order: ``task_indices``, or a shard's part of
@@ -148,6 +168,20 @@ def parse_shard(text: str) -> tuple[int, int]:
     return _shard(shard)
 
 
+def _price(value: Any) -> tuple[float, float]:
+    """``value`` as a checked ``(IN, OUT)``: two finite numbers of at least 0."""
+    try:
+        prompt, completion = value
+    except (TypeError, ValueError):
+        prompt = completion = -1
+    if not (_finite(prompt) and _finite(completion) and prompt >= 0 and completion >= 0):
+        raise EvalConfigError(
+            f"must be (IN, OUT), two numbers of at least 0 per million tokens; got {value!r}",
+            "price",
+        )
+    return float(prompt), float(completion)
+
+
 def _shard(value: Any) -> tuple[int, int]:
     """``value`` as a checked ``(I, N)``."""
     try:
@@ -177,12 +211,13 @@ def _check(c: EvalConfig) -> None:
         )
     if len(set(c.endpoints)) < len(c.endpoints):
         raise EvalConfigError(f"names one endpoint twice: {c.endpoint!r}", "endpoint")
-    for name, low in (("n", 1), ("max_turns", 1), ("num_tasks", 1), ("max_tokens", 1)):
+    optional = ("num_tasks", "max_tokens", "max_rollout_tokens")
+    for name in ("n", "max_turns", *optional):
         value = getattr(c, name)
-        if value is None and name in ("num_tasks", "max_tokens"):
+        if value is None and name in optional:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise EvalConfigError(f"must be an integer of at least {low}, got {value!r}", name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise EvalConfigError(f"must be an integer of at least 1, got {value!r}", name)
     if c.num_tasks is not None and c.task_indices is not None:
         raise EvalConfigError("pass num_tasks or task_indices, not both")
     if c.task_indices is not None and not c.task_indices:
@@ -193,6 +228,10 @@ def _check(c: EvalConfig) -> None:
         value = getattr(c, name)
         if value is not None and not _finite(value):
             raise EvalConfigError(f"must be a finite number, got {value!r}", name)
+    for name in ("rollout_timeout", "request_timeout"):
+        value = getattr(c, name)
+        if value is not None and not (_finite(value) and value > 0):
+            raise EvalConfigError(f"must be a positive number of seconds, got {value!r}", name)
 
 
 def _finite(value: Any) -> bool:

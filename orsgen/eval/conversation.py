@@ -10,8 +10,9 @@ OpenAI-compatible endpoint; what the model sees is what it sees in training:
   ``str({"error": ...})``, as the trainer's tool loop builds them.
 
 The loop stops on an assistant turn with no tool call, a finished episode, ``max_turns``
-assistant turns or the rollout deadline. The reward then comes from the runtime's own
-reward path (``outcome_reward``: a terminal tool grades the final message, as in training).
+assistant turns, ``max_rollout_tokens`` passed or the rollout deadline; the row's ``stop``
+says which (:func:`stop_of`). The reward then comes from the runtime's own reward path
+(``outcome_reward``: a terminal tool grades the final message, as in training).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from orsgen.eval.endpoints import Endpoints, RequestFailed
 from orsgen.jsonobject import as_array, is_array, is_object
 from orsgen.runtime.records.tools import UNKNOWN, tool_calls
 from orsgen.runtime.errors import ToolCallFailure, describe
-from orsgen.runtime.records.episode import Kind
+from orsgen.runtime.records.episode import Kind, Outcome
 from orsgen.runtime.records.episode import tool_names
 from orsgen.runtime.rewards import final_message, outcome_reward
 
@@ -40,6 +41,8 @@ from orsgen.runtime.rewards import final_message, outcome_reward
 MAX_PROMPT_TEXT = 8000  # the prompt (reset()'s text)
 MAX_TOOL_OUTPUT = 2000  # each tool output
 MAX_TOOL_ARGUMENTS = 2000  # each tool call's arguments (the JSON text)
+# The adapter's failure reasons of a call that does not fit the tool (invalid_tool_calls).
+INVALID_CALLS = frozenset({"invalid_arguments", "unknown_tool"})
 
 
 def trl_tools(env: object) -> dict[str, Callable[..., Any]]:
@@ -73,6 +76,13 @@ class Rollout:
     # Each tool call as [tool, failed by ("environment", "model") or None, seconds]
     # (orsgen.runtime.records.tools): the adapter's, then those that never reached it.
     tool_calls: list[list[Any]] = field(default_factory=list)
+    # The endpoint's tokens summed over the turns; both None once a turn's answer lacks them.
+    usage: dict[str, int | None] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0}
+    )
+    stop: str = "error"  # why it ended (orsgen.rundir.STOPS)
+    invalid_tool_calls: int = 0  # unknown tool, arguments not a JSON object or not fitting
+    cost: float | None = None  # usage at the config's price
 
 
 @dataclass(frozen=True)
@@ -147,12 +157,44 @@ def request_seed(seed: int | None, task_index: int, sample: int, turn: int) -> i
     return int.from_bytes(digest[:4], "big") >> 1  # a non-negative 31-bit int
 
 
+def _add_usage(total: dict[str, int | None], usage: Any) -> int:
+    """Add an answer's ``usage`` to a rollout's ``total``: both fields become ``None`` for
+    good when the answer carries none. Returns the answer's tokens (0 when unknown)."""
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    if prompt is None or completion is None:
+        total["prompt_tokens"] = total["completion_tokens"] = None
+        return 0
+    before, after = total["prompt_tokens"], total["completion_tokens"]
+    if before is not None and after is not None:
+        total["prompt_tokens"], total["completion_tokens"] = before + prompt, after + completion
+    return int(prompt) + int(completion)
+
+
+def stop_of(stop: str, verdict: Kind, outcome: Outcome) -> str:
+    """A row's ``stop``: ``error`` for a failed rollout, ``timeout`` when the adapter's own
+    deadline passed, ``finished`` when a terminal tool graded the final answer and ended the
+    episode; else why the loop stopped (a cut answer stays ``length``)."""
+    if verdict == "failed":
+        return "error"
+    if outcome.stop == "timeout":
+        return "timeout"
+    return "finished" if stop == "no_tool_call" and outcome.stop == "finished" else stop
+
+
 class Conversation:
     """Runs rollouts of one adapter against the run's endpoints."""
 
     def __init__(self, endpoints: Endpoints, config: EvalConfig, deadline: float | None):
         """``deadline``: seconds from a rollout's reset, or none."""
         self.endpoints, self.config, self.deadline = endpoints, config, deadline
+        # What an unfinished row's reason says of the limit that ended it.
+        self._said = {
+            "max_turns": f"max turns ({config.max_turns}) reached",
+            "timeout": f"rollout deadline ({deadline or 0:g} s) passed",
+            "token_limit": f"token limit ({config.max_rollout_tokens}) passed",
+            "length": "the endpoint cut the answer (finish_reason length)",
+        }
         # The tools' names and JSON schemas of each adapter class, made once: they depend
         # on the class's methods only, and inspect.getmembers and get_json_schema's docstring
         # parsing cost most of a millisecond a rollout otherwise.
@@ -188,6 +230,7 @@ class Conversation:
         started = time.monotonic() - opened.seconds
         out.seconds = out.environment_seconds = opened.seconds
         if opened.failure is not None:
+            out.cost = self.config.cost(out.usage)
             return out
         tools, schemas = self.tools(env)
         # The prompt as a tool's result: a text as it is, a content list with its images.
@@ -200,12 +243,17 @@ class Conversation:
             out.final_answer = final_message(messages[1:])
         outcome = env.rollout.outcome()
         out.reward, out.verdict, out.reason = outcome.reward, outcome.kind, outcome.reason
+        said = self._said.get(stop)
         if endpoint_failure is not None:
             out.reward, out.verdict, out.reason = None, "failed", endpoint_failure
-        elif out.verdict == "unfinished" and stop is not None:
-            out.reason = stop if out.reason is None else f"{stop}; {out.reason}"
+        elif out.verdict == "unfinished" and said is not None:
+            out.reason = said if out.reason is None else f"{said}; {out.reason}"
+        out.stop = stop_of(stop, out.verdict, outcome)
         out.messages = [stored(m) for m in messages]
-        out.tool_calls = [*tool_calls(env.__class__, env.rollout.calls), *out.tool_calls]
+        calls = env.rollout.calls
+        out.invalid_tool_calls += sum(1 for c in calls if c.failure in INVALID_CALLS)
+        out.tool_calls = [*tool_calls(env.__class__, calls), *out.tool_calls]
+        out.cost = self.config.cost(out.usage)
         out.seconds = time.monotonic() - started
         return out
 
@@ -218,16 +266,19 @@ class Conversation:
         out: Rollout,
         started: float,
         where: tuple[int, int],
-    ) -> tuple[str | None, str | None]:
-        """Turns until a stop; (why it stopped early, the endpoint failure)."""
+    ) -> tuple[str, str | None]:
+        """Turns until a stop; (why it stopped, of ``STOPS``; the endpoint failure)."""
+        spent, most = 0, self.config.max_rollout_tokens
         while True:
             if getattr(env, "finished", False):
-                return None, None
+                return "finished", None
+            if most is not None and spent > most:
+                return "token_limit", None
             if out.turns >= self.config.max_turns:
-                return f"max turns ({self.config.max_turns}) reached", None
+                return "max_turns", None
             limit = self.deadline
             if limit is not None and time.monotonic() - started >= limit:
-                return f"rollout deadline ({limit:g} s) passed", None
+                return "timeout", None
             c, asked = self.config, time.monotonic()
             seed = request_seed(c.seed, *where, out.turns)
             # The body goes as JSON as it is: chat.completions.create would first walk every
@@ -237,11 +288,13 @@ class Conversation:
             try:
                 response = self.endpoints.post({k: v for k, v in body.items() if v is not None})
             except RequestFailed as exc:  # the endpoints' outages are routed around
-                return None, str(exc)
+                return "error", str(exc)
             finally:
                 out.endpoint_seconds += time.monotonic() - asked
             out.turns += 1
-            message = response.choices[0].message
+            spent += _add_usage(out.usage, response.usage)
+            choice = response.choices[0]
+            message = choice.message
             calls = list(message.tool_calls or [])
             assistant: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
             if calls:
@@ -255,7 +308,7 @@ class Conversation:
                 ]
             messages.append(assistant)
             if not calls:
-                return None, None
+                return "length" if choice.finish_reason == "length" else "no_tool_call", None
             for call in calls:
                 out.calls += 1
                 began, name = time.monotonic(), call.function.name
@@ -264,6 +317,7 @@ class Conversation:
                 out.environment_seconds += seconds
                 if not reached:  # the model's mistake, which the adapter never saw
                     out.tool_calls.append([name if name in tools else UNKNOWN, "model", seconds])
+                    out.invalid_tool_calls += 1
                 said = {"role": "tool", "tool_call_id": call.id, "name": name}
                 messages.append({**said, "content": _tool_content(result)})
 

@@ -1,5 +1,9 @@
 """``orsgen eval --merge``: the shards of one run made one run directory. run.json is checked
 before a row is read; rows are streamed, each checked to be its shard's and there once.
+
+A merge holds ``--out``'s lock and writes every file whole, run.json first and summary.json
+last: rerun after a kill, the same merge (the same run.json) completes, one that finished
+says so, and anything else in ``--out`` is replaced only with ``force``.
 """
 
 from __future__ import annotations
@@ -7,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,17 +19,11 @@ from typing import Any
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import added_counts
-from orsgen.eval.results import Records, ResultsLog, RunFileError, run_config, write_json
+from orsgen.eval.results import Records, RunFileError, read_records, run_config
 from orsgen.eval.run import EvalResult, finish
-from orsgen.rundir import (
-    ADAPTER_FILE,
-    RESULTS_FILE,
-    RUN_FILE,
-    SUMMARY_FILE,
-    RunDirError,
-    read_adapter,
-    rows,
-)
+from orsgen.rundir import ADAPTER_FILE, RESULTS_FILE, RUN_FILE, RUN_FILES, SUMMARY_FILE
+from orsgen.rundir import RunDirError, read_adapter, read_config, read_summary, run_rows
+from orsgen.rundir import write_json, write_run, write_whole, writing
 
 # The fields the shards of one run may differ in.
 SHARD_FIELDS = ("shard", "endpoint")
@@ -43,7 +42,11 @@ class _Shard:
 
 
 def merge_shards(
-    shards: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], *, partial: bool = False
+    shards: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    partial: bool = False,
+    force: bool = False,
 ) -> EvalResult:
     """Merge the run directories of the shards of one run (``EvalConfig(shard=(I, N))``,
     ``orsgen eval --shard I/N``) into one run in ``out``: its results.jsonl holds every row
@@ -56,14 +59,16 @@ def merge_shards(
     had its own server). Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``), in
     one line naming the shards or the field, for: a directory that is not a shard or not
     finished, shards that differ in configuration, a shard given twice, a missing shard, a
-    row that is not its shard's or is there twice, and an ``out`` that holds a run."""
+    row that is not its shard's or is there twice, and an ``out`` that holds another run or
+    an unfinished merge of other shards (``force`` replaces it). The same merge again
+    completes one that was killed, and returns the finished one as it is."""
     try:
-        return _merge([_read(Path(p)) for p in shards], Path(out), partial)
+        return _merge([_read(Path(p)) for p in shards], Path(out), partial, force)
     except RunDirError as exc:  # a run file that cannot be read
         raise RunFileError(str(exc)) from None
 
 
-def _merge(found: list[_Shard], target: Path, partial: bool) -> EvalResult:
+def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> EvalResult:
     if not found:
         raise EvalConfigError("give the shard directories to merge")
     first = found[0]
@@ -87,21 +92,47 @@ def _merge(found: list[_Shard], target: Path, partial: bool) -> EvalResult:
         )
     if target.resolve() in {s.path.resolve() for s in found}:
         raise RunFileError(f"--out {target} is one of the shards; merge into another directory")
-    if (target / RUN_FILE).exists() or (target / RESULTS_FILE).exists():
-        raise RunFileError(f"{target} already holds a run; merge into another --out")
-    adapter = read_adapter(first.path)
-    target.mkdir(parents=True, exist_ok=True)
     ordered = [by_index[i] for i in sorted(by_index)]
-    records = _stream(ordered, config, target)
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
     counts = added_counts(*(s.endpoint_counts for s in ordered))
-    written = {**config.to_json(), **({"endpoint_counts": counts} if counts else {})}
-    write_json(target / RUN_FILE, {**written, **({"partial": record} if record else {})})
-    write_json(target / ADAPTER_FILE, adapter, sort_keys=False)
-    present = {task for shard in ordered for task in shard.config.tasks()}
-    tasks = [task for task in config.tasks() if task in present]
-    summary = finish(target, config, tasks, records)
+    run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
+    run.update({"endpoint_counts": counts} if counts else {})
+    run.update({"partial": record} if record else {})
+    run = json.loads(json.dumps(run))  # as run.json reads back
+    with writing(target):
+        if _earlier(target, run, force):
+            print(f"{target} holds this merge, finished: nothing to do", file=sys.stderr)
+            records = read_records(target / RESULTS_FILE)
+            return EvalResult(read_summary(target), target, records, None, config)
+        write_run(target, run)
+        write_json(target / ADAPTER_FILE, read_adapter(first.path), sort_keys=False)
+        try:
+            records = _stream(ordered, config, target)
+        except RunFileError:  # a shard not as it must be: leave nothing
+            for name in (RUN_FILE, ADAPTER_FILE):
+                (target / name).unlink()
+            raise
+        present = {task for shard in ordered for task in shard.config.tasks()}
+        tasks = [task for task in config.tasks() if task in present]
+        summary = finish(target, config, tasks, records)
     return EvalResult(summary, target, records, None, config)
+
+
+def _earlier(target: Path, run: Mapping[str, Any], force: bool) -> bool:
+    """Whether ``target`` holds this merge finished; else what an earlier one left there is
+    removed: this merge's unfinished, or, with ``force``, any run."""
+    held = [name for name in RUN_FILES if (target / name).exists()]
+    same = RUN_FILE in held and read_config(target) == run
+    if same and SUMMARY_FILE in held and not force:
+        return True
+    if held and not same and not force:
+        raise RunFileError(
+            f"{target} already holds a run, not this merge's: merge into another --out, or "
+            "pass --force to replace it"
+        )
+    for name in (SUMMARY_FILE, *held):  # summary.json first: no finished look meanwhile
+        (target / name).unlink(missing_ok=True)
+    return False
 
 
 def _read(path: Path) -> _Shard:
@@ -143,18 +174,16 @@ def _agree(first: _Shard, shard: _Shard) -> None:
 
 
 def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Records:
-    """The shards' rows copied, each checked, into results.jsonl, named once all are in."""
+    """The shards' rows copied, each checked (and there once: :func:`run_rows`), into
+    results.jsonl, written whole."""
     n = config.n
-    position = {task: i for i, task in enumerate(config.tasks())}
-    seen = bytearray(len(position) * n)  # one byte per (task, sample) of the run
     records = Records()
-    partial = target / (RESULTS_FILE + ".tmp")
-    log = ResultsLog(partial)
-    try:
+
+    def copy(log: Any) -> None:
         for shard in shards:
             mine = set(shard.config.tasks())
             count = 0
-            for row in rows(shard.path / RESULTS_FILE):
+            for _, row in run_rows(shard.path / RESULTS_FILE):
                 task, sample = int(row["task_index"]), int(row["sample"])
                 if task not in mine or not 0 <= sample < n:
                     raise RunFileError(
@@ -162,20 +191,12 @@ def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Recor
                         f"{shard.index}/{shard.count}'s: merge the shards as orsgen eval "
                         "wrote them"
                     )
-                at = position[task] * n + sample
-                if seen[at]:
-                    raise RunFileError(f"{shard} holds (task {task}, sample {sample}) twice")
-                seen[at] = 1
                 count += 1
-                log.append(row)
+                log.write(json.dumps(row, sort_keys=True, ensure_ascii=False).encode() + b"\n")
                 records.add(row)
             if count < len(mine) * n:
                 why = f"{count} of {len(mine) * n} rollouts"
                 raise RunFileError(_unfinished(shard.path, shard.index, shard.count, why))
-    except BaseException:
-        log.close()
-        partial.unlink(missing_ok=True)
-        raise
-    log.close()
-    os.replace(partial, target / RESULTS_FILE)
+
+    write_whole(target / RESULTS_FILE, copy)
     return records

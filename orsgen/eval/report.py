@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.summary import no_gradient_tasks
+from orsgen.jsonobject import as_object
+from orsgen.rundir import REPORT_FILE, write_whole
 
-REPORT_FILE = "report.md"
 PASS_PNG = "pass_rate.png"
 REWARD_PNG = "rewards.png"
 MAX_BARS = 50  # tasks drawn one bar each; past this, a histogram of their pass rates
@@ -105,19 +106,50 @@ def _histogram(plt: Any, counts: Any, edges: Any, color: str, labels: Any, title
 
 
 def task_table(summary: Mapping[str, Any]) -> list[str]:
-    """The per-task table: each task's samples, verdicts, passes, pass@1 and mean reward."""
+    """The per-task table: each task's samples, verdicts, passes, pass@1, mean reward and
+    tokens per rollout."""
     lines = [
         "## Per task",
         "",
-        "| task | samples | scored | unfinished | failed | passed | pass@1 | mean reward |",
-        "|---|---|---|---|---|---|---|---|",
+        "| task | samples | scored | unfinished | failed | passed | pass@1 | mean reward "
+        "| prompt tokens / rollout | completion tokens / rollout |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in summary["per_task"]:
+        usage = as_object(t.get("usage"))
         lines.append(
             f"| task {t['task_index']} | {t['samples']} | {t['scored']} | "
             f"{t['unfinished']} | {t['failed']} | {t['passed']} | "
-            f"{_fmt(t['pass_at_k'].get('1'))} | {_fmt(t['mean_reward'])} |"
+            f"{_fmt(t['pass_at_k'].get('1'))} | {_fmt(t['mean_reward'])} | "
+            f"{_tokens(usage.get('prompt_tokens_per_rollout'))} | "
+            f"{_tokens(usage.get('completion_tokens_per_rollout'))} |"
         )
+    return lines
+
+
+def _tokens(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def usage_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Tokens, cost and why the rollouts ended (each stop reason by its value)."""
+    usage = as_object(summary.get("usage"))
+    lines: list[str] = []
+    if usage:
+        without = usage["rollouts_without_usage"]
+        lines.append(
+            f"- tokens: {usage['prompt_tokens']} prompt, {usage['completion_tokens']} completion "
+            f"({_tokens(usage['prompt_tokens_per_rollout'])} and "
+            f"{_tokens(usage['completion_tokens_per_rollout'])} per rollout)"
+            + (f"; {without} rollouts without usage" if without else "")
+        )
+    price, cost = summary.get("price"), summary.get("cost")
+    if price:
+        shown = "n/a" if cost is None else f"{cost:.4f}"
+        lines.append(f"- cost: {shown} (price {price[0]:g} / {price[1]:g} per million tokens)")
+    stops: Mapping[str, int] = summary.get("stop") or {}
+    if stops:
+        lines.append("- stop: " + ", ".join(f"`{k}` {v}" for k, v in stops.items()))
     return lines
 
 
@@ -155,6 +187,7 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
         f"(95% CI {_ci(summary['mean_reward_ci95'])}, scored rollouts)",
         f"- pass@1 {_fmt(summary['pass_at_k'].get('1'))} (95% CI {_ci(summary['pass_at_1_ci95'])})",
         *_zero_variance(summary),
+        *usage_lines(summary),
         "",
         "| k | pass@k | pass^k |",
         "|---|---|---|",
@@ -170,7 +203,7 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
     if reasons:
         lines += ["", "## Unscored rollouts", ""]
         lines += [f"- {count} x {why}" for why, count in sorted(reasons.items())]
-    (out / REPORT_FILE).write_text("\n".join(lines) + "\n")
+    write_whole(out / REPORT_FILE, "\n".join(lines) + "\n")
 
 
 def _zero_variance(summary: Mapping[str, Any]) -> list[str]:

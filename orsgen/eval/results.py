@@ -1,16 +1,14 @@
-"""Writing an evaluation run's files (:mod:`orsgen.rundir`). Memory stays flat: a row
-goes to disk as it completes and the run keeps only its :class:`Record`.
+"""An evaluation run's records, and its resume (the files: :mod:`orsgen.rundir`). Memory
+stays flat: a row goes to disk as it completes and the run keeps only its :class:`Record`.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
-import os
+import math
 import sys
-import threading
-import time
 from array import array
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,24 +17,34 @@ from typing import Any, overload
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, VERDICTS, RunDirError, read_config, rows
-
-# results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
-# most this often and on close (a lost machine loses at most this many seconds of rows).
-FSYNC_EVERY = 1.0
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, STOPS, VERDICTS, RunDirError, cut_torn
+from orsgen.rundir import located_rows, read_config, run_rows, write_whole
 
 
 class RunFileError(EvalConfigError):
     """An output directory that cannot be used as asked (one line, for exit code 2)."""
 
 
-_FIELDS = ("task_index", "sample", "verdict", "reward", "reason", "seconds", "group_reward")
+_FIELDS = (
+    "task_index",
+    "sample",
+    "verdict",
+    "reward",
+    "reason",
+    "seconds",
+    "group_reward",
+    "usage",
+    "stop",
+    "invalid_tool_calls",
+    "cost",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Record(Mapping[str, Any]):
     """What a run keeps of one rollout once its row is on disk; also a read-only mapping
-    of those fields (``record["verdict"]``), as a row is."""
+    of those fields (``record["verdict"]``), as a row is (``record["usage"]`` is the row's
+    ``usage`` object). A row older than ``stop`` and ``usage`` has ``None`` for them."""
 
     task_index: int
     sample: int
@@ -45,10 +53,17 @@ class Record(Mapping[str, Any]):
     reason: str | None
     seconds: float
     group_reward: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    stop: str | None = None
+    invalid_tool_calls: int = 0
+    cost: float | None = None
 
     @staticmethod
     def of(row: Mapping[str, Any]) -> Record:
         reward, reason, group = row.get("reward"), row.get("reason"), row.get("group_reward")
+        usage, stop, cost = as_object(row.get("usage")), row.get("stop"), row.get("cost")
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
         return Record(
             int(row["task_index"]),
             int(row["sample"]),
@@ -57,7 +72,17 @@ class Record(Mapping[str, Any]):
             None if reason is None else sys.intern(str(reason)),  # many rows share one
             float(row.get("seconds") or 0.0),
             None if group is None else float(group),
+            None if prompt is None else int(prompt),
+            None if completion is None else int(completion),
+            stop if stop in STOPS else None,
+            int(row.get("invalid_tool_calls") or 0),
+            None if cost is None else float(cost),
         )
+
+    @property
+    def usage(self) -> dict[str, int | None]:
+        """The row's ``usage``: its prompt and completion tokens (``None`` when unknown)."""
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
 
     def __getitem__(self, key: str) -> Any:
         if key not in _FIELDS:
@@ -72,14 +97,17 @@ class Record(Mapping[str, Any]):
 
 
 class Records(Sequence[Record]):
-    """A run's records, kept column by column in arrays (about 40 bytes a rollout, reasons
-    stored once each): 100,000 rollouts hold 4 MB. Indexing gives a :class:`Record`."""
+    """A run's records, kept column by column in arrays (about 80 bytes a rollout, reasons
+    stored once each): 100,000 rollouts hold 8 MB. Indexing gives a :class:`Record`."""
 
     def __init__(self) -> None:
         self._task, self._sample = array("q"), array("q")
         self._verdict, self._has = array("b"), array("b")  # _has: bit 1 reward, bit 2 group
         self._reward, self._group, self._seconds = array("d"), array("d"), array("d")
         self._reason = array("q")  # index into _reasons, or -1
+        # Tokens (-1: unknown), the stop's index in STOPS (-1: none), the cost (NaN: none).
+        self._prompt, self._completion = array("q"), array("q")
+        self._stop, self._invalid, self._cost = array("b"), array("q"), array("d")
         self._reasons: list[str] = []
         self._reason_index: dict[str, int] = {}
         self.tools = ToolTally()  # the rows' tool calls, per tool (summary.json's tools)
@@ -98,6 +126,11 @@ class Records(Sequence[Record]):
             if reason == len(self._reasons):
                 self._reasons.append(r.reason)
         self._reason.append(reason)
+        self._prompt.append(-1 if r.prompt_tokens is None else r.prompt_tokens)
+        self._completion.append(-1 if r.completion_tokens is None else r.completion_tokens)
+        self._stop.append(-1 if r.stop is None else STOPS.index(r.stop))
+        self._invalid.append(r.invalid_tool_calls)
+        self._cost.append(math.nan if r.cost is None else r.cost)
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Keep a row's record, and fold its tool calls into :attr:`tools`."""
@@ -117,6 +150,8 @@ class Records(Sequence[Record]):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         has, verdict, reason = self._has[i], self._verdict[i], self._reason[i]
+        prompt, completion = self._prompt[i], self._completion[i]
+        stop, cost = self._stop[i], self._cost[i]
         return Record(
             self._task[i],
             self._sample[i],
@@ -125,46 +160,45 @@ class Records(Sequence[Record]):
             self._reasons[reason] if reason >= 0 else None,
             self._seconds[i],
             self._group[i] if has & 2 else None,
+            None if prompt < 0 else prompt,
+            None if completion < 0 else completion,
+            None if stop < 0 else STOPS[stop],
+            self._invalid[i],
+            None if math.isnan(cost) else cost,
         )
 
 
-def write_json(path: Path, value: Any, sort_keys: bool = True) -> None:
-    """Write JSON atomically (renamed over the target); ``sort_keys=False`` keeps the key
-    order (part of the text a model is shown). A read-only mapping is written as a dict."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:  # in chunks: no second copy as one string
-        json.dump(value, fh, indent=2, sort_keys=sort_keys, default=dict)
-        fh.write("\n")
-    os.replace(tmp, path)
+def read_records(path: Path, group: int | None = None) -> Records:
+    """The records of results.jsonl's whole rows (a torn last line cut off the file, so
+    that its rollout runs again). With ``group`` (the samples a group judge judges
+    together), the rows of a task with fewer are removed from the file first, so that the
+    whole group runs again."""
+    cut_torn(path)
+    if group is not None:
+        have = Counter(int(row["task_index"]) for _, row in run_rows(path))
+        if any(count < group for count in have.values()):
+            kept = [o for o, row in located_rows(path) if have[int(row["task_index"])] >= group]
+            with path.open("rb") as source:
 
+                def copy(target: Any) -> None:
+                    for offset in kept:
+                        source.seek(offset)
+                        target.write(source.readline())
 
-def read_records(path: Path) -> Records:
-    """The records of results.jsonl's whole rows, reading one line at a time. A torn last
-    line is cut off the file, so that its rollout runs again."""
+                write_whole(path, copy)
     records = Records()
-    for row in rows(path):
+    for _, row in run_rows(path):
         records.add(row)
-    if path.exists() and path.stat().st_size:
-        with path.open("r+b") as fh:
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                end, size = data.rfind(b"\n") + 1, len(data)
-            if end < size:
-                fh.truncate(end)
-                os.fsync(fh.fileno())
     return records
 
 
 def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, Any]:
-    """Refuse to mix runs: rows need ``--resume``, which needs a run to continue with the same
-    configuration (the first difference named). Returns the resumed run's endpoint counts."""
-    run_file = out / RUN_FILE
-    if not run_file.exists():
+    """Refuse to mix runs: a run in ``out`` needs ``--resume``, which continues it only with
+    the same configuration (the first difference named), and starts one where there is none.
+    Returns the resumed run's endpoint counts."""
+    if not (out / RUN_FILE).exists():  # a run that never started: --resume starts it
         if (out / RESULTS_FILE).exists():
             raise RunFileError(f"{out} holds {RESULTS_FILE} but no {RUN_FILE}; use another --out")
-        if resume:
-            raise RunFileError(
-                f"--resume: {out} holds no run to continue; drop --resume to start one there"
-            )
         return {}
     if not resume:
         raise RunFileError(f"{out} already holds a run; pass --resume to continue it")
@@ -194,30 +228,3 @@ def shortened(value: Any, limit: int = 80) -> str:
     """``value`` as JSON, cut to ``limit`` characters."""
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-class ResultsLog:
-    """results.jsonl opened for appending, from any thread: each row written and flushed
-    at once, the file fsynced at most every ``FSYNC_EVERY`` seconds and on close."""
-
-    def __init__(self, path: Path) -> None:
-        self._fh = path.open("a", encoding="utf-8")
-        self._lock = threading.Lock()
-        self._synced = time.monotonic()
-
-    def append(self, row: Mapping[str, Any]) -> None:
-        line = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n"
-        with self._lock:
-            self._fh.write(line)
-            self._fh.flush()
-            now = time.monotonic()
-            if now - self._synced >= FSYNC_EVERY:
-                os.fsync(self._fh.fileno())
-                self._synced = now
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._fh.closed:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-                self._fh.close()

@@ -4,6 +4,7 @@ through a generated adapter; everything is checked before the first rollout.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -16,23 +17,29 @@ from orsgen.eval import report
 from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
-from orsgen.eval.results import Record, Records, ResultsLog, check_resume, read_records, write_json
+from orsgen.eval.results import Record, Records, RunFileError, check_resume, read_records
 from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, run_all
 from orsgen.jsonobject import as_object
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.records.passk import PASS_THRESHOLD
-from orsgen.rundir import (
-    ADAPTER_FILE,
-    RESULTS_FILE,
-    RUN_FILE,
-    SUMMARY_FILE,
-    FinishedRun,
-    rows,
-)
+from orsgen.rundir import ADAPTER_FILE, RESULTS_FILE, SUMMARY_FILE, Appender, FinishedRun
+from orsgen.rundir import RunDirError, rows, write_json, write_run, writing
 
 if TYPE_CHECKING:
     from orsgen.runtime.config import AdapterConfig
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """summary.json's ``usage``: the endpoint's tokens summed over the rollouts that reported
+    them, how many did not, and the means per rollout over those that did."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rollouts_without_usage: int = 0
+    prompt_tokens_per_rollout: float | None = None
+    completion_tokens_per_rollout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,8 @@ class EvalResult(FinishedRun):
     """A finished evaluation: ``summary`` is summary.json (each task's ``pass_at_k`` and
     ``pass_hat_k`` read-only), ``config`` the run's identity (run.json), ``records`` one slim
     :class:`Record` per rollout, and ``seconds`` the wall time of this call's rollouts (setup
-    and report excluded; ``None`` for shards merged). The transcripts stay in ``out``'s
+    and report excluded; ``None`` for shards merged). :attr:`usage`, :attr:`stop` and
+    :attr:`cost` are summary.json's, typed. The transcripts stay in ``out``'s
     results.jsonl: :meth:`transcripts` reads them back one at a time."""
 
     records: Sequence[Record]
@@ -64,6 +72,21 @@ class EvalResult(FinishedRun):
     @property
     def pass_at_k(self) -> dict[str, float]:
         return dict(self.summary["pass_at_k"])
+
+    @property
+    def usage(self) -> RunUsage:
+        return RunUsage(**self.summary.get("usage", {}))
+
+    @property
+    def stop(self) -> dict[str, int]:
+        """Rollouts per stop reason (``orsgen.rundir.STOPS``), the reasons that occur."""
+        return dict(self.summary.get("stop", {}))
+
+    @property
+    def cost(self) -> float | None:
+        """The run's cost at ``config.price``; ``None`` without a price."""
+        value = self.summary.get("cost")
+        return None if value is None else float(value)
 
     def headline(self) -> str:
         """The run in one line, as ``orsgen eval`` ends: "8 rollouts on split 'test' in
@@ -125,8 +148,6 @@ def evaluate(
     *,
     adapter: AdapterConfig | Mapping[str, Any] | None = None,
     concurrency: int = 1,
-    rollout_timeout: float | None = None,
-    request_timeout: float = 600.0,
     endpoint_api_key: str | Sequence[str] | None = None,
     endpoint_down_limit: float = DEFAULT_DOWN_LIMIT,
     out: str | Path | None = None,
@@ -142,10 +163,11 @@ def evaluate(
 
     ``adapter`` holds the adapter's settings: a mapping of its keywords (``base_url``,
     ``api_key``, ``secrets``, ...), or an :class:`~orsgen.AdapterConfig` used as it is.
-    The rest says how the run goes, not what it is: ``concurrency`` rollouts at once, each
-    bounded by ``rollout_timeout`` seconds, ``endpoint_api_key`` (one key for every
+    The rest says how the run goes, not what it is: ``concurrency`` rollouts at once,
+    ``endpoint_api_key`` (one key for every
     endpoint or one per endpoint; never written), results to ``out`` when given
-    (``resume=True`` continues the run there). ``on_start(config, left)`` is called before
+    (``resume=True`` continues the run there, or starts it there when it holds none; one
+    process at a time writes a run directory). ``on_start(config, left)`` is called before
     the first rollout with the number of rollouts left to run (0: the run was complete).
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
@@ -157,47 +179,52 @@ def evaluate(
     if not endpoint_down_limit > 0:
         raise EvalConfigError(f"must be positive, got {endpoint_down_limit}", "endpoint_down_limit")
     endpoints = Endpoints(
-        config.endpoints, endpoint_api_key, request_timeout, endpoint_down_limit
+        config.endpoints, endpoint_api_key, config.request_timeout, endpoint_down_limit
     )  # the key count checked before any network
-    adapters = Adapters(_adapter_factory(env, adapter, rollout_timeout))
-    try:
+    adapters = Adapters(_adapter_factory(env, adapter, config.rollout_timeout))
+    target = Path(out) if out is not None else None
+    with contextlib.ExitStack() as stack:
+        stack.callback(adapters.close)
+        stack.callback(endpoints.close)
+        if target is not None:
+            try:
+                stack.enter_context(writing(target))
+            except RunDirError as exc:
+                raise RunFileError(str(exc)) from None
         try:
-            plan = _plan(adapters.probe(), config, Path(out) if out is not None else None, resume)
+            plan = _plan(adapters.probe(), config, target, resume)
         except (ValueError, TypeError, LookupError, OrsRuntimeError) as exc:
             if isinstance(exc, EvalConfigError):
                 raise
             raise EvalConfigError(str(exc)) from exc  # no such split, no server there, ...
         if on_start is not None:
             on_start(plan.config, sum(plan.expected().values()))
-        conversation = Conversation(endpoints, plan.config, rollout_timeout)
-        log = ResultsLog(plan.out / RESULTS_FILE) if plan.out is not None else None
+        conversation = Conversation(endpoints, plan.config, plan.config.rollout_timeout)
+        log = Appender(plan.out / RESULTS_FILE) if plan.out is not None else None
         started = time.monotonic()
         try:
             run_all(plan, adapters, conversation, concurrency, progress, log)
-        finally:
+        finally:  # also when interrupted: the rows and endpoint counts so far are kept
             if log is not None:
                 log.close()
             if plan.out is not None:
                 counts = endpoints.router.counts(plan.earlier)
-                written = {**plan.config.to_json(), "endpoint_counts": counts}
-                write_json(plan.out / RUN_FILE, written)
+                write_run(plan.out, plan.config.to_json(), endpoint_counts=counts)
         seconds = time.monotonic() - started
-    finally:
-        endpoints.close()
-        adapters.close()
-    records = plan.done  # the resumed rows' records, and the new ones
-    summary = finish(plan.out, plan.config, plan.tasks, records)
+        records = plan.done  # the resumed rows' records, and the new ones
+        summary = finish(plan.out, plan.config, plan.tasks, records)
     return EvalResult(summary, plan.out, records, seconds, plan.config)
 
 
 def finish(
     out: Path | None, config: EvalConfig, tasks: Sequence[int], records: Records
 ) -> dict[str, Any]:
-    """The summary of ``records`` of ``tasks``, written with report.md to ``out`` if given."""
+    """The summary of ``records`` of ``tasks``, written with report.md to ``out`` if given
+    (summary.json last: a run with one is finished)."""
     summary = summarize(records, {**config.to_json(), "task_indices": list(tasks)}, records.tools)
     if out is not None:
-        write_json(out / SUMMARY_FILE, summary)
         report.write(out, summary, records)
+        write_json(out / SUMMARY_FILE, summary)
     return summary
 
 
@@ -220,6 +247,11 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
     if threshold is None:
         threshold = getattr(probe.rollout, "pass_threshold", None)
     threshold = float(PASS_THRESHOLD if threshold is None else threshold)
+    deadline = getattr(probe.rollout.settings, "rollout_timeout", None)  # the adapter's own
+    if given.rollout_timeout is not None and given.rollout_timeout != deadline:
+        raise EvalConfigError(
+            f"is {given.rollout_timeout!r} but the adapter's is {deadline!r}", "rollout_timeout"
+        )
     config = dataclasses.replace(
         given,
         endpoint=tuple(public_url(url) for url in given.endpoints),
@@ -227,16 +259,18 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
         num_tasks=None,
         task_indices=tuple(dict.fromkeys(chosen)),
         pass_threshold=threshold,
+        rollout_timeout=deadline,
         **ours,
     )
     done, earlier = Records(), as_object(None)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
         earlier = check_resume(out, config, resume)
-        write_json(out / RUN_FILE, config.to_json())
+        write_run(out, config.to_json(), endpoint_counts=earlier or None)
         # In the tools' own key order: the model saw them rendered in it.
         write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
-        done = read_records(out / RESULTS_FILE)
+        # A group judge judges n samples: a task with fewer rows runs again, all of them.
+        group = config.n if getattr(kind, "SUPPORTS_SCORE_GROUP", False) else None
+        done = read_records(out / RESULTS_FILE, group)
     return Plan(config, out, done, earlier)
 
 

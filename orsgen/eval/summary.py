@@ -10,17 +10,18 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from orsgen.jsonobject import as_object
 from orsgen.runtime.records.passk import pass_at_k, pass_hat_k
 from orsgen.runtime.records.passk import passes as _passes
 from orsgen.runtime.records.tools import ToolTally
-from orsgen.rundir import VERDICTS
+from orsgen.rundir import STOPS, VERDICTS
 
 Z95 = 1.959963984540054  # the two-sided 95% quantile of the normal distribution
 
@@ -92,6 +93,22 @@ class _Tally:
     passed: int = 0
     passed_scored: int = 0
     rewards: array[float] = field(default_factory=lambda: array("d"))  # the scored ones
+    prompt_tokens: int = 0  # of the rollouts with usage
+    completion_tokens: int = 0
+    without_usage: int = 0
+
+
+def usage_figures(prompt: int, completion: int, rollouts: int, without: int) -> dict[str, Any]:
+    """``usage`` of ``rollouts`` (``without`` of them had none): the tokens summed over those
+    that had, and the means per rollout over them."""
+    known = rollouts - without
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "rollouts_without_usage": without,
+        "prompt_tokens_per_rollout": prompt / known if known else None,
+        "completion_tokens_per_rollout": completion / known if known else None,
+    }
 
 
 def _curve(estimator: Callable[[int, int, int], float], n: int, c: int) -> Mapping[str, float]:
@@ -108,6 +125,7 @@ def _task_figures(t: _Tally, curve: Callable[..., Mapping[str, float]]) -> dict[
         "pass_at_k": curve(pass_at_k, t.samples, t.passed),
         "pass_hat_k": curve(pass_hat_k, t.samples, t.passed),
         "pass_at_k_scored": curve(pass_at_k, t.scored, t.passed_scored),
+        "usage": usage_figures(t.prompt_tokens, t.completion_tokens, t.samples, t.without_usage),
     }
 
 
@@ -145,6 +163,7 @@ def summarize(
     unfinished_reward = config.get("unfinished_reward")
     by_task = defaultdict(_Tally, {int(i): _Tally() for i in config["task_indices"]})
     every = array("d")  # each rollout's reward, 0.0 for none
+    costs, stops = array("d"), Counter[str]()
     for row in rows:
         task = by_task[int(row["task_index"])]
         verdict, reward = row["verdict"], row.get("reward")  # Any: a number when scored
@@ -161,6 +180,16 @@ def summarize(
             task.unfinished += 1
         elif verdict == "failed":
             task.failed += 1
+        usage, cost = as_object(row.get("usage")), row.get("cost")
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if prompt is None or completion is None:
+            task.without_usage += 1
+        else:
+            task.prompt_tokens += int(prompt)
+            task.completion_tokens += int(completion)
+        stops[str(row.get("stop"))] += 1
+        if cost is not None:
+            costs.append(float(cost))
     # One read-only mapping per (estimator, samples, passing), shared by every task with
     # those counts (10,000 tasks of n=10 hold 11 of each); the cache ends with this call.
     curve = functools.cache(_curve)
@@ -175,6 +204,10 @@ def summarize(
     mean_all, se_all = mean_and_se(every)
     pass1 = [t["pass_at_k"]["1"] for t in per_task if "1" in t["pass_at_k"]]
     p1, p1_se = mean_and_se(pass1)
+    tallies = by_task.values()
+    prompt = sum(t.prompt_tokens for t in tallies)
+    completion = sum(t.completion_tokens for t in tallies)
+    priced = config.get("price") is not None and len(costs) > 0
     return {
         **{k: config[k] for k in config if k != "task_indices"},
         "tasks": len(per_task),
@@ -194,6 +227,9 @@ def summarize(
         "pass_at_k_scored": _averaged(per_task, "pass_at_k_scored", n),
         "zero_variance_share": zero_variance_share(per_task, n),
         "tools": {} if tools is None else tools.figures(),
+        "usage": usage_figures(prompt, completion, total, sum(t.without_usage for t in tallies)),
+        "stop": {stop: stops[stop] for stop in STOPS if stops[stop]},
+        "cost": math.fsum(costs) if priced else None,
         "rules": {
             "coverage": "scored rollouts / all rollouts",
             "mean_reward": "mean over scored rollouts of each rollout's reward",
@@ -214,6 +250,12 @@ def summarize(
             "failed ones (environment_failed: the environment or infrastructure failed; "
             "model_failed: invalid arguments, unknown tool, ...), mean and exact nearest-rank "
             "p90 seconds over all its calls",
+            "usage": "the endpoint's prompt and completion tokens, summed over the rollouts "
+            "whose every answer reported them (rollouts_without_usage: the others), and their "
+            "means per such rollout",
+            "stop": "rollouts per stop reason (why each ended), the reasons that occur",
+            "cost": "sum of the rows' cost (price IN,OUT per million prompt and completion "
+            "tokens); null without a price or any usage",
         },
         "per_task": per_task,
     }

@@ -24,9 +24,10 @@ from typing import Any
 from orsgen.eval.config import EvalConfig
 from orsgen.eval.conversation import Conversation, Opened, Rollout
 from orsgen.eval.endpoints import EndpointsDown
-from orsgen.eval.results import Records, ResultsLog
+from orsgen.eval.results import Records
 from orsgen.eval.summary import passes
 from orsgen.runtime.errors import describe
+from orsgen.rundir import Appender
 
 
 class Adapters:
@@ -147,9 +148,11 @@ def run_all(
     conversation: Conversation,
     concurrency: int,
     show: bool,
-    log: ResultsLog | None,
+    log: Appender | None,
 ) -> None:
-    """Run ``plan``'s pairs still to run, each row added to ``plan.done``."""
+    """Run ``plan``'s pairs still to run, each row added to ``plan.done``. Interrupted
+    (Ctrl-C, SIGTERM, a bug), it returns at once: the rollouts under way are abandoned, and
+    ``log`` closed, so they get no row (a resumed run makes them)."""
     tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm ships no type information
 
     expected = plan.expected()
@@ -169,7 +172,8 @@ def run_all(
         except EndpointsDown:
             raise  # the run stops; this rollout gets no row, a resumed run makes it
         except Exception as exc:  # noqa: BLE001 - a bug in one rollout never stops the run
-            rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}")
+            unknown: dict[str, int | None] = {"prompt_tokens": None, "completion_tokens": None}
+            rollout = Rollout(reason=f"orsgen: {type(exc).__name__}: {exc}", usage=unknown)
         row = _row(task_index, sample, split, rollout, plan.config.unfinished_reward)
         with lock:
             running[0] += 1
@@ -180,10 +184,10 @@ def run_all(
         bar.set_postfix(shown, refresh=False)
         bar.update(1)
         done = [row] if groups is None else groups.add(env, task_index, row, rollout.final_answer)
-        for finished in done:
-            if log is not None:
-                log.append(finished)
-            with lock:
+        if log is not None and done:
+            log.append(done)  # a group's rows in one write
+        with lock:
+            for finished in done:
                 plan.done.add(finished)
 
     def taken() -> tuple[int, int] | None:
@@ -217,17 +221,20 @@ def run_all(
     if freeze:
         gc.freeze()
     pool = ThreadPoolExecutor(max_workers=concurrency)
+    ended = True
     try:
         for future in [pool.submit(worker) for _ in range(min(concurrency, max(1, total)))]:
             future.result()
     except BaseException:
-        # Ctrl-C or a bug: no new rollout starts; those under way finish and write rows.
-        stop.set()
+        stop.set()  # no new rollout starts; those under way are abandoned, with no row
+        ended = False
+        if log is not None:
+            log.close()
         raise
     finally:
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=ended, cancel_futures=True)
         if opener is not None:
-            opener.shutdown(wait=True)
+            opener.shutdown(wait=ended, cancel_futures=True)
         if freeze:
             gc.unfreeze()
         bar.close()

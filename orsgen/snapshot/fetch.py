@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 
-from orsgen.snapshot.canonical import spec_dict
+from orsgen.canonical import spec_dict
 from orsgen.diagnostics import Diagnostic, warning
 from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime.errors import describe

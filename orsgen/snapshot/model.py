@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 # One definition, shared with the runtime drift guard (which must not import the generator).
-from orsgen.snapshot.canonical import canonical_json as canonical_json
-from orsgen.snapshot.canonical import sha256_of as sha256_of
-from orsgen.snapshot.canonical import tools_sha256 as tools_sha256
+from orsgen.canonical import canonical_json as canonical_json
+from orsgen.canonical import sha256_of as sha256_of
+from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import is_object
 from orsgen.snapshot.errors import SnapshotError as SnapshotError
 from orsgen.snapshot.stored import (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from orsgen.rundir import write_whole
 from orsgen.view.load import Run, ViewError, load
 from orsgen.view.page import render
 
@@ -24,9 +25,5 @@ def default_output(run: str | os.PathLike[str]) -> Path:
 def write_view(run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
     """Write ``run``'s page to ``out`` (:func:`default_output`); :class:`ViewError`: no run."""
     target = Path(out) if out is not None else default_output(run)
-    text = render(load(run))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    write_whole(target, render(load(run)))
     return target

@@ -28,6 +28,7 @@ from orsgen.rundir import (
     read_config,
     read_summary,
     rows,
+    run_rows,
 )
 
 # Keys never copied into a viewer file, at any depth (compared lower-cased).
@@ -92,7 +93,7 @@ def _eval_run(path: Path) -> Run:
     facts.pop("task_indices", None)
     threshold = facts.setdefault("pass_threshold", PASS_THRESHOLD)
     tools, records = ToolTally(), list[dict[str, Any]]()
-    for row in rows(path / RESULTS_FILE):
+    for _, row in run_rows(path / RESULTS_FILE):
         tools.add(row.get("tool_calls"))
         records.append(_eval_record(row, threshold))
     facts["tools"] = tools.figures()  # also of a run still going, which has no summary
@@ -130,6 +131,8 @@ def _eval_record(row: Mapping[str, Any], threshold: float) -> dict[str, Any]:
         step=None,
         reason=row.get("reason"),
         counts={k: row[k] for k in ("calls", "turns") if isinstance(row.get(k), int)},
+        stop=row.get("stop"),
+        usage=as_object(row.get("usage")),
         messages=as_array(row.get("messages")),
     )
 

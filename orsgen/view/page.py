@@ -25,6 +25,7 @@ _BODY = """<header>
 <label><input type="checkbox" id="f-scored" checked> scored</label>
 <label><input type="checkbox" id="f-unfinished" checked> unfinished</label>
 <label><input type="checkbox" id="f-failed" checked> failed</label></span>
+<label id="f-stops" hidden>stop <select id="f-stop"><option value="">any</option></select></label>
 <label>task <input type="text" id="f-task" placeholder="e.g. 3,5-9"></label>
 <label>reward from <input type="number" id="f-rmin" step="any"></label>
 <label>to <input type="number" id="f-rmax" step="any"></label>

@@ -34,6 +34,11 @@ MAX_TOOLS = 16  # tools of one adapter class with ors/tool/<name>/* keys of thei
 OTHER = "_other"  # where the calls of the others count
 
 Kind = Literal["scored", "unfinished", "failed"]
+# Why a rollout ended, as far as an adapter knows (``ors/stop/<reason>``): the environment
+# ended the episode, the rollout ended before it did (the trainer stopped it: no tool call,
+# its turn or token limits), rollout_timeout passed, or the environment failed.
+STOPS = ("finished", "unfinished", "timeout", "error")
+TIMED_OUT = "rollout_timeout passed"
 
 
 class RolloutState(enum.Enum):
@@ -92,6 +97,15 @@ class Outcome:
     usage: Usage = Usage()  # the rollout's own reset and calls (its ors/* figures)
     drifted: bool = False  # its task's live tools differed from the snapshot
     environment: str | None = None  # its ors/<env>/* name when several environments train
+
+    @property
+    def stop(self) -> str:
+        """Why the rollout ended, one of :data:`STOPS`."""
+        if self.kind == "failed":
+            return "error"
+        if self.reason == TIMED_OUT:
+            return "timeout"
+        return "finished" if self.finished else "unfinished"
 
 
 @dataclass
@@ -246,7 +260,7 @@ def classify(
     if episode.void_reason is not None:
         reward, kind, reason = None, "failed", episode.void_reason
     elif episode.timed_out:
-        reason = "rollout_timeout passed"
+        reason = TIMED_OUT
     elif scored:
         reward, kind, reason = float(scored[-1]), "scored", None
     elif failure is not None:

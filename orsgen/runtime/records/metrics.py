@@ -21,6 +21,9 @@ Every figure counts exactly the rollouts it is logged for: ``outcome_reward`` lo
 ``ors/drift``               rollouts whose task's live tools differ from the snapshot
 ``ors/reward_mean``         mean reward of the rollouts that have one
 ``ors/pass@1``              rollouts that pass (:func:`orsgen.runtime.records.passk.passes`)
+``ors/stop/<reason>``       rollouts that ended so: ``finished`` (the environment ended the
+                            episode), ``unfinished`` (the trainer ended it first),
+                            ``timeout`` (``rollout_timeout``), ``error`` (failed)
 ``ors/tool/<name>/...``     per tool: ``calls_per_rollout``, ``error_frac``, ``call_s``
 ==========================  ==========================================================
 
@@ -47,7 +50,7 @@ from dataclasses import dataclass, field, fields
 from orsgen.runtime.errors import describe
 from orsgen.runtime.records.passk import passes
 from orsgen.runtime.records import trainer_facts
-from orsgen.runtime.records.episode import Outcome, ToolUse, Usage
+from orsgen.runtime.records.episode import STOPS, Outcome, ToolUse, Usage
 from orsgen.runtime.sessions import pool
 from orsgen.runtime.transport.process import current
 
@@ -76,6 +79,7 @@ class Window:
     reset_seconds: float = 0.0
     call_seconds: float = 0.0
     tools: dict[str, ToolUse] = field(default_factory=lambda: {})
+    stops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STOPS, 0))
 
     def count(self, outcome: Outcome, passed: bool = False) -> None:
         """Count one rollout's outcome (``passed``: by its adapter's pass rule), reset and calls."""
@@ -86,6 +90,7 @@ class Window:
         self.degraded += int(outcome.reason == "unavailable")
         self.drifted += int(outcome.drifted)
         self.passed += int(passed)
+        self.stops[outcome.stop] += 1
         if outcome.reward is not None:
             self.rewarded += 1
             self.reward_sum += outcome.reward
@@ -118,6 +123,7 @@ class Window:
         n = float(self.rollouts)
         out = {prefix + k: (float(v), n) for k, v in per_rollout.items()}
         out.update({prefix + k: (float(v), float(self.calls)) for k, v in per_call.items()})
+        out.update({f"{prefix}stop/{k}": (float(v), n) for k, v in self.stops.items()})
         out[prefix + "reset_s"] = (self.reset_seconds, float(self.resets))
         out[prefix + "reward_mean"] = (self.reward_sum, float(self.rewarded))
         for name, tool in self.tools.items() if tools else ():

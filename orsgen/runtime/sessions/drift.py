@@ -1,6 +1,6 @@
 """The runtime drift guard (docs/scale.md): the first session a class opens on a server in a
 process (and the first on each task the snapshot probed) lists its tools, rebuilds the
-snapshot's ``TOOLS_SHA256`` (with ``orsgen.snapshot.canonical``, without importing the generator) and,
+snapshot's ``TOOLS_SHA256`` (with ``orsgen.canonical``, without importing the generator) and,
 when it differs, names what changed: a warning once, or :class:`ToolDriftError` with ``strict``.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from orsgen.snapshot.canonical import sha256_of, spec_dict
-from orsgen.snapshot.canonical import tools_sha256 as tools_sha256
+from orsgen.canonical import sha256_of, spec_dict
+from orsgen.canonical import tools_sha256 as tools_sha256
 from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime.sessions.drift_scope import (
     Finding,

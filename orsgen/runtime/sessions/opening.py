@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orsgen.snapshot.canonical import sha256_of
+from orsgen.canonical import sha256_of
 from orsgen.jsonobject import is_object
 from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError, describe
 from orsgen.runtime.sessions import cap, drift, placement, pool

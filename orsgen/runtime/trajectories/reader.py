@@ -1,22 +1,21 @@
 """Reading the trajectory log back, for the task table of rollouts scored in other processes.
 
-:class:`TrajectoryFiles` returns only the complete lines appended since its last read (the
-torn-line rule of :mod:`orsgen.rundir`); a whole line that is not a trajectory line
-is counted, logged and skipped, so that a training run never stops on one.
+:class:`TrajectoryFiles` returns only the complete lines appended since its last read, by
+the torn- and malformed-line rules of :mod:`orsgen.rundir`: a whole line that is not a JSON
+object is an error naming the file and the line.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, get_args
 
 from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.runtime.records.episode import Kind, Outcome
-from orsgen.rundir import complete
+from orsgen.rundir import complete, parsed
 from orsgen.runtime.trajectories.task_table import Task, TaskTable
 from orsgen.runtime.trajectories.writer import process_paths
 
@@ -31,7 +30,6 @@ class TrajectoryFiles:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.skipped = 0  # complete lines that were not a trajectory line
         self._offsets: dict[Path, int] = {}  # bytes already read, to the end of a line
 
     def files(self) -> list[Path]:
@@ -63,16 +61,11 @@ class TrajectoryFiles:
             return []
         self._offsets[file] = offset + len(whole)
         lines: list[dict[str, Any]] = []
-        for raw in whole.splitlines():
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = None
-            if isinstance(value, dict):
-                lines.append(cast(dict[str, Any], value))  # JSON object keys are str
-            elif raw.strip():
-                self.skipped += 1
-                logger.warning("skipped a line of %s that is not a trajectory line", file)
+        at = offset
+        for raw in whole.splitlines(keepends=True):
+            if raw.strip():
+                lines.append(parsed(raw, file, f"at byte {at}"))
+            at += len(raw)
         return lines
 
 

@@ -25,6 +25,7 @@ from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.records.protocol import Rollout
 from orsgen.runtime.transport.identity import identity
 from orsgen.runtime.transport.process import at_shutdown, current, forked
+from orsgen.rundir import cut_torn
 
 logger = logging.getLogger("orsgen.runtime")
 
@@ -127,6 +128,7 @@ class Writers:
                 me = identity()
                 target = process_path(path, me.rank, me.world_size, forked())
                 target.parent.mkdir(parents=True, exist_ok=True)
+                cut_torn(target)  # a killed process's last line: no line is ever malformed
                 handle = self._files[path] = target.open("a", encoding="utf-8")
             handle.write(text)
             handle.flush()

@@ -91,13 +91,14 @@
   function applyFilters() {
     var verdicts = {};
     ["scored", "unfinished", "failed"].forEach(function (v) { verdicts[v] = $("f-" + v).checked; });
-    var tasks = taskSet($("f-task").value), q = $("f-text").value.trim().toLowerCase();
+    var tasks = taskSet($("f-task").value), q = $("f-text").value.trim().toLowerCase(), stop = $("f-stop").value;
     var lo = $("f-rmin").value === "" ? null : +$("f-rmin").value, hi = $("f-rmax").value === "" ? null : +$("f-rmax").value;
     if (q && texts === null) texts = R.map(searchText);
     var chosen = [];
     for (var i = 0; i < R.length; i++) {
       var r = R[i], ok = verdicts[r.verdict];
       if (ok && tasks) ok = !!tasks[String(r.task)];
+      if (ok && stop) ok = r.stop === stop;
       if (ok && (lo !== null || hi !== null)) ok = typeof r.reward === "number" && (lo === null || r.reward >= lo) && (hi === null || r.reward <= hi);
       if (ok && q) ok = texts[i].indexOf(q) >= 0;
       match[i] = ok ? 1 : 0;
@@ -127,7 +128,7 @@
         var bg = colour(r);
         if (bg) c.style.background = bg;
         c.dataset.i = r.i;
-        c.title = groupLabel(r) + " · sample " + r.sample + " · " + r.verdict + " · reward " + fmt(r.reward);
+        c.title = groupLabel(r) + " · sample " + r.sample + " · " + r.verdict + " · reward " + fmt(r.reward) + (r.stop ? " · stop " + r.stop : "");
         row.appendChild(c);
       });
       frag.appendChild(row);
@@ -181,6 +182,9 @@
     line("verdict", r.verdict, "verdict");
     line("reward", fmt(r.reward), "reward");
     if (r.reason) line("reason", r.reason, "reason");
+    if (r.stop) line("stop", r.stop, "stop");
+    var u = r.usage || {};
+    if ("prompt_tokens" in u) line("tokens", u.prompt_tokens === null ? "n/a (an answer reported no usage)" : u.prompt_tokens + " prompt · " + u.completion_tokens + " completion", "tokens");
     var t = [];
     Object.keys(r.timings || {}).forEach(function (k) { t.push(k + " " + fmt(r.timings[k]) + " s"); });
     Object.keys(r.counts || {}).forEach(function (k) { t.push(k + " " + r.counts[k]); });
@@ -238,6 +242,12 @@
   $("facts").textContent = facts.join(" · ");
   $("summary").textContent = summaryText(summary(R));
   toolTable(F.tools);
+  // The stop filter offers the reasons the rollouts have (none: an older run, or training).
+  var stops = {};
+  R.forEach(function (r) { if (r.stop) stops[r.stop] = (stops[r.stop] || 0) + 1; });
+  Object.keys(stops).sort().forEach(function (s) { var o = el("option", null, s + " (" + stops[s] + ")"); o.value = s; $("f-stop").appendChild(o); });
+  $("f-stops").hidden = !Object.keys(stops).length;
+  $("f-stop").addEventListener("change", applyFilters);
   var head = $("gridhead");
   head.appendChild(el("span", "label", RUN.kind === "training" ? "step · task" : "task"));
   head.appendChild(el("span", null, "samples 0–" + Math.max(0, maxSamples - 1)));
