@@ -376,11 +376,11 @@ def main(argv: Sequence[str]) -> int:
     """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
     p = parser()
     args = p.parse(list(argv))
+    kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
-        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
         signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
         os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
@@ -390,7 +390,6 @@ def main(argv: Sequence[str]) -> int:
             raise UsageError(f"{p.option(exc.field)} {exc.problem}") from None
         raise UsageError(str(exc)) from None
     except EndpointsDown as exc:
-        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -329,7 +329,8 @@ def compared(args: argparse.Namespace) -> bool:
     summaries = [load_summary(Path(p)) for p in args.compare]
     found = compare_runs(summaries, args.compare, args.seed or 0, args.force)
     form = args.format or "md"
-    for said in found["warnings"] if form != "md" else []:
+    warnings: list[str] = found["warnings"] if form != "md" else []
+    for said in warnings:
         print(f"warning: {said}", file=sys.stderr)
     print(format_comparison(found, form))
     return True
