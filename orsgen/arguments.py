@@ -99,17 +99,6 @@ def in_range(low: float, high: float = math.inf) -> Callable[[str], float]:
     return parse
 
 
-def indices(text: str) -> list[int]:
-    """Comma-separated integers (``0,3,7``), at least one."""
-    try:
-        found = [int(i) for i in text.split(",") if i.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"takes comma-separated integers, got {text!r}") from None
-    if not found:
-        raise argparse.ArgumentTypeError("names no task")
-    return found
-
-
 def at_least(low: int) -> Callable[[str], int]:
     """An option's whole number of at least ``low`` (``-n 0``: one line naming ``-n``)."""
 

@@ -104,6 +104,13 @@ COMMANDS = (
         "RUN [-o FILE.html]",
         "one self-contained HTML page to read a run's rollouts",
     ),
+    Command(
+        "serve",
+        "orsgen.serve.command",
+        "SOURCE [--port P] [--host H]",
+        "serve an environment as an ORS server until SIGTERM: the classes a Python file "
+        "defines, or the environment an evaluation run recorded (no network, no key)",
+    ),
 )
 
 

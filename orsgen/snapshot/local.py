@@ -86,42 +86,56 @@ def _file_dir_on_path(path: Path) -> Generator[None, None, None]:
 
 
 @contextmanager
-def serve_file(path: Path) -> Generator[tuple[str, dict[str, str]], None, None]:
+def serve_file(
+    path: Path, host: str = "127.0.0.1", port: int = 0
+) -> Generator[tuple[str, dict[str, str]], None, None]:
     """An in-process ORS server for the file: its URL and each served name's class name."""
     with _file_dir_on_path(path):
         envs = environments_in(load_module(path), path)
-        import uvicorn
-        from openreward.environments import Server  # pyright: ignore[reportMissingTypeStubs]
-
-        try:
-            app = Server(envs).app
-        except Exception as exc:  # noqa: BLE001 - building the server runs user code (list_splits)
-            raise TargetError(
-                f"{path}: not a valid ORS environment file: {type(exc).__name__}: {exc}"
-            ) from None
-        _fresh_sse_exit_event()
-        # Bind here and hand uvicorn the socket: choosing a free port and binding it later
-        # races with every other process picking ports on this machine.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="error", access_log=False
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="orsgen-local-server", daemon=True
-        )
-        thread.start()
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_ready(url, thread)
+        with serve_environments(envs, str(path), host, port) as url:
             yield url, {cls.name().lower(): cls.__name__ for cls in envs}
-        finally:
-            http.forget(url)  # before the server goes: its port may serve another server next
-            server.should_exit = True
-            thread.join(timeout=10)
-            sock.close()
+
+
+@contextmanager
+def serve_environments(
+    envs: list[type[Any]], what: str, host: str = "127.0.0.1", port: int = 0
+) -> Generator[str, None, None]:
+    """The SDK's ``Server`` of ``envs`` in a thread of this process, listening on ``host`` and
+    ``port`` (0: a free one) until the context ends; its URL. ``what`` names them in errors."""
+    import uvicorn
+    from openreward.environments import Server  # pyright: ignore[reportMissingTypeStubs]
+
+    try:
+        app = Server(envs).app
+    except Exception as exc:  # noqa: BLE001 - building the server runs user code (list_splits)
+        raise TargetError(
+            f"{what}: not a valid ORS environment: {type(exc).__name__}: {exc}"
+        ) from None
+    _fresh_sse_exit_event()
+    # Bind here and hand uvicorn the socket: choosing a free port and binding it later
+    # races with every other process picking ports on this machine.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise TargetError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    port = int(sock.getsockname()[1])
+    config = uvicorn.Config(app, host=host, port=port, log_level="error", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="orsgen-local-server", daemon=True
+    )
+    thread.start()
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    try:
+        _wait_ready(url, thread)
+        yield url
+    finally:
+        http.forget(url)  # before the server goes: its port may serve another server next
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
 
 
 def _fresh_sse_exit_event() -> None:

@@ -1,0 +1,92 @@
+"""``orsgen serve SOURCE [--port P] [--host H]``: an ORS server in the foreground until
+SIGTERM (exit 0) or Ctrl-C (exit 130). Its URL is stdout's one line, printed once it
+answers, so that a script can wait for it. Exit code 2, one line, for a SOURCE that cannot
+be served or an address that cannot be listened on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from orsgen.arguments import Parser, UsageError, at_least
+from orsgen.snapshot.errors import TargetError
+from orsgen.snapshot.local import serve_environments, serve_file
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="orsgen serve",
+        description="Serve an environment as an ORS server until SIGTERM or Ctrl-C: the "
+        "Environment classes a Python file defines, or the environment an `orsgen eval` run "
+        "recorded (no network, no key: a call that continues a recorded rollout gets its "
+        "recorded result, any other a tool error). Prints its URL, one line, once it answers.",
+    )
+    p.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a Python file that defines Environment classes, or an `orsgen eval --out` run",
+    )
+    p.add_argument(
+        "--port", type=at_least(0), default=0, help="port to listen on (default 0: a free one)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--package",
+        metavar="DIR",
+        help="for a run: the generated package it evaluated, whose snapshot has the tools "
+        "(default: the one its run.json names)",
+    )
+    return p
+
+
+@contextmanager
+def _serving(args: Any) -> Generator[str, None, None]:
+    """The server of SOURCE, running; its URL."""
+    source = Path(args.source)
+    if source.is_dir():
+        from orsgen.serve.environment import environment_class
+        from orsgen.serve.recording import load
+
+        recording = load(source, Path(args.package) if args.package else None)
+        envs = [environment_class(recording)]
+        with serve_environments(envs, str(source), args.host, args.port) as url:
+            yield url
+        return
+    if args.package:
+        raise UsageError("--package applies to a run directory only")
+    if source.suffix != ".py" or not source.is_file():
+        raise UsageError(
+            f"{source} is neither a Python file that defines Environment classes nor an "
+            "`orsgen eval` run directory"
+        )
+    with serve_file(source, args.host, args.port) as (url, _):
+        yield url
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse(list(argv))
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")  # not a line per request
+    stop = threading.Event()
+
+    def stopped(signum: int, frame: object) -> None:
+        stop.set()
+
+    before = signal.signal(signal.SIGTERM, stopped)
+    try:
+        with _serving(args) as url:
+            print(url, flush=True)
+            print(f"orsgen serve: serving {args.source} at {url}", file=sys.stderr, flush=True)
+            while not stop.wait(0.5):
+                pass
+    except TargetError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    print("orsgen serve: stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,163 @@
+"""The environment an evaluation run recorded (``orsgen serve RUN``), served with no network
+and no key: the splits, task counts and tools of the snapshot of the package the run
+evaluated (its ``run.json`` names it, or ``--package``), and each task's prompt as the run's
+rows hold it.
+
+A session follows its task's recorded rollouts (each row's ``env_calls``, in call order): a
+call that continues one of them gets that rollout's recorded result, its reward and
+``finished`` included; any other call is a tool error, "not in the recording: ...", and
+does not count as made, so the episode goes on. Images are recorded by hash alone, so a
+result is served as its text. A task the run did not evaluate has a prompt saying so, and
+no recorded call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orsgen.arguments import UsageError
+from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.runtime.sessions.drift_scope import expected_task_tools
+from orsgen.rundir import RESULTS_FILE, RunDirError, read_config, read_json, rows
+from orsgen.canonical import tools_sha256
+
+MAX_CALL_TEXT = 300  # characters of a call named in a "not in the recording" error
+Call = Mapping[str, Any]  # one env_calls entry
+
+
+@dataclass
+class Task:
+    prompt: str | None = None
+    rollouts: list[list[Call]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What :func:`load` read: the snapshot's ``environment`` section, the split, its tasks."""
+
+    environment: Mapping[str, Any]
+    split: str
+    tasks: dict[int, Task]
+
+    def splits(self) -> dict[str, tuple[Any, int]]:
+        """Each split's type and task count: the snapshot's, the recorded tasks included."""
+        out = {self.split: ("validation", 0)}
+        for s in as_array(self.environment.get("splits")):
+            out[str(s.get("name"))] = (str(s.get("type")), int(s.get("num_tasks") or 0))
+        kind, count = out[self.split]
+        out[self.split] = kind, max(count, max(self.tasks, default=-1) + 1)
+        return out
+
+    def task(self, split: str, index: int) -> Task:
+        return self.tasks.get(index, Task()) if split == self.split else Task()
+
+    def prompt(self, split: str, index: int) -> str:
+        said = self.task(split, index).prompt
+        return f"not in the recording: task {index} of split {split!r}" if said is None else said
+
+    def task_tools(self, split: str, index: int) -> list[Mapping[str, Any]]:
+        """The task tools a task offers: those the snapshot's probe saw on it, and those its
+        recorded rollouts called."""
+        env = self.environment
+        names = expected_task_tools(env, split, index) or set()
+        task = self.task(split, index)
+        names.update(str(call.get("tool")) for rollout in task.rollouts for call in rollout)
+        return [t for t in as_array(env.get("task_tools")) if t.get("name") in names]
+
+
+def load(run: Path, package: Path | None) -> Recording:
+    """The recording in run directory ``run``; :class:`UsageError` (one line) when there is
+    none, or no package to take the tools from."""
+    try:
+        config = read_config(run)
+        where = package or (Path(config["package"]) if config.get("package") else None)
+        if where is None:
+            raise UsageError(
+                f"{run}/run.json names no package; pass --package DIR, the package it evaluated"
+            )
+        snapshot = where / "snapshot.json"
+        if not snapshot.is_file():
+            moved = "" if package else "; it has moved: pass its directory with --package"
+            raise UsageError(f"{where} is not a generated package (no snapshot.json){moved}")
+        environment = as_object(read_json(snapshot).get("environment"))
+        tasks = _tasks(run)
+    except RunDirError as exc:
+        raise UsageError(str(exc)) from None
+    if config.get("tools_sha256") not in (None, tools_sha256(environment)):
+        raise UsageError(
+            f"{where} is not the package {run} evaluated: its tools differ; pass that one "
+            "with --package DIR"
+        )
+    return Recording(environment, str(config.get("split")), tasks)
+
+
+def _tasks(run: Path) -> dict[int, Task]:
+    """Each task's prompt and recorded rollouts, from every row of results.jsonl."""
+    tasks: dict[int, Task] = {}
+    count = unrecorded = 0
+    for row in rows(run / RESULTS_FILE):
+        count += 1
+        if "env_calls" not in row:
+            unrecorded += 1
+            continue
+        task = tasks.setdefault(int(row["task_index"]), Task())
+        task.rollouts.append([c for c in as_array(row["env_calls"]) if is_object(c)])
+        first = next(iter(as_array(row.get("messages"))), None)
+        if task.prompt is None and is_object(first) and first.get("role") == "user":
+            task.prompt = _text(first.get("content"))
+    if not count:
+        raise UsageError(f"{run} holds no rollout to serve (no rows in {RESULTS_FILE})")
+    if unrecorded:
+        raise UsageError(
+            f"{run}: {unrecorded} of {count} rows record no tool calls and results "
+            "(no env_calls; an older orsgen evaluated them); evaluate again to record them"
+        )
+    return tasks
+
+
+def _text(content: object) -> str:
+    """A message's text: a string as it is, a content list's text parts joined."""
+    if isinstance(content, str):
+        return content
+    parts = [as_object(p).get("text") for p in as_array(content)]
+    return "\n".join(p for p in parts if isinstance(p, str))
+
+
+def _same(call: Call, tool: str, arguments: Mapping[str, Any]) -> bool:
+    return call.get("tool") == tool and as_object(call.get("arguments")) == arguments
+
+
+def _shown(tool: str, arguments: Mapping[str, Any]) -> str:
+    text = f"{tool}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+    return text if len(text) <= MAX_CALL_TEXT else text[: MAX_CALL_TEXT - 3] + "..."
+
+
+class Follower:
+    """One session's place in its task's recorded rollouts."""
+
+    def __init__(self, recording: Recording, split: str, index: int) -> None:
+        self.index = index
+        self.made = 0  # calls on the recording so far
+        self.rollouts = list(recording.task(split, index).rollouts)
+
+    def next(self, tool: str, arguments: Mapping[str, Any]) -> Call | str:
+        """The recorded result of this call, or why there is none (the error's text)."""
+        at = self.made
+        going = [r for r in self.rollouts if len(r) > at and _same(r[at], tool, arguments)]
+        if going:
+            self.rollouts, self.made = going, at + 1
+            return going[0][at]
+        said = (
+            f"not in the recording: {_shown(tool, arguments)} at call {at + 1} of task {self.index}"
+        )
+        recorded = {
+            _shown(str(r[at].get("tool")), as_object(r[at].get("arguments"))): None
+            for r in self.rollouts
+            if len(r) > at
+        }
+        if recorded:
+            said += f" (recorded there: {'; '.join(list(recorded)[:3])})"
+        return said
