@@ -114,6 +114,16 @@ def at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def needs(extra: str, modules: Sequence[str]) -> None:
+    """Import ``modules``, those of ``orsgen[extra]``: one that cannot be imported is a
+    :class:`UsageError` saying what to install."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise UsageError(f"{exc}; install the {extra} extra: pip install 'orsgen[{extra}]'")
+
+
 @dataclass(frozen=True)
 class Command:
     """``orsgen NAME ...`` (``name`` "" for ``orsgen TARGET -o DIR``): ``module.parser()``,
@@ -153,8 +163,25 @@ class Parser(argparse.ArgumentParser):
         return self.parse_args(argv)
 
     def option(self, dest: str) -> str:
-        """The option that sets ``dest``, as ``--help`` names it (``-n/--samples``)."""
-        return next("/".join(a.option_strings) for a in self._actions if a.dest == dest)
+        """The option that sets ``dest``, as ``--help`` names it (``-n/--samples``), or the
+        argument's name (``DIR``)."""
+        found = next(a for a in self._actions if a.dest == dest)
+        return "/".join(found.option_strings) or dest.upper()
+
+    def only(self, argv: Sequence[str], mode: str, takes: set[str]) -> None:
+        """:class:`UsageError` naming every option and argument ``argv`` gives (whatever its
+        value, a default's too) that ``mode`` (``--merge``) does not take (its dests)."""
+        defaults = [(action, action.default) for action in self._actions]
+        try:
+            for action, _ in defaults:  # so that only what argv gives is set
+                action.default = argparse.SUPPRESS
+            given = [dest for dest in vars(self.parse_args(argv)) if dest not in takes]
+        finally:
+            for action, default in defaults:
+                action.default = default
+        if given:
+            names = ", ".join(self.option(dest) for dest in given)
+            raise UsageError(f"{names} {'does' if len(given) == 1 else 'do'} not apply to {mode}")
 
     def error(self, message: str) -> NoReturn:
         """One line, as every other error (without argparse's usage block)."""

@@ -125,7 +125,7 @@ def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False)
 
 
 def _epilog() -> str:
-    lines = ["other commands (each has --help):"]
+    lines = ["other commands (each has --help, as has orsgen help COMMAND):"]
     for command in COMMANDS[1:]:
         lines.append(f"  {command.words} {command.synopsis}")
         lines.append(
@@ -357,6 +357,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _interrupted = False  # main() runs more than once in one process (tests, embedding)
     argv = list(sys.argv[1:] if argv is None else argv)
     named = {c.name: c for c in COMMANDS}
+    if argv[:1] == ["help"] and not Path("help").exists():  # orsgen help [COMMAND]
+        if argv[1:] not in ([], *([n] for n in named if n)):
+            names, got = ", ".join(n for n in named if n), " ".join(argv[1:])
+            _line(f"orsgen help: error: takes one command of {names}, or none; got {got}")
+            return EXIT_USAGE
+        argv = [*argv[1:], "--help"]
     command = named.get(argv[0] if argv else "", COMMANDS[0])
     try:
         return command(argv[1:] if command.name else argv)

@@ -6,7 +6,7 @@ stopped by PID.
     python tests/openai_standin.py --port P [--tool say --argument text --calls 1 --size 16]
         [--tools lookup,nosuch,submit] [--quote 3] [--delay 0.2]
         [--chat-status 400 --chat-message "Server is pinned to ..."]
-        [--models-status 401 --models-message "Invalid API key"]
+        [--models-status 401 --models-message "Invalid API key"] [--poison WORD]
         [--script '{"fig": ["nonjson", "right"], "lemon": ["cut"]}'] [--no-usage fig,lemon]
 
 By default each ``POST /v1/chat/completions`` answers, from the messages it is sent: a call
@@ -18,10 +18,17 @@ first user message's ``'...'``), reversed on requests whose ``seed`` is a multip
 against ``orsgen eval --seed S`` on the echo environment every rollout's reward is then
 fixed by its task, sample and turn, and differs between them. With ``--chat-status`` /
 ``--models-status`` that route answers that HTTP status with an OpenAI-style error body
-(``{"error": {"message": ...}}``) instead. ``GET /v1/models`` lists one model, ``standin``;
+(``{"error": {"message": ...}}``) instead. With ``--poison WORD`` a chat request whose
+messages hold WORD is answered 504, as a gateway answers a request it timed out on.
+``GET /v1/models`` lists one model, ``standin``;
 ``GET /health`` answers 200 once the server listens, with the number of chat-completions
-requests it has answered (``{"chat_requests": N}``), and with ``?since=T`` (a Unix time) its
-window over the requests that arrived since: ``"window": [first arrival, last answer]``.
+requests it has answered (``{"chat_requests": N}``), and per API key (the bearer token a
+client sends: a test's label, never a real key) the requests that have arrived
+(``received``, counted before any delay) and those waiting now (``waiting``). ``POST
+/_hold/KEY`` makes that key's requests wait, from then on, until ``POST /_release/KEY``: a
+test holds a run's requests in flight for as long as it needs. With ``?since=T`` (a Unix
+time) ``/health`` also gives its window over the requests that arrived since: ``"window":
+[first arrival, last answer]``.
 
 With ``--script`` the answer to turn ``t`` (the assistant messages the request holds) of a
 rollout whose prompt quotes ``WORD`` is ``script[WORD][t]`` (the last one past its end; a word
@@ -42,6 +49,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,16 +96,29 @@ def _app(opts: argparse.Namespace) -> web.Application:
     filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
     answered = [0]  # chat-completions requests answered
     times: list[tuple[float, float]] = []  # each answered request's arrival and answer
+    received: Counter[str] = Counter()  # per key: requests arrived
+    waiting: Counter[str] = Counter()  # per key: requests held now
+    held: dict[str, asyncio.Event] = {}  # per key held: set when released
 
     def error(status: int, message: str) -> web.Response:
         body = {"error": {"message": message, "type": "standin", "code": status}}
         return web.json_response(body, status=status)
 
     async def health(request: web.Request) -> web.Response:
+        counts = {"received": received, "waiting": waiting}
         since = float(request.query.get("since", "inf"))
         seen = [t for t in times if t[0] >= since]
         window = [min(t[0] for t in seen), max(t[1] for t in seen)] if seen else None
-        return web.json_response({"status": "ok", "chat_requests": answered[0], "window": window})
+        counts |= {"window": window}
+        return web.json_response({"status": "ok", "chat_requests": answered[0], **counts})
+
+    async def hold(request: web.Request) -> web.Response:
+        held.setdefault(request.match_info["key"], asyncio.Event())
+        return web.json_response({})
+
+    async def release(request: web.Request) -> web.Response:
+        held.pop(request.match_info["key"], asyncio.Event()).set()
+        return web.json_response({})
 
     async def models(request: web.Request) -> web.Response:
         if opts.models_status:
@@ -106,11 +127,21 @@ def _app(opts: argparse.Namespace) -> web.Application:
 
     async def chat(request: web.Request) -> web.Response:
         arrived = time.time()
+        key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        received[key] += 1
+        if key in held:
+            waiting[key] += 1
+            try:
+                await held[key].wait()
+            finally:
+                waiting[key] -= 1
         body = json.loads(await request.read() or b"{}")
         if opts.delay:
             await asyncio.sleep(opts.delay)
         if opts.chat_status:
             return error(opts.chat_status, opts.chat_message)
+        if opts.poison and opts.poison in json.dumps(body.get("messages", [])):
+            return error(504, "the upstream timed out")
         said = body.get("messages", [])
         results = sum(1 for m in said if m.get("role") == "tool")
         turn = sum(1 for m in said if m.get("role") == "assistant")
@@ -155,6 +186,8 @@ def _app(opts: argparse.Namespace) -> web.Application:
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/_hold/{key}", hold)
+    app.router.add_post("/_release/{key}", release)
     app.router.add_route("*", "/{tail:.*}", unknown)
     return app
 
@@ -173,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--models-status", type=int, default=0)
     p.add_argument("--models-message", default="")
     p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--poison", default="")
     p.add_argument("--script", default="")
     p.add_argument("--no-usage", default="")
     opts = p.parse_args(argv)
@@ -189,10 +223,33 @@ class Standin:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def _health(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+            return dict(json.loads(r.read()))
+
     def chat_requests(self) -> int:
         """The chat-completions requests it has answered so far."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
-            return int(json.loads(r.read())["chat_requests"])
+        return int(self._health()["chat_requests"])
+
+    def received(self, key: str) -> int:
+        """The chat-completions requests with API key ``key`` that have arrived so far."""
+        return int(self._health()["received"].get(key, 0))
+
+    def waiting(self, key: str) -> int:
+        """The requests with API key ``key`` held now (:meth:`hold`)."""
+        return int(self._health()["waiting"].get(key, 0))
+
+    def hold(self, key: str) -> None:
+        """Hold every request with API key ``key`` from now on, until :meth:`release`."""
+        self._post(f"/_hold/{key}")
+
+    def release(self, key: str) -> None:
+        self._post(f"/_release/{key}")
+
+    def _post(self, path: str) -> None:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method="POST")
+        with urllib.request.urlopen(request, timeout=5):
+            pass
 
     def window(self, since: float) -> list[float] | None:
         """[first arrival, last answer] (Unix times) of the requests arrived since ``since``."""

@@ -24,7 +24,9 @@ def test_the_only_split_is_the_default(orsgen_cli, tmp_path) -> None:
     out = tmp_path / "onlytest"
     run = orsgen_cli([SPLITS_ENV, "--env-name", "onlytest", "-o", str(out)])
     assert run.code == 0, run.stderr
-    assert "no --split given and no 'train' split: using 'test', the only split" in run.stderr
+    line = [ln for ln in run.stderr.splitlines() if "no --split given" in ln]
+    assert line and "no 'train' split: using 'test', the only split" in line[0]
+    assert "training on it contaminates later evaluations" in line[0]
     snapshot = _snapshot(out)
     assert snapshot["package"]["split"] == "test"
     assert snapshot["environment"]["task_tools_probe"]["split"] == "test"
@@ -38,7 +40,7 @@ def test_the_first_split_is_chosen_and_said(orsgen_cli, tmp_path) -> None:
     assert run.code == 0, run.stderr
     line = [ln for ln in run.stderr.splitlines() if "no --split given" in ln]
     assert line and "'validation', the first of 2 splits (validation, test)" in line[0]
-    assert "--split" in line[0]
+    assert "--split" in line[0] and "training on it contaminates later evaluations" in line[0]
     assert _snapshot(out)["package"]["split"] == "validation"
 
 
@@ -87,6 +89,10 @@ def test_choose_split_rules() -> None:
     assert choose_split(["a", "b"], "b") == ("b", None)
     name, why = choose_split(["b", "a"], None)
     assert name == "b" and why is not None and "first of 2" in why
+    assert "contaminates" not in why  # "b" is no held-out name
+    for held_out in ("eval", "my-dev", "Valid_2"):
+        _, why = choose_split([held_out], None)
+        assert why is not None and "training on it contaminates later evaluations" in why
     with pytest.raises(TargetError, match="splits: a, b"):
         choose_split(["a", "b"], "train")
     with pytest.raises(TargetError, match="no splits"):

@@ -161,7 +161,7 @@ def test_sigkill_then_resume_runs_each_pair_once(
     assert (
         stderr.strip()
         .splitlines()[-1]
-        .startswith("orsgen eval: error: cannot resume: n was 3 and is now 4")
+        .startswith("orsgen eval: error: -n/--samples was 3 and is now 4: cannot resume")
     )
     code, _, stderr = run_cli(args + ["--resume", "--model", "other-model"])
     assert code == 2 and "model was" in stderr

@@ -59,7 +59,7 @@ def test_run_json_is_the_config_evaluate_was_given(
     assert again.config == config and len(again.records) == 4
     from orsgen.eval import RunFileError
 
-    with pytest.raises(RunFileError, match="cannot resume: seed was 7 and is now 8"):
+    with pytest.raises(RunFileError, match="seed was 7 and is now 8: cannot resume"):
         evaluate(
             pkg.ChanceEnv,
             dataclasses.replace(config, seed=8),

@@ -1,11 +1,13 @@
-"""Several model endpoints (orsgen/eval/endpoints.py): which endpoint takes each request
-(the fewest in flight), an endpoint's rest and its doubling, the limit when every endpoint
-is down, and the keys; then real HTTP: the scripted stand-in (tests/openai_standin.py) and
-ports where nothing listens. The router's own tests move a fake clock; nothing is mocked."""
+"""Several model endpoints (orsgen/eval/endpoints.py), one replica pool
+(orsgen/runtime/transport/replicas.py): which endpoint takes each request (the fewest in
+flight), an endpoint's rest and its doubling, the limit when every endpoint is down, and the
+keys; then real HTTP: the scripted stand-in (tests/openai_standin.py) and ports where nothing
+listens. The pool's own tests move a fake clock; nothing is mocked."""
 
 from __future__ import annotations
 
 import json
+import re
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +17,7 @@ from typing import Any
 import pytest
 
 import openai_standin
-from conftest import eval_process, run_eval
+from conftest import eval_process, results_rows, run_eval
 from serve_model import free_port
 
 from orsgen.eval import EvalConfig, EvalConfigError
@@ -25,9 +27,9 @@ from orsgen.eval.endpoints import (
     Endpoints,
     EndpointsDown,
     RequestFailed,
-    Router,
     keyed,
 )
+from orsgen.runtime.transport.replicas import ReplicaPool
 
 BODY = {"model": "standin", "messages": [{"role": "user", "content": "Say 'fig'."}]}
 
@@ -40,13 +42,14 @@ class Clock:
         return self.now
 
 
-def router(count: int, clock: Clock, limit: float = 60.0) -> Router:
+def router(count: int, clock: Clock, limit: float = 60.0) -> ReplicaPool[Endpoint]:
     urls = [f"http://{name}/v1" for name in "abcdefgh"[:count]]
-    return Router([Endpoint(url, None) for url in urls], limit, clock, rests=(1.0, 8.0))
+    log = logging.getLogger("orsgen.eval")
+    return ReplicaPool([Endpoint(url) for url in urls], limit, clock, rests=(1.0, 8.0), log=log)
 
 
 def names(taken: list[Endpoint]) -> str:
-    return "".join(e.label[7] for e in taken)
+    return "".join(e.url[7] for e in taken)
 
 
 @pytest.fixture
@@ -79,7 +82,7 @@ def test_each_request_goes_to_the_endpoint_with_the_fewest_in_flight() -> None:
     r.answered(first[2])
     # a and c now have none, b one: the next two go to a and c, then all have one.
     assert sorted(names([r.take()[0], r.take()[0]])) == ["a", "c"]
-    assert [e.in_flight for e in r.endpoints] == [1, 1, 1]
+    assert [e.in_flight for e in r.replicas] == [1, 1, 1]
 
 
 def test_ties_go_in_turn_so_one_request_at_a_time_still_spreads() -> None:
@@ -90,12 +93,12 @@ def test_ties_go_in_turn_so_one_request_at_a_time_still_spreads() -> None:
         seen.append(endpoint)
         r.answered(endpoint)
     assert names(seen) == "abcabc"
-    assert [e.requests for e in r.endpoints] == [2, 2, 2]
+    assert [e.requests for e in r.replicas] == [2, 2, 2]
 
 
 def test_a_request_sent_again_goes_to_another_endpoint_when_one_can_take_it() -> None:
     r = router(2, Clock())
-    a, b = r.endpoints
+    a, b = r.replicas
     busy = [r.take()[0] for _ in range(4)]  # two each
     r.answered(busy[0])  # a has the fewest in flight, yet the request a failed goes to b
     assert r.take(avoid=a)[0] is b
@@ -109,7 +112,7 @@ def test_a_request_sent_again_goes_to_another_endpoint_when_one_can_take_it() ->
 def test_a_failing_endpoint_rests_and_its_rest_doubles_up_to_the_cap(caplog) -> None:
     clock = Clock()
     r = router(2, clock)
-    a, b = r.endpoints
+    a, b = r.replicas
     caplog.set_level(logging.WARNING, "orsgen.eval")
     taken, _ = r.take()
     assert taken is a
@@ -140,7 +143,7 @@ def test_a_failing_endpoint_rests_and_its_rest_doubles_up_to_the_cap(caplog) -> 
 
 def test_a_request_sent_before_the_outage_does_not_lengthen_the_rest() -> None:
     r = router(2, Clock())
-    a = r.endpoints[0]
+    a = r.replicas[0]
     one, _ = r.take()
     r.take()
     two, _ = r.take()  # a again: a has two in flight when it goes down
@@ -153,7 +156,7 @@ def test_a_request_sent_before_the_outage_does_not_lengthen_the_rest() -> None:
 def test_every_endpoint_down_for_the_limit_stops_every_request() -> None:
     clock = Clock()
     r = router(2, clock, limit=30.0)
-    a, b = r.endpoints
+    a, b = r.replicas
     for endpoint in (r.take()[0], r.take()[0]):
         r.failed(endpoint, False, "HTTP 503 (InternalServerError)")
     assert {a.down_since, b.down_since} == {0.0}
@@ -174,8 +177,8 @@ def test_every_endpoint_down_for_the_limit_stops_every_request() -> None:
 
 def test_one_endpoint_down_past_the_limit_stops_nothing_while_another_answers() -> None:
     clock = Clock()
-    r = Router([Endpoint("http://a/v1", None), Endpoint("http://b/v1", None)], 30.0, clock)
-    a, b = r.endpoints
+    r = ReplicaPool([Endpoint("http://a/v1"), Endpoint("http://b/v1")], 30.0, clock)
+    a, b = r.replicas
     r.failed(r.take()[0], False, "connection failed")  # a down at 0, resting 1 s
     clock.now = 0.5
     for _ in range(3):
@@ -236,7 +239,7 @@ def test_a_refused_connection_moves_the_request_to_the_endpoint_that_answers(
     for _ in range(4):
         answer = endpoints.post(BODY)
         assert answer.choices[0].message.tool_calls  # the stand-in's scripted call
-    counts = endpoints.router.counts()
+    counts = endpoints.pool.counts()
     assert counts[dead] == {"requests": 1, "failures": 1, "outages": 1}
     assert counts[live.endpoint] == {"requests": 4, "failures": 0, "outages": 0}
     assert live.chat_requests() == 4
@@ -253,7 +256,7 @@ def test_every_endpoint_refusing_for_the_limit_raises_naming_each() -> None:
     said = str(raised.value)
     assert said.startswith("every endpoint has been down for 0.5 s: ")
     assert all(f"{url} (connection failed" in said for url in dead)
-    counts = endpoints.router.counts()
+    counts = endpoints.pool.counts()
     assert all(counts[url]["outages"] == 1 and counts[url]["failures"] >= 1 for url in dead)
 
 
@@ -269,9 +272,9 @@ def test_a_server_error_is_retried_then_fails_its_rollout_and_the_endpoint_stays
         with pytest.raises(RequestFailed) as raised:
             endpoints.post(BODY)
         said = str(raised.value)
-        assert said.startswith(f"endpoint {broken.endpoint}: HTTP 500 (InternalServerError): ")
+        assert said.startswith(f"HTTP 500 from {broken.endpoint} (InternalServerError): ")
         assert said.endswith(f"(the endpoints failed this request {SERVER_ERRORS} times)")
-    counts = endpoints.router.counts()[broken.endpoint]
+    counts = endpoints.pool.counts()[broken.endpoint]
     assert counts == {"requests": 3 * SERVER_ERRORS, "failures": 3 * SERVER_ERRORS, "outages": 0}
     assert caplog.records == []  # no outage to log
     assert broken.chat_requests() == 0  # it answered none with 200
@@ -282,7 +285,7 @@ def test_a_server_error_goes_to_the_other_endpoint(standin) -> None:
     endpoints = Endpoints([broken.endpoint, working.endpoint], None, 30.0)
     for _ in range(2):  # each goes to the broken one in its turn, then to the other
         assert endpoints.post(BODY).choices[0].message.tool_calls
-    counts = endpoints.router.counts()
+    counts = endpoints.pool.counts()
     assert counts[broken.endpoint] == {"requests": 2, "failures": 2, "outages": 0}
     assert counts[working.endpoint]["requests"] == working.chat_requests() == 2
 
@@ -292,7 +295,7 @@ def test_a_4xx_is_the_requests_answer_and_no_outage(standin) -> None:
     endpoints = Endpoints([refusing.endpoint, nowhere()], None, 30.0)
     with pytest.raises(RequestFailed, match="HTTP 400 .*no such model"):
         endpoints.post(BODY)
-    assert endpoints.router.counts()[refusing.endpoint] == {
+    assert endpoints.pool.counts()[refusing.endpoint] == {
         "requests": 1,
         "failures": 0,
         "outages": 0,
@@ -379,3 +382,83 @@ def test_every_endpoint_down_for_the_limit_is_exit_1_and_one_line(
     counts = json.loads((out / "run.json").read_text())["endpoint_counts"][only.endpoint]
     assert counts["outages"] == 1 and counts["failures"] >= 1
     assert not (out / "summary.json").exists()  # the run did not finish
+
+
+def test_a_request_every_endpoint_fails_alone_spends_its_attempts_and_no_endpoint_rests(
+    standin,
+) -> None:
+    """A gateway answers 504 to every request holding 'fig' (the stand-in's --poison): one
+    task's request fails within its budget of tries, and the endpoints stay up for others."""
+    gates = [standin(poison="fig"), standin(poison="fig")]
+    endpoints = Endpoints([g.endpoint for g in gates], None, 30.0, rests=(0.01, 0.02), attempts=3)
+    with pytest.raises(RequestFailed) as raised:
+        endpoints.post(BODY, task=0)
+    said = str(raised.value)
+    assert said.startswith(f"HTTP 504 from {gates[0].endpoint} (") or said.startswith(
+        f"HTTP 504 from {gates[1].endpoint} ("
+    ), said
+    assert said.endswith("(the endpoints failed this request 3 times)")
+    counts = endpoints.pool.counts()
+    assert sum(c["requests"] for c in counts.values()) == 3
+    assert all(c["outages"] == 0 for c in counts.values())  # no endpoint was taken away
+    other = {**BODY, "messages": [{"role": "user", "content": "Say 'kiwi'."}]}
+    assert endpoints.post(other, task=1).choices[0].message.tool_calls
+
+
+def test_a_gateway_outage_spends_no_budget_and_the_down_limit_stops_it(standin) -> None:
+    """One task's requests alone, every one answered 503, and so is a probe (``GET /models``):
+    an outage, not the request's failure. No row fails for it: the endpoints go down."""
+    gates = [standin(chat_status=503, models_status=503) for _ in range(2)]
+    endpoints = Endpoints(
+        [g.endpoint for g in gates], None, 30.0, down_limit=0.5, rests=(0.05, 0.1), attempts=2
+    )
+    with pytest.raises(EndpointsDown, match="every endpoint has been down for 0.5 s: "):
+        endpoints.post(BODY, task=0)
+    assert [c["outages"] for c in endpoints.pool.counts().values()] == [1, 1]
+
+
+def test_with_a_rollout_deadline_the_deadline_is_the_requests_budget(standin) -> None:
+    gate = standin(poison="fig")
+    endpoints = Endpoints([gate.endpoint], None, 30.0, rests=(0.01, 0.02), attempts=1)
+    with pytest.raises(RequestFailed, match=f"^HTTP 504 from {gate.endpoint} "):
+        endpoints.post(BODY, task=0, until=time.monotonic() + 2.0)
+    # Tried until the deadline, not once as the attempts would have it.
+    assert endpoints.pool.counts()[gate.endpoint]["requests"] > 1
+    with pytest.raises(RequestFailed):
+        endpoints.post(BODY, task=0)  # no deadline: one try
+    assert endpoints.pool.counts()[gate.endpoint]["outages"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_one_poisonous_request_fails_its_rollout_and_the_run_goes_on(
+    chance_dir, chance_server, standin, tmp_path
+) -> None:
+    """Issue 39: a gateway that always answers 504 to one task's request (two endpoints
+    behind it) fails that task's rollouts, naming the answer; every other task is scored, no
+    endpoint is taken away, the run exits 0, and a resume leaves the rows as they are."""
+    gates = [standin(poison="damson"), standin(poison="damson")]  # task 1 of split test
+    out = tmp_path / "run"
+    args = [str(chance_dir), "--model", gates[0].model, "--base-url", chance_server.url]
+    args += ["--endpoint", gates[0].endpoint, "--endpoint", gates[1].endpoint]
+    args += ["--split", "test", "-n", "2", "--concurrency", "2", "--endpoint-down-limit", "1"]
+    args += ["--no-progress", "--out", str(out)]
+    code, _, stderr = run_eval(args)
+    assert code == 0, stderr
+    rows = results_rows(out)
+    assert sorted((r["task_index"], r["sample"]) for r in rows) == [
+        (t, s) for t in range(4) for s in range(2)
+    ]
+    for row in rows:
+        if row["task_index"] != 1:
+            assert row["verdict"] == "scored", row
+            continue
+        assert row["verdict"] == "failed" and row["reward"] is None, row
+        assert re.match(r"HTTP 504 from http://127\.0\.0\.1:\d+/v1 \(", row["reason"]), row
+        assert row["reason"].endswith("(the endpoints failed this request 5 times)"), row
+    counts = json.loads((out / "run.json").read_text())["endpoint_counts"]
+    assert [c["outages"] for c in counts.values()] == [0, 0]
+    assert " is down " not in stderr
+    code, _, stderr = run_eval([*args, "--resume"])
+    assert code == 0, stderr
+    assert results_rows(out) == rows

@@ -64,17 +64,17 @@ def test_an_unknown_split_names_the_option(chance_dir, chance_server, standin, t
     assert "does not answer" not in line  # the package's snapshot says so, before any network
 
 
-def test_resume_where_there_is_no_run_is_refused(
+def test_resume_where_there_is_no_run_starts_it(
     chance_dir, chance_server, standin, tmp_path
 ) -> None:
+    """A requeued job runs the same command: --resume on a directory with no run starts it."""
     out = tmp_path / "empty"
     out.mkdir()
     args = _args(chance_dir, chance_server, standin()) + ["--split", "test"]
     run = run_eval(args + ["--out", str(out), "--resume"])
-    assert run.returncode == 2, run.stderr
-    line = _one_error_line(run)
-    assert "no run to continue" in line and "drop --resume" in line
-    assert not (out / "results.jsonl").exists()
+    assert run.returncode == 0, run.stderr
+    rows = _rows(out)
+    assert rows and len({(r["task_index"], r["sample"]) for r in rows}) == len(rows)
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -103,7 +103,7 @@ def test_the_endpoints_own_error_is_kept_and_no_retry_is_claimed(
     assert len(rows) == CHANCE_TEST_TASKS
     for row in rows:
         assert row["verdict"] == "failed"
-        assert row["reason"] == f"endpoint {model.endpoint}: HTTP 400 (BadRequestError): {said}"
+        assert row["reason"] == f"HTTP 400 from {model.endpoint} (BadRequestError): {said}"
         assert "retr" not in row["reason"]
 
 

@@ -169,7 +169,7 @@ def test_a_shard_resumes_as_a_run(
         model=standin.model, endpoint=standin.endpoint, split="test", n=N, seed=SEED
     )
     klass = load_adapter(str(ECHO), None)
-    with pytest.raises(EvalConfigError, match=r"cannot resume: shard was \[0, 3\]"):
+    with pytest.raises(EvalConfigError, match=r"shard was \[0, 3\] and is now .*: cannot resume"):
         evaluate(klass, config, adapter={"base_url": echo_server.url}, out=copy, resume=True)
     result = evaluate(
         klass,
@@ -454,7 +454,7 @@ def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
     assert code == 0, err
     assert json.loads((out / "run.json").read_text())["rollout_timeout"] == 60
     code, _, err = run_eval([*args, "--out", str(out), "--resume", "--rollout-timeout", "5"])
-    _one_line(code, "", err, "cannot resume: rollout_timeout was 60.0 and is now 5.0")
+    _one_line(code, "", err, "--rollout-timeout was 60.0 and is now 5.0: cannot resume")
     for i, timeout in enumerate(("60", "5")):
         shard = ["--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}"), "--rollout-timeout"]
         assert run_eval([*args, *shard, timeout])[0] == 0

@@ -163,7 +163,7 @@ def test_each_row_says_what_it_cost_and_why_it_ended(
     code, _, err = run_eval(
         _args(echo_server, model, *args[:-1], "3,15", "--out", str(out), "--resume")
     )
-    assert code == 2 and "cannot resume: price was [2.0, 10.0]" in err, err
+    assert code == 2 and "--price was [2.0, 10.0] and is now" in err, err
 
 
 # echo's train split: apple, banana, cherry, damson.

@@ -176,6 +176,24 @@ def test_the_command_refuses_a_held_out_run_and_writes_nothing(
     assert done.stdout.startswith("wrote 1 pairs (1 tasks) from 1 run(s)"), done.stdout
 
 
+@pytest.mark.parametrize("split", ["eval_set", "Validation"])
+def test_the_command_refuses_a_held_out_default_split(
+    split: str, orsgen_subprocess: Callable[..., CliRun], tmp_path: Path
+) -> None:
+    """The package's default split (an environment without ``train``) is refused too when
+    its name marks it held out."""
+    rows = [_row(0, 0, 1.0, _messages("g")), _row(0, 1, 0.0, _messages("b"))]
+    run = _write_run(tmp_path / "run", rows, split=split, train_split=split)
+    out = tmp_path / "pairs"
+    refused = orsgen_subprocess(["pairs", str(run), "-o", str(out)])
+    assert refused.code == 2 and refused.stdout == "" and not out.exists()
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("orsgen pairs: error: "), refused.stderr
+    assert f"--allow-split {split}" in lines[0] and "held out by its name" in lines[0]
+    done = orsgen_subprocess(["pairs", str(run), "-o", str(out), "--allow-split", split])
+    assert done.code == 0, done.stderr
+
+
 # --- A real run: the warmed-up echo model at temperature 1.0, DPOTrainer ------------------
 
 

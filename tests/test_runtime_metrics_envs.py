@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import functools
 import random
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from envs.trust_support import TrustAdapter
+from trl_standin import as_trl
 
 from orsgen.runtime.records import metrics
 from orsgen.runtime.records.episode import TIMED_OUT, Kind, Outcome
@@ -170,6 +173,43 @@ def test_two_ranks_through_log_metric_give_every_figure_over_all_rollouts() -> N
     _check_pooled_is_weighted(logged)
 
 
+def _calls(calls: int, failed: int, seconds: float) -> Outcome:
+    usage = Usage(resets=1, calls=calls, failed_calls=failed, call_seconds=seconds)
+    return Outcome(1.0, "scored", finished=True, usage=usage)
+
+
+def test_grpotrainer_logs_the_mean_of_per_generation_figures() -> None:
+    """What metrics.py says TRL's GRPOTrainer.log() (its own code) does with a log of two
+    generations: each generation's figure exact, then their unweighted mean."""
+    pytest.importorskip("trl")
+    from transformers import TrainerState
+    from trl import GRPOTrainer
+
+    generations = [[_calls(1, 1, 4.0)], [_calls(9, 0, 0.9), _calls(0, 0, 0.0)]]
+    trainer: Any = GRPOTrainer.__new__(GRPOTrainer)  # what log() reads, and no more
+    trainer.model = SimpleNamespace(training=True)
+    trainer._metrics = {"train": defaultdict(list)}
+    trainer.accelerator = SimpleNamespace(is_main_process=False)
+    trainer.log_completions = False
+    trainer.state = TrainerState()
+    trainer.args = SimpleNamespace(include_num_input_tokens_seen="no")
+    trainer.callback_handler = SimpleNamespace(on_log=lambda *args: None)
+    trainer.control = None
+    for batch in generations:  # each generation's flush of log_metric (one rank)
+        pending: dict[str, list[float]] = {}
+        metrics.emit(lambda k, v: pending.setdefault(k, []).append(v), batch, [1.0] * len(batch))
+        for name, value in _trl_reduce([pending]).items():
+            trainer._metrics["train"][name].append(value)
+    trainer.log({})
+    logged = trainer.state.log_history[-1]
+    assert logged["ors/tool_error_frac"] == pytest.approx((1 / 1 + 0 / 9) / 2)  # not 1 / 10
+    assert logged["ors/tool_call_s"] == pytest.approx((4.0 / 1 + 0.9 / 9) / 2)  # not 4.9 / 10
+    assert logged["ors/calls_per_rollout"] == pytest.approx((1 / 1 + 9 / 2) / 2)  # not 10 / 3
+    assert logged["ors/rollouts"] == pytest.approx((1 + 2) / 2)
+    said = " ".join((metrics.__doc__ or "").split())
+    assert "mean of per-generation figures" in said and "exact over a logging step" not in said
+
+
 def test_asyncgrpo_rates_give_every_figure_over_all_rollouts() -> None:
     pytest.importorskip("trl")
     from trl.experimental.async_grpo.async_grpo_trainer import _reduce_metric
@@ -220,26 +260,18 @@ def test_the_tool_keys_are_bounded_and_the_rest_count_as_other() -> None:
     assert tool_keys(TrustAdapter) == ("echo", "hint")
 
 
-class _Trainer:
-    """Builds environments as TRL's trainers do: ``self.environment_factories[name]()``."""
-
-    def __init__(self, factories: dict[Any, Callable[[], Any]]) -> None:
-        self.environment_factories = factories
-
-    def build(self, name: Any) -> Any:
-        return self.environment_factories[name]()
-
-
 def test_an_adapter_built_by_a_dict_factory_knows_its_name() -> None:
     make = functools.partial(TrustAdapter, base_url="http://127.0.0.1:9")  # no I/O here
-    trainer = _Trainer({"left": make, "right": lambda: TrustAdapter(base_url="http://127.0.0.1:9")})
+    trainer = as_trl().Factories(
+        {"left": make, "right": lambda: TrustAdapter(base_url="http://127.0.0.1:9")}
+    )
     left, right = trainer.build("left"), trainer.build("right")
     assert metrics.counts().environments == ("left", "right")
     assert left.rollout.outcome().environment == "left"
     assert right.rollout.outcome().environment == "right"
     # One environment (TRL's {None: factory}) has no per-environment figures, and a new run
     # forgets the last one's environments.
-    alone = _Trainer({None: make}).build(None)
+    alone = as_trl().Factories({None: make}).build(None)
     assert alone.rollout.outcome().environment is None
     assert metrics.counts().environments == ()
     assert make().rollout.outcome().environment is None  # built outside a trainer

@@ -160,3 +160,21 @@ def test_load_tasks_opens_no_session(server) -> None:
     assert load_tasks(base_url=server.url).num_rows == 4
     assert server.requests().get("POST /create", 0) == 0
     assert server.open_sessions() == 0
+
+
+def test_adapters_a_function_drops_are_collected_while_it_goes_on(server) -> None:
+    """The runtime reads TRL's stack (trainer_facts) when an adapter is built and at each
+    reset: it must not keep the locals of the function that built them (on Python 3.11 and
+    3.12 reading a frame's ``f_locals`` stores them on the frame), so adapters it drops are
+    collected and their sessions closed while it goes on."""
+    envs = []
+    for i in range(4):
+        envs.append(EchoEnv(base_url=server.url, prefetch=False))
+        envs[-1].reset(task_index=i)
+    assert server.wait_sessions(4) == 4
+    refs = [weakref.ref(env) for env in envs]
+    del envs
+    gc.collect()
+    assert [r() is None for r in refs] == [True] * 4
+    runtime_hooks.drain()
+    assert server.wait_sessions(0) == 0

@@ -109,21 +109,29 @@ def test_an_empty_sequence_of_servers_is_refused() -> None:
         EchoEnv(base_url=[])
 
 
-# -- the placement rule alone (orsgen/runtime/sessions/placement.py) --------------------------------
+# -- the placement rule alone (the replica pool, orsgen/runtime/transport/replicas.py) ------------
+
+
+def _placed(open_on: dict[str, int], down_since: dict[str, float]) -> str:
+    """Where opening._pick puts the next session: the pool of the servers' health records."""
+    from orsgen.runtime.transport.health import ServerHealth
+    from orsgen.runtime.transport.replicas import ReplicaPool
+
+    records = [ServerHealth(url) for url in ("http://a", "http://b", "http://c")]
+    for record in records:
+        record.down_since = down_since.get(record.url)
+    servers = ReplicaPool(records[: 2 if down_since else 3])
+    chosen = servers.choose(load=lambda r: open_on.get(r.url, 0), tries=False)
+    return (chosen or servers.last_down()).url
 
 
 def test_placement_picks_the_fewest_open_then_the_earlier_url() -> None:
-    from orsgen.runtime.sessions.placement import choose
-
-    urls = ["http://a", "http://b", "http://c"]
-    assert choose(urls, {}, {}) == 0
-    assert choose(urls, {"http://a": 2, "http://b": 1, "http://c": 1}, {}) == 1
+    assert _placed({}, {}) == "http://a"
+    assert _placed({"http://a": 2, "http://b": 1, "http://c": 1}, {}) == "http://b"
 
 
 def test_placement_skips_a_server_that_is_down_unless_all_are() -> None:
-    from orsgen.runtime.sessions.placement import choose
-
-    urls = ["http://a", "http://b"]
-    assert choose(urls, {"http://b": 5}, {"http://a": 10.0}) == 1
+    assert _placed({"http://b": 5}, {"http://a": 10.0}) == "http://b"
     # All down: the one that went away last (its window ends last).
-    assert choose(urls, {}, {"http://a": 10.0, "http://b": 20.0}) == 1
+    assert _placed({}, {"http://a": 10.0, "http://b": 20.0}) == "http://b"
+    assert _placed({}, {"http://a": 20.0, "http://b": 20.0}) == "http://a"

@@ -13,6 +13,7 @@ import logging
 import ors_server
 import pytest
 from envs.trust_support import TRUST_ENV, TrustAdapter
+from trl_standin import as_trl
 from uniform_passes import group_task, order
 
 from orsgen.runtime.choosing import tasks
@@ -130,23 +131,11 @@ def test_several_processes_raise_instead_of_mixing(server, monkeypatch) -> None:
     assert env._slot.session is None
 
 
-class _FakeTrainer:
-    """Only what trainer_facts.facts() reads of a GRPOTrainer: num_generations, environments, args.seed."""
-
-    class args:  # noqa: N801 - mirrors trainer.args
-        seed = 11
-
-    num_generations = 3
-    environments: list[object] = []
-
-    def reset_all(self, env: TrustAdapter) -> str:
-        return str(env.reset(**PLACEHOLDER))  # called from a method whose `self` is the trainer
-
-
 def test_group_size_and_seed_come_from_the_calling_trainer(server) -> None:  # type: ignore[no-untyped-def]
     env = TrustAdapter(base_url=server.url)
     try:
-        prompts = [_FakeTrainer().reset_all(env) for _ in range(6)]
+        trainer = as_trl().GRPOTrainer()  # num_generations 3, args.seed 11
+        prompts = [trainer.reset_all(env, PLACEHOLDER) for _ in range(6)]
     finally:
         env.close()
     expected = _take(order(range(6), seed=11, group_size=3), 6)

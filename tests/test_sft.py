@@ -51,12 +51,13 @@ def _write_run(
     environment: str = "chanceenv",
     tools_sha256: str = "abc",
     threshold: float = 1.0,
+    train_split: str = "train",
 ) -> Path:
     path.mkdir(parents=True)
     config = {"environment": environment, "tools_sha256": tools_sha256, "split": split}
     config.update({"model": "m", "n": 4, "pass_threshold": threshold})
     (path / "run.json").write_text(json.dumps(config))
-    view = {"train_split": "train", "tools": [SAY_SCHEMA], "tools_sha256": tools_sha256}
+    view = {"train_split": train_split, "tools": [SAY_SCHEMA], "tools_sha256": tools_sha256}
     (path / "adapter.json").write_text(json.dumps(view))
     lines = [json.dumps({"split": split, **row}) + "\n" for row in rows]
     (path / "results.jsonl").write_text("".join(lines) + '{"task_index": 9, "sam')  # half a row
@@ -193,6 +194,50 @@ def test_unusable_runs_are_refused_with_one_line(tmp_path: Path) -> None:
             select(runs)
         assert says in str(caught.value) and "\n" not in str(caught.value), name
     assert len(select([held_out], allow_splits=["test"]).rows) == 1
+
+
+HELD_OUT = ["test", "Test", "my-test", "eval_set", "validation", "dev", "holdout", "devSet"]
+
+
+@pytest.mark.parametrize("split", HELD_OUT)
+def test_a_split_held_out_by_its_name_is_refused_as_the_default_split_too(
+    split: str, tmp_path: Path
+) -> None:
+    """An environment with only a ``test`` split makes it the package's default (its
+    ``train_split``): its runs are still held out."""
+    run = _write_run(
+        tmp_path / "run", [_row(0, 0, 1.0, _messages("fig"))], split, train_split=split
+    )
+    with pytest.raises(SftError) as caught:
+        select([run])
+    said = str(caught.value)
+    assert f"--allow-split {split} " in said and "held out by its name" in said, said
+    assert "\n" not in said
+    assert len(select([run], allow_splits=[split]).rows) == 1
+
+
+@pytest.mark.parametrize("split", ["contest", "attest", "latest", "train", "devotion"])
+def test_a_name_with_a_held_out_word_only_inside_a_word_is_kept(split: str, tmp_path: Path) -> None:
+    run = _write_run(
+        tmp_path / "run", [_row(0, 0, 1.0, _messages("fig"))], split, train_split=split
+    )
+    assert len(select([run]).rows) == 1
+
+
+def test_the_command_refuses_the_only_split_test_without_allow_split(
+    orsgen_subprocess: Callable[..., CliRun], tmp_path: Path
+) -> None:
+    run = _write_run(
+        tmp_path / "run", [_row(0, 0, 1.0, _messages("fig"))], "test", train_split="test"
+    )
+    out = tmp_path / "sft"
+    refused = orsgen_subprocess(["sft", str(run), "-o", str(out)])
+    assert refused.code == 2 and refused.stdout == "" and not out.exists()
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("orsgen sft: error: "), refused.stderr
+    assert "--allow-split test" in lines[0] and "contaminates later evaluations" in lines[0]
+    allowed = orsgen_subprocess(["sft", str(run), "-o", str(out), "--allow-split", "test"])
+    assert allowed.code == 0, allowed.stderr
 
 
 # --- Real runs: transformers serve, a real ORS server, SFTTrainer -----------------------

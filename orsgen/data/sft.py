@@ -18,8 +18,10 @@ conversational tool-calling format:
 - provenance: ``task_index``, ``split``, ``sample``, ``reward`` and ``run`` (the run
   directory's name).
 
-A run on a split other than the package's training split is refused (training on held-out
-transcripts contaminates every later evaluation) unless that split is in ``allow_splits``.
+A run on a split other than the package's training split, or on one whose name marks it
+held out (``test``, ``my-test``, ``eval_set``, ``validation``, ...: whatever the package's
+default), is refused (training on held-out transcripts contaminates every later evaluation)
+unless that split is in ``allow_splits``.
 
 Memory stays flat in the number of rollouts: the rows are read twice, one line at a time.
 The first pass keeps a few numbers per passing rollout (its task, sample, transcript length,
@@ -197,7 +199,8 @@ def sft_dataset(
     A rollout is kept when it is scored and passes with its run's pass threshold
     (``min_reward`` instead, when given); at most ``per_task`` per task (shortest first,
     then by sample); identical transcripts once. A run of a split other than the package's
-    training split is refused unless its split is in ``allow_splits``. Raises
+    training split, or held out by its name, is refused unless its split is in
+    ``allow_splits``. Raises
     :class:`SftError` (a ``ValueError``) with a one-line message."""
     chosen = select(run_dirs, min_reward=min_reward, per_task=per_task, allow_splits=allow_splits)
     return as_dataset(chosen.rows, features())

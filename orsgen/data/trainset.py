@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from orsgen.arguments import Parser, UsageError, output
 from orsgen.jsonobject import is_array
 from orsgen.rundir import RESULTS_FILE, RunDirError, read_adapter, read_config, row_at
+from orsgen.snapshot.splits import held_out
 
 if TYPE_CHECKING:
     import numpy
@@ -81,7 +82,8 @@ def check_runs(
     runs: Sequence[Run], allow_splits: Iterable[str], same: Mapping[str, str] = SAME
 ) -> None:
     """One environment and one set of tools (the run.json keys of ``same``, each with what
-    its values are called); no held-out split unless allowed."""
+    its values are called); no split but the package's training split, and none whose name
+    marks it held out (:func:`~orsgen.snapshot.splits.held_out`), unless allowed."""
     first = runs[0]
     for run in runs[1:]:
         for key, what in same.items():
@@ -92,13 +94,15 @@ def check_runs(
                 )
     allowed = set(allow_splits)
     for run in runs:
-        split, train = run.config.get("split"), run.view.get("train_split")
-        if split != train and split not in allowed:
-            raise SftError(
-                f"{run.path} evaluated split {split!r}, not the package's training split "
-                f"{train!r}: training on held-out transcripts contaminates later "
-                f"evaluations; pass --allow-split {split} to use it anyway"
-            )
+        split, train = str(run.config.get("split")), run.view.get("train_split")
+        if split in allowed or (split == train and not held_out(split)):
+            continue
+        why = f"not the package's training split {train!r}"
+        why = "held out by its name" if split == train else why
+        raise SftError(
+            f"{run.path} evaluated split {split!r}, {why}: training on held-out transcripts "
+            f"contaminates later evaluations; pass --allow-split {split} to use it anyway"
+        )
 
 
 def open_runs(
@@ -308,7 +312,8 @@ def run_parser(prog: str, description: str) -> Parser:
         default=[],
         metavar="NAME",
         help="use runs of this held-out split anyway (repeatable; default: only the "
-        "package's training split)",
+        "package's training split, and not when its name marks it held out: test, eval, "
+        "valid, validation, val, dev, holdout, as a word of the name)",
     )
     return p
 

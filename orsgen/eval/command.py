@@ -10,6 +10,7 @@ configuration, always found before the first rollout (one line on stderr)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import inspect
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.arguments import Failed, UsageError, output, secret_pairs
+from orsgen.arguments import Failed, UsageError, needs, output, secret_pairs
 from orsgen.eval.compare import compared
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import EndpointsDown, check, keyed
@@ -32,6 +33,12 @@ from orsgen.wording import plural
 
 # The options whose dest is a field of EvalConfig set that field (``-n``: ``n``).
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(EvalConfig))
+# What --compare and --merge take (dests): any other option given with them is refused.
+TAKES = {
+    "compare": {"compare", "force", "seed"},
+    "merge": {"merge", "out", "partial", "force", "min_coverage"},
+}
+EXTRA = ("openai", "tqdm", "matplotlib", "transformers")  # orsgen[eval]: evaluate, merge
 
 
 def load_adapter(directory: str, class_name: str | None) -> Any:
@@ -174,15 +181,17 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 def _run(args: argparse.Namespace) -> int:
     if compared(args):
         return 0
+    needs("eval", EXTRA)
     if args.merge and not args.out:
         raise UsageError("--merge needs --out RUN, the run to write")
     if args.merge:
         out = output(args.out, "--out")
         result = merge_shards(args.merge, out, partial=args.partial, force=args.force)
     else:
-        result = _evaluate(args)
-    if args.upload_run:
-        _report_upload(args.upload_run)
+        from orsgen.runtime.upload.uploader import said_once
+
+        with said_once(args.upload_run) if args.upload_run else contextlib.nullcontext():
+            result = _evaluate(args)
     n = result.summary["n"]
     share = result.summary["zero_variance_share"].get(str(n))
     groups = f", zero-variance share at G={n}: {shown(share)}" if n >= 2 else ""
@@ -195,23 +204,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_upload(run_name: str) -> None:
-    """Flush the uploads (bounded) and say how many went to the runs UI."""
-    from orsgen.runtime.upload.uploader import EXIT_BUDGET, uploader
-
-    up = uploader()
-    left = "" if up.flush(EXIT_BUDGET) else f"; gave up waiting after {EXIT_BUDGET:g} s"
-    print(
-        f"runs UI: {up.uploaded} rollouts uploaded to run {run_name!r}, "
-        f"{up.dropped_total} dropped{left}",
-        file=sys.stderr,
-    )
-
-
 def main(argv: Sequence[str]) -> int:
     """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
     p = parser()
     args = p.parse(list(argv))
+    for mode, takes in TAKES.items():
+        if getattr(args, mode):
+            p.only(argv, f"--{mode}", takes)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args)

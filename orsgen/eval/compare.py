@@ -36,12 +36,11 @@ PERMUTATIONS = 100_000
 
 
 def load_summary(run: Path) -> dict[str, Any]:
-    """The ``summary.json`` of a run given as its directory, its ``run.json`` or that
-    ``summary.json`` itself; :class:`RunFileError` naming the file when it cannot be read."""
+    """The ``summary.json`` of a run directory (given as the directory, its run.json, or that
+    file); :class:`RunFileError` if none."""
+    run = run.parent if run.name == RUN_FILE else run
     try:
-        if run.is_dir() or run.name == RUN_FILE:
-            return read_summary(run if run.is_dir() else run.parent)
-        return read_json(run)
+        return read_summary(run) if run.is_dir() else read_json(run)
     except RunDirError as exc:
         raise RunFileError(str(exc)) from None
 

@@ -14,6 +14,7 @@ from orsgen.rundir import read_config
 
 DEFAULT_MAX_TURNS = 8
 DEFAULT_REQUEST_TIMEOUT = 600.0
+DEFAULT_REQUEST_ATTEMPTS = 5
 ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 
@@ -70,6 +71,8 @@ class EvalConfig:
     tools_sha256: str | None = None
     shard: tuple[int, int] | None = None
     price: tuple[float, float] | None = None
+    # A chat request's budget without a rollout deadline (orsgen/eval/endpoints.py).
+    request_attempts: int = DEFAULT_REQUEST_ATTEMPTS
 
     def __post_init__(self) -> None:
         given: Any = self.endpoint
@@ -212,7 +215,7 @@ def _check(c: EvalConfig) -> None:
     if len(set(c.endpoints)) < len(c.endpoints):
         raise EvalConfigError(f"names one endpoint twice: {c.endpoint!r}", "endpoint")
     optional = ("num_tasks", "max_tokens", "max_rollout_tokens")
-    for name in ("n", "max_turns", *optional):
+    for name in ("n", "max_turns", "request_attempts", *optional):
         value = getattr(c, name)
         if value is None and name in optional:
             continue

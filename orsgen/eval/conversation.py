@@ -285,8 +285,11 @@ class Conversation:
             # message against its typed schema, several ms a request at 16 messages.
             body: dict[str, Any] = dict(model=c.model, messages=messages, seed=seed)
             body |= dict(tools=schemas or None, temperature=c.temperature, max_tokens=c.max_tokens)
+            until = None if limit is None else started + limit  # the request's budget
             try:
-                response = self.endpoints.post({k: v for k, v in body.items() if v is not None})
+                response = self.endpoints.post(
+                    {k: v for k, v in body.items() if v is not None}, where[0], until
+                )
             except RequestFailed as exc:  # the endpoints' outages are routed around
                 return "error", str(exc)
             finally:

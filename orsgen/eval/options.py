@@ -6,7 +6,8 @@ import argparse
 
 from orsgen.arguments import Parser, at_least, http_url, in_range, number, price, seconds
 from orsgen.eval.compare import compare_options
-from orsgen.eval.config import DEFAULT_MAX_TURNS, EvalConfigError, parse_shard
+from orsgen.eval.config import DEFAULT_MAX_TURNS, DEFAULT_REQUEST_ATTEMPTS, EvalConfigError
+from orsgen.eval.config import parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT
 from orsgen.runtime.records.passk import PASS_THRESHOLD
 
@@ -118,7 +119,17 @@ def parser() -> Parser:
     p.add_argument(
         "--rollout-timeout",
         type=seconds,
-        help="seconds per rollout from its reset (default: no limit)",
+        help="seconds per rollout from its reset (default: no limit); also each chat "
+        "request's budget",
+    )
+    p.add_argument(
+        "--request-attempts",
+        type=at_least(1),
+        default=DEFAULT_REQUEST_ATTEMPTS,
+        metavar="N",
+        help="without --rollout-timeout, a chat request's budget: after N tries that its "
+        "endpoints fail (an outage aside), its rollout is failed, naming the last answer, and "
+        f"the run goes on (default {DEFAULT_REQUEST_ATTEMPTS})",
     )
     p.add_argument(
         "--temperature",

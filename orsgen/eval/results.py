@@ -206,8 +206,9 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, An
     for key in before.differences(config):
         was, now = before.to_json()[key], config.to_json()[key]
         raise RunFileError(
-            f"cannot resume: {key} was {shortened(was)} and is now {shortened(now)}; "
-            "use another --out for a different run"
+            f"was {shortened(was)} and is now {shortened(now)}: cannot resume; use another "
+            "--out for a different run",
+            key,  # orsgen eval names its option
         )
     return counts
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from orsgen.eval import report
 from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
-from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, public_url
+from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, added_counts, public_url
 from orsgen.eval.results import Record, Records, RunFileError, check_resume, read_records
 from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, run_all
@@ -179,7 +179,11 @@ def evaluate(
     if not endpoint_down_limit > 0:
         raise EvalConfigError(f"must be positive, got {endpoint_down_limit}", "endpoint_down_limit")
     endpoints = Endpoints(
-        config.endpoints, endpoint_api_key, config.request_timeout, endpoint_down_limit
+        config.endpoints,
+        endpoint_api_key,
+        config.request_timeout,
+        endpoint_down_limit,
+        attempts=config.request_attempts,
     )  # the key count checked before any network
     adapters = Adapters(_adapter_factory(env, adapter, config.rollout_timeout))
     target = Path(out) if out is not None else None
@@ -208,7 +212,7 @@ def evaluate(
             if log is not None:
                 log.close()
             if plan.out is not None:
-                counts = endpoints.router.counts(plan.earlier)
+                counts = added_counts(plan.earlier, endpoints.pool.counts())
                 write_run(plan.out, plan.config.to_json(), endpoint_counts=counts)
         seconds = time.monotonic() - started
         records = plan.done  # the resumed rows' records, and the new ones

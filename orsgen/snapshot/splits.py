@@ -1,14 +1,26 @@
 """The default split (environments often have no ``train``): the existing package's, else
-``train``, else the only one, else the first listed, with a line saying so. Only a named
+``train``, else the only one, else the first listed, with a line saying so (and, for a split
+held out by its name, that training on it contaminates later evaluations). Only a named
 split that does not exist is an error."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from orsgen.snapshot.errors import TargetError
 
 DEFAULT_SPLIT = "train"
+# Words that mark a split held out for evaluation, alone or as a word of its name.
+HELD_OUT = frozenset({"test", "eval", "evaluation", "valid", "validation", "val", "dev", "holdout"})
+
+
+def held_out(split: str) -> bool:
+    """Whether ``split``'s name marks it held out: one of :data:`HELD_OUT`, in any case,
+    alone or as a word of it (``Test``, ``my-test``, ``eval_set``, ``testSet``; not
+    ``contest``)."""
+    words = re.split(r"[^a-zA-Z]+|(?<=[a-z])(?=[A-Z])", split)
+    return any(word.lower() in HELD_OUT for word in words)
 
 
 def choose_split(
@@ -30,10 +42,16 @@ def choose_split(
         return str(previous), None
     if DEFAULT_SPLIT in names:
         return DEFAULT_SPLIT, None
+    chosen, warning = names[0], ""
+    if held_out(chosen):
+        warning = (
+            f"; {chosen!r} is held out by its name: training on it contaminates later "
+            "evaluations (orsgen sft and pairs refuse its runs without --allow-split)"
+        )
     if len(names) == 1:
-        only = f"using {names[0]!r}, the only split"
-        return names[0], f"no --split given and no {DEFAULT_SPLIT!r} split: {only}"
-    return names[0], (
-        f"no --split given and no {DEFAULT_SPLIT!r} split: using {names[0]!r}, the first of "
-        f"{len(names)} splits ({', '.join(names)}); choose another with --split"
+        only = f"using {chosen!r}, the only split"
+        return chosen, f"no --split given and no {DEFAULT_SPLIT!r} split: {only}{warning}"
+    return chosen, (
+        f"no --split given and no {DEFAULT_SPLIT!r} split: using {chosen!r}, the first of "
+        f"{len(names)} splits ({', '.join(names)}); choose another with --split{warning}"
     )

@@ -33,11 +33,18 @@ With several environments (a dict ``environment_factory``), every figure is also
 per-environment ones. Per environment at most
 :data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools have keys; the rest count as ``_other``.
 
-Two ways out, both exact over a logging step's rollouts. :func:`emit` logs a figure
-``num / den`` ``den`` times through ``log_metric``, which TRL averages across ranks
-(``grpo_trainer.py`` around line 2851): ``sum(num) / sum(den)`` over every rank's batch.
+Two ways out. :func:`emit` logs a figure ``num / den`` ``den`` times through
+``log_metric``. At the end of each generation GRPOTrainer divides the sum of every rank's
+values by their count (``grpo_trainer.py`` around line 2851): the generation's figure is
+``sum(num) / sum(den)`` over its rollouts on every rank, exact. Its ``log()`` (around line
+3302) then takes the unweighted mean of the figures of the generations since the last log
+(``logging_steps=10`` by default): a logged figure is a *mean of per-generation figures*,
+not a ratio over the logging step (a generation of 2 calls weighs as much as one of 200 in
+``tool_error_frac`` and ``tool_call_s``; one without a call adds nothing to them), and a
+count or gauge is its mean per rank and generation. A log of one generation is exact.
 :meth:`Accumulator.drain_rates` gives ``(numerator, denominator)`` pairs, which AsyncGRPO's
-``log()`` reduces as ``sum(num) / sum(den)`` (``_reduce_metric``, ``async_grpo_trainer.py``).
+``log()`` reduces as ``sum(num) / sum(den)`` (``_reduce_metric``,
+``async_grpo_trainer.py``): exact over its logging window.
 """
 
 from __future__ import annotations

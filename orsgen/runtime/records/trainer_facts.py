@@ -19,8 +19,9 @@ these are readable without any configuration:
   (``grpo_trainer.py`` around lines 686 and 2358, ``async_rollout_worker.py`` around lines
   436 and 574): an adapter being constructed finds its name up the stack.
 
-Every reader returns ``None`` when the shape is not the one above; the caller then asks the
-user (``group_size=``) or does without.
+Only frames of TRL's modules (``trl.*``) have their locals read. Every reader returns
+``None`` when the shape is not the one above; the caller then asks the user
+(``group_size=``) or does without.
 """
 
 from __future__ import annotations
@@ -54,11 +55,15 @@ class TrainerFacts:
 
 
 def _frames(frame: Any) -> Iterator[Any]:
-    """``frame`` and the few frames above it (user wrappers may sit in between)."""
+    """TRL's own frames among ``frame`` and the few above it (user wrappers may sit in
+    between), told by their code's module before their locals are read: on Python 3.11 and
+    3.12, reading ``f_locals`` stores the locals on the frame, so a caller's would stay alive
+    after it dropped them (its adapters, with their sessions open)."""
     for _ in range(_MAX_DEPTH):
         if frame is None:
             return
-        yield frame
+        if str(frame.f_globals.get("__name__", "")).startswith("trl."):
+            yield frame
         frame = frame.f_back
 
 

@@ -1,6 +1,6 @@
 """Opening a rollout's session: what every session of one adapter is opened with, which
 prefetch stream its resets share, and one reset's open under the call policy: on which of
-several servers (:mod:`orsgen.runtime.sessions.placement`), in which place under the session cap
+several servers (:class:`orsgen.runtime.transport.replicas.ReplicaPool`), in which place under the session cap
 (:mod:`orsgen.runtime.sessions.cap`), and waiting out outages and capacity refusals."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from typing import Any
 from orsgen.canonical import sha256_of
 from orsgen.jsonobject import is_object
 from orsgen.runtime.errors import EnvironmentUnavailableError, SessionOpenError, describe
-from orsgen.runtime.sessions import cap, drift, placement, pool
+from orsgen.runtime.sessions import cap, drift, pool
 from orsgen.runtime.transport import health, sdk
 from orsgen.runtime.transport.endpoint import Endpoint
 from orsgen.runtime.transport.health import ServerHealth
 from orsgen.runtime.transport.policy import Action, CallPolicy
 from orsgen.runtime.transport.process import current
+from orsgen.runtime.transport.replicas import ReplicaPool
 from orsgen.runtime.transport.sdk import Opened
 
 # How long a failed reset may spend asking how many tasks its split has.
@@ -196,18 +197,20 @@ class _Attempt:
             return self._past_window(here, err)
 
     def _pick(self) -> Endpoint:
-        """The server for the next try: fewest open sessions of this class among those up
-        and not failed in this open; all of them again when every one failed."""
+        """The server for the next try, by the rules docs/scale.md states ("Several servers"):
+        fewest open sessions of this class among those up and not failed in this open (all
+        of them again when every one failed), ties to the earlier URL; when every one is
+        down, the one that went away last (its reconnect window ends last)."""
         urls = [e.session_url for e in self.servers]
         if len(urls) == 1:
             return self.servers[0]
-        records = {url: health.record(url) for url in urls}
-        for record in records.values():
+        records = [health.record(url) for url in urls]
+        for record in records:
             record.probe_later()  # a server that is down rejoins when it answers
-        candidates = [u for u in urls if u not in self.failed] or urls
-        down = {u: records[u].down_since for u in candidates}
-        chosen = candidates[placement.choose(candidates, cap.of(self.owner).open_on(), down)]
-        return self.servers[urls.index(chosen)]
+        servers = ReplicaPool([r for r in records if r.url not in self.failed] or records)
+        open_on = cap.of(self.owner).open_on()
+        chosen = servers.choose(load=lambda r: open_on.get(r.url, 0), tries=False)
+        return self.servers[records.index(chosen or servers.last_down())]
 
     def _after_failure(
         self, here: SessionOptions, policy: CallPolicy, cause: BaseException | None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 from orsgen.runtime.errors import describe
 from orsgen.runtime.transport import http
 from orsgen.runtime.transport.process import Records, current
+from orsgen.runtime.transport.replicas import AWAY_STATUSES, Replica
 
 if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated package
     import aiohttp
@@ -28,8 +29,6 @@ BACKOFF_MAX = 10.0
 PROBE_TIMEOUT = 5.0
 # Beyond the window itself, how long a blocked caller waits for the prober to report.
 WAIT_SLACK = PROBE_TIMEOUT + 5.0
-# Statuses a gateway answers for a server that is not there (the server never saw the request).
-_AWAY_STATUSES = frozenset({502, 503, 504})
 LOST_SESSION_TEXT = "Active environment not found"
 # How a platform says it is full when it does not answer 429 (matched in the message of a
 # 400/403/409/503 to a session creation).
@@ -41,14 +40,13 @@ REJOIN_EVERY = 5.0
 Clock = Callable[[], float]
 
 
-class ServerHealth:
-    """What this process knows about one server URL (each degraded rollout counted once,
-    here)."""
+class ServerHealth(Replica):
+    """What this process knows about one server URL, a replica of its environment (each
+    degraded rollout counted once, here)."""
 
     def __init__(self, url: str, clock: Clock = time.monotonic) -> None:
-        self.url = url
+        super().__init__(url)
         self.reached = False
-        self.down_since: float | None = None
         self._clock = clock
         self._lock = threading.Lock()
         # Degraded rollouts per adapter class, all time; and the total when this stretch began.
@@ -58,11 +56,6 @@ class ServerHealth:
         self.refusing_since: float | None = None
         self._refused_opens = 0
         self._stretch_refusals = 0
-        self._probed_at = -REJOIN_EVERY
-
-    @property
-    def down(self) -> bool:
-        return self.down_since is not None
 
     @property
     def degraded(self) -> int:
@@ -84,8 +77,8 @@ class ServerHealth:
             if self.down_since is None:
                 return
             total = self._degraded.total()
-            gone, degraded = self._clock() - self.down_since, total - self._stretch_from
-            self.down_since, self._stretch_from = None, total
+            gone, degraded = self.came_back(self._clock()) or 0.0, total - self._stretch_from
+            self._stretch_from = total
         more = f"; {degraded} rollout(s) ran degraded meanwhile" if degraded else ""
         log.warning(
             "orsgen: the ORS server at %s answers again after %.1f s%s", self.url, gone, more
@@ -94,9 +87,7 @@ class ServerHealth:
     def away(self, exc: BaseException) -> None:
         """The server did not answer (logged the first time)."""
         with self._lock:
-            first = self.down_since is None
-            if first:
-                self.down_since = self._clock()
+            first = self.went_away(self._clock(), (REJOIN_EVERY, REJOIN_EVERY))
         if first:
             log.warning(
                 "orsgen: the ORS server at %s stopped answering (%s); waiting for it",
@@ -154,13 +145,11 @@ class ServerHealth:
             )
 
     def probe_later(self) -> None:
-        """Probe a server known to be down in the background (at most every
-        ``REJOIN_EVERY`` s): when it answers it is up again, and gets new sessions."""
+        """Probe a server known to be down in the background (every ``REJOIN_EVERY`` s, its
+        rest): when it answers it is up again, and gets new sessions."""
         with self._lock:
-            now = self._clock()
-            if self.down_since is None or now - self._probed_at < REJOIN_EVERY:
+            if not self.due(self._clock()):
                 return
-            self._probed_at = now
         current().submit(self._rejoin())
 
     async def _rejoin(self) -> None:
@@ -218,7 +207,7 @@ def unreachable(exc: BaseException) -> bool:
 
     for e in _chain(exc):
         if isinstance(e, aiohttp.ClientResponseError):
-            return e.status in _AWAY_STATUSES
+            return e.status in AWAY_STATUSES
         if isinstance(e, (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError)):
             return True  # ClientConnectorError is a ClientOSError
     return False
@@ -268,6 +257,6 @@ async def probe(url: str) -> bool:
         async with http.client(url).get(
             "/health", timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT), allow_redirects=False
         ) as response:
-            return response.status not in _AWAY_STATUSES
+            return response.status not in AWAY_STATUSES
     except Exception:  # noqa: BLE001 - anything but an answer means "not yet"
         return False

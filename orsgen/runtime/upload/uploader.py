@@ -26,16 +26,19 @@ import dataclasses
 import importlib.metadata
 import logging
 import multiprocessing.util
+import os
 import queue
+import sys
 import threading
 import time
+from collections.abc import Generator
 from typing import Any
 
 from orsgen.runtime.records import metrics
 from orsgen.runtime.transport.process import at_shutdown, current
 from orsgen.runtime.upload.record import Record, events
 
-logger = logging.getLogger("orsgen.runtime")
+logger = logging.getLogger("orsgen.runtime.upload")
 
 QUEUE_SIZE = 2048  # rollouts waiting for the uploader; more are dropped (and counted)
 THREADS = 16  # rollouts started at once at most (each create() holds a thread until answered)
@@ -68,6 +71,7 @@ class Uploader:
         self._given_up: set[int] = set()  # threads whose start a flush counted as dropped
         self._answered = False  # the last start went through: starts need not wait their turn
         self._outage: str | None = None  # why uploads fail, while they do
+        self.failure: str | None = None  # why the last outage began (kept after it ended)
         self._retry_at = 0.0
         self._pause = RETRY_FIRST
         self._flushing = False
@@ -115,7 +119,7 @@ class Uploader:
         with self._lock:
             if self._outage is not None:
                 return
-            self._outage = why
+            self._outage = self.failure = why
         logger.warning(
             "uploading rollouts to the runs UI failed (%s); rollouts are dropped until it "
             "works again, counted in ors/upload_dropped, and training goes on",
@@ -308,6 +312,34 @@ class Uploader:
 
 def uploader() -> Uploader:
     return current().part(Uploader)
+
+
+@contextlib.contextmanager
+def said_once(run_name: str) -> Generator[None, None, None]:
+    """A command's run that uploads (``orsgen eval --upload-run``), said in one line at its
+    end: the uploads flushed (bounded), how many went and, when some were dropped, why. The
+    uploader's own lines are held back meanwhile (a filter on its logger), and the SDK's
+    line for each start that failed is not printed (``OPENREWARD_LOG_LEVEL``, which the SDK
+    reads when it is imported, unless it is set)."""
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "ERROR")
+    logger.addFilter(_held_back)
+    try:
+        yield
+        up = uploader()
+        left = "" if up.flush(EXIT_BUDGET) else f"; gave up waiting after {EXIT_BUDGET:g} s"
+        up.drain_metric()  # counted in this line, not again by the exit's
+    finally:
+        logger.removeFilter(_held_back)
+    why = f" ({up.failure})" if up.dropped_total and up.failure else ""
+    print(
+        f"runs UI: {up.uploaded} rollouts uploaded to run {run_name!r}, "
+        f"{up.dropped_total} dropped{why}{left}",
+        file=sys.stderr,
+    )
+
+
+def _held_back(_record: logging.LogRecord) -> bool:
+    return False
 
 
 def flush(timeout: float = EXIT_BUDGET) -> bool:

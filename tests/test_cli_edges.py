@@ -1,0 +1,184 @@
+"""The edges of the command line (issue 39, item 9), each through ``python -m orsgen`` as its
+own process: ``--compare`` of run directories or their run.json; an option ``--merge`` or
+``--compare`` does not take is refused, naming it, whatever its value; ``orsgen eval``
+without the eval extra says what to install; ``orsgen help [COMMAND]``; and an upload to a
+runs UI that cannot be reached is said in one line. The runs are of the echo environment
+(a real ORS server) against the scripted stand-in endpoint (tests/openai_standin.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import openai_standin
+import ors_server
+from conftest import ROOT, CliRun, eval_args, run_eval
+
+from orsgen.eval import EvalConfig, evaluate
+from orsgen.eval.command import load_adapter
+
+ECHO = ROOT / "generated" / "echo"
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[openai_standin.Standin]:
+    server = openai_standin.start(
+        tmp_path_factory.mktemp("standin"), tool="echo", argument="text", quote=3
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def runs(
+    standin: openai_standin.Standin,
+    echo_server: ors_server.RunningServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    """``a`` and ``b`` (two seeds) and ``s0``, ``s1`` (the shards of ``a``)."""
+    root = tmp_path_factory.mktemp("runs")
+    klass = load_adapter(str(ECHO), None)
+    for name, seed, shard in [("a", 11, None), ("b", 12, None), ("s0", 11, 0), ("s1", 11, 1)]:
+        config = EvalConfig(
+            model=standin.model,
+            endpoint=standin.endpoint,
+            split="test",
+            n=2,
+            seed=seed,
+            shard=None if shard is None else (shard, 2),
+        )
+        adapter = {"base_url": echo_server.url}
+        evaluate(klass, config, adapter=adapter, out=root / name, progress=False)
+    return root
+
+
+def _one_error(code: int, out: str, err: str) -> str:
+    lines = err.splitlines()
+    assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
+    assert lines[0].startswith("orsgen eval: error: "), err
+    return lines[0]
+
+
+def test_compare_takes_run_directories_or_their_run_json(runs: Path) -> None:
+    by_directory = run_eval(["--compare", str(runs / "a"), str(runs / "b")])
+    assert by_directory[0] == 0, by_directory[2]
+    by_file = run_eval(["--compare", str(runs / "a" / "run.json"), str(runs / "b" / "run.json")])
+    assert by_file[0] == 0 and "Traceback" not in by_file[2], by_file[2]
+    assert by_file[1] == by_directory[1] and "pass@1 B-A: " in by_file[1]
+
+
+def test_options_merge_and_compare_do_not_take_are_refused_by_name(
+    runs: Path, tmp_path: Path
+) -> None:
+    shards = [str(runs / "s0"), str(runs / "s1")]
+    merged = tmp_path / "merged"
+    line = _one_error(
+        *run_eval(["--merge", *shards, "--out", str(merged), "-n", "5"] + ["--model", "zzz"])
+    )
+    assert line.endswith("-n/--samples, --model do not apply to --merge"), line
+    # Given is refused, whatever the value: -n 1 is -n's default.
+    line = _one_error(*run_eval(["--merge", *shards, "--out", str(merged), "--samples=1"]))
+    assert line.endswith("-n/--samples does not apply to --merge"), line
+    assert not merged.exists()
+    line = _one_error(*run_eval(["--compare", str(runs / "a"), str(runs / "b"), "--no-progress"]))
+    assert line.endswith("--no-progress does not apply to --compare"), line
+    line = _one_error(*run_eval([str(ECHO), "--compare", str(runs / "a"), str(runs / "b")]))
+    assert line.endswith("DIR does not apply to --compare"), line
+    line = _one_error(*run_eval(["--compare", "x", "y", "--merge", "z", "--out", "m"]))
+    assert line.endswith("--merge, --out do not apply to --compare"), line
+    # What they do take.
+    code, out, err = run_eval(["--merge", *shards, "--out", str(merged), "--min-coverage", "0.5"])
+    assert code == 0 and out.startswith("8 rollouts on split 'test'"), err
+    code, out, err = run_eval(["--compare", str(runs / "a"), str(merged), "--seed", "3", "--force"])
+    assert code == 0 and "pass@1 B-A: +0.000" in out, err
+
+
+# The eval extra's openai as an environment without it has it: not found by the import
+# system (a finder ahead of the others, installed by a sitecustomize module on the path).
+_NO_OPENAI = """
+import sys
+
+class NoOpenAI:
+    def find_spec(self, name, path=None, target=None):
+        if name == "openai" or name.startswith("openai."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoOpenAI())
+"""
+
+
+def test_eval_without_its_extra_says_what_to_install(runs: Path, tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent(_NO_OPENAI))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
+
+    def orsgen_eval(*args: str) -> tuple[int, str, str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "orsgen", "eval", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return done.returncode, done.stdout, done.stderr
+
+    dead = f"http://127.0.0.1:{ors_server.free_port()}"
+    args = [str(ECHO), "--endpoint", f"{dead}/v1", "--model", "m", "--base-url", dead]
+    line = _one_error(*orsgen_eval(*args))
+    assert "No module named 'openai'" in line and "pip install 'orsgen[eval]'" in line, line
+    line = _one_error(*orsgen_eval("--merge", str(runs / "s0"), "--out", str(tmp_path / "m")))
+    assert "pip install 'orsgen[eval]'" in line, line
+    # What needs none of it still works: --help, --compare.
+    code, out, err = orsgen_eval("--compare", str(runs / "a"), str(runs / "b"))
+    assert code == 0 and "pass@1 B-A: " in out, err
+    code, out, _ = orsgen_eval("--help")
+    assert code == 0 and out.startswith("usage: orsgen eval")
+
+
+def test_help_shows_the_help(orsgen_subprocess) -> None:  # type: ignore[no-untyped-def]
+    done: CliRun = orsgen_subprocess(["help"])
+    assert done.code == 0 and done.stdout.startswith("usage: orsgen [-h] -o OUTPUT"), done
+    assert "orsgen help COMMAND" in done.stdout
+    for command in ("eval", "sft", "check"):
+        done = orsgen_subprocess(["help", command])
+        assert done.code == 0 and done.stdout.startswith(f"usage: orsgen {command} "), done
+    done = orsgen_subprocess(["help", "evl"])
+    assert done.code == 2 and done.stdout == "", done
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("orsgen help: error: ")
+    assert "check, eval, sft, pairs, view" in done.stderr
+
+
+def test_an_unreachable_runs_ui_is_said_in_one_line(
+    standin: openai_standin.Standin, echo_server: ors_server.RunningServer, tmp_path: Path
+) -> None:
+    api = f"http://127.0.0.1:{ors_server.free_port()}"  # nothing listens there
+    args = eval_args(ECHO, echo_server, standin) + ["--split", "test", "--upload-run", "edges"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    env.update(OPENREWARD_DISABLE_UPDATE_CHECK="1", PYTHONPATH=str(ROOT))
+    env.update(OPENREWARD_API_URL=api, OPENREWARD_API_KEY="or-edges-key")
+    done = subprocess.run(
+        [sys.executable, "-m", "orsgen", "eval", *args, "--out", str(tmp_path / "run")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
+    assert out.count("\n") == 1 and out.startswith("4 rollouts on split 'test'"), out  # no SDK line
+    said = [line for line in err.splitlines() if "upload" in line or "runs UI" in line]
+    assert len(said) == 1, err
+    assert said[0].startswith("runs UI: 0 rollouts uploaded to run 'edges', 4 dropped (")
+    assert api in said[0], said[0]
