@@ -35,7 +35,7 @@ from orsgen.wording import plural
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(EvalConfig))
 # What --compare and --merge take (dests): any other option given with them is refused.
 TAKES = {
-    "compare": {"compare", "force", "seed"},
+    "compare": {"compare", "force", "seed", "format"},
     "merge": {"merge", "out", "partial", "force", "min_coverage"},
 }
 EXTRA = ("openai", "tqdm", "matplotlib", "transformers")  # orsgen[eval]: evaluate, merge
