@@ -174,7 +174,7 @@ def test_compare_three_runs_as_json_md_and_csv(runs: list[Path]) -> None:
     for j, run in enumerate(runs):
         summary = json.loads((run / "summary.json").read_text())
         shown = document["runs"][j]
-        assert shown["path"] == given[j] and shown["model"] == "standin"
+        assert shown["path"] == str(run) and shown["model"] == "standin"  # run.json: its run
         assert shown["pass_at_1"] == pytest.approx(sum(pass_rates(run).values()) / len(base))
         assert shown["pass_at_1_ci95"] == summary["pass_at_1_ci95"]
         assert shown["coverage"] == summary["coverage"] == 1.0
@@ -185,7 +185,7 @@ def test_compare_three_runs_as_json_md_and_csv(runs: list[Path]) -> None:
         rates = pass_rates(run)
         diffs = [rates[t] - base[t] for t in sorted(base)]
         pair = document["paired"][j - 1]
-        assert pair["run"] == given[j] and pair["tasks"] == len(base) == 4
+        assert pair["run"] == str(run) and pair["tasks"] == len(base) == 4
         assert pair["pass_at_1_diff"] == pytest.approx(sum(diffs) / len(diffs))
         assert pair["fail_to_pass"] == [t for t in sorted(base) if rates[t] > base[t]]
         assert pair["pass_to_fail"] == [t for t in sorted(base) if rates[t] < base[t]]

@@ -325,8 +325,9 @@ def compared(args: argparse.Namespace) -> bool:
         return False
     if len(args.compare) < 2:
         raise UsageError("--compare takes two runs or more: RUN_A RUN_B [RUN_C ...]")
-    summaries = [load_summary(Path(p)) for p in args.compare]
-    found = compare_runs(summaries, args.compare, args.seed or 0, args.force)
+    runs = [Path(p).parent if Path(p).name == RUN_FILE else Path(p) for p in args.compare]
+    names = [str(run) for run in runs]  # a run.json named as its run
+    found = compare_runs([load_summary(run) for run in runs], names, args.seed or 0, args.force)
     form = args.format or "md"
     warnings: list[str] = found["warnings"] if form != "md" else []
     for said in warnings:
