@@ -5,6 +5,7 @@ servers in the same run.
 
     python bench/throughput.py [--concurrency 8,32,64] [--rollouts-per-worker 20]
         [--latency 0.2] [--repeats 1] [--contenders orsgen,orsgen-2,inspect] [--out DIR]
+        [--baseline DIR] [--profile DIR [--profile-rate HZ]]
 
 The environment is bench/lottery_env.py on a local ORS server (tests/serve_env.py, the
 project's environment), one ``draw`` call that scores, the episode left open; the endpoint
@@ -16,10 +17,14 @@ Each run is its own process, evaluating ``concurrency x rollouts-per-worker`` ta
   progress bar on), one endpoint; ``orsgen-2``: the same with two stand-in endpoints;
 - ``inspect``: inspect-openreward's quickstart (bench/throughput_inspect.py) in its own
   environment, ``bench/.venv-inspect`` (made here on first use: ``pip install
-  inspect-openreward==0.3.0``; never the project's environment).
+  inspect-openreward==0.3.0``; never the project's environment);
+- ``baseline`` (with ``--baseline DIR``, another checkout of orsgen, such as a ``git
+  worktree`` of an earlier commit): ``orsgen`` with that checkout's orsgen imported, taking
+  turns with ``orsgen`` on the same servers, for a before/after on a shared machine.
 
 Per run: rollouts per second (over the rollouts alone, from the first start to the last
-end), its fraction of the limit, the CPU seconds per rollout of the eval process, of the
+end), its fraction of the limit, the same over the endpoint's own window (the stand-ins'
+first request to their last answer; orsgen only), the CPU seconds per rollout of the eval process, of the
 ORS server and of the stand-ins, and where each rollout's time goes. The figures are an
 exact split of each rollout's slot, ``concurrency x seconds / rollouts``: the model's own
 latency (turns x latency), the rest of the endpoint round trips (client, network, queueing
@@ -52,7 +57,7 @@ from measure import commit, cpu_seconds, process_cpu  # noqa: E402  (bench/measu
 
 INSPECT_VENV = BENCH / ".venv-inspect"
 INSPECT_PIN = "inspect-openreward==0.3.0"
-CONTENDERS = ("orsgen", "orsgen-2", "inspect")
+CONTENDERS = ("orsgen", "orsgen-2", "inspect", "baseline")
 TURNS = 2  # one tool call, then the final answer
 for _k, _v in {
     "OPENREWARD_DISABLE_UPDATE_CHECK": "1",
@@ -65,6 +70,8 @@ for _k, _v in {
 
 def child(opts: argparse.Namespace) -> None:
     """One orsgen run, in this process: print its figures as one JSON line."""
+    if opts.orsgen:  # the baseline's orsgen, before anything imports one
+        sys.path.insert(0, opts.orsgen)
     from conftest import import_generated
 
     from orsgen import EvalConfig, evaluate
@@ -99,12 +106,14 @@ def child(opts: argparse.Namespace) -> None:
     adapter = {"base_url": opts.base_url}
     evaluate(Timed, warm, adapter=adapter, out=Path(opts.write) / "warm-up")
     resets.clear()
+    began = time.time()  # the stand-ins' window starts at the first request after this
     cpu0 = cpu_seconds()
     result = evaluate(Timed, config, adapter=adapter, concurrency=opts.concurrency, out=opts.write)
     cpu = cpu_seconds() - cpu0
     rows = list(result.transcripts())
     figures = {
         "seconds": result.seconds,
+        "began": began,
         "cpu_seconds": round(cpu, 3),
         "scored": sum(r["verdict"] == "scored" for r in rows),
         "turns": [r["turns"] for r in rows],
@@ -185,6 +194,8 @@ def one_run(
     target = work / f"run-{contender}-{concurrency}"
     shutil.rmtree(target, ignore_errors=True)
     endpoints = servers["endpoints"][: 2 if contender == "orsgen-2" else 1]
+    if opts.baseline is None and contender == "baseline":
+        raise ValueError("the baseline contender needs --baseline DIR")
     if contender == "inspect":
         args = [
             str(inspect_python()),
@@ -210,14 +221,19 @@ def one_run(
             "--write",
             str(target),
         ]
+        if contender == "baseline":
+            args += ["--orsgen", str(opts.baseline)]
     args += ["--rollouts", str(rollouts), "--concurrency", str(concurrency)]
     if opts.profile is not None:  # py-spy (bench/.venv-inspect) samples the run's stacks
-        spy = INSPECT_VENV / "bin" / "py-spy"
+        spy = Path(sys.executable).parent / "py-spy"  # this environment's, else the bench's
+        if not spy.exists():
+            spy = INSPECT_VENV / "bin" / "py-spy"
         if not spy.exists():
             subprocess.run([str(inspect_python()), "-m", "pip", "install", "-q", "py-spy"])
         opts.profile.mkdir(parents=True, exist_ok=True)
         stacks = opts.profile / f"{contender}-{concurrency}.txt"
         spied = [str(spy), "record", "--nonblocking", "--format", "raw", "-o", str(stacks)]
+        spied += ["--rate", str(opts.profile_rate)]
         spied += ["--idle", "--threads"] if opts.profile_idle else ["--gil"]
         args = [*spied, "--", *args]
     pids = servers["pids"]
@@ -239,8 +255,18 @@ def one_run(
     if "unsupported" in out:
         run["unsupported"] = out["unsupported"]
         return run
+    windows = [s.window(out["began"]) for s in servers["standins"]] if "began" in out else []
+    windows = [w for w in windows if w is not None]
     out = _split(out, concurrency, opts.latency)
     limit = concurrency / (TURNS * opts.latency)
+    if windows:  # the endpoint's own window: its first request to its last answer
+        window = max(w[1] for w in windows) - min(w[0] for w in windows)
+        rate = out["rollouts"] / window
+        run.update(
+            endpoint_window_seconds=round(window, 3),
+            endpoint_window_rollouts_per_second=round(rate, 2),
+            endpoint_window_fraction_of_limit=round(rate / limit, 3),
+        )
     per = 1000 / max(1, out["rollouts"])
     run.update(out)
     run.update(
@@ -360,6 +386,17 @@ def verdicts(runs: list[dict[str, Any]]) -> list[str]:
             f"orsgen at concurrency 32, one endpoint: {ours['fraction_of_limit']} of the limit "
             f"(goal at least 0.9): {met}."
         )
+    for contender in ("orsgen", "baseline"):  # issue 40's goal, best of the repeats
+        runs32 = [r for r in runs if r["contender"] == contender and r["concurrency"] == 32]
+        if runs32 and "eval_cpu_ms_per_rollout" in runs32[0]:
+            cpu = min(r["eval_cpu_ms_per_rollout"] for r in runs32)
+            window = max(r.get("endpoint_window_fraction_of_limit", 0.0) for r in runs32)
+            met = "met" if cpu <= 5 and window >= 0.9 else "NOT met"
+            out.append(
+                f"{contender} at concurrency 32, best of {len(runs32)}: {cpu} ms of eval CPU "
+                f"per rollout (goal at most 5), {window} of the limit over the endpoint's "
+                f"window (goal at least 0.9): {met}."
+            )
     for (contender, level), run in sorted(best.items(), key=lambda kv: kv[0][1]):
         theirs = best.get(("inspect", level))
         if contender == "orsgen" and theirs is not None:
@@ -402,16 +439,17 @@ def markdown(report: dict[str, Any]) -> str:
         ]
     lines += [
         "| contender | endpoints | concurrency | rollouts | scored | rollouts/s | limit | "
-        "fraction | eval CPU ms/rollout | ORS server CPU ms/rollout | stand-in CPU ms/rollout "
+        "fraction | fraction, endpoint window | eval CPU ms/rollout | ORS server CPU ms/rollout | stand-in CPU ms/rollout "
         "| ORS requests/rollout | new ORS connections/rollout | requests to each endpoint "
         "| load 1m before/after |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in chosen:
         lines.append(
             f"| {r['contender']} | {r['endpoints']} | {r['concurrency']} | {r['rollouts']} | "
             f"{r['scored']} | {r['rollouts_per_second']} | {r['limit_rollouts_per_second']} | "
-            f"{r['fraction_of_limit']} | {r['eval_cpu_ms_per_rollout']} | "
+            f"{r['fraction_of_limit']} | {r.get('endpoint_window_fraction_of_limit', '-')} | "
+            f"{r['eval_cpu_ms_per_rollout']} | "
             f"{r['server_cpu_ms_per_rollout']} | {r['standin_cpu_ms_per_rollout']} | "
             f"{r['ors_requests_per_rollout']} | {r['ors_new_connections_per_rollout']} | "
             f"{', '.join(str(n) for n in r['endpoint_requests'])} | "
@@ -447,7 +485,9 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--contenders", default=",".join(CONTENDERS))
     p.add_argument("--out", type=Path, default=BENCH / "results")
+    p.add_argument("--baseline", type=Path, help="another orsgen checkout: the baseline contender")
     p.add_argument("--profile", type=Path, help="sample each run with py-spy into this folder")
+    p.add_argument("--profile-rate", type=int, default=100, help="py-spy's samples a second")
     p.add_argument(
         "--profile-idle", action="store_true", help="sample waiting threads too, not only the GIL"
     )
@@ -457,6 +497,7 @@ def main() -> None:
     p.add_argument("--endpoint", help=argparse.SUPPRESS)
     p.add_argument("--write", help=argparse.SUPPRESS)
     p.add_argument("--rollouts", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--orsgen", help=argparse.SUPPRESS)
     opts = p.parse_args()
     if opts.child:
         opts.concurrency = int(opts.concurrency)

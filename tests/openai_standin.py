@@ -26,7 +26,9 @@ requests it has answered (``{"chat_requests": N}``), and per API key (the bearer
 client sends: a test's label, never a real key) the requests that have arrived
 (``received``, counted before any delay) and those waiting now (``waiting``). ``POST
 /_hold/KEY`` makes that key's requests wait, from then on, until ``POST /_release/KEY``: a
-test holds a run's requests in flight for as long as it needs.
+test holds a run's requests in flight for as long as it needs. With ``?since=T`` (a Unix
+time) ``/health`` also gives its window over the requests that arrived since: ``"window":
+[first arrival, last answer]``.
 
 With ``--script`` the answer to turn ``t`` (the assistant messages the request holds) of a
 rollout whose prompt quotes ``WORD`` is ``script[WORD][t]`` (the last one past its end; a word
@@ -93,6 +95,7 @@ def scripted(opts: argparse.Namespace, word: str, turn: int) -> tuple[str, str] 
 def _app(opts: argparse.Namespace) -> web.Application:
     filler = ("lorem ipsum " * (opts.size // 12 + 1))[: opts.size]
     answered = [0]  # chat-completions requests answered
+    times: list[tuple[float, float]] = []  # each answered request's arrival and answer
     received: Counter[str] = Counter()  # per key: requests arrived
     waiting: Counter[str] = Counter()  # per key: requests held now
     held: dict[str, asyncio.Event] = {}  # per key held: set when released
@@ -103,6 +106,10 @@ def _app(opts: argparse.Namespace) -> web.Application:
 
     async def health(request: web.Request) -> web.Response:
         counts = {"received": received, "waiting": waiting}
+        since = float(request.query.get("since", "inf"))
+        seen = [t for t in times if t[0] >= since]
+        window = [min(t[0] for t in seen), max(t[1] for t in seen)] if seen else None
+        counts |= {"window": window}
         return web.json_response({"status": "ok", "chat_requests": answered[0], **counts})
 
     async def hold(request: web.Request) -> web.Response:
@@ -119,6 +126,7 @@ def _app(opts: argparse.Namespace) -> web.Application:
         return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
 
     async def chat(request: web.Request) -> web.Response:
+        arrived = time.time()
         key = request.headers.get("Authorization", "").removeprefix("Bearer ")
         received[key] += 1
         if key in held:
@@ -168,6 +176,7 @@ def _app(opts: argparse.Namespace) -> web.Application:
         if not (opts.no_usage and word in opts.no_usage.split(",")):
             used = {"prompt_tokens": 10 * len(said), "completion_tokens": 5 + turn}
             answer["usage"] = {**used, "total_tokens": sum(used.values())}
+        times.append((arrived, time.time()))
         return web.json_response(answer)
 
     async def unknown(request: web.Request) -> web.Response:
@@ -241,6 +250,13 @@ class Standin:
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method="POST")
         with urllib.request.urlopen(request, timeout=5):
             pass
+
+    def window(self, since: float) -> list[float] | None:
+        """[first arrival, last answer] (Unix times) of the requests arrived since ``since``."""
+        url = f"http://127.0.0.1:{self.port}/health?since={since!r}"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            found = json.loads(r.read())["window"]
+            return None if found is None else [float(x) for x in found]
 
     def stop(self) -> None:
         from serve_model import stop_process

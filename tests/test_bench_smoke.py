@@ -145,14 +145,18 @@ def test_throughput_bench_runs_with_tiny_parameters(tmp_path: Path) -> None:
     with two endpoints at one, against stand-in endpoints with a short latency. Every rollout
     is scored in 2 turns, the limit is concurrency / (2 x latency), the parts of a rollout's
     slot add up to it, no run beats the model's own latency, and two endpoints share the
-    requests."""
+    requests. The baseline contender (``--baseline``: here this checkout) runs alike, and
+    the endpoint's own window holds the rollouts' requests: its rate is at least the
+    rollouts' own and at most the limit."""
     args = ["--concurrency", "2,4", "--rollouts-per-worker", "2", "--latency", "0.05"]
-    args += ["--contenders", "orsgen,orsgen-2", "--out", str(tmp_path)]
-    run_bench("throughput.py", args, 600)
+    args += ["--contenders", "orsgen,orsgen-2,baseline", "--baseline", str(ROOT)]
+    run_bench("throughput.py", [*args, "--out", str(tmp_path)], 600)
     data = json.loads((tmp_path / "throughput.json").read_text())
     runs = {(r["contender"], r["concurrency"]): r for r in data["runs"]}
-    assert set(runs) == {(c, n) for c in ("orsgen", "orsgen-2") for n in (2, 4)}
+    assert set(runs) == {(c, n) for c in ("orsgen", "orsgen-2", "baseline") for n in (2, 4)}
     for r in runs.values():
+        window = r["endpoint_window_fraction_of_limit"]
+        assert r["fraction_of_limit"] <= window <= 1, r
         assert r["rollouts"] == r["scored"] == 2 * r["concurrency"], r
         assert r["turns_per_rollout"] == 2
         assert r["limit_rollouts_per_second"] == pytest.approx(r["concurrency"] / 0.1)

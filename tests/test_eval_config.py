@@ -174,7 +174,8 @@ def test_every_adapter_is_closed_when_one_close_raises(
 
 
 def test_each_adapter_class_gets_its_own_tool_schemas_made_once() -> None:
-    """Conversation.schemas caches per class (the hot path made them on every rollout)."""
+    """Conversation.tools caches the names and schemas per class (the hot path found them
+    on every rollout), the methods bound to each adapter."""
     from orsgen.eval import EvalConfig
     from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 
@@ -203,7 +204,10 @@ def test_each_adapter_class_gets_its_own_tool_schemas_made_once() -> None:
     talk = Conversation(nowhere, EvalConfig(model="m", endpoint="http://127.0.0.1:1/v1"), None)
     for kind in (Say, Guess, Say):
         env = kind()
-        got = talk.schemas(env, trl_tools(env))
-        assert got == tool_schemas(trl_tools(env))
-        assert talk.schemas(kind(), trl_tools(kind())) is got  # made once per class
-    assert [s["function"]["name"] for s in talk.schemas(Guess(), {})] == ["guess"]
+        tools, got = talk.tools(env)
+        assert tools == trl_tools(env) and got == tool_schemas(trl_tools(env))
+        other = kind()
+        tools, again = talk.tools(other)
+        assert again is got  # made once per class
+        assert all(method.__self__ is other for method in tools.values())  # bound to it
+    assert [s["function"]["name"] for s in talk.tools(Guess())[1]] == ["guess"]

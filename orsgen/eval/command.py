@@ -1,6 +1,6 @@
 """``orsgen eval DIR --endpoint URL --model NAME [options]``, ``orsgen eval --compare
-RUN_A RUN_B`` and ``orsgen eval --merge SHARD... --out RUN``: the command line over
-:func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare` and :func:`orsgen.eval.merge_shards`.
+RUN_A RUN_B [RUN_C ...]`` and ``orsgen eval --merge SHARD... --out RUN``: the command line over
+:func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare_runs` and :func:`orsgen.eval.merge_shards`.
 
 Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage``
 is not met, when every endpoint has been down for ``--endpoint-down-limit`` (or for a bug:
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Failed, UsageError, needs, output, secret_pairs
-from orsgen.eval.compare import compare, format_comparison, load_summary
+from orsgen.eval.compare import compared
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import EndpointsDown, check, keyed
 from orsgen.eval.merge import merge_shards
@@ -35,7 +35,7 @@ from orsgen.wording import plural
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(EvalConfig))
 # What --compare and --merge take (dests): any other option given with them is refused.
 TAKES = {
-    "compare": {"compare", "force", "seed"},
+    "compare": {"compare", "force", "seed", "format"},
     "merge": {"merge", "out", "partial", "force", "min_coverage"},
 }
 EXTRA = ("openai", "tqdm", "matplotlib", "transformers")  # orsgen[eval]: evaluate, merge
@@ -187,9 +187,7 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.compare:
-        a, b = (load_summary(Path(p)) for p in args.compare)
-        print(format_comparison(compare(a, b, seed=args.seed or 0, force=args.force)))
+    if compared(args):
         return 0
     needs("eval", EXTRA)
     if args.merge and not args.out:

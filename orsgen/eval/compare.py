@@ -1,19 +1,38 @@
-"""``orsgen eval --compare RUN_A RUN_B``: did B do better than A on the same tasks?
-Tasks without a scored rollout in one run drop out of the reward difference; a task *flips*
-when its pass@1 is below 0.5 in one run and at least 0.5 in the other.
+"""``orsgen eval --compare RUN_A RUN_B [RUN_C ...]``: did each run do better than the first,
+the baseline, on the same tasks? Per run: its model, pass@1 with its interval, mean reward,
+coverage, tokens, cost and why its rollouts ended. Per run against the baseline, on the tasks
+both gave a pass@1 (the *shared* tasks), paired by task:
+
+- ``pass_at_1_diff``: the mean over shared tasks of the per-task pass@1 difference, with a
+  95% percentile bootstrap interval that resamples tasks (a task's two runs stay together);
+- ``p_value``: a two-sided paired sign-flip test of those differences (under "no
+  difference" each task's difference is as likely negative as positive): exact over every
+  sign of the non-zero ones when at most ``EXACT_UP_TO``, else ``PERMUTATIONS`` seeded
+  random signs, ``(1 + as extreme) / (1 + PERMUTATIONS)``;
+- ``fail_to_pass`` / ``pass_to_fail``: the shared tasks whose pass@1 rose / fell.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+import csv
+import io
+import json
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.eval.summary import bootstrap_interval
+from orsgen.arguments import UsageError
 from orsgen.eval.results import RunFileError, shortened
+from orsgen.eval.summary import bootstrap_interval
+from orsgen.jsonobject import as_object, is_object
 from orsgen.rundir import RUN_FILE, RunDirError, read_json, read_summary
 
 MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_threshold")
+FORMATS = ("md", "json", "csv")
+EXACT_UP_TO = 20  # non-zero differences whose 2**k signs are all enumerated
+PERMUTATIONS = 100_000
 
 
 def load_summary(run: Path) -> dict[str, Any]:
@@ -26,68 +45,292 @@ def load_summary(run: Path) -> dict[str, Any]:
         raise RunFileError(str(exc)) from None
 
 
-def compare(
-    a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0, force: bool = False
-) -> dict[str, Any]:
-    """Two runs' summaries on the tasks both evaluated: the mean per-task difference B - A in
-    pass@1 and in mean reward, each with a seeded 95% bootstrap interval over tasks, and the
-    tasks that flipped. Runs that differ in a ``MUST_MATCH`` field (what makes their figures
-    comparable) raise :class:`RunFileError` unless ``force`` (the difference shown first)."""
-    differs = [k for k in MUST_MATCH if a.get(k) != b.get(k)]
-    if differs and not force:
-        key = differs[0]
-        was, now = (shortened(run.get(key), 40) for run in (a, b))
-        raise RunFileError(
-            f"the runs differ in {key} ({was} and {now}), so "
-            "their figures do not compare; pass --force to compare them anyway"
-        )
-    tasks_a = {int(t["task_index"]): t for t in a["per_task"]}
-    tasks_b = {int(t["task_index"]): t for t in b["per_task"]}
-    common = sorted(set(tasks_a) & set(tasks_b))
-    if not common:
-        raise RunFileError("the two runs share no task")
-    p1 = {i: (tasks_a[i]["pass_at_k"]["1"], tasks_b[i]["pass_at_k"]["1"]) for i in common}
-    d_pass = [y - x for x, y in p1.values()]
-    rewards = [(tasks_a[i]["mean_reward"], tasks_b[i]["mean_reward"]) for i in common]
-    d_reward = [y - x for x, y in rewards if x is not None and y is not None]
+def sign_flip_p(diffs: Sequence[float], seed: int = 0) -> float | None:
+    """The two-sided paired sign-flip test's p-value of ``diffs`` (``None`` for none): the
+    share of sign assignments whose |sum| is at least the observed |sum|. Zeros never move
+    the sum; ``EXACT_UP_TO`` non-zero differences or fewer are enumerated, more get
+    ``PERMUTATIONS`` seeded draws (a binomial per distinct magnitude: how many of its
+    differences flip, the same law as flipping each)."""
+    import numpy as np
+
+    if not diffs:
+        return None
+    d = np.asarray(diffs, dtype=float)
+    d = d[d != 0]
+    if d.size == 0:
+        return 1.0
+    observed = abs(float(d.sum()))
+    slack = 1e-9 * float(np.abs(d).sum())  # sums equal to the observed up to rounding count
+    if d.size <= EXACT_UP_TO:
+        sums = np.zeros(1)
+        for x in d:
+            sums = np.concatenate((sums + x, sums - x))
+        return float(np.count_nonzero(np.abs(sums) >= observed - slack)) / sums.size
+    rng = np.random.default_rng(seed)
+    magnitudes, counts = np.unique(np.abs(d), return_counts=True)
+    sums = np.zeros(PERMUTATIONS)
+    for size, count in zip(magnitudes, counts):
+        sums += size * (count - 2 * rng.binomial(count, 0.5, PERMUTATIONS))
+    hits = int(np.count_nonzero(np.abs(sums) >= observed - slack))
+    return (1 + hits) / (1 + PERMUTATIONS)
+
+
+def _pass1(summary: Mapping[str, Any]) -> dict[int, float]:
+    """Each task's pass@1 (tasks without a sample have none)."""
     return {
-        "a": {"model": a.get("model"), "coverage": a.get("coverage")},
-        "b": {"model": b.get("model"), "coverage": b.get("coverage")},
-        "differs": differs,
-        "tasks": len(common),
-        "pass_at_1_diff": sum(d_pass) / len(d_pass),
-        "pass_at_1_diff_ci95": bootstrap_interval(d_pass, seed=seed),
-        "mean_reward_diff": sum(d_reward) / len(d_reward) if d_reward else None,
-        "mean_reward_diff_ci95": bootstrap_interval(d_reward, seed=seed),
-        "reward_tasks": len(d_reward),
-        "gained": [i for i, (x, y) in p1.items() if x < 0.5 <= y],
-        "lost": [i for i, (x, y) in p1.items() if y < 0.5 <= x],
-        "per_task": [
-            {"task_index": i, "pass_at_1_a": x, "pass_at_1_b": y} for i, (x, y) in p1.items()
-        ],
+        int(t["task_index"]): float(t["pass_at_k"]["1"])
+        for t in summary["per_task"]
+        if "1" in t["pass_at_k"]
     }
 
 
-def _num(x: Any) -> str:
-    return "n/a" if x is None else f"{x:+.3f}"
+def paired(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+    """``b`` against the baseline ``a`` on their shared tasks (the module's doc)."""
+    pa, pb = _pass1(a), _pass1(b)
+    shared = sorted(set(pa) & set(pb))
+    diffs = [pb[i] - pa[i] for i in shared]
+    return {
+        "tasks": len(shared),
+        "pass_at_1_diff": sum(diffs) / len(diffs) if diffs else None,
+        "ci95": bootstrap_interval(diffs, seed=seed),
+        "p_value": sign_flip_p(diffs, seed=seed),
+        "fail_to_pass": [i for i in shared if pb[i] > pa[i]],
+        "pass_to_fail": [i for i in shared if pb[i] < pa[i]],
+    }
 
 
-def _ci(pair: Any) -> str:
-    return "n/a" if not pair else f"[{pair[0]:+.3f}, {pair[1]:+.3f}]"
+def _run(summary: Mapping[str, Any], path: str | None) -> dict[str, Any]:
+    """A run's own figures (``usage``, ``cost``, ``stop``: ``None`` in runs written before
+    orsgen recorded them)."""
+    return {
+        "path": path,
+        "model": summary.get("model"),
+        "pass_at_1": summary.get("pass_at_k", {}).get("1"),
+        "pass_at_1_ci95": summary.get("pass_at_1_ci95"),
+        "mean_reward": summary.get("mean_reward"),
+        "coverage": summary.get("coverage"),
+        "usage": summary.get("usage"),
+        "cost": summary.get("cost"),
+        "stop": summary.get("stop"),
+    }
 
 
-def format_comparison(c: Mapping[str, Any]) -> str:
-    """The lines ``orsgen eval --compare`` prints for a :func:`compare` result."""
-    lines = [
-        f"A: {c['a']['model']} (coverage {c['a']['coverage']:.3f})",
-        f"B: {c['b']['model']} (coverage {c['b']['coverage']:.3f})",
-        f"{c['tasks']} tasks in both runs",
-        f"pass@1 B-A: {_num(c['pass_at_1_diff'])} (95% bootstrap {_ci(c['pass_at_1_diff_ci95'])})",
-        f"mean reward B-A: {_num(c['mean_reward_diff'])} "
-        f"(95% bootstrap {_ci(c['mean_reward_diff_ci95'])}, {c['reward_tasks']} tasks scored in both)",
-        f"flipped to passing: {c['gained'] or 'none'}",
-        f"flipped to failing: {c['lost'] or 'none'}",
+def compare_runs(
+    summaries: Sequence[Mapping[str, Any]],
+    paths: Sequence[str] | None = None,
+    seed: int = 0,
+    force: bool = False,
+) -> dict[str, Any]:
+    """``{"runs": [...], "paired": [...]}`` of two or more runs' summaries (``paths``: how
+    to name them), ``paired[j]`` run ``j + 1`` against the first. A run that differs from
+    the first in a ``MUST_MATCH`` field (what makes their figures comparable) raises
+    :class:`RunFileError` unless ``force``; so does one sharing no task with it."""
+    if len(summaries) < 2:
+        raise ValueError(f"a comparison takes two runs or more, got {len(summaries)}")
+    names = list(paths) if paths is not None else [None] * len(summaries)
+    base = summaries[0]
+    out: dict[str, Any] = {"runs": [], "paired": [], "warnings": []}
+    for j, (summary, name) in enumerate(zip(summaries, names, strict=True)):
+        out["runs"].append(_run(summary, name))
+        if j == 0:
+            continue
+        differs = [k for k in MUST_MATCH if base.get(k) != summary.get(k)]
+        which = f": {names[0]} and {name}" if len(summaries) > 2 and name else ""
+        if differs and not force:
+            was, now = (shortened(run.get(differs[0]), 40) for run in (base, summary))
+            raise RunFileError(
+                f"the runs differ in {differs[0]} ({was} and {now}{which}), so their "
+                "figures do not compare; pass --force to compare them anyway"
+            )
+        pair = paired(base, summary, seed)
+        if not pair["tasks"]:
+            raise RunFileError(f"the runs share no task{which}")
+        out["paired"].append({"run": name if name is not None else j, **pair})
+        if differs:
+            who = "the runs differ" if len(summaries) == 2 else f"{_label(j)} differs from A"
+            out["warnings"].append(f"{who} in {', '.join(differs)}")
+    return out
+
+
+def compare(
+    a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0, force: bool = False
+) -> dict[str, Any]:
+    """Two runs' summaries as :func:`compare_runs` gives them (``runs``, ``paired``), with
+    the pair's figures at the top: the mean per-task difference B - A in pass@1 and in mean
+    reward (tasks scored in both), each with its bootstrap interval, ``p_value``,
+    ``fail_to_pass``/``pass_to_fail``, and ``gained``/``lost`` (pass@1 crossing 0.5)."""
+    document = compare_runs([a, b], seed=seed, force=force)
+    pair = document["paired"][0]
+    pa, pb = _pass1(a), _pass1(b)
+    shared = sorted(set(pa) & set(pb))
+    rewards = {int(t["task_index"]): t["mean_reward"] for t in a["per_task"]}
+    both = [(rewards.get(int(t["task_index"])), t["mean_reward"]) for t in b["per_task"]]
+    d_reward = [y - x for x, y in both if x is not None and y is not None]
+    return {
+        **document,
+        "a": {"model": a.get("model"), "coverage": a.get("coverage")},
+        "b": {"model": b.get("model"), "coverage": b.get("coverage")},
+        "differs": [k for k in MUST_MATCH if a.get(k) != b.get(k)],
+        **{k: pair[k] for k in ("tasks", "pass_at_1_diff", "p_value")},
+        **{k: pair[k] for k in ("fail_to_pass", "pass_to_fail")},
+        "pass_at_1_diff_ci95": pair["ci95"],
+        "mean_reward_diff": sum(d_reward) / len(d_reward) if d_reward else None,
+        "mean_reward_diff_ci95": bootstrap_interval(d_reward, seed=seed),
+        "reward_tasks": len(d_reward),
+        "gained": [i for i in shared if pa[i] < 0.5 <= pb[i]],
+        "lost": [i for i in shared if pb[i] < 0.5 <= pa[i]],
+        "per_task": [{"task_index": i, "pass_at_1_a": pa[i], "pass_at_1_b": pb[i]} for i in shared],
+    }
+
+
+def _label(j: int) -> str:
+    """Run ``j``'s letter: A (the baseline), B, C, ..."""
+    return chr(ord("A") + j) if j < 26 else f"#{j + 1}"
+
+
+def _num(x: Any, sign: str = "") -> str:
+    return "n/a" if x is None else f"{x:{sign}.3f}"
+
+
+def _ci(pair: Any, sign: str = "") -> str:
+    return "n/a" if not pair else f"[{pair[0]:{sign}.3f}, {pair[1]:{sign}.3f}]"
+
+
+def _per_rollout(usage: Any) -> list[Any]:
+    """Prompt and completion tokens per rollout (``None``: a run written before usage)."""
+    return [as_object(usage).get(f"{k}_tokens_per_rollout") for k in ("prompt", "completion")]
+
+
+def _tokens(usage: Any) -> str:
+    if not is_object(usage):
+        return "n/a"
+    return " / ".join("n/a" if x is None else f"{x:.1f}" for x in _per_rollout(usage))
+
+
+def _stops(stop: Any) -> str:
+    if not is_object(stop):
+        return "n/a"
+    ranked = sorted(stop.items(), key=lambda kv: (-int(kv[1]), kv[0]))
+    return ", ".join(f"{reason} {count}" for reason, count in ranked) or "none"
+
+
+def _tasks(indices: Sequence[int]) -> str:
+    """ "tasks 0, 3", "task 2" or "none": never a bare index that reads as a count."""
+    if not indices:
+        return "none"
+    return f"task{'s' if len(indices) > 1 else ''} {', '.join(map(str, indices))}"
+
+
+def _markdown(c: Mapping[str, Any]) -> str:
+    lines = [f"warning: {said}" for said in c.get("warnings", [])]
+    lines += [
+        "| run | model | pass@1 (95% CI) | mean reward | coverage | tokens per rollout "
+        "(prompt / completion) | cost | stop |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    if c["differs"]:
-        lines.insert(0, f"warning: the runs differ in {', '.join(c['differs'])}")
+    for j, r in enumerate(c["runs"]):
+        name = _label(j) + (f": {r['path']}" if r["path"] else "")
+        cost = "n/a" if r["cost"] is None else f"{r['cost']:.4g}"
+        lines.append(
+            f"| {name} | {r['model']} | {_num(r['pass_at_1'])} {_ci(r['pass_at_1_ci95'])} | "
+            f"{_num(r['mean_reward'])} | {_num(r['coverage'])} | {_tokens(r['usage'])} | "
+            f"{cost} | {_stops(r['stop'])} |"
+        )
+    for j, p in enumerate(c["paired"], start=1):
+        flips = len(p["fail_to_pass"]) + len(p["pass_to_fail"])  # the non-zero differences
+        how = (
+            f"exact over 2^{flips} sign flips"
+            if flips <= EXACT_UP_TO
+            else (f"{PERMUTATIONS:,} seeded sign flips")
+        )
+        p_value = "n/a" if p["p_value"] is None else f"{p['p_value']:.4g}"
+        lines += [
+            "",
+            f"{_label(j)} against A: {p['tasks']} tasks in both runs",
+            f"pass@1 {_label(j)}-A: {_num(p['pass_at_1_diff'], '+')} "
+            f"(95% bootstrap {_ci(p['ci95'], '+')}); p = {p_value} (paired, {how})",
+            f"fail to pass (pass rate rose): {_tasks(p['fail_to_pass'])}",
+            f"pass to fail (pass rate fell): {_tasks(p['pass_to_fail'])}",
+        ]
     return "\n".join(lines)
+
+
+def _csv(c: Mapping[str, Any]) -> str:
+    """One row per run, its figures against the baseline beside its own (empty for A)."""
+    buffer = io.StringIO()
+    out = csv.writer(buffer, lineterminator="\n")
+    out.writerow(CSV_COLUMNS)
+    for j, r in enumerate(c["runs"]):
+        p = as_object(c["paired"][j - 1] if j else None)
+        row = [
+            _label(j),
+            r["path"],
+            r["model"],
+            r["pass_at_1"],
+            *(r["pass_at_1_ci95"] or [None] * 2),
+        ]
+        row += [r["mean_reward"], r["coverage"]]
+        row += [*_per_rollout(r["usage"]), r["cost"]]
+        row.append(";".join(f"{k}={v}" for k, v in as_object(r["stop"]).items()))
+        row += [p.get("tasks"), p.get("pass_at_1_diff"), *(p.get("ci95") or [None] * 2)]
+        row += [p.get("p_value"), *(" ".join(map(str, p.get(k, []))) for k in FLIPS)]
+        out.writerow(["" if x is None else x for x in row])
+    return buffer.getvalue().rstrip("\n")
+
+
+FLIPS = ("fail_to_pass", "pass_to_fail")
+CSV_COLUMNS = (
+    "run", "path", "model", "pass_at_1", "pass_at_1_ci95_low", "pass_at_1_ci95_high",
+    "mean_reward", "coverage", "prompt_tokens_per_rollout", "completion_tokens_per_rollout",
+    "cost", "stop", "tasks", "pass_at_1_diff", "ci95_low", "ci95_high", "p_value", *FLIPS,
+)  # fmt: skip
+
+
+def format_comparison(c: Mapping[str, Any], format: str = "md") -> str:
+    """What ``orsgen eval --compare --format FORMAT`` prints for a :func:`compare` or
+    :func:`compare_runs` result: ``md`` (a table of the runs, then each run against the
+    baseline, warnings first), ``json`` (only ``{"runs": ..., "paired": ...}``) or ``csv``
+    (a row per run)."""
+    if format == "json":
+        return json.dumps({"runs": c["runs"], "paired": c["paired"]}, indent=2)
+    if format == "csv":
+        return _csv(c)
+    if format == "md":
+        return _markdown(c)
+    raise ValueError(f"format is one of {', '.join(FORMATS)}, got {format!r}")
+
+
+def compare_options(p: argparse.ArgumentParser) -> None:
+    """``orsgen eval``'s ``--compare`` and ``--format`` (``--force`` and ``--seed`` are shared)."""
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="RUN",
+        help="compare runs (directories or their run.json), the first the baseline: each "
+        "run's figures, and each against it on their shared tasks, paired",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="with --compare: md (default), json (only the document on stdout) or csv",
+    )
+
+
+def compared(args: argparse.Namespace) -> bool:
+    """Print ``--compare``'s comparison when asked (``True``); warnings go to stderr but with
+    ``md``, where they open the text (stdout is the document alone otherwise)."""
+    if not args.compare:
+        if args.format:
+            raise UsageError("--format goes with --compare RUN_A RUN_B ...")
+        return False
+    if len(args.compare) < 2:
+        raise UsageError("--compare takes two runs or more: RUN_A RUN_B [RUN_C ...]")
+    runs = [Path(p).parent if Path(p).name == RUN_FILE else Path(p) for p in args.compare]
+    names = [str(run) for run in runs]  # a run.json named as its run
+    found = compare_runs([load_summary(run) for run in runs], names, args.seed or 0, args.force)
+    form = args.format or "md"
+    warnings: list[str] = found["warnings"] if form != "md" else []
+    for said in warnings:
+        print(f"warning: {said}", file=sys.stderr)
+    print(format_comparison(found, form))
+    return True

@@ -197,17 +197,19 @@ class Conversation:
             "token_limit": f"token limit ({config.max_rollout_tokens}) passed",
             "length": "the endpoint cut the answer (finish_reason length)",
         }
-        # The tools' JSON schemas of each adapter class, made once: they depend on the
-        # class's methods only, and get_json_schema parses each docstring (about half a
-        # millisecond a rollout otherwise).
-        self._schemas: dict[type, list[dict[str, Any]]] = {}
+        # The tools' names and JSON schemas of each adapter class, made once: they depend
+        # on the class's methods only, and inspect.getmembers and get_json_schema's docstring
+        # parsing cost most of a millisecond a rollout otherwise.
+        self._tools: dict[type, tuple[list[str], list[dict[str, Any]]]] = {}
 
-    def schemas(self, env: object, tools: dict[str, Callable[..., Any]]) -> list[dict[str, Any]]:
-        """``tool_schemas(tools)`` of ``env``'s tools, made once per adapter class."""
+    def tools(self, env: object) -> tuple[dict[str, Callable[..., Any]], list[dict[str, Any]]]:
+        """``trl_tools(env)`` and their ``tool_schemas``, found once per adapter class."""
         kind: type = env.__class__
-        if kind not in self._schemas:
-            self._schemas[kind] = tool_schemas(tools)
-        return self._schemas[kind]
+        if kind not in self._tools:
+            tools = trl_tools(env)
+            self._tools[kind] = (list(tools), tool_schemas(tools))
+        names, schemas = self._tools[kind]
+        return {name: getattr(env, name) for name in names}, schemas
 
     @staticmethod
     def open(env: Any, task_index: int, split: str) -> Opened:
@@ -232,8 +234,7 @@ class Conversation:
         if opened.failure is not None:
             out.cost = self.config.cost(out.usage)
             return out
-        tools = trl_tools(env)
-        schemas = self.schemas(env, tools)
+        tools, schemas = self.tools(env)
         # The prompt as a tool's result: a text as it is, a content list with its images.
         messages = [{"role": "user", "content": _tool_content(opened.prompt)}]
         stop, endpoint_failure = self._loop(

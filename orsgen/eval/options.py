@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from orsgen.arguments import Parser, at_least, http_url, in_range, number, price, seconds
+from orsgen.eval.compare import compare_options
 from orsgen.eval.config import DEFAULT_MAX_TURNS, DEFAULT_REQUEST_ATTEMPTS, EvalConfigError
 from orsgen.eval.config import parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT
@@ -37,12 +38,7 @@ def parser() -> Parser:
         "run's files go there and the command ends by saying where.",
     )
     p.add_argument("dir", nargs="?", help="the generated package directory")
-    p.add_argument(
-        "--compare",
-        nargs=2,
-        metavar=("RUN_A", "RUN_B"),
-        help="compare two runs (each a run directory or its run.json)",
-    )
+    compare_options(p)
     p.add_argument("--merge", nargs="+", metavar="SHARD", help="merge a run's shards into --out")
     p.add_argument("--partial", action="store_true", help="with --merge: allow missing shards")
     p.add_argument(

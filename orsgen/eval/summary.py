@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import random
 from collections import Counter, defaultdict
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -57,13 +56,24 @@ def interval(mean: float | None, se: float | None) -> list[float] | None:
 def bootstrap_interval(
     values: Sequence[float], resamples: int = 2000, seed: int = 0
 ) -> list[float] | None:
-    """A 95% percentile bootstrap interval of the mean of ``values`` (``None`` when empty)."""
+    """A 95% percentile bootstrap interval of the mean of ``values`` (``None`` when empty):
+    ``resamples`` seeded draws of ``len(values)`` with replacement, in blocks of about a
+    million numbers (10,000 tasks take a fraction of a second)."""
+    import numpy as np
+
     if not values:
         return None
-    rng = random.Random(seed)
-    m = len(values)
-    means = sorted(math.fsum(rng.choices(values, k=m)) / m for _ in range(resamples))
-    return [means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]]
+    rng = np.random.default_rng(seed)
+    x = np.asarray(values, dtype=float)
+    block = max(1, 2**20 // x.size)
+    means = np.concatenate(
+        [
+            x[rng.integers(0, x.size, (min(block, resamples - start), x.size))].mean(axis=1)
+            for start in range(0, resamples, block)
+        ]
+    )
+    means.sort()
+    return [float(means[int(0.025 * (resamples - 1))]), float(means[int(0.975 * (resamples - 1))])]
 
 
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
