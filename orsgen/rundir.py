@@ -234,11 +234,16 @@ def writing(directory: Path) -> Generator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
+            holder = ""
+            for _ in range(100):  # the holder writes its name just after taking the lock
+                handle.seek(0)
+                holder = handle.read().strip()
+                if holder:
+                    break
+                time.sleep(0.01)
             raise RunDirError(
-                f"{directory} is being written by {holder}: one process writes a run at a "
-                "time; wait for it to end, or stop it"
+                f"{directory} is being written by {holder or 'another process'}: one process "
+                "writes a run at a time; wait for it to end, or stop it"
             ) from None
         handle.truncate(0)
         handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")

@@ -94,6 +94,7 @@ def test_each_tasks_samples_are_judged_as_a_group(
     assert result.coverage == 1.0
 
 
+@pytest.mark.slow  # seconds of real processes; the fast tier stays under 4 min
 def test_a_resume_runs_an_incomplete_group_again_whole(
     judge_pkg: ModuleType, judge_server: ors_server.RunningServer, tmp_path: Path
 ) -> None:

@@ -399,6 +399,7 @@ def _requests(run: Path) -> int:
     return sum(figures["requests"] for figures in counts.values())
 
 
+@pytest.mark.slow  # seconds of real processes; the fast tier stays under 4 min
 def test_sigterm_abandons_the_rollouts_in_flight_and_keeps_the_counts(
     echo_server: ors_server.RunningServer, tmp_path: Path
 ) -> None:
@@ -441,6 +442,7 @@ def _lines(run: Path) -> list[bytes]:
     return path.read_bytes().splitlines() if path.exists() else []
 
 
+@pytest.mark.slow  # seconds of real processes; the fast tier stays under 4 min
 def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
     standin: openai_standin.Standin, echo_server: ors_server.RunningServer, tmp_path: Path
 ) -> None:
