@@ -91,8 +91,6 @@ def check(keyed_urls: Sequence[tuple[str, str]]) -> None:
 
 @dataclass(eq=False)
 class Endpoint(Replica):
-    """One endpoint of the run's replica pool, with its client."""
-
     client: Any = None  # an openai.OpenAI
 
 
@@ -181,7 +179,6 @@ class Endpoints:
                 raise RequestFailed(f"endpoint {endpoint.url}: an answer not JSON: {exc}")
 
     def close(self) -> None:
-        """Close every client's connections."""
         for endpoint in self.pool.replicas:
             endpoint.client.close()
 
