@@ -114,7 +114,6 @@ def located_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
 
 
 def rows(path: str | os.PathLike[str]) -> Iterator[Row]:
-    """The row of every whole line of a JSONL file, read one line at a time."""
     return (row for _, row in located_rows(path))
 
 
@@ -125,7 +124,6 @@ def row_at(handle: BinaryIO, offset: int) -> Row:
 
 
 def read_json(path: str | os.PathLike[str]) -> Row:
-    """The JSON object a file holds."""
     try:
         value: object = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -142,17 +140,14 @@ def _read(directory: str | os.PathLike[str], name: str) -> Row:
 
 
 def read_config(directory: str | os.PathLike[str]) -> Row:
-    """run.json: the run's configuration."""
     return _read(directory, RUN_FILE)
 
 
 def read_summary(directory: str | os.PathLike[str]) -> Row:
-    """summary.json: the figures of a finished run."""
     return _read(directory, SUMMARY_FILE)
 
 
 def read_adapter(directory: str | os.PathLike[str]) -> Row:
-    """adapter.json: the tools the model saw (``tools``) and the package's ``train_split``."""
     return _read(directory, ADAPTER_FILE)
 
 

@@ -4,12 +4,19 @@ valid name for a typo ("did you mean 'exclude'?"), for every layer that words a 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def plural(count: int, noun: str) -> str:
     """``plural(1, "tool")`` is ``"1 tool"``; ``plural(2, "tool")`` is ``"2 tools"``."""
     return f"{count} {noun if count == 1 else noun + 's'}"
+
+
+def task_list(indices: Sequence[int]) -> str:
+    """ "tasks 0, 3", "task 2" or "none": never a bare index that reads as a count."""
+    if not indices:
+        return "none"
+    return f"task{'s' if len(indices) > 1 else ''} {', '.join(map(str, indices))}"
 
 
 def closest(name: str, valid: Iterable[str]) -> str | None:

@@ -1,13 +1,10 @@
 """Passing rollouts of evaluation runs as a dataset for TRL's ``SFTTrainer`` (``orsgen sft``):
 rejection-sampling fine-tuning, so a model that rarely passes gets a start before GRPO.
 
-Each run directory of ``orsgen eval`` holds ``run.json`` (its configuration),
-``adapter.json`` (the tools the model saw, and the package's training split) and
-``results.jsonl`` (one row per rollout, with its messages), read by
-:mod:`orsgen.rundir`. A rollout is kept when it is ``scored`` and passes by the
-pass rule with its run's ``pass_threshold`` (or ``min_reward``); at most ``per_task`` per
-task, shortest transcript first, then by sample; identical transcripts once. A row is TRL's
-conversational tool-calling format:
+The runs are read by :mod:`orsgen.rundir`. A rollout is kept when it is ``scored`` and
+passes by the pass rule with its run's ``pass_threshold`` (or ``min_reward``); at most
+``per_task`` per task, shortest transcript first, then by sample; identical transcripts
+once. A row is TRL's conversational tool-calling format:
 
 - ``messages``: the user prompt, the assistant turns (``tool_calls`` with
   ``function.name`` and ``function.arguments``, the JSON text the model wrote) and the

@@ -108,18 +108,6 @@ def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
     return config
 
 
-def _adapter(args: argparse.Namespace, klass: Any) -> Any:
-    """The adapter's :class:`~orsgen.AdapterConfig` of the options (no network)."""
-    from orsgen.runtime.upload import UploadRun
-
-    upload = None
-    if args.upload_run:
-        upload = UploadRun(args.upload_run, model_name=args.model, training_stage=args.upload_stage)
-    return adapter_config(
-        args, klass, args.dir, rollout_timeout=args.rollout_timeout, upload_run=upload
-    )
-
-
 def adapter_config(args: argparse.Namespace, klass: Any, package: str, **settings: Any) -> Any:
     """The :class:`~orsgen.AdapterConfig` of :func:`environment_options` and ``settings`` for
     the adapter class ``klass`` of ``package`` (no network, no group prefetch)."""
@@ -154,7 +142,14 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
         output(args.out, "--out")
     klass = load_adapter(args.dir, args.env_class)
     config = _config(args, klass)
-    adapter = _adapter(args, klass)
+    from orsgen.runtime.upload import UploadRun
+
+    upload = None
+    if args.upload_run:
+        upload = UploadRun(args.upload_run, model_name=args.model, training_stage=args.upload_stage)
+    adapter = adapter_config(
+        args, klass, args.dir, rollout_timeout=args.rollout_timeout, upload_run=upload
+    )
     keys = args.endpoint_api_key or os.environ.get("OPENAI_API_KEY")
     check(keyed(args.endpoint, keys))
 
@@ -219,11 +214,11 @@ def main(argv: Sequence[str]) -> int:
     for mode, takes in TAKES.items():
         if getattr(args, mode):
             p.only(argv, f"--{mode}", takes)
+    kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
-        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
         signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
         os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
@@ -233,7 +228,6 @@ def main(argv: Sequence[str]) -> int:
             raise UsageError(f"{p.option(exc.field)} {exc.problem}") from None
         raise UsageError(str(exc)) from None
     except EndpointsDown as exc:
-        kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
         raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -28,6 +28,7 @@ from orsgen.eval.results import RunFileError, shortened
 from orsgen.eval.summary import bootstrap_interval
 from orsgen.jsonobject import as_object, is_object
 from orsgen.rundir import RUN_FILE, RunDirError, read_json, read_summary
+from orsgen.wording import task_list
 
 MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_threshold")
 FORMATS = ("md", "json", "csv")
@@ -214,13 +215,6 @@ def _stops(stop: Any) -> str:
     return ", ".join(f"{reason} {count}" for reason, count in ranked) or "none"
 
 
-def _tasks(indices: Sequence[int]) -> str:
-    """ "tasks 0, 3", "task 2" or "none": never a bare index that reads as a count."""
-    if not indices:
-        return "none"
-    return f"task{'s' if len(indices) > 1 else ''} {', '.join(map(str, indices))}"
-
-
 def _markdown(c: Mapping[str, Any]) -> str:
     lines = [f"warning: {said}" for said in c.get("warnings", [])]
     lines += [
@@ -249,8 +243,8 @@ def _markdown(c: Mapping[str, Any]) -> str:
             f"{_label(j)} against A: {p['tasks']} tasks in both runs",
             f"pass@1 {_label(j)}-A: {_num(p['pass_at_1_diff'], '+')} "
             f"(95% bootstrap {_ci(p['ci95'], '+')}); p = {p_value} (paired, {how})",
-            f"fail to pass (pass rate rose): {_tasks(p['fail_to_pass'])}",
-            f"pass to fail (pass rate fell): {_tasks(p['pass_to_fail'])}",
+            f"fail to pass (pass rate rose): {task_list(p['fail_to_pass'])}",
+            f"pass to fail (pass rate fell): {task_list(p['pass_to_fail'])}",
         ]
     return "\n".join(lines)
 

@@ -1,12 +1,9 @@
 """The model endpoints of an evaluation (``--endpoint``, repeatable): one ``openai.OpenAI``
 client each, in one :class:`~orsgen.runtime.transport.replicas.ReplicaPool` (which endpoint
-takes a request, rests and outages: its rules). By the rules docs/evaluating.md states, a
-request's own failure is a server error (other 5xx), a timeout, or an away answer that took
-no endpoint down (a refused connection always does, and so does a last try's when a probe
-gets no answer either): the request is sent again, to another endpoint when one can take it,
-within its budget (the rollout's deadline when it has one, else ``attempts`` tries, at most
-``SERVER_ERRORS`` of them server errors or timeouts, with a rest after each round of away
-answers), then its rollout is ``failed``, naming the last answer. Each client has
+takes a request, rests and outages: its rules). A request its endpoints fail is sent
+again within its budget (docs/evaluating.md, "A request's budget"; a refused connection
+always takes its endpoint down; at most ``SERVER_ERRORS`` tries end in a server error or a
+timeout), then its rollout is ``failed``, naming the last answer. Each client has
 ``max_retries=1``: one quick retry absorbs a kept-alive connection the server closed; more
 would hold requests on a dead endpoint before the pool may move them. Keys stay in the
 clients: labels, log lines, errors and counts carry public URLs only.
@@ -94,8 +91,6 @@ def check(keyed_urls: Sequence[tuple[str, str]]) -> None:
 
 @dataclass(eq=False)
 class Endpoint(Replica):
-    """One endpoint of the run's replica pool, with its client."""
-
     client: Any = None  # an openai.OpenAI
 
 
@@ -184,7 +179,6 @@ class Endpoints:
                 raise RequestFailed(f"endpoint {endpoint.url}: an answer not JSON: {exc}")
 
     def close(self) -> None:
-        """Close every client's connections."""
         for endpoint in self.pool.replicas:
             endpoint.client.close()
 

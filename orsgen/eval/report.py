@@ -12,6 +12,7 @@ from typing import Any
 from orsgen.eval.summary import no_gradient_tasks
 from orsgen.jsonobject import as_object
 from orsgen.rundir import REPORT_FILE, write_whole
+from orsgen.wording import task_list
 
 PASS_PNG = "pass_rate.png"
 REWARD_PNG = "rewards.png"
@@ -216,15 +217,8 @@ def _zero_variance(summary: Mapping[str, Any]) -> list[str]:
     return [
         f"- zero-variance share at G={n}: {_fmt(share)} (GRPO groups of {n} rollouts of a "
         "uniformly chosen task that all pass or all fail: no gradient); tasks with no "
-        f"gradient (always or never passing): {_tasks(tasks)}"
+        f"gradient (always or never passing): {task_list(tasks)}"
     ]
-
-
-def _tasks(indices: Sequence[int]) -> str:
-    """ "tasks 0, 3", "task 2" or "none": never a bare index that reads as a count."""
-    if not indices:
-        return "none"
-    return f"task{'s' if len(indices) > 1 else ''} {', '.join(map(str, indices))}"
 
 
 def _ci(pair: Any) -> str:

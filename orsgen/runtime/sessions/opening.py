@@ -197,10 +197,8 @@ class _Attempt:
             return self._past_window(here, err)
 
     def _pick(self) -> Endpoint:
-        """The server for the next try, by the rules docs/scale.md states ("Several servers"):
-        fewest open sessions of this class among those up and not failed in this open (all
-        of them again when every one failed), ties to the earlier URL; when every one is
-        down, the one that went away last (its reconnect window ends last)."""
+        """The server for the next try, by the rules docs/scale.md states ("Several servers");
+        when every one is down, the one that went away last (its reconnect window ends last)."""
         urls = [e.session_url for e in self.servers]
         if len(urls) == 1:
             return self.servers[0]

@@ -9,13 +9,12 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from orsgen.runtime.errors import describe
 from orsgen.runtime.transport import http
 from orsgen.runtime.transport.process import Records, current
-from orsgen.runtime.transport.replicas import AWAY_STATUSES, Replica
+from orsgen.runtime.transport.replicas import AWAY_STATUSES, Clock, Replica
 
 if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated package
     import aiohttp
@@ -36,8 +35,6 @@ _CAPACITY_TEXTS = ("too many sessions", "concurrency", "max pods", "capacity")
 # How often a server known to be down is probed in the background, so that it rejoins a
 # list of several servers (``base_url=[...]``) that no reset is waiting on.
 REJOIN_EVERY = 5.0
-
-Clock = Callable[[], float]
 
 
 class ServerHealth(Replica):

@@ -16,7 +16,6 @@ from orsgen.runtime.transport.health import (
     BACKOFF_FIRST,
     BACKOFF_MAX,
     WAIT_SLACK,
-    Clock,
     ServerHealth,
     is_lost,
     never_sent,
@@ -25,6 +24,7 @@ from orsgen.runtime.transport.health import (
     unreachable,
 )
 from orsgen.runtime.transport.process import current
+from orsgen.runtime.transport.replicas import Clock
 
 
 class Action(enum.Enum):

@@ -129,7 +129,6 @@ class ReplicaPool(Generic[R]):
         return self.replicas[index]
 
     def last_down(self) -> R:
-        """The replica that went down last (the one whose outage began latest)."""
         return max(self.replicas, key=lambda r: r.down_since or 0.0)  # ties: the earlier
 
     def take(self, avoid: R | None = None) -> tuple[R, bool]:
@@ -205,6 +204,5 @@ class ReplicaPool(Generic[R]):
             return True
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """Each replica's requests, failures and outages, by URL."""
         names = ("requests", "failures", "outages")
         return {r.url: {name: getattr(r, name) for name in names} for r in self.replicas}
