@@ -26,11 +26,8 @@ second reads each kept pair's two lines back.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import os
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from orsgen.arguments import Parser, at_least
 from orsgen.eval.summary import passes
 from orsgen.data.trainset import (
+    candidates,
     CARD_FILE,
     Chosen,
     SAME,
@@ -50,11 +48,10 @@ from orsgen.data.trainset import (
     Run,
     run_parser,
     SftError,
-    trainable,
     transcript,
     write_dataset,
 )
-from orsgen.rundir import Row, RunDirError, run_rows
+from orsgen.rundir import Row
 
 if TYPE_CHECKING:
     import numpy
@@ -71,7 +68,6 @@ class PairSelection(Chosen):
     """The kept pairs, and how they were chosen (what the dataset card says)."""
 
     unfinished: bool = False
-    failing: dict[str, int] = field(default_factory=lambda: {})  # rejected candidates
     pairs: dict[str, int] = field(default_factory=lambda: {})  # kept, per run name
     no_contrast: int = 0
 
@@ -87,11 +83,13 @@ def select(
     same = {**SAME, "pass_threshold": "pass thresholds"}
     runs = open_runs(run_dirs, per_task, allow_splits, same)
     chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
-    try:
-        found = _candidates(chosen)
-    except RunDirError as exc:
-        raise SftError(str(exc)) from None
-    chosen.rows = Kept(runs, _pairs(chosen, *found), _record)
+
+    def candidate(run: Run, row: Row) -> bool | None:
+        good = passes(row, float(run.config["pass_threshold"]))
+        allowed = ("scored", "unfinished") if unfinished and not good else ("scored",)
+        return good if row.get("verdict") in allowed else None
+
+    chosen.rows = Kept(runs, _pairs(chosen, *candidates(chosen, candidate, turns=True)), _record)
     if not chosen.rows:
         names = ", ".join(str(r.path) for r in runs)
         rejected = "non-passing (scored" + (" or unfinished)" if unfinished else ")")
@@ -105,51 +103,17 @@ def select(
     return chosen
 
 
-_COLUMNS = ("run", "split", "task", "good", "length", "sample", "offset")
-
-
-def _candidates(chosen: PairSelection) -> tuple[dict[str, array[int]], bytearray, list[str]]:
-    """The first pass: a few numbers per candidate with a transcript (:data:`_COLUMNS`;
-    ``good`` 1 for a chosen one), and two 16-byte hashes in a 32-byte row of the
-    ``bytearray``: of its transcript and tools, and of its assistant turns."""
-    columns = {name: array("q") for name in _COLUMNS}
-    hashes, splits = bytearray(), dict[str, int]()
-    for number, run in enumerate(chosen.runs):
-        threshold = float(run.config["pass_threshold"])
-        tools, counts = run.tools, [0, 0, 0]  # rollouts, passing, failing
-        for offset, row in run_rows(run.results):
-            counts[0] += 1
-            verdict, good = row.get("verdict"), passes(row, threshold)
-            allowed = ("scored", "unfinished") if chosen.unfinished and not good else ("scored",)
-            if verdict not in allowed:
-                continue
-            counts[2 - good] += 1
-            messages = trainable(row, chosen.left_out)
-            if messages is None:
-                continue
-            turns = [m for m in messages[_start(messages) :] if m["role"] == "assistant"]
-            text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
-            split = splits.setdefault(str(row.get("split", run.config["split"])), len(splits))
-            values = (number, split, int(row["task_index"]), int(good), len(text))
-            for name, value in zip(_COLUMNS, (*values, int(row["sample"]), offset)):
-                columns[name].append(value)
-            for what in (text + tools, json.dumps(turns, sort_keys=True, ensure_ascii=False)):
-                hashes += hashlib.blake2b(what.encode(), digest_size=16).digest()
-        chosen.rollouts[run.name], chosen.passing[run.name], chosen.failing[run.name] = counts
-    return columns, hashes, list(splits)
-
-
 def _pairs(
-    chosen: PairSelection, columns: dict[str, array[int]], hashes: bytearray, splits: list[str]
+    chosen: PairSelection,
+    c: dict[str, numpy.ndarray[Any, Any]],
+    names: list[str],
+    digests: numpy.ndarray[Any, Any],
 ) -> numpy.ndarray[Any, Any]:
-    """``(run number, chosen's line offset, rejected's line offset)`` of each kept pair, in
-    the dataset's order (by split and task, then round, run and chosen rollout)."""
+    """``(run number, chosen's line offset, rejected's line offset)`` of each kept pair of the
+    candidates (:func:`candidates`), in the dataset's order (by split and task, then round,
+    run and chosen rollout)."""
     import numpy as np
 
-    c = {name: np.frombuffer(column, dtype=np.int64) for name, column in columns.items()}
-    names = sorted(splits)
-    c["split"] = np.array([names.index(s) for s in splits], dtype=np.int64)[c["split"]]
-    digests = np.frombuffer(hashes, dtype=np.uint64).reshape(-1, 4)
     # Each group (run, split, task): its chosen rollouts first, shortest first, then by
     # sample; then its rejected ones by sample.
     length = np.where(c["good"] == 1, c["length"], 0)

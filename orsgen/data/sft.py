@@ -32,11 +32,8 @@ for runs that cannot make a dataset as asked (one line on stderr, ``orsgen sft: 
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import os
-from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,6 +43,7 @@ from orsgen.eval.summary import passes
 from orsgen.data.trainset import (
     CARD_FILE,
     as_dataset,
+    candidates,
     Chosen,
     command,
     conversation_type,
@@ -56,11 +54,10 @@ from orsgen.data.trainset import (
     Run,
     run_parser,
     SftError,
-    trainable,
     transcript,
     write_dataset,
 )
-from orsgen.rundir import Row, RunDirError, run_rows
+from orsgen.rundir import Row
 
 if TYPE_CHECKING:
     import numpy
@@ -86,11 +83,12 @@ def select(
     """The rows of the dataset, and how they were chosen. Raises :class:`SftError`."""
     runs = open_runs(run_dirs, per_task, allow_splits)
     chosen = Selection(runs, min_reward=min_reward, per_task=per_task)
-    try:
-        found = _candidates(chosen)
-    except RunDirError as exc:
-        raise SftError(str(exc)) from None
-    chosen.rows = Kept(runs, _order(chosen, *found), _record)
+
+    def kept(run: Run, row: Row) -> bool | None:
+        least = float(run.config["pass_threshold"]) if min_reward is None else min_reward
+        return True if row.get("verdict") == "scored" and passes(row, least) else None
+
+    chosen.rows = Kept(runs, _order(chosen, *candidates(chosen, kept)), _record)
     if not chosen.rows:
         rule = (
             f"reward >= {min_reward}"
@@ -105,51 +103,19 @@ def select(
     return chosen
 
 
-_COLUMNS = ("split", "task", "length", "run", "sample", "offset")
-
-
-def _candidates(chosen: Selection) -> tuple[dict[str, array[int]], bytearray, list[str]]:
-    """The first pass: a few numbers per passing rollout with a transcript (columns of
-    :data:`_COLUMNS`; ``split`` numbers the splits' names), and a 16-byte hash of each
-    transcript and its tools, in a row of ``bytearray``."""
-    columns = {name: array("q") for name in _COLUMNS}
-    hashes, splits = bytearray(), dict[str, int]()
-    for number, run in enumerate(chosen.runs):
-        threshold = float(run.config["pass_threshold"])
-        threshold = threshold if chosen.min_reward is None else chosen.min_reward
-        tools, rollouts, passing = run.tools, 0, 0
-        for offset, row in run_rows(run.results):
-            rollouts += 1
-            if row.get("verdict") != "scored" or not passes(row, threshold):
-                continue
-            passing += 1
-            messages = trainable(row, chosen.left_out)
-            if messages is None:
-                continue
-            text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
-            split = splits.setdefault(str(row.get("split", run.config["split"])), len(splits))
-            task, sample = int(row["task_index"]), int(row["sample"])
-            for name, value in zip(_COLUMNS, (split, task, len(text), number, sample, offset)):
-                columns[name].append(value)
-            hashes += hashlib.blake2b((text + tools).encode(), digest_size=16).digest()
-        chosen.rollouts[run.name], chosen.passing[run.name] = rollouts, passing
-    return columns, hashes, list(splits)
-
-
 def _order(
-    chosen: Selection, columns: dict[str, array[int]], hashes: bytearray, splits: list[str]
+    chosen: Selection,
+    c: dict[str, numpy.ndarray[Any, Any]],
+    names: list[str],
+    digests: numpy.ndarray[Any, Any],
 ) -> numpy.ndarray[Any, Any]:
-    """``(run number, line offset)`` of each kept rollout, in the dataset's order: identical
-    transcripts once (the first by run, task and sample), then by split and task, shortest
-    first (then by run and sample), at most ``per_task`` of a task."""
+    """``(run number, line offset)`` of each kept rollout (:func:`candidates`), in the
+    dataset's order: identical transcripts once (the first by run, task and sample), then by
+    split and task, shortest first (then by run and sample), at most ``per_task`` of a task."""
     import numpy as np
 
-    c = {name: np.frombuffer(column, dtype=np.int64) for name, column in columns.items()}
-    names = sorted(splits)
-    c["split"] = np.array([names.index(s) for s in splits], dtype=np.int64)[c["split"]]
     first = np.lexsort((c["sample"], c["task"], c["run"]))
-    digests = np.frombuffer(hashes, dtype=np.uint64).reshape(-1, 2)[first]
-    unique = first[np.unique(digests, axis=0, return_index=True)[1]]
+    unique = first[np.unique(digests[first], axis=0, return_index=True)[1]]
     chosen.duplicates = len(first) - len(unique)
     kept = unique[np.lexsort([c[k][unique] for k in ("sample", "run", "length", "task", "split")])]
     keep, chosen.tasks = first_per_task(c["split"][kept], c["task"][kept], chosen.per_task, names)

@@ -7,11 +7,13 @@ rows read back from results.jsonl one at a time; and a ``datasets.Dataset`` writ
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
 import re
 import shutil
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -20,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, UsageError, output
 from orsgen.jsonobject import is_array
-from orsgen.rundir import RESULTS_FILE, RunDirError, read_adapter, read_config, row_at
+from orsgen.rundir import RESULTS_FILE, Row, RunDirError, read_adapter, read_config, row_at
+from orsgen.rundir import run_rows
 from orsgen.snapshot.splits import held_out
 
 if TYPE_CHECKING:
@@ -237,12 +240,57 @@ class Chosen:
     rows: Kept | tuple[()] = ()  # read when iterated
     rollouts: dict[str, int] = field(default_factory=lambda: {})  # per run name
     passing: dict[str, int] = field(default_factory=lambda: {})  # per run name
+    failing: dict[str, int] = field(default_factory=lambda: {})  # candidates, per run name
     duplicates: int = 0
     over_cap: int = 0
     # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
     # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
     left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
     tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})  # kept per task
+
+
+CANDIDATE = ("run", "split", "task", "good", "length", "sample", "offset")
+
+
+def candidates(
+    chosen: Chosen, verdict: Callable[[Run, Row], bool | None], turns: bool = False
+) -> tuple[dict[str, numpy.ndarray[Any, Any]], list[str], numpy.ndarray[Any, Any]]:
+    """The first pass over ``chosen.runs``: the columns of :data:`CANDIDATE` of each candidate
+    rollout with a transcript (``verdict(run, row)`` not ``None``; ``good`` 1 when it is true;
+    ``split`` the index of the split's name in the sorted names, returned too), and a row of
+    16-byte hashes (of its transcript and tools; with ``turns``, of its assistant turns too).
+    Counts each run's rollouts and passing and failing candidates in ``chosen``."""
+    import numpy as np
+
+    columns = {name: array("q") for name in CANDIDATE}
+    hashes, splits = bytearray(), dict[str, int]()
+    try:
+        for number, run in enumerate(chosen.runs):
+            tools, counts = run.tools, [0, 0, 0]  # rollouts, passing, failing
+            for offset, row in run_rows(run.results):
+                counts[0] += 1
+                good = verdict(run, row)
+                if good is None:
+                    continue
+                counts[2 - good] += 1
+                messages = trainable(row, chosen.left_out)
+                if messages is None:
+                    continue
+                text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+                split = splits.setdefault(str(row.get("split", run.config["split"])), len(splits))
+                values = (number, split, int(row["task_index"]), int(good), len(text))
+                for name, value in zip(CANDIDATE, (*values, int(row["sample"]), offset)):
+                    columns[name].append(value)
+                said = [m for m in messages if m["role"] == "assistant"] if turns else None
+                for what in [text + tools] + ([] if said is None else [json.dumps(said)]):
+                    hashes += hashlib.blake2b(what.encode(), digest_size=16).digest()
+            chosen.rollouts[run.name], chosen.passing[run.name], chosen.failing[run.name] = counts
+    except RunDirError as exc:
+        raise SftError(str(exc)) from None
+    c = {name: np.frombuffer(column, dtype=np.int64) for name, column in columns.items()}
+    names = sorted(splits)
+    c["split"] = np.array([names.index(s) for s in splits], dtype=np.int64)[c["split"]]
+    return c, names, np.frombuffer(hashes, dtype=np.uint64).reshape(-1, 2 + 2 * turns)
 
 
 def conversation_type() -> Any:
