@@ -26,7 +26,6 @@ second reads each kept pair's two lines back.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +39,6 @@ from orsgen.data.trainset import (
     Chosen,
     SAME,
     command,
-    conversation_type,
     first_per_task,
     Kept,
     new_out,
@@ -51,6 +49,7 @@ from orsgen.data.trainset import (
     transcript,
     write_dataset,
 )
+from orsgen.data import trainset
 from orsgen.rundir import Row
 
 if TYPE_CHECKING:
@@ -192,11 +191,8 @@ def _record(run: Run, good: Row, bad: Row) -> dict[str, Any]:
 
 def features() -> Any:
     """The dataset's columns and their types (a ``datasets.Features``)."""
-    datasets: Any = importlib.import_module("datasets")  # ships no type information
-    text, number, reward = (datasets.Value(t) for t in ("string", "int64", "float64"))
-    conversation = {k: conversation_type() for k in ("prompt", "chosen", "rejected")}
-    columns = {"tools": text, "task_index": number, "split": text, "chosen_reward": reward}
-    return datasets.Features(conversation | columns | {"rejected_reward": reward, "run": text})
+    types = (*["conversation"] * 3, "string", "int64", "string", "float64", "float64", "string")
+    return trainset.features(COLUMNS, types)
 
 
 def export(

@@ -32,7 +32,6 @@ for runs that cannot make a dataset as asked (one line on stderr, ``orsgen sft: 
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -46,7 +45,6 @@ from orsgen.data.trainset import (
     candidates,
     Chosen,
     command,
-    conversation_type,
     first_per_task,
     Kept,
     new_out,
@@ -57,6 +55,7 @@ from orsgen.data.trainset import (
     transcript,
     write_dataset,
 )
+from orsgen.data import trainset
 from orsgen.rundir import Row
 
 if TYPE_CHECKING:
@@ -140,12 +139,8 @@ def _record(run: Run, row: Row) -> dict[str, Any]:
 def features() -> Any:
     """The dataset's columns and their types (a ``datasets.Features``), so that no batch's
     guess decides them."""
-    datasets: Any = importlib.import_module("datasets")  # ships no type information
-    text, number, reward = (datasets.Value(t) for t in ("string", "int64", "float64"))
-    return datasets.Features(
-        {"messages": conversation_type(), "tools": text, "task_index": number, "split": text}
-        | {"sample": number, "reward": reward, "run": text}
-    )
+    types = ("conversation", "string", "int64", "string", "int64", "float64", "string")
+    return trainset.features(COLUMNS, types)
 
 
 def sft_dataset(

@@ -293,12 +293,16 @@ def candidates(
     return c, names, np.frombuffer(hashes, dtype=np.uint64).reshape(-1, 2 + 2 * turns)
 
 
-def conversation_type() -> Any:
-    """The ``datasets`` type of a list of messages as :func:`transcript` makes them."""
+def features(columns: Sequence[str], types: Sequence[str]) -> Any:
+    """A ``datasets.Features`` of ``columns``, each of a ``datasets.Value`` type or, for
+    ``conversation``, a list of messages as :func:`transcript` makes them: so that no
+    batch's guess decides them."""
     datasets: Any = importlib.import_module("datasets")  # ships no type information
     text = datasets.Value("string")
     call = {"type": text, "function": {"name": text, "arguments": text}}
-    return [{"role": text, "content": text, "tool_calls": [call], "name": text}]
+    messages = [{"role": text, "content": text, "tool_calls": [call], "name": text}]
+    kinds = (messages if t == "conversation" else datasets.Value(t) for t in types)
+    return datasets.Features(dict(zip(columns, kinds, strict=True)))
 
 
 def as_dataset(rows: Iterable[dict[str, Any]], columns: Any, cache: Path | None = None) -> Any:
