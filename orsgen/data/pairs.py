@@ -39,6 +39,7 @@ from orsgen.data.trainset import (
     Chosen,
     SAME,
     command,
+    dataset_card,
     first_per_task,
     Kept,
     new_out,
@@ -220,10 +221,6 @@ def card(chosen: PairSelection) -> str:
     rejected = "scored" + (" or unfinished" if chosen.unfinished else "") + ", not passing"
     cap = "no cap" if chosen.per_task is None else f"at most {chosen.per_task}"
     lines = [
-        "---",
-        "tags: [orsgen, dpo, preference, tool-calling]",
-        "---",
-        "",
         f"# Preference pairs from {len(chosen.runs)} orsgen eval run(s) of "
         f"{first.get('environment')}",
         "",
@@ -267,17 +264,8 @@ def card(chosen: PairSelection) -> str:
         f"{chosen.left_out['no answer']} with no assistant turn",
         "- the environment's answer to the last call is not part of `chosen`/`rejected`; "
         "tool call ids are dropped",
-        "",
-        "## Pairs per task",
-        "",
-        "| split | task | pairs |",
-        "|---|---|---|",
-        *(
-            f"| {split} | {task} | {count} |"
-            for (split, task), count in sorted(chosen.tasks.items())
-        ),
     ]
-    return "\n".join(lines) + "\n"
+    return dataset_card("orsgen, dpo, preference, tool-calling", lines, chosen.tasks, "pairs")
 
 
 def parser() -> Parser:

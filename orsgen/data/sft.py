@@ -45,6 +45,7 @@ from orsgen.data.trainset import (
     candidates,
     Chosen,
     command,
+    dataset_card,
     first_per_task,
     Kept,
     new_out,
@@ -188,15 +189,10 @@ def card(chosen: Selection) -> str:
         if chosen.min_reward is not None
         else "scored, reward >= the run's own pass_threshold"
     )
-    tasks = chosen.tasks
     lines = [
-        "---",
-        "tags: [orsgen, sft, tool-calling, rejection-sampling]",
-        "---",
-        "",
         f"# SFT rows from {len(chosen.runs)} orsgen eval run(s) of {first.get('environment')}",
         "",
-        f"{len(chosen.rows)} passing rollouts of {len(tasks)} tasks, in TRL's conversational "
+        f"{len(chosen.rows)} passing rollouts of {len(chosen.tasks)} tasks, in TRL's conversational "
         "tool-calling format: `messages` (user prompt, assistant turns with `tool_calls`, "
         "`tool` messages; ending with an assistant message), `tools` (the JSON schemas the "
         "model saw, one JSON string) and the provenance columns `task_index`, `split`, "
@@ -232,14 +228,9 @@ def card(chosen: Selection) -> str:
         f"limit, {chosen.left_out['no answer']} with no assistant turn",
         "- an episode that ended on its tool's answer ends with the assistant turn that made "
         "the call; tool call ids are dropped",
-        "",
-        "## Kept per task",
-        "",
-        "| split | task | kept |",
-        "|---|---|---|",
-        *(f"| {split} | {task} | {count} |" for (split, task), count in sorted(tasks.items())),
     ]
-    return "\n".join(lines) + "\n"
+    tags = "orsgen, sft, tool-calling, rejection-sampling"
+    return dataset_card(tags, lines, chosen.tasks, "kept")
 
 
 def parser() -> Parser:

@@ -314,6 +314,16 @@ def as_dataset(rows: Iterable[dict[str, Any]], columns: Any, cache: Path | None 
     return datasets.Dataset.from_generator(rows.__iter__, features=columns, cache_dir=where)
 
 
+def dataset_card(
+    tags: str, lines: Sequence[str], tasks: Mapping[tuple[str, int], int], what: str
+) -> str:
+    """A dataset card: front matter with ``tags``, ``lines``, then how many ``what`` (rows) each
+    (split, task) of ``tasks`` gives."""
+    rows = (f"| {split} | {task} | {n} |" for (split, task), n in sorted(tasks.items()))
+    table = [f"## {what.capitalize()} per task", "", f"| split | task | {what} |", "|---|---|---|"]
+    return "\n".join(["---", f"tags: [{tags}]", "---", "", *lines, "", *table, *rows]) + "\n"
+
+
 def new_out(out: str | os.PathLike[str]) -> Path:
     """``out``, a dataset directory to write, checked to hold nothing yet."""
     target = Path(out)
