@@ -184,3 +184,19 @@ def test_an_unreachable_runs_ui_is_said_in_one_line(
     assert len(said) == 1, err
     assert said[0].startswith("runs UI: 0 rollouts uploaded to run 'edges', 4 dropped (")
     assert api in said[0], said[0]
+
+
+def test_loading_a_package_never_shadows_an_installed_one() -> None:
+    """load_adapter keeps generated/ on sys.path but last: generated/rich (a sibling of
+    generated/echo) must not stand for the rich library TRL imports, in this process or in
+    the children AsyncGRPO spawns with its sys.path."""
+    code = (
+        "import importlib.util, sys\n"
+        "from orsgen.eval.command import load_adapter\n"
+        f"load_adapter({str(ECHO)!r}, None)\n"
+        "spec = importlib.util.find_spec('rich')\n"
+        "print(spec.origin if spec else '')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert str(ECHO.parent) not in done.stdout, done.stdout

@@ -293,9 +293,8 @@ def test_demo_eval_step_compares_the_warmed_up_and_trained_models(
         timeout=120,
     )
     assert compare.returncode == 0, compare.stderr
-    lines = compare.stdout.splitlines()
-    assert lines[0].startswith(f"A: {before} (coverage ") and lines[1].startswith(
-        f"B: {after} (coverage "
-    ), compare.stdout
+    lines = compare.stdout.splitlines()  # a table of the runs, baseline first
+    assert lines[2].startswith(f"| A: {runs / 'test' / 'before'} | {before} | "), compare.stdout
+    assert lines[3].startswith(f"| B: {runs / 'test' / 'after'} | {after} | "), compare.stdout
     assert "4 tasks in both runs" in compare.stdout and "pass@1 B-A: " in compare.stdout
     assert server.wait_sessions(0, timeout=30) == 0

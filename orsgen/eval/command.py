@@ -48,11 +48,18 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
     path = Path(directory).resolve()
     if not (path / "adapter.py").is_file():
         raise UsageError(f"{directory} is not a generated package (no adapter.py)")
-    sys.path.insert(0, str(path.parent))
+    parent = str(path.parent)
+    sys.path.insert(0, parent)
     try:
         module = importlib.import_module(path.name)
     except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
         raise UsageError(f"cannot import {path.name} from {path.parent}: {exc}") from None
+    finally:
+        # Kept (a pickled adapter's class is found by its module's name, here and in spawned
+        # children) but last: a sibling package (generated/rich) never shadows an installed
+        # one (the rich library TRL imports) for the rest of the process.
+        sys.path.remove(parent)
+        sys.path.append(parent)
     found = {
         name: obj
         for name, obj in inspect.getmembers(module, inspect.isclass)
