@@ -34,7 +34,7 @@ import pytest
 
 import openai_standin
 import ors_server
-from conftest import ENVS, ROOT
+from conftest import ECHO_ENV, ENVS, ROOT
 from fault_runs import (
     N,
     SEED,
@@ -397,6 +397,17 @@ def share_server(ors_servers: ors_server.Servers) -> ors_server.RunningServer:
 
 
 @pytest.fixture(scope="module")
+def killed_echo_server(ors_servers: ors_server.Servers) -> Iterator[ors_server.RunningServer]:
+    """An echo server of this file's own: a killed run leaves its sessions open there (the
+    server reaps them later), never on the shared one other tests count sessions on."""
+    server = ors_servers.own(ECHO_ENV)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
 def share_pkg(
     share_server: ors_server.RunningServer, generate_package: Callable[..., ModuleType]
 ) -> Path:
@@ -408,7 +419,7 @@ def share_pkg(
 @pytest.fixture(scope="module")
 def setting(
     standin: openai_standin.Standin,
-    echo_server: ors_server.RunningServer,
+    killed_echo_server: ors_server.RunningServer,
     share_server: ors_server.RunningServer,
     share_pkg: Path,
     tmp_path_factory: pytest.TempPathFactory,
@@ -418,7 +429,7 @@ def setting(
     setting = Setting(
         root,
         standin,
-        {"plain": echo_server.url, "group": share_server.url},
+        {"plain": killed_echo_server.url, "group": share_server.url},
         {"plain": ECHO, "group": share_pkg},
     )
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -399,16 +399,27 @@ def _requests(run: Path) -> int:
     return sum(figures["requests"] for figures in counts.values())
 
 
+@pytest.fixture
+def killed_echo_server(ors_servers: ors_server.Servers) -> Iterator[ors_server.RunningServer]:
+    """An echo server of the test's own: a run killed with rollouts in flight leaves their
+    sessions open there, never on the shared one other tests count sessions on."""
+    server = ors_servers.own(ROOT / "examples" / "echo_env.py")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.mark.slow  # seconds of real processes; the fast tier stays under 4 min
 def test_sigterm_abandons_the_rollouts_in_flight_and_keeps_the_counts(
-    echo_server: ors_server.RunningServer, tmp_path: Path
+    killed_echo_server: ors_server.RunningServer, tmp_path: Path
 ) -> None:
     """Issue 39: SIGTERM (a preemption) ends the run at once: the rollouts under way get no
     row, run.json has the endpoint counts so far, and the resume adds its own to them."""
     model = openai_standin.start(tmp_path, tool="echo", argument="text", quote=3, delay=3)
     try:
         out = tmp_path / "run"
-        args = [*_echo_args(model, echo_server), "-n", "2", "--concurrency", "4"]
+        args = [*_echo_args(model, killed_echo_server), "-n", "2", "--concurrency", "4"]
         args += ["--out", str(out)]
         proc = eval_process(args)
         try:
@@ -465,7 +476,7 @@ def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
 
 
 def test_two_resumes_at_once_one_runs_and_the_other_names_it(
-    echo_server: ors_server.RunningServer, tmp_path: Path
+    killed_echo_server: ors_server.RunningServer, tmp_path: Path
 ) -> None:
     """Issue 39: two `orsgen eval --resume` of one run: the second is refused in one line
     naming the first (pid and host), which Ctrl-C then ends at once (exit 130)."""
@@ -473,7 +484,14 @@ def test_two_resumes_at_once_one_runs_and_the_other_names_it(
 
     model = openai_standin.start(tmp_path, tool="echo", argument="text", delay=60)
     out = tmp_path / "run"
-    args = [*_echo_args(model, echo_server), "--num-tasks", "1", "--out", str(out), "--resume"]
+    args = [
+        *_echo_args(model, killed_echo_server),
+        "--num-tasks",
+        "1",
+        "--out",
+        str(out),
+        "--resume",
+    ]
     first = eval_process(args)
     try:
         lock = out / ".lock"
