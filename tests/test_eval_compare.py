@@ -158,6 +158,7 @@ def pass_rates(run: Path) -> dict[int, float]:
     return {t: len(passing[t]) / N for t in tasks}
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_compare_three_runs_as_json_md_and_csv(runs: list[Path]) -> None:
     given = [str(runs[0]), str(runs[1] / "run.json"), str(runs[2])]  # a run.json names its run
     code, out, err = run_eval(["--compare", *given, "--format", "json"])
@@ -221,6 +222,7 @@ def test_compare_three_runs_as_json_md_and_csv(runs: list[Path]) -> None:
         assert row["fail_to_pass"] == " ".join(map(str, pair["fail_to_pass"]))
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_runs_written_before_usage_show_n_a(runs: list[Path], tmp_path: Path) -> None:
     old = tmp_path / "old"
     shutil.copytree(runs[1], old)
@@ -238,6 +240,7 @@ def test_runs_written_before_usage_show_n_a(runs: list[Path], tmp_path: Path) ->
     assert row.endswith("| n/a | n/a | n/a |"), row
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_compare_usage_errors_and_forced_json(runs: list[Path], tmp_path: Path) -> None:
     code, out, err = run_eval(["--compare", str(runs[0])])
     assert code == 2 and out == "" and err.count("\n") == 1, err
@@ -258,6 +261,7 @@ def test_compare_usage_errors_and_forced_json(runs: list[Path], tmp_path: Path) 
     assert err == "warning: C differs from A in pass_threshold\n", err
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_compare_from_python_keeps_its_two_run_figures(runs: list[Path]) -> None:
     from orsgen import compare, format_comparison, load_summary
     from orsgen.eval import compare_runs

@@ -331,6 +331,7 @@ def _files(run: Path) -> dict[str, tuple[int, int]]:
     }
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_a_killed_merge_is_completed_by_the_same_merge_and_never_appended_to(
     runs: Path, tmp_path: Path
 ) -> None:
@@ -367,6 +368,7 @@ def test_merge_force_replaces_what_out_holds_and_nothing_else_does(
     _same_run(out, runs / "whole")
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_a_run_directory_has_one_writer_named_by_pid_and_host(
     runs: Path, standin: openai_standin.Standin, echo_server: ors_server.RunningServer
 ) -> None:
@@ -475,6 +477,7 @@ def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
     _one_line(*merged, "--rollout-timeout differs between the shards")
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_two_resumes_at_once_one_runs_and_the_other_names_it(
     killed_echo_server: ors_server.RunningServer, tmp_path: Path
 ) -> None:

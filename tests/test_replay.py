@@ -75,6 +75,7 @@ def pairs(found: list[dict[str, Any]]) -> set[tuple[int, int]]:
     return {(k["task_index"], k["sample"]) for k in found}
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_rows_record_each_call_and_result_and_run_json_the_package(
     recorded: Path, package: Path
 ) -> None:
@@ -94,6 +95,7 @@ def test_rows_record_each_call_and_result_and_run_json_the_package(
     assert json.loads((recorded / "run.json").read_text())["package"] == str(package.resolve())
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_the_same_environment_replays_with_no_change(
     recorded: Path, base: ors_server.RunningServer, orsgen_subprocess: Any, tmp_path: Path
 ) -> None:
@@ -183,6 +185,7 @@ def test_secrets_and_keys_are_never_written(
         assert SECRET.encode() not in text and KEY.encode() not in text, path
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_a_run_without_recorded_calls_or_package_is_refused_in_one_line(
     recorded: Path,
     base: ors_server.RunningServer,

@@ -277,6 +277,7 @@ def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
     assert stderr.rstrip().endswith("orsgen serve: stopped") and "Traceback" not in stderr, stderr
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_a_recording_serves_its_packages_terminal_and_task_tools(
     serve: Any, orsgen_cli: Any, tmp_path: Path
 ) -> None:
@@ -291,6 +292,7 @@ def test_a_recording_serves_its_packages_terminal_and_task_tools(
     assert served.stop()[0] == 0
 
 
+@pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_a_python_file_is_served_until_ctrl_c(serve: Any, orsgen_cli: Any) -> None:
     served = serve(str(ECHO_ENV))
     check = orsgen_cli(["check", str(ECHO), "--live", "--target", served.url])
