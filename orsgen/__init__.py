@@ -6,11 +6,11 @@ import ``orsgen.runtime`` through this, and openai / transformers load only when
 
 from __future__ import annotations
 
+from orsgen._version import __version__ as __version__
+
 # Not typing.TYPE_CHECKING: importing typing would be most of this module's cost. Type
 # checkers read any TYPE_CHECKING as true.
 TYPE_CHECKING = False
-
-__version__ = "0.1.0"
 
 # Public name -> the module that defines it. One table: __all__, the lazy lookup and the
 # docs' API reference (tests/test_docs_namespace.py) all read it.

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from orsgen import __version__
+from orsgen._version import __version__
 from orsgen.generate.pipeline import checks
 from orsgen.generate.pipeline import run as pipeline
 from orsgen.arguments import Command, Failed, UsageError, output, secret_pairs

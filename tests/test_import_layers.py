@@ -370,3 +370,13 @@ def test_only_trainer_facts_reads_a_private_name_by_getattr() -> None:
         for path in sorted(ORSGEN.rglob("*.py"))
     }
     assert {name for name, reads in found.items() if reads} == {"runtime/records/trainer_facts.py"}
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """``orsgen/__init__.py`` is the top: the public namespace, which imports every layer
+    lazily. A module under it that imported it (for ``__version__``, say, which
+    ``orsgen/_version.py`` holds) would be an arrow running back up."""
+    trees = _orsgen_trees()
+    upward = [name for name, tree in trees.items() if "orsgen" in _imported_modules(tree)]
+    assert upward == []
+    assert _imported_modules(trees["_version.py"]) == set()  # a leaf

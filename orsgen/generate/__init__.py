@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orsgen import __version__ as ORSGEN_VERSION
+from orsgen._version import __version__ as ORSGEN_VERSION
 from orsgen.diagnostics import Diagnostic, error, has_errors
 from orsgen.generate import docstrings, emit, ir, layout
 from orsgen.generate.render import SelfCheckError, format_python, render, self_check

@@ -15,7 +15,7 @@ requires_2_0 = True
 def __getattr__(name: str) -> object:
     if name.startswith("requires_"):
         wanted = name.removeprefix("requires_").replace("_", ".")
-        from orsgen import __version__
+        from orsgen._version import __version__
 
         raise ImportError(
             f"this adapter package was generated for orsgen runtime {wanted}, but the installed "
