@@ -1,8 +1,6 @@
-"""Several model endpoints (orsgen/eval/endpoints.py), one replica pool
-(orsgen/runtime/transport/replicas.py): which endpoint takes each request (the fewest in
-flight), an endpoint's rest and its doubling, the limit when every endpoint is down, and the
-keys; then real HTTP: the scripted stand-in (tests/openai_standin.py) and ports where nothing
-listens. The pool's own tests move a fake clock; nothing is mocked."""
+"""Several model endpoints (orsgen/eval/endpoints.py) in one replica pool (its rules are
+tests/test_replicas.py's): the keys; then real HTTP: the scripted stand-in
+(tests/openai_standin.py) and ports where nothing listens; nothing is mocked."""
 
 from __future__ import annotations
 
@@ -23,33 +21,13 @@ from serve_model import free_port
 from orsgen.eval import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import (
     SERVER_ERRORS,
-    Endpoint,
     Endpoints,
     EndpointsDown,
     RequestFailed,
     keyed,
 )
-from orsgen.runtime.transport.replicas import ReplicaPool
 
 BODY = {"model": "standin", "messages": [{"role": "user", "content": "Say 'fig'."}]}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def router(count: int, clock: Clock, limit: float = 60.0) -> ReplicaPool[Endpoint]:
-    urls = [f"http://{name}/v1" for name in "abcdefgh"[:count]]
-    log = logging.getLogger("orsgen.eval")
-    return ReplicaPool([Endpoint(url) for url in urls], limit, clock, rests=(1.0, 8.0), log=log)
-
-
-def names(taken: list[Endpoint]) -> str:
-    return "".join(e.url[7] for e in taken)
 
 
 @pytest.fixture
@@ -70,126 +48,6 @@ def standin(tmp_path: Path) -> Iterator[Callable[..., openai_standin.Standin]]:
 def nowhere() -> str:
     """An endpoint URL where nothing listens (the connection is refused)."""
     return f"http://127.0.0.1:{free_port()}/v1"
-
-
-def test_each_request_goes_to_the_endpoint_with_the_fewest_in_flight() -> None:
-    r = router(3, Clock())
-    first = [r.take()[0] for _ in range(3)]
-    assert names(first) == "abc"  # all idle: in turn
-    r.answered(first[1])
-    assert names([r.take()[0]]) == "b"  # b has none in flight, a and c one each
-    r.answered(first[0])
-    r.answered(first[2])
-    # a and c now have none, b one: the next two go to a and c, then all have one.
-    assert sorted(names([r.take()[0], r.take()[0]])) == ["a", "c"]
-    assert [e.in_flight for e in r.replicas] == [1, 1, 1]
-
-
-def test_ties_go_in_turn_so_one_request_at_a_time_still_spreads() -> None:
-    r = router(3, Clock())
-    seen = []
-    for _ in range(6):
-        endpoint, _ = r.take()
-        seen.append(endpoint)
-        r.answered(endpoint)
-    assert names(seen) == "abcabc"
-    assert [e.requests for e in r.replicas] == [2, 2, 2]
-
-
-def test_a_request_sent_again_goes_to_another_endpoint_when_one_can_take_it() -> None:
-    r = router(2, Clock())
-    a, b = r.replicas
-    busy = [r.take()[0] for _ in range(4)]  # two each
-    r.answered(busy[0])  # a has the fewest in flight, yet the request a failed goes to b
-    assert r.take(avoid=a)[0] is b
-    r.answered(b)
-    r.answered(b)
-    assert r.take(avoid=b)[0] is a
-    r.failed(a, False, "connection failed")  # b alone can take requests now
-    assert r.take(avoid=b)[0] is b
-
-
-def test_a_failing_endpoint_rests_and_its_rest_doubles_up_to_the_cap(caplog) -> None:
-    clock = Clock()
-    r = router(2, clock)
-    a, b = r.replicas
-    caplog.set_level(logging.WARNING, "orsgen.eval")
-    taken, _ = r.take()
-    assert taken is a
-    r.failed(a, False, "connection failed")
-    assert a.down_since == 0.0 and a.rest == 1.0 and a.outages == 1
-    for _ in range(4):  # while a rests, b takes everything, however busy it is
-        assert r.take()[0] is b
-    rests = []
-    for _ in range(5):
-        clock.now = a.rest_until
-        taken, resting = r.take()
-        assert taken is a and resting  # its rest is over: one request tries it
-        assert r.take()[0] is b  # and only one at a time
-        r.failed(a, True, "connection failed")
-        rests.append(a.rest)
-    assert rests == [2.0, 4.0, 8.0, 8.0, 8.0]
-    clock.now = a.rest_until
-    taken, resting = r.take()
-    r.answered(taken)
-    assert a.down_since is None and a.outages == 1 and a.failures == 6
-    lines = [rec.getMessage() for rec in caplog.records]
-    assert len(lines) == 2, lines  # one line when it went down, one when it came back
-    assert lines[0].startswith("endpoint http://a/v1 is down (connection failed)")
-    assert "go to the other endpoints" in lines[0]
-    assert lines[1].startswith("endpoint http://a/v1 is back after ")
-    assert r.counts()["http://a/v1"] == {"requests": 7, "failures": 6, "outages": 1}
-
-
-def test_a_request_sent_before_the_outage_does_not_lengthen_the_rest() -> None:
-    r = router(2, Clock())
-    a = r.replicas[0]
-    one, _ = r.take()
-    r.take()
-    two, _ = r.take()  # a again: a has two in flight when it goes down
-    assert one is a and two is a
-    r.failed(a, False, "connection failed")
-    r.failed(a, False, "connection failed")  # the other one, sent before it went down
-    assert a.rest == 1.0 and a.outages == 1 and a.failures == 2
-
-
-def test_every_endpoint_down_for_the_limit_stops_every_request() -> None:
-    clock = Clock()
-    r = router(2, clock, limit=30.0)
-    a, b = r.replicas
-    for endpoint in (r.take()[0], r.take()[0]):
-        r.failed(endpoint, False, "HTTP 503 (InternalServerError)")
-    assert {a.down_since, b.down_since} == {0.0}
-    clock.now = 20.0  # their rests are over: one request may try each
-    for _ in range(2):
-        taken, resting = r.take()
-        assert resting
-        r.failed(taken, True, "connection failed")
-    clock.now = 30.0
-    with pytest.raises(EndpointsDown) as raised:
-        r.take()
-    said = str(raised.value)
-    assert "every endpoint has been down for 30 s" in said
-    assert "http://a/v1 (connection failed)" in said and "http://b/v1 (connection failed)" in said
-    with pytest.raises(EndpointsDown):  # every later request too, at once
-        r.take()
-
-
-def test_one_endpoint_down_past_the_limit_stops_nothing_while_another_answers() -> None:
-    clock = Clock()
-    r = ReplicaPool([Endpoint("http://a/v1"), Endpoint("http://b/v1")], 30.0, clock)
-    a, b = r.replicas
-    r.failed(r.take()[0], False, "connection failed")  # a down at 0, resting 1 s
-    clock.now = 0.5
-    for _ in range(3):
-        taken, _ = r.take()
-        assert taken is b
-        r.answered(b)
-    clock.now = 35.0  # a has been down for longer than the limit, b is up
-    taken, resting = r.take()
-    assert taken is a and resting  # a's rest is over: it is tried
-    r.answered(a)
-    assert a.down_since is None and a.outages == 1
 
 
 def test_one_key_serves_every_endpoint_or_one_each() -> None:
