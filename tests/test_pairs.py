@@ -136,7 +136,6 @@ def test_unusable_runs_are_refused_with_one_line(tmp_path: Path) -> None:
         tmp_path / "flat", [_row(0, 0, 1.0, _said("s", "y")), _row(0, 1, 0.0, _said("s", "n"))]
     )
     cases: dict[str, tuple[list[Path], str]] = {
-        "held-out split": ([run("test", split="test")], "--allow-split test"),
         "environments": ([good, run("env", environment="x")], "different environments"),
         "tool hashes": ([good, run("tools", tools_sha256="d")], "different tool hashes"),
         "thresholds": ([good, run("half", threshold=0.5)], "different pass thresholds"),
@@ -151,53 +150,12 @@ def test_unusable_runs_are_refused_with_one_line(tmp_path: Path) -> None:
         with pytest.raises(SftError) as caught:
             select(runs)
         assert says in str(caught.value) and "\n" not in str(caught.value), name
-    assert len(select([tmp_path / "test"], allow_splits=["test"]).rows) == 1
-
-
-def test_the_command_refuses_a_held_out_run_and_writes_nothing(
-    orsgen_cli: Callable[[list[str]], CliRun], tmp_path: Path
-) -> None:
-    rows = [_row(0, 0, 1.0, _messages("g")), _row(0, 1, 0.0, _messages("b"))]
-    run = _write_run(tmp_path / "runs" / "test-run", rows, split="test")
-    out = tmp_path / "data" / "pairs"
-    out.parent.mkdir()
-    refused = orsgen_cli(["pairs", str(run), "-o", str(out)])
-    assert refused.code == 2 and refused.stdout == ""
-    assert (
-        refused.stderr.startswith("orsgen pairs: error: ")
-        and "--allow-split test" in refused.stderr
-    )
-    assert len(refused.stderr.strip().splitlines()) == 1
-    assert list(out.parent.iterdir()) == []
-    done = orsgen_cli(
-        ["pairs", str(run), "-o", str(out), "--allow-split", "test", "--per-task", "1"]
-    )
-    assert done.code == 0, done.stderr
-    assert done.stdout.startswith("wrote 1 pairs (1 tasks) from 1 run(s)"), done.stdout
-
-
-@pytest.mark.parametrize("split", ["eval_set", "Validation"])
-def test_the_command_refuses_a_held_out_default_split(
-    split: str, orsgen_subprocess: Callable[..., CliRun], tmp_path: Path
-) -> None:
-    """The package's default split (an environment without ``train``) is refused too when
-    its name marks it held out."""
-    rows = [_row(0, 0, 1.0, _messages("g")), _row(0, 1, 0.0, _messages("b"))]
-    run = _write_run(tmp_path / "run", rows, split=split, train_split=split)
-    out = tmp_path / "pairs"
-    refused = orsgen_subprocess(["pairs", str(run), "-o", str(out)])
-    assert refused.code == 2 and refused.stdout == "" and not out.exists()
-    lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("orsgen pairs: error: "), refused.stderr
-    assert f"--allow-split {split}" in lines[0] and "held out by its name" in lines[0]
-    done = orsgen_subprocess(["pairs", str(run), "-o", str(out), "--allow-split", split])
-    assert done.code == 0, done.stderr
 
 
 # --- A real run: the warmed-up echo model at temperature 1.0, DPOTrainer ------------------
 
 
-def evaluate_echo(url: str, model: Path, split: str, out: Path, n: int = 8) -> Path:
+def evaluate_echo(url: str, model: Path, split: str, out: Path) -> Path:
     """Evaluate ``model`` (the tiny echo model) on ``split`` of the echo server at ``url``
     at temperature 1.0 through generated/echo, from a ``transformers serve`` of its own
     (seeded once, so a rerun repeats; as examples/eval_demo.py does, with the model's
@@ -212,7 +170,7 @@ def evaluate_echo(url: str, model: Path, split: str, out: Path, n: int = 8) -> P
     server = start_model_server(model, out.parent, seed=0)
     try:
         config = EvalConfig(
-            endpoint=server.endpoint, model=server.model, split=split, n=n, temperature=1.0
+            endpoint=server.endpoint, model=server.model, split=split, n=8, temperature=1.0
         )
         evaluate(EchoEnv, config, adapter={"base_url": url}, out=out, progress=False)
     finally:
@@ -295,22 +253,3 @@ def test_pairs_of_a_real_run_contrast_and_train_dpotrainer(
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) == 4 and all(math.isfinite(x) for x in losses), losses
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_a_held_out_run_exits_2_and_writes_nothing(
-    echo_server: ors_server.RunningServer,
-    echo_model: Path,
-    orsgen_subprocess: Callable[..., CliRun],
-    tmp_path: Path,
-) -> None:
-    run = evaluate_echo(echo_server.url, echo_model, "test", tmp_path / "test-run", n=2)
-    out = tmp_path / "datasets" / "pairs"
-    out.parent.mkdir()
-    refused = orsgen_subprocess(["pairs", str(run), "-o", str(out)])
-    assert refused.code == 2 and refused.stdout == ""
-    lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("orsgen pairs: error: "), refused.stderr
-    assert "'test'" in lines[0] and "--allow-split test" in lines[0]
-    assert list(out.parent.iterdir()) == []

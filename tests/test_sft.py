@@ -176,14 +176,12 @@ def test_transcript_of_a_rollout_with_an_image_or_no_answer_is_none() -> None:
 
 def test_unusable_runs_are_refused_with_one_line(tmp_path: Path) -> None:
     good = _write_run(tmp_path / "good", [_row(0, 0, 1.0, _messages("apple"))])
-    held_out = _write_run(tmp_path / "test", [_row(0, 0, 1.0, _messages("fig"))], split="test")
     other_env = _write_run(tmp_path / "env", [_row(0, 0, 1.0, _messages("a"))], environment="x")
     other_tools = _write_run(
         tmp_path / "tools", [_row(0, 0, 1.0, _messages("a"))], tools_sha256="d"
     )
     failing = _write_run(tmp_path / "fails", [_row(0, 0, 0.0, _messages("apple"))])
     cases: dict[str, tuple[list[Path], str]] = {
-        "held-out split": ([held_out], "--allow-split test"),
         "environments": ([good, other_env], "different environments"),
         "tool hashes": ([good, other_tools], "different tool hashes"),
         "not a run": ([tmp_path], "is not an orsgen eval run"),
@@ -193,51 +191,67 @@ def test_unusable_runs_are_refused_with_one_line(tmp_path: Path) -> None:
         with pytest.raises(SftError) as caught:
             select(runs)
         assert says in str(caught.value) and "\n" not in str(caught.value), name
-    assert len(select([held_out], allow_splits=["test"]).rows) == 1
 
 
-HELD_OUT = ["test", "Test", "my-test", "eval_set", "validation", "dev", "holdout", "devSet"]
+# --- Held-out splits: one rule (orsgen/snapshot/splits.held_out) for sft and pairs ------
+
+HELD_OUT = ["test", "Test", "my-test", "eval_set", "Validation", "dev", "holdout", "devSet"]
+HELD_OUT += ["held_out", "heldout", "held-out", "HeldOut", "tests", "devset"]
+KEPT = ["contest", "attest", "latest", "train", "devotion"]
 
 
-@pytest.mark.parametrize("split", HELD_OUT)
-def test_a_split_held_out_by_its_name_is_refused_as_the_default_split_too(
-    split: str, tmp_path: Path
+@pytest.mark.parametrize("split", HELD_OUT + KEPT)
+def test_a_split_held_out_by_its_name_is_refused_even_as_the_default_split(
+    split: str, orsgen_cli: Callable[[list[str]], CliRun], tmp_path: Path
 ) -> None:
     """An environment with only a ``test`` split makes it the package's default (its
-    ``train_split``): its runs are still held out."""
+    ``train_split``): its runs are still held out. A held-out word only inside a word of
+    the name (``contest``) does not make it held out."""
     run = _write_run(
         tmp_path / "run", [_row(0, 0, 1.0, _messages("fig"))], split, train_split=split
     )
-    with pytest.raises(SftError) as caught:
-        select([run])
-    said = str(caught.value)
-    assert f"--allow-split {split} " in said and "held out by its name" in said, said
-    assert "\n" not in said
-    assert len(select([run], allow_splits=[split]).rows) == 1
+    if split in KEPT:
+        assert len(select([run]).rows) == 1
+        return
+    refused = orsgen_cli(["sft", str(run), "-o", str(tmp_path / "sft")])
+    assert refused.code == 2 and refused.stdout == "", refused
+    (line,) = refused.stderr.strip().splitlines()
+    assert f"split {split!r}, held out by its name" in line, line
+    assert f"--allow-split {split} " in line
 
 
-@pytest.mark.parametrize("split", ["contest", "attest", "latest", "train", "devotion"])
-def test_a_name_with_a_held_out_word_only_inside_a_word_is_kept(split: str, tmp_path: Path) -> None:
-    run = _write_run(
-        tmp_path / "run", [_row(0, 0, 1.0, _messages("fig"))], split, train_split=split
-    )
-    assert len(select([run]).rows) == 1
-
-
-def test_the_command_refuses_the_only_split_test_without_allow_split(
-    orsgen_subprocess: Callable[..., CliRun], tmp_path: Path
+@pytest.mark.parametrize("command", ["sft", "pairs"])
+def test_a_held_out_run_is_refused_in_one_line_and_nothing_is_written_until_allowed(
+    command: str, orsgen_cli: Callable[[list[str]], CliRun], tmp_path: Path
 ) -> None:
-    run = _write_run(
-        tmp_path / "run", [_row(0, 0, 1.0, _messages("fig"))], "test", train_split="test"
-    )
-    out = tmp_path / "sft"
-    refused = orsgen_subprocess(["sft", str(run), "-o", str(out)])
-    assert refused.code == 2 and refused.stdout == "" and not out.exists()
-    lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("orsgen sft: error: "), refused.stderr
-    assert "--allow-split test" in lines[0] and "contaminates later evaluations" in lines[0]
-    allowed = orsgen_subprocess(["sft", str(run), "-o", str(out), "--allow-split", "test"])
+    """Both ways a split is held out, through each command; ``--allow-split`` then takes
+    it, and an ``-o`` that holds files is refused, leaving nothing else either."""
+    rows = [_row(0, 0, 1.0, _messages("g")), _row(0, 1, 0.0, _messages("b"))]
+    default = _write_run(tmp_path / "runs" / "default", rows, "eval_set", train_split="eval_set")
+    other = _write_run(tmp_path / "runs" / "test-run", rows, "test")
+    out = tmp_path / "data" / command
+    out.parent.mkdir()
+    for run, split, why in (
+        (default, "eval_set", "held out by its name"),
+        (other, "test", "not the package's training split 'train'"),
+    ):
+        refused = orsgen_cli([command, str(run), "-o", str(out)])
+        assert refused.code == 2 and refused.stdout == "", refused
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"orsgen {command}: error: "), lines
+        assert f"evaluated split {split!r}, {why}: " in lines[0], lines[0]
+        assert "contaminates later evaluations" in lines[0]
+        assert f"pass --allow-split {split} to use it anyway" in lines[0]
+        assert list(out.parent.iterdir()) == []
+    allowed = orsgen_cli([command, str(other), "-o", str(out), "--allow-split", "test"])
     assert allowed.code == 0, allowed.stderr
+    what = "rows" if command == "sft" else "pairs"
+    assert allowed.stdout.startswith(f"wrote 1 {what} (1 tasks) from 1 run(s)"), allowed.stdout
+    assert sorted(p.name for p in out.parent.iterdir()) == [command]
+    again = orsgen_cli([command, str(other), "-o", str(out), "--allow-split", "test"])
+    assert again.code == 2 and len(again.stderr.strip().splitlines()) == 1, again
+    assert "already exists and is not empty" in again.stderr
+    assert sorted(p.name for p in out.parent.iterdir()) == [command]
 
 
 # --- Real runs: transformers serve, a real ORS server, SFTTrainer -----------------------
@@ -321,31 +335,3 @@ def test_exported_runs_render_and_train_with_sfttrainer(
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) == 6 and all(math.isfinite(x) for x in losses), losses
     assert losses[-1] < losses[0], losses
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_a_held_out_run_is_refused_and_nothing_is_written(
-    chance_pkg: Any,
-    chance_server: ors_server.RunningServer,
-    model_server: ModelServer,
-    orsgen_subprocess: Callable[..., CliRun],
-    tmp_path: Path,
-) -> None:
-    run = tmp_path / "test-run"
-    _evaluate(chance_pkg, chance_server, model_server, "test", run)
-    out = tmp_path / "datasets" / "sft"
-    out.parent.mkdir()  # -o into a missing directory is refused
-    refused = orsgen_subprocess(["sft", str(run), "-o", str(out)])
-    assert refused.code == 2 and refused.stdout == ""
-    lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("orsgen sft: error: "), refused.stderr
-    assert "'test'" in lines[0] and "--allow-split test" in lines[0]
-    assert list(out.parent.iterdir()) == []
-    # Another failure after the checks pass leaves nothing either: an OUT that holds files.
-    allowed = orsgen_subprocess(["sft", str(run), "-o", str(out), "--allow-split", "test"])
-    assert allowed.code == 0, allowed.stderr
-    assert sorted(p.name for p in out.parent.iterdir()) == ["sft"]
-    again = orsgen_subprocess(["sft", str(run), "-o", str(out), "--allow-split", "test"])
-    assert again.code == 2 and len(again.stderr.strip().splitlines()) == 1
-    assert sorted(p.name for p in out.parent.iterdir()) == ["sft"]

@@ -375,7 +375,8 @@ def run_parser(prog: str, description: str) -> Parser:
         metavar="NAME",
         help="use runs of this held-out split anyway (repeatable; default: only the "
         "package's training split, and not when its name marks it held out: test, eval, "
-        "valid, validation, val, dev, holdout, as a word of the name)",
+        "evaluation, valid, validation, val, dev, holdout or held-out as a word of the name, "
+        "also with an s or set ending: tests, devset)",
     )
     return p
 

@@ -12,15 +12,21 @@ from orsgen.snapshot.errors import TargetError
 
 DEFAULT_SPLIT = "train"
 # Words that mark a split held out for evaluation, alone or as a word of its name.
-HELD_OUT = frozenset({"test", "eval", "evaluation", "valid", "validation", "val", "dev", "holdout"})
+HELD_OUT = frozenset(
+    {"test", "eval", "evaluation", "valid", "validation", "val", "dev", "holdout", "heldout"}
+)
+# One of them as a word, with a plural or a "set" ending: tests, devset, eval_sets.
+_HELD_OUT_WORD = re.compile(f"(?:{'|'.join(sorted(HELD_OUT))})(?:set)?s?")
 
 
 def held_out(split: str) -> bool:
-    """Whether ``split``'s name marks it held out: one of :data:`HELD_OUT`, in any case,
-    alone or as a word of it (``Test``, ``my-test``, ``eval_set``, ``testSet``; not
-    ``contest``)."""
-    words = re.split(r"[^a-zA-Z]+|(?<=[a-z])(?=[A-Z])", split)
-    return any(word.lower() in HELD_OUT for word in words)
+    """Whether ``split``'s name marks it held out: a word of it (or two adjacent words as
+    one: ``held-out``, ``HeldOut``), in any case, is one of :data:`HELD_OUT`, alone or with
+    a plural or a ``set`` ending (``Test``, ``my-test``, ``eval_set``, ``testSet``,
+    ``tests``, ``devset``, ``held_out``; not ``contest``)."""
+    words = [w.lower() for w in re.split(r"[^a-zA-Z]+|(?<=[a-z])(?=[A-Z])", split) if w]
+    joined = [a + b for a, b in zip(words, words[1:])]
+    return any(_HELD_OUT_WORD.fullmatch(word) for word in words + joined)
 
 
 def choose_split(
