@@ -277,6 +277,28 @@ def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
     assert stderr.rstrip().endswith("orsgen serve: stopped") and "Traceback" not in stderr, stderr
 
 
+@pytest.mark.slow  # two orsgen serve processes
+def test_a_port_serves_again_at_once_after_clients_were_connected(
+    handmade: Path, serve: Any
+) -> None:
+    """The CI recipe restarts ``orsgen serve --port P``: a client's connection, still open
+    when the server stops, leaves the port in TIME_WAIT (SO_REUSEADDR lets it bind)."""
+    import socket
+
+    port = str(ors_server.free_port())
+    served = serve(str(handmade), "--port", port)
+    client = socket.create_connection(("127.0.0.1", int(port)))
+    client.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert client.recv(1024).startswith(b"HTTP/1.1 200"), "no answer"
+    try:
+        assert served.stop()[0] == 0  # the server closes the client's connection first
+    finally:
+        client.close()
+    again = serve(str(handmade), "--port", port)
+    assert again.url.endswith(f":{port}")
+    assert again.stop()[0] == 0
+
+
 @pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_a_recording_serves_its_packages_terminal_and_task_tools(
     serve: Any, orsgen_cli: Any, tmp_path: Path
@@ -333,6 +355,8 @@ def _variant(source: str, handmade: Path, tmp_path: Path) -> Path:
         ("OLD", [], "2 of 2 rows record no tool calls and results"),
         ("NOPACKAGE", [], "run.json names no package; pass --package DIR"),
         ("MOVED", [], "/gone is not a generated package (no snapshot.json); it has moved"),
+        ("RUN", ["--port", "70000"], "argument --port: must be between 0 and 65535, got 70000"),
+        ("RUN", ["--host", ""], "argument --host: is empty, which would listen on every"),
     ],
 )
 def test_what_cannot_be_served_is_one_line(

@@ -5,6 +5,7 @@ be served or an address that cannot be listened on."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from orsgen.arguments import Parser, UsageError, at_least
+from orsgen.arguments import Parser, UsageError
 from orsgen.snapshot.errors import TargetError
 from orsgen.snapshot.local import serve_environments, serve_file
 
@@ -33,9 +34,14 @@ def parser() -> Parser:
         help="a Python file that defines Environment classes, or an `orsgen eval --out` run",
     )
     p.add_argument(
-        "--port", type=at_least(0), default=0, help="port to listen on (default 0: a free one)"
+        "--port",
+        type=_port,
+        default=0,
+        help="port to listen on, 0 to 65535 (default 0: a free one)",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--host", type=_host, default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
     p.add_argument(
         "--package",
         metavar="DIR",
@@ -43,6 +49,25 @@ def parser() -> Parser:
         "(default: the one its run.json names)",
     )
     return p
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {value}")
+    return value
+
+
+def _host(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "is empty, which would listen on every interface; name an address (0.0.0.0 for "
+            "every IPv4 interface)"
+        )
+    return text
 
 
 @contextmanager

@@ -115,6 +115,10 @@ def serve_environments(
     # Bind here and hand uvicorn the socket: choosing a free port and binding it later
     # races with every other process picking ports on this machine.
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # As uvicorn sets it on the sockets it binds: a port whose last server had clients (its
+    # connections in TIME_WAIT) serves again at once; a port another server listens on is
+    # still refused.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
