@@ -92,6 +92,7 @@ def test_a_tally_counts_each_tool_and_who_failed() -> None:
         "failed": 1,
         "environment_failed": 0,
         "model_failed": 1,
+        "off_recording": 0,
         "mean_s": 0.0,
         "p90_s": 0.0,
     }

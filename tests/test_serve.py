@@ -235,24 +235,24 @@ def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
 ) -> None:
     from generated.echo import EchoEnv
 
-    from orsgen.runtime.errors import ToolInputError
+    from orsgen.runtime.errors import ToolInputError, ToolOffRecordingError
 
     served = serve(str(handmade))
     env = EchoEnv(base_url=served.url)
     try:
         assert env.reset(task_index=0, split="test") == "Call echo with the word 'fig'."
-        with pytest.raises(ToolInputError) as raised:
+        with pytest.raises(ToolOffRecordingError) as raised:
             env.echo(text="nope")
         off = "not in the recording: echo(text='nope') at call 1 of task 0"
         recorded = "(recorded there: echo(text=5); echo(text='fig'))"
-        assert str(raised.value) == f"tool 'echo' rejected the call: {off} {recorded}"
+        assert str(raised.value) == f"tool 'echo' has no recorded result: {off} {recorded}"
         # The episode goes on: the first recorded rollout, its refusal as recorded.
         with pytest.raises(ToolInputError) as refused:
             env.rollout.call("echo", {"text": 5})
         assert str(refused.value) == REFUSED
         assert env.echo(text="gif") == "echo: gif" and env.reward == 0.0
         with pytest.raises(
-            ToolInputError, match="at call 3 of task 0 .recorded there: echo.text='fig'.."
+            ToolOffRecordingError, match="at call 3 of task 0 .recorded there: echo.text='fig'.."
         ):
             env.echo(text="damson")
         assert env.echo(text="fig") == "echo: fig" and env.reward == 1.0
@@ -264,7 +264,8 @@ def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
             "not in the recording: task 1 of split 'train'"
         )
         with pytest.raises(
-            ToolInputError, match="not in the recording: echo.text='banana'. at call 1 of task 1$"
+            ToolOffRecordingError,
+            match="not in the recording: echo.text='banana'. at call 1 of task 1$",
         ):
             env.echo(text="banana")
     finally:
@@ -275,6 +276,29 @@ def test_a_session_follows_the_recording_and_a_call_off_it_is_a_tool_error(
     code, stderr = served.stop()
     assert code == 0, stderr
     assert stderr.rstrip().endswith("orsgen serve: stopped") and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.slow  # an evaluation against orsgen serve
+def test_a_call_off_the_recording_is_not_the_models_fault(
+    handmade: Path, serve: Any, tmp_path: Path
+) -> None:
+    """Eval counts it apart: not an invalid call, not model_failed; summary.json and
+    report.md show it."""
+    served = serve(str(handmade))
+    model = openai_standin.start(tmp_path, tool="echo", argument="text")  # never the word
+    try:
+        code, _, err = _eval(served.url, model, tmp_path / "off", "test", 1, SEED)
+    finally:
+        model.stop()
+    assert code == 0, err
+    rows = results_rows(tmp_path / "off")
+    assert rows and all(r["invalid_tool_calls"] == 0 for r in rows), rows
+    echo = json.loads((tmp_path / "off" / "summary.json").read_text())["tools"]["echo"]
+    assert echo["model_failed"] == 0 and echo["environment_failed"] == 0, echo
+    assert echo["off_recording"] == echo["calls"] == len(rows), echo
+    report = (tmp_path / "off" / "report.md").read_text()
+    assert f"- calls off the recording: {len(rows)} (" in report, report
+    assert served.stop()[0] == 0
 
 
 @pytest.mark.slow  # two orsgen serve processes

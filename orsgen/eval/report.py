@@ -148,6 +148,13 @@ def usage_lines(summary: Mapping[str, Any]) -> list[str]:
     if price:
         shown = "n/a" if cost is None else f"{cost:.4f}"
         lines.append(f"- cost: {shown} (price {price[0]:g} / {price[1]:g} per million tokens)")
+    tools: Mapping[str, Mapping[str, Any]] = summary.get("tools") or {}
+    off = sum(int(t.get("off_recording") or 0) for t in tools.values())
+    if off:
+        lines.append(
+            f"- calls off the recording: {off} (orsgen serve recorded no result for them: "
+            "neither the model's mistake nor the environment's failure)"
+        )
     stops: Mapping[str, int] = summary.get("stop") or {}
     if stops:
         lines.append("- stop: " + ", ".join(f"`{k}` {v}" for k, v in stops.items()))

@@ -248,7 +248,8 @@ def summarize(
             "(c passing of n), averaged over tasks with all n samples scored",
             "tools": "per tool the model called (unknown names as _unknown): its calls, the "
             "failed ones (environment_failed: the environment or infrastructure failed; "
-            "model_failed: invalid arguments, unknown tool, ...), mean and exact nearest-rank "
+            "model_failed: invalid arguments, unknown tool, ...; off_recording: calls orsgen serve "
+            "recorded no result for), mean and exact nearest-rank "
             "p90 seconds over all its calls",
             "usage": "the endpoint's prompt and completion tokens, summed over the rollouts "
             "whose every answer reported them (rollouts_without_usage: the others), and their "

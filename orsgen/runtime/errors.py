@@ -74,6 +74,12 @@ _SDK_MODEL_REASONS: dict[str, ModelReason] = {
 }
 
 
+# A call ``orsgen serve`` of a recording has no recorded result for: its error starts with
+# OFF_RECORDING_TEXT (the SDK's wire has no reason for it). Neither the model's mistake nor
+# the environment's failure: the episode goes on.
+OFF_RECORDING = "off_recording"
+OFF_RECORDING_TEXT = "not in the recording: "
+
 _SESSION_ID = re.compile(r"\(environment session sid=[^)]*\)\s*")
 
 
@@ -92,7 +98,7 @@ class ToolCallFailure(OrsRuntimeError):
     @property
     def environment_failed(self) -> bool:
         """Whether the environment failed (``True``) rather than the model's call."""
-        return self.reason not in MODEL_REASONS
+        return self.reason not in MODEL_REASONS and self.reason != OFF_RECORDING
 
     def _text(self) -> str:
         return f"tool {self.tool!r} failed: {self.detail}"
@@ -106,6 +112,17 @@ class ToolInputError(ToolCallFailure):
 
     def _text(self) -> str:
         return f"tool {self.tool!r} rejected the call: {self.detail}"
+
+
+class ToolOffRecordingError(ToolCallFailure):
+    """``orsgen serve`` of a recording has no recorded result for the call (reason
+    ``off_recording``): neither the model's mistake nor the environment's failure."""
+
+    def __init__(self, tool: str, detail: str) -> None:
+        super().__init__(tool, OFF_RECORDING, detail)
+
+    def _text(self) -> str:
+        return f"tool {self.tool!r} has no recorded result: {self.detail}"
 
 
 class ToolEnvironmentError(ToolCallFailure):
@@ -129,6 +146,8 @@ def tool_failure(tool: str, exc: BaseException) -> ToolCallFailure:
     if type(exc).__name__ == "ToolCallError":
         model_reason = _SDK_MODEL_REASONS.get(str(getattr(exc, "reason", "")))
         detail = str(getattr(exc, "detail", "") or exc).strip() or "rejected"
+        if detail.startswith(OFF_RECORDING_TEXT):
+            return ToolOffRecordingError(tool, detail)
         if model_reason is not None:
             return ToolInputError(tool, model_reason, detail)
         return ToolEnvironmentError(tool, "server_error", detail)

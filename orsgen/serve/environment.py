@@ -120,7 +120,8 @@ def environment_class(recording: Recording) -> type[Any]:
         # error the episode goes on after.
         found = self.follower.next(tool, dict(arguments))
         if isinstance(found, str):
-            return RunToolOutput(RunToolError(error=found, reason="input_validation"))
+            # No SDK reason fits: the client knows it by its text (OFF_RECORDING_TEXT).
+            return RunToolOutput(RunToolError(error=found, reason=None))
         text = str(found.get("text") or "")
         if found.get("error"):  # the environment refused the call, or failed there
             reason, detail = _failure(tool, found["error"], text)

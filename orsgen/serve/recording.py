@@ -20,6 +20,7 @@ from typing import Any
 
 from orsgen.arguments import UsageError
 from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.runtime.errors import OFF_RECORDING_TEXT
 from orsgen.runtime.sessions.drift_scope import expected_task_tools
 from orsgen.rundir import RESULTS_FILE, RunDirError, read_config, read_json, rows
 from orsgen.canonical import tools_sha256
@@ -151,7 +152,7 @@ class Follower:
             self.rollouts, self.made = going, at + 1
             return going[0][at]
         said = (
-            f"not in the recording: {_shown(tool, arguments)} at call {at + 1} of task {self.index}"
+            f"{OFF_RECORDING_TEXT}{_shown(tool, arguments)} at call {at + 1} of task {self.index}"
         )
         recorded = {
             _shown(str(r[at].get("tool")), as_object(r[at].get("arguments"))): None

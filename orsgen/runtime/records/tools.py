@@ -23,18 +23,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.jsonobject import as_array
-from orsgen.runtime.errors import MODEL_REASONS
+from orsgen.runtime.errors import MODEL_REASONS, OFF_RECORDING
 from orsgen.runtime.records.episode import Call
 from orsgen.runtime.records.episode import model_names
 
 UNKNOWN = "_unknown"  # calls to a tool the adapter does not have
-FAILED_BY = ("environment", "model")
+FAILED_BY = ("environment", "model", "recording")  # recording: off orsgen serve's recording
 
 
 def failed_by(reason: str | None) -> str | None:
     """Who failed a call that failed for ``reason`` (``None``: it did not fail)."""
     if reason is None:
         return None
+    if reason == OFF_RECORDING:
+        return FAILED_BY[2]
     return FAILED_BY[1] if reason in MODEL_REASONS else FAILED_BY[0]
 
 
@@ -49,15 +51,17 @@ class _Tool:
     calls: int = 0
     environment_failed: int = 0
     model_failed: int = 0
+    off_recording: int = 0
     seconds: array[float] = field(default_factory=lambda: array("d"))
 
     def figures(self) -> dict[str, Any]:
         times = self.seconds
         return {
             "calls": self.calls,
-            "failed": self.environment_failed + self.model_failed,
+            "failed": self.environment_failed + self.model_failed + self.off_recording,
             "environment_failed": self.environment_failed,
             "model_failed": self.model_failed,
+            "off_recording": self.off_recording,
             "mean_s": math.fsum(times) / len(times) if times else None,
             "p90_s": _nearest_rank(times, 0.9),
         }
@@ -86,6 +90,7 @@ class ToolTally:
             tool.calls += 1
             tool.environment_failed += failed_by == FAILED_BY[0]
             tool.model_failed += failed_by == FAILED_BY[1]
+            tool.off_recording += failed_by == FAILED_BY[2]
             tool.seconds.append(float(seconds))
 
     def figures(self) -> dict[str, dict[str, Any]]:
