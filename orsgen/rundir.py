@@ -33,8 +33,8 @@ import fcntl
 import json
 import mmap
 import os
+import secrets
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -184,7 +184,7 @@ def write_whole(target: Path, data: str | Callable[[BinaryIO], None]) -> None:
     one; a killed writer leaves a temporary file no one appends to (:func:`writing` removes
     it)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, temporary = _created(target)
     try:
         with open(fd, "wb") as handle:
             if isinstance(data, str):
@@ -197,6 +197,19 @@ def write_whole(target: Path, data: str | Callable[[BinaryIO], None]) -> None:
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def _created(target: Path) -> tuple[int, Path]:
+    """A new temporary file beside ``target``, open for writing, under a name unique to
+    this writer. Its mode is 0666 less the umask, as an ordinary new file's is (``mkstemp``'s
+    0600 would survive the rename: no one else could read a run)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    while True:
+        temporary = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(temporary, flags, 0o666), temporary
+        except FileExistsError:
+            continue
 
 
 def write_json(target: Path, value: Any, sort_keys: bool = True) -> None:
