@@ -101,6 +101,11 @@ def parsed(line: bytes, path: str | os.PathLike[str], number: int | str) -> Row:
 def located_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
     """``(offset, row)`` for every whole line of a JSONL file (none for a missing file),
     read one line at a time; ``offset`` is where the line starts (:func:`row_at`)."""
+    return ((offset, row) for _, offset, row in _numbered_rows(path))
+
+
+def _numbered_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, Row]]:
+    """``(line number, offset, row)`` for every whole line of a JSONL file."""
     if not os.path.exists(path):
         return
     with open(path, "rb") as handle:
@@ -110,7 +115,7 @@ def located_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
                 return  # the torn last line
             start, end = end, end + len(line)
             if line.strip():
-                yield start, parsed(line, path, number)
+                yield number, start, parsed(line, path, number)
 
 
 def rows(path: str | os.PathLike[str]) -> Iterator[Row]:
@@ -153,9 +158,18 @@ def read_adapter(directory: str | os.PathLike[str]) -> Row:
 
 def run_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
     """:func:`located_rows` of a results.jsonl, each (task, sample) pair checked to be
-    there once (:class:`RunDirError` naming the pair)."""
+    there once (:class:`RunDirError` naming the pair), and a row without an integer
+    ``task_index`` or ``sample`` an error naming the file and the line."""
     seen: set[tuple[int, int]] = set()
-    for offset, row in located_rows(path):
+    for number, offset, row in _numbered_rows(path):
+        for name in ("task_index", "sample"):
+            value = row.get(name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                held = "has no" if value is None else f"has {json.dumps(value)[:40]} as its"
+                raise RunDirError(
+                    f"{path}: line {number} {held} {name} (an integer): it is not a row "
+                    "orsgen eval wrote; move the file away"
+                )
         pair = (int(row["task_index"]), int(row["sample"]))
         if pair in seen:
             raise RunDirError(

@@ -119,9 +119,7 @@ class Endpoints:
     ) -> None:
         import openai
 
-        client = functools.partial(
-            openai.OpenAI, timeout=request_timeout, max_retries=0
-        )
+        client = functools.partial(openai.OpenAI, timeout=request_timeout, max_retries=0)
         made = [
             Endpoint(public_url(u), client=client(base_url=u, api_key=k))
             for u, k in keyed(urls, keys)
