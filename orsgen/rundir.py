@@ -19,9 +19,10 @@ sees the old file or the new one, never half).
 without one is still being written, or was cut by a kill: every reader leaves it out, and a
 writer cuts it off before appending (:func:`cut_torn`), so that its rollout runs again.
 **A malformed line.** A whole line that is not a JSON object is damage no orsgen writer
-leaves: every reader (eval's resume and merge, ``orsgen view``, ``sft``, ``pairs``, a
-curriculum's trajectory files) stops with an error naming the file and the line; blank
-lines are skipped. **A duplicate.** results.jsonl holds each (task, sample) once: a pair
+leaves: every offline reader (eval's resume and merge, ``orsgen view``, ``sft``,
+``pairs``) stops with an error naming the file and the line; a reader during training (the
+task table's trajectory files) warns once and skips it, since training never stops on its
+own log; blank lines are skipped. **A duplicate.** results.jsonl holds each (task, sample) once: a pair
 found twice is an error naming the file and the pair (:func:`run_rows`).
 """
 
@@ -49,8 +50,9 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 RUN_FILES = (RUN_FILE, ADAPTER_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE)
 LOCK_FILE = ".lock"  # held (flock) by the one process writing the run: its pid and host
-# results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
-# most this often and on close (a lost machine loses at most this many seconds of rows).
+# results.jsonl is flushed row by row (a killed process loses nothing), and each row is
+# fsynced within this many seconds and on close (a lost machine loses at most this many
+# seconds of rows), at most once in this many seconds while rows keep coming.
 FSYNC_EVERY = 1.0
 # What a row's "verdict" (a trajectory line's "outcome") is: scored, unfinished (no reward
 # by the end: a turn limit, a deadline) or failed (no answer at all).
@@ -278,15 +280,18 @@ def writing(directory: Path) -> Generator[None]:
 
 class Appender:
     """A JSONL file opened for appending (a torn last line cut off first), from any thread:
-    each :meth:`append` is one write, flushed at once; the file is fsynced at most every
-    ``FSYNC_EVERY`` seconds and on close. Rows appended after :meth:`close` (rollouts
-    abandoned by an interrupted run) are not written."""
+    each :meth:`append` is one write, flushed at once; a row is fsynced within
+    ``FSYNC_EVERY`` seconds of its write (at once when the last sync is that old, else by a
+    timer), and on close. Rows appended after :meth:`close` (rollouts abandoned by an
+    interrupted run) are not written."""
 
     def __init__(self, path: Path) -> None:
         cut_torn(path)
         self._fh = path.open("ab", buffering=0)
         self._lock = threading.Lock()
         self._synced = time.monotonic()
+        self._timer: threading.Timer | None = None  # the sync due for rows written since
+        self._dirty = False  # rows written since the last sync
 
     def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write ``rows`` (one rollout's, or one group's) in one write."""
@@ -299,13 +304,31 @@ class Appender:
                 return
             while data:  # one write but on a full disk or a signal
                 data = data[self._fh.write(data) or 0 :]
-            now = time.monotonic()
-            if now - self._synced >= FSYNC_EVERY:
-                os.fsync(self._fh.fileno())
-                self._synced = now
+            self._dirty = True
+            waited = time.monotonic() - self._synced
+            if waited >= FSYNC_EVERY:
+                self._sync()
+            elif self._timer is None:  # the row's sync, a second after the last at most
+                self._timer = threading.Timer(FSYNC_EVERY - waited, self._due)
+                self._timer.daemon = True  # close() syncs: an exit need not wait for it
+                self._timer.start()
+
+    def _due(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._sync()
+
+    def _sync(self) -> None:
+        """fsync what was written since the last, holding the lock."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._dirty:
+            os.fsync(self._fh.fileno())
+            self._dirty, self._synced = False, time.monotonic()
 
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
-                os.fsync(self._fh.fileno())
+                self._sync()
                 self._fh.close()
