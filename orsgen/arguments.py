@@ -70,6 +70,14 @@ def output(path: str, flag: str) -> Path:
     return Path(path)
 
 
+def run_directory(path: str, flag: str) -> Path:
+    """:func:`output` for a run directory: refused when ``path`` is an existing file."""
+    out = output(path, flag)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{flag} {path} is a file, not a directory; name a run directory")
+    return out
+
+
 def seconds(text: str) -> float:
     """``--timeout``: a positive number of seconds, checked before any network."""
     value = number(text, "a number of seconds")

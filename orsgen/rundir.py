@@ -19,9 +19,10 @@ sees the old file or the new one, never half).
 without one is still being written, or was cut by a kill: every reader leaves it out, and a
 writer cuts it off before appending (:func:`cut_torn`), so that its rollout runs again.
 **A malformed line.** A whole line that is not a JSON object is damage no orsgen writer
-leaves: every reader (eval's resume and merge, ``orsgen view``, ``sft``, ``pairs``, a
-curriculum's trajectory files) stops with an error naming the file and the line; blank
-lines are skipped. **A duplicate.** results.jsonl holds each (task, sample) once: a pair
+leaves: every offline reader (eval's resume and merge, ``orsgen view``, ``sft``,
+``pairs``) stops with an error naming the file and the line; a reader during training (the
+task table's trajectory files) warns once and skips it, since training never stops on its
+own log; blank lines are skipped. **A duplicate.** results.jsonl holds each (task, sample) once: a pair
 found twice is an error naming the file and the pair (:func:`run_rows`).
 """
 
@@ -33,8 +34,8 @@ import fcntl
 import json
 import mmap
 import os
+import secrets
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -49,8 +50,9 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 RUN_FILES = (RUN_FILE, ADAPTER_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE)
 LOCK_FILE = ".lock"  # held (flock) by the one process writing the run: its pid and host
-# results.jsonl is flushed row by row (a killed process loses nothing), and fsynced at
-# most this often and on close (a lost machine loses at most this many seconds of rows).
+# results.jsonl is flushed row by row (a killed process loses nothing), and each row is
+# fsynced within this many seconds and on close (a lost machine loses at most this many
+# seconds of rows), at most once in this many seconds while rows keep coming.
 FSYNC_EVERY = 1.0
 # What a row's "verdict" (a trajectory line's "outcome") is: scored, unfinished (no reward
 # by the end: a turn limit, a deadline) or failed (no answer at all).
@@ -101,6 +103,11 @@ def parsed(line: bytes, path: str | os.PathLike[str], number: int | str) -> Row:
 def located_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
     """``(offset, row)`` for every whole line of a JSONL file (none for a missing file),
     read one line at a time; ``offset`` is where the line starts (:func:`row_at`)."""
+    return ((offset, row) for _, offset, row in _numbered_rows(path))
+
+
+def _numbered_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, Row]]:
+    """``(line number, offset, row)`` for every whole line of a JSONL file."""
     if not os.path.exists(path):
         return
     with open(path, "rb") as handle:
@@ -110,7 +117,7 @@ def located_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
                 return  # the torn last line
             start, end = end, end + len(line)
             if line.strip():
-                yield start, parsed(line, path, number)
+                yield number, start, parsed(line, path, number)
 
 
 def rows(path: str | os.PathLike[str]) -> Iterator[Row]:
@@ -153,9 +160,18 @@ def read_adapter(directory: str | os.PathLike[str]) -> Row:
 
 def run_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
     """:func:`located_rows` of a results.jsonl, each (task, sample) pair checked to be
-    there once (:class:`RunDirError` naming the pair)."""
+    there once (:class:`RunDirError` naming the pair), and a row without an integer
+    ``task_index`` or ``sample`` an error naming the file and the line."""
     seen: set[tuple[int, int]] = set()
-    for offset, row in located_rows(path):
+    for number, offset, row in _numbered_rows(path):
+        for name in ("task_index", "sample"):
+            value = row.get(name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                held = "has no" if value is None else f"has {json.dumps(value)[:40]} as its"
+                raise RunDirError(
+                    f"{path}: line {number} {held} {name} (an integer): it is not a row "
+                    "orsgen eval wrote; move the file away"
+                )
         pair = (int(row["task_index"]), int(row["sample"]))
         if pair in seen:
             raise RunDirError(
@@ -184,7 +200,7 @@ def write_whole(target: Path, data: str | Callable[[BinaryIO], None]) -> None:
     one; a killed writer leaves a temporary file no one appends to (:func:`writing` removes
     it)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, temporary = _created(target)
     try:
         with open(fd, "wb") as handle:
             if isinstance(data, str):
@@ -197,6 +213,19 @@ def write_whole(target: Path, data: str | Callable[[BinaryIO], None]) -> None:
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def _created(target: Path) -> tuple[int, Path]:
+    """A new temporary file beside ``target``, open for writing, under a name unique to
+    this writer. Its mode is 0666 less the umask, as an ordinary new file's is (``mkstemp``'s
+    0600 would survive the rename: no one else could read a run)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    while True:
+        temporary = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(temporary, flags, 0o666), temporary
+        except FileExistsError:
+            continue
 
 
 def write_json(target: Path, value: Any, sort_keys: bool = True) -> None:
@@ -251,15 +280,18 @@ def writing(directory: Path) -> Generator[None]:
 
 class Appender:
     """A JSONL file opened for appending (a torn last line cut off first), from any thread:
-    each :meth:`append` is one write, flushed at once; the file is fsynced at most every
-    ``FSYNC_EVERY`` seconds and on close. Rows appended after :meth:`close` (rollouts
-    abandoned by an interrupted run) are not written."""
+    each :meth:`append` is one write, flushed at once; a row is fsynced within
+    ``FSYNC_EVERY`` seconds of its write (at once when the last sync is that old, else by a
+    timer), and on close. Rows appended after :meth:`close` (rollouts abandoned by an
+    interrupted run) are not written."""
 
     def __init__(self, path: Path) -> None:
         cut_torn(path)
         self._fh = path.open("ab", buffering=0)
         self._lock = threading.Lock()
         self._synced = time.monotonic()
+        self._timer: threading.Timer | None = None  # the sync due for rows written since
+        self._dirty = False  # rows written since the last sync
 
     def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write ``rows`` (one rollout's, or one group's) in one write."""
@@ -272,13 +304,31 @@ class Appender:
                 return
             while data:  # one write but on a full disk or a signal
                 data = data[self._fh.write(data) or 0 :]
-            now = time.monotonic()
-            if now - self._synced >= FSYNC_EVERY:
-                os.fsync(self._fh.fileno())
-                self._synced = now
+            self._dirty = True
+            waited = time.monotonic() - self._synced
+            if waited >= FSYNC_EVERY:
+                self._sync()
+            elif self._timer is None:  # the row's sync, a second after the last at most
+                self._timer = threading.Timer(FSYNC_EVERY - waited, self._due)
+                self._timer.daemon = True  # close() syncs: an exit need not wait for it
+                self._timer.start()
+
+    def _due(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._sync()
+
+    def _sync(self) -> None:
+        """fsync what was written since the last, holding the lock."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._dirty:
+            os.fsync(self._fh.fileno())
+            self._dirty, self._synced = False, time.monotonic()
 
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
-                os.fsync(self._fh.fileno())
+                self._sync()
                 self._fh.close()

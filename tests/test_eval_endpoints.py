@@ -15,12 +15,11 @@ from typing import Any
 import pytest
 
 import openai_standin
-from conftest import eval_process, results_rows, run_eval
+from conftest import ROOT, eval_process, results_rows, run_eval
 from serve_model import free_port
 
 from orsgen.eval import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import (
-    SERVER_ERRORS,
     Endpoints,
     EndpointsDown,
     RequestFailed,
@@ -125,15 +124,16 @@ def test_a_server_error_is_retried_then_fails_its_rollout_and_the_endpoint_stays
     cannot parse): the request is sent again, then fails; the endpoint never rests."""
     broken = standin(chat_status=500, chat_message="tool parser crashed")
     caplog.set_level(logging.WARNING, "orsgen.eval")
-    endpoints = Endpoints([broken.endpoint], None, 30.0, down_limit=0.01)
+    endpoints = Endpoints([broken.endpoint], "label", 30.0, down_limit=0.01, attempts=2)
     for _ in range(3):  # a down limit of 0.01 s would stop the run at the first outage
         with pytest.raises(RequestFailed) as raised:
             endpoints.post(BODY)
         said = str(raised.value)
         assert said.startswith(f"HTTP 500 from {broken.endpoint} (InternalServerError): ")
-        assert said.endswith(f"(the endpoints failed this request {SERVER_ERRORS} times)")
+        assert said.endswith("(the endpoints failed this request 2 times)")
     counts = endpoints.pool.counts()[broken.endpoint]
-    assert counts == {"requests": 3 * SERVER_ERRORS, "failures": 3 * SERVER_ERRORS, "outages": 0}
+    assert counts == {"requests": 3 * 2, "failures": 3 * 2, "outages": 0}
+    assert broken.received("label") == 3 * 2  # no retry hidden in the client
     assert caplog.records == []  # no outage to log
     assert broken.chat_requests() == 0  # it answered none with 200
 
@@ -320,3 +320,35 @@ def test_one_poisonous_request_fails_its_rollout_and_the_run_goes_on(
     code, _, stderr = run_eval([*args, "--resume"])
     assert code == 0, stderr
     assert results_rows(out) == rows
+
+
+@pytest.mark.parametrize(
+    ("fault", "options", "said"),
+    [
+        ({"chat_status": 500}, ["--request-attempts", "3"], "HTTP 500 from "),
+        ({"delay": 30}, ["--request-attempts", "2", "--request-timeout", "0.5"], "timed out from "),
+    ],
+    ids=["server-error", "timeout"],
+)
+def test_request_attempts_are_the_requests_the_endpoint_receives(
+    fault, options, said, standin, echo_server, tmp_path
+) -> None:
+    """Issue 45: the client never retries on its own, so ``--request-attempts N`` is N
+    requests at the endpoint, each waiting ``--request-timeout`` at most, and run.json's
+    ``endpoint_counts`` counts what the endpoint received."""
+    model = standin(**fault)
+    out = tmp_path / "run"
+    args = [str(ROOT / "generated" / "echo"), "--endpoint", model.endpoint, "--model"]
+    args += [model.model, "--endpoint-api-key", "label", "--base-url", echo_server.url]
+    args += ["--split", "test", "--indices", "0", "--no-progress", "--out", str(out), *options]
+    code, _, stderr = run_eval(args)
+    assert code == 0, stderr
+    attempts = int(options[1])
+    [row] = results_rows(out)
+    assert row["verdict"] == "failed" and row["reason"].startswith(said), row
+    assert row["reason"].endswith(f"(the endpoints failed this request {attempts} times)"), row
+    counts = json.loads((out / "run.json").read_text())["endpoint_counts"][model.endpoint]
+    assert counts["requests"] == model.received("label") == attempts
+    assert json.loads((out / "run.json").read_text())["request_timeout"] == (
+        0.5 if "--request-timeout" in options else 600.0
+    )

@@ -15,6 +15,7 @@ import os
 import sys
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Iterator
@@ -509,3 +510,160 @@ def test_two_resumes_at_once_one_runs_and_the_other_names_it(
             first.kill()  # this test's own child, by its PID
             first.wait()
         model.stop()
+
+
+def _modes(run: Path) -> dict[str, int]:
+    return {p.name: stat.S_IMODE(p.stat().st_mode) for p in run.iterdir() if p.is_file()}
+
+
+def _orsgen(args: list[str | Path], umask: int) -> tuple[int, str, str]:
+    """``python -m orsgen ARGS`` run with ``umask``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "orsgen", *map(str, args)],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        umask=umask,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_every_file_of_a_run_honours_the_umask(
+    umask: int,
+    runs: Path,
+    standin: openai_standin.Standin,
+    echo_server: ors_server.RunningServer,
+    tmp_path: Path,
+) -> None:
+    """Issue 45: a file written whole (a temporary file renamed) is as readable as any new
+    file, never mkstemp's 0600: an evaluation's files (022), a merge's (027), and the page
+    of ``orsgen view`` for each."""
+    out = tmp_path / "run"
+    if umask == 0o022:
+        args = [*_echo_args(standin, echo_server), "--indices", "0", "--out", str(out)]
+        proc = eval_process(args, umask=umask)
+        _, err = proc.communicate(timeout=120)
+    else:
+        shards = [runs / f"shard-{i}" for i in range(SHARDS)]
+        proc = eval_process(["--merge", *map(str, shards), "--out", str(out)], umask=umask)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    code, _, err = _orsgen(["view", out], umask)
+    assert code == 0, err
+    modes = _modes(out)
+    expected = {"run.json", "adapter.json", "results.jsonl", "summary.json", "report.md"}
+    assert expected | {"view.html", "pass_rate.png", "rewards.png"} <= set(modes), modes
+    assert modes == dict.fromkeys(modes, 0o666 & ~umask), modes
+
+
+def _damaged(shard: Path, copy: Path, damage: str) -> str:
+    """A copy of ``shard`` whose results.jsonl has ``damage`` at its line 2; what a reader
+    must say of it."""
+    shutil.copytree(shard, copy)
+    results = copy / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    row = json.loads(lines[1])
+    if damage == "no task_index":
+        del row["task_index"]
+        lines[1] = json.dumps(row) + "\n"
+        said = f"{results}: line 2 has no task_index"
+    elif damage == "duplicate":
+        lines[1] = lines[0]
+        said = f"{results} holds (task {row['task_index']}, sample 0) twice"
+    else:
+        lines[1] = "[1, 2]\n"
+        said = f"{results}: line 2 is not a JSON object"
+    results.write_text("".join(lines))
+    return said
+
+
+@pytest.mark.parametrize("damage", ["duplicate", "malformed"])
+def test_a_damaged_shard_is_one_line_and_leaves_nothing_in_out(
+    damage: str, runs: Path, tmp_path: Path
+) -> None:
+    """Issue 45: a shard's row that is not whole, or there twice, stops the merge in one line
+    naming the file (and the line), and ``--out`` is left as it was: absent."""
+    said = _damaged(runs / "shard-2", tmp_path / "shard-2", damage)
+    out = tmp_path / "merged"
+    shards = [runs / "shard-0", runs / "shard-1", tmp_path / "shard-2"]
+    _one_line(*_merge(*shards, "--out", out), said)
+    assert not out.exists()
+
+
+@pytest.mark.slow  # three orsgen processes; the fast tier stays under 4 min
+def test_a_row_without_task_index_is_one_line_for_every_reader(
+    runs: Path,
+    standin: openai_standin.Standin,
+    echo_server: ors_server.RunningServer,
+    tmp_path: Path,
+) -> None:
+    """Issue 45: ``--resume``, ``orsgen sft`` and ``orsgen view`` name the file and the line
+    of a row without task_index (exit 2), never a traceback."""
+    run = tmp_path / "shard-0"
+    said = _damaged(runs / "shard-0", run, "no task_index")
+    (run / "summary.json").unlink()  # a run to resume
+    args = [*_echo_args(standin, echo_server), "-n", str(N), "--shard", "0/3"]
+    _one_line(*run_eval([*args, "--out", str(run), "--resume"]), said)
+    for command in (["view", run], ["sft", run, "-o", tmp_path / "sft", "--allow-split", "test"]):
+        code, printed, err = _orsgen(command, 0o022)
+        assert code == 2 and err.count("\n") == 1 and said in err, err
+        assert err.startswith(f"orsgen {command[0]}: error: "), err
+
+
+@pytest.mark.parametrize("command", ["eval", "merge", "replay"])
+def test_out_naming_a_file_is_one_line(command: str, runs: Path, tmp_path: Path) -> None:
+    """Issue 45: ``--out`` naming an existing file is refused in one line (exit 2)."""
+    out = tmp_path / "file"
+    out.write_text("not a run\n")
+    args = {
+        "eval": ["eval", ECHO, "--endpoint", "http://127.0.0.1:1/v1", "--model", "m"],
+        "merge": ["eval", "--merge", *(runs / f"shard-{i}" for i in range(SHARDS))],
+        "replay": ["replay", runs / "whole"],
+    }[command]
+    code, printed, err = _orsgen([*args, "--out", out], 0o022)
+    assert (code, printed) == (2, ""), err
+    assert (
+        err
+        == f"orsgen {args[0]}: error: --out {out} is a file, not a directory; name a run directory\n"
+    )
+    assert out.read_text() == "not a run\n"
+
+
+@pytest.mark.slow  # two merges and a signal; the fast tier stays under 4 min
+def test_a_merge_stopped_by_sigterm_says_to_run_it_again(runs: Path, tmp_path: Path) -> None:
+    """Issue 45: SIGTERM stops a merge (here, waiting to read a shard's rows from a pipe) with
+    a line that says to run the same merge again, which completes it (merge refuses
+    --resume)."""
+    shard = tmp_path / "shard-2"
+    shutil.copytree(runs / "shard-2", shard)
+    (shard / "results.jsonl").unlink()
+    os.mkfifo(shard / "results.jsonl")  # no writer: the merge waits at its rows
+    out = tmp_path / "merged"
+    args = ["--merge", str(runs / "shard-0"), str(runs / "shard-1"), str(shard), "--out", str(out)]
+    proc = eval_process(args)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "adapter.json").exists() and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # this test's own child, by its PID
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.endswith(
+        f"orsgen eval: interrupted; {out} is unfinished: run the same merge again to complete "
+        "it\n"
+    ), err
+    assert "--resume" not in err
+    (shard / "results.jsonl").unlink()
+    shutil.copy(runs / "shard-2" / "results.jsonl", shard / "results.jsonl")
+    code, _, err = _merge(*args[1:4], "--out", out)
+    assert code == 0, err
+    _same_run(out, runs / "whole")

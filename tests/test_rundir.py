@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import view_runs
 from conftest import ROOT, CliRun
@@ -92,3 +99,44 @@ def test_a_pair_twice_is_refused_by_every_reader(
         refused = orsgen_subprocess(command)
         assert refused.code == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert said in refused.stderr, refused.stderr
+
+
+@pytest.mark.slow  # an orsgen eval under strace, and a request failing for 3 s
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to see the fsyncs")
+def test_a_row_is_fsynced_within_a_second_though_no_row_follows(
+    echo_server: Any, tmp_path: Path
+) -> None:
+    """Issue 45: the docs promise a lost machine loses at most a second of rows. One rollout's
+    row is written, the other's request is failing slowly (504s, rests of 1 s and 2 s): the
+    first row is fsynced before the second is written, not with it (strace sees the order)."""
+    import openai_standin
+
+    model = openai_standin.start(tmp_path, tool="echo", argument="text", poison="'grape'")
+    try:
+        out, trace = tmp_path / "run", tmp_path / "strace.txt"
+        args = [str(ROOT / "generated" / "echo"), "--endpoint", model.endpoint, "--model"]
+        args += [model.model, "--base-url", echo_server.url, "--split", "test", "--indices"]
+        args += ["0,1", "--concurrency", "2", "--request-attempts", "3", "--no-progress"]
+        strace = ["strace", "-f", "-y", "-e", "trace=write,fsync", "-e", "signal=none"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+        done = subprocess.run(
+            [*strace, "-o", str(trace), sys.executable, "-m", "orsgen", "eval", *args]
+            + ["--out", str(out)],
+            cwd=ROOT,
+            env={**env, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        model.stop()
+    assert done.returncode == 0, done.stderr
+    verdicts = sorted(r["verdict"] for r in map(json.loads, (out / "results.jsonl").open()))
+    assert verdicts == ["failed", "scored"]
+    results = f"{out / 'results.jsonl'}>"
+    calls = [
+        line.split()[1].split("(")[0]
+        for line in trace.read_text().splitlines()
+        if results in line and " = " in line
+    ]
+    assert calls == ["write", "fsync", "write", "fsync"], calls

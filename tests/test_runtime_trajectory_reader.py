@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import multiprocessing as mp
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
+from conftest import ROOT
 from generated.echo import EchoEnv
 from generated.echo.rewards import outcome_reward
 from orsgen.runtime.task_callback import TaskTableCallback
-from orsgen.rundir import RunDirError
 from orsgen.runtime.trajectories import task_table
 from orsgen.runtime.trajectories.reader import TrajectoryFiles, fold, task_outcome
 from orsgen.runtime.trajectories.task_table import TaskTable
@@ -69,14 +73,50 @@ def test_skip_existing_reads_only_what_comes_after(tmp_path: Path) -> None:
     assert [line["task_index"] for line in reader.new_lines()] == [2, 3]
 
 
-def test_a_broken_line_is_an_error_and_a_replaced_file_read_from_its_start(
-    tmp_path: Path,
+def test_training_skips_a_broken_line_with_one_warning_and_view_names_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The malformed-line rule of orsgen.rundir: damage is named, never skipped."""
+    """Issue 45: training never stops on its own log. The task table's reader (during
+    training) warns once and skips a whole line that is not a JSON object; ``orsgen view``
+    (offline) names the file and the line, exit 2."""
     path = tmp_path / "traj.jsonl"
-    path.write_bytes(_text(_line(0, 1.0)) + b"[1, 2]\n")
-    with pytest.raises(RunDirError, match=r"traj.jsonl: line at byte \d+ is not a JSON object"):
-        TrajectoryFiles(path).new_lines()
+    path.write_bytes(_text(_line(0, 1.0)) + b"[1, 2]\n" + _text(_line(1, 0.0)))
+    callback = TaskTableCallback(trajectories=path)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[])
+    state, control = TrainerState(), TrainerControl()
+    caplog.set_level(logging.WARNING, "orsgen.runtime")
+    callback.on_train_begin(args, state, control)  # the lines already there are an earlier run's
+    with path.open("ab") as handle:
+        handle.write(_text(_line(2, 1.0)) + b"{not json\n" + _text(_line(3, 0.0)))
+    callback.on_log(args, state, control)
+    with path.open("ab") as handle:
+        handle.write(b"7\n" + _text(_line(4, 1.0)))
+    callback.on_log(args, state, control)
+    table = tmp_path / "out" / "ors_tasks.csv"
+    with table.open() as fh:
+        assert [int(r["task_index"]) for r in csv.DictReader(fh)] == [2, 3, 4]
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert table.stat().st_mode & 0o777 == 0o666 & ~umask  # readable as any new file
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(f"{path}: line at byte ") and "training goes on" in warning
+    viewed = subprocess.run(
+        [sys.executable, "-m", "orsgen", "view", str(path), "-o", str(tmp_path / "v.html")],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert viewed.returncode == 2, viewed.stderr
+    assert (
+        viewed.stderr
+        == f"orsgen view: error: {path}: line 2 is not a JSON object; move the file away\n"
+    )
+
+
+def test_a_replaced_file_is_read_from_its_start(tmp_path: Path) -> None:
+    path = tmp_path / "traj.jsonl"
     reader = TrajectoryFiles(path)
     path.write_bytes(_text(_line(0, 1.0)) + _text(_line(1, 1.0)))
     assert len(reader.new_lines()) == 2

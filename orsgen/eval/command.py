@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.arguments import Failed, UsageError, needs, output, secret_pairs
+from orsgen.arguments import Failed, UsageError, needs, run_directory, secret_pairs
 from orsgen.eval.compare import compared
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import EndpointsDown, check, keyed
@@ -146,7 +146,7 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
     _required(args)
     keyed(args.endpoint, args.endpoint_api_key)  # the key count, before anything else
     if args.out:
-        output(args.out, "--out")
+        run_directory(args.out, "--out")
     klass = load_adapter(args.dir, args.env_class)
     config = _config(args, klass)
     from orsgen.runtime.upload import UploadRun
@@ -195,7 +195,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.merge and not args.out:
         raise UsageError("--merge needs --out RUN, the run to write")
     if args.merge:
-        out = output(args.out, "--out")
+        out = run_directory(args.out, "--out")
         result = merge_shards(args.merge, out, partial=args.partial, force=args.force)
     else:
         from orsgen.runtime.upload.uploader import said_once
@@ -222,6 +222,8 @@ def main(argv: Sequence[str]) -> int:
         if getattr(args, mode):
             p.only(argv, f"--{mode}", takes)
     kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
+    if args.merge and args.out:  # a merge is completed by the same merge (merge refuses --resume)
+        kept = f"; {args.out} is unfinished: run the same merge again to complete it"
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _run(args)

@@ -2,11 +2,11 @@
 client each, in one :class:`~orsgen.runtime.transport.replicas.ReplicaPool` (which endpoint
 takes a request, rests and outages: its rules). A request its endpoints fail is sent
 again within its budget (docs/evaluating.md, "A request's budget"; a refused connection
-always takes its endpoint down; at most ``SERVER_ERRORS`` tries end in a server error or a
-timeout), then its rollout is ``failed``, naming the last answer. Each client has
-``max_retries=1``: one quick retry absorbs a kept-alive connection the server closed; more
-would hold requests on a dead endpoint before the pool may move them. Keys stay in the
-clients: labels, log lines, errors and counts carry public URLs only.
+always takes its endpoint down; at most ``attempts`` tries end in a server error or a
+timeout, each of at most the request timeout), then its rollout is ``failed``, naming the
+last answer. The clients never retry (``max_retries=0``): this loop is the only one, so the
+budget is what the endpoints receive and ``endpoint_counts`` counts every request sent.
+Keys stay in the clients: labels, log lines, errors and counts carry public URLs only.
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ from orsgen.runtime.transport.replicas import AWAY_STATUSES, FIRST_REST, MAX_RES
 from orsgen.runtime.transport.replicas import Replica, ReplicaPool
 
 DEFAULT_DOWN_LIMIT = 300.0
-SERVER_ERRORS = 2
 PROBE_TIMEOUT = 10.0
-CLIENT_RETRIES = 1
 
 log = logging.getLogger("orsgen.eval")
 # Every endpoint has been down for the down limit: the run stops, its rows kept.
@@ -121,9 +119,7 @@ class Endpoints:
     ) -> None:
         import openai
 
-        client = functools.partial(
-            openai.OpenAI, timeout=request_timeout, max_retries=CLIENT_RETRIES
-        )
+        client = functools.partial(openai.OpenAI, timeout=request_timeout, max_retries=0)
         made = [
             Endpoint(public_url(u), client=client(base_url=u, api_key=k))
             for u, k in keyed(urls, keys)
@@ -134,7 +130,9 @@ class Endpoints:
     def post(self, body: dict[str, Any], task: Hashable = None, until: float | None = None) -> Any:
         """One ``POST /chat/completions`` (the body goes as JSON as it is) for ``task``, on
         whichever endpoint the pool picks, and again while endpoints fail it, within its
-        budget (``until``: the rollout's deadline on ``time.monotonic``); raises
+        budget (``attempts`` tries; ``until``, the rollout's deadline on
+        ``time.monotonic``, instead bounds the tries an endpoint away spends, but never
+        more than ``attempts`` server errors and timeouts); raises
         :class:`RequestFailed` or :class:`EndpointsDown`. The answer reads as a
         ``ChatCompletion`` does (:class:`Fields`)."""
         tries, server_errors, avoid = 0, 0, None
@@ -164,7 +162,7 @@ class Endpoints:
                     raise RequestFailed(said) from exc
                 tries, avoid = tries + 1, endpoint
                 server_errors += fault != "away"
-                if spent or server_errors >= SERVER_ERRORS:
+                if spent or server_errors >= self.attempts:
                     times = f"the endpoints failed this request {tries} times"
                     raise RequestFailed(f"{said} ({times})") from exc
                 rounds, whole = divmod(tries, len(self.pool.replicas))

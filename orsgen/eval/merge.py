@@ -8,6 +8,7 @@ says so, and anything else in ``--out`` is replaced only with ``force``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -21,7 +22,7 @@ from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import added_counts
 from orsgen.eval.results import Records, RunFileError, read_records, run_config
 from orsgen.eval.run import EvalResult, finish
-from orsgen.rundir import ADAPTER_FILE, RESULTS_FILE, RUN_FILE, RUN_FILES, SUMMARY_FILE
+from orsgen.rundir import ADAPTER_FILE, LOCK_FILE, RESULTS_FILE, RUN_FILE, RUN_FILES, SUMMARY_FILE
 from orsgen.rundir import RunDirError, read_adapter, read_config, read_summary, run_rows
 from orsgen.rundir import write_json, write_run, write_whole, writing
 
@@ -100,22 +101,30 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
     run.update({"endpoint_counts": counts} if counts else {})
     run.update({"partial": record} if record else {})
     run = json.loads(json.dumps(run))  # as run.json reads back
-    with writing(target):
-        if _earlier(target, run, force):
-            print(f"{target} holds this merge, finished: nothing to do", file=sys.stderr)
-            records = read_records(target / RESULTS_FILE)
-            return EvalResult(read_summary(target), target, records, None, config)
-        write_run(target, run)
-        write_json(target / ADAPTER_FILE, read_adapter(first.path), sort_keys=False)
-        try:
-            records = _stream(ordered, config, target)
-        except RunFileError:  # a shard not as it must be: leave nothing
-            for name in (RUN_FILE, ADAPTER_FILE):
-                (target / name).unlink()
-            raise
-        present = {task for shard in ordered for task in shard.config.tasks()}
-        tasks = [task for task in config.tasks() if task in present]
-        summary = finish(target, config, tasks, records)
+    made = not target.exists()
+    try:
+        with writing(target):
+            if _earlier(target, run, force):
+                print(f"{target} holds this merge, finished: nothing to do", file=sys.stderr)
+                records = read_records(target / RESULTS_FILE)
+                return EvalResult(read_summary(target), target, records, None, config)
+            write_run(target, run)
+            write_json(target / ADAPTER_FILE, read_adapter(first.path), sort_keys=False)
+            try:
+                records = _stream(ordered, config, target)
+            except (RunFileError, RunDirError):  # a shard not as it must be: leave nothing
+                for name in (RUN_FILE, ADAPTER_FILE):
+                    (target / name).unlink()
+                raise
+            present = {task for shard in ordered for task in shard.config.tasks()}
+            tasks = [task for task in config.tasks() if task in present]
+            summary = finish(target, config, tasks, records)
+    except (RunFileError, RunDirError):
+        if made:  # nor the directory this merge made
+            (target / LOCK_FILE).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                target.rmdir()
+        raise
     return EvalResult(summary, target, records, None, config)
 
 

@@ -7,7 +7,8 @@ import argparse
 
 from orsgen.arguments import Parser, at_least, http_url, in_range, number, price, seconds
 from orsgen.eval.compare import compare_options
-from orsgen.eval.config import DEFAULT_MAX_TURNS, DEFAULT_REQUEST_ATTEMPTS, EvalConfigError
+from orsgen.eval.config import DEFAULT_MAX_TURNS, DEFAULT_REQUEST_ATTEMPTS
+from orsgen.eval.config import DEFAULT_REQUEST_TIMEOUT, EvalConfigError
 from orsgen.eval.config import parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT
 from orsgen.runtime.records.passk import PASS_THRESHOLD
@@ -113,9 +114,18 @@ def parser() -> Parser:
         type=at_least(1),
         default=DEFAULT_REQUEST_ATTEMPTS,
         metavar="N",
-        help="without --rollout-timeout, a chat request's budget: after N tries that its "
-        "endpoints fail (an outage aside), its rollout is failed, naming the last answer, and "
-        f"the run goes on (default {DEFAULT_REQUEST_ATTEMPTS})",
+        help="a chat request's budget: after N tries that its endpoints fail (an outage "
+        "aside; with --rollout-timeout, N server errors or timeouts, else the deadline), its "
+        "rollout is failed, naming the last answer, and the run goes on (default "
+        f"{DEFAULT_REQUEST_ATTEMPTS}); each try is one request the endpoint receives",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=seconds,
+        default=DEFAULT_REQUEST_TIMEOUT,
+        metavar="SECONDS",
+        help="seconds a chat request's try may wait for its answer: a request takes at most "
+        f"N x this, N of --request-attempts (default {DEFAULT_REQUEST_TIMEOUT:g})",
     )
     p.add_argument(
         "--temperature",

@@ -45,12 +45,13 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
     except ImportError:
         return False
     plt: Any = pyplot  # matplotlib's annotations leave parts of its API unknown
-    fig = pass_figure(plt, summary)
-    fig.savefig(out / PASS_PNG, dpi=110)
-    plt.close(fig)
-    fig = reward_figure(plt, summary, rows)
-    fig.savefig(out / REWARD_PNG, dpi=110)
-    plt.close(fig)
+    for name, fig in (
+        (PASS_PNG, pass_figure(plt, summary)),
+        (REWARD_PNG, reward_figure(plt, summary, rows)),
+    ):
+        # Written whole, as every file of a run is (orsgen.rundir).
+        write_whole(out / name, lambda handle: fig.savefig(handle, format="png", dpi=110))
+        plt.close(fig)
     return True
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.arguments import Failed, Parser, UsageError, at_least, in_range, output
+from orsgen.arguments import Failed, Parser, UsageError, at_least, in_range, run_directory
 from orsgen.eval.command import adapter_config, load_adapter
 from orsgen.eval.options import environment_options
 from orsgen.eval.config import adapter_identity
@@ -88,7 +88,7 @@ def _facts(args: Any, recording: Recording, klass: type) -> dict[str, Any]:
 
 def main(argv: Sequence[str]) -> int:
     args = parser().parse(list(argv))
-    out = output(args.out, "--out")
+    out = run_directory(args.out, "--out")
     if (out / RUN_FILE).exists() or (out / RESULTS_FILE).exists():
         raise UsageError(f"{out} already holds a run; use another --out")
     try:

@@ -1,8 +1,9 @@
 """Reading the trajectory log back, for the task table of rollouts scored in other processes.
 
 :class:`TrajectoryFiles` returns only the complete lines appended since its last read, by
-the torn- and malformed-line rules of :mod:`orsgen.rundir`: a whole line that is not a JSON
-object is an error naming the file and the line.
+the torn-line rule of :mod:`orsgen.rundir`. It reads during training, which never stops on
+its own log: a whole line that is not a JSON object is skipped, with one warning naming the
+file and the line (the offline readers, ``orsgen view`` among them, stop there instead).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, get_args
 
 from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.runtime.records.episode import Kind, Outcome
-from orsgen.rundir import complete, parsed
+from orsgen.rundir import RunDirError, complete, parsed
 from orsgen.runtime.trajectories.task_table import Task, TaskTable
 from orsgen.runtime.trajectories.writer import process_paths
 
@@ -31,6 +32,7 @@ class TrajectoryFiles:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._offsets: dict[Path, int] = {}  # bytes already read, to the end of a line
+        self._warned = False  # of a malformed line: once
 
     def files(self) -> list[Path]:
         return process_paths(self.path)
@@ -64,7 +66,17 @@ class TrajectoryFiles:
         at = offset
         for raw in whole.splitlines(keepends=True):
             if raw.strip():
-                lines.append(parsed(raw, file, f"at byte {at}"))
+                try:
+                    lines.append(parsed(raw, file, f"at byte {at}"))
+                except RunDirError:
+                    if not self._warned:
+                        self._warned = True
+                        logger.warning(
+                            "%s: line at byte %d is not a JSON object; training goes on "
+                            "without it, and without any other such line",
+                            file,
+                            at,
+                        )
             at += len(raw)
         return lines
 
