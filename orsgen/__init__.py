@@ -51,6 +51,11 @@ _PUBLIC: dict[str, str] = {
     "merge_shards": "orsgen.eval",
     "pass_at_k": "orsgen.eval",
     "pass_hat_k": "orsgen.eval",
+    # Validating an environment before training on it (`orsgen validate`).
+    "validate": "orsgen.validation",
+    "ValidationResult": "orsgen.validation",
+    "Finding": "orsgen.validation",
+    "CheckStatus": "orsgen.validation",
     # Rejection-sampling SFT from evaluation runs (`orsgen sft`).
     "sft_dataset": "orsgen.data.sft",
     "SftError": "orsgen.data.sft",
@@ -78,6 +83,7 @@ _PUBLIC: dict[str, str] = {
 # Spelled out for type checkers; tests/test_docs_namespace.py checks it equals _PUBLIC's keys.
 __all__ = [
     "AdapterConfig",
+    "CheckStatus",
     "Content",
     "ContentPart",
     "CurriculumCheckpoint",
@@ -86,6 +92,7 @@ __all__ = [
     "EvalConfig",
     "EvalConfigError",
     "EvalResult",
+    "Finding",
     "ImageLike",
     "ImagePart",
     "OrsRuntimeError",
@@ -111,6 +118,7 @@ __all__ = [
     "ToolEnvironmentError",
     "ToolInputError",
     "UploadRun",
+    "ValidationResult",
     "bundle_tasks",
     "compare",
     "evaluate",
@@ -124,6 +132,7 @@ __all__ = [
     "platform_difficulty",
     "run",
     "sft_dataset",
+    "validate",
     "write_view",
 ]
 
@@ -165,6 +174,10 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.runtime.platform import platform_difficulty as platform_difficulty
     from orsgen.runtime.upload import UploadRun as UploadRun
     from orsgen.view import write_view as write_view
+    from orsgen.validation import CheckStatus as CheckStatus
+    from orsgen.validation import Finding as Finding
+    from orsgen.validation import ValidationResult as ValidationResult
+    from orsgen.validation import validate as validate
     from orsgen.generate.pipeline.run import Request as Request
     from orsgen.generate.pipeline.run import RequestError as RequestError
     from orsgen.generate.pipeline.run import Result as Result

@@ -106,6 +106,13 @@ COMMANDS = (
         "its rewards changed",
     ),
     Command(
+        "validate",
+        "orsgen.validation.command",
+        "TARGET [--out DIR]",
+        "probe an environment for the defects that waste a training run (a gameable grader, "
+        "rewards that change, a split that leaks, shared session state): exit 1 on an error",
+    ),
+    Command(
         "view",
         "orsgen.view.command",
         "RUN [-o FILE.html]",

@@ -18,13 +18,16 @@ if TYPE_CHECKING:
     from orsgen.snapshot.fetch import FetchOptions
     from orsgen.snapshot.stored import Environment, TargetRef
 
-__all__ = ["Target", "TargetError", "classify", "take"]
+__all__ = ["Target", "TargetError", "classify", "live_endpoint", "take"]
 
 
 @contextmanager
-def _endpoint(
+def live_endpoint(
     target: Target, api_key: str | None, titles: dict[str, str]
 ) -> Generator[Endpoint, None, None]:
+    """The endpoint of a live ``target`` for the block (a Python file is served on loopback
+    until it ends; ``titles`` gets each served name's class name); ``orsgen validate``
+    probes through it too."""
     if target.kind == "file":
         from orsgen.snapshot.local import serve_file
 
@@ -84,7 +87,7 @@ def take(
     from orsgen.snapshot.fetch import Provenance, fetch
 
     titles: dict[str, str] = {}
-    with _endpoint(target, api_key, titles) as endpoint:
+    with live_endpoint(target, api_key, titles) as endpoint:
         if target.kind == "file":  # once it imported: a bad file's error is the only line
             progress(f"serving {target.value} in this process for the snapshot")
         provenance = Provenance(record_as or recorded_target(target), titles, class_name)

@@ -1,0 +1,253 @@
+"""The probe plan: which sessions are opened on which task and which calls each makes,
+``concurrency`` sessions at once. Bounded: per task, one look session, one session per tool
+(more only when a call ends the episode or the server fails before its degenerate
+arguments are all tried), and on the first :data:`DEEP_TASKS` tasks of each split six
+more (the determinism and session-leak probes). Every session is closed.
+
+Per task ``(split, index)``:
+
+1. **look**: open, read the prompt and the session's tools (shared plus task tools), close;
+2. **degenerate**: per tool, its degenerate arguments (:mod:`orsgen.validation.instances`)
+   in order in a fresh session, stopping at the first ``finished``;
+3. **deep** (first tasks only): the calls ``X`` (each tool once, seeded arguments) in four
+   fresh sessions one after another (``F0`` warms up, ``F1``, ``F2`` and, at the end, ``F3``
+   are compared), and between ``F2`` and ``F3`` two sessions open at once: ``B`` makes
+   other calls ``Y`` (each tool's minimal arguments), then ``C`` makes ``X``. ``C``
+   differing from ``F1``..``F3`` where those agree is a leak between sessions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from orsgen.jsonobject import as_object
+from orsgen.runtime.errors import describe
+from orsgen.runtime.transport import sdk
+from orsgen.validation.instances import degenerate
+from orsgen.validation.probe import Call, Prober, failure_kind
+
+DEEP_TASKS = 2  # tasks per split that get the determinism and session-leak probes
+# Session opens failing in a row before the probe stops opening more (the server is
+# reported, and the run still ends with a report).
+MAX_OPEN_FAILURES = 5
+
+Planned = Sequence[tuple[str, Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Look:
+    """What a task shows: its prompt, whether it holds an image, its tools."""
+
+    split: str
+    index: int
+    prompt: str
+    image: bool
+    tools: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Session:
+    """One probe session's calls. ``purpose``: ``degenerate`` (``tool`` is the tool whose
+    degenerate arguments it tried), ``fresh`` (``F0``..``F3``: ``run``), ``other`` (``B``)
+    or ``beside`` (``C``)."""
+
+    split: str
+    index: int
+    purpose: str
+    calls: list[Call]
+    tool: str | None = None
+    run: int = 0
+
+
+@dataclass(frozen=True)
+class OpenFailure:
+    split: str
+    index: int
+    error: str
+    failure: str | None  # a server failure's kind, None for a refusal (a 4xx)
+
+
+class NotOpened(Exception):
+    """A session could not be opened (recorded), or the probe gave up opening more."""
+
+
+@dataclass
+class Observations:
+    """Everything the probes saw, appended as each session ends (from the loop thread), so
+    an interrupted run still has what it found so far."""
+
+    splits: dict[str, int] = field(default_factory=dict[str, int])  # split -> tasks probed
+    looks: dict[tuple[str, int], Look] = field(default_factory=dict[tuple[str, int], Look])
+    sessions: list[Session] = field(default_factory=list[Session])
+    open_failures: list[OpenFailure] = field(default_factory=list[OpenFailure])
+    specs: dict[str, list[Any] | None] = field(default_factory=dict[str, list[Any] | None])
+    deep: set[tuple[str, int]] = field(default_factory=set[tuple[str, int]])
+    done: set[tuple[str, int]] = field(default_factory=set[tuple[str, int]])
+    gave_up: str | None = None
+    failures_in_a_row: int = 0
+
+    def fresh(self, split: str, index: int) -> list[Session]:
+        found = [
+            s
+            for s in self.sessions
+            if s.purpose == "fresh" and (s.split, s.index) == (split, index)
+        ]
+        return sorted((s for s in found if s.run > 0), key=lambda s: s.run)
+
+    def beside(self, split: str, index: int) -> Session | None:
+        return next(
+            (
+                s
+                for s in self.sessions
+                if s.purpose == "beside" and (s.split, s.index) == (split, index)
+            ),
+            None,
+        )
+
+
+@dataclass
+class Plan:
+    """Runs the probes of every task of ``obs.splits`` with ``prober``."""
+
+    prober: Prober
+    obs: Observations
+    seed: int
+    concurrency: int
+    progress: Callable[[str], None]
+    limit: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.limit = asyncio.Semaphore(self.concurrency)
+
+    @asynccontextmanager
+    async def session(self, split: str, index: int) -> AsyncIterator[Any]:
+        if self.obs.gave_up is not None:
+            raise NotOpened(self.obs.gave_up)
+        try:
+            opened = await self.prober.open(split, index)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed open is an observation
+            kind = failure_kind(exc)
+            self.obs.open_failures.append(OpenFailure(split, index, describe(exc), kind))
+            self.obs.failures_in_a_row += 1
+            if self.obs.failures_in_a_row >= MAX_OPEN_FAILURES and self.obs.gave_up is None:
+                self.obs.gave_up = (
+                    f"the server failed {MAX_OPEN_FAILURES} session opens in a row (last: "
+                    f"{describe(exc)}); no more sessions were opened"
+                )
+                self.progress(self.obs.gave_up)
+            raise NotOpened(describe(exc)) from None
+        self.obs.failures_in_a_row = 0
+        try:
+            yield opened
+        finally:
+            await self.prober.close(opened)
+
+    async def run(self) -> None:
+        await self._read_specs()
+        jobs = [
+            self._task(split, index, index < DEEP_TASKS)
+            for split, count in self.obs.splits.items()
+            for index in range(count)
+        ]
+        await asyncio.gather(*jobs)
+
+    async def _read_specs(self) -> None:
+        """Each split's task specs, where the server lists them (``/task_range``)."""
+        env = await self.prober.environment()
+        endpoint = self.prober.endpoint
+        for split, count in self.obs.splits.items():
+            try:
+                answer = await asyncio.wait_for(
+                    sdk.stateless(
+                        endpoint,
+                        env,
+                        "POST",
+                        endpoint.env_path("/task_range"),
+                        {"split": split, "start": 0, "stop": count},
+                    ),
+                    self.prober.timeout,
+                )
+                self.obs.specs[split] = list(as_object(answer).get("tasks") or [])
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - task specs only sharpen split_overlap
+                self.obs.specs[split] = None
+
+    async def _task(self, split: str, index: int, deep: bool) -> None:
+        try:
+            async with self.limit:
+                async with self.session(split, index) as opened:
+                    try:
+                        prompt, image, tools = await self.prober.look(opened)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - the prompt is an observation
+                        failure = failure_kind(exc)
+                        self.obs.open_failures.append(
+                            OpenFailure(split, index, describe(exc), failure)
+                        )
+                        return
+            self.obs.looks[(split, index)] = Look(split, index, prompt, image, tools)
+            args = {
+                t["name"]: degenerate(t["name"], t.get("input_schema"), self.seed) for t in tools
+            }
+            jobs = [self._degenerate(split, index, name, found) for name, found in args.items()]
+            if deep and tools:
+                jobs.append(self._deep(split, index, args))
+            await asyncio.gather(*jobs)
+            self.obs.done.add((split, index))
+            count = len(self.obs.done)
+            total = sum(self.obs.splits.values())
+            self.progress(f"probed task {index} of {split} ({count}/{total})")
+        except NotOpened:
+            return
+
+    async def _degenerate(
+        self, split: str, index: int, tool: str, arguments: list[dict[str, Any]]
+    ) -> None:
+        """The degenerate arguments of ``tool`` in order; a ``finished`` or a server
+        failure ends a session, and the rest go in a fresh one."""
+        remaining: Planned = [(tool, a) for a in arguments]
+        try:
+            while remaining:
+                async with self.limit:
+                    async with self.session(split, index) as opened:
+                        made = await self.prober.calls(opened, remaining)
+                self.obs.sessions.append(Session(split, index, "degenerate", made, tool))
+                remaining = remaining[max(len(made), 1) :]
+        except NotOpened:
+            return
+
+    async def _deep(
+        self, split: str, index: int, arguments: Mapping[str, list[dict[str, Any]]]
+    ) -> None:
+        """The determinism and session-leak probes of one task (see the module's doc)."""
+        x: Planned = [(t, found[-1]) for t, found in arguments.items()]
+        y: Planned = [(t, found[0]) for t, found in arguments.items()]
+        self.obs.deep.add((split, index))
+        try:
+            await self._deep_sessions(split, index, x, y)
+        except NotOpened:
+            return
+
+    async def _deep_sessions(self, split: str, index: int, x: Planned, y: Planned) -> None:
+        async with self.limit:
+            for run in range(3):  # F0 (warm-up), F1, F2
+                await self._fresh(split, index, x, run)
+            async with self.session(split, index) as other:
+                async with self.session(split, index) as beside:
+                    made_other = await self.prober.calls(other, y)
+                    made_beside = await self.prober.calls(beside, x)
+            self.obs.sessions.append(Session(split, index, "other", made_other))
+            self.obs.sessions.append(Session(split, index, "beside", made_beside))
+            await self._fresh(split, index, x, 3)
+
+    async def _fresh(self, split: str, index: int, planned: Planned, run: int) -> None:
+        async with self.session(split, index) as opened:
+            made = await self.prober.calls(opened, planned)
+        self.obs.sessions.append(Session(split, index, "fresh", made, run=run))

@@ -1,0 +1,231 @@
+"""Sessions and calls for the probes, on the SDK's ``AsyncSession`` (the runtime's session
+class, :func:`orsgen.runtime.transport.sdk.session_class`, which never re-runs a tool after a
+cut before the server's task id), on the runtime loop.
+
+Each call's result is one of three kinds: ``result`` (the tool answered, with its reward and
+``finished``), ``tool_error`` (the server answered ``ok: false``: the call was refused, a
+model's mistake) or ``server_failure`` (an HTTP 5xx, a dropped stream, an SSE ``error``
+event, a timeout: the server failed instead of answering). A session is always closed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import aiohttp
+
+from orsgen.canonical import spec_dict
+from orsgen.runtime.errors import describe
+from orsgen.runtime.images import blocks_to_text
+from orsgen.runtime.transport import sdk
+from orsgen.runtime.transport.endpoint import Endpoint
+from orsgen.validation.result import json_number
+
+Kind = Literal["result", "tool_error", "server_failure"]
+MAX_TEXT = 400  # characters of an output or error kept as evidence
+
+
+# The SDK writes the session id into its errors: noise that differs between sessions.
+_SESSION_ID = re.compile(r"\(\w+ session sid=[^)]*\)\s*")
+
+
+def _short(text: str) -> str:
+    text = " ".join(_SESSION_ID.sub("", text).split())
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
+def failure_kind(exc: BaseException) -> str | None:
+    """What server failure ``exc`` is (``http 500``, ``sse error event``, ``dropped
+    stream``, ``timeout``), or ``None`` when the server answered ``ok: false`` or a 4xx."""
+    name = type(exc).__name__
+    if name == "ToolCallError":
+        return None  # ok: false, a tool error
+    if name == "ToolFailed":
+        return "sse error event"
+    if name == "SessionTerminatedError":  # the session ended on the server
+        return "session ended"
+    status = getattr(exc, "status", None)  # aiohttp's ClientResponseError, the SDK's HTTP error
+    if isinstance(status, int):
+        return f"http {status}" if status >= 500 else None
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or name == "HeartbeatTimeoutError":
+        return "timeout"
+    if name == "MaxRetriesError":
+        errors = getattr(exc, "errors", None) or []
+        last = errors[-1] if errors else None
+        return failure_kind(last) if isinstance(last, BaseException) else "dropped stream"
+    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
+        return "dropped stream"
+    if isinstance(exc, aiohttp.ClientError):
+        return "dropped stream"
+    return f"error {name}"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call and what came back."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    kind: Kind
+    reward: float | None = None
+    finished: bool = False
+    output: str = ""
+    error: str | None = None
+    failure: str | None = None  # the server failure's kind (``server_failure`` only)
+    seconds: float = 0.0
+
+    def same(self, other: Call) -> tuple[bool, bool]:
+        """(same reward, finished and kind; same output) as ``other``."""
+        scored = (
+            self.kind == other.kind
+            and self.finished == other.finished
+            and _same_reward(self.reward, other.reward)
+        )
+        return scored, scored and self.output == other.output and self.error == other.error
+
+    def evidence(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "tool": self.tool,
+            "arguments": dict(self.arguments),
+            "result": self.kind,
+            "reward": json_number(self.reward),
+            "finished": self.finished,
+        }
+        if self.kind == "result":
+            out["output"] = self.output
+        else:
+            out["error"] = self.error
+        if self.failure is not None:
+            out["failure"] = self.failure
+        return out
+
+
+def _same_reward(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _reward(value: Any) -> float | None:
+    """A reward off the wire: ``null`` is no reward; ``NaN`` and ``Infinity`` arrive as
+    JSON literals (Python's json reads them as floats) and are kept as they are."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+@dataclass
+class Timings:
+    """Seconds of every request kind (session open, prompt, each tool), for the latency
+    section: appended from the loop thread only."""
+
+    open: list[float] = field(default_factory=list[float])
+    prompt: list[float] = field(default_factory=list[float])
+    tools: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
+
+
+@dataclass
+class Prober:
+    """Opens sessions on one environment and makes calls in them."""
+
+    endpoint: Endpoint
+    secrets: dict[str, Any] | None
+    toolset: str | None
+    timeout: float
+    timings: Timings = field(default_factory=Timings)
+    env: Any = None
+
+    async def environment(self) -> Any:
+        if self.env is None:
+            self.env = await sdk.environment(self.endpoint)
+        return self.env
+
+    async def open(self, split: str, index: int) -> Any:
+        """An open session on task ``index`` of ``split`` (the caller closes it)."""
+        env = await self.environment()
+        session = sdk.session_class()(
+            env,
+            secrets=self.secrets,
+            api_key=env.api_key,
+            split=split,
+            index=index,
+            toolset_name=self.toolset,
+        )
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(session.__aenter__(), self.timeout)
+        except BaseException:
+            await sdk.close_async(session)
+            raise
+        self.timings.open.append(time.monotonic() - started)
+        return session
+
+    async def close(self, session: Any) -> None:
+        await sdk.close_async(session)
+
+    async def look(self, session: Any) -> tuple[str, bool, list[dict[str, Any]]]:
+        """The session's prompt text, whether it holds an image, and its tools."""
+        started = time.monotonic()
+        blocks = list(await asyncio.wait_for(session.get_prompt(), self.timeout) or [])
+        self.timings.prompt.append(time.monotonic() - started)
+        tools = await asyncio.wait_for(session.list_tools(), self.timeout)
+        image = any(getattr(b, "type", None) == "image" for b in blocks)
+        return blocks_to_text(blocks), image, [spec_dict(t) for t in tools]
+
+    async def call(self, session: Any, tool: str, arguments: Mapping[str, Any]) -> Call:
+        started = time.monotonic()
+        try:
+            out = await asyncio.wait_for(session.call_tool(tool, dict(arguments)), self.timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure is an observation
+            seconds = time.monotonic() - started
+            self.timings.tools.setdefault(tool, []).append(seconds)
+            kind = failure_kind(exc)
+            detail = getattr(exc, "detail", None) if kind is None else None
+            text = _short(str(detail) if detail else describe(exc))
+            return Call(
+                tool,
+                arguments,
+                "tool_error" if kind is None else "server_failure",
+                error=text,
+                failure=kind,
+                seconds=seconds,
+            )
+        seconds = time.monotonic() - started
+        self.timings.tools.setdefault(tool, []).append(seconds)
+        return Call(
+            tool,
+            arguments,
+            "result",
+            reward=_reward(getattr(out, "reward", None)),
+            finished=bool(getattr(out, "finished", False)),
+            output=_short(blocks_to_text(list(getattr(out, "blocks", None) or []))),
+            seconds=seconds,
+        )
+
+    async def calls(
+        self, session: Any, planned: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> list[Call]:
+        """``planned`` in order in ``session``, up to the first ``finished`` or server
+        failure (a rollout ends there)."""
+        made: list[Call] = []
+        for tool, arguments in planned:
+            call = await self.call(session, tool, arguments)
+            made.append(call)
+            if call.finished or call.kind == "server_failure":
+                break
+        return made
+
+
+def arguments_key(arguments: Mapping[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, default=str)
