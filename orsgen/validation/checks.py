@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -104,7 +103,7 @@ def server_error(obs: Observations) -> list[Finding]:
     for session, i, call in _sessions_by_call(obs):
         if call.kind != "server_failure":
             continue
-        key = (session.split, session.index, call.tool)
+        key: tuple[str, int, str | None] = (session.split, session.index, call.tool)
         if key not in found:
             note = f"a schema-valid call was answered by a server failure ({call.failure})"
             evidence = {"calls": _calls_json(session.calls[: i + 1]), "note": note}
@@ -115,7 +114,7 @@ def server_error(obs: Observations) -> list[Finding]:
         key = (failed.split, failed.index, None)
         if key not in found:
             note = f"opening a session failed ({failed.failure})"
-            evidence = {"calls": [], "session_open": failed.error, "note": note}
+            evidence: dict[str, Any] = {"calls": [], "session_open": failed.error, "note": note}
             found[key] = Finding(
                 "server_error", "error", failed.split, failed.index, None, evidence
             )
@@ -227,6 +226,8 @@ def split_overlap(obs: Observations) -> list[Finding]:
     found: list[Finding] = []
     splits = list(obs.splits)
     looks = _by_split(obs)
+    for split in ignored_splits(obs):  # its tasks are one task: compare that one once
+        looks[split] = looks[split][:1]
     for a_at, a in enumerate(splits):
         for b in splits[a_at + 1 :]:
             for later in looks.get(b, []):
@@ -322,10 +323,11 @@ def session_state_leak(obs: Observations) -> list[Finding]:
             ),
             None,
         )
+        if any(any(_position_differs(runs, at)) for at in range(max(len(r.calls) for r in runs))):
+            continue  # not deterministic: nothing to compare a leak with
         for at, call in enumerate(beside.calls):
-            reward, output = _position_differs(runs, at)
-            if reward or output or at >= len(runs[0].calls):
-                continue  # not deterministic here: nothing to compare a leak with
+            if at >= len(runs[0].calls):
+                break
             fresh = runs[0].calls[at]
             if all(call.same(fresh)):
                 continue
@@ -404,7 +406,13 @@ def judge(
             statuses[name] = CheckStatus("skipped", reasons[name])
         else:
             statuses[name] = CheckStatus("passed")
-    return statuses, [f for name in CHECKS for f in findings[name]]
+    order = {split: at for at, split in enumerate(obs.splits)}
+
+    def where(f: Finding) -> tuple[int, int, str]:
+        split = -1 if f.split is None else order.get(f.split, len(order))
+        return split, -1 if f.task_index is None else f.task_index, f.tool or ""
+
+    return statuses, [f for name in CHECKS for f in sorted(findings[name], key=where)]
 
 
 def _skip_reasons(obs: Observations, interrupted: bool) -> dict[str, str]:

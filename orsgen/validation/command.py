@@ -7,6 +7,7 @@ an unreachable target (one line); 130 on Ctrl-C, once what was found is written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 
@@ -132,24 +133,27 @@ def main(argv: Sequence[str]) -> int:
         if not args.quiet:
             print(f"orsgen validate: {message}", file=sys.stderr, flush=True)
 
+    # stdout is the table's: whatever else writes there meanwhile (a served file's own
+    # prints, the SDK server's log, which binds sys.stdout when it loads) goes to stderr.
     try:
-        result = validate(
-            args.target,
-            env_name=args.env_name,
-            base_url=args.base_url,
-            api_key=args.api_key,
-            secrets=secret_pairs(args.secret),
-            toolset=args.toolset,
-            splits=args.split,
-            num_tasks=args.num_tasks,
-            concurrency=args.concurrency,
-            pass_threshold=args.pass_threshold,
-            reward_range=args.reward_range,
-            seed=args.seed,
-            timeout=args.timeout,
-            out=out,
-            progress=progress,
-        )
+        with contextlib.redirect_stdout(sys.stderr):
+            result = validate(
+                args.target,
+                env_name=args.env_name,
+                base_url=args.base_url,
+                api_key=args.api_key,
+                secrets=secret_pairs(args.secret),
+                toolset=args.toolset,
+                splits=args.split,
+                num_tasks=args.num_tasks,
+                concurrency=args.concurrency,
+                pass_threshold=args.pass_threshold,
+                reward_range=args.reward_range,
+                seed=args.seed,
+                timeout=args.timeout,
+                out=out,
+                progress=progress,
+            )
     except TargetError as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:

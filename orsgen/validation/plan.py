@@ -9,16 +9,18 @@ Per task ``(split, index)``:
 1. **look**: open, read the prompt and the session's tools (shared plus task tools), close;
 2. **degenerate**: per tool, its degenerate arguments (:mod:`orsgen.validation.instances`)
    in order in a fresh session, stopping at the first ``finished``;
-3. **deep** (first tasks only): the calls ``X`` (each tool once, seeded arguments) in four
-   fresh sessions one after another (``F0`` warms up, ``F1``, ``F2`` and, at the end, ``F3``
-   are compared), and between ``F2`` and ``F3`` two sessions open at once: ``B`` makes
-   other calls ``Y`` (each tool's minimal arguments), then ``C`` makes ``X``. ``C``
-   differing from ``F1``..``F3`` where those agree is a leak between sessions."""
+3. **deep** (first tasks only, before the degenerate actions, one task at a time with no
+   other session open): the calls ``X`` (each tool once, its last seeded arguments) in four
+   fresh sessions one after another (``F0`` warms up; ``F1``..``F3`` are compared: the
+   determinism probe), then two sessions open at once: ``B`` makes other calls ``Y`` (each
+   tool's minimal arguments), then ``C`` makes ``X`` with ``B`` making ``Y`` again call by
+   call in between. On a task whose fresh runs all agree, ``C`` differing from them is
+   state leaking between sessions."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,7 +125,7 @@ class Plan:
         self.limit = asyncio.Semaphore(self.concurrency)
 
     @asynccontextmanager
-    async def session(self, split: str, index: int) -> AsyncIterator[Any]:
+    async def session(self, split: str, index: int) -> AsyncGenerator[Any]:
         if self.obs.gave_up is not None:
             raise NotOpened(self.obs.gave_up)
         try:
@@ -148,13 +150,26 @@ class Plan:
             await self.prober.close(opened)
 
     async def run(self) -> None:
+        """Every task's look (concurrently), then the deep probes one task at a time with no
+        other session open (state shared between sessions must not show as noise in the
+        fresh runs), then the degenerate actions (concurrently)."""
         await self._read_specs()
-        jobs = [
-            self._task(split, index, index < DEEP_TASKS)
-            for split, count in self.obs.splits.items()
-            for index in range(count)
+        tasks = [
+            (split, index) for split, count in self.obs.splits.items() for index in range(count)
         ]
-        await asyncio.gather(*jobs)
+        await asyncio.gather(*(self._look(split, index) for split, index in tasks))
+        self.progress(f"read the prompts and tools of {len(self.obs.looks)} tasks")
+        deep = [k for k in tasks if k[1] < DEEP_TASKS and k in self.obs.looks]
+        for split, index in deep:
+            if self.obs.looks[(split, index)].tools:
+                await self._deep(split, index, self._arguments(split, index))
+        if deep:
+            self.progress(f"ran the determinism and session-leak probes on {len(deep)} tasks")
+        await asyncio.gather(*(self._task(s, i) for s, i in tasks if (s, i) in self.obs.looks))
+
+    def _arguments(self, split: str, index: int) -> dict[str, list[dict[str, Any]]]:
+        tools = self.obs.looks[(split, index)].tools
+        return {t["name"]: degenerate(t["name"], t.get("input_schema"), self.seed) for t in tools}
 
     async def _read_specs(self) -> None:
         """Each split's task specs, where the server lists them (``/task_range``)."""
@@ -178,7 +193,7 @@ class Plan:
             except Exception:  # noqa: BLE001 - task specs only sharpen split_overlap
                 self.obs.specs[split] = None
 
-    async def _task(self, split: str, index: int, deep: bool) -> None:
+    async def _look(self, split: str, index: int) -> None:
         try:
             async with self.limit:
                 async with self.session(split, index) as opened:
@@ -192,20 +207,16 @@ class Plan:
                             OpenFailure(split, index, describe(exc), failure)
                         )
                         return
-            self.obs.looks[(split, index)] = Look(split, index, prompt, image, tools)
-            args = {
-                t["name"]: degenerate(t["name"], t.get("input_schema"), self.seed) for t in tools
-            }
-            jobs = [self._degenerate(split, index, name, found) for name, found in args.items()]
-            if deep and tools:
-                jobs.append(self._deep(split, index, args))
-            await asyncio.gather(*jobs)
-            self.obs.done.add((split, index))
-            count = len(self.obs.done)
-            total = sum(self.obs.splits.values())
-            self.progress(f"probed task {index} of {split} ({count}/{total})")
         except NotOpened:
             return
+        self.obs.looks[(split, index)] = Look(split, index, prompt, image, tools)
+
+    async def _task(self, split: str, index: int) -> None:
+        arguments = self._arguments(split, index)
+        await asyncio.gather(*(self._degenerate(split, index, t, a) for t, a in arguments.items()))
+        self.obs.done.add((split, index))
+        count, total = len(self.obs.done), len(self.obs.looks)
+        self.progress(f"probed task {index} of {split} ({count}/{total})")
 
     async def _degenerate(
         self, split: str, index: int, tool: str, arguments: list[dict[str, Any]]
@@ -236,18 +247,32 @@ class Plan:
             return
 
     async def _deep_sessions(self, split: str, index: int, x: Planned, y: Planned) -> None:
-        async with self.limit:
-            for run in range(3):  # F0 (warm-up), F1, F2
-                await self._fresh(split, index, x, run)
-            async with self.session(split, index) as other:
-                async with self.session(split, index) as beside:
-                    made_other = await self.prober.calls(other, y)
-                    made_beside = await self.prober.calls(beside, x)
-            self.obs.sessions.append(Session(split, index, "other", made_other))
-            self.obs.sessions.append(Session(split, index, "beside", made_beside))
-            await self._fresh(split, index, x, 3)
+        for run in range(4):  # F0 (warm-up), F1, F2, F3
+            await self._fresh(split, index, x, run)
+        made_other: list[Call] = []
+        made_beside: list[Call] = []
+        async with self.session(split, index) as other:
+            async with self.session(split, index) as beside:
+                # B's calls first, then C's and B's in turn, call by call (as concurrent
+                # rollouts interleave): whichever order a tool writes and reads state in,
+                # one of C's calls comes after one of B's.
+                for tool, arguments in y:
+                    if not _ended(made_other):
+                        made_other.append(await self.prober.call(other, tool, arguments))
+                for at in range(max(len(x), len(y))):
+                    if at < len(x) and not _ended(made_beside):
+                        made_beside.append(await self.prober.call(beside, *x[at]))
+                    if at < len(y) and not _ended(made_other):
+                        made_other.append(await self.prober.call(other, *y[at]))
+        self.obs.sessions.append(Session(split, index, "other", made_other))
+        self.obs.sessions.append(Session(split, index, "beside", made_beside))
 
     async def _fresh(self, split: str, index: int, planned: Planned, run: int) -> None:
         async with self.session(split, index) as opened:
             made = await self.prober.calls(opened, planned)
         self.obs.sessions.append(Session(split, index, "fresh", made, run=run))
+
+
+def _ended(calls: Sequence[Call]) -> bool:
+    """Whether a session's rollout is over: its last call finished or the server failed."""
+    return bool(calls) and (calls[-1].finished or calls[-1].kind == "server_failure")

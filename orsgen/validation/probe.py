@@ -56,8 +56,8 @@ def failure_kind(exc: BaseException) -> str | None:
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or name == "HeartbeatTimeoutError":
         return "timeout"
     if name == "MaxRetriesError":
-        errors = getattr(exc, "errors", None) or []
-        last = errors[-1] if errors else None
+        errors: list[Any] = list(getattr(exc, "errors", None) or [])
+        last: object = errors[-1] if errors else None
         return failure_kind(last) if isinstance(last, BaseException) else "dropped stream"
     if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
         return "dropped stream"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from orsgen.jsonobject import as_object, is_array
 from orsgen.rundir import REPORT_FILE, write_json, write_whole, writing
 from orsgen.validation.result import CHECKS, Finding, ValidationResult
 
@@ -16,12 +17,12 @@ def _note(finding: Finding) -> str:
     note = finding.evidence.get("note")
     if isinstance(note, str):
         return note
-    same = finding.evidence.get("same_as")
-    if isinstance(same, dict):
+    same = as_object(finding.evidence.get("same_as"))
+    if same:
         return f"same prompt as {same.get('split')}/{same.get('task_index')}"
     bare = finding.evidence.get("parameters_without_description")
-    if isinstance(bare, list):
-        missing = ", ".join(str(p) for p in bare)  # pyright: ignore[reportUnknownVariableType]
+    if is_array(bare):
+        missing = ", ".join(str(p) for p in bare)
         tool = "no tool description" if finding.evidence.get("tool_description") is None else ""
         params = f"parameters without a description: {missing}" if missing else ""
         return "; ".join(p for p in (tool, params) if p)
@@ -31,7 +32,7 @@ def _note(finding: Finding) -> str:
 def table(result: ValidationResult) -> list[str]:
     """The stdout table: one line per check with its status, then one per finding."""
     width = max(len(name) for name in CHECKS)
-    lines = []
+    lines: list[str] = []
     for name, status in result.checks.items():
         reason = f"  ({status.reason})" if status.reason else ""
         lines.append(f"{name:<{width}}  {status.status}{reason}")

@@ -67,7 +67,7 @@ class Finding:
 
     def where(self) -> str:
         """``train/3 tool echo``: the task and tool, for one-line reports."""
-        parts = []
+        parts: list[str] = []
         if self.split is not None:
             parts.append(
                 f"{self.split}/{self.task_index}" if self.task_index is not None else self.split

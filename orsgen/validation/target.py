@@ -14,6 +14,7 @@ from pathlib import Path
 from orsgen.runtime.transport.endpoint import Endpoint
 from orsgen.snapshot import Target, TargetError, classify, live_endpoint, recorded_target
 from orsgen.snapshot.stored import Environment
+from orsgen.snapshot.targets import Kind
 
 Progress = Callable[[str], None]
 
@@ -53,7 +54,8 @@ def _package(directory: Path, base_url: str | None) -> tuple[Target, str | None,
         return Target("url", base_url.rstrip("/")), name, f"{directory} at {public(base_url)}"
     recorded = facts.target
     if recorded is not None and recorded.kind in ("url", "catalog"):
-        return Target(recorded.kind, recorded.value), name, f"{directory} at {recorded.value}"
+        kind: Kind = "url" if recorded.kind == "url" else "catalog"
+        return Target(kind, recorded.value), name, f"{directory} at {recorded.value}"
     raise TargetError(
         f"{directory} was generated from a local file and records no server; give the "
         "server with --base-url URL"
