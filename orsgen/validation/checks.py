@@ -106,7 +106,7 @@ def server_error(obs: Observations) -> list[Finding]:
         key: tuple[str, int, str | None] = (session.split, session.index, call.tool)
         if key not in found:
             note = f"a schema-valid call was answered by a server failure ({call.failure})"
-            evidence = {"calls": _calls_json(session.calls[: i + 1]), "note": note}
+            evidence: dict[str, Any] = {"calls": _calls_json(session.calls[: i + 1]), "note": note}
             found[key] = _finding("server_error", "error", session, call.tool, evidence)
     for failed in obs.open_failures:
         if failed.failure is None:
@@ -114,7 +114,7 @@ def server_error(obs: Observations) -> list[Finding]:
         key = (failed.split, failed.index, None)
         if key not in found:
             note = f"opening a session failed ({failed.failure})"
-            evidence: dict[str, Any] = {"calls": [], "session_open": failed.error, "note": note}
+            evidence = {"calls": [], "session_open": failed.error, "note": note}
             found[key] = Finding(
                 "server_error", "error", failed.split, failed.index, None, evidence
             )
