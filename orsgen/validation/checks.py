@@ -417,6 +417,10 @@ def judge(
 
 def _skip_reasons(obs: Observations, interrupted: bool) -> dict[str, str]:
     """Why a check without findings judged nothing."""
+    if interrupted:  # a check without findings so far judged an unfinished probe
+        total = sum(obs.splits.values())
+        why = f"interrupted: {len(obs.done)} of {total} tasks probed"
+        return {name: why for name in CHECKS}
     reasons: dict[str, str] = {}
     looks = _by_split(obs)
     tools = any(look.tools for look in obs.looks.values())
@@ -425,9 +429,7 @@ def _skip_reasons(obs: Observations, interrupted: bool) -> dict[str, str]:
     leak_done = any(obs.beside(*key) is not None for key in obs.deep)
     if not obs.looks:
         why = obs.gave_up or "no task could be probed"
-        if interrupted:
-            why = "interrupted before any task was probed"
-        elif not any(obs.splits.values()):
+        if not any(obs.splits.values()):
             why = "no task to probe"
         return {name: why for name in CHECKS}
     if len([s for s in obs.splits if looks.get(s)]) < 2:
@@ -449,19 +451,9 @@ def _skip_reasons(obs: Observations, interrupted: bool) -> dict[str, str]:
         return reasons
     if not calls:
         for name in ("trivial_reward", "reward_out_of_range", "server_error", "finished_unscored"):
-            reasons[name] = obs.gave_up or (
-                "interrupted before any call" if interrupted else "no call was made"
-            )
+            reasons[name] = obs.gave_up or "no call was made"
     if not deep_done:
-        reasons["nondeterministic"] = obs.gave_up or (
-            "interrupted before the determinism probe ended"
-            if interrupted
-            else "the determinism probe could not run"
-        )
+        reasons["nondeterministic"] = obs.gave_up or "the determinism probe could not run"
     if not leak_done:
-        reasons["session_state_leak"] = obs.gave_up or (
-            "interrupted before the session-leak probe ran"
-            if interrupted
-            else "the session-leak probe could not run"
-        )
+        reasons["session_state_leak"] = obs.gave_up or "the session-leak probe could not run"
     return reasons
