@@ -44,10 +44,11 @@ def by_split(obs: Observations) -> dict[str, list[Look]]:
 
 
 def ignored_splits(obs: Observations) -> set[str]:
-    """The splits of which every probed task (two or more) has the same prompt and tools."""
+    """The splits of which every probed task (two or more) has the same prompt and tools.
+    Empty prompts are ``empty_prompt``'s: they say nothing of the index."""
     out: set[str] = set()
     for split, looks in by_split(obs).items():
-        if len(looks) >= 2:
+        if len(looks) >= 2 and (normalized(looks[0].prompt) or looks[0].image):
             first = looks[0]
             same = all(
                 normalized(lk.prompt) == normalized(first.prompt)
