@@ -118,6 +118,20 @@ def validate(
     environment: str | None = None
     label = public(target)
     interrupted = False
+
+    def finish(stopped: bool) -> ValidationResult:
+        return _write(
+            out,
+            obs,
+            Rules(threshold, (low, high)),
+            label,
+            environment,
+            options,
+            timings,
+            started,
+            stopped,
+        )
+
     try:
         with connect(
             target,
@@ -141,12 +155,44 @@ def validate(
                 timings,
             )
             plan = Plan(prober, obs, seed, concurrency, progress)
-            interrupted = _run(plan)
+            closing = _run(plan)
+            interrupted = closing is not None
+            if closing is not None:  # what was found is written first, then sessions close
+                finish(True)
+                try:
+                    closing.wait(CLOSE_WAIT)
+                except KeyboardInterrupt:
+                    pass  # a second Ctrl-C: leave without waiting
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
-        interrupted = True
-    statuses, findings = judge(obs, Rules(threshold, (low, high)), interrupted)
+        if not interrupted:  # before the probes started (reaching the target)
+            finish(True)
+        raise
+    result = finish(False)
+    sessions = len(obs.sessions) + len(obs.looks)
+    calls = sum(len(s.calls) for s in obs.sessions)
+    progress(
+        f"probed {plural(len(obs.done), 'task')} in {result.seconds:.1f} s "
+        f"({plural(sessions, 'session')}, {plural(calls, 'call')})"
+    )
+    return result
+
+
+def _write(
+    out: str | Path | None,
+    obs: Observations,
+    rules: Rules,
+    target: str,
+    environment: str | None,
+    options: Mapping[str, Any],
+    timings: Timings,
+    started: float,
+    interrupted: bool,
+) -> ValidationResult:
+    """The checks judged over what was observed, and (with ``out``) written."""
+    statuses, findings = judge(obs, rules, interrupted)
     result = ValidationResult(
-        target=label,
+        target=target,
         environment=environment,
         options=options,
         checks=statuses,
@@ -158,20 +204,12 @@ def validate(
     )
     if out is not None:
         report.write(Path(out), result)
-    if interrupted:
-        raise KeyboardInterrupt
-    sessions = len(obs.sessions) + len(obs.looks)
-    calls = sum(len(s.calls) for s in obs.sessions)
-    progress(
-        f"probed {plural(len(obs.done), 'task')} in {result.seconds:.1f} s "
-        f"({plural(sessions, 'session')}, {plural(calls, 'call')})"
-    )
     return result
 
 
-def _run(plan: Plan) -> bool:
-    """The plan on the runtime loop; Ctrl-C cancels it (its sessions close, within
-    :data:`CLOSE_WAIT`) and returns ``True``."""
+def _run(plan: Plan) -> threading.Event | None:
+    """The plan on the runtime loop. Ctrl-C cancels it and returns the event set once its
+    sessions are closed; ``None`` when it ran to the end."""
     ended = threading.Event()
 
     async def run() -> None:
@@ -185,13 +223,9 @@ def _run(plan: Plan) -> bool:
         while True:
             try:
                 future.result(timeout=0.25)
-                return False
+                return None
             except concurrent.futures.TimeoutError:
                 continue
     except KeyboardInterrupt:
         future.cancel()
-        try:
-            ended.wait(CLOSE_WAIT)
-        except KeyboardInterrupt:
-            pass  # a second Ctrl-C: write what was found without waiting
-        return True
+        return ended
