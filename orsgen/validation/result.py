@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from orsgen._version import __version__
+
 Severity = Literal["error", "warning"]
 Status = Literal["failed", "passed", "skipped"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning")
@@ -141,8 +143,6 @@ class ValidationResult:
 
     def to_json(self) -> dict[str, Any]:
         """The validation.json object."""
-        from orsgen import __version__
-
         return {
             "target": self.target,
             "environment": self.environment,
