@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import sys
+import warnings
 from collections.abc import Sequence
 
 from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, number, output
@@ -39,6 +41,15 @@ def _reward_range(text: str) -> tuple[float, float]:
     if low > high:
         raise argparse.ArgumentTypeError(f"LO must not be above HI, got {text!r}")
     return low, high
+
+
+def _quiet_exit() -> None:
+    """The error is the last line: what the runtime loop was still doing for the target
+    (an SDK retry the timeout cut short) is cancelled at exit, and its complaints (a
+    coroutine never awaited, a task destroyed pending) would follow it."""
+    warnings.simplefilter("ignore")
+    logging.getLogger("asyncio").disabled = True
+    sys.unraisablehook = lambda _unraisable: None
 
 
 def parser() -> Parser:
@@ -155,6 +166,7 @@ def main(argv: Sequence[str]) -> int:
                 progress=progress,
             )
     except TargetError as exc:
+        _quiet_exit()
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
         if out is not None:

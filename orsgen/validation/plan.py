@@ -12,7 +12,8 @@ Per task ``(split, index)``:
 3. **deep** (first tasks only, before the degenerate actions, one task at a time with no
    other session open): the calls ``X`` (each tool once, its last seeded arguments) in four
    fresh sessions one after another (``F0`` warms up; ``F1``..``F3`` are compared: the
-   determinism probe), then two sessions open at once: ``B`` makes other calls ``Y`` (each
+   determinism probe; a call that ends an episode ends its session, and the next call
+   opens a fresh one), then two sessions open at once: ``B`` makes other calls ``Y`` (each
    tool's minimal arguments), then ``C`` makes ``X`` with ``B`` making ``Y`` again call by
    call in between. On a task whose fresh runs all agree, ``C`` differing from them is
    state leaking between sessions."""
@@ -124,8 +125,10 @@ class Plan:
     def __post_init__(self) -> None:
         self.limit = asyncio.Semaphore(self.concurrency)
 
-    @asynccontextmanager
-    async def session(self, split: str, index: int) -> AsyncGenerator[Any]:
+    async def open(self, split: str, index: int) -> Any:
+        """An open session on the task (the caller closes it); a failure is recorded and
+        raised as :class:`NotOpened`, and after :data:`MAX_OPEN_FAILURES` in a row no more
+        sessions are opened."""
         if self.obs.gave_up is not None:
             raise NotOpened(self.obs.gave_up)
         try:
@@ -144,6 +147,11 @@ class Plan:
                 self.progress(self.obs.gave_up)
             raise NotOpened(describe(exc)) from None
         self.obs.failures_in_a_row = 0
+        return opened
+
+    @asynccontextmanager
+    async def session(self, split: str, index: int) -> AsyncGenerator[Any]:
+        opened = await self.open(split, index)
         try:
             yield opened
         finally:
@@ -248,29 +256,57 @@ class Plan:
 
     async def _deep_sessions(self, split: str, index: int, x: Planned, y: Planned) -> None:
         for run in range(4):  # F0 (warm-up), F1, F2, F3
-            await self._fresh(split, index, x, run)
-        made_other: list[Call] = []
-        made_beside: list[Call] = []
-        async with self.session(split, index) as other:
-            async with self.session(split, index) as beside:
-                # B's calls first, then C's and B's in turn, call by call (as concurrent
-                # rollouts interleave): whichever order a tool writes and reads state in,
-                # one of C's calls comes after one of B's.
-                for tool, arguments in y:
-                    if not _ended(made_other):
-                        made_other.append(await self.prober.call(other, tool, arguments))
-                for at in range(max(len(x), len(y))):
-                    if at < len(x) and not _ended(made_beside):
-                        made_beside.append(await self.prober.call(beside, *x[at]))
-                    if at < len(y) and not _ended(made_other):
-                        made_other.append(await self.prober.call(other, *y[at]))
-        self.obs.sessions.append(Session(split, index, "other", made_other))
-        self.obs.sessions.append(Session(split, index, "beside", made_beside))
+            fresh = _Rolling(self, split, index)
+            try:
+                for tool, arguments in x:
+                    await fresh.call(tool, arguments)
+            finally:
+                await fresh.close()
+            self.obs.sessions.append(Session(split, index, "fresh", fresh.calls, run=run))
+        other, beside = _Rolling(self, split, index), _Rolling(self, split, index)
+        try:
+            await other.start()
+            await beside.start()
+            # B's calls first, then C's and B's in turn, call by call (as concurrent
+            # rollouts interleave): whichever order a tool writes and reads state in, one
+            # of C's calls comes after one of B's.
+            for tool, arguments in y:
+                await other.call(tool, arguments)
+            for at in range(max(len(x), len(y))):
+                if at < len(x):
+                    await beside.call(*x[at])
+                if at < len(y):
+                    await other.call(*y[at])
+        finally:
+            await beside.close()
+            await other.close()
+            self.obs.sessions.append(Session(split, index, "other", other.calls))
+            self.obs.sessions.append(Session(split, index, "beside", beside.calls))
 
-    async def _fresh(self, split: str, index: int, planned: Planned, run: int) -> None:
-        async with self.session(split, index) as opened:
-            made = await self.prober.calls(opened, planned)
-        self.obs.sessions.append(Session(split, index, "fresh", made, run=run))
+
+class _Rolling:
+    """A probe's calls on one task in a session that a ``finished`` (or a server failure)
+    replaces with a fresh one, so that a tool after a finishing one is still called."""
+
+    def __init__(self, plan: Plan, split: str, index: int) -> None:
+        self.plan, self.split, self.index = plan, split, index
+        self.session: Any = None
+        self.calls: list[Call] = []
+
+    async def start(self) -> None:
+        if self.session is None:
+            self.session = await self.plan.open(self.split, self.index)
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> None:
+        if _ended(self.calls):
+            await self.close()
+        await self.start()
+        self.calls.append(await self.plan.prober.call(self.session, tool, arguments))
+
+    async def close(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            await self.plan.prober.close(session)
 
 
 def _ended(calls: Sequence[Call]) -> bool:
