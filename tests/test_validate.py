@@ -95,7 +95,8 @@ DEFECTS = [
         0,
     ),
     ("servererror", [], _each_task("server_error", "error", "answer"), 1),
-    ("sessionstateleak", [], _each_task("session_state_leak", "error", "answer"), 1),
+    # The leak is in tools after ``answer``, which ends the episode: the probe goes on past it.
+    ("sessionstateleak", [], _each_task("session_state_leak", "error", "recall"), 1),
     ("undocumented", [], {("undocumented", "warning", None, None, "answer")}, 0),
     ("finishedunscored", [], _each_task("finished_unscored", "warning", "answer"), 0),
 ]

@@ -12,8 +12,8 @@ environment is ``Clean``'s shape with one change, named by the check that must f
 - ``EmptyPrompt``: train task 2's prompt has no text;
 - ``NanReward`` / ``NegInfReward`` / ``WideReward``: ``score`` rewards NaN / -Infinity / 2.0;
 - ``ServerError``: ``answer`` raises on the empty string (schema-valid);
-- ``SessionStateLeak``: ``answer`` reports the task's previous answer, from module-level state
-  that every session of the task shares;
+- ``SessionStateLeak``: ``recall`` reads the draft ``remember`` stored, at module level, so one
+  session's draft shows in another's;
 - ``Undocumented``: ``answer``'s ``text`` parameter has no description;
 - ``FinishedUnscored``: ``answer`` finishes the episode with no reward.
 
@@ -290,26 +290,30 @@ class ServerError(_Base):
         return self._grade(params.text)
 
 
-# Keyed by task, so that only sessions of one task share a value (the defect). Fresh
-# sessions one after another, with the same answer, each see what the one before stored: the
-# same every time (also in a server kept from an earlier run). A session open beside another
-# that answered something else sees that instead.
-_LAST: dict[str, str] = {}
+# Keyed by task, so that only sessions of one task share a value (the defect). ``recall``
+# comes before ``remember`` (tools are listed by name): fresh sessions one after another, each
+# remembering the same draft, recall what the one before remembered, the same every time (also
+# in a server kept from an earlier run); a session open beside another that remembered
+# something else recalls that instead. Both come after ``answer``, which ends the episode.
+_DRAFTS: dict[str, str] = {}
 
 
 class SessionStateLeak(_Base):
-    """``answer`` says what the task's previous answer was, kept at module level."""
+    """``remember`` keeps the task's draft at module level, where every session reads it."""
 
     def _concrete(self) -> None:
         pass
 
     @tool
-    def answer(self, params: AnswerInput) -> ToolOutput:
-        """Answer the task's question."""
-        before = _LAST.get(self.task_spec["q"], "")
-        _LAST[self.task_spec["q"]] = params.text
-        graded = self._grade(params.text)
-        return _out(f"{graded.blocks[0].text}; the answer before: {before!r}", graded.reward, True)
+    def recall(self, params: NoInput) -> ToolOutput:
+        """The draft answer remembered last."""
+        return _out(f"draft: {_DRAFTS.get(self.task_spec['q'], '')!r}", 0.0)
+
+    @tool
+    def remember(self, params: AnswerInput) -> ToolOutput:
+        """Remember a draft answer."""
+        _DRAFTS[self.task_spec["q"]] = params.text
+        return _out("remembered", 0.0)
 
 
 class Undocumented(_Base):
