@@ -45,7 +45,7 @@ _PUBLIC: dict[str, str] = {
     "EvalConfig": "orsgen.eval",
     "EvalConfigError": "orsgen.eval",
     "EndpointsDown": "orsgen.eval",
-    "compare": "orsgen.eval.compare",
+    "compare_runs": "orsgen.eval.compare",
     "format_comparison": "orsgen.eval",
     "load_summary": "orsgen.eval",
     "merge_shards": "orsgen.eval",
@@ -120,7 +120,7 @@ __all__ = [
     "UploadRun",
     "ValidationResult",
     "bundle_tasks",
-    "compare",
+    "compare_runs",
     "evaluate",
     "format_comparison",
     "load_adapter",
@@ -160,7 +160,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.eval import EvalConfigError as EvalConfigError
     from orsgen.eval import EvalResult as EvalResult
     from orsgen.eval import RunFileError as RunFileError
-    from orsgen.eval.compare import compare as compare
+    from orsgen.eval.compare import compare_runs as compare_runs
     from orsgen.eval import evaluate as evaluate
     from orsgen.eval import format_comparison as format_comparison
     from orsgen.eval import load_summary as load_summary

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, UsageError, output
+from orsgen.identity import ONE_DATASET
 from orsgen.jsonobject import is_array
 from orsgen.rundir import RESULTS_FILE, Row, RunDirError, read_adapter, read_config, row_at
 from orsgen.rundir import run_rows
@@ -78,7 +79,7 @@ def read_run(directory: str | os.PathLike[str]) -> Run:
         raise SftError(str(exc)) from None
 
 
-SAME = {"environment": "environments", "tools_sha256": "tool hashes"}
+SAME = ONE_DATASET  # what runs share to make one dataset (orsgen.identity)
 
 
 def check_runs(

@@ -1,8 +1,8 @@
 """Evaluate a model on an ORS environment through a generated adapter (``orsgen eval``;
-needs ``orsgen[eval]``): :func:`evaluate`, :func:`merge_shards` of a sharded run, :func:`compare` / :func:`compare_runs` of runs.
+needs ``orsgen[eval]``): :func:`evaluate`, :func:`merge_shards` of a sharded run, :func:`compare_runs` of runs.
 """
 
-from orsgen.eval.compare import compare, compare_runs, format_comparison, load_summary
+from orsgen.eval.compare import compare_runs, format_comparison, load_summary
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import EndpointsDown
 from orsgen.eval.merge import merge_shards
@@ -18,7 +18,6 @@ __all__ = [
     "Record",
     "RunFileError",
     "RunUsage",
-    "compare",
     "compare_runs",
     "evaluate",
     "format_comparison",

@@ -1,10 +1,12 @@
 """``orsgen eval --compare RUN_A RUN_B [RUN_C ...]``: did each run do better than the first,
-the baseline, on the same tasks? Per run: its model, pass@1 with its interval, mean reward,
-coverage, tokens, cost and why its rollouts ended. Per run against the baseline, on the tasks
-both gave a pass@1 (the *shared* tasks), paired by task:
+the baseline, on the same tasks? Per run: its model, pass@1 with its Wilson interval (over
+tasks), mean reward, coverage, tokens, cost and why its rollouts ended. Per run against the
+baseline, on the tasks both gave a pass@1 (the *shared* tasks), paired by task:
 
-- ``pass_at_1_diff``: the mean over shared tasks of the per-task pass@1 difference, with a
-  95% percentile bootstrap interval that resamples tasks (a task's two runs stay together);
+- ``pass_at_1_diff``: the mean over shared tasks of the per-task pass@1 difference, with the
+  95% interval that inverts the sign-flip test (the shifts it does not reject at 0.05), so it
+  excludes 0 exactly when ``p_value`` < 0.05; ``None`` with fewer than ``MIN_TASKS`` tasks,
+  too few for any p below 0.05;
 - ``p_value``: a two-sided paired sign-flip test of those differences (under "no
   difference" each task's difference is as likely negative as positive): exact over every
   sign of the non-zero ones when at most ``EXACT_UP_TO``, else ``PERMUTATIONS`` seeded
@@ -25,15 +27,17 @@ from typing import Any
 
 from orsgen.arguments import UsageError
 from orsgen.eval.results import RunFileError, shortened
-from orsgen.eval.summary import bootstrap_interval
+from orsgen.eval.summary import wilson_interval
+from orsgen.identity import COMPARED, WARNED, differences
 from orsgen.jsonobject import as_object, is_object
 from orsgen.rundir import RUN_FILE, RunDirError, read_json, read_summary
 from orsgen.wording import task_list
 
-MUST_MATCH = ("environment", "split", "tools_sha256", "n", "max_turns", "pass_threshold")
 FORMATS = ("md", "json", "csv")
 EXACT_UP_TO = 20  # non-zero differences whose 2**k signs are all enumerated
 PERMUTATIONS = 100_000
+ALPHA = 0.05
+MIN_TASKS = 6  # the fewest tasks whose smallest p-value, 2 / 2**tasks, is below ALPHA
 
 
 def load_summary(run: Path) -> dict[str, Any]:
@@ -41,39 +45,98 @@ def load_summary(run: Path) -> dict[str, Any]:
     file); :class:`RunFileError` if none."""
     run = run.parent if run.name == RUN_FILE else run
     try:
-        return read_summary(run) if run.is_dir() else read_json(run)
+        found = read_summary(run) if run.is_dir() else read_json(run)
     except RunDirError as exc:
         raise RunFileError(str(exc)) from None
+    tasks = found.get("per_task") if is_object(found) else None
+    if not isinstance(tasks, list) or not is_object(found.get("pass_at_k")):
+        raise RunFileError(f"{run} is not the summary.json of an orsgen eval run")
+    pass1 = found["pass_at_k"].get("1")
+    if not isinstance(pass1, int | float) or isinstance(pass1, bool):
+        raise RunFileError(f"{run} has no pass@1 (no task was evaluated): nothing to compare")
+    for t in tasks:
+        ok = is_object(t) and isinstance(t.get("task_index"), int)
+        ok = ok and is_object(t.get("pass_at_k"))
+        if not ok or not isinstance(t["pass_at_k"].get("1", 0.0), int | float):
+            raise RunFileError(f"{run} is not the summary.json of an orsgen eval run")
+    return found
 
 
 def sign_flip_p(diffs: Sequence[float], seed: int = 0) -> float | None:
     """The two-sided paired sign-flip test's p-value of ``diffs`` (``None`` for none): the
     share of sign assignments whose |sum| is at least the observed |sum|. Zeros never move
     the sum; ``EXACT_UP_TO`` non-zero differences or fewer are enumerated, more get
-    ``PERMUTATIONS`` seeded draws (a binomial per distinct magnitude: how many of its
-    differences flip, the same law as flipping each)."""
-    import numpy as np
-
+    ``PERMUTATIONS`` seeded draws (:class:`_SignFlips`)."""
     if not diffs:
         return None
-    d = np.asarray(diffs, dtype=float)
-    d = d[d != 0]
-    if d.size == 0:
+    nonzero = [x for x in diffs if x != 0]
+    if not nonzero:
         return 1.0
-    observed = abs(float(d.sum()))
-    slack = 1e-9 * float(np.abs(d).sum())  # sums equal to the observed up to rounding count
-    if d.size <= EXACT_UP_TO:
-        sums = np.zeros(1)
-        for x in d:
-            sums = np.concatenate((sums + x, sums - x))
-        return float(np.count_nonzero(np.abs(sums) >= observed - slack)) / sums.size
-    rng = np.random.default_rng(seed)
-    magnitudes, counts = np.unique(np.abs(d), return_counts=True)
-    sums = np.zeros(PERMUTATIONS)
-    for size, count in zip(magnitudes, counts):
-        sums += size * (count - 2 * rng.binomial(count, 0.5, PERMUTATIONS))
-    hits = int(np.count_nonzero(np.abs(sums) >= observed - slack))
-    return (1 + hits) / (1 + PERMUTATIONS)
+    if len(nonzero) <= EXACT_UP_TO:
+        return _SignFlips(nonzero, seed).p(0.0)
+    return _SignFlips(diffs, seed).p(0.0)
+
+
+class _SignFlips:
+    """The sign-flip test of "the differences are centred on ``shift``", for any shift: the
+    sums ``A = sum s_i d_i`` and ``B = sum s_i`` over the sign vectors ``s``, so that the
+    shifted sums are ``A - shift B``. Every sign vector for ``EXACT_UP_TO`` differences or
+    fewer; else ``PERMUTATIONS`` seeded draws, a binomial per distinct difference (how many
+    of its copies flip: the same law as flipping each), the same draws for every shift."""
+
+    def __init__(self, diffs: Sequence[float], seed: int) -> None:
+        import numpy as np
+
+        self.d = np.asarray(diffs, dtype=float)
+        self.exact = self.d.size <= EXACT_UP_TO
+        if self.exact:
+            a, b = np.zeros(1), np.zeros(1)
+            for x in self.d:
+                a, b = np.concatenate((a + x, a - x)), np.concatenate((b + 1, b - 1))
+        else:
+            rng = np.random.default_rng(seed)
+            values, counts = np.unique(self.d, return_counts=True)
+            a, b = np.zeros(PERMUTATIONS), np.zeros(PERMUTATIONS)
+            for value, count in zip(values, counts):
+                signed = count - 2 * rng.binomial(count, 0.5, PERMUTATIONS)
+                a, b = a + value * signed, b + signed
+        self.a, self.b = a, b
+
+    def p(self, shift: float) -> float:
+        import numpy as np
+
+        x = self.d - shift
+        observed = abs(float(x.sum()))
+        slack = 1e-9 * float(np.abs(x).sum())  # sums equal to the observed up to rounding
+        hits = int(np.count_nonzero(np.abs(self.a - shift * self.b) >= observed - slack))
+        return hits / self.a.size if self.exact else (1 + hits) / (1 + PERMUTATIONS)
+
+
+def paired_interval(diffs: Sequence[float], p_value: float, seed: int = 0) -> list[float] | None:
+    """The 95% interval of the mean difference that inverts the sign-flip test: the shifts
+    it does not reject at ``ALPHA``, found by bisection between shifts known accepted (the
+    mean; 0 when ``p_value`` >= ``ALPHA``) and known rejected (past every difference; 0
+    when ``p_value`` < ``ALPHA``). So it holds 0 exactly when ``p_value`` does not reject.
+    ``None`` with fewer than ``MIN_TASKS`` differences, too few for any p below ``ALPHA``."""
+    if len(diffs) < MIN_TASKS:
+        return None
+    test = _SignFlips(diffs, seed)
+    mean = sum(diffs) / len(diffs)
+    accepted = [mean] + ([0.0] if p_value >= ALPHA else [])
+    rejected = [min(diffs) - 1.0, max(diffs) + 1.0] + ([0.0] if p_value < ALPHA else [])
+    low, high = min(accepted), max(accepted)
+    brackets = ((low, max(r for r in rejected if r < low)),
+                (high, min(r for r in rejected if r > high)))  # fmt: skip
+    bounds = []
+    for inside, outside in brackets:
+        for _ in range(48):
+            middle = (inside + outside) / 2
+            if test.p(middle) >= ALPHA:
+                inside = middle
+            else:
+                outside = middle
+        bounds.append(inside)
+    return bounds
 
 
 def _pass1(summary: Mapping[str, Any]) -> dict[int, float]:
@@ -90,11 +153,12 @@ def paired(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[st
     pa, pb = _pass1(a), _pass1(b)
     shared = sorted(set(pa) & set(pb))
     diffs = [pb[i] - pa[i] for i in shared]
+    p_value = sign_flip_p(diffs, seed=seed)
     return {
         "tasks": len(shared),
         "pass_at_1_diff": sum(diffs) / len(diffs) if diffs else None,
-        "ci95": bootstrap_interval(diffs, seed=seed),
-        "p_value": sign_flip_p(diffs, seed=seed),
+        "ci95": None if p_value is None else paired_interval(diffs, p_value, seed),
+        "p_value": p_value,
         "fail_to_pass": [i for i in shared if pb[i] > pa[i]],
         "pass_to_fail": [i for i in shared if pb[i] < pa[i]],
     }
@@ -107,7 +171,7 @@ def _run(summary: Mapping[str, Any], path: str | None) -> dict[str, Any]:
         "path": path,
         "model": summary.get("model"),
         "pass_at_1": summary.get("pass_at_k", {}).get("1"),
-        "pass_at_1_ci95": summary.get("pass_at_1_ci95"),
+        "pass_at_1_ci95": wilson_interval(summary["pass_at_k"]["1"], len(_pass1(summary))),
         "mean_reward": summary.get("mean_reward"),
         "coverage": summary.get("coverage"),
         "usage": summary.get("usage"),
@@ -124,8 +188,10 @@ def compare_runs(
 ) -> dict[str, Any]:
     """``{"runs": [...], "paired": [...]}`` of two or more runs' summaries (``paths``: how
     to name them), ``paired[j]`` run ``j + 1`` against the first. A run that differs from
-    the first in a ``MUST_MATCH`` field (what makes their figures comparable) raises
-    :class:`RunFileError` unless ``force``; so does one sharing no task with it."""
+    the first in a ``COMPARED`` field (:mod:`orsgen.identity`: what makes their figures
+    comparable) raises
+    :class:`RunFileError` unless ``force``; so does one sharing no task with it. One that
+    differs in a ``WARNED`` limit gets a warning."""
     if len(summaries) < 2:
         raise ValueError(f"a comparison takes two runs or more, got {len(summaries)}")
     names = list(paths) if paths is not None else [None] * len(summaries)
@@ -135,8 +201,14 @@ def compare_runs(
         out["runs"].append(_run(summary, name))
         if j == 0:
             continue
-        differs = [k for k in MUST_MATCH if base.get(k) != summary.get(k)]
+        differs = differences(base, summary, COMPARED)
         which = f": {names[0]} and {name}" if len(summaries) > 2 and name else ""
+        who = "the runs differ" if len(summaries) == 2 else f"{_label(j)} differs from A"
+        limits = differences(base, summary, WARNED)
+        if limits:
+            out["warnings"].append(
+                f"{who} in {', '.join(limits)}, a limit that can turn a pass into a fail"
+            )
         if differs and not force:
             was, now = (shortened(run.get(differs[0]), 40) for run in (base, summary))
             raise RunFileError(
@@ -148,40 +220,8 @@ def compare_runs(
             raise RunFileError(f"the runs share no task{which}")
         out["paired"].append({"run": name if name is not None else j, **pair})
         if differs:
-            who = "the runs differ" if len(summaries) == 2 else f"{_label(j)} differs from A"
             out["warnings"].append(f"{who} in {', '.join(differs)}")
     return out
-
-
-def compare(
-    a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0, force: bool = False
-) -> dict[str, Any]:
-    """Two runs' summaries as :func:`compare_runs` gives them (``runs``, ``paired``), with
-    the pair's figures at the top: the mean per-task difference B - A in pass@1 and in mean
-    reward (tasks scored in both), each with its bootstrap interval, ``p_value``,
-    ``fail_to_pass``/``pass_to_fail``, and ``gained``/``lost`` (pass@1 crossing 0.5)."""
-    document = compare_runs([a, b], seed=seed, force=force)
-    pair = document["paired"][0]
-    pa, pb = _pass1(a), _pass1(b)
-    shared = sorted(set(pa) & set(pb))
-    rewards = {int(t["task_index"]): t["mean_reward"] for t in a["per_task"]}
-    both = [(rewards.get(int(t["task_index"])), t["mean_reward"]) for t in b["per_task"]]
-    d_reward = [y - x for x, y in both if x is not None and y is not None]
-    return {
-        **document,
-        "a": {"model": a.get("model"), "coverage": a.get("coverage")},
-        "b": {"model": b.get("model"), "coverage": b.get("coverage")},
-        "differs": [k for k in MUST_MATCH if a.get(k) != b.get(k)],
-        **{k: pair[k] for k in ("tasks", "pass_at_1_diff", "p_value")},
-        **{k: pair[k] for k in ("fail_to_pass", "pass_to_fail")},
-        "pass_at_1_diff_ci95": pair["ci95"],
-        "mean_reward_diff": sum(d_reward) / len(d_reward) if d_reward else None,
-        "mean_reward_diff_ci95": bootstrap_interval(d_reward, seed=seed),
-        "reward_tasks": len(d_reward),
-        "gained": [i for i in shared if pa[i] < 0.5 <= pb[i]],
-        "lost": [i for i in shared if pb[i] < 0.5 <= pa[i]],
-        "per_task": [{"task_index": i, "pass_at_1_a": pa[i], "pass_at_1_b": pb[i]} for i in shared],
-    }
 
 
 def _label(j: int) -> str:
@@ -238,11 +278,17 @@ def _markdown(c: Mapping[str, Any]) -> str:
             else (f"{PERMUTATIONS:,} seeded sign flips")
         )
         p_value = "n/a" if p["p_value"] is None else f"{p['p_value']:.4g}"
+        interval = (
+            f"95% interval {_ci(p['ci95'], '+')}, the sign-flip test inverted"
+            if p["ci95"]
+            else f"no interval: {p['tasks']} tasks are too few for any p below {ALPHA}, "
+            f"{MIN_TASKS} or more are needed"
+        )
         lines += [
             "",
             f"{_label(j)} against A: {p['tasks']} tasks in both runs",
             f"pass@1 {_label(j)}-A: {_num(p['pass_at_1_diff'], '+')} "
-            f"(95% bootstrap {_ci(p['ci95'], '+')}); p = {p_value} (paired, {how})",
+            f"({interval}); p = {p_value} (paired, {how})",
             f"fail to pass (pass rate rose): {task_list(p['fail_to_pass'])}",
             f"pass to fail (pass rate fell): {task_list(p['pass_to_fail'])}",
         ]
@@ -281,8 +327,8 @@ CSV_COLUMNS = (
 
 
 def format_comparison(c: Mapping[str, Any], format: str = "md") -> str:
-    """What ``orsgen eval --compare --format FORMAT`` prints for a :func:`compare` or
-    :func:`compare_runs` result: ``md`` (a table of the runs, then each run against the
+    """What ``orsgen eval --compare --format FORMAT`` prints for a :func:`compare_runs`
+    result: ``md`` (a table of the runs, then each run against the
     baseline, warnings first), ``json`` (only ``{"runs": ..., "paired": ...}``) or ``csv``
     (a row per run)."""
     if format == "json":

@@ -22,12 +22,10 @@ from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import added_counts
 from orsgen.eval.results import Records, RunFileError, read_records, run_config
 from orsgen.eval.run import EvalResult, finish
+from orsgen.identity import SHARD, identity_differences
 from orsgen.rundir import ADAPTER_FILE, LOCK_FILE, RESULTS_FILE, RUN_FILE, RUN_FILES, SUMMARY_FILE
 from orsgen.rundir import RunDirError, read_adapter, read_config, read_summary, run_rows
 from orsgen.rundir import write_json, write_run, write_whole, writing
-
-# The fields the shards of one run may differ in.
-SHARD_FIELDS = ("shard", "endpoint")
 
 
 @dataclass(frozen=True)
@@ -56,8 +54,8 @@ def merge_shards(
     (``"partial": {"shards": N, "missing": [...]}``); the summary covers the tasks present.
     run.json's ``endpoint_counts`` are the shards' added up, by endpoint.
 
-    The shards must agree on every config field but ``shard`` and ``endpoint`` (each may have
-    had its own server). Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``), in
+    The shards must agree on their identity (:mod:`orsgen.identity`) but ``shard``: each may
+    have had its own servers. Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``), in
     one line naming the shards or the field, for: a directory that is not a shard or not
     finished, shards that differ in configuration, a shard given twice, a missing shard, a
     row that is not its shard's or is there twice, and an ``out`` that holds another run or
@@ -165,10 +163,8 @@ def _unfinished(path: Path, index: int, count: int, why: str) -> str:
 
 def _agree(first: _Shard, shard: _Shard) -> None:
     """``shard`` is of ``first``'s run: the same configuration, the same number of shards."""
-    for name in first.config.differences(shard.config):
-        if name in SHARD_FIELDS:
-            continue
-        was, now = (json.dumps(s.config.to_json()[name]) for s in (first, shard))
+    for name in identity_differences(first.config.to_json(), shard.config.to_json(), [SHARD]):
+        was, now = (json.dumps(s.config.to_json().get(name)) for s in (first, shard))
         if len(was) + len(now) > 80:
             was, now = "one value", "another"
         raise EvalConfigError(

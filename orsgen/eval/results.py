@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
+from orsgen.identity import identity_differences
 from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
 from orsgen.rundir import RESULTS_FILE, RUN_FILE, STOPS, VERDICTS, RunDirError, cut_torn
@@ -194,7 +195,8 @@ def read_records(path: Path, group: int | None = None) -> Records:
 
 def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, Any]:
     """Refuse to mix runs: a run in ``out`` needs ``--resume``, which continues it only with
-    the same configuration (the first difference named), and starts one where there is none.
+    the same identity (:mod:`orsgen.identity`: the first difference named; a new endpoint
+    is a fact, recorded), and starts one where there is none.
     Returns the resumed run's endpoint counts."""
     if not (out / RUN_FILE).exists():  # a run that never started: --resume starts it
         if (out / RESULTS_FILE).exists():
@@ -203,8 +205,8 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, An
     if not resume:
         raise RunFileError(f"{out} already holds a run; pass --resume to continue it")
     before, counts = run_config(out)
-    for key in before.differences(config):
-        was, now = before.to_json()[key], config.to_json()[key]
+    for key in identity_differences(before.to_json(), config.to_json()):
+        was, now = before.to_json().get(key), config.to_json().get(key)
         raise RunFileError(
             f"was {shortened(was)} and is now {shortened(now)}: cannot resume; use another "
             "--out for a different run",

@@ -215,7 +215,13 @@ def evaluate(
             if plan.out is not None:
                 counts = added_counts(plan.earlier, endpoints.pool.counts())
                 package = package_path(adapters.kind)
-                write_run(plan.out, plan.config.to_json(), package=package, endpoint_counts=counts)
+                write_run(
+                    plan.out,
+                    plan.config.to_json(),
+                    package=package,
+                    environment_url=plan.environment_url,
+                    endpoint_counts=counts,
+                )
         seconds = time.monotonic() - started
         records = plan.done  # the resumed rows' records, and the new ones
         summary = finish(plan.out, plan.config, plan.tasks, records)
@@ -272,13 +278,28 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
     if out is not None:
         earlier = check_resume(out, config, resume)
         package = package_path(kind)
-        write_run(out, config.to_json(), package=package, endpoint_counts=earlier or None)
+        where = environment_url(probe)
+        write_run(
+            out,
+            config.to_json(),
+            package=package,
+            environment_url=where,
+            endpoint_counts=earlier or None,
+        )
         # In the tools' own key order: the model saw them rendered in it.
         write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
         # A group judge judges n samples: a task with fewer rows runs again, all of them.
         group = config.n if getattr(kind, "SUPPORTS_SCORE_GROUP", False) else None
         done = read_records(out / RESULTS_FILE, group)
-    return Plan(config, out, done, earlier)
+    return Plan(config, out, done, earlier, environment_url(probe))
+
+
+def environment_url(probe: Any) -> str | list[str] | None:
+    """The environment servers' URLs, without credentials or a query (run.json's
+    ``environment_url``, a fact: a resume at another address records the new one)."""
+    servers = getattr(probe.rollout.here, "servers", ())
+    urls = [public_url(s.session_url) for s in servers if s.session_url]
+    return None if not urls else urls[0] if len(urls) == 1 else urls
 
 
 def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:

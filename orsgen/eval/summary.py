@@ -53,6 +53,18 @@ def interval(mean: float | None, se: float | None) -> list[float] | None:
     return [mean - Z95 * se, mean + Z95 * se]
 
 
+def wilson_interval(share: float | None, count: int) -> list[float] | None:
+    """The 95% Wilson score interval of a share of ``count`` (``None`` for none): never
+    ``[0, 0]`` or ``[1, 1]``. For pass@1, ``count`` is the tasks: a task's pass rate lies in
+    [0, 1], so its variance is at most ``p(1-p)``, the binomial's, and the interval holds."""
+    if share is None or count < 1:
+        return None
+    z2 = Z95 * Z95
+    centre = (share + z2 / (2 * count)) / (1 + z2 / count)
+    half = Z95 / (1 + z2 / count) * math.sqrt(share * (1 - share) / count + z2 / (4 * count**2))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
 def bootstrap_interval(
     values: Sequence[float], resamples: int = 2000, seed: int = 0
 ) -> list[float] | None:
@@ -222,7 +234,7 @@ def summarize(
         "mean_reward_all_se": se_all,
         "pass_at_k": _averaged(per_task, "pass_at_k", n),
         "pass_at_1_se": p1_se,
-        "pass_at_1_ci95": interval(p1, p1_se),
+        "pass_at_1_ci95": wilson_interval(p1, len(pass1)),
         "pass_hat_k": _averaged(per_task, "pass_hat_k", n),
         "pass_at_k_scored": _averaged(per_task, "pass_at_k_scored", n),
         "zero_variance_share": zero_variance_share(per_task, n),
@@ -243,7 +255,8 @@ def summarize(
             "averaged over tasks",
             "pass_hat_k": "C(c,k)/C(n,k) per task (all k samples pass), averaged over tasks",
             "pass_at_k_scored": "as pass_at_k over scored samples only, tasks with >= k",
-            "ci95": "mean +/- 1.96 standard errors (pass@1: over tasks)",
+            "ci95": "mean +/- 1.96 standard errors; pass@1: the Wilson score interval over "
+            "tasks",
             "zero_variance_share": "per group size G: (C(c,G)+C(n-c,G))/C(n,G) per task "
             "(c passing of n), averaged over tasks with all n samples scored",
             "tools": "per tool the model called (unknown names as _unknown): its calls, the "

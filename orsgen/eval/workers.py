@@ -80,6 +80,7 @@ class Plan:
     out: Path | None
     done: Records
     earlier: Mapping[str, Any]
+    environment_url: str | list[str] | None = None  # run.json's fact
 
     def __post_init__(self) -> None:
         self.tasks = self.config.tasks()
