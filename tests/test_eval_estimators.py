@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from orsgen.eval.summary import bootstrap_interval, mean_and_se, pass_at_k, pass_hat_k
+from orsgen.eval.summary import mean_and_se, pass_at_k, pass_hat_k
 from orsgen.eval.summary import summarize
 
 
@@ -44,14 +44,6 @@ def test_mean_and_se() -> None:
     assert mean_and_se([2.0]) == (2.0, None)
     mean, se = mean_and_se([1.0, 2.0, 3.0, 4.0])
     assert mean == 2.5 and se == pytest.approx(math.sqrt((1.25 * 4 / 3) / 4))
-
-
-def test_bootstrap_interval_holds_the_mean_and_is_seeded() -> None:
-    values = [0.0, 1.0, 1.0, 0.0, 1.0, 0.5]
-    lo, hi = bootstrap_interval(values, seed=3) or [0, 0]
-    assert lo <= sum(values) / len(values) <= hi
-    assert bootstrap_interval(values, seed=3) == [lo, hi]
-    assert bootstrap_interval([0.25] * 5) == [0.25, 0.25]
 
 
 def _row(task: int, sample: int, verdict: str, reward: float | None) -> dict[str, object]:

@@ -54,10 +54,10 @@ def load_summary(run: Path) -> dict[str, Any]:
     pass1 = found["pass_at_k"].get("1")
     if not isinstance(pass1, int | float) or isinstance(pass1, bool):
         raise RunFileError(f"{run} has no pass@1 (no task was evaluated): nothing to compare")
-    for t in tasks:
-        ok = is_object(t) and isinstance(t.get("task_index"), int)
-        ok = ok and is_object(t.get("pass_at_k"))
-        if not ok or not isinstance(t["pass_at_k"].get("1", 0.0), int | float):
+    for t in tasks:  # pyright: ignore[reportUnknownVariableType]
+        task = as_object(t)
+        ok = isinstance(task.get("task_index"), int) and is_object(task.get("pass_at_k"))
+        if not ok or not isinstance(as_object(task["pass_at_k"]).get("1", 0.0), int | float):
             raise RunFileError(f"{run} is not the summary.json of an orsgen eval run")
     return found
 
@@ -127,7 +127,7 @@ def paired_interval(diffs: Sequence[float], p_value: float, seed: int = 0) -> li
     low, high = min(accepted), max(accepted)
     brackets = ((low, max(r for r in rejected if r < low)),
                 (high, min(r for r in rejected if r > high)))  # fmt: skip
-    bounds = []
+    bounds: list[float] = []
     for inside, outside in brackets:
         for _ in range(48):
             middle = (inside + outside) / 2

@@ -65,29 +65,6 @@ def wilson_interval(share: float | None, count: int) -> list[float] | None:
     return [max(0.0, centre - half), min(1.0, centre + half)]
 
 
-def bootstrap_interval(
-    values: Sequence[float], resamples: int = 2000, seed: int = 0
-) -> list[float] | None:
-    """A 95% percentile bootstrap interval of the mean of ``values`` (``None`` when empty):
-    ``resamples`` seeded draws of ``len(values)`` with replacement, in blocks of about a
-    million numbers (10,000 tasks take a fraction of a second)."""
-    import numpy as np
-
-    if not values:
-        return None
-    rng = np.random.default_rng(seed)
-    x = np.asarray(values, dtype=float)
-    block = max(1, 2**20 // x.size)
-    means = np.concatenate(
-        [
-            x[rng.integers(0, x.size, (min(block, resamples - start), x.size))].mean(axis=1)
-            for start in range(0, resamples, block)
-        ]
-    )
-    means.sort()
-    return [float(means[int(0.025 * (resamples - 1))]), float(means[int(0.975 * (resamples - 1))])]
-
-
 def passes(row: Mapping[str, Any], threshold: float) -> bool:
     """The one pass rule (:func:`orsgen.runtime.records.passk.passes`) on a row's reward."""
     reward = row.get("reward")
