@@ -54,7 +54,8 @@ def load_summary(run: Path) -> dict[str, Any]:
     pass1 = found["pass_at_k"].get("1")
     if not isinstance(pass1, int | float) or isinstance(pass1, bool):
         raise RunFileError(f"{run} has no pass@1 (no task was evaluated): nothing to compare")
-    for t in tasks:  # pyright: ignore[reportUnknownVariableType]
+    listed: list[Any] = tasks  # pyright: ignore[reportUnknownVariableType]
+    for t in listed:
         task = as_object(t)
         ok = isinstance(task.get("task_index"), int) and is_object(task.get("pass_at_k"))
         if not ok or not isinstance(as_object(task["pass_at_k"]).get("1", 0.0), int | float):
