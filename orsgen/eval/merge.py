@@ -95,7 +95,10 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
     counts = added_counts(*(s.endpoint_counts for s in ordered))
     run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
-    run.update({"package": read_config(first.path).get("package")})  # where replay finds it
+    recorded = read_config(first.path)
+    run.update({"package": recorded.get("package")})  # where replay finds it
+    if recorded.get("environment_url") is not None:  # a fact, the first shard's
+        run.update({"environment_url": recorded["environment_url"]})
     run.update({"endpoint_counts": counts} if counts else {})
     run.update({"partial": record} if record else {})
     run = json.loads(json.dumps(run))  # as run.json reads back
