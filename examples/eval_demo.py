@@ -37,7 +37,7 @@ from serve_model import ModelServer, start_model_server, stop_process  # noqa: E
 from train_echo import start_server  # noqa: E402
 
 from generated.echo import EchoEnv  # noqa: E402
-from orsgen import EvalConfig, compare, evaluate, format_comparison, load_summary  # noqa: E402
+from orsgen import EvalConfig, compare_runs, evaluate, format_comparison, load_summary  # noqa: E402
 
 # Sampled as GRPOTrainer sampled the rollouts in training (TRL's default temperature 1.0):
 # greedy decoding would answer every sample of a task alike. The server is seeded once at
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     for split, by_name in runs.items():
         print(f"runs: {', '.join(str(out / split / n) for n in by_name)} (report.md in each)")
         if "after" in by_name and not opts.no_compare:
-            print(format_comparison(compare(by_name["before"], by_name["after"])))
+            print(format_comparison(compare_runs([by_name["before"], by_name["after"]])))
     return 0
 
 
