@@ -8,6 +8,8 @@ and nowhere else; it imports only the standard library, so every layer may impor
 - ``adapter.json``: what the adapter showed the model (its tools' JSON schemas) and the
   package's training split;
 - ``results.jsonl``: one row per rollout, appended as each completes;
+- ``prompts.jsonl``: each task's prompt whole, as the model saw it, once per task, written
+  before the task's first row (``orsgen serve RUN`` serves it);
 - ``summary.json``: the run's figures, written last: a run with one is finished.
 
 The files are written here too, by one process at a time (:func:`writing`): rows are
@@ -46,9 +48,10 @@ from typing import Any, BinaryIO, cast
 RUN_FILE = "run.json"
 ADAPTER_FILE = "adapter.json"
 RESULTS_FILE = "results.jsonl"
+PROMPTS_FILE = "prompts.jsonl"  # {"task_index", "split", "prompt"}: each task's prompt, whole
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
-RUN_FILES = (RUN_FILE, ADAPTER_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE)
+RUN_FILES = (RUN_FILE, ADAPTER_FILE, RESULTS_FILE, PROMPTS_FILE, SUMMARY_FILE, REPORT_FILE)
 LOCK_FILE = ".lock"  # held (flock) by the one process writing the run: its pid and host
 # results.jsonl is flushed row by row (a killed process loses nothing), and each row is
 # fsynced within this many seconds and on close (a lost machine loses at most this many

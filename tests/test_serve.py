@@ -30,7 +30,7 @@ import pytest
 
 import openai_standin
 import ors_server
-from conftest import ECHO_ENV, ROOT, results_rows, run_eval
+from conftest import ECHO_ENV, ROOT, generate_and_import, results_rows, run_eval
 
 ECHO = ROOT / "generated" / "echo"
 SEED, N = 11, 2  # echo's test split: 4 tasks, 8 rollouts, 2 of them reversed words (reward 0)
@@ -298,6 +298,7 @@ def test_a_call_off_the_recording_is_not_the_models_fault(
     assert echo["off_recording"] == echo["calls"] == len(rows), echo
     report = (tmp_path / "off" / "report.md").read_text()
     assert f"- calls off the recording: {len(rows)} (" in report, report
+    assert {r["reason"] for r in rows} == {"only calls off the recording"}, rows
     assert served.stop()[0] == 0
 
 
@@ -446,3 +447,40 @@ def test_grpo_trains_against_the_served_recording(
     assert len(logged) == 2, trainer.state.log_history
     code, stderr = served.stop()
     assert code == 0 and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.slow  # an evaluation, then orsgen serve of it
+def test_the_served_prompt_is_the_whole_prompt_the_model_saw(
+    ors_servers: Any, serve: Any, tmp_path: Path
+) -> None:
+    """A prompt past results.jsonl's 8,000 characters is served whole, and a content list's
+    text parts as text (issue 45 item 6). evaluate() from Python: images reach the model as
+    a content list with ``multimodal=True``, which the CLI does not set."""
+    from orsgen.eval import EvalConfig, evaluate
+
+    sys.path.insert(0, str(ROOT / "tests" / "envs"))
+    from prompt_env import LONG
+
+    env_file = ROOT / "tests" / "envs" / "prompt_env.py"
+    module = generate_and_import(env_file, tmp_path / "prompt_pkg")
+    model = openai_standin.start(tmp_path)
+    run = tmp_path / "run"
+    try:
+        config = EvalConfig(model=model.model, endpoint=model.endpoint, split="test", n=2)
+        adapter = {"base_url": ors_servers(env_file).url, "multimodal": True}
+        evaluate(module.PromptEnv, config, adapter=adapter, out=run, progress=False)
+    finally:
+        model.stop()
+    first = {r["task_index"]: r["messages"][0]["content"] for r in results_rows(run)}
+    assert len(first[0]) < len(LONG) and isinstance(first[1], list), first  # the rows' are cut
+    served = serve(str(run))
+    env = module.PromptEnv(base_url=served.url)
+    try:
+        assert env.reset(task_index=0, split="test") == LONG
+        assert env.reset(task_index=1, split="test") == "Look at this.\nSay 'fig'."
+    finally:
+        env.close()
+    code, stderr = served.stop()
+    assert code == 0, stderr
+    # Once per task: two samples each, one line.
+    assert sorted(json.loads(line)["task_index"] for line in open(run / "prompts.jsonl")) == [0, 1]

@@ -115,6 +115,21 @@ def _text(content: Any, limit: int | None) -> Any:
     return str(content)
 
 
+def whole_prompt(prompt: Any) -> Any:
+    """A task's prompt as prompts.jsonl keeps it, whole: a text as it is, a content list as
+    its parts, text parts whole and images only named (``{"type": "image"}``)."""
+    if not is_array(prompt):
+        return str(prompt)
+    parts: list[dict[str, Any]] = []
+    for part in prompt:
+        if is_object(part) and part.get("type") == "image" and "image" in part:
+            parts.append({"type": "image"})
+        else:
+            text = part["text"] if is_object(part) and "text" in part else part
+            parts.append({"type": "text", "text": str(text)})
+    return parts
+
+
 _LIMITS = {"user": MAX_PROMPT_TEXT, "tool": MAX_TOOL_OUTPUT, "assistant": None}
 
 

@@ -23,8 +23,9 @@ from orsgen.eval.endpoints import added_counts
 from orsgen.eval.results import Records, RunFileError, read_records, run_config
 from orsgen.eval.run import EvalResult, finish
 from orsgen.identity import SHARD, identity_differences
-from orsgen.rundir import ADAPTER_FILE, LOCK_FILE, RESULTS_FILE, RUN_FILE, RUN_FILES, SUMMARY_FILE
-from orsgen.rundir import RunDirError, read_adapter, read_config, read_summary, run_rows
+from orsgen.rundir import ADAPTER_FILE, LOCK_FILE, PROMPTS_FILE, RESULTS_FILE, RUN_FILE
+from orsgen.rundir import RUN_FILES, SUMMARY_FILE, RunDirError, read_adapter, read_config
+from orsgen.rundir import read_summary, rows, run_rows
 from orsgen.rundir import write_json, write_run, write_whole, writing
 
 
@@ -113,9 +114,10 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
             write_json(target / ADAPTER_FILE, read_adapter(first.path), sort_keys=False)
             try:
                 records = _stream(ordered, config, target)
+                write_whole(target / PROMPTS_FILE, lambda log: _prompts(ordered, log))
             except (RunFileError, RunDirError):  # a shard not as it must be: leave nothing
-                for name in (RUN_FILE, ADAPTER_FILE):
-                    (target / name).unlink()
+                for name in (RUN_FILE, ADAPTER_FILE, RESULTS_FILE):
+                    (target / name).unlink(missing_ok=True)
                 raise
             present = {task for shard in ordered for task in shard.config.tasks()}
             tasks = [task for task in config.tasks() if task in present]
@@ -180,6 +182,13 @@ def _agree(first: _Shard, shard: _Shard) -> None:
             f"{first} is shard {first.index}/{first.count} but {shard} is shard "
             f"{shard.index}/{shard.count}: merge the shards of one run"
         )
+
+
+def _prompts(shards: Sequence[_Shard], log: Any) -> None:
+    """Every shard's prompts.jsonl copied (none in a shard an older orsgen wrote)."""
+    for shard in shards:
+        for row in rows(shard.path / PROMPTS_FILE):
+            log.write(json.dumps(row, sort_keys=True, ensure_ascii=False).encode() + b"\n")
 
 
 def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Records:

@@ -20,11 +20,12 @@ from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, added_counts, public_url
 from orsgen.eval.results import Record, Records, RunFileError, check_resume, read_records
 from orsgen.eval.summary import summarize
-from orsgen.eval.workers import Adapters, Plan, run_all
+from orsgen.eval.workers import Adapters, Plan, Prompts, run_all
 from orsgen.jsonobject import as_object
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.records.passk import PASS_THRESHOLD
-from orsgen.rundir import ADAPTER_FILE, RESULTS_FILE, SUMMARY_FILE, Appender, FinishedRun
+from orsgen.rundir import ADAPTER_FILE, PROMPTS_FILE, RESULTS_FILE, SUMMARY_FILE, Appender
+from orsgen.rundir import FinishedRun
 from orsgen.rundir import RunDirError, rows, write_json, write_run, writing
 
 if TYPE_CHECKING:
@@ -206,12 +207,15 @@ def evaluate(
             on_start(plan.config, sum(plan.expected().values()))
         conversation = Conversation(endpoints, plan.config, plan.config.rollout_timeout)
         log = Appender(plan.out / RESULTS_FILE) if plan.out is not None else None
+        prompts = Prompts(plan.out / PROMPTS_FILE) if plan.out is not None else None
         started = time.monotonic()
         try:
-            run_all(plan, adapters, conversation, concurrency, progress, log)
+            run_all(plan, adapters, conversation, concurrency, progress, log, prompts)
         finally:  # also when interrupted: the rows and endpoint counts so far are kept
             if log is not None:
                 log.close()
+            if prompts is not None:
+                prompts.close()
             if plan.out is not None:
                 counts = added_counts(plan.earlier, endpoints.pool.counts())
                 package = package_path(adapters.kind)

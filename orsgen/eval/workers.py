@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from orsgen.eval.config import EvalConfig
-from orsgen.eval.conversation import Conversation, Opened, Rollout
+from orsgen.eval.conversation import Conversation, Opened, Rollout, whole_prompt
 from orsgen.eval.endpoints import EndpointsDown
 from orsgen.eval.results import Records
 from orsgen.eval.summary import passes
 from orsgen.runtime.errors import describe
-from orsgen.rundir import Appender
+from orsgen.rundir import Appender, rows
 
 
 class Adapters:
@@ -131,6 +131,27 @@ def _judge(env: Any, answers: list[str]) -> tuple[list[float] | None, str | None
     return scores, None if scores is not None else f"group judge: {why}"
 
 
+class Prompts:
+    """prompts.jsonl opened for appending: each task's prompt written once, before its first
+    row; the tasks already there (a resumed run) are not written again."""
+
+    def __init__(self, path: Path) -> None:
+        self._seen = {int(row["task_index"]) for row in rows(path)}
+        self._log = Appender(path)
+        self._lock = threading.Lock()
+
+    def add(self, task_index: int, split: str, prompt: Any) -> None:
+        with self._lock:
+            if task_index in self._seen:
+                return
+            self._seen.add(task_index)
+        row = {"task_index": task_index, "split": split, "prompt": whole_prompt(prompt)}
+        self._log.append([row])
+
+    def close(self) -> None:
+        self._log.close()
+
+
 def _row(
     task_index: int, sample: int, split: str, r: Rollout, unfinished_reward: float | None
 ) -> dict[str, Any]:
@@ -150,6 +171,7 @@ def run_all(
     concurrency: int,
     show: bool,
     log: Appender | None,
+    prompts: Prompts | None = None,
 ) -> None:
     """Run ``plan``'s pairs still to run, each row added to ``plan.done``. Interrupted
     (Ctrl-C, SIGTERM, a bug), it returns at once: the rollouts under way are abandoned, and
@@ -185,6 +207,8 @@ def run_all(
         bar.set_postfix(shown, refresh=False)
         bar.update(1)
         done = [row] if groups is None else groups.add(env, task_index, row, rollout.final_answer)
+        if prompts is not None and opened.failure is None:
+            prompts.add(task_index, split, opened.prompt)  # before the task's first row
         if log is not None and done:
             log.append(done)  # a group's rows in one write
         with lock:

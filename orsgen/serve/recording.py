@@ -1,7 +1,8 @@
 """The environment an evaluation run recorded (``orsgen serve RUN``), served with no network
 and no key: the splits, task counts and tools of the snapshot of the package the run
-evaluated (its ``run.json`` names it, or ``--package``), and each task's prompt as the run's
-rows hold it.
+evaluated (its ``run.json`` names it, or ``--package``), and each task's prompt whole, as the
+run's prompts.jsonl holds it (a content list's text parts as text; for a run made before
+that file, as its rows hold it, cut).
 
 A session follows its task's recorded rollouts (each row's ``env_calls``, in call order): a
 call that continues one of them gets that rollout's recorded result, its reward and
@@ -22,7 +23,7 @@ from orsgen.arguments import UsageError
 from orsgen.jsonobject import as_array, as_object, is_object
 from orsgen.runtime.errors import OFF_RECORDING_TEXT
 from orsgen.runtime.sessions.drift_scope import expected_task_tools
-from orsgen.rundir import RESULTS_FILE, RunDirError, read_config, read_json, rows
+from orsgen.rundir import PROMPTS_FILE, RESULTS_FILE, RunDirError, read_config, read_json, rows
 from orsgen.canonical import tools_sha256
 
 MAX_CALL_TEXT = 300  # characters of a call named in a "not in the recording" error
@@ -96,8 +97,10 @@ def load(run: Path, package: Path | None) -> Recording:
 
 
 def _tasks(run: Path) -> dict[int, Task]:
-    """Each task's prompt and recorded rollouts, from every row of results.jsonl."""
+    """Each task's prompt (from prompts.jsonl, else its first row) and recorded rollouts,
+    from every row of results.jsonl."""
     tasks: dict[int, Task] = {}
+    whole = {int(r["task_index"]): _text(r.get("prompt")) for r in rows(run / PROMPTS_FILE)}
     count = unrecorded = 0
     for row in rows(run / RESULTS_FILE):
         count += 1
@@ -107,6 +110,8 @@ def _tasks(run: Path) -> dict[int, Task]:
         task = tasks.setdefault(int(row["task_index"]), Task())
         task.rollouts.append([c for c in as_array(row["env_calls"]) if is_object(c)])
         first = next(iter(as_array(row.get("messages"))), None)
+        if task.prompt is None:
+            task.prompt = whole.get(int(row["task_index"]))
         if task.prompt is None and is_object(first) and first.get("role") == "user":
             task.prompt = _text(first.get("content"))
     if not count:
@@ -120,11 +125,12 @@ def _tasks(run: Path) -> dict[int, Task]:
 
 
 def _text(content: object) -> str:
-    """A message's text: a string as it is, a content list's text parts joined."""
+    """A message's text: a string as it is, a content list's text parts joined (a part as
+    results.jsonl keeps it is its text, an image named ``(image)``)."""
     if isinstance(content, str):
         return content
-    parts = [as_object(p).get("text") for p in as_array(content)]
-    return "\n".join(p for p in parts if isinstance(p, str))
+    parts = [p if isinstance(p, str) else as_object(p).get("text") for p in as_array(content)]
+    return "\n".join(p for p in parts if isinstance(p, str) and p != "(image)")
 
 
 def _same(call: Call, tool: str, arguments: Mapping[str, Any]) -> bool:

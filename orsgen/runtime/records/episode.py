@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from orsgen.runtime.errors import ToolCallFailure
+from orsgen.runtime.errors import OFF_RECORDING, ToolCallFailure
 
 MAX_OUTPUT_TEXT = 500
 MAX_ARGUMENTS_TEXT = 2000
@@ -282,6 +282,8 @@ def classify(
         reason = "no tool call"
     elif any(c.finished for c in episode.calls):
         reason = "finished without a score"
+    elif all(c.failure == OFF_RECORDING for c in episode.calls):
+        reason = "only calls off the recording"  # orsgen serve's: not the model's mistake
     elif all(c.failure is not None for c in episode.calls):
         reason = "only invalid calls"
     else:
