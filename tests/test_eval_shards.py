@@ -141,6 +141,9 @@ def _same_run(merged: Path, whole: Path) -> None:
     assert configs[0].pop("merged") == SHARDS and configs[0] == configs[1]
     assert (merged / "adapter.json").read_bytes() == (whole / "adapter.json").read_bytes()
     assert (merged / "report.md").is_file()
+    # Each task's prompt once, every shard's copied (issue 45 item 6).
+    prompts = [sorted((run / "prompts.jsonl").read_text().splitlines()) for run in (merged, whole)]
+    assert prompts[0] == prompts[1] and len(prompts[0]) == 4, prompts
 
 
 def test_three_shards_merged_are_the_unsharded_run(runs: Path, tmp_path: Path) -> None:
