@@ -185,6 +185,9 @@ def test_a_shard_resumes_as_a_run(
     )
     assert len(result.records) == 2 * N
     assert _by_pair(copy) == _by_pair(runs / "shard-0")
+    # Its tasks' prompts once each: the resume wrote none again.
+    prompts = [(run / "prompts.jsonl").read_text() for run in (copy, runs / "shard-0")]
+    assert prompts[0] == prompts[1] and prompts[0].count("\n") == 2, prompts
 
 
 def _one_line(code: int, out: str, err: str, *said: str) -> None:
