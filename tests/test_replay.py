@@ -92,7 +92,9 @@ def test_rows_record_each_call_and_result_and_run_json_the_package(
             assert call["finished"] == (call["reward"] == 1.0)
             assert call["images"] == ([png] if row["task_index"] == 3 else [])
         assert row["reward"] == calls[-1]["reward"]
-    assert json.loads((recorded / "run.json").read_text())["package"] == str(package.resolve())
+    run = json.loads((recorded / "run.json").read_text())
+    assert not Path(run["package"]).is_absolute() and run["package_name"] == package.name
+    assert (recorded / run["package"]).resolve() == package.resolve()
 
 
 @pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
@@ -224,12 +226,12 @@ def test_rewards_within_the_tolerance_are_no_change_and_disagreeing_replays_no_f
     recorded["env_calls"] = [_call("a", 1.0, True)]
     near = Replayed(0.95, "scored", None, [_call("a", 0.95, True)])
     far = Replayed(0.0, "scored", None, [_call("b", 0.0, False), _call("a", 0.0, True)])
-    within = row(recorded, [near], tolerance=0.1)
+    within = row(recorded, [near], tolerance=0.1, threshold=1.0)
     assert not within["changed"] and within["outputs_changed"] == 0
-    moved = row(recorded, [far], tolerance=0.1)
+    moved = row(recorded, [far], tolerance=0.1, threshold=1.0)
     assert moved["changed"] and moved["reward_changed"] and moved["outputs_changed"] == 1
     assert moved["finished_at"] == {"recorded": 1, "replayed": 2}
-    noisy = row({**recorded, "sample": 1}, [far, near], tolerance=0.1)
+    noisy = row({**recorded, "sample": 1}, [far, near], tolerance=0.1, threshold=1.0)
     assert noisy["nondeterministic"] and not noisy["changed"]
     facts = {"pass_threshold": 1.0, "tolerance": 0.1}
     s = summarize([within, moved, noisy], facts)
