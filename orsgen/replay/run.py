@@ -166,15 +166,16 @@ def replay(
             for future in [pool.submit(worker) for _ in range(min(concurrency, len(left)))]:
                 future.result()
         except BaseException:
-            stop.set()  # no new replay starts; those under way are abandoned, with no row
+            # No new replay starts; those under way are abandoned, with no row, their
+            # adapters left open (closing one waits for its call in flight).
+            stop.set()
             log.close()
             pool.shutdown(wait=False, cancel_futures=True)
             finish(interrupted=True)
             raise
-        finally:
-            log.close()
-            adapters.close()
+        log.close()
         pool.shutdown()
+        adapters.close()
         return finish()
 
 
