@@ -96,10 +96,10 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
     counts = added_counts(*(s.endpoint_counts for s in ordered))
     run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
-    shard = read_config(first.path)
-    run.update(recorded(resolved(first.path, shard), target))  # where replay finds it
-    if shard.get("environment_url") is not None:  # a fact, the first shard's
-        run.update({"environment_url": shard["environment_url"]})
+    facts = read_config(first.path)
+    run.update(recorded(resolved(first.path, facts), target))  # where replay finds it
+    if facts.get("environment_url") is not None:  # a fact, the first shard's
+        run.update({"environment_url": facts["environment_url"]})
     run.update({"endpoint_counts": counts} if counts else {})
     run.update({"partial": record} if record else {})
     run = json.loads(json.dumps(run))  # as run.json reads back
