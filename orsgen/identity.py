@@ -3,7 +3,8 @@ the one definition of "the same run", read by resume, merge, compare and sft/pai
 
 - ``FACTS`` are recorded and never compared: the model's endpoint and the environment's URL
   (a requeued job gets its servers at new addresses; the model's name and the environment's
-  identity are the run's), the package's location, the endpoint counts, a merge's shards.
+  identity are the run's), the package's location and import name, the endpoint counts, a
+  merge's shards.
 - Every other configuration field is the run's **identity**: a resume or a merge refuses
   any difference (a merge allows ``SHARD``, what tells its shards apart).
 - ``COMPARED``: what two runs must share for their figures to compare at all (the tasks,
@@ -18,7 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-FACTS = ("endpoint", "environment_url", "package", "endpoint_counts", "merged", "partial")
+FACTS = (
+    "endpoint",
+    "environment_url",
+    "package",
+    "package_name",
+    "endpoint_counts",
+    "merged",
+    "partial",
+)
 SHARD = "shard"
 COMPARED = (
     "environment",

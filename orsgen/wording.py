@@ -1,5 +1,6 @@
-"""How messages word things: counts in English ("1 tool", "2 tools") and the closest
-valid name for a typo ("did you mean 'exclude'?"), for every layer that words a message."""
+"""How messages word things: counts in English ("1 tool", "2 tools"), the closest valid
+name for a typo ("did you mean 'exclude'?") and a text cut to a length, for every layer that
+words a message."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from collections.abc import Iterable, Sequence
 def plural(count: int, noun: str) -> str:
     """``plural(1, "tool")`` is ``"1 tool"``; ``plural(2, "tool")`` is ``"2 tools"``."""
     return f"{count} {noun if count == 1 else noun + 's'}"
+
+
+def cut(text: str, limit: int | None) -> str:
+    """``text`` with at most ``limit`` characters kept, saying how many were cut."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 def task_list(indices: Sequence[int]) -> str:

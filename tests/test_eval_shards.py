@@ -138,7 +138,9 @@ def _same_run(merged: Path, whole: Path) -> None:
     summaries = [json.loads((run / "summary.json").read_text()) for run in (merged, whole)]
     assert _untimed(summaries[0]) == _untimed(summaries[1])
     configs = [json.loads((run / "run.json").read_text()) for run in (merged, whole)]
-    assert configs[0].pop("merged") == SHARDS and configs[0] == configs[1]
+    # The package, relative to each run directory: one directory.
+    where = {(run / c.pop("package")).resolve() for run, c in zip((merged, whole), configs)}
+    assert len(where) == 1 and configs[0].pop("merged") == SHARDS and configs[0] == configs[1]
     assert (merged / "adapter.json").read_bytes() == (whole / "adapter.json").read_bytes()
     assert (merged / "report.md").is_file()
     # Each task's prompt once, every shard's copied (issue 45 item 6).

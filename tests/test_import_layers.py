@@ -39,6 +39,13 @@ def test_the_drift_guard_loads_none_of_the_generator() -> None:
     assert _loaded_after("import orsgen.runtime.sessions.drift", GENERATOR) == []
 
 
+def test_replays_comparison_and_the_verdict_rules_load_no_evaluation_code() -> None:
+    # orsgen.replay imports nothing itself; its pure compare and summary modules, and the
+    # one owner of "passes", "changed" and "flip", load neither orsgen.eval nor the replay.
+    statement = "import orsgen.replay.compare, orsgen.replay.summary, orsgen.verdict"
+    assert _loaded_after(statement, ["orsgen.eval", "orsgen.replay.run"]) == []
+
+
 RUNTIME = Path(__file__).resolve().parents[1] / "orsgen" / "runtime"
 
 

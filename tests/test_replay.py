@@ -10,10 +10,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import runpy
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from subprocess import PIPE
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +27,7 @@ import pytest
 
 import openai_standin
 import ors_server
-from conftest import ENVS, CliRun, eval_args, results_rows, run_eval
+from conftest import ENVS, ROOT, CliRun, eval_args, results_rows, run_eval
 
 REPLAY_ENV = ENVS / "replay_env.py"
 SECRET, KEY = "s3cr3t-value", "k3y-value"
@@ -92,7 +98,9 @@ def test_rows_record_each_call_and_result_and_run_json_the_package(
             assert call["finished"] == (call["reward"] == 1.0)
             assert call["images"] == ([png] if row["task_index"] == 3 else [])
         assert row["reward"] == calls[-1]["reward"]
-    assert json.loads((recorded / "run.json").read_text())["package"] == str(package.resolve())
+    run = json.loads((recorded / "run.json").read_text())
+    assert not Path(run["package"]).is_absolute() and run["package_name"] == package.name
+    assert (recorded / run["package"]).resolve() == package.resolve()
 
 
 @pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
@@ -134,21 +142,60 @@ def test_a_changed_grader_flips_exactly_its_tasks_rollouts(
     assert '"sides":[' in (out / "view.html").read_text()
 
 
+# Each kind of change exits 1 and is named in summary.json and report.md; replays that
+# disagree among themselves are no change when one of them is the recording (exit 0), and a
+# change when none is (``--repeat`` never hides a regression).
+KINDS = {
+    "partial": ([], 1, "call_rewards_changed"),  # a call's reward, not the episode's
+    "early": ([], 1, "finished_elsewhere"),
+    "flaky": (["--repeat", "3"], 0, None),
+    "drifting": (["--repeat", "3"], 1, "flips"),
+}
+
+
 @pytest.mark.slow  # a server of its own, and a replay process
-def test_a_grader_that_does_not_repeat_itself_is_nondeterministic_under_repeat(
-    recorded: Path, ors_servers: Any, orsgen_subprocess: Any, tmp_path: Path, monkeypatch: Any
+@pytest.mark.parametrize("mode", sorted(KINDS))
+def test_each_kind_of_change_exits_1_and_replays_that_include_the_recording_do_not(
+    recorded: Path,
+    ors_servers: Any,
+    orsgen_subprocess: Any,
+    tmp_path: Path,
+    monkeypatch: Any,
+    mode: str,
 ) -> None:
-    noisy = server(ors_servers, "random", monkeypatch)  # task 2's reward random
+    more, code, kind = KINDS[mode]
+    changed = server(ors_servers, mode, monkeypatch)
     try:
-        out = tmp_path / "noisy"
-        run = replay(orsgen_subprocess, recorded, noisy.url, out, "--repeat", "3")
+        out = tmp_path / mode
+        run = replay(orsgen_subprocess, recorded, changed.url, out, *more)
     finally:
-        noisy.stop()
-    assert run.code == 0, run.stderr
-    s = summary(out)
-    assert pairs(s["nondeterministic"]) == {(2, 0), (2, 1)}
-    assert s["changed"] == 0 and s["flips"] == {"pass_to_fail": [], "fail_to_pass": []}
-    assert all(len(r["replay_rewards"]) == 3 for r in results_rows(out))
+        changed.stop()
+    assert run.code == code, run.stderr
+    s, rows, report = summary(out), results_rows(out), (out / "report.md").read_text()
+    two = [r for r in results_rows(recorded) if len(r["env_calls"]) == 2]
+    if mode == "partial":  # each rollout's first call of two: 0.0 then, 0.5 now
+        assert s["rewards_changed"] == 0 and s["flips"] == {"pass_to_fail": [], "fail_to_pass": []}
+        moved = {(x["task_index"], x["sample"], x["call"]) for x in s["call_rewards_changed"]}
+        assert moved == {(r["task_index"], r["sample"], 1) for r in two} != set()
+        assert all((x["recorded"], x["replayed"]) == (0.0, 0.5) for x in s["call_rewards_changed"])
+        assert all("call 1 reward 0.0 -> 0.5" in r["reason"] for r in rows if r["changed"])
+        assert "call 1 (0.0 -> 0.5)" in report
+    if mode == "early":  # a wrong first call now ends the episode
+        assert pairs(s["finished_elsewhere"]) == pairs(two) != set()
+        assert all(x["replayed"] == 1 for x in s["finished_elsewhere"])
+    if mode in ("flaky", "drifting"):
+        assert pairs(s["nondeterministic"]) == {(2, 0), (2, 1)}
+        assert all(len(r["replay_rewards"]) == 3 for r in rows)
+        assert "nondeterministic: task 2 sample 0, task 2 sample 1" in report
+    if mode == "flaky":
+        assert s["changed"] == 0 and s["flips"] == {"pass_to_fail": [], "fail_to_pass": []}
+    if mode == "drifting":  # 0.5 and 0.25 in turn, never the recorded 1.0
+        assert s["changed"] == 2 and s["rewards_changed"] == 2
+        assert pairs(s["flips"]["pass_to_fail"]) == {(2, 0), (2, 1)}
+        assert "pass to fail: task 2 sample 0, task 2 sample 1" in report
+    if kind is not None:
+        assert run.stderr.strip().splitlines()[-1].startswith("orsgen replay: error:")
+        assert s[kind] and s["changed"] == sum(r["changed"] for r in rows) > 0
 
 
 @pytest.mark.slow  # a server of its own, and a replay process
@@ -209,6 +256,10 @@ def test_a_run_without_recorded_calls_or_package_is_refused_in_one_line(
     assert run.code == 2 and "--package" in run.stderr, run.stderr
     run = replay(orsgen_subprocess, moved, base.url, tmp_path / "c", "--package", str(package))
     assert run.code == 0, run.stderr
+    # A run written before run.json's package was relative: its absolute path still reads.
+    (moved / "run.json").write_text(json.dumps({**config, "package": str(package.resolve())}))
+    run = replay(orsgen_subprocess, moved, base.url, tmp_path / "d")
+    assert run.code == 0, run.stderr
 
 
 def _call(text: str, reward: float | None, finished: bool = False, **more: Any) -> dict[str, Any]:
@@ -224,15 +275,150 @@ def test_rewards_within_the_tolerance_are_no_change_and_disagreeing_replays_no_f
     recorded["env_calls"] = [_call("a", 1.0, True)]
     near = Replayed(0.95, "scored", None, [_call("a", 0.95, True)])
     far = Replayed(0.0, "scored", None, [_call("b", 0.0, False), _call("a", 0.0, True)])
-    within = row(recorded, [near], tolerance=0.1)
+    within = row(recorded, [near], tolerance=0.1, threshold=1.0)
     assert not within["changed"] and within["outputs_changed"] == 0
-    moved = row(recorded, [far], tolerance=0.1)
+    moved = row(recorded, [far], tolerance=0.1, threshold=1.0)
     assert moved["changed"] and moved["reward_changed"] and moved["outputs_changed"] == 1
     assert moved["finished_at"] == {"recorded": 1, "replayed": 2}
-    noisy = row({**recorded, "sample": 1}, [far, near], tolerance=0.1)
+    noisy = row({**recorded, "sample": 1}, [far, near], tolerance=0.1, threshold=1.0)
     assert noisy["nondeterministic"] and not noisy["changed"]
     facts = {"pass_threshold": 1.0, "tolerance": 0.1}
     s = summarize([within, moved, noisy], facts)
     assert s["flips"] == {"pass_to_fail": [{"task_index": 0, "sample": 0}], "fail_to_pass": []}
     assert s["rewards_changed"] == 1 and s["nondeterministic"] == [{"task_index": 0, "sample": 1}]
     assert s["finished_elsewhere"] == [{"task_index": 0, "sample": 0, "recorded": 1, "replayed": 2}]
+
+
+def orsgen_process(args: list[str], cwd: Path = ROOT) -> subprocess.Popen[str]:
+    """``python -m orsgen ARGS`` as its own process in ``cwd``, this checkout's code."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    env.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)})
+    command = [sys.executable, "-m", "orsgen", *args]
+    return subprocess.Popen(command, cwd=cwd, env=env, stdout=PIPE, stderr=PIPE, text=True)
+
+
+def ended(proc: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str, str]:
+    """``proc`` run to its end (killed past ``timeout``): (exit code, stdout, stderr)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode, out, err
+
+
+@pytest.mark.slow  # an evaluation, a server and three orsgen processes
+def test_the_ci_recipe_runs_from_a_copy_of_the_recording_in_another_directory(
+    base: ors_server.RunningServer, package: Path, tmp_path: Path
+) -> None:
+    made = tmp_path / "made"  # the recording machine's checkout
+    shutil.copytree(package, made / "generated" / "echo")
+    (made / "recordings").mkdir()
+    model = openai_standin.start(tmp_path, tool="echo", argument="text", calls=2, quote=2)
+    try:
+        out = made / "recordings" / "echo"
+        code, _, err = run_eval([*eval_args(made / "generated" / "echo", base, model), "-n", "1",
+                                 "--out", str(out)])  # fmt: skip
+    finally:
+        model.stop()
+    assert code == 0, err
+    checkout = tmp_path / "checkout"  # another machine's: the recording's directory is gone
+    made.rename(checkout)
+    served = orsgen_process(["serve", "recordings/echo"], cwd=checkout)
+    try:
+        assert served.stdout is not None
+        url = served.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), ended(served, 10)
+        offline = ended(orsgen_process(["replay", "recordings/echo", "--out", "offline",
+                                        "--base-url", url], cwd=checkout))  # fmt: skip
+    finally:
+        served.terminate()
+        code, _, err = ended(served, 30)
+    assert code == 0, err
+    assert offline[0] == 0, offline[2]  # the served recording is the recording
+    live = ended(orsgen_process(["replay", "recordings/echo", "--out", "replay"], cwd=checkout))
+    assert live[0] == 0, live[2]  # the package's own URL: the live environment
+    assert summary(checkout / "replay")["replayed"] == 4
+    for run in ("recordings/echo", "offline", "replay"):
+        for name in ("run.json", "summary.json", "report.md"):
+            text = (checkout / run / name).read_text()
+            assert str(tmp_path) not in text and str(ROOT) not in text, f"{run}/{name}"
+    config = json.loads((checkout / "recordings/echo/run.json").read_text())
+    assert (config["package"], config["package_name"]) == ("../../generated/echo", "echo")
+
+
+@pytest.mark.slow  # two servers of its own and three replay processes
+def test_sigterm_and_ctrl_c_stop_a_replay_at_once_and_a_rerun_continues_it(
+    recorded: Path,
+    base: ors_server.RunningServer,
+    ors_servers: Any,
+    orsgen_subprocess: Any,
+    tmp_path: Path,
+    monkeypatch: Any,
+) -> None:
+    mark, out = tmp_path / "mark", tmp_path / "out"
+    monkeypatch.setenv("REPLAY_ENV_MARK", str(mark))
+    rows = results_rows(recorded)
+    first = next(i for i, r in enumerate(rows) if r["task_index"] == 2)
+    before = pairs(rows[:first])  # replayed (one at a time) before task 2's minute-long call
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        mark.unlink(missing_ok=True)
+        slow = server(ors_servers, "slow", monkeypatch)
+        try:
+            proc = orsgen_process(["replay", str(recorded), "--out", str(out), "--base-url",
+                                   slow.url])  # fmt: skip
+            try:
+                while not mark.exists():  # task 2's call is under way
+                    assert proc.poll() is None, proc.communicate()
+                    time.sleep(0.05)
+                proc.send_signal(sig)
+            finally:
+                code, _, err = ended(proc, 30)  # not the minute the call takes
+        finally:
+            slow.stop()
+        assert code == 128 + sig, err
+        last = err.strip().splitlines()[-1]
+        assert "interrupted" in last and "continues the replay" in last, err
+        s = summary(out)
+        assert s["interrupted"] and s["replayed"] == len(before), s
+        assert pairs(results_rows(out)) == before and len(results_rows(out)) == len(before)
+    run = replay(orsgen_subprocess, recorded, base.url, out)  # the environment as it was
+    assert run.code == 0, run.stderr
+    s = summary(out)
+    assert s["replayed"] == s["rollouts"] == 8 and not s.get("interrupted") and s["changed"] == 0
+    done = [(r["task_index"], r["sample"]) for r in results_rows(out)]
+    assert sorted(done) == sorted(pairs(rows)) and len(done) == 8
+    again = replay(orsgen_subprocess, recorded, base.url, out)
+    assert again.code == 2 and "finished replay" in again.stderr, again.stderr
+
+
+@pytest.mark.slow  # an evaluation whose model is slow, and a replay process
+def test_a_rollout_that_timed_out_is_compared_call_by_call_with_the_recorded_settings(
+    base: ors_server.RunningServer, package: Path, orsgen_subprocess: Any, tmp_path: Path
+) -> None:
+    # Each answer takes 2 s: a rollout's first call is made, its second answer comes after
+    # the 3.5 s rollout deadline. A recorded rollout that timed out ends on unfinished_reward,
+    # whatever its calls scored; replayed, its calls score as they did.
+    model = openai_standin.start(tmp_path, tool="echo", argument="text", calls=2, quote=2,
+                                 delay=2.0)  # fmt: skip
+    try:
+        recorded = tmp_path / "slow"
+        more = ["-n", "2", "--seed", "3", "--concurrency", "8", "--rollout-timeout", "3.5"]
+        code, _, err = run_eval([*eval_args(package, base, model), *more, "--out", str(recorded)])
+    finally:
+        model.stop()
+    assert code == 0, err
+    rows = results_rows(recorded)
+    late = pairs([r for r in rows if r["stop"] == "timeout"])
+    assert late and late != pairs(rows), [r["stop"] for r in rows]
+    out = tmp_path / "replayed"
+    run = replay(orsgen_subprocess, recorded, base.url, out)
+    assert run.code == 0, run.stderr
+    s = summary(out)
+    assert pairs(s["compared_by_calls"]) == late and s["changed"] == 0
+    assert json.loads((out / "run.json").read_text())["rollout_timeout"] == 3.5
+    for r in results_rows(out):
+        timed_out = (r["task_index"], r["sample"]) in late
+        assert ("stopped on timeout" in (r["reason"] or "")) == timed_out, r["reason"]
+    assert "compared call by call (stopped on a limit): task" in (out / "report.md").read_text()

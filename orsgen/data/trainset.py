@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 CARD_FILE = "README.md"
 SHARD = "64MB"  # the largest data file of a dataset written to disk (by default)
 LEFT_OUT = ("images", "cut", "no answer")
-# The mark orsgen.eval.conversation.cut leaves on a text results.jsonl keeps only part of.
+# The mark orsgen.wording.cut leaves on a text results.jsonl keeps only part of.
 CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
 
 

@@ -31,6 +31,7 @@ from orsgen.eval.summary import wilson_interval
 from orsgen.identity import COMPARED, WARNED, differences
 from orsgen.jsonobject import as_object, is_object
 from orsgen.rundir import RUN_FILE, RunDirError, read_json, read_summary
+from orsgen.verdict import flip
 from orsgen.wording import task_list
 
 FORMATS = ("md", "json", "csv")
@@ -160,8 +161,7 @@ def paired(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[st
         "pass_at_1_diff": sum(diffs) / len(diffs) if diffs else None,
         "ci95": None if p_value is None else paired_interval(diffs, p_value, seed),
         "p_value": p_value,
-        "fail_to_pass": [i for i in shared if pb[i] > pa[i]],
-        "pass_to_fail": [i for i in shared if pb[i] < pa[i]],
+        **{k: [i for i in shared if flip(pa[i], [pb[i]]) == k] for k in FLIPS},
     }
 
 

@@ -35,6 +35,7 @@ from orsgen.runtime.errors import ToolCallFailure, describe
 from orsgen.runtime.records.episode import Kind, Outcome
 from orsgen.runtime.records.episode import tool_names
 from orsgen.runtime.rewards import final_message, outcome_reward
+from orsgen.wording import cut
 
 # Characters kept in results.jsonl of each kind of text; the assistant's own messages,
 # which the environment grades (a terminal tool, a group judge), are never cut.
@@ -94,13 +95,6 @@ class Opened:
     prompt: Any
     failure: str | None
     seconds: float
-
-
-def cut(text: str, limit: int | None) -> str:
-    """``text`` with at most ``limit`` characters kept, saying how many were cut."""
-    if limit is None or len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 def _text(content: Any, limit: int | None) -> Any:

@@ -23,6 +23,7 @@ from orsgen.eval.endpoints import added_counts
 from orsgen.eval.results import Records, RunFileError, read_records, run_config
 from orsgen.eval.run import EvalResult, finish
 from orsgen.identity import SHARD, identity_differences
+from orsgen.recorded_package import recorded, resolved
 from orsgen.rundir import ADAPTER_FILE, LOCK_FILE, PROMPTS_FILE, RESULTS_FILE, RUN_FILE
 from orsgen.rundir import RUN_FILES, SUMMARY_FILE, RunDirError, read_adapter, read_config
 from orsgen.rundir import read_summary, rows, run_rows
@@ -96,10 +97,10 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
     counts = added_counts(*(s.endpoint_counts for s in ordered))
     run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
-    recorded = read_config(first.path)
-    run.update({"package": recorded.get("package")})  # where replay finds it
-    if recorded.get("environment_url") is not None:  # a fact, the first shard's
-        run.update({"environment_url": recorded["environment_url"]})
+    facts = read_config(first.path)
+    run.update(recorded(resolved(first.path, facts), target))  # where replay finds it
+    if facts.get("environment_url") is not None:  # a fact, the first shard's
+        run.update({"environment_url": facts["environment_url"]})
     run.update({"endpoint_counts": counts} if counts else {})
     run.update({"partial": record} if record else {})
     run = json.loads(json.dumps(run))  # as run.json reads back

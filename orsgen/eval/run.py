@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from orsgen.eval import report
 from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
 from orsgen.eval.config import package_path
+from orsgen.recorded_package import recorded
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, added_counts, public_url
 from orsgen.eval.results import Record, Records, RunFileError, check_resume, read_records
@@ -218,11 +219,11 @@ def evaluate(
                 prompts.close()
             if plan.out is not None:
                 counts = added_counts(plan.earlier, endpoints.pool.counts())
-                package = package_path(adapters.kind)
+                package = recorded(package_path(adapters.kind), plan.out)
                 write_run(
                     plan.out,
                     plan.config.to_json(),
-                    package=package,
+                    **package,
                     environment_url=plan.environment_url,
                     endpoint_counts=counts,
                 )
@@ -281,12 +282,12 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
     done, earlier = Records(), as_object(None)
     if out is not None:
         earlier = check_resume(out, config, resume)
-        package = package_path(kind)
+        package = recorded(package_path(kind), out)
         where = environment_url(probe)
         write_run(
             out,
             config.to_json(),
-            package=package,
+            **package,
             environment_url=where,
             endpoint_counts=earlier or None,
         )

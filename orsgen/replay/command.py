@@ -1,11 +1,14 @@
 """``orsgen replay RUN --out OUT [options]``: the command line over
 :func:`orsgen.replay.replay`.
 
-Exit codes: 0 when no reward changed beyond ``--tolerance``, no episode finished at another
-call and no call was refused; 1 when one did (a CI gate); 2 for a usage error (one line)."""
+Exit codes: 0 when every recorded rollout is reproduced by a replay (its reward, each call's
+reward within ``--tolerance``, where it finished, no call refused); 1 when one is not (a CI
+gate); 2 for a usage error (one line); 128 + the signal when interrupted."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,8 +20,9 @@ from orsgen.eval.options import environment_options
 from orsgen.eval.config import adapter_identity
 from orsgen.eval.endpoints import public_url
 from orsgen.jsonobject import as_array
+from orsgen.recorded_package import recorded
 from orsgen.replay.run import ReplayError, Recording, factory, load, replay
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, RunDirError
+from orsgen.rundir import RunDirError
 from orsgen.wording import plural
 
 
@@ -56,7 +60,7 @@ def parser() -> Parser:
     return p
 
 
-def _facts(args: Any, recording: Recording, klass: type) -> dict[str, Any]:
+def _facts(args: Any, recording: Recording, klass: type, out: Path) -> dict[str, Any]:
     """The replay's run.json: what was replayed, where and how (no key, no secret)."""
     config, ours = recording.config, adapter_identity(klass)
     if config.get("environment") != ours["environment"]:
@@ -70,13 +74,14 @@ def _facts(args: Any, recording: Recording, klass: type) -> dict[str, Any]:
             "recorded calls are sent as recorded",
             file=sys.stderr,
         )
-    keep = ("model", "split", "pass_threshold", "unfinished_reward", "adapter_version")
+    keep = ("model", "split", "pass_threshold", "unfinished_reward", "rollout_timeout")
     urls = [public_url(str(u)) for u in as_array(args.base_url)]
     return {
         "kind": "replay",
-        "recorded_run": str(recording.run.resolve()),
-        "package": str(recording.package.resolve()),
-        **{k: config.get(k) for k in keep},
+        # Relative to the replay's directory: no absolute path of this machine is written.
+        "recorded_run": os.path.relpath(recording.run.resolve(), out.resolve()),
+        **recorded(recording.package, out),
+        **{k: config.get(k) for k in (*keep, "adapter_version")},
         "environment": ours["environment"],
         "adapter": ours["adapter"],
         "tools_sha256": ours["tools_sha256"],
@@ -89,15 +94,37 @@ def _facts(args: Any, recording: Recording, klass: type) -> dict[str, Any]:
 def main(argv: Sequence[str]) -> int:
     args = parser().parse(list(argv))
     out = run_directory(args.out, "--out")
-    if (out / RUN_FILE).exists() or (out / RESULTS_FILE).exists():
-        raise UsageError(f"{out} already holds a run; use another --out")
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return _replay(args, out)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
+        print(
+            f"orsgen replay: interrupted; summary.json covers the rollouts replayed so far: "
+            f"the same command continues the replay in {out}",
+            file=sys.stderr,
+            flush=True,
+        )
+        signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
+        os._exit(128 + signum)  # the abandoned replays' threads are not waited for
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, _frame: Any) -> None:
+    """SIGTERM ends the replay as Ctrl-C does."""
+    raise KeyboardInterrupt(signum)
+
+
+def _replay(args: Any, out: Path) -> int:
     try:
         recording = load(args.run, args.package)
     except ReplayError as exc:
         raise UsageError(str(exc)) from None
     klass = load_adapter(str(recording.package), args.env_class or recording.config.get("adapter"))
-    adapter = adapter_config(args, klass, str(recording.package))
-    facts = _facts(args, recording, klass)
+    # The recorded run's own settings (its rollout deadline), not this command's defaults.
+    deadline = recording.config.get("rollout_timeout")
+    adapter = adapter_config(args, klass, str(recording.package), rollout_timeout=deadline)
+    facts = _facts(args, recording, klass, out)
     if getattr(klass, "SUPPORTS_SCORE_GROUP", False):
         raise UsageError(f"{facts['environment']} judges groups (score_group): not replayed")
     count = len(recording.rows)
@@ -110,11 +137,12 @@ def main(argv: Sequence[str]) -> int:
     print(
         f"{s['replayed']} rollouts replayed in {s['seconds']:.1f} s: {s['rewards_changed']} "
         f"rewards changed ({len(flips['pass_to_fail'])} pass to fail, "
-        f"{len(flips['fail_to_pass'])} fail to pass), {len(s['finished_elsewhere'])} finished "
+        f"{len(flips['fail_to_pass'])} fail to pass), {len(s['call_rewards_changed'])} call "
+        f"rewards changed, {len(s['finished_elsewhere'])} finished "
         f"at another call, {s['outputs_changed']} outputs changed, {len(s['refused'])} calls "
         f"refused, {len(s['nondeterministic'])} nondeterministic"
     )
     print(f"results in {out}: results.jsonl, summary.json, report.md", file=sys.stderr)
-    if s["rewards_changed"] or s["finished_elsewhere"] or s["refused"]:
+    if s["changed"]:
         raise Failed(f"the environment's behaviour changed; see {Path(out) / 'report.md'}")
     return 0

@@ -2,8 +2,17 @@
 
 A call is the ``env_calls`` entry an evaluation row records (``Call.replayable``): ``tool``,
 ``arguments``, ``text``, ``images`` (sha256 hashes), ``reward``, ``finished`` and, for a
-failed call, ``error``. Rewards differ when one is ``None`` and the other not, or when they
-are more than ``tolerance`` apart.
+failed call, ``error``. Rewards differ by :func:`orsgen.verdict.differ` (one is ``None`` and
+the other not, or they are more than ``tolerance`` apart).
+
+A replay *reproduces* the recording when its final reward, each call's reward, where the
+episode finished and what the environment accepts are the recorded ones (within the
+tolerance). A rollout has *changed* when **no** replay reproduces it, and each kind of change
+is judged the same way (:func:`orsgen.verdict.changed`): replays that disagree among
+themselves but include the recorded result are ``nondeterministic``, and no change. A
+recorded rollout that stopped on a limit replay cannot reproduce (:data:`LIMITS`: its final
+reward is the limit's) is compared call by call (results, per-call rewards, where it
+finished), never on its final reward.
 """
 
 from __future__ import annotations
@@ -14,8 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from orsgen.eval.conversation import cut
 from orsgen.jsonobject import as_array, as_object, is_array
+from orsgen.verdict import changed, differ, flip, pass_rate
+from orsgen.wording import cut
 
 Call = Mapping[str, Any]
 # A replayed call the environment refused for what it was sent (the SDK's reasons): a tool
@@ -24,6 +34,9 @@ REFUSALS = ("unknown_tool", "invalid_arguments")
 # A recorded failure that was the environment's own behaviour (replayed); any other failed
 # rollout failed outside it (its reset, the model's endpoint, a lost session): not replayed.
 ENVIRONMENT_FAILURES = ("tool_raised", "server_error")
+# A recorded row's ``stop`` that replay cannot reproduce: the model's pace set it, not the
+# environment (a rollout deadline passed), and its final reward is ``unfinished_reward``.
+LIMITS = ("timeout",)
 MAX_SHOWN = 2000  # characters of each result the side-by-side view keeps
 
 
@@ -61,12 +74,6 @@ def finished_at(calls: Sequence[Call]) -> int | None:
     return next((i for i, c in enumerate(calls, 1) if c.get("finished")), None)
 
 
-def rewards_differ(a: Any, b: Any, tolerance: float) -> bool:
-    if a is None or b is None:
-        return (a is None) != (b is None)
-    return abs(float(a) - float(b)) > tolerance
-
-
 def _output(call: Call) -> tuple[Any, Any, Any]:
     return call.get("text"), list(call.get("images") or []), call.get("error")
 
@@ -85,26 +92,70 @@ def refused(recorded: Sequence[Call], replayed: Sequence[Call]) -> list[dict[str
     ]
 
 
+def call_rewards(
+    recorded: Sequence[Call], replayed: Sequence[Call], tolerance: float
+) -> list[dict[str, Any]]:
+    """The calls made both times (and not refused now) whose reward moved beyond
+    ``tolerance``: ``{"call", "recorded", "replayed"}``."""
+    return [
+        {"call": i, "recorded": a.get("reward"), "replayed": b.get("reward")}
+        for i, (a, b) in enumerate(zip(recorded, replayed), 1)
+        if b.get("error") not in REFUSALS and differ(a.get("reward"), b.get("reward"), tolerance)
+    ]
+
+
 def agree(a: Replayed, b: Replayed, tolerance: float) -> bool:
     """Whether two replays of one rollout came out the same."""
     return (
-        not rewards_differ(a.reward, b.reward, tolerance)
+        not differ(a.reward, b.reward, tolerance)
         and len(a.calls) == len(b.calls)
         and finished_at(a.calls) == finished_at(b.calls)
         and outputs_changed(a.calls, b.calls) == 0
-        and not any(
-            rewards_differ(x.get("reward"), y.get("reward"), tolerance)
-            for x, y in zip(a.calls, b.calls)
-        )
+        and not call_rewards(a.calls, b.calls, tolerance)
     )
 
 
+def by_calls(recorded: Mapping[str, Any]) -> str | None:
+    """Why a recorded rollout is compared call by call (it stopped on one of :data:`LIMITS`),
+    or ``None``: it is compared on its final reward too."""
+    stop = recorded.get("stop")
+    if stop not in LIMITS:
+        return None
+    return f"compared call by call: the recorded rollout stopped on {stop}, which replay cannot reproduce"
+
+
 def row(
-    recorded: Mapping[str, Any], replays: Sequence[Replayed], tolerance: float
+    recorded: Mapping[str, Any],
+    replays: Sequence[Replayed],
+    tolerance: float,
+    threshold: float,
 ) -> dict[str, Any]:
-    """The replay run's row of a recorded rollout (``replays``: at least one)."""
+    """The replay run's row of a recorded rollout (``replays``: at least one), the flip by
+    the pass rule at ``threshold``."""
     first, calls = replays[0], calls_of(recorded) or []
     was, now = recorded.get("reward"), first.reward
+    limit = by_calls(recorded)
+    # Each kind of change, replay by replay: a kind changed when no replay reproduces it.
+    moved = [call_rewards(calls, r.calls, tolerance) for r in replays]
+    ends = [finished_at(r.calls) for r in replays]
+    refusals = [refused(calls, r.calls) for r in replays]
+    outputs = [outputs_changed(calls, r.calls) for r in replays]
+    rewards = [r.reward for r in replays]
+    kinds = {
+        "reward": limit is None and changed(was, rewards, tolerance),
+        "call_rewards": all(moved),
+        "finished": all(e != finished_at(calls) for e in ends),
+        "refused": all(refusals),
+        "outputs": limit is not None and all(outputs),
+    }
+    reproduced = any(
+        (limit is not None or not differ(was, r.reward, tolerance))
+        and not m
+        and e == finished_at(calls)
+        and not x
+        and (limit is None or not o)
+        for r, m, e, x, o in zip(replays, moved, ends, refusals, outputs)
+    )
     out: dict[str, Any] = {
         "task_index": recorded["task_index"],
         "sample": recorded["sample"],
@@ -114,22 +165,27 @@ def row(
         "recorded_verdict": recorded.get("verdict"),
         "verdict": first.verdict,
         "nondeterministic": any(not agree(first, r, tolerance) for r in replays[1:]),
-        "outputs_changed": outputs_changed(calls, first.calls),
-        "refused": refused(calls, first.calls),
+        "outputs_changed": outputs[0],
+        "refused": refusals[0] if kinds["refused"] else [],
+        "call_rewards_changed": moved[0] if kinds["call_rewards"] else [],
         "calls": len(first.calls),
         "seconds": round(sum(r.seconds for r in replays), 4),
         "env_calls": first.calls,
         "messages": side_by_side(calls, first.calls),
     }
+    if limit is not None:
+        out["compared"] = limit
     if len(replays) > 1:
-        out["replay_rewards"] = [r.reward for r in replays]
-    ends = finished_at(calls), finished_at(first.calls)
-    if ends[0] != ends[1]:
-        out["finished_at"] = {"recorded": ends[0], "replayed": ends[1]}
-    moved = not out["nondeterministic"]
-    out["reward_changed"] = moved and rewards_differ(was, now, tolerance)
-    out["changed"] = moved and bool(out["reward_changed"] or "finished_at" in out or out["refused"])
-    out["reason"] = _said(out) or first.reason
+        out["replay_rewards"] = rewards
+    if kinds["finished"]:
+        out["finished_at"] = {"recorded": finished_at(calls), "replayed": ends[0]}
+    out["reward_changed"] = kinds["reward"]
+    out["changed"] = not reproduced
+    turned = None
+    if kinds["reward"]:
+        turned = flip(pass_rate(was, threshold), [pass_rate(x, threshold) for x in rewards])
+    out["flip"] = turned
+    out["reason"] = _said(out, kinds["outputs"]) or first.reason
     return out
 
 
@@ -147,19 +203,26 @@ def skipped(recorded: Mapping[str, Any], why: str) -> dict[str, Any]:
         "nondeterministic": False,
         "outputs_changed": 0,
         "refused": [],
+        "call_rewards_changed": [],
         "changed": False,
+        "flip": None,
         "calls": 0,
         "messages": [],
     }
 
 
-def _said(r: Mapping[str, Any]) -> str | None:
-    """What changed, in one line: "reward 1.0 -> 0.0; finished at call 2, was 1; ..."."""
-    parts: list[str] = []
+def _said(r: Mapping[str, Any], outputs: bool) -> str | None:
+    """What changed, in one line: "reward 1.0 -> 0.0; call 1 reward 0.0 -> 0.5; ..."
+    (``outputs``: the changed tool results are a change, as in a call-by-call comparison)."""
+    parts: list[str] = [str(r["compared"])] if "compared" in r else []
     if r["nondeterministic"]:
         parts.append(f"nondeterministic: replays gave rewards {r['replay_rewards']}")
     if r.get("reward_changed"):
         parts.append(f"reward {r['recorded_reward']} -> {r['reward']}")
+    parts += [
+        f"call {x['call']} reward {x['recorded']} -> {x['replayed']}"
+        for x in r["call_rewards_changed"]
+    ]
     if "finished_at" in r:
         where = r["finished_at"]
         at = {k: "no call" if v is None else f"call {v}" for k, v in where.items()}
@@ -167,6 +230,9 @@ def _said(r: Mapping[str, Any]) -> str | None:
     if r["outputs_changed"]:
         parts.append(f"{r['outputs_changed']} output(s) changed")
     parts += [f"call {x['call']} refused: {x['reason']}" for x in r["refused"]]
+    named = r.get("reward_changed") or r["call_rewards_changed"] or "finished_at" in r
+    if r["changed"] and not (named or r["refused"] or (outputs and r["outputs_changed"])):
+        parts.append("no replay reproduced the recording")  # each kind by another replay
     return "; ".join(parts) or None
 
 

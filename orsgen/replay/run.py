@@ -17,11 +17,12 @@ from typing import Any
 from orsgen.eval.conversation import Conversation
 from orsgen.eval.workers import Adapters
 from orsgen.jsonobject import as_object
+from orsgen.recorded_package import resolved
 from orsgen.replay import compare
 from orsgen.replay.summary import report, summarize
 from orsgen.runtime.errors import OrsRuntimeError, ToolCallFailure
 from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, Appender, RunDirError, read_config
-from orsgen.rundir import rows, write_json, write_run, writing
+from orsgen.rundir import read_json, rows, run_rows, write_json, write_run, writing
 
 
 class ReplayError(ValueError):
@@ -53,13 +54,13 @@ def load(run: str | Path, package: str | None = None) -> Recording:
             f"{path} records no tool calls to replay (rows without env_calls: an older orsgen "
             "eval wrote it); evaluate again to record them"
         )
-    where = package or config.get("package")
-    if not where:
+    where = Path(package) if package else resolved(path, config)
+    if where is None:
         raise ReplayError(f"{path / RUN_FILE} names no package; give its directory with --package")
-    if not (Path(where) / "adapter.py").is_file():
+    if not (where / "adapter.py").is_file():
         hint = "" if package else "; it has moved: give its directory with --package"
         raise ReplayError(f"{where} is not a generated package (no adapter.py){hint}")
-    return Recording(path, config, found, Path(where))
+    return Recording(path, config, found, where)
 
 
 def once(env: Any, recorded: Mapping[str, Any], split: str, unfinished: Any) -> compare.Replayed:
@@ -94,17 +95,23 @@ def replay(
 ) -> dict[str, Any]:
     """Replay every recorded rollout ``facts["repeat"]`` times on adapters from ``make``,
     ``concurrency`` at once; write run.json (``facts``), results.jsonl (one row per recorded
-    rollout), summary.json and report.md to ``out``; return the summary."""
+    rollout), summary.json and report.md to ``out``; return the summary. An interrupted
+    replay in ``out`` (of the same run, the same way) is continued: its rows are kept.
+
+    Interrupted (Ctrl-C, SIGTERM), it returns at once: the rollouts under way are abandoned
+    with no row, summary.json and report.md cover the rows so far (``"interrupted": true``),
+    and the exception is raised again."""
     repeat, tolerance = int(facts["repeat"]), float(facts["tolerance"])
     split, unfinished = str(facts["split"]), facts.get("unfinished_reward")
+    threshold = float(facts["pass_threshold"])
     adapters = Adapters(make)
     try:
         _check(adapters.probe(), recording)
     except BaseException:
         adapters.close()
         raise
-    todo: Iterator[Mapping[str, Any]] = iter(recording.rows)
-    lock, done = threading.Lock(), list[dict[str, Any]]()
+    lock, stop, done = threading.Lock(), threading.Event(), list[dict[str, Any]]()
+    todo: Iterator[Mapping[str, Any]] = iter(())
 
     def one(env: Any, recorded: Mapping[str, Any]) -> dict[str, Any]:
         why = compare.not_replayed(recorded)
@@ -117,36 +124,94 @@ def replay(
                 replays.append(once(env, recorded, where, unfinished))
             except Exception as exc:  # noqa: BLE001 - a bug in one replay is its row's verdict
                 replays.append(compare.Replayed(None, "failed", f"orsgen: {exc!r}"))
-        return compare.row(recorded, replays, tolerance)
+        return compare.row(recorded, replays, tolerance, threshold)
 
     def worker() -> None:
         env = adapters.take()
-        while True:
+        while not stop.is_set():
             with lock:
                 recorded = next(todo, None)
             if recorded is None:
                 return
             row = one(env, recorded)
+            if stop.is_set():
+                return  # abandoned: no row
             log.append([row])
             with lock:
                 done.append(row)
 
+    def finish(**more: Any) -> dict[str, Any]:
+        with lock:
+            rows = list(done)
+        seconds = round(time.monotonic() - started, 3)
+        summary = {**summarize(rows, facts), "seconds": seconds, **more}
+        write_json(out / SUMMARY_FILE, summary)
+        report(out, summary, rows)
+        return summary
+
     with writing(out):  # the run directory's owner: its lock, its appends, whole writes
+        try:
+            done += continued(out, facts)
+        except BaseException:
+            adapters.close()
+            raise
+        have = {_key(r) for r in done}
+        left = [r for r in recording.rows if _key(r) not in have]
+        todo = iter(left)
         write_run(out, facts)
         log = Appender(out / RESULTS_FILE)
         started = time.monotonic()
+        pool = ThreadPoolExecutor(max_workers=concurrency)
         try:
-            with ThreadPoolExecutor(max_workers=concurrency) as pool:
-                workers = min(concurrency, len(recording.rows))
-                for future in [pool.submit(worker) for _ in range(workers)]:
-                    future.result()
-        finally:
+            for future in [pool.submit(worker) for _ in range(min(concurrency, len(left)))]:
+                future.result()
+        except BaseException:
+            # No new replay starts; those under way are abandoned, with no row, their
+            # adapters left open (closing one waits for its call in flight).
+            stop.set()
             log.close()
-            adapters.close()
-        summary = {**summarize(done, facts), "seconds": round(time.monotonic() - started, 3)}
-        write_json(out / SUMMARY_FILE, summary)
-        report(out, summary, done)
-    return summary
+            pool.shutdown(wait=False, cancel_futures=True)
+            finish(interrupted=True)
+            raise
+        log.close()
+        pool.shutdown()
+        adapters.close()
+        return finish()
+
+
+def _key(row: Mapping[str, Any]) -> tuple[int, int]:
+    return int(row["task_index"]), int(row["sample"])
+
+
+# What an interrupted replay must share with this one to be continued.
+SAME = ("kind", "recorded_run", "package", "repeat", "tolerance", "split", "environment")
+
+
+def continued(out: Path, facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of the interrupted replay in ``out`` this one continues (none when ``out``
+    holds no run); :class:`ReplayError` (one line) when ``out`` holds another run."""
+    if not (out / RUN_FILE).exists() and not (out / RESULTS_FILE).exists():
+        return []
+    try:
+        config = read_json(out / RUN_FILE)
+        summary = read_json(out / SUMMARY_FILE) if (out / SUMMARY_FILE).exists() else {}
+        have = (out / RESULTS_FILE).exists()
+        found = [dict(r) for _, r in run_rows(out / RESULTS_FILE)] if have else []
+    except RunDirError as exc:
+        raise ReplayError(
+            f"{out} already holds a run that is not a replay to continue ({exc}); use another --out"
+        ) from None
+    if config.get("kind") != "replay":
+        raise ReplayError(f"{out} already holds a run; use another --out")
+    if summary and not summary.get("interrupted"):
+        raise ReplayError(f"{out} already holds a finished replay; use another --out")
+    for name in SAME:
+        if config.get(name) != facts.get(name):
+            raise ReplayError(
+                f"{out} holds an interrupted replay with another {name} ({config.get(name)!r}, "
+                f"now {facts.get(name)!r}): continue it as it was started, or use another --out"
+            )
+    return found
 
 
 def _check(probe: Any, recording: Recording) -> None:

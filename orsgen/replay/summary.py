@@ -1,8 +1,10 @@
 """A replay run's summary.json and report.md, from its rows (:mod:`orsgen.replay.compare`).
 
-A rollout *passes* by the recorded run's pass rule (``orsgen.eval.summary.passes`` at its
-``pass_threshold``); a flip is a rollout whose reward changed beyond the tolerance and that
-passed on one side only. A nondeterministic rollout counts neither as a change nor as a flip.
+A rollout *passes* by the recorded run's pass rule (:func:`orsgen.verdict.passes` at its
+``pass_threshold``); a rollout has changed when no replay reproduces it, and a flip is a
+rollout whose reward changed and that no replay passes as the recording did
+(:func:`orsgen.verdict.flip`). A rollout whose replays disagree among themselves but include
+the recorded result is nondeterministic: neither a change nor a flip.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.eval.summary import passes
 from orsgen.jsonobject import as_array, as_object
 from orsgen.rundir import REPORT_FILE, write_whole
 
@@ -27,36 +28,46 @@ def summarize(rows: Sequence[Mapping[str, Any]], facts: Mapping[str, Any]) -> di
     """summary.json: ``facts`` (the replay's run.json), then the changes of ``rows``."""
     threshold = float(facts["pass_threshold"])
     ordered = sorted(rows, key=lambda r: (r["task_index"], r["sample"]))
-    live = [r for r in ordered if not r.get("skipped") and not r["nondeterministic"]]
+    replayed = [r for r in ordered if not r.get("skipped")]
     flips: dict[str, list[dict[str, Any]]] = {"pass_to_fail": [], "fail_to_pass": []}
-    for r in live:
-        was, now = passes({"reward": r["recorded_reward"]}, threshold), passes(r, threshold)
-        if r["reward_changed"] and was != now:
-            flips["pass_to_fail" if was else "fail_to_pass"].append(_key(r))
-    moved = [{**_key(r), **r["finished_at"]} for r in live if "finished_at" in r]
+    for r in replayed:
+        if r.get("flip"):
+            flips[str(r["flip"])].append(_key(r))
+    kept = [r for r in replayed if not r["nondeterministic"]]
     return {
         **facts,
         "rollouts": len(ordered),
-        "replayed": sum(not r.get("skipped") for r in ordered),
+        "replayed": len(replayed),
         "changed": sum(bool(r["changed"]) for r in ordered),
         "flips": flips,
-        "rewards_changed": sum(bool(r["reward_changed"]) for r in live),
-        "finished_elsewhere": moved,
-        "outputs_changed": sum(int(r["outputs_changed"]) for r in live),
-        "refused": [{**_key(r), **x} for r in live for x in r["refused"]],
+        "rewards_changed": sum(bool(r["reward_changed"]) for r in replayed),
+        "call_rewards_changed": [
+            {**_key(r), **x} for r in replayed for x in r.get("call_rewards_changed", [])
+        ],
+        "finished_elsewhere": [
+            {**_key(r), **r["finished_at"]} for r in replayed if "finished_at" in r
+        ],
+        "outputs_changed": sum(int(r["outputs_changed"]) for r in kept),
+        "refused": [{**_key(r), **x} for r in replayed for x in r["refused"]],
+        "compared_by_calls": [_key(r) for r in replayed if "compared" in r],
         "nondeterministic": [_key(r) for r in ordered if r["nondeterministic"]],
         "skipped": [{**_key(r), "reason": r["reason"]} for r in ordered if r.get("skipped")],
         "rules": {
             "pass": f"reward >= pass_threshold ({threshold}), the recorded run's rule",
-            "rewards_changed": f"rewards more than tolerance ({facts['tolerance']}) apart, or "
-            "one of them none",
-            "flips": "rollouts whose reward changed and that pass on one side only",
+            "changed": "rollouts that no replay reproduces: final reward, each call's reward "
+            f"(within tolerance {facts['tolerance']}, or one of them none), where the episode "
+            "finished, calls the environment accepts",
+            "rewards_changed": "final rewards that no replay reproduces",
+            "call_rewards_changed": "calls whose reward no replay reproduces",
+            "flips": "rollouts whose reward changed and that no replay passes as recorded",
+            "compared_by_calls": "recorded rollouts that stopped on a limit replay cannot "
+            "reproduce (a rollout deadline): compared call by call (results too), never on "
+            "their final reward",
             "outputs_changed": "tool results (made both times) whose text, images or error differ",
             "refused": "calls the environment now refuses (unknown tool, invalid arguments)",
             "nondeterministic": "rollouts whose replays (--repeat) disagree among themselves: "
-            "neither a change nor a flip",
-            "exit": "1 when a reward changed, an episode finished at another call or a call "
-            "was refused; else 0",
+            "a change only when no replay reproduces the recording",
+            "exit": "1 when a rollout changed; else 0",
         },
     }
 
@@ -105,6 +116,16 @@ def report(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
     def keys(found: Sequence[Mapping[str, Any]]) -> str:
         return ", ".join(f"task {k['task_index']} sample {k['sample']}" for k in found) or "none"
 
+    def calls(found: Sequence[Mapping[str, Any]]) -> str:
+        return (
+            ", ".join(
+                f"task {k['task_index']} sample {k['sample']} call {k['call']} "
+                f"({k['recorded']} -> {k['replayed']})"
+                for k in found
+            )
+            or "none"
+        )
+
     lines = [
         f"# Replay of {s['recorded_run']} on {s['environment']} ({s['split']})",
         "",
@@ -112,9 +133,11 @@ def report(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
         f"{s['repeat']} time(s) each; tolerance {s['tolerance']}",
         f"- rewards changed: {s['rewards_changed']}; pass to fail: {keys(flips['pass_to_fail'])}; "
         f"fail to pass: {keys(flips['fail_to_pass'])}",
+        f"- call rewards changed: {calls(s['call_rewards_changed'])}",
         f"- episodes finished at another call: {len(s['finished_elsewhere'])}; tool results "
         f"changed: {s['outputs_changed']}; calls refused: {len(s['refused'])}",
-        f"- nondeterministic (not counted): {keys(s['nondeterministic'])}",
+        f"- compared call by call (stopped on a limit): {keys(s['compared_by_calls'])}",
+        f"- nondeterministic: {keys(s['nondeterministic'])}",
     ]
     if s["skipped"]:
         lines.append(f"- not replayed: {keys(s['skipped'])}")

@@ -25,6 +25,7 @@ from orsgen.runtime.errors import OFF_RECORDING_TEXT
 from orsgen.runtime.sessions.drift_scope import expected_task_tools
 from orsgen.rundir import PROMPTS_FILE, RESULTS_FILE, RunDirError, read_config, read_json, rows
 from orsgen.canonical import tools_sha256
+from orsgen.recorded_package import resolved
 
 MAX_CALL_TEXT = 300  # characters of a call named in a "not in the recording" error
 Call = Mapping[str, Any]  # one env_calls entry
@@ -75,7 +76,7 @@ def load(run: Path, package: Path | None) -> Recording:
     none, or no package to take the tools from."""
     try:
         config = read_config(run)
-        where = package or (Path(config["package"]) if config.get("package") else None)
+        where = package or resolved(run, config)
         if where is None:
             raise UsageError(
                 f"{run}/run.json names no package; pass --package DIR, the package it evaluated"

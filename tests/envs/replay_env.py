@@ -4,17 +4,26 @@ replay``'s acceptance tests), through the ``REPLAY_ENV`` environment variable:
 - unset: each task asks to echo a word; ``echo(text)`` scores 1.0 and finishes on the word,
   0.0 otherwise; task 3's results also carry a small PNG (its hash is recorded);
 - ``changed``: task 1's grader is inverted (1.0 for a wrong word, 0.0 for the right one);
-- ``random``: task 2's grader gives a random reward (it does not repeat itself);
+- ``flaky``: task 2's grader is inverted in every other session (of those that call echo):
+  replays disagree among themselves, and every other one is the recording;
+- ``drifting``: task 2's grader gives 0.5 and 0.25 in turn, a session each: replays disagree
+  among themselves, and none is the recording;
+- ``partial``: a wrong word at a session's first call scores 0.5 (it still does not
+  finish): a call's reward moved, not the episode's;
+- ``early``: a wrong word finishes the episode (at 0.0);
+- ``slow``: task 2's echo touches ``REPLAY_ENV_MARK``'s file, then takes a minute;
 - ``renamed``: ``echo``'s parameter ``text`` is called ``word``.
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import os
-import random
 import struct
+import time
 import zlib
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
@@ -22,6 +31,7 @@ from openreward.environments import Environment, ImageBlock, TextBlock, ToolOutp
 
 MODE = os.environ.get("REPLAY_ENV", "")
 WORDS = ["apple", "banana", "cherry", "damson"]
+SESSIONS = itertools.count()  # the sessions of task 2 that called echo, in turn
 
 
 def _png() -> str:
@@ -52,6 +62,8 @@ class ReplayEnv(Environment):
     def __init__(self, task_spec: dict = {}, secrets: dict[str, str] = {}) -> None:  # noqa: B006
         super().__init__(task_spec, secrets)
         self.task_spec = task_spec
+        self.turn: int | None = None  # this session's place in SESSIONS
+        self.calls = 0
 
     @classmethod
     def list_splits(cls) -> list[str]:
@@ -72,9 +84,19 @@ class ReplayEnv(Environment):
         reward = 1.0 if right else 0.0
         if MODE == "changed" and index == 1:
             reward = 1.0 - reward
-        if MODE == "random" and index == 2:
-            reward = random.random()
+        if index == 2 and self.turn is None:
+            self.turn = next(SESSIONS)
+        if MODE == "flaky" and index == 2 and self.turn % 2:
+            reward = 1.0 - reward
+        if MODE == "drifting" and index == 2:
+            reward = 0.25 if self.turn % 2 else 0.5
+        self.calls += 1
+        if MODE == "partial" and not right and self.calls == 1:
+            reward = 0.5
+        if MODE == "slow" and index == 2:
+            Path(os.environ["REPLAY_ENV_MARK"]).touch()
+            time.sleep(60)
         blocks: list[TextBlock | ImageBlock] = [TextBlock(text=f"echo: {said}")]
         if index == 3:
             blocks.append(ImageBlock(data=_png(), mimeType="image/png"))
-        return ToolOutput(blocks=blocks, reward=reward, finished=right)
+        return ToolOutput(blocks=blocks, reward=reward, finished=right or MODE == "early")
