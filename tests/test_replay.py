@@ -28,6 +28,7 @@ import pytest
 import openai_standin
 import ors_server
 from conftest import ENVS, ROOT, CliRun, eval_args, results_rows, run_eval
+from docs_blocks import blocks
 
 REPLAY_ENV = ENVS / "replay_env.py"
 SECRET, KEY = "s3cr3t-value", "k3y-value"
@@ -308,8 +309,29 @@ def ended(proc: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str, 
     return proc.returncode, out, err
 
 
-@pytest.mark.slow  # an evaluation, a server and three orsgen processes
-def test_the_ci_recipe_runs_from_a_copy_of_the_recording_in_another_directory(
+def recipe_steps() -> dict[str, list[str]]:
+    """docs/replay.md's CI recipe: each job's ``run:`` steps, as the page writes them."""
+    import yaml
+
+    (recipe,) = [b for b in blocks(ROOT / "docs" / "replay.md") if b.language == "yaml"]
+    jobs = yaml.safe_load(recipe.code)["jobs"]
+    return {name: [s["run"] for s in job["steps"] if "run" in s] for name, job in jobs.items()}
+
+
+def run_step(script: str, cwd: Path, bin_dir: Path) -> tuple[int, str]:
+    """One ``run:`` step in bash, with ``orsgen`` and ``pytest`` this checkout's; a server the
+    step left in the background is stopped by its PID when the step ends."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
+    env.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)})
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    wrapped = "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + script
+    done = subprocess.run(["bash", "-c", wrapped], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.slow  # an evaluation, a server, the recipe's steps and a replay of the served recording
+def test_the_ci_recipe_runs_as_written_from_a_copy_of_the_recording_in_another_directory(
     base: ors_server.RunningServer, package: Path, tmp_path: Path
 ) -> None:
     made = tmp_path / "made"  # the recording machine's checkout
@@ -325,6 +347,36 @@ def test_the_ci_recipe_runs_from_a_copy_of_the_recording_in_another_directory(
     assert code == 0, err
     checkout = tmp_path / "checkout"  # another machine's: the recording's directory is gone
     made.rename(checkout)
+    # The user's training tests the offline job runs against the served recording.
+    (checkout / "tests").mkdir()
+    (checkout / "generated" / "__init__.py").write_text("")  # as in this repository
+    (checkout / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    (checkout / "tests" / "test_training.py").write_text(
+        "import json, os\n"
+        "from generated.echo import ReplayEnv\n\n"
+        "def test_a_rollout_against_the_recording() -> None:\n"
+        '    split = json.load(open("recordings/echo/run.json"))["split"]\n'
+        '    env = ReplayEnv(base_url=os.environ["ORS_URL"])\n'
+        "    assert env.reset(task_index=0, split=split)\n"
+        "    env.close()\n"
+    )
+    bin_dir = tmp_path / "bin"  # `orsgen` and `pytest` on PATH: this checkout's code
+    bin_dir.mkdir()
+    for name, module in (("orsgen", "orsgen"), ("pytest", "pytest")):
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module} "$@"\n')
+        (bin_dir / name).chmod(0o755)
+    steps = recipe_steps()
+    assert set(steps) == {"offline", "drift"}
+    ran = []
+    for job in ("offline", "drift"):
+        for step in steps[job]:
+            if step.startswith("pip install"):
+                continue  # installed already: this environment is the one pip would make
+            code, output = run_step(step, checkout, bin_dir)
+            assert code == 0, f"{job}: {step}\n{output}"
+            ran.append(step.split()[:2])
+    assert ["orsgen", "serve"] in ran and ["orsgen", "replay"] in ran, ran
+    assert summary(checkout / "replay")["replayed"] == 4
     served = orsgen_process(["serve", "recordings/echo"], cwd=checkout)
     try:
         assert served.stdout is not None
@@ -337,9 +389,6 @@ def test_the_ci_recipe_runs_from_a_copy_of_the_recording_in_another_directory(
         code, _, err = ended(served, 30)
     assert code == 0, err
     assert offline[0] == 0, offline[2]  # the served recording is the recording
-    live = ended(orsgen_process(["replay", "recordings/echo", "--out", "replay"], cwd=checkout))
-    assert live[0] == 0, live[2]  # the package's own URL: the live environment
-    assert summary(checkout / "replay")["replayed"] == 4
     for run in ("recordings/echo", "offline", "replay"):
         for name in ("run.json", "summary.json", "report.md"):
             text = (checkout / run / name).read_text()
