@@ -240,8 +240,16 @@ def final_problems(
             if untimed(summary.get(k)) != untimed(ref.summary.get(k))
         )
         problems.append(f"summary.json differs from the uninterrupted run's in {keys}")
-    if config and read_json(out / "run.json") != read_json(ref.out / "run.json"):
-        problems.append("run.json differs from the uninterrupted run's")
+    if config:
+        got, want = read_json(out / "run.json"), read_json(ref.out / "run.json")
+        # The package is recorded relative to its run directory: compare where it points.
+        for run, config_ in ((out, got), (ref.out, want)):
+            if isinstance(config_.get("package"), str):
+                config_["package"] = str((run / config_["package"]).resolve())
+        keys = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+        if keys:
+            diffs = "; ".join(f"{k}: {got.get(k)!r} != {want.get(k)!r}" for k in keys)
+            problems.append(f"run.json differs from the uninterrupted run's in {diffs}")
     return problems
 
 
