@@ -4,7 +4,8 @@ here (the statistics and the checks need no server), and a resume at new address
 - the paired interval agrees with the p-value: it excludes 0 exactly when p < 0.05, and with
   too few tasks for any p below 0.05 the line says so instead; a run's pass@1 interval is
   Wilson, never [0, 0] or [1, 1];
-- every setting that decides pass or fail is checked: ``unfinished_reward`` refused unless
+- every setting that decides pass or fail is checked: each of ``identity.COMPARED`` (the
+  tasks, ``n``, ``max_turns``, ``pass_threshold``, ``unfinished_reward``...) refused unless
   ``--force``, ``max_rollout_tokens`` and ``rollout_timeout`` warned;
 - a JSON file that is not a summary, or a summary with no pass@1, is one line, exit 2;
 - a resume with a new ``--endpoint`` and a new environment URL continues, recording both."""
@@ -21,6 +22,7 @@ import pytest
 import openai_standin
 import ors_server
 from conftest import ROOT, run_eval
+from orsgen.identity import COMPARED
 
 ECHO = ROOT / "generated" / "echo"
 SAME = {"environment": "echo", "split": "test", "tools_sha256": "x", "n": 3, "max_turns": 8}
@@ -82,12 +84,16 @@ def test_every_setting_that_decides_pass_or_fail_is_checked(tmp_path: Path) -> N
     same = written(tmp_path, "same", summary(rates))
     code, _, err = run_eval(["--compare", base, same])
     assert code == 0 and "warning" not in err, err
-    lenient = written(tmp_path, "lenient", summary([1.0] * 4, unfinished_reward=1.0))
-    code, out, err = run_eval(["--compare", base, lenient])
-    assert code == 2 and out == "" and err.count("\n") == 1, err
-    assert "unfinished_reward" in err and "--force" in err, err
-    code, out, err = run_eval(["--compare", base, lenient, "--force", "--format", "json"])
-    assert code == 0 and "unfinished_reward" in err, err
+    differing = {"environment": "rich", "split": "train", "tools_sha256": "y", "n": 4}
+    differing |= {"max_turns": 3, "pass_threshold": 0.5, "unfinished_reward": 1.0}
+    assert set(differing) == set(COMPARED)  # every field the rule names is tried
+    for field, value in differing.items():
+        other = written(tmp_path, field, summary([1.0] * 4, **{field: value}))
+        code, out, err = run_eval(["--compare", base, other])
+        assert code == 2 and out == "" and err.count("\n") == 1, (field, err)
+        assert f"the runs differ in {field} " in err and "--force" in err, err
+    code, out, err = run_eval(["--compare", base, other, "--force", "--format", "json"])
+    assert code == 0 and "warning: the runs differ in unfinished_reward" in err, err
     for limit, value in (("max_rollout_tokens", 2000), ("rollout_timeout", 30.0)):
         other = written(tmp_path, limit, summary(rates, **{limit: value}))
         code, out, err = run_eval(["--compare", base, other, "--format", "json"])

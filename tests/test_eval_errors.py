@@ -147,37 +147,6 @@ def test_a_bug_after_the_first_rollout_is_a_traceback_and_the_rows_stay(
     ]
 
 
-def test_compare_refuses_runs_that_do_not_compare_unless_forced(
-    chance_dir, chance_server, standin, tmp_path
-) -> None:
-    base = _args(chance_dir, chance_server, standin()) + ["--split", "test", "--concurrency", "4"]
-    runs = {
-        "a": ["-n", "3"],
-        "threshold": ["-n", "3", "--pass-threshold", "0.5"],
-        "n": ["-n", "4"],
-        "turns": ["-n", "3", "--max-turns", "3"],
-        "split": ["-n", "3", "--split", "train"],
-    }
-    for name, extra in runs.items():
-        run = run_eval(base + extra + ["--out", str(tmp_path / name)])
-        assert run.returncode == 0, run.stderr
-    for name, field in [
-        ("threshold", "pass_threshold"),
-        ("n", "n"),
-        ("turns", "max_turns"),
-        ("split", "split"),
-    ]:
-        run = run_eval(["--compare", str(tmp_path / "a"), str(tmp_path / name)])
-        assert run.returncode == 2, (name, run.stderr)
-        line = _one_error_line(run)
-        assert f"the runs differ in {field} " in line and "--force" in line, line
-    forced = run_eval(["--compare", str(tmp_path / "a"), str(tmp_path / "threshold"), "--force"])
-    assert forced.returncode == 0, forced.stderr
-    assert forced.stdout.startswith("warning: the runs differ in pass_threshold")
-    same = run_eval(["--compare", str(tmp_path / "a"), str(tmp_path / "a")])
-    assert same.returncode == 0 and "pass@1 B-A: +0.000" in same.stdout
-
-
 def test_records_are_slim_transcripts_come_from_the_file_and_graded_text_is_whole(
     chance_dir, chance_server, standin, tmp_path
 ) -> None:
