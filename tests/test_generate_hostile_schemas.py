@@ -112,7 +112,7 @@ def test_warnings_for_fallbacks_carry_pointers(generated: Any) -> None:
 def test_generated_code_is_mypy_strict_clean(generated: Any) -> None:
     env = {**os.environ, "MYPYPATH": str(generated["dir"])}
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "hostile"],
+        [sys.executable, "-m", "mypy", "--strict", "-p", "hostile"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -321,7 +321,7 @@ def test_scale_600_tools_and_a_300_parameter_tool_pass_mypy(tmp_path: Path) -> N
     assert result.ok and not unexpected, unexpected[:5]
     write_package(tmp_path / "scale", result.files)
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "scale"],
+        [sys.executable, "-m", "mypy", "--strict", "-p", "scale"],
         cwd=ROOT,
         env={**os.environ, "MYPYPATH": str(tmp_path)},
         capture_output=True,

@@ -21,7 +21,6 @@ def test_misuse_fails_mypy_on_every_marked_line() -> None:
             "-m",
             "mypy",
             "--strict",
-            "--no-incremental",
             "--show-error-codes",
             str(MISUSE.relative_to(ROOT)),
         ],
