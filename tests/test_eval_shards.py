@@ -244,6 +244,7 @@ def test_merge_refuses_shards_of_another_configuration(
         ("tools_sha256", "0" * 64),
         ("pass_threshold", 0.5),
         ("environment", "other"),
+        ("rollout_timeout", 5.0),
     ]:
         changed = tmp_path / f"shard-1-{field}"
         shutil.copytree(runs / "shard-1", changed)
@@ -470,7 +471,7 @@ def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
 ) -> None:
     """Issue 39: a requeued job runs the same command, --resume, on a directory its first
     run left empty; the rollout timeout is part of the run's identity (run.json), so a
-    resume or a merge with another is refused, naming it."""
+    resume with another is refused, naming it."""
     out = tmp_path / "run"
     out.mkdir()
     args = [*_echo_args(standin, echo_server), "--num-tasks", "2", "--rollout-timeout", "60"]
@@ -479,11 +480,7 @@ def test_resume_starts_a_run_that_never_started_and_refuses_another_timeout(
     assert json.loads((out / "run.json").read_text())["rollout_timeout"] == 60
     code, _, err = run_eval([*args, "--out", str(out), "--resume", "--rollout-timeout", "5"])
     _one_line(code, "", err, "--rollout-timeout was 60.0 and is now 5.0: cannot resume")
-    for i, timeout in enumerate(("60", "5")):
-        shard = ["--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}"), "--rollout-timeout"]
-        assert run_eval([*args, *shard, timeout])[0] == 0
-    merged = _merge(tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "m")
-    _one_line(*merged, "--rollout-timeout differs between the shards")
+    # (a merge of shards with another timeout: test_merge_refuses_shards_of_another_configuration)
 
 
 @pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
