@@ -140,60 +140,35 @@ def environment_options(
     target: bool = False,
     when: str = "",
 ) -> None:
-    """The options that reach an environment, declared once for every command, with one
-    meaning and one help: ``--base-url`` (``base_url``: where it is taken from when not given;
-    ``several``: repeatable), ``--env-name`` and ``--toolset`` (``target``: the commands that
-    open a TARGET as ``orsgen TARGET -o DIR`` does), ``--api-key`` and ``--secret`` (``when``
-    opens their help: "with --live: ")."""
+    """The options that reach an environment, one declaration (one meaning, one help) for
+    every command: ``--base-url`` (``base_url``: its default; ``several``: repeatable),
+    ``--env-name`` and ``--toolset`` (``target``: a command that opens a TARGET as ``orsgen
+    TARGET -o DIR`` does), ``--api-key`` and ``--secret`` (``when``: "with --live: ")."""
     if base_url is not None:
-        p.add_argument(
-            "--base-url",
-            type=http_url,
-            action="append" if several else "store",
-            help=f"ORS server URL{' (repeat for several)' if several else ''} (default: "
-            f"{base_url})",
-        )
+        many, action = (" (repeat for several)", "append") if several else ("", "store")
+        help = f"ORS server URL{many} (default: {base_url})"
+        p.add_argument("--base-url", type=http_url, action=action, help=help)
     if target:
         p.add_argument("--env-name", help="environment on a server that hosts several")
-        p.add_argument(
-            "--toolset",
-            metavar="NAME",
-            help="bind an SDK harness toolset (e.g. claude-code) in every session; part of "
-            "the environment's identity",
-        )
-    p.add_argument(
-        "--api-key", help=f"{when}ORS API key (default: OPENREWARD_API_KEY); never written anywhere"
-    )
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help=f"{when}per-session secret (repeatable); never written anywhere",
-    )
+        toolset = "bind an SDK harness toolset (e.g. claude-code) in every session; part of "
+        p.add_argument("--toolset", metavar="NAME", help=f"{toolset}the environment's identity")
+    never = "never written anywhere"
+    p.add_argument("--api-key", help=f"{when}ORS API key (default: OPENREWARD_API_KEY); {never}")
+    help = f"{when}per-session secret (repeatable); {never}"
+    p.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE", help=help)
 
 
-def rollout_options(
-    p: argparse.ArgumentParser, *, concurrency: int, what: str, package: bool = False
-) -> None:
-    """``--concurrency`` (``what`` at once, "rollouts" or "sessions", ``concurrency`` by
-    default) and ``--pass-threshold``, the one pass rule (``package``: the package's
-    threshold is the default, as ``orsgen eval`` reads it)."""
+def rollout_options(p: argparse.ArgumentParser, concurrency: int, what: str, package: bool) -> None:
+    """``--concurrency`` (``what`` at once) and ``--pass-threshold``, the one pass rule
+    (``package``: by default the package's, as ``orsgen eval`` reads it)."""
     from orsgen.runtime.records.passk import PASS_THRESHOLD
 
-    p.add_argument(
-        "--concurrency",
-        type=at_least(1),
-        default=concurrency,
-        help=f"{what} at once (default {concurrency})",
-    )
+    help = f"{what} at once (default {concurrency})"
+    p.add_argument("--concurrency", type=at_least(1), default=concurrency, help=help)
     default = "the package's pass threshold, else " if package else ""
-    p.add_argument(
-        "--pass-threshold",
-        type=number,
-        default=None if package else PASS_THRESHOLD,
-        help=f"a rollout passes when its reward >= this (default: {default}{PASS_THRESHOLD:g})",
-    )
+    help = f"a rollout passes when its reward >= this (default: {default}{PASS_THRESHOLD:g})"
+    threshold = None if package else PASS_THRESHOLD
+    p.add_argument("--pass-threshold", type=number, default=threshold, help=help)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 import textwrap
 import threading
@@ -19,9 +20,7 @@ from orsgen._version import __version__
 from orsgen.generate.pipeline import checks
 from orsgen.generate.pipeline import run as pipeline
 from orsgen.arguments import Command, Failed, UsageError, environment_options, output
-from orsgen.arguments import secret_pairs
-from orsgen.arguments import Parser as _Parser
-from orsgen.arguments import seconds as _seconds
+from orsgen.arguments import Parser as _Parser, secret_pairs, seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
 from orsgen.generate.pipeline.run import Request, Result
 from orsgen.snapshot.stored import Snapshot
@@ -188,7 +187,6 @@ def generate_parser() -> _Parser:
     )
     p.add_argument(
         "--split",
-        default=None,
         help="default split for load_tasks and reset (default: train, else the only or first split)",
     )
     p.add_argument(
@@ -198,7 +196,6 @@ def generate_parser() -> _Parser:
         "--probe-index",
         type=int,
         action="append",
-        default=None,
         metavar="N",
         help="task index to probe for task tools (repeatable; default 0)",
     )
@@ -291,10 +288,11 @@ def run_generate(argv: Sequence[str]) -> int:
         raise Failed(_refusal(result))
     for note in result.notes:  # printed even with -q, as warnings are
         _say(f"warning: {note}")
+    validate = f"; before training on it: orsgen validate {shlex.quote(args.target)}"
     _say(
         f"wrote {plural(len(result.files), 'file')} to {result.output} ({result.class_name}, "
-        f"{plural(result.tool_count, 'tool')}, "
-        f"version {result.version}) in {time.perf_counter() - started:.2f} s",
+        f"{plural(result.tool_count, 'tool')}, version {result.version}) in "
+        f"{time.perf_counter() - started:.2f} s{'' if args.target.endswith('.json') else validate}",
         args.quiet,
     )
     return EXIT_OK

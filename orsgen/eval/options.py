@@ -87,7 +87,7 @@ def parser() -> Parser:
         default=1,
         help="samples per task (default 1)",
     )
-    rollout_options(p, concurrency=1, what="rollouts", package=True)
+    rollout_options(p, 1, "rollouts", package=True)
     p.add_argument(
         "--max-turns",
         type=at_least(1),

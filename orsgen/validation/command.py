@@ -83,7 +83,7 @@ def parser() -> Parser:
         metavar="N",
         help=f"the first N tasks of each split (default {DEFAULT_NUM_TASKS}; 'all' for every task)",
     )
-    rollout_options(p, concurrency=DEFAULT_CONCURRENCY, what="sessions")
+    rollout_options(p, DEFAULT_CONCURRENCY, "sessions", package=False)
     p.add_argument(
         "--reward-range",
         type=_reward_range,
