@@ -11,7 +11,7 @@ directories, each request naming its model by path. Each model is evaluated with
 trains on) through the generated package generated/echo, against the echo server at
 ``--url`` (or one this script starts). Runs go to ``--out``/SPLIT/before and
 ``--out``/SPLIT/after, each with its results.jsonl, summary.json and report.md; then the two
-runs of each split are compared as ``orsgen eval --compare`` does (``--no-compare``: leave
+runs of each split are compared as ``orsgen compare`` does (``--no-compare``: leave
 that to the command). With only ``--before``, its runs are evaluated and summarised.
 """
 

@@ -21,7 +21,7 @@ set -euo pipefail
 RUNS="${RUNS:-runs/eval}"
 
 if [[ -z "${SLURM_ARRAY_TASK_ID:-}" ]]; then
-    exec orsgen eval --merge "$RUNS"/shard-* --out "$RUNS/merged"
+    exec orsgen merge "$RUNS"/shard-* --out "$RUNS/merged"
 fi
 
 # --resume: the first run starts the shard, a requeued (preempted) one continues it.

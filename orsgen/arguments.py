@@ -132,6 +132,45 @@ def needs(extra: str, modules: Sequence[str]) -> None:
             raise UsageError(f"{exc}; install the {extra} extra: pip install 'orsgen[{extra}]'")
 
 
+def environment_options(
+    p: argparse.ArgumentParser,
+    *,
+    base_url: str | None = None,
+    several: bool = False,
+    target: bool = False,
+    when: str = "",
+) -> None:
+    """The options that reach an environment, one declaration (one meaning, one help) for
+    every command: ``--base-url`` (``base_url``: its default; ``several``: repeatable),
+    ``--env-name`` and ``--toolset`` (``target``: a command that opens a TARGET as ``orsgen
+    TARGET -o DIR`` does), ``--api-key`` and ``--secret`` (``when``: "with --live: ")."""
+    if base_url is not None:
+        many, action = (" (repeat for several)", "append") if several else ("", "store")
+        help = f"ORS server URL{many} (default: {base_url})"
+        p.add_argument("--base-url", type=http_url, action=action, help=help)
+    if target:
+        p.add_argument("--env-name", help="environment on a server that hosts several")
+        toolset = "bind an SDK harness toolset (e.g. claude-code) in every session; part of "
+        p.add_argument("--toolset", metavar="NAME", help=f"{toolset}the environment's identity")
+    never = "never written anywhere"
+    p.add_argument("--api-key", help=f"{when}ORS API key (default: OPENREWARD_API_KEY); {never}")
+    help = f"{when}per-session secret (repeatable); {never}"
+    p.add_argument("--secret", action="append", default=[], metavar="NAME=VALUE", help=help)
+
+
+def rollout_options(p: argparse.ArgumentParser, concurrency: int, what: str, package: bool) -> None:
+    """``--concurrency`` (``what`` at once) and ``--pass-threshold``, the one pass rule
+    (``package``: by default the package's, as ``orsgen eval`` reads it)."""
+    from orsgen.runtime.records.passk import PASS_THRESHOLD
+
+    help = f"{what} at once (default {concurrency})"
+    p.add_argument("--concurrency", type=at_least(1), default=concurrency, help=help)
+    default = "the package's pass threshold, else " if package else ""
+    help = f"a rollout passes when its reward >= this (default: {default}{PASS_THRESHOLD:g})"
+    threshold = None if package else PASS_THRESHOLD
+    p.add_argument("--pass-threshold", type=number, default=threshold, help=help)
+
+
 @dataclass(frozen=True)
 class Command:
     """``orsgen NAME ...`` (``name`` "" for ``orsgen TARGET -o DIR``): ``module.parser()``,
@@ -170,26 +209,11 @@ class Parser(argparse.ArgumentParser):
             self.error(f"unrecognized arguments: {unknown}{did_you_mean(unknown, options)}")
         return self.parse_args(argv)
 
-    def option(self, dest: str) -> str:
-        """The option that sets ``dest``, as ``--help`` names it (``-n/--samples``), or the
-        argument's name (``DIR``)."""
-        found = next(a for a in self._actions if a.dest == dest)
-        return "/".join(found.option_strings) or dest.upper()
-
-    def only(self, argv: Sequence[str], mode: str, takes: set[str]) -> None:
-        """:class:`UsageError` naming every option and argument ``argv`` gives (whatever its
-        value, a default's too) that ``mode`` (``--merge``) does not take (its dests)."""
-        defaults = [(action, action.default) for action in self._actions]
-        try:
-            for action, _ in defaults:  # so that only what argv gives is set
-                action.default = argparse.SUPPRESS
-            given = [dest for dest in vars(self.parse_args(argv)) if dest not in takes]
-        finally:
-            for action, default in defaults:
-                action.default = default
-        if given:
-            names = ", ".join(self.option(dest) for dest in given)
-            raise UsageError(f"{names} {'does' if len(given) == 1 else 'do'} not apply to {mode}")
+    def option(self, dest: str) -> str | None:
+        """The option that sets ``dest``, as ``--help`` names it (``-n/--samples``), the
+        argument's name (``DIR``), or ``None`` when none does."""
+        found = next((a for a in self._actions if a.dest == dest), None)
+        return None if found is None else "/".join(found.option_strings) or dest.upper()
 
     def error(self, message: str) -> NoReturn:
         """One line, as every other error (without argparse's usage block)."""

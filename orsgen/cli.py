@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 import textwrap
 import threading
@@ -18,9 +19,8 @@ from pathlib import Path
 from orsgen._version import __version__
 from orsgen.generate.pipeline import checks
 from orsgen.generate.pipeline import run as pipeline
-from orsgen.arguments import Command, Failed, UsageError, output, secret_pairs
-from orsgen.arguments import Parser as _Parser
-from orsgen.arguments import seconds as _seconds
+from orsgen.arguments import Command, Failed, UsageError, environment_options, output
+from orsgen.arguments import Parser as _Parser, secret_pairs, seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
 from orsgen.generate.pipeline.run import Request, Result
 from orsgen.snapshot.stored import Snapshot
@@ -82,8 +82,19 @@ COMMANDS = (
         "eval",
         "orsgen.eval.command",  # needs orsgen[eval]
         "DIR --endpoint URL --model NAME",
-        "evaluate a model on the environment through the package (--compare RUN_A RUN_B: "
-        "compare two runs)",
+        "evaluate a model on the environment through the package",
+    ),
+    Command(
+        "compare",
+        "orsgen.eval.compare_command",
+        "RUN_A RUN_B [RUN ...]",
+        "each run against the first, pass@1 paired by task (alias: orsgen eval --compare)",
+    ),
+    Command(
+        "merge",
+        "orsgen.eval.merge_command",  # needs orsgen[eval]
+        "SHARD... --out RUN",
+        "the shards of a run (eval --shard I/N) as one run (alias: orsgen eval --merge)",
     ),
     Command(
         "sft",
@@ -128,6 +139,15 @@ COMMANDS = (
 )
 
 
+ALIASES = {"--compare": "compare", "--merge": "merge"}  # orsgen eval --merge: orsgen merge
+
+
+def _unaliased(argv: list[str]) -> list[str]:
+    """``argv`` with ``eval`` and its first alias flag as the command."""
+    at = next((i for i, a in enumerate(argv) if a in ALIASES), 0) if argv[:1] == ["eval"] else 0
+    return [ALIASES[argv[at]], *argv[1:at], *argv[at + 1 :]] if at else argv
+
+
 def _error(command: Command, exc: BaseException) -> None:
     """One line on stderr, ``orsgen COMMAND: error: ...``, whatever the exception holds."""
     _line(f"{command.words}: error: {' '.join(str(exc).split())}")
@@ -165,10 +185,8 @@ def generate_parser() -> _Parser:
         help="package directory to write, e.g. generated/seta (its directory must exist "
         "unless it is inside the working directory)",
     )
-    p.add_argument("--env-name", help="environment on a server that hosts several")
     p.add_argument(
         "--split",
-        default=None,
         help="default split for load_tasks and reset (default: train, else the only or first split)",
     )
     p.add_argument(
@@ -178,15 +196,8 @@ def generate_parser() -> _Parser:
         "--probe-index",
         type=int,
         action="append",
-        default=None,
         metavar="N",
         help="task index to probe for task tools (repeatable; default 0)",
-    )
-    p.add_argument(
-        "--toolset",
-        metavar="NAME",
-        help="bind an SDK harness toolset (e.g. claude-code) in every session; part of the "
-        "environment's identity",
     )
     p.add_argument("--package", help="Python package name (default: from the output directory)")
     p.add_argument("--class-name", help="adapter class name (default: from the environment name)")
@@ -199,16 +210,7 @@ def generate_parser() -> _Parser:
 
 def _snapshot_options(p: _Parser, live: str) -> None:
     """The options of both commands that snapshot (``live``: "with --live: " for check)."""
-    p.add_argument(
-        "--api-key", help=f"{live}API key (default: OPENREWARD_API_KEY); never written anywhere"
-    )
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help=f"{live}per-session secret for probe sessions (repeatable); never written anywhere",
-    )
+    environment_options(p, target=not live, when=live)
     p.add_argument(
         "--timeout",
         type=_seconds,
@@ -286,10 +288,11 @@ def run_generate(argv: Sequence[str]) -> int:
         raise Failed(_refusal(result))
     for note in result.notes:  # printed even with -q, as warnings are
         _say(f"warning: {note}")
+    validate = f"; before training on it: orsgen validate {shlex.quote(args.target)}"
     _say(
         f"wrote {plural(len(result.files), 'file')} to {result.output} ({result.class_name}, "
-        f"{plural(result.tool_count, 'tool')}, "
-        f"version {result.version}) in {time.perf_counter() - started:.2f} s",
+        f"{plural(result.tool_count, 'tool')}, version {result.version}) in "
+        f"{time.perf_counter() - started:.2f} s{'' if args.target.endswith('.json') else validate}",
         args.quiet,
     )
     return EXIT_OK
@@ -369,7 +372,7 @@ def _mistyped_command(word: str) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     global _interrupted
     _interrupted = False  # main() runs more than once in one process (tests, embedding)
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _unaliased(list(sys.argv[1:] if argv is None else argv))
     named = {c.name: c for c in COMMANDS}
     if argv[:1] == ["help"] and not Path("help").exists():  # orsgen help [COMMAND]
         if argv[1:] not in ([], *([n] for n in named if n)):

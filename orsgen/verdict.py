@@ -1,6 +1,6 @@
 """The verdict rules, each in one place: when a rollout *passes*, when two rewards *differ*
 (a change), and what a *flip* is. ``orsgen replay`` (a recorded rollout against its replays)
-and ``orsgen eval --compare`` (a task's pass@1 in two runs) both call these.
+and ``orsgen compare`` (a task's pass@1 in two runs) both call these.
 """
 
 from __future__ import annotations

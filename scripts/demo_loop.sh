@@ -14,7 +14,7 @@
 #     coverage, grad norm per step), reward.png and ors_tasks.csv;
 #  6. evaluate the warmed-up and the trained model on the held-out test split, and the
 #     trained one on the train split (OUT/eval/<split>/<before|after>);
-#  7. compare each pair (orsgen eval --compare).
+#  7. compare each pair (orsgen compare).
 # What each step printed in full is in OUT/logs/<step>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,6 +78,6 @@ step eval-after "^(before|after) " "$PY" examples/eval_demo.py --url "$URL" \
     --before "$OUT/model-before" --after "$OUT/model-after" --split test --split train \
     -n 8 --out "$OUT/eval" --no-compare --keep-existing
 for split in test train; do
-    step "compare-$split" "^pass@1" "$PY" -m orsgen eval --compare \
+    step "compare-$split" "^pass@1" "$PY" -m orsgen compare \
         "$OUT/eval/$split/before" "$OUT/eval/$split/after"
 done

@@ -306,14 +306,14 @@ def model_server(
         server.stop()
 
 
-def eval_process(args: list[str], **popen: Any) -> subprocess.Popen[str]:
-    """``python -m orsgen eval ARGS`` as its own process, from the repository root, with no
-    ORS or endpoint credentials from this environment."""
+def eval_process(args: list[str], command: str = "eval", **popen: Any) -> subprocess.Popen[str]:
+    """``python -m orsgen eval ARGS`` (or another ``command``) as its own process, from the
+    repository root, with no ORS or endpoint credentials from this environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREWARD_")}
     env.update({"OPENREWARD_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": str(ROOT)})
     env.pop("OPENAI_API_KEY", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "orsgen", "eval", *args],
+        [sys.executable, "-m", "orsgen", command, *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -323,9 +323,9 @@ def eval_process(args: list[str], **popen: Any) -> subprocess.Popen[str]:
     )
 
 
-def run_eval(args: list[str], timeout: float = 300) -> tuple[int, str, str]:
+def run_eval(args: list[str], timeout: float = 300, command: str = "eval") -> tuple[int, str, str]:
     """:func:`eval_process` to its end: (exit code, stdout, stderr)."""
-    proc = eval_process(args)
+    proc = eval_process(args, command)
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:

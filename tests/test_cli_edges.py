@@ -1,13 +1,17 @@
 """The edges of the command line (issue 39, item 9), each through ``python -m orsgen`` as its
-own process: ``--compare`` of run directories or their run.json; an option ``--merge`` or
-``--compare`` does not take is refused, naming it, whatever its value; ``orsgen eval``
-without the eval extra says what to install; ``orsgen help [COMMAND]``; and an upload to a
+own process: ``orsgen compare`` and ``orsgen merge`` are their ``orsgen eval --compare`` and
+``--merge`` aliases byte for byte (issue 47, in this process); ``orsgen eval`` without the
+eval extra says what to install; ``orsgen help [COMMAND]``; and an upload to a
 runs UI that cannot be reached is said in one line. The runs are of the echo environment
 (a real ORS server) against the scripted stand-in endpoint (tests/openai_standin.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -61,45 +65,74 @@ def runs(
     return root
 
 
-def _one_error(code: int, out: str, err: str) -> str:
+def _one_error(code: int, out: str, err: str, command: str = "eval") -> str:
     lines = err.splitlines()
-    assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
-    assert lines[0].startswith("orsgen eval: error: "), err
+    assert code == 2 and out == "", (code, out, err)
+    assert len(lines) == 1 and lines[0].startswith(f"orsgen {command}: error: "), err
     return lines[0]
 
 
-def test_compare_takes_run_directories_or_their_run_json(runs: Path) -> None:
-    by_directory = run_eval(["--compare", str(runs / "a"), str(runs / "b")])
-    assert by_directory[0] == 0, by_directory[2]
-    by_file = run_eval(["--compare", str(runs / "a" / "run.json"), str(runs / "b" / "run.json")])
-    assert by_file[0] == 0 and "Traceback" not in by_file[2], by_file[2]
-    assert by_file[1] == by_directory[1] and "pass@1 B-A: " in by_file[1]
+# `orsgen compare` and `orsgen merge` against their aliases, `orsgen eval --compare` and
+# `orsgen eval --merge` (each case its code, what a line of its stdout or stderr says, and
+# whether it writes --out): runs compared by directory or run.json, forced, refused and short
+# of runs, an option the command does not take; shards merged, short of one, partially.
+ALIASED = [
+    (["compare", "{a}", "{b}"], 0, "pass@1 B-A: "),
+    (["compare", "{a}/run.json", "{b}/run.json", "--format", "json", "--seed", "3"], 0, '"runs"'),
+    (["compare", "{a}", "{b}", "{threshold}"], 2, "the runs differ in pass_threshold (1.0 and 0.5"),
+    (["compare", "{a}", "{threshold}", "--force", "--format", "csv"], 0, "warning: the runs"),
+    (["compare", "{a}"], 2, "takes two runs or more"),
+    (["compare", "{a}", "{b}", "--no-progress"], 2, "unrecognized arguments: --no-progress"),
+    (["merge", "{s0}", "{s1}", "--out", "{out}", "--min-coverage", "0.5"], 0, "8 rollouts on"),
+    (["merge", "{s0}", "--out", "{out}"], 2, "shard 1/2 missing: "),
+    (["merge", "{s1}", "--out", "{out}", "--partial"], 0, "results in {out}: "),
+    (["merge", "{s0}", "{s1}", "--out", "{out}", "-n", "5"], 2, "unrecognized arguments: -n"),
+]
 
 
-def test_options_merge_and_compare_do_not_take_are_refused_by_name(
-    runs: Path, tmp_path: Path
+def _in_process(args: list[str]) -> CliRun:
+    """``orsgen.cli.main(args)`` here (no interpreter to start), argparse's exit included."""
+    from orsgen.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return CliRun(code, out.getvalue(), err.getvalue())
+
+
+@pytest.mark.parametrize(("args", "code", "said"), ALIASED)
+def test_compare_and_merge_are_their_eval_aliases_byte_for_byte(
+    args: list[str], code: int, said: str, runs: Path, tmp_path: Path
 ) -> None:
-    shards = [str(runs / "s0"), str(runs / "s1")]
-    merged = tmp_path / "merged"
-    line = _one_error(
-        *run_eval(["--merge", *shards, "--out", str(merged), "-n", "5"] + ["--model", "zzz"])
-    )
-    assert line.endswith("-n/--samples, --model do not apply to --merge"), line
-    # Given is refused, whatever the value: -n 1 is -n's default.
-    line = _one_error(*run_eval(["--merge", *shards, "--out", str(merged), "--samples=1"]))
-    assert line.endswith("-n/--samples does not apply to --merge"), line
-    assert not merged.exists()
-    line = _one_error(*run_eval(["--compare", str(runs / "a"), str(runs / "b"), "--no-progress"]))
-    assert line.endswith("--no-progress does not apply to --compare"), line
-    line = _one_error(*run_eval([str(ECHO), "--compare", str(runs / "a"), str(runs / "b")]))
-    assert line.endswith("DIR does not apply to --compare"), line
-    line = _one_error(*run_eval(["--compare", "x", "y", "--merge", "z", "--out", "m"]))
-    assert line.endswith("--merge, --out do not apply to --compare"), line
-    # What they do take.
-    code, out, err = run_eval(["--merge", *shards, "--out", str(merged), "--min-coverage", "0.5"])
-    assert code == 0 and out.startswith("8 rollouts on split 'test'"), err
-    code, out, err = run_eval(["--compare", str(runs / "a"), str(merged), "--seed", "3", "--force"])
-    assert code == 0 and "pass@1 B-A: +0.000" in out, err
+    """The same exit code, stdout, stderr and files in --out (at the same depth, so that
+    run.json's package is the same relative path), the refusals included."""
+    threshold = tmp_path / "threshold"  # b, of another pass rule
+    if not threshold.exists():
+        shutil.copytree(runs / "b", threshold)
+        summary = json.loads((threshold / "summary.json").read_text())
+        (threshold / "summary.json").write_text(json.dumps({**summary, "pass_threshold": 0.5}))
+    done = []
+    for spelling in ("new", "old"):
+        out = tmp_path / spelling / "merged"
+        out.parent.mkdir()
+        names = {
+            "out": out,
+            "threshold": threshold,
+            **{n: runs / n for n in ("a", "b", "s0", "s1")},
+        }
+        given = [arg.format(**names) for arg in args]
+        if spelling == "old":
+            given = ["eval", f"--{given[0]}", *given[1:]]
+        run = _in_process(given)
+        files = {p.name: p.read_bytes() for p in sorted(out.glob("*")) if p.is_file()}
+        files.pop(".lock", None)
+        done.append((run.code, run.stdout, run.stderr.replace(str(out), "OUT"), files))
+        assert run.code == code and said.format(**names) in run.stdout + run.stderr, run
+    assert done[0] == done[1]
+    assert bool(done[0][3]) == (args[0] == "merge" and code == 0)
 
 
 # The eval extra's openai as an environment without it has it: not found by the import
@@ -137,9 +170,9 @@ def test_eval_without_its_extra_says_what_to_install(runs: Path, tmp_path: Path)
     args = [str(ECHO), "--endpoint", f"{dead}/v1", "--model", "m", "--base-url", dead]
     line = _one_error(*orsgen_eval(*args))
     assert "No module named 'openai'" in line and "pip install 'orsgen[eval]'" in line, line
-    line = _one_error(*orsgen_eval("--merge", str(runs / "s0"), "--out", str(tmp_path / "m")))
-    assert "pip install 'orsgen[eval]'" in line, line
-    # What needs none of it still works: --help, --compare.
+    merged = orsgen_eval("--merge", str(runs / "s0"), "--out", str(tmp_path / "m"))
+    assert "pip install 'orsgen[eval]'" in _one_error(*merged, "merge"), merged
+    # What needs none of it still works: --help, compare.
     code, out, err = orsgen_eval("--compare", str(runs / "a"), str(runs / "b"))
     assert code == 0 and "pass@1 B-A: " in out, err
     code, out, _ = orsgen_eval("--help")

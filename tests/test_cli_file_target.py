@@ -137,8 +137,13 @@ def test_a_fresh_package_is_up_to_date(tmp_path: Path, orsgen_cli) -> None:
     # when a nested model's properties arrive unsorted (the stored JSON sorts them).
     (tmp_path / "nested_env.py").write_text(textwrap.dedent(NESTED_ENV))
     out = tmp_path / "nested"
-    run = orsgen_cli([str(tmp_path / "nested_env.py"), "-o", str(out), "-q"])
+    run = orsgen_cli([str(tmp_path / "nested_env.py"), "-o", str(out)])
     assert run.code == 0, run.stderr
+    # Its last line points to validation (issue 46), but from a stored snapshot.json.
+    validate = f"; before training on it: orsgen validate {tmp_path / 'nested_env.py'}\n"
+    assert run.stderr.endswith(validate), run.stderr
+    again = orsgen_cli([str(out / "snapshot.json"), "-o", str(out)])
+    assert again.code == 0 and "orsgen validate" not in again.stderr, again.stderr
     check = orsgen_cli(["check", str(out), "-q"])
     assert check.code == 0, check.stdout + check.stderr
 

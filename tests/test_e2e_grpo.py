@@ -247,7 +247,7 @@ def test_demo_eval_step_compares_the_warmed_up_and_trained_models(
 ) -> None:
     """scripts/demo.sh's eval step after its training path: examples/eval_demo.py serves the
     saved models with a real ``transformers serve``, evaluates them with ``orsgen eval``'s API
-    on the held-out test split of a real echo server, and ``orsgen eval --compare`` (the
+    on the held-out test split of a real echo server, and ``orsgen compare`` (the
     command) names both runs."""
     import eval_demo  # examples/, as demo.sh runs it
     import train_echo
@@ -285,7 +285,7 @@ def test_demo_eval_step_compares_the_warmed_up_and_trained_models(
         assert f"{name} ({model}): 8 rollouts on split 'test'" in printed, printed
 
     compare = subprocess.run(
-        [sys.executable, "-m", "orsgen", "eval", "--compare"]
+        [sys.executable, "-m", "orsgen", "compare"]
         + [str(runs / "test" / "before"), str(runs / "test" / "after")],
         cwd=ROOT,
         capture_output=True,

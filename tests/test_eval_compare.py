@@ -1,4 +1,4 @@
-"""``orsgen eval --compare RUN_A RUN_B [RUN_C ...]`` (issue 40 item 5): each run's figures and
+"""``orsgen compare RUN_A RUN_B [RUN_C ...]`` (issue 40 item 5): each run's figures and
 each run against the first, checked against an independent computation. The statistics
 alone: the sign-flip test's p-value against every sign enumerated here (and, past 20 non-zero
 differences, against the binomial law of equal magnitudes), the paired interval in
@@ -10,6 +10,7 @@ whose seed it picks), the figures recomputed from each run's results.jsonl."""
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import json
@@ -29,6 +30,7 @@ from conftest import ROOT, results_rows, run_eval
 from orsgen.eval.compare import CSV_COLUMNS, sign_flip_p
 
 ECHO = ROOT / "generated" / "echo"
+run_compare = functools.partial(run_eval, command="compare")
 N = 3
 SEEDS = (11, 5, 2)  # three runs: A (the baseline), B, C
 
@@ -135,7 +137,7 @@ def pass_rates(run: Path) -> dict[int, float]:
 @pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_compare_three_runs_as_json_md_and_csv(runs: list[Path]) -> None:
     given = [str(runs[0]), str(runs[1] / "run.json"), str(runs[2])]  # a run.json names its run
-    code, out, err = run_eval(["--compare", *given, "--format", "json"])
+    code, out, err = run_compare([*given, "--format", "json"])
     assert code == 0, err
     document = json.loads(out)  # stdout is the document alone
     assert list(document) == ["runs", "paired"]
@@ -169,7 +171,7 @@ def test_compare_three_runs_as_json_md_and_csv(runs: list[Path]) -> None:
     # The runs differ somewhere, or the test would show nothing.
     assert any(p["fail_to_pass"] or p["pass_to_fail"] for p in document["paired"])
 
-    code, md, err = run_eval(["--compare", *given])  # md, the default
+    code, md, err = run_compare([*given])  # md, the default
     assert code == 0, err
     lines = md.splitlines()
     assert sum(line.startswith("|") for line in lines) == 2 + 3  # header, rule, three runs
@@ -184,7 +186,7 @@ def test_compare_three_runs_as_json_md_and_csv(runs: list[Path]) -> None:
             shown = named if tasks else "none"
             assert f"{key.replace('_', ' ')} (pass rate {said}): {shown}" in lines, md
 
-    code, text, err = run_eval(["--compare", *given, "--format", "csv"])
+    code, text, err = run_compare([*given, "--format", "csv"])
     assert code == 0, err
     table = list(csv.DictReader(io.StringIO(text)))
     assert list(table[0]) == list(CSV_COLUMNS) and [r["run"] for r in table] == ["A", "B", "C"]
@@ -203,11 +205,11 @@ def test_runs_written_before_usage_show_n_a(runs: list[Path], tmp_path: Path) ->
     for key in ("usage", "cost", "stop"):
         summary.pop(key, None)
     (old / "summary.json").write_text(json.dumps(summary))
-    code, out, err = run_eval(["--compare", str(runs[0]), str(old), "--format", "json"])
+    code, out, err = run_compare([str(runs[0]), str(old), "--format", "json"])
     assert code == 0, err
     shown = json.loads(out)["runs"][1]
     assert (shown["usage"], shown["cost"], shown["stop"]) == (None, None, None)
-    code, md, err = run_eval(["--compare", str(runs[0]), str(old)])
+    code, md, err = run_compare([str(runs[0]), str(old)])
     assert code == 0, err
     (row,) = [line for line in md.splitlines() if line.startswith(f"| B: {old} ")]
     assert row.endswith("| n/a | n/a | n/a |"), row
@@ -215,11 +217,9 @@ def test_runs_written_before_usage_show_n_a(runs: list[Path], tmp_path: Path) ->
 
 @pytest.mark.slow  # orsgen processes and servers; the fast tier stays under 4 min
 def test_compare_usage_errors_and_forced_json(runs: list[Path], tmp_path: Path) -> None:
-    code, out, err = run_eval(["--compare", str(runs[0])])
+    code, out, err = run_compare([str(runs[0])])
     assert code == 2 and out == "" and err.count("\n") == 1, err
-    assert "--compare takes two runs or more" in err
-    code, out, err = run_eval([str(ECHO), "--format", "json"])
-    assert code == 2 and err.count("\n") == 1 and "--format goes with --compare" in err, err
+    assert "takes two runs or more" in err
     # A run of another pass rule is refused; forced, the warning goes to stderr and stdout
     # stays the document.
     other = tmp_path / "other"
@@ -227,9 +227,9 @@ def test_compare_usage_errors_and_forced_json(runs: list[Path], tmp_path: Path) 
     summary = json.loads((other / "summary.json").read_text())
     (other / "summary.json").write_text(json.dumps({**summary, "pass_threshold": 0.5}))
     three = [str(runs[0]), str(runs[1]), str(other)]
-    code, out, err = run_eval(["--compare", *three])
+    code, out, err = run_compare([*three])
     assert code == 2 and "the runs differ in pass_threshold (1.0 and 0.5: " in err, err
-    code, out, err = run_eval(["--compare", *three, "--force", "--format", "json"])
+    code, out, err = run_compare([*three, "--force", "--format", "json"])
     assert code == 0 and len(json.loads(out)["paired"]) == 2, err
     assert err == "warning: C differs from A in pass_threshold\n", err
 
@@ -240,7 +240,7 @@ def test_compare_from_python_is_the_command(runs: list[Path]) -> None:
 
     a, b = (load_summary(r) for r in runs[:2])
     both = compare_runs([a, b])
-    code, out, err = run_eval(["--compare", str(runs[0]), str(runs[1]), "--format", "json"])
+    code, out, err = run_compare([str(runs[0]), str(runs[1]), "--format", "json"])
     assert code == 0 and json.loads(out)["paired"][0] == {**both["paired"][0], "run": str(runs[1])}
     assert format_comparison(both).splitlines()[0].startswith("| run | model | pass@1")
     assert load_summary(runs[0] / "run.json") == load_summary(runs[0])

@@ -1,4 +1,4 @@
-"""Issue 45 items 9, 10, 13 and 17 (compare): ``orsgen eval --compare`` of summaries written
+"""Issue 45 items 9, 10, 13 and 17 (compare): ``orsgen compare`` of summaries written
 here (the statistics and the checks need no server), and a resume at new addresses.
 
 - the paired interval agrees with the p-value: it excludes 0 exactly when p < 0.05, and with
@@ -12,6 +12,7 @@ here (the statistics and the checks need no server), and a resume at new address
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from pathlib import Path
@@ -25,6 +26,7 @@ from conftest import ROOT, run_eval
 from orsgen.identity import COMPARED
 
 ECHO = ROOT / "generated" / "echo"
+run_compare = functools.partial(run_eval, command="compare")
 SAME = {"environment": "echo", "split": "test", "tools_sha256": "x", "n": 3, "max_turns": 8}
 SAME |= {"pass_threshold": 1.0, "unfinished_reward": None, "max_rollout_tokens": None}
 SAME |= {"rollout_timeout": None}
@@ -52,10 +54,10 @@ def test_the_interval_agrees_with_the_p_value(seed: int, tmp_path: Path) -> None
     b = [min(1.0, x + (lift if rng.random() < 0.7 else -1 / 3)) for x in a]
     b = [max(0.0, x) for x in b]
     given = [written(tmp_path, "a", summary(a)), written(tmp_path, "b", summary(b))]
-    code, out, err = run_eval(["--compare", *given, "--format", "json"])
+    code, out, err = run_compare([*given, "--format", "json"])
     assert code == 0, err
     pair = json.loads(out)["paired"][0]
-    code, md, err = run_eval(["--compare", *given])
+    code, md, err = run_compare([*given])
     assert code == 0, err
     (line,) = [x for x in md.splitlines() if x.startswith("pass@1 B-A: ")]
     if tasks < 6:
@@ -69,7 +71,7 @@ def test_the_interval_agrees_with_the_p_value(seed: int, tmp_path: Path) -> None
 
 def test_a_run_s_pass_at_1_interval_is_wilson(tmp_path: Path) -> None:
     given = [written(tmp_path, "a", summary([0.0] * 8)), written(tmp_path, "b", summary([1.0] * 8))]
-    code, out, err = run_eval(["--compare", *given, "--format", "json"])
+    code, out, err = run_compare([*given, "--format", "json"])
     assert code == 0, err
     document = json.loads(out)
     (lo0, hi0), (lo1, hi1) = (r["pass_at_1_ci95"] for r in document["runs"])
@@ -82,21 +84,21 @@ def test_every_setting_that_decides_pass_or_fail_is_checked(tmp_path: Path) -> N
     rates = [0.0, 1.0, 1 / 3, 2 / 3]
     base = written(tmp_path, "a", summary(rates))
     same = written(tmp_path, "same", summary(rates))
-    code, _, err = run_eval(["--compare", base, same])
+    code, _, err = run_compare([base, same])
     assert code == 0 and "warning" not in err, err
     differing = {"environment": "rich", "split": "train", "tools_sha256": "y", "n": 4}
     differing |= {"max_turns": 3, "pass_threshold": 0.5, "unfinished_reward": 1.0}
     assert set(differing) == set(COMPARED)  # every field the rule names is tried
     for field, value in differing.items():
         other = written(tmp_path, field, summary([1.0] * 4, **{field: value}))
-        code, out, err = run_eval(["--compare", base, other])
+        code, out, err = run_compare([base, other])
         assert code == 2 and out == "" and err.count("\n") == 1, (field, err)
         assert f"the runs differ in {field} " in err and "--force" in err, err
-    code, out, err = run_eval(["--compare", base, other, "--force", "--format", "json"])
+    code, out, err = run_compare([base, other, "--force", "--format", "json"])
     assert code == 0 and "warning: the runs differ in unfinished_reward" in err, err
     for limit, value in (("max_rollout_tokens", 2000), ("rollout_timeout", 30.0)):
         other = written(tmp_path, limit, summary(rates, **{limit: value}))
-        code, out, err = run_eval(["--compare", base, other, "--format", "json"])
+        code, out, err = run_compare([base, other, "--format", "json"])
         assert code == 0 and err.count("\n") == 1 and f"warning: the runs differ in {limit}" in err
         assert json.loads(out)["paired"][0]["tasks"] == 4
 
@@ -107,7 +109,7 @@ def test_a_file_that_is_not_a_summary_is_one_line(force: list[str], tmp_path: Pa
     bad = {"not": "a summary"}
     null = {**summary([0.0, 1.0]), "pass_at_k": {"1": None}}
     for name, document in (("bad", bad), ("list", [1, 2]), ("null", null)):
-        code, out, err = run_eval(["--compare", base, written(tmp_path, name, document), *force])
+        code, out, err = run_compare([base, written(tmp_path, name, document), *force])
         assert code == 2 and out == "" and err.count("\n") == 1, err
         assert "Traceback" not in err and f"{name}.json" in err, err
 

@@ -78,7 +78,7 @@ def test_help_states_each_default_and_what_is_written(orsgen_subprocess) -> None
         ("--max-rollout-tokens N", "default: no limit)"),
         ("--price IN,OUT", "(default: none)"),
         ("--out OUT", "(default: none, nothing is written)"),
-        ("--pass-threshold PASS_THRESHOLD", "(default 1.0, the package's pass threshold)"),
+        ("--pass-threshold PASS_THRESHOLD", "(default: the package's pass threshold, else 1)"),
         ("-n SAMPLES, --samples SAMPLES", "(default 1)"),
     ]:
         found = re.search(re.escape(flag) + r" (.*?)(?= -{1,2}[a-z]|$)", text)

@@ -1,5 +1,5 @@
 """Shards of an evaluation (``orsgen eval --shard I/N``, ``EvalConfig(shard=...)``) and their
-merge (``orsgen eval --merge SHARD... --out RUN``, ``orsgen/eval/merge.py``), issue 36:
+merge (``orsgen merge SHARD... --out RUN``, ``orsgen/eval/merge.py``), issue 36:
 three shards merged are the unsharded run (the same (task, sample) pairs, the same rows,
 the same summary.json apart from timing), the SLURM script of the docs run as SLURM runs it,
 and every merge refusal in one line. The endpoint is deterministic: the scripted stand-in
@@ -107,7 +107,7 @@ def runs(
 
 
 def _merge(*args: str | Path) -> tuple[int, str, str]:
-    proc = eval_process(["--merge", *map(str, args)])
+    proc = eval_process(list(map(str, args)), command="merge")
     out, err = proc.communicate(timeout=120)
     return proc.returncode, out, err
 
@@ -194,7 +194,9 @@ def test_a_shard_resumes_as_a_run(
 
 def _one_line(code: int, out: str, err: str, *said: str) -> None:
     assert code == 2 and out == "", (code, out, err)
-    assert err.count("\n") == 1 and err.startswith("orsgen eval: error: "), err
+    assert err.count("\n") == 1 and err.startswith(
+        ("orsgen eval: error: ", "orsgen merge: error: ")
+    ), err
     for words in said:
         assert words in err, err
 
@@ -279,7 +281,7 @@ def test_merge_refuses_what_is_not_a_finished_shard(runs: Path, tmp_path: Path) 
     assert not (out / "results.jsonl").exists() and not (out / "run.json").exists()
     _one_line(*_merge(*shards, "--out", shards[0]), "is one of the shards")
     _one_line(*_merge(*shards, "--out", runs / "whole"), "already holds a run")
-    _one_line(*_merge(*shards), "--merge needs --out")
+    _one_line(*_merge(*shards), "the following arguments are required: --out")
 
 
 @pytest.mark.slow  # five `orsgen eval` processes
@@ -554,7 +556,7 @@ def test_every_file_of_a_run_honours_the_umask(
         _, err = proc.communicate(timeout=120)
     else:
         shards = [runs / f"shard-{i}" for i in range(SHARDS)]
-        proc = eval_process(["--merge", *map(str, shards), "--out", str(out)], umask=umask)
+        proc = eval_process([*map(str, shards), "--out", str(out)], command="merge", umask=umask)
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     code, _, err = _orsgen(["view", out], umask)
@@ -626,7 +628,7 @@ def test_out_naming_a_file_is_one_line(command: str, runs: Path, tmp_path: Path)
     out.write_text("not a run\n")
     args = {
         "eval": ["eval", ECHO, "--endpoint", "http://127.0.0.1:1/v1", "--model", "m"],
-        "merge": ["eval", "--merge", *(runs / f"shard-{i}" for i in range(SHARDS))],
+        "merge": ["merge", *(runs / f"shard-{i}" for i in range(SHARDS))],
         "replay": ["replay", runs / "whole"],
     }[command]
     code, printed, err = _orsgen([*args, "--out", out], 0o022)
@@ -648,8 +650,8 @@ def test_a_merge_stopped_by_sigterm_says_to_run_it_again(runs: Path, tmp_path: P
     (shard / "results.jsonl").unlink()
     os.mkfifo(shard / "results.jsonl")  # no writer: the merge waits at its rows
     out = tmp_path / "merged"
-    args = ["--merge", str(runs / "shard-0"), str(runs / "shard-1"), str(shard), "--out", str(out)]
-    proc = eval_process(args)
+    args = [str(runs / "shard-0"), str(runs / "shard-1"), str(shard), "--out", str(out)]
+    proc = eval_process(args, command="merge")
     try:
         deadline = time.monotonic() + 60
         while not (out / "adapter.json").exists() and time.monotonic() < deadline:
@@ -663,12 +665,12 @@ def test_a_merge_stopped_by_sigterm_says_to_run_it_again(runs: Path, tmp_path: P
             proc.wait()
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert err.endswith(
-        f"orsgen eval: interrupted; {out} is unfinished: run the same merge again to complete "
+        f"orsgen merge: interrupted; {out} is unfinished: run the same merge again to complete "
         "it\n"
     ), err
     assert "--resume" not in err
     (shard / "results.jsonl").unlink()
     shutil.copy(runs / "shard-2" / "results.jsonl", shard / "results.jsonl")
-    code, _, err = _merge(*args[1:4], "--out", out)
+    code, _, err = _merge(*args[:3], "--out", out)
     assert code == 0, err
     _same_run(out, runs / "whole")

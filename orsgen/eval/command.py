@@ -1,6 +1,5 @@
-"""``orsgen eval DIR --endpoint URL --model NAME [options]``, ``orsgen eval --compare
-RUN_A RUN_B [RUN_C ...]`` and ``orsgen eval --merge SHARD... --out RUN``: the command line over
-:func:`orsgen.eval.evaluate`, :func:`orsgen.eval.compare_runs` and :func:`orsgen.eval.merge_shards`.
+"""``orsgen eval DIR --endpoint URL --model NAME [options]``: the command line over
+:func:`orsgen.eval.evaluate`; and what it shares with ``orsgen merge`` (:func:`ran`).
 
 Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage``
 is not met, when every endpoint has been down for ``--endpoint-down-limit`` (or for a bug:
@@ -18,26 +17,19 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from orsgen.arguments import Failed, UsageError, needs, run_directory, secret_pairs
-from orsgen.eval.compare import compared
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import EndpointsDown, check, keyed
-from orsgen.eval.merge import merge_shards
 from orsgen.eval.options import parser
 from orsgen.eval.run import EvalResult, evaluate, shown, tasks_of
 from orsgen.wording import plural
 
 # The options whose dest is a field of EvalConfig set that field (``-n``: ``n``).
 CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(EvalConfig))
-# What --compare and --merge take (dests): any other option given with them is refused.
-TAKES = {
-    "compare": {"compare", "force", "seed", "format"},
-    "merge": {"merge", "out", "partial", "force", "min_coverage"},
-}
 EXTRA = ("openai", "tqdm", "matplotlib", "transformers")  # orsgen[eval]: evaluate, merge
 
 
@@ -72,20 +64,6 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
     if len(found) != 1:
         raise UsageError(f"the package has adapters {sorted(found)}; pick one with --env-class")
     return next(iter(found.values()))
-
-
-def _required(args: argparse.Namespace) -> None:
-    given = {"DIR": args.dir, "--endpoint": args.endpoint, "--model": args.model}
-    missing = [name for name, value in given.items() if not value]
-    if missing:
-        raise UsageError(
-            f"the following arguments are required: {', '.join(missing)} "
-            "(or --compare RUN_A RUN_B)"
-        )
-    if args.resume and not args.out:
-        raise UsageError("--resume needs --out RUN, the run to continue")
-    if args.partial:
-        raise UsageError("--partial goes with --merge SHARD...")
 
 
 def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
@@ -143,7 +121,8 @@ def adapter_config(args: argparse.Namespace, klass: Any, package: str, **setting
 def _evaluate(args: argparse.Namespace) -> EvalResult:
     """Every option checked, then the endpoint, then the run; everything up to the first
     rollout raises UsageError or EvalConfigError."""
-    _required(args)
+    if args.resume and not args.out:
+        raise UsageError("--resume needs --out RUN, the run to continue")
     keyed(args.endpoint, args.endpoint_api_key)  # the key count, before anything else
     if args.out:
         run_directory(args.out, "--out")
@@ -188,20 +167,25 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
-    if compared(args):
-        return 0
-    needs("eval", EXTRA)
-    if args.merge and not args.out:
-        raise UsageError("--merge needs --out RUN, the run to write")
-    if args.merge:
-        out = run_directory(args.out, "--out")
-        result = merge_shards(args.merge, out, partial=args.partial, force=args.force)
-    else:
-        from orsgen.runtime.upload.uploader import said_once
-
-        with said_once(args.upload_run) if args.upload_run else contextlib.nullcontext():
-            result = _evaluate(args)
+def ran(work: Callable[[], EvalResult], command: str, kept: str, min_coverage: float | None) -> int:
+    """``orsgen eval`` and ``orsgen merge``: ``work``'s run, its headline on stdout and where
+    its files are on stderr; SIGTERM stops it as Ctrl-C does, with a line that says what is
+    ``kept``, and the library's errors are one line, naming the option (of ``orsgen eval``)
+    that sets their field."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        result = work()
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
+        print(f"orsgen {command}: interrupted{kept}", file=sys.stderr, flush=True)
+        signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
+        os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
+    except EvalConfigError as exc:
+        option = parser().option(exc.field) if exc.field else None
+        raise UsageError(f"{option} {exc.problem}" if option else str(exc)) from None
+    except EndpointsDown as exc:
+        raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     n = result.summary["n"]
     share = result.summary["zero_variance_share"].get(str(n))
     groups = f", zero-variance share at G={n}: {shown(share)}" if n >= 2 else ""
@@ -209,37 +193,24 @@ def _run(args: argparse.Namespace) -> int:
     if result.out is not None:
         print(f"results in {result.out}: results.jsonl, summary.json, report.md", file=sys.stderr)
         print(f"read every rollout: orsgen view {shlex.quote(str(result.out))}", file=sys.stderr)
-    if args.min_coverage is not None and result.coverage < args.min_coverage:
-        raise Failed(f"coverage {result.coverage:.3f} is below --min-coverage {args.min_coverage}")
+    if min_coverage is not None and result.coverage < min_coverage:
+        raise Failed(f"coverage {result.coverage:.3f} is below --min-coverage {min_coverage}")
     return 0
 
 
 def main(argv: Sequence[str]) -> int:
     """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
-    p = parser()
-    args = p.parse(list(argv))
-    for mode, takes in TAKES.items():
-        if getattr(args, mode):
-            p.only(argv, f"--{mode}", takes)
+    args = parser().parse(list(argv))
+    needs("eval", EXTRA)
     kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
-    if args.merge and args.out:  # a merge is completed by the same merge (merge refuses --resume)
-        kept = f"; {args.out} is unfinished: run the same merge again to complete it"
-    previous = signal.signal(signal.SIGTERM, _terminated)
-    try:
-        return _run(args)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (a preemption, an eviction)
-        print(f"orsgen eval: interrupted{kept}", file=sys.stderr, flush=True)
-        signum = next((a for a in exc.args if isinstance(a, int)), signal.SIGINT)
-        os._exit(128 + signum)  # the abandoned rollouts' threads are not waited for
-    except EvalConfigError as exc:
-        # The library names its field; the command names the option that sets it.
-        if exc.field in vars(args):
-            raise UsageError(f"{p.option(exc.field)} {exc.problem}") from None
-        raise UsageError(str(exc)) from None
-    except EndpointsDown as exc:
-        raise Failed(f"{exc} (--endpoint-down-limit){kept}") from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+
+    def run() -> EvalResult:
+        from orsgen.runtime.upload.uploader import said_once
+
+        with said_once(args.upload_run) if args.upload_run else contextlib.nullcontext():
+            return _evaluate(args)
+
+    return ran(run, "eval", kept, args.min_coverage)
 
 
 def _terminated(signum: int, _frame: Any) -> None:

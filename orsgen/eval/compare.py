@@ -1,4 +1,4 @@
-"""``orsgen eval --compare RUN_A RUN_B [RUN_C ...]``: did each run do better than the first,
+"""``orsgen compare RUN_A RUN_B [RUN_C ...]``: did each run do better than the first,
 the baseline, on the same tasks? Per run: its model, pass@1 with its Wilson interval (over
 tasks), mean reward, coverage, tokens, cost and why its rollouts ended. Per run against the
 baseline, on the tasks both gave a pass@1 (the *shared* tasks), paired by task:
@@ -16,16 +16,13 @@ baseline, on the tasks both gave a pass@1 (the *shared* tasks), paired by task:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.arguments import UsageError
 from orsgen.eval.results import RunFileError, shortened
 from orsgen.eval.summary import wilson_interval
 from orsgen.identity import COMPARED, WARNED, differences
@@ -328,7 +325,7 @@ CSV_COLUMNS = (
 
 
 def format_comparison(c: Mapping[str, Any], format: str = "md") -> str:
-    """What ``orsgen eval --compare --format FORMAT`` prints for a :func:`compare_runs`
+    """What ``orsgen compare --format FORMAT`` prints for a :func:`compare_runs`
     result: ``md`` (a table of the runs, then each run against the
     baseline, warnings first), ``json`` (only ``{"runs": ..., "paired": ...}``) or ``csv``
     (a row per run)."""
@@ -339,39 +336,3 @@ def format_comparison(c: Mapping[str, Any], format: str = "md") -> str:
     if format == "md":
         return _markdown(c)
     raise ValueError(f"format is one of {', '.join(FORMATS)}, got {format!r}")
-
-
-def compare_options(p: argparse.ArgumentParser) -> None:
-    """``orsgen eval``'s ``--compare`` and ``--format`` (``--force`` and ``--seed`` are shared)."""
-    p.add_argument(
-        "--compare",
-        nargs="+",
-        metavar="RUN",
-        help="compare runs (directories or their run.json), the first the baseline: each "
-        "run's figures, and each against it on their shared tasks, paired",
-    )
-    p.add_argument(
-        "--format",
-        choices=FORMATS,
-        help="with --compare: md (default), json (only the document on stdout) or csv",
-    )
-
-
-def compared(args: argparse.Namespace) -> bool:
-    """Print ``--compare``'s comparison when asked (``True``); warnings go to stderr but with
-    ``md``, where they open the text (stdout is the document alone otherwise)."""
-    if not args.compare:
-        if args.format:
-            raise UsageError("--format goes with --compare RUN_A RUN_B ...")
-        return False
-    if len(args.compare) < 2:
-        raise UsageError("--compare takes two runs or more: RUN_A RUN_B [RUN_C ...]")
-    runs = [Path(p).parent if Path(p).name == RUN_FILE else Path(p) for p in args.compare]
-    names = [str(run) for run in runs]  # a run.json named as its run
-    found = compare_runs([load_summary(run) for run in runs], names, args.seed or 0, args.force)
-    form = args.format or "md"
-    warnings: list[str] = found["warnings"] if form != "md" else []
-    for said in warnings:
-        print(f"warning: {said}", file=sys.stderr)
-    print(format_comparison(found, form))
-    return True

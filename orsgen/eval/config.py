@@ -44,7 +44,7 @@ class EvalConfig:
     adapter. ``rollout_timeout`` is the seconds a rollout may take from its reset (``None``:
     the adapter's, no limit by default), ``request_timeout`` the seconds an endpoint
     request may take. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I`` from
-    0), evaluating its part of the tasks (:meth:`tasks`); ``orsgen eval --merge`` makes one
+    0), evaluating its part of the tasks (:meth:`tasks`); ``orsgen merge`` makes one
     run of the ``N``. ``max_rollout_tokens`` ends a rollout whose tokens so far (prompt plus
     completion, as the endpoint reports them) pass it (``stop`` ``token_limit``); ``price``,
     ``(IN, OUT)`` per million prompt and completion tokens, gives each row its ``cost``.

@@ -1,4 +1,4 @@
-"""``orsgen eval --merge``: the shards of one run made one run directory. run.json is checked
+"""``orsgen merge``: the shards of one run made one run directory. run.json is checked
 before a row is read; rows are streamed, each checked to be its shard's and there once.
 
 A merge holds ``--out``'s lock and writes every file whole, run.json first and summary.json

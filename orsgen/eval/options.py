@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from orsgen.arguments import Parser, at_least, http_url, in_range, number, price, seconds
-from orsgen.eval.compare import compare_options
+from orsgen.arguments import Parser, at_least, http_url, in_range, number, price, rollout_options
+from orsgen.arguments import environment_options as _environment_options
+from orsgen.arguments import seconds
 from orsgen.eval.config import DEFAULT_MAX_TURNS, DEFAULT_REQUEST_ATTEMPTS
 from orsgen.eval.config import DEFAULT_REQUEST_TIMEOUT, EvalConfigError
 from orsgen.eval.config import parse_shard
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT
-from orsgen.runtime.records.passk import PASS_THRESHOLD
 
 
 def _indices(text: str) -> list[int]:
@@ -37,26 +37,19 @@ def parser() -> Parser:
         description="Evaluate a model behind an OpenAI-compatible endpoint on an environment, "
         "through a generated adapter package. Nothing is written without --out; with it, the "
         "run's files go there and the command ends by saying where.",
+        epilog="orsgen eval --compare RUN... and orsgen eval --merge SHARD... are aliases of "
+        "orsgen compare RUN... and orsgen merge SHARD...",
     )
-    p.add_argument("dir", nargs="?", help="the generated package directory")
-    compare_options(p)
-    p.add_argument("--merge", nargs="+", metavar="SHARD", help="merge a run's shards into --out")
-    p.add_argument("--partial", action="store_true", help="with --merge: allow missing shards")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="with --compare: compare runs that differ in environment, split, tools, -n, "
-        "--max-turns or --pass-threshold; with --merge: replace what --out holds (another "
-        "run, or a merge of other shards)",
-    )
+    p.add_argument("dir", metavar="DIR", help="the generated package directory")
     p.add_argument(
         "--endpoint",
         type=http_url,
         action="append",
+        required=True,
         help="base URL of the OpenAI-compatible API (…/v1); repeat for several serving the "
         "same model: each request goes to the one with the fewest in flight",
     )
-    p.add_argument("--model", help="model name as the endpoint knows it")
+    p.add_argument("--model", required=True, help="model name as the endpoint knows it")
     p.add_argument(
         "--endpoint-api-key",
         action="append",
@@ -94,9 +87,7 @@ def parser() -> Parser:
         default=1,
         help="samples per task (default 1)",
     )
-    p.add_argument(
-        "--concurrency", type=at_least(1), default=1, help="rollouts at once (default 1)"
-    )
+    rollout_options(p, 1, "rollouts", package=True)
     p.add_argument(
         "--max-turns",
         type=at_least(1),
@@ -152,12 +143,6 @@ def parser() -> Parser:
         "(default: none)",
     )
     p.add_argument(
-        "--pass-threshold",
-        type=number,
-        help=f"a rollout passes when its reward >= this (default {PASS_THRESHOLD}, the "
-        "package's pass threshold)",
-    )
-    p.add_argument(
         "--unfinished-reward",
         type=number,
         help="reward of an unfinished rollout (default: none, not passing)",
@@ -193,19 +178,6 @@ def parser() -> Parser:
 
 def environment_options(p: Parser) -> None:
     """The environment's options, as ``orsgen eval`` and ``orsgen replay`` take them."""
-    p.add_argument(
-        "--base-url",
-        type=http_url,
-        action="append",
-        help="ORS server URL (repeat for several; default: the package's, else "
-        "OPENREWARD_SESSION_URL)",
-    )
-    p.add_argument("--api-key", help="ORS API key (default: OPENREWARD_API_KEY); never written")
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="per-session secret (repeatable); never written",
-    )
+    base_url = "the package's, else OPENREWARD_SESSION_URL"
+    _environment_options(p, base_url=base_url, several=True)
     p.add_argument("--env-class", help="the adapter class, when the package has several")

@@ -13,9 +13,8 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from orsgen.arguments import Failed, Parser, UsageError, at_least, http_url, number, output
-from orsgen.arguments import secret_pairs, seconds
-from orsgen.runtime.records.passk import PASS_THRESHOLD
+from orsgen.arguments import Failed, Parser, UsageError, at_least, environment_options, number
+from orsgen.arguments import output, rollout_options, secret_pairs, seconds
 from orsgen.snapshot.errors import TargetError
 from orsgen.validation import report
 from orsgen.validation.run import DEFAULT_CONCURRENCY, DEFAULT_NUM_TASKS, DEFAULT_TIMEOUT, validate
@@ -66,24 +65,11 @@ def parser() -> Parser:
         help="catalog name (namespace/name), URL, Python file, or a generated package "
         "directory (with --base-url)",
     )
-    p.add_argument("--env-name", help="environment on a server that hosts several")
-    p.add_argument(
-        "--base-url",
-        type=http_url,
-        help="with a generated package directory as TARGET: its ORS server (default: the URL "
-        "its snapshot recorded)",
+    environment_options(
+        p,
+        base_url="the one a package directory TARGET recorded; for such a TARGET only",
+        target=True,
     )
-    p.add_argument(
-        "--api-key", help="API key (default: OPENREWARD_API_KEY); never written anywhere"
-    )
-    p.add_argument(
-        "--secret",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="per-session secret (repeatable); never written anywhere",
-    )
-    p.add_argument("--toolset", metavar="NAME", help="bind an SDK harness toolset in every session")
     p.add_argument(
         "--split",
         action="append",
@@ -97,18 +83,7 @@ def parser() -> Parser:
         metavar="N",
         help=f"the first N tasks of each split (default {DEFAULT_NUM_TASKS}; 'all' for every task)",
     )
-    p.add_argument(
-        "--concurrency",
-        type=at_least(1),
-        default=DEFAULT_CONCURRENCY,
-        help=f"sessions at once (default {DEFAULT_CONCURRENCY})",
-    )
-    p.add_argument(
-        "--pass-threshold",
-        type=number,
-        default=PASS_THRESHOLD,
-        help=f"a reward passes when >= this, as in orsgen eval (default {PASS_THRESHOLD:g})",
-    )
+    rollout_options(p, DEFAULT_CONCURRENCY, "sessions", package=False)
     p.add_argument(
         "--reward-range",
         type=_reward_range,
