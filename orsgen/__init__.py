@@ -61,6 +61,11 @@ _PUBLIC: dict[str, str] = {
     "SftError": "orsgen.data.sft",
     # The viewer page of an evaluation run or training trajectories (`orsgen view`).
     "write_view": "orsgen.view",
+    # Any run (evaluation, merge, replay, training trajectories) as typed rollouts.
+    "open_run": "orsgen.runlog",
+    "RunSpec": "orsgen.runlog",
+    "Rollout": "orsgen.runlog",
+    "RunError": "orsgen.runlog",
     # The adapter class of a generated package directory, as `orsgen eval DIR` finds it.
     "load_adapter": "orsgen.eval.command",
     # The errors and warnings a user catches.
@@ -103,7 +108,10 @@ __all__ = [
     "Request",
     "RequestError",
     "Result",
+    "Rollout",
+    "RunError",
     "RunFileError",
+    "RunSpec",
     "ServerNotConfiguredError",
     "SessionCapError",
     "SessionOpenError",
@@ -126,6 +134,7 @@ __all__ = [
     "load_adapter",
     "load_summary",
     "merge_shards",
+    "open_run",
     "pass_at_k",
     "pass_hat_k",
     "passes",
@@ -178,6 +187,10 @@ if TYPE_CHECKING:  # what type checkers and editors see; nothing of it runs at i
     from orsgen.validation import Finding as Finding
     from orsgen.validation import ValidationResult as ValidationResult
     from orsgen.validation import validate as validate
+    from orsgen.runlog import Rollout as Rollout
+    from orsgen.runlog import RunError as RunError
+    from orsgen.runlog import RunSpec as RunSpec
+    from orsgen.runlog import open_run as open_run
     from orsgen.generate.pipeline.run import Request as Request
     from orsgen.generate.pipeline.run import RequestError as RequestError
     from orsgen.generate.pipeline.run import Result as Result

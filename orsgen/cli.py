@@ -130,6 +130,12 @@ COMMANDS = (
         "one self-contained HTML page to read a run's rollouts",
     ),
     Command(
+        "export",
+        "orsgen.runlog.command",
+        "RUN --format inspect|parquet -o FILE",
+        "a run as an Inspect log (.eval) or a Parquet file, one sample or row per rollout",
+    ),
+    Command(
         "serve",
         "orsgen.serve.command",
         "SOURCE [--port P] [--host H]",

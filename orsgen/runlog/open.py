@@ -1,0 +1,173 @@
+"""``open_run(path)``: any run as one typed object (issue 47). An evaluation run, a merged
+run or a replay (a run directory), or a training adapter's trajectory file or a directory of
+them. Files are read through :mod:`orsgen.rundir` (its torn-line, malformed-line and
+duplicate rules); anything unreadable is one :class:`RunError` naming the file and line."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Literal, cast
+
+from orsgen import rundir
+from orsgen.runlog import parse
+from orsgen.runlog.record import JSON, Rollout, RunError, Source
+
+Kind = Literal["eval", "merged", "replay", "trajectory"]
+
+
+def _get(
+    raw: Mapping[str, JSON], key: str, kind: type[object] | tuple[type[object], ...]
+) -> object:
+    value = raw.get(key)
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run's settings (run.json's keys; for a trajectory file, what its lines say). ``raw``
+    is the whole run.json."""
+
+    kind: Kind
+    split: str
+    environment: str
+    adapter: str | None = None
+    model: str | None = None
+    n: int | None = None
+    seed: int | None = None
+    task_indices: list[int] | None = None
+    pass_threshold: float | None = None
+    max_turns: int | None = None
+    unfinished_reward: float | None = None
+    merged: int | None = None  # the number of shards a merged run joined
+    recorded_run: str | None = None
+    raw: dict[str, JSON] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: dict[str, JSON]) -> RunSpec:
+        kind: Kind = (
+            "replay"
+            if config.get("kind") == "replay"
+            else "merged" if config.get("merged") else "eval"
+        )
+        tasks = config.get("task_indices")
+        threshold = _get(config, "pass_threshold", (int, float))
+        unfinished = _get(config, "unfinished_reward", (int, float))
+        return cls(
+            kind=kind,
+            split=str(config.get("split") or ""),
+            environment=str(config.get("environment") or ""),
+            adapter=cast("str | None", _get(config, "adapter", str)),
+            model=cast("str | None", _get(config, "model", str)),
+            n=cast("int | None", _get(config, "n", int)),
+            seed=cast("int | None", _get(config, "seed", int)),
+            task_indices=[int(cast(int, t)) for t in tasks] if isinstance(tasks, list) else None,
+            pass_threshold=None if threshold is None else float(cast(float, threshold)),
+            max_turns=cast("int | None", _get(config, "max_turns", int)),
+            unfinished_reward=None if unfinished is None else float(cast(float, unfinished)),
+            merged=cast("int | None", _get(config, "merged", int)),
+            recorded_run=cast("str | None", _get(config, "recorded_run", str)),
+            raw=config,
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """An opened run: ``.spec``, ``.summary`` (summary.json; ``None`` for an unfinished run
+    or a trajectory file), ``.package`` (the generated package it used, when recorded) and
+    ``.rows()`` (each rollout, in the file's order)."""
+
+    path: Path
+    spec: RunSpec
+    summary: dict[str, JSON] | None
+    package: Path | None
+    files: tuple[Path, ...]
+
+    def rows(self) -> Iterator[Rollout]:
+        for path in self.files:
+            yield from _rows(path, self.spec)
+
+
+def _line_numbers(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
+    """rundir's rows of ``path`` with each one's line number (for errors)."""
+    reader = rundir.run_rows if path.name == rundir.RESULTS_FILE else rundir.located_rows
+    try:
+        line, seen, skip = 1, 0, 0
+        with open(path, "rb") as handle:
+            for offset, row in reader(path):
+                handle.seek(seen)
+                line += handle.read(offset - seen).count(b"\n")
+                seen, skip = offset, 1
+                yield line, row
+    except rundir.RunDirError as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"cannot read {path}: {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:  # a row without a (task, sample) pair
+        where = _next_row(path, seen, line, skip)
+        raise RunError(f"{path}: line {where}: no integer task_index and sample ({exc})") from None
+
+
+def _next_row(path: Path, offset: int, line: int, skip: int) -> int:
+    """The number of the first non-blank line from ``offset`` (line ``line``), past ``skip``."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        for number, text in enumerate(handle.read().split(b"\n")[skip:], line + skip):
+            if text.strip():
+                return number
+    return line
+
+
+def _rows(path: Path, spec: RunSpec) -> Iterator[Rollout]:
+    for line, row in _line_numbers(path):
+        if spec.kind == "trajectory":
+            yield parse.checked(path, line, partial(parse.trajectory_line, row))
+        else:
+            source: Source = "replay" if spec.kind == "replay" else "eval"
+            yield parse.checked(path, line, partial(parse.eval_row, row, spec.raw, source))
+
+
+def _trajectory_files(path: Path) -> tuple[Path, ...]:
+    if path.is_file():
+        return (path,)
+    files = tuple(sorted(path.glob("*.jsonl")))
+    if not files:
+        raise RunError(f"{path} is not an orsgen run (no run.json) nor trajectory files (*.jsonl)")
+    return files
+
+
+def open_run(path: str | os.PathLike[str]) -> Run:
+    """Open an evaluation run, a merged run, a replay, or a trajectory file or directory."""
+    where = Path(path)
+    if not where.exists():
+        raise RunError(f"{where} does not exist")
+    try:
+        if where.is_dir() and (where / rundir.RUN_FILE).is_file():
+            config = cast(dict[str, JSON], rundir.read_config(where))
+            has_summary = (where / rundir.SUMMARY_FILE).is_file()
+            summary = cast(dict[str, JSON], rundir.read_summary(where)) if has_summary else None
+            package = config.get("package")
+            return Run(
+                where,
+                RunSpec.from_config(config),
+                summary,
+                Path(package) if isinstance(package, str) else None,
+                (where / rundir.RESULTS_FILE,),
+            )
+    except rundir.RunDirError as exc:
+        raise RunError(str(exc)) from None
+    files = _trajectory_files(where)
+    first = next((r for f in files for r in _rows(f, _TRAJECTORY)), None)
+    spec = RunSpec(
+        kind="trajectory",
+        split=first.split if first else "",
+        environment=first.environment if first else "",
+        adapter=first.environment if first else None,
+    )
+    return Run(where, spec, None, None, files)
+
+
+_TRAJECTORY = RunSpec(kind="trajectory", split="", environment="")

@@ -1,0 +1,136 @@
+"""The one typed record of a rollout (issue 47): what an eval row, a replay row and a
+training trajectory line all say, under the JSON keys of today's rows. It imports only the
+standard library and :mod:`orsgen.rundir`, so every layer may use it.
+
+A rollout is a :class:`Rollout`; each environment call an :class:`EnvCall`; the token counts
+a :class:`Usage`. :meth:`Rollout.summary` is the slim form resume and summaries use (as
+Inspect's ``EvalSample.summary()``). A text cut by a limit keeps its human-readable mark
+(``... (N more characters)``) and carries ``truncated=True`` beside it: no reader parses the
+mark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+# A JSON value, as a user's checker sees it: no Any.
+JSON = Union[str, int, float, bool, None, list["JSON"], dict[str, "JSON"]]
+Verdict = Literal["scored", "unfinished", "failed"]
+# What produced a row: an evaluation, a replay of one, or a training adapter's trajectory sink.
+Source = Literal["eval", "replay", "trajectory"]
+
+# eval/conversation.cut's mark; the only place it is recognised, for rows written before the
+# record carried the flag.
+_CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
+# The run setting that bounds each stop (a row's "stop" -> run.json's key).
+STOP_LIMITS = {
+    "length": "max_tokens",
+    "max_turns": "max_turns",
+    "token_limit": "max_rollout_tokens",
+    "timeout": "rollout_timeout",
+}
+
+
+class RunError(ValueError):
+    """A run that cannot be read: one line naming the file (and the line). The CLI alone maps
+    it to exit 2."""
+
+
+def _cut(text: str) -> bool:
+    return bool(_CUT_MARK.search(text))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A rollout's tokens, as the endpoint reported them (``None``: it did not)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.prompt_tokens is None and self.completion_tokens is None:
+            return None
+        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+
+
+@dataclass(frozen=True)
+class EnvCall:
+    """One environment tool call: its arguments, the text it answered (``truncated`` when cut),
+    its reward, whether it finished the episode, and its error (``None``: none)."""
+
+    tool: str
+    arguments: dict[str, JSON]
+    text: str
+    reward: float | None = None
+    finished: bool = False
+    error: str | None = None
+    seconds: float | None = None
+    images: list[JSON] = field(default_factory=list)
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One rollout of a run. ``sample`` is an evaluation's sample index (``None`` for a
+    training line, which has ``step`` instead); ``messages`` is the model's conversation (an
+    evaluation or replay row; empty for a training line); ``limit`` is the run setting the
+    ``stop`` hit (``max_turns`` for ``stop == "max_turns"``, ...), ``None`` for other stops."""
+
+    source: Source
+    task_index: int
+    split: str
+    environment: str
+    verdict: Verdict
+    reward: float | None
+    reason: str | None
+    stop: str | None
+    finished: bool
+    sample: int | None = None
+    step: int | None = None
+    limit: float | None = None
+    seconds: float | None = None
+    endpoint_seconds: float | None = None
+    environment_seconds: float | None = None
+    turns: int | None = None
+    usage: Usage = Usage()
+    cost: float | None = None
+    env_calls: list[EnvCall] = field(default_factory=list)
+    messages: list[dict[str, JSON]] = field(default_factory=list)
+    invalid_tool_calls: int = 0
+    # A replay row's comparison with the recorded rollout (None elsewhere).
+    recorded_reward: float | None = None
+    recorded_verdict: str | None = None
+    changed: bool | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Whether any text of the rollout was cut by a limit."""
+        return any(c.truncated for c in self.env_calls)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """The (task, sample or step) pair that names the rollout within its run."""
+        return self.task_index, self.sample if self.sample is not None else (self.step or 0)
+
+    def summary(self) -> dict[str, JSON]:
+        """The slim form resume and summaries use: the row without messages and calls."""
+        return {
+            "task_index": self.task_index,
+            "sample": self.sample,
+            "split": self.split,
+            "verdict": self.verdict,
+            "reward": self.reward,
+            "reason": self.reason,
+            "stop": self.stop,
+            "seconds": self.seconds,
+            "calls": len(self.env_calls),
+            "usage": {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+            },
+            "cost": self.cost,
+        }

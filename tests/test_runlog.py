@@ -1,0 +1,173 @@
+"""The run log (issue 47): ``open_run`` reads every kind of run main wrote before it existed
+(tests/fixtures/runs_v0: an evaluation, two shards and their merge, a replay, a training
+trajectory file) as typed rollouts equal to the rows on disk; one error type for an
+unreadable run (exit 2 at the CLI); ``orsgen export`` to Inspect's log and to Parquet; and a
+user's script reading ``open_run`` passes ``mypy --strict``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, CliRun
+
+from orsgen import RunError, open_run
+
+RUNS = ROOT / "tests" / "fixtures" / "runs_v0"
+# fixture -> (kind, rollouts, split)
+KINDS = {
+    "eval": ("eval", 6, "test"),
+    "shard-0": ("eval", 6, "test"),
+    "merged": ("merged", 12, "test"),
+    "replay": ("replay", 6, "test"),
+    "train.jsonl": ("trajectory", 3, "train"),
+}
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_open_run_reads_each_fixture_run_as_its_rows(name: str) -> None:
+    run = open_run(RUNS / name)
+    kind, count, split = KINDS[name]
+    rows = list(run.rows())
+    assert (run.spec.kind, len(rows), run.spec.split) == (kind, count, split)
+    raw = _lines(RUNS / name if kind == "trajectory" else RUNS / name / "results.jsonl")
+    for rollout, row in zip(rows, raw, strict=True):
+        assert rollout.task_index == row["task_index"] and rollout.reward == row["reward"]
+        assert rollout.split == row["split"]
+        assert [c.tool for c in rollout.env_calls] == [
+            c["tool"] for c in row.get("env_calls", row.get("calls", []))
+        ]
+        if kind == "trajectory":
+            assert (rollout.sample, rollout.step, rollout.verdict) == (None, None, row["outcome"])
+            assert rollout.reason == row["why_unscored"] and rollout.messages == []
+        else:
+            assert (rollout.sample, rollout.verdict) == (row["sample"], row["verdict"])
+            assert rollout.messages == row["messages"] and rollout.summary()["stop"] == row.get(
+                "stop"
+            )
+            assert not rollout.truncated
+    if kind == "trajectory":
+        assert run.summary is None and run.package is None
+    else:
+        config = json.loads((RUNS / name / "run.json").read_text())
+        assert run.spec.raw == config and run.package == Path(config["package"])
+        assert run.summary == json.loads((RUNS / name / "summary.json").read_text())
+    if kind in ("eval", "merged"):
+        usage = [r.usage for r in rows]
+        assert usage == [type(u)(**row["usage"]) for u, row in zip(usage, raw)]
+    if kind == "merged":
+        assert run.spec.merged == 2 and {r.verdict for r in rows} == {"scored"}
+        assert {r.reward for r in rows} == {0.0, 1.0}  # some pass, some fail
+
+
+def test_an_unreadable_run_is_one_error_naming_file_and_line(
+    tmp_path: Path, orsgen_cli: Callable[[list[str]], CliRun]
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "eval", run)
+    results = run / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text("".join([lines[0], "\n", '{"task_index": "x", "sample": 9}\n']))
+    with pytest.raises(RunError, match=rf"{results}: line 3: no integer task_index"):
+        list(open_run(run).rows())
+    results.write_text('{"task_index": 0, "sample": 0, "verdict": "won"}\n')
+    with pytest.raises(RunError, match=rf"{results}: line 1: verdict 'won' is not one of"):
+        list(open_run(run).rows())
+    results.write_text(lines[0] + "not json\n")
+    with pytest.raises(RunError, match=r"line 2 is not a JSON object"):
+        list(open_run(run).rows())
+    with pytest.raises(RunError, match="does not exist"):
+        open_run(tmp_path / "none")
+    done = orsgen_cli(["export", str(run), "--format", "parquet", "-o", str(tmp_path / "x.pq")])
+    assert done.code == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("orsgen export: error:") and "line 2" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["merged", "train.jsonl"])
+def test_export_parquet_is_one_row_per_rollout_pandas_and_datasets_read(
+    name: str, tmp_path: Path, orsgen_cli: Callable[[list[str]], CliRun]
+) -> None:
+    import datasets
+    import pandas
+
+    out = tmp_path / "run.parquet"
+    done = orsgen_cli(["export", str(RUNS / name), "--format", "parquet", "-o", str(out)])
+    assert done.code == 0, done.stderr
+    rows = list(open_run(RUNS / name).rows())
+    frame = pandas.read_parquet(out)
+    assert len(frame) == len(rows)
+    assert [None if math.isnan(x) else x for x in frame["reward"]] == [r.reward for r in rows]
+    table = datasets.Dataset.from_parquet(str(out), cache_dir=str(tmp_path / "cache"))
+    assert table.num_rows == len(rows)
+    assert [len(c) for c in table["env_calls"]] == [len(r.env_calls) for r in rows]
+    assert [len(m) for m in table["messages"]] == [len(r.messages) for r in rows]
+
+
+@pytest.mark.parametrize("name", ["merged", "replay", "train.jsonl"])
+def test_export_inspect_reads_back_with_the_runs_scores_and_tokens(
+    name: str, tmp_path: Path, orsgen_cli: Callable[[list[str]], CliRun]
+) -> None:
+    log_mod = pytest.importorskip("inspect_ai.log")
+    out = tmp_path / "run.eval"
+    done = orsgen_cli(["export", str(RUNS / name), "--format", "inspect", "-o", str(out)])
+    assert done.code == 0, done.stderr
+    rows = list(open_run(RUNS / name).rows())
+    log = log_mod.read_eval_log(str(out))
+    assert log.samples is not None and len(log.samples) == len(rows)
+    in_order = sorted(log.samples, key=lambda s: int(s.metadata["row"]))
+    for sample, rollout in zip(in_order, rows, strict=True):
+        value = sample.scores["reward"].value
+        assert (None if math.isnan(value) else value) == rollout.reward
+        assert sample.metadata["verdict"] == rollout.verdict
+        tokens = sum(u.total_tokens for u in sample.model_usage.values())
+        assert tokens == (rollout.usage.total_tokens or 0)
+        assert len(sample.messages) == len(rollout.messages)
+    total = sum(u.total_tokens for u in log.stats.model_usage.values())
+    assert total == sum(r.usage.total_tokens or 0 for r in rows)
+
+
+USER_SCRIPT = """\
+from orsgen import open_run
+
+run = open_run("tests/fixtures/runs_v0/eval")
+split: str = run.spec.split
+n: int | None = run.spec.n
+for row in run.rows():
+    task: int = row.task_index
+    sample: int | None = row.sample
+    reward: float | None = row.reward
+    verdict: str = row.verdict
+    stop: str | None = row.stop
+    tokens: int | None = row.usage.prompt_tokens
+    tools: list[str] = [c.tool for c in row.env_calls]
+    slim = row.summary()
+"""
+
+
+@pytest.mark.slow  # mypy over orsgen
+def test_a_users_script_reading_open_run_passes_mypy_strict(tmp_path: Path) -> None:
+    script = tmp_path / "user.py"
+    script.write_text(USER_SCRIPT)
+    env = {**os.environ, "MYPYPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent"]
+        + ["--cache-dir", str(tmp_path / "cache"), str(script)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
