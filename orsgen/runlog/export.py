@@ -85,6 +85,26 @@ def _content(value: JSON) -> str:
     return "" if value is None else json.dumps(value)
 
 
+def _items(value: JSON) -> list[dict[str, JSON]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _tool_call(tool_mod: Any, call: dict[str, JSON]) -> Any:
+    fn = call.get("function")
+    fn = fn if isinstance(fn, dict) else {}
+    text = fn.get("arguments")
+    try:
+        arguments: JSON = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        arguments = {"_raw": text}
+    return tool_mod.ToolCall(
+        id=str(call.get("id")),
+        function=str(fn.get("name")),
+        arguments=arguments if isinstance(arguments, dict) else {"_": arguments},
+        type="function",
+    )
+
+
 def _messages(model: Any, messages: list[dict[str, JSON]]) -> list[Any]:
     tool_mod = _module("inspect_ai.tool")
     made: list[Any] = []
@@ -95,21 +115,7 @@ def _messages(model: Any, messages: list[dict[str, JSON]]) -> list[Any]:
         elif role == "user":
             made.append(model.ChatMessageUser(content=content))
         elif role == "assistant":
-            calls = []
-            for c in m.get("tool_calls") or []:  # type: ignore[union-attr]
-                fn = c.get("function") or {}  # type: ignore[union-attr]
-                try:
-                    arguments = json.loads(fn.get("arguments") or "{}")  # type: ignore[union-attr]
-                except ValueError:
-                    arguments = {"_raw": fn.get("arguments")}  # type: ignore[union-attr]
-                calls.append(
-                    tool_mod.ToolCall(
-                        id=str(c.get("id")),  # type: ignore[union-attr]
-                        function=str(fn.get("name")),  # type: ignore[union-attr]
-                        arguments=arguments if isinstance(arguments, dict) else {"_": arguments},
-                        type="function",
-                    )
-                )
+            calls = [_tool_call(tool_mod, c) for c in _items(m.get("tool_calls"))]
             made.append(model.ChatMessageAssistant(content=content, tool_calls=calls or None))
         elif role == "tool":
             made.append(
@@ -127,7 +133,7 @@ def to_inspect(run: Run, out: Path) -> int:
     model = _module("inspect_ai.model")
     scorer = _module("inspect_ai.scorer")
     name = run.spec.model or run.spec.environment or "orsgen"
-    samples = []
+    samples: list[Any] = []
     rollouts = list(run.rows())
     for number, r in enumerate(rollouts):
         messages = _messages(model, r.messages)

@@ -94,8 +94,8 @@ class Run:
 def _line_numbers(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
     """rundir's rows of ``path`` with each one's line number (for errors)."""
     reader = rundir.run_rows if path.name == rundir.RESULTS_FILE else rundir.located_rows
+    line, seen, skip = 1, 0, 0
     try:
-        line, seen, skip = 1, 0, 0
         with open(path, "rb") as handle:
             for offset, row in reader(path):
                 handle.seek(seen)

@@ -16,7 +16,7 @@ from orsgen.runlog.record import (
     Source,
     Usage,
     Verdict,
-    _cut,
+    cut_marked,
 )
 
 _VERDICTS: tuple[Verdict, ...] = ("scored", "unfinished", "failed")
@@ -85,7 +85,7 @@ def _call(value: JSON, output: str) -> EnvCall:
         error=_str(call.get("error"), "error"),
         seconds=_num(call.get("seconds"), "seconds"),
         images=_list(call.get("images"), "images"),
-        truncated=bool(call.get("truncated", _cut(text))),
+        truncated=bool(call.get("truncated", cut_marked(text))),
     )
 
 

@@ -12,7 +12,6 @@ mark.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
@@ -39,7 +38,8 @@ class RunError(ValueError):
     it to exit 2."""
 
 
-def _cut(text: str) -> bool:
+def cut_marked(text: str) -> bool:
+    """Whether ``text`` ends with eval's cut mark (rows written before the flag)."""
     return bool(_CUT_MARK.search(text))
 
 
