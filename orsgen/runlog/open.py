@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Literal, cast
 
-from orsgen import rundir
+import orsgen.rundir as rundir
 from orsgen.runlog import parse
 from orsgen.runlog.record import JSON, Rollout, RunError, Source
 
