@@ -22,6 +22,7 @@ from orsgen.generate.pipeline import run as pipeline
 from orsgen.arguments import Command, Failed, UsageError, environment_options, output
 from orsgen.arguments import Parser as _Parser, secret_pairs, seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
+from orsgen.rundir import RunError
 from orsgen.generate.pipeline.run import Request, Result
 from orsgen.snapshot.stored import Snapshot
 from orsgen.generate.pipeline.versioning import WORDS
@@ -389,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = named.get(argv[0] if argv else "", COMMANDS[0])
     try:
         return command(argv[1:] if command.name else argv)
-    except (UsageError, pipeline.RequestError) as exc:  # a request that cannot be carried out
+    except (UsageError, RunError, pipeline.RequestError) as exc:  # a request that cannot be met
         _error(command, exc)
         return EXIT_USAGE
     except Failed as exc:

@@ -74,8 +74,12 @@ _MISSING = {
 }
 
 
-class RunDirError(ValueError):
-    """A run file that cannot be read: one line naming the file (and the line)."""
+class RunError(ValueError):
+    """A run that cannot be read: one line naming the file (and the line). Every reader
+    raises it (:func:`orsgen.open_run` among them); the CLI alone maps it to exit 2."""
+
+
+RunDirError = RunError  # its name before orsgen.runlog
 
 
 @dataclass(frozen=True)
@@ -93,13 +97,13 @@ def complete(data: bytes) -> bytes:
 
 
 def parsed(line: bytes, path: str | os.PathLike[str], number: int | str) -> Row:
-    """The JSON object of a whole line (the malformed-line rule: :class:`RunDirError`)."""
+    """The JSON object of a whole line (the malformed-line rule: :class:`RunError`)."""
     try:
         value: object = json.loads(line)
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise RunDirError(f"{path}: line {number} is not a JSON object; move the file away")
+        raise RunError(f"{path}: line {number} is not a JSON object; move the file away")
     return cast(Row, value)
 
 
@@ -137,15 +141,15 @@ def read_json(path: str | os.PathLike[str]) -> Row:
     try:
         value: object = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise RunDirError(f"cannot read {path}: {exc}") from None
+        raise RunError(f"cannot read {path}: {exc}") from None
     if not isinstance(value, dict):
-        raise RunDirError(f"{path} holds no JSON object")
+        raise RunError(f"{path} holds no JSON object")
     return cast(Row, value)
 
 
 def _read(directory: str | os.PathLike[str], name: str) -> Row:
     if not (Path(directory) / name).is_file():
-        raise RunDirError(f"{directory} {_MISSING[name]} (no {name})")
+        raise RunError(f"{directory} {_MISSING[name]} (no {name})")
     return read_json(Path(directory) / name)
 
 
@@ -163,7 +167,7 @@ def read_adapter(directory: str | os.PathLike[str]) -> Row:
 
 def run_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
     """:func:`located_rows` of a results.jsonl, each (task, sample) pair checked to be
-    there once (:class:`RunDirError` naming the pair), and a row without an integer
+    there once (:class:`RunError` naming the pair), and a row without an integer
     ``task_index`` or ``sample`` an error naming the file and the line."""
     seen: set[tuple[int, int]] = set()
     for number, offset, row in _numbered_rows(path):
@@ -171,13 +175,13 @@ def run_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
             value = row.get(name)
             if not isinstance(value, int) or isinstance(value, bool):
                 held = "has no" if value is None else f"has {json.dumps(value)[:40]} as its"
-                raise RunDirError(
+                raise RunError(
                     f"{path}: line {number} {held} {name} (an integer): it is not a row "
                     "orsgen eval wrote; move the file away"
                 )
         pair = (int(row["task_index"]), int(row["sample"]))
         if pair in seen:
-            raise RunDirError(
+            raise RunError(
                 f"{path} holds (task {pair[0]}, sample {pair[1]}) twice; it was written by "
                 "two processes at once: evaluate again into another --out"
             )
@@ -254,7 +258,7 @@ def write_run(directory: Path, config: Mapping[str, Any], **facts: Any) -> None:
 def writing(directory: Path) -> Generator[None]:
     """Hold the run directory's lock for the block: one writing process at a time. The
     kernel releases an ``flock`` when its holder dies, so no lock is ever stale; another
-    process is refused (:class:`RunDirError`) naming the holder's pid and host. Temporary
+    process is refused (:class:`RunError`) naming the holder's pid and host. Temporary
     files a killed writer left are removed."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / LOCK_FILE, "a+", encoding="utf-8") as handle:
@@ -268,7 +272,7 @@ def writing(directory: Path) -> Generator[None]:
                 if holder:
                     break
                 time.sleep(0.01)
-            raise RunDirError(
+            raise RunError(
                 f"{directory} is being written by {holder or 'another process'}: one process "
                 "writes a run at a time; wait for it to end, or stop it"
             ) from None

@@ -32,12 +32,15 @@ def flat(rollout: Rollout) -> dict[str, object]:
     """A rollout as one Parquet row: its fields, usage flat, messages and calls as JSON text
     in nested lists (a column of mixed JSON has no one Arrow type)."""
     row: dict[str, object] = {
-        k: v for k, v in asdict(rollout).items() if k not in ("usage", "env_calls", "messages")
+        k: v
+        for k, v in asdict(rollout).items()
+        if k not in ("usage", "env_calls", "messages", "tool_calls")
     }
     row["prompt_tokens"] = rollout.usage.prompt_tokens
     row["completion_tokens"] = rollout.usage.completion_tokens
     row["truncated"] = rollout.truncated
     row["messages"] = [json.dumps(m, sort_keys=True) for m in rollout.messages]
+    row["tool_calls"] = [json.dumps(c) for c in rollout.tool_calls]
     row["env_calls"] = [
         {
             "tool": c.tool,
@@ -68,7 +71,8 @@ def to_parquet(run: Run, out: Path) -> int:
             ("truncated", pa.bool_()),
         ]
     )
-    types = {"messages": pa.list_(pa.string()), "env_calls": pa.list_(call)}
+    texts = pa.list_(pa.string())
+    types = {"messages": texts, "tool_calls": texts, "env_calls": pa.list_(call)}
     names = list(flat(Rollout("eval", 0, "", "", "scored", None, None, None, False)))
     fields = [(n, types.get(n)) for n in names]
     columns = {n: [r[n] for r in rows] for n in names}

@@ -102,8 +102,6 @@ def _line_numbers(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
                 line += handle.read(offset - seen).count(b"\n")
                 seen, skip = offset, 1
                 yield line, row
-    except rundir.RunDirError as exc:
-        raise RunError(str(exc)) from None
     except OSError as exc:
         raise RunError(f"cannot read {path}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:  # a row without a (task, sample) pair
@@ -133,9 +131,14 @@ def _rows(path: Path, spec: RunSpec) -> Iterator[Rollout]:
 def _trajectory_files(path: Path) -> tuple[Path, ...]:
     if path.is_file():
         return (path,)
+    if (path / rundir.RESULTS_FILE).is_file():
+        rundir.read_config(path)  # an evaluation's rows without its run.json: that error
     files = tuple(sorted(path.glob("*.jsonl")))
     if not files:
-        raise RunError(f"{path} is not an orsgen run (no run.json) nor trajectory files (*.jsonl)")
+        raise RunError(
+            f"{path} holds no run ({rundir.RUN_FILE}, {rundir.RESULTS_FILE}) "
+            "nor trajectory files (*.jsonl)"
+        )
     return files
 
 
@@ -144,21 +147,18 @@ def open_run(path: str | os.PathLike[str]) -> Run:
     where = Path(path)
     if not where.exists():
         raise RunError(f"{where} does not exist")
-    try:
-        if where.is_dir() and (where / rundir.RUN_FILE).is_file():
-            config = cast(dict[str, JSON], rundir.read_config(where))
-            has_summary = (where / rundir.SUMMARY_FILE).is_file()
-            summary = cast(dict[str, JSON], rundir.read_summary(where)) if has_summary else None
-            package = config.get("package")
-            return Run(
-                where,
-                RunSpec.from_config(config),
-                summary,
-                Path(package) if isinstance(package, str) else None,
-                (where / rundir.RESULTS_FILE,),
-            )
-    except rundir.RunDirError as exc:
-        raise RunError(str(exc)) from None
+    if where.is_dir() and (where / rundir.RUN_FILE).is_file():
+        config = cast(dict[str, JSON], rundir.read_config(where))
+        has_summary = (where / rundir.SUMMARY_FILE).is_file()
+        summary = cast(dict[str, JSON], rundir.read_summary(where)) if has_summary else None
+        package = config.get("package")
+        return Run(
+            where,
+            RunSpec.from_config(config),
+            summary,
+            Path(package) if isinstance(package, str) else None,
+            (where / rundir.RESULTS_FILE,),
+        )
     files = _trajectory_files(where)
     first = next((r for f in files for r in _rows(f, _TRAJECTORY)), None)
     spec = RunSpec(

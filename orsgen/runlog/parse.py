@@ -126,6 +126,9 @@ def eval_row(row: Mapping[str, object], spec: Mapping[str, JSON], source: Source
         recorded_reward=_num(row.get("recorded_reward"), "recorded_reward"),
         recorded_verdict=_str(row.get("recorded_verdict"), "recorded_verdict"),
         changed=None if row.get("changed") is None else bool(row.get("changed")),
+        group_reward=_num(row.get("group_reward"), "group_reward"),
+        calls=_opt_int(row.get("calls"), "calls"),
+        tool_calls=_list(row.get("tool_calls"), "tool_calls"),
     )
 
 
@@ -145,6 +148,10 @@ def trajectory_line(line: Mapping[str, object]) -> Rollout:
         seconds=_num(line.get("duration_s"), "duration_s"),
         environment_seconds=_num(line.get("duration_s"), "duration_s"),
         env_calls=[_call(c, "output") for c in _list(line.get("calls"), "calls")],
+        pass_threshold=_num(line.get("pass_threshold"), "pass_threshold"),
+        started_at=_num(line.get("started_at"), "started_at"),
+        reset_s=_num(line.get("reset_s"), "reset_s"),
+        task_chosen=bool(line.get("task_chosen")),
     )
 
 

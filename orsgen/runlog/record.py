@@ -12,8 +12,11 @@ mark.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Union
+
+from orsgen.rundir import RunError as RunError
 
 # A JSON value, as a user's checker sees it: no Any.
 JSON = Union[str, int, float, bool, None, list["JSON"], dict[str, "JSON"]]
@@ -33,14 +36,23 @@ STOP_LIMITS = {
 }
 
 
-class RunError(ValueError):
-    """A run that cannot be read: one line naming the file (and the line). The CLI alone maps
-    it to exit 2."""
-
-
 def cut_marked(text: str) -> bool:
     """Whether ``text`` ends with eval's cut mark (rows written before the flag)."""
     return bool(_CUT_MARK.search(text))
+
+
+def message_truncated(message: Mapping[str, JSON]) -> bool:
+    """Whether a stored message's text (its content or a tool call's arguments) was cut at
+    its limit: its ``truncated`` flag, or for a row written before the flag, the mark."""
+    flag = message.get("truncated")
+    if isinstance(flag, bool):
+        return flag
+    texts = [message.get("content")]
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        texts.append(function.get("arguments") if isinstance(function, dict) else None)
+    return any(isinstance(t, str) and cut_marked(t) for t in texts)
 
 
 @dataclass(frozen=True)
@@ -105,11 +117,24 @@ class Rollout:
     recorded_reward: float | None = None
     recorded_verdict: str | None = None
     changed: bool | None = None
+    # An evaluation row's: the group judge's reward, the tool calls it counts and each
+    # call's [tool, failed by, seconds] (orsgen.runtime.records.tools).
+    group_reward: float | None = None
+    calls: int | None = None
+    tool_calls: list[JSON] = field(default_factory=list)
+    # A trajectory line's: the threshold its adapter judged by, when it started, its
+    # reset's seconds, whether the adapter chose its task.
+    pass_threshold: float | None = None
+    started_at: float | None = None
+    reset_s: float | None = None
+    task_chosen: bool = False
 
     @property
     def truncated(self) -> bool:
         """Whether any text of the rollout was cut by a limit."""
-        return any(c.truncated for c in self.env_calls)
+        return any(message_truncated(m) for m in self.messages) or any(
+            c.truncated for c in self.env_calls
+        )
 
     @property
     def key(self) -> tuple[int, int]:

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 from orsgen.rundir import write_whole
-from orsgen.view.load import Run, ViewError, load
+from orsgen.view.load import Run, load
 from orsgen.view.page import render
 
-__all__ = ["Run", "ViewError", "default_output", "load", "render", "write_view"]
+__all__ = ["Run", "default_output", "load", "render", "write_view"]
 
 VIEW_FILE = "view.html"
 
@@ -23,7 +23,7 @@ def default_output(run: str | os.PathLike[str]) -> Path:
 
 
 def write_view(run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
-    """Write ``run``'s page to ``out`` (:func:`default_output`); :class:`ViewError`: no run."""
+    """Write ``run``'s page to ``out`` (:func:`default_output`); :class:`~orsgen.runlog.RunError`: no run."""
     target = Path(out) if out is not None else default_output(run)
     write_whole(target, render(load(run)))
     return target

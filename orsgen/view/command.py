@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from orsgen.arguments import Parser, UsageError, output
-from orsgen.view import ViewError, write_view
+from orsgen.view import write_view
 
 
 def parser() -> Parser:
@@ -39,7 +39,7 @@ def main(argv: Sequence[str]) -> int:
         output(args.out, "-o")
     try:
         path = write_view(args.run, args.out)
-    except (ViewError, OSError) as exc:
+    except OSError as exc:  # the page cannot be written there
         raise UsageError(str(exc)) from None
     print(f"wrote {path}; open it in a browser (file://{path.resolve()})", file=sys.stderr)
     return 0
