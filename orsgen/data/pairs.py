@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, at_least
-from orsgen.eval.summary import passes
 from orsgen.data.trainset import (
     candidates,
     CARD_FILE,
@@ -51,7 +50,8 @@ from orsgen.data.trainset import (
     write_dataset,
 )
 from orsgen.data import trainset
-from orsgen.rundir import Row
+from orsgen.runlog import Rollout
+from orsgen.runtime.records.passk import passes
 
 if TYPE_CHECKING:
     import numpy
@@ -84,10 +84,10 @@ def select(
     runs = open_runs(run_dirs, per_task, allow_splits, same)
     chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
 
-    def candidate(run: Run, row: Row) -> bool | None:
-        good = passes(row, float(run.config["pass_threshold"]))
+    def candidate(run: Run, row: Rollout) -> bool | None:
+        good = passes(row.reward, float(run.config["pass_threshold"]))
         allowed = ("scored", "unfinished") if unfinished and not good else ("scored",)
-        return good if row.get("verdict") in allowed else None
+        return good if row.verdict in allowed else None
 
     chosen.rows = Kept(runs, _pairs(chosen, *candidates(chosen, candidate, turns=True)), _record)
     if not chosen.rows:
@@ -168,24 +168,19 @@ def _start(messages: Sequence[Mapping[str, Any]]) -> int:
     return next(i for i, m in enumerate(messages) if m["role"] == "assistant")
 
 
-def _reward(row: Row) -> float | None:
-    reward = row.get("reward")
-    return float(reward) if isinstance(reward, (int, float)) else None
-
-
-def _record(run: Run, good: Row, bad: Row) -> dict[str, Any]:
-    """The dataset row of a kept pair's two results.jsonl rows."""
-    chosen, rejected = transcript(good["messages"]) or [], transcript(bad["messages"]) or []
+def _record(run: Run, good: Rollout, bad: Rollout) -> dict[str, Any]:
+    """The dataset row of a kept pair's two rollouts."""
+    chosen, rejected = transcript(good.messages) or [], transcript(bad.messages) or []
     start = _start(chosen)
     return {
         "prompt": chosen[:start],
         "chosen": chosen[start:],
         "rejected": rejected[_start(rejected) :],
         "tools": run.tools,
-        "task_index": int(good["task_index"]),
-        "split": str(good.get("split", run.config["split"])),
-        "chosen_reward": _reward(good),
-        "rejected_reward": _reward(bad),
+        "task_index": good.task_index,
+        "split": good.split,
+        "chosen_reward": good.reward,
+        "rejected_reward": bad.reward,
         "run": run.name,
     }
 

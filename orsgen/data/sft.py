@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, at_least, number
-from orsgen.eval.summary import passes
 from orsgen.data.trainset import (
     CARD_FILE,
     as_dataset,
@@ -57,7 +56,8 @@ from orsgen.data.trainset import (
     write_dataset,
 )
 from orsgen.data import trainset
-from orsgen.rundir import Row
+from orsgen.runlog import Rollout
+from orsgen.runtime.records.passk import passes
 
 if TYPE_CHECKING:
     import numpy
@@ -84,9 +84,9 @@ def select(
     runs = open_runs(run_dirs, per_task, allow_splits)
     chosen = Selection(runs, min_reward=min_reward, per_task=per_task)
 
-    def kept(run: Run, row: Row) -> bool | None:
+    def kept(run: Run, row: Rollout) -> bool | None:
         least = float(run.config["pass_threshold"]) if min_reward is None else min_reward
-        return True if row.get("verdict") == "scored" and passes(row, least) else None
+        return True if row.verdict == "scored" and passes(row.reward, least) else None
 
     chosen.rows = Kept(runs, _order(chosen, *candidates(chosen, kept)), _record)
     if not chosen.rows:
@@ -124,15 +124,15 @@ def _order(
     return np.stack((c["run"][kept], c["offset"][kept]), axis=1)
 
 
-def _record(run: Run, row: Row) -> dict[str, Any]:
-    """The dataset row of a kept rollout's results.jsonl row."""
+def _record(run: Run, row: Rollout) -> dict[str, Any]:
+    """The dataset row of a kept rollout."""
     return {
-        "messages": transcript(row.get("messages") or []),
+        "messages": transcript(row.messages),
         "tools": run.tools,
-        "task_index": int(row["task_index"]),
-        "split": str(row.get("split", run.config["split"])),
-        "sample": int(row["sample"]),
-        "reward": float(row["reward"]),
+        "task_index": row.task_index,
+        "split": row.split,
+        "sample": row.sample,
+        "reward": row.reward,
         "run": run.name,
     }
 

@@ -1,8 +1,9 @@
 """What ``orsgen sft`` (:mod:`orsgen.data.sft`) and other datasets made of evaluation runs
-share: the runs, checked to be of one environment and tool set and of the training split;
-a rollout's stored messages as a transcript in TRL's conversational tool-calling format;
-rows read back from results.jsonl one at a time; and a ``datasets.Dataset`` written by
-``Dataset.from_generator`` over them, so that memory stays flat in the number of rollouts.
+share: the runs (:func:`~orsgen.runlog.open_run`), checked to be of one environment and tool
+set and of the training split; a rollout's stored messages as a transcript in TRL's
+conversational tool-calling format; rows read back from results.jsonl one at a time; and a
+``datasets.Dataset`` written by ``Dataset.from_generator`` over them, so that memory stays
+flat in the number of rollouts. An unusable run is a :class:`~orsgen.runlog.RunError`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import hashlib
 import importlib
 import json
 import os
-import re
 import shutil
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orsgen.arguments import Parser, UsageError, output
+from orsgen.arguments import Parser, output
 from orsgen.identity import ONE_DATASET
 from orsgen.jsonobject import is_array
-from orsgen.rundir import RESULTS_FILE, Row, RunDirError, read_adapter, read_config, row_at
-from orsgen.rundir import run_rows
+from orsgen.rundir import RESULTS_FILE, read_adapter
+from orsgen.runlog import Rollout, RunError, open_run
+from orsgen.runlog import Run as Log
+from orsgen.runlog.record import message_truncated
 from orsgen.snapshot.splits import held_out
 
 if TYPE_CHECKING:
@@ -33,32 +35,27 @@ if TYPE_CHECKING:
 CARD_FILE = "README.md"
 SHARD = "64MB"  # the largest data file of a dataset written to disk (by default)
 LEFT_OUT = ("images", "cut", "no answer")
-# The mark orsgen.wording.cut leaves on a text results.jsonl keeps only part of.
-CUT_MARK = re.compile(r"\.\.\. \(\d+ more characters\)\Z")
-
-
-class SftError(ValueError):
-    """Runs that cannot make a dataset as asked (one line, exit code 2)."""
+SftError = RunError  # runs that cannot make a dataset as asked (one line, exit code 2)
 
 
 @dataclass(frozen=True)
 class Run:
-    """One evaluation run directory: its run.json and adapter.json; its rows stay in
-    results.jsonl. ``stamp`` (size, modification time) tells one results.jsonl from a
-    rewritten one."""
+    """One evaluation run (its rows stay in results.jsonl) and its adapter.json."""
 
-    path: Path
-    config: dict[str, Any]  # run.json
+    log: Log
     view: dict[str, Any]  # adapter.json
-    stamp: tuple[int, int] = (0, 0)
+
+    @property
+    def path(self) -> Path:
+        return self.log.path
 
     @property
     def name(self) -> str:
         return self.path.name
 
     @property
-    def results(self) -> Path:
-        return self.path / RESULTS_FILE
+    def config(self) -> dict[str, Any]:  # run.json
+        return self.log.spec.raw
 
     @property
     def tools(self) -> str:
@@ -67,16 +64,16 @@ class Run:
 
 
 def read_run(directory: str | os.PathLike[str]) -> Run:
-    """The run in ``directory``, its rows left on disk. Raises :class:`SftError`."""
-    path = Path(directory)
-    try:
-        config = read_config(path)
-        if not (path / RESULTS_FILE).is_file():
-            raise SftError(f"{path} is not an orsgen eval run (no {RESULTS_FILE})")
-        stat = (path / RESULTS_FILE).stat()
-        return Run(path, config, read_adapter(path), (stat.st_size, stat.st_mtime_ns))
-    except RunDirError as exc:
-        raise SftError(str(exc)) from None
+    """The evaluation run in ``directory``, its rows left on disk."""
+    log = open_run(directory)
+    if log.spec.kind == "trajectory":
+        raise RunError(
+            f"{log.path} is a training trajectory: it records the environment's calls, not "
+            "the model's text (its messages) that a dataset is made of; give orsgen eval runs"
+        )
+    if not log.files[0].is_file():
+        raise RunError(f"{log.path} is not an orsgen eval run (no {RESULTS_FILE})")
+    return Run(log, read_adapter(log.path))
 
 
 SAME = ONE_DATASET  # what runs share to make one dataset (orsgen.identity)
@@ -169,23 +166,17 @@ def left_out(messages: Sequence[Mapping[str, Any]]) -> str | None:
     prompt, a tool output or a call's arguments; the transcript would not be what the model
     saw, and cut arguments are no JSON)."""
     for message in messages:
-        content = message.get("content")
-        if not isinstance(content, str):
+        if not isinstance(message.get("content"), str):
             return "images"
-        texts = [content]
-        calls: list[Mapping[str, Any]] = message.get("tool_calls") or []
-        for call in calls:
-            arguments: object = call["function"].get("arguments")
-            texts += [arguments] if isinstance(arguments, str) else []
-        if any(CUT_MARK.search(text) for text in texts):
+        if message_truncated(message):
             return "cut"
     return None
 
 
-def trainable(row: Mapping[str, Any], counts: dict[str, int]) -> list[dict[str, Any]] | None:
-    """A results row's :func:`transcript`, or ``None`` with the reason it is left out counted
+def trainable(row: Rollout, counts: dict[str, int]) -> list[dict[str, Any]] | None:
+    """A rollout's :func:`transcript`, or ``None`` with the reason it is left out counted
     in ``counts`` (keyed as :data:`LEFT_OUT`): what sft and pairs both keep or leave."""
-    raw: list[Mapping[str, Any]] = row.get("messages") or []
+    raw = row.messages
     why = left_out(raw)
     messages = transcript(raw) if why is None else None
     if messages is None:
@@ -212,9 +203,9 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | 
 
 @dataclass(frozen=True)
 class Kept:
-    """A dataset's rows, each made by ``record`` from the results.jsonl rows at ``where``
-    (run number, then the offset of each line: ``record(run, row, ...)``), read one at a
-    time, each run's file open once."""
+    """A dataset's rows, each made by ``record`` from the rollouts at ``where`` (run number,
+    then the offset of each line: ``record(run, rollout, ...)``), read one at a time, each
+    run's file open once."""
 
     runs: Sequence[Run]
     where: numpy.ndarray[Any, Any]
@@ -225,11 +216,11 @@ class Kept:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         with ExitStack() as files:
-            handles = [files.enter_context(run.results.open("rb")) for run in self.runs]
+            handles = [files.enter_context(r.log.files[0].open("rb")) for r in self.runs]
             for i in range(len(self.where)):
                 number, *offsets = (int(x) for x in self.where[i])
-                lines = [row_at(handles[number], offset) for offset in offsets]
-                yield self.record(self.runs[number], *lines)
+                run = self.runs[number]
+                yield self.record(run, *[run.log.at(handles[number], o) for o in offsets])
 
 
 @dataclass
@@ -254,7 +245,7 @@ CANDIDATE = ("run", "split", "task", "good", "length", "sample", "offset")
 
 
 def candidates(
-    chosen: Chosen, verdict: Callable[[Run, Row], bool | None], turns: bool = False
+    chosen: Chosen, verdict: Callable[[Run, Rollout], bool | None], turns: bool = False
 ) -> tuple[dict[str, numpy.ndarray[Any, Any]], list[str], numpy.ndarray[Any, Any]]:
     """The first pass over ``chosen.runs``: the columns of :data:`CANDIDATE` of each candidate
     rollout with a transcript (``verdict(run, row)`` not ``None``; ``good`` 1 when it is true;
@@ -265,29 +256,26 @@ def candidates(
 
     columns = {name: array("q") for name in CANDIDATE}
     hashes, splits = bytearray(), dict[str, int]()
-    try:
-        for number, run in enumerate(chosen.runs):
-            tools, counts = run.tools, [0, 0, 0]  # rollouts, passing, failing
-            for offset, row in run_rows(run.results):
-                counts[0] += 1
-                good = verdict(run, row)
-                if good is None:
-                    continue
-                counts[2 - good] += 1
-                messages = trainable(row, chosen.left_out)
-                if messages is None:
-                    continue
-                text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
-                split = splits.setdefault(str(row.get("split", run.config["split"])), len(splits))
-                values = (number, split, int(row["task_index"]), int(good), len(text))
-                for name, value in zip(CANDIDATE, (*values, int(row["sample"]), offset)):
-                    columns[name].append(value)
-                said = [m for m in messages if m["role"] == "assistant"] if turns else None
-                for what in [text + tools] + ([] if said is None else [json.dumps(said)]):
-                    hashes += hashlib.blake2b(what.encode(), digest_size=16).digest()
-            chosen.rollouts[run.name], chosen.passing[run.name], chosen.failing[run.name] = counts
-    except RunDirError as exc:
-        raise SftError(str(exc)) from None
+    for number, run in enumerate(chosen.runs):
+        tools, counts = run.tools, [0, 0, 0]  # rollouts, passing, failing
+        for offset, row in run.log.located():
+            counts[0] += 1
+            good = verdict(run, row)
+            if good is None:
+                continue
+            counts[2 - good] += 1
+            messages = trainable(row, chosen.left_out)
+            if messages is None:
+                continue
+            text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+            split = splits.setdefault(row.split, len(splits))
+            values = (number, split, row.task_index, int(good), len(text), row.sample or 0)
+            for name, value in zip(CANDIDATE, (*values, offset)):
+                columns[name].append(value)
+            said = [m for m in messages if m["role"] == "assistant"] if turns else None
+            for what in [text + tools] + ([] if said is None else [json.dumps(said)]):
+                hashes += hashlib.blake2b(what.encode(), digest_size=16).digest()
+        chosen.rollouts[run.name], chosen.passing[run.name], chosen.failing[run.name] = counts
     c = {name: np.frombuffer(column, dtype=np.int64) for name, column in columns.items()}
     names = sorted(splits)
     c["split"] = np.array([names.index(s) for s in splits], dtype=np.int64)[c["split"]]
@@ -384,16 +372,12 @@ def run_parser(prog: str, description: str) -> Parser:
 
 def command(p: Parser, argv: Sequence[str], write: Callable[[Any], str]) -> int:
     """Run a dataset command: parse ``argv``, check ``-o``, then ``write(args)`` (without
-    ``save_to_disk``'s progress bar) and print the line it returns. Exit 0 when written; an
-    :class:`SftError` is one line on stderr (``<prog>: error: ...``, exit 2), nothing
-    written."""
+    ``save_to_disk``'s progress bar) and print the line it returns. Exit 0 when written; a
+    :class:`~orsgen.runlog.RunError` is one line on stderr (``<prog>: error: ...``, exit 2,
+    by the CLI), nothing written."""
     args = p.parse(list(argv))
     output(args.out, "-o")
-    try:
-        logging: Any = importlib.import_module("datasets.utils.logging")  # no type information
-        logging.disable_progress_bar()
-        line = write(args)
-    except SftError as exc:
-        raise UsageError(str(exc)) from None
-    print(line)
+    logging: Any = importlib.import_module("datasets.utils.logging")  # no type information
+    logging.disable_progress_bar()
+    print(write(args))
     return 0

@@ -128,14 +128,23 @@ _LIMITS = {"user": MAX_PROMPT_TEXT, "tool": MAX_TOOL_OUTPUT, "assistant": None}
 
 
 def stored(message: dict[str, Any]) -> dict[str, Any]:
-    """``message`` as results.jsonl keeps it: each kind of text within its own limit."""
-    out = {**message, "content": _text(message.get("content"), _LIMITS.get(message["role"]))}
+    """``message`` as results.jsonl keeps it: each kind of text within its own limit, and
+    ``"truncated": true`` beside the cut mark when one was cut (readers read the flag)."""
+    limit, content = _LIMITS.get(message["role"]), message.get("content")
+    parts = [content] if isinstance(content, str) else as_array(content)
+    parts = [p.get("text") if is_object(p) else p for p in parts]
+    longer = [len(t) > limit for t in parts if isinstance(t, str) and limit is not None]
+    out = {**message, "content": _text(content, limit)}
     calls: list[dict[str, Any]] = []
     for call in as_array(message.get("tool_calls")):
-        arguments = cut(call["function"]["arguments"] or "", MAX_TOOL_ARGUMENTS)
-        calls.append({**call, "function": {**call["function"], "arguments": arguments}})
+        arguments = call["function"]["arguments"] or ""
+        longer.append(len(arguments) > MAX_TOOL_ARGUMENTS)
+        function = {**call["function"], "arguments": cut(arguments, MAX_TOOL_ARGUMENTS)}
+        calls.append({**call, "function": function})
     if calls:
         out["tool_calls"] = calls
+    if any(longer):
+        out["truncated"] = True
     return out
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal, cast
+from typing import BinaryIO, Literal, cast
 
 import orsgen.rundir as rundir
 from orsgen.runlog import parse
@@ -88,10 +88,20 @@ class Run:
 
     def rows(self) -> Iterator[Rollout]:
         for path in self.files:
-            yield from _rows(path, self.spec)
+            yield from (rollout for _, rollout in _rows(path, self.spec))
+
+    def located(self) -> Iterator[tuple[int, Rollout]]:
+        """Each rollout of a run directory with where its line starts, for :meth:`at`."""
+        return _rows(self.files[0], self.spec)
+
+    def at(self, handle: BinaryIO, offset: int) -> Rollout:
+        """The rollout whose line starts at ``offset`` of results.jsonl (open for binary
+        reading): a second pass over :meth:`located`'s rows, reading one at a time."""
+        row = rundir.row_at(handle, offset)
+        return _rollout(self.files[0], f"at byte {offset}", row, self.spec)
 
 
-def _line_numbers(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
+def _line_numbers(path: Path) -> Iterator[tuple[int, int, Mapping[str, object]]]:
     """rundir's rows of ``path`` with each one's line number (for errors)."""
     reader = rundir.run_rows if path.name == rundir.RESULTS_FILE else rundir.located_rows
     line, seen, skip = 1, 0, 0
@@ -101,7 +111,9 @@ def _line_numbers(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
                 handle.seek(seen)
                 line += handle.read(offset - seen).count(b"\n")
                 seen, skip = offset, 1
-                yield line, row
+                yield line, offset, row
+    except RunError:
+        raise
     except OSError as exc:
         raise RunError(f"cannot read {path}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:  # a row without a (task, sample) pair
@@ -119,13 +131,16 @@ def _next_row(path: Path, offset: int, line: int, skip: int) -> int:
     return line
 
 
-def _rows(path: Path, spec: RunSpec) -> Iterator[Rollout]:
-    for line, row in _line_numbers(path):
-        if spec.kind == "trajectory":
-            yield parse.checked(path, line, partial(parse.trajectory_line, row))
-        else:
-            source: Source = "replay" if spec.kind == "replay" else "eval"
-            yield parse.checked(path, line, partial(parse.eval_row, row, spec.raw, source))
+def _rows(path: Path, spec: RunSpec) -> Iterator[tuple[int, Rollout]]:
+    for line, offset, row in _line_numbers(path):
+        yield offset, _rollout(path, f"line {line}", row, spec)
+
+
+def _rollout(path: Path, where: str, row: Mapping[str, object], spec: RunSpec) -> Rollout:
+    if spec.kind == "trajectory":
+        return parse.checked(path, where, partial(parse.trajectory_line, row))
+    source: Source = "replay" if spec.kind == "replay" else "eval"
+    return parse.checked(path, where, partial(parse.eval_row, row, spec.raw, source))
 
 
 def _trajectory_files(path: Path) -> tuple[Path, ...]:
@@ -136,8 +151,8 @@ def _trajectory_files(path: Path) -> tuple[Path, ...]:
     files = tuple(sorted(path.glob("*.jsonl")))
     if not files:
         raise RunError(
-            f"{path} holds no run ({rundir.RUN_FILE}, {rundir.RESULTS_FILE}) "
-            "nor trajectory files (*.jsonl)"
+            f"{path} is not an orsgen eval run (no {rundir.RUN_FILE} and "
+            f"{rundir.RESULTS_FILE}) and holds no trajectory files (*.jsonl)"
         )
     return files
 
@@ -160,7 +175,7 @@ def open_run(path: str | os.PathLike[str]) -> Run:
             (where / rundir.RESULTS_FILE,),
         )
     files = _trajectory_files(where)
-    first = next((r for f in files for r in _rows(f, _TRAJECTORY)), None)
+    first = next((r for f in files for _, r in _rows(f, _TRAJECTORY)), None)
     spec = RunSpec(
         kind="trajectory",
         split=first.split if first else "",

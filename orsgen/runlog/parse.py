@@ -155,9 +155,9 @@ def trajectory_line(line: Mapping[str, object]) -> Rollout:
     )
 
 
-def checked(path: object, line: int, make: Callable[[], Rollout]) -> Rollout:
-    """``make()``, a row's parse, with its failures as a :class:`RunError` at ``line``."""
+def checked(path: object, where: str, make: Callable[[], Rollout]) -> Rollout:
+    """``make()``, a row's parse, with its failures as a :class:`RunError` at ``where``."""
     try:
         return make()
     except (_Bad, KeyError, TypeError, ValueError) as exc:
-        raise RunError(f"{path}: line {line}: {exc}") from None
+        raise RunError(f"{path}: {where}: {exc}") from None
