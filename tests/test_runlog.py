@@ -80,7 +80,7 @@ def test_an_unreadable_run_is_one_error_naming_file_and_line(
     results = run / "results.jsonl"
     lines = results.read_text().splitlines(keepends=True)
     results.write_text("".join([lines[0], "\n", '{"task_index": "x", "sample": 9}\n']))
-    with pytest.raises(RunError, match=rf"{results}: line 3: no integer task_index"):
+    with pytest.raises(RunError, match=rf"{results}: line 3 has \"x\" as its task_index"):
         list(open_run(run).rows())
     results.write_text('{"task_index": 0, "sample": 0, "verdict": "won"}\n')
     with pytest.raises(RunError, match=rf"{results}: line 1: verdict 'won' is not one of"):

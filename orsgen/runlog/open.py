@@ -104,31 +104,16 @@ class Run:
 def _line_numbers(path: Path) -> Iterator[tuple[int, int, Mapping[str, object]]]:
     """rundir's rows of ``path`` with each one's line number (for errors)."""
     reader = rundir.run_rows if path.name == rundir.RESULTS_FILE else rundir.located_rows
-    line, seen, skip = 1, 0, 0
+    line, seen = 1, 0
     try:
         with open(path, "rb") as handle:
             for offset, row in reader(path):
                 handle.seek(seen)
                 line += handle.read(offset - seen).count(b"\n")
-                seen, skip = offset, 1
+                seen = offset
                 yield line, offset, row
-    except RunError:
-        raise
     except OSError as exc:
         raise RunError(f"cannot read {path}: {exc}") from None
-    except (KeyError, TypeError, ValueError) as exc:  # a row without a (task, sample) pair
-        where = _next_row(path, seen, line, skip)
-        raise RunError(f"{path}: line {where}: no integer task_index and sample ({exc})") from None
-
-
-def _next_row(path: Path, offset: int, line: int, skip: int) -> int:
-    """The number of the first non-blank line from ``offset`` (line ``line``), past ``skip``."""
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        for number, text in enumerate(handle.read().split(b"\n")[skip:], line + skip):
-            if text.strip():
-                return number
-    return line
 
 
 def _rows(path: Path, spec: RunSpec) -> Iterator[tuple[int, Rollout]]:
