@@ -1,7 +1,8 @@
 """argparse as orsgen's commands use it: a mistyped option names the closest valid one,
 option values are checked before anything else runs (no network on a bad value), and an
-error is one line, ``orsgen COMMAND: error: ...``: :class:`UsageError` (exit 2) or
-:class:`Failed` (exit 1), which ``orsgen.cli.main`` prints."""
+error is one line, ``orsgen COMMAND: error: ...``: :class:`UsageError` or a library's
+:class:`~orsgen.runlog.RunError` (exit 2), or :class:`Failed` (exit 1), which
+``orsgen.cli.main`` prints."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from orsgen.rundir import RunError as RunError
 from orsgen.wording import did_you_mean
 
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")

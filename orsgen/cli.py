@@ -19,10 +19,9 @@ from pathlib import Path
 from orsgen._version import __version__
 from orsgen.generate.pipeline import checks
 from orsgen.generate.pipeline import run as pipeline
-from orsgen.arguments import Command, Failed, UsageError, environment_options, output
+from orsgen.arguments import Command, Failed, RunError, UsageError, environment_options, output
 from orsgen.arguments import Parser as _Parser, secret_pairs, seconds as _seconds
 from orsgen.diagnostics import Diagnostic, grouped, has_errors
-from orsgen.rundir import RunError
 from orsgen.generate.pipeline.run import Request, Result
 from orsgen.snapshot.stored import Snapshot
 from orsgen.generate.pipeline.versioning import WORDS

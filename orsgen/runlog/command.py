@@ -10,7 +10,6 @@ from pathlib import Path
 from orsgen.arguments import Parser, UsageError, output
 from orsgen.runlog.export import FORMATS, export
 from orsgen.runlog.open import open_run
-from orsgen.runlog.record import RunError
 
 
 def parser() -> Parser:
@@ -30,7 +29,7 @@ def main(argv: Sequence[str]) -> int:
     output(args.out, "-o")
     try:
         count = export(open_run(args.run), args.format, Path(args.out))
-    except (RunError, OSError) as exc:
+    except OSError as exc:  # the file cannot be written there
         raise UsageError(str(exc)) from None
     print(f"wrote {args.out}: {count} rollouts", file=sys.stderr)
     return 0

@@ -23,13 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from orsgen.rundir import FinishedRun, RunDirError, read_config, read_summary
+from orsgen.rundir import FinishedRun, RunError
+from orsgen.runlog import open_run
 
 IDENTITY = ("environment", "split", "tools_sha256", "pass_threshold")
-
-
-class PriorError(ValueError):
-    """A prior that cannot be read, or that is of another stream."""
+PriorError = RunError  # a prior that cannot be read, or that is of another stream
 
 
 @dataclass(frozen=True)
@@ -110,11 +108,13 @@ def _of_mapping(given: Mapping[object, object]) -> Prior:
 def _of_runs(runs: list[Path]) -> Prior:
     parts: list[tuple[Identity, dict[int, tuple[int, int]]]] = []
     for run in runs:
-        try:
-            config, summary = read_config(run), read_summary(run)
-        except RunDirError as exc:
-            raise PriorError(f"{exc}: pass the --out directory of a finished orsgen eval") from None
-        parts.append((_identity(config, str(run)), _counts(summary, str(run))))
+        opened = open_run(run)
+        if opened.summary is None:
+            raise PriorError(
+                f"{run} is not a finished orsgen eval run (no summary.json): pass the --out "
+                "directory of a finished orsgen eval"
+            )
+        parts.append((_identity(opened.spec.raw, str(run)), _counts(opened.summary, str(run))))
     source = str(runs[0]) if len(runs) == 1 else f"{len(runs)} runs from {runs[0]}"
     return _combine(parts, source)
 
