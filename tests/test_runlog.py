@@ -119,7 +119,8 @@ def test_export_parquet_is_one_row_per_rollout_pandas_and_datasets_read(
 def test_export_inspect_reads_back_with_the_runs_scores_and_tokens(
     name: str, tmp_path: Path, orsgen_cli: Callable[[list[str]], CliRun]
 ) -> None:
-    log_mod = pytest.importorskip("inspect_ai.log")
+    import inspect_ai.log as log_mod  # in orsgen[dev]: never skipped
+
     out = tmp_path / "run.eval"
     done = orsgen_cli(["export", str(RUNS / name), "--format", "inspect", "-o", str(out)])
     assert done.code == 0, done.stderr
@@ -171,3 +172,89 @@ def test_a_users_script_reading_open_run_passes_mypy_strict(tmp_path: Path) -> N
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _records(run: Path) -> list[tuple[Any, ...]]:
+    return [(r["task_index"], r["sample"], r["verdict"], r["reward"]) for r in _lines(run)]
+
+
+def _view(tmp_path: Path, cli: Callable[[list[str]], CliRun]) -> None:
+    for name in ("eval", "merged", "replay", "train.jsonl"):
+        page = tmp_path / f"{name}.html"
+        assert cli(["view", str(RUNS / name), "-o", str(page)]).code == 0
+        data = page.read_text().split('type="application/json">')[1].split("</script>")[0]
+        got = [(r["task"], r["verdict"], r["reward"]) for r in json.loads(data)["records"]]
+        path = RUNS / name if name.endswith(".jsonl") else RUNS / name / "results.jsonl"
+        raw = _lines(path)
+        assert got == [
+            (r["task_index"], r.get("verdict", r.get("outcome")), r["reward"]) for r in raw
+        ]
+
+
+# Each command on the v0 runs, with what main at 5e6461c said of them (the pages were
+# byte-identical to main's, and the datasets' data files too).
+COMMANDS: dict[str, Callable[[Path, Callable[[list[str]], CliRun]], None]] = {
+    "view": _view,
+    "sft": lambda tmp, cli: _says(
+        cli(["sft", *_at("eval", "merged"), "--allow-split", "test", "-o", str(tmp / "d")]),
+        "wrote 4 rows (4 tasks) from 2 run(s)",
+    ),
+    "pairs": lambda tmp, cli: _says(
+        cli(["pairs", *_at("merged"), "--allow-split", "test", "-o", str(tmp / "d")]),
+        "wrote 2 pairs (2 tasks) from 1 run(s)",
+        "2 duplicates",
+    ),
+    "compare": lambda tmp, cli: _says(
+        cli(["eval", "--compare", *_at("eval", "merged")]), "pass@1 B-A: +0.000", "no_tool_call 3"
+    ),
+}
+
+
+def _at(*names: str) -> list[str]:
+    return [str(RUNS / name) for name in names]
+
+
+def _says(done: CliRun, *lines: str) -> None:
+    assert done.code == 0, done.stderr
+    assert all(line in done.stdout for line in lines), done.stdout
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "resume"])
+def test_every_command_reads_the_v0_runs_as_main_did(
+    command: str, tmp_path: Path, orsgen_cli: Callable[[list[str]], CliRun]
+) -> None:
+    if command != "resume":
+        return COMMANDS[command](tmp_path, orsgen_cli)
+    from orsgen.eval.results import read_records
+
+    for name in ("eval", "merged"):  # eval --resume's reader, on a copy (it cuts torn tails)
+        shutil.copytree(RUNS / name, tmp_path / name)
+        records = read_records(tmp_path / name / "results.jsonl")
+        got = [(r.task_index, r.sample, r.verdict, r.reward) for r in records]
+        assert got == _records(RUNS / name / "results.jsonl")
+
+
+@pytest.mark.parametrize("command", ["sft", "pairs"])
+def test_sft_and_pairs_refuse_a_training_trajectory_in_one_line(
+    command: str, tmp_path: Path, orsgen_cli: Callable[[list[str]], CliRun]
+) -> None:
+    done = orsgen_cli([command, str(RUNS / "train.jsonl"), "-o", str(tmp_path / "out")])
+    assert done.code == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "training trajectory" in done.stderr and "no model text" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_cut_text_is_flagged_beside_its_mark_and_old_rows_read_the_same() -> None:
+    """eval writes ``truncated`` beside the mark; a row from before the flag (the mark only)
+    reads as cut, and the flag, where there is one, is what readers go by."""
+    from orsgen.data.trainset import left_out
+    from orsgen.eval.conversation import MAX_TOOL_OUTPUT, stored
+    from orsgen.runlog.record import message_truncated
+
+    long = stored({"role": "tool", "content": "x" * (MAX_TOOL_OUTPUT + 1), "name": "echo"})
+    assert long["truncated"] is True and long["content"].endswith("(1 more characters)")
+    assert "truncated" not in stored({"role": "tool", "content": "short", "name": "echo"})
+    old = {k: v for k, v in long.items() if k != "truncated"}
+    assert message_truncated(old) and left_out([old]) == "cut"
+    said = {**old, "truncated": False}  # a text that only looks like the mark
+    assert not message_truncated(said) and left_out([said]) is None

@@ -68,8 +68,8 @@ def read_run(directory: str | os.PathLike[str]) -> Run:
     log = open_run(directory)
     if log.spec.kind == "trajectory":
         raise RunError(
-            f"{log.path} is a training trajectory: it records the environment's calls, not "
-            "the model's text (its messages) that a dataset is made of; give orsgen eval runs"
+            f"{log.path} is a training trajectory, which holds no model text (only the "
+            "environment's calls) to make a dataset of; give orsgen eval run directories"
         )
     if not log.files[0].is_file():
         raise RunError(f"{log.path} is not an orsgen eval run (no {RESULTS_FILE})")
