@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -18,83 +16,15 @@ from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.identity import identity_differences
 from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, STOPS, VERDICTS, RunDirError, cut_torn
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, STOPS, VERDICTS, cut_torn
 from orsgen.rundir import located_rows, read_config, run_rows, write_whole
+from orsgen.runlog.record import Summary
+
+Record = Summary  # what a run keeps of a rollout (runlog's slim form)
 
 
 class RunFileError(EvalConfigError):
     """An output directory that cannot be used as asked (one line, for exit code 2)."""
-
-
-_FIELDS = (
-    "task_index",
-    "sample",
-    "verdict",
-    "reward",
-    "reason",
-    "seconds",
-    "group_reward",
-    "usage",
-    "stop",
-    "invalid_tool_calls",
-    "cost",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Record(Mapping[str, Any]):
-    """What a run keeps of one rollout once its row is on disk; also a read-only mapping
-    of those fields (``record["verdict"]``), as a row is (``record["usage"]`` is the row's
-    ``usage`` object). A row older than ``stop`` and ``usage`` has ``None`` for them."""
-
-    task_index: int
-    sample: int
-    verdict: str
-    reward: float | None
-    reason: str | None
-    seconds: float
-    group_reward: float | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    stop: str | None = None
-    invalid_tool_calls: int = 0
-    cost: float | None = None
-
-    @staticmethod
-    def of(row: Mapping[str, Any]) -> Record:
-        reward, reason, group = row.get("reward"), row.get("reason"), row.get("group_reward")
-        usage, stop, cost = as_object(row.get("usage")), row.get("stop"), row.get("cost")
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        return Record(
-            int(row["task_index"]),
-            int(row["sample"]),
-            sys.intern(str(row["verdict"])),
-            None if reward is None else float(reward),
-            None if reason is None else sys.intern(str(reason)),  # many rows share one
-            float(row.get("seconds") or 0.0),
-            None if group is None else float(group),
-            None if prompt is None else int(prompt),
-            None if completion is None else int(completion),
-            stop if stop in STOPS else None,
-            int(row.get("invalid_tool_calls") or 0),
-            None if cost is None else float(cost),
-        )
-
-    @property
-    def usage(self) -> dict[str, int | None]:
-        """The row's ``usage``: its prompt and completion tokens (``None`` when unknown)."""
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in _FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_FIELDS)
-
-    def __len__(self) -> int:
-        return len(_FIELDS)
 
 
 class Records(Sequence[Record]):
@@ -217,12 +147,10 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, An
 
 def run_config(run: Path) -> tuple[EvalConfig, Mapping[str, Any]]:
     """The config of the run in ``run`` and the endpoint counts its run.json records;
-    :class:`RunFileError` naming the file when it cannot be read."""
+    :class:`~orsgen.runlog.RunError` naming the file when it cannot be read."""
+    found = read_config(run)  # a RunError when it cannot be read
     try:
-        found = read_config(run)
         return EvalConfig.from_json(found), as_object(found.get("endpoint_counts"))
-    except RunDirError as exc:
-        raise RunFileError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise RunFileError(f"cannot read {run / RUN_FILE}: {exc}") from None
 

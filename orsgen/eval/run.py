@@ -27,7 +27,7 @@ from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.rundir import ADAPTER_FILE, PROMPTS_FILE, RESULTS_FILE, SUMMARY_FILE, Appender
 from orsgen.rundir import FinishedRun
-from orsgen.rundir import RunDirError, rows, write_json, write_run, writing
+from orsgen.rundir import RunError, rows, write_json, write_run, writing
 
 if TYPE_CHECKING:
     from orsgen.runtime.config import AdapterConfig
@@ -196,12 +196,12 @@ def evaluate(
         if target is not None:
             try:
                 stack.enter_context(writing(target))
-            except RunDirError as exc:
+            except RunError as exc:  # a lock held by another process
                 raise RunFileError(str(exc)) from None
         try:
             plan = _plan(adapters.probe(), config, target, resume)
         except (ValueError, TypeError, LookupError, OrsRuntimeError) as exc:
-            if isinstance(exc, EvalConfigError):
+            if isinstance(exc, (EvalConfigError, RunError)):  # RunError: an unreadable run
                 raise
             raise EvalConfigError(str(exc)) from exc  # no such split, no server there, ...
         if on_start is not None:

@@ -12,10 +12,12 @@ mark.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
+from orsgen.rundir import STOPS
 from orsgen.rundir import RunError as RunError
 
 # A JSON value, as a user's checker sees it: no Any.
@@ -141,21 +143,85 @@ class Rollout:
         """The (task, sample or step) pair that names the rollout within its run."""
         return self.task_index, self.sample if self.sample is not None else (self.step or 0)
 
-    def summary(self) -> dict[str, JSON]:
+    def summary(self) -> Summary:
         """The slim form resume and summaries use: the row without messages and calls."""
-        return {
-            "task_index": self.task_index,
-            "sample": self.sample,
-            "split": self.split,
-            "verdict": self.verdict,
-            "reward": self.reward,
-            "reason": self.reason,
-            "stop": self.stop,
-            "seconds": self.seconds,
-            "calls": len(self.env_calls),
-            "usage": {
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
-            },
-            "cost": self.cost,
-        }
+        return Summary(
+            self.task_index,
+            self.key[1],
+            self.verdict,
+            self.reward,
+            self.reason,
+            self.seconds or 0.0,
+            self.group_reward,
+            self.usage.prompt_tokens,
+            self.usage.completion_tokens,
+            self.stop,
+            self.invalid_tool_calls,
+            self.cost,
+        )
+
+
+_SLIM = (
+    *("task_index", "sample", "verdict", "reward", "reason", "seconds", "group_reward"),
+    *("usage", "stop", "invalid_tool_calls", "cost"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary(Mapping[str, JSON]):
+    """A rollout's slim form (:meth:`Rollout.summary`): what a run keeps of it once its row
+    is on disk (resume, merge and summary.json's figures); also a read-only mapping of those
+    fields (``slim["verdict"]``), as a row is (``slim["usage"]`` is the row's ``usage``
+    object). A row older than ``stop`` and ``usage`` has ``None`` for them."""
+
+    task_index: int
+    sample: int
+    verdict: str
+    reward: float | None
+    reason: str | None
+    seconds: float
+    group_reward: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    stop: str | None = None
+    invalid_tool_calls: int = 0
+    cost: float | None = None
+
+    @staticmethod
+    def of(row: Mapping[str, Any]) -> Summary:
+        """A results row's slim form, as it is written (eval's rows as they complete)."""
+        reward, reason, group = row.get("reward"), row.get("reason"), row.get("group_reward")
+        usage: Mapping[str, Any] = row.get("usage") or {}
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        stop, cost = row.get("stop"), row.get("cost")
+        return Summary(
+            int(row["task_index"]),
+            int(row["sample"]),
+            sys.intern(str(row["verdict"])),
+            None if reward is None else float(reward),
+            None if reason is None else sys.intern(str(reason)),  # many rows share one
+            float(row.get("seconds") or 0.0),
+            None if group is None else float(group),
+            None if prompt is None else int(prompt),
+            None if completion is None else int(completion),
+            stop if stop in STOPS else None,
+            int(row.get("invalid_tool_calls") or 0),
+            None if cost is None else float(cost),
+        )
+
+    @property
+    def usage(self) -> dict[str, JSON]:
+        """The row's ``usage``: its prompt and completion tokens (``None`` when unknown)."""
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+
+    def __getitem__(self, key: str) -> JSON:
+        if key not in _SLIM:
+            raise KeyError(key)
+        value: JSON = getattr(self, key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_SLIM)
+
+    def __len__(self) -> int:
+        return len(_SLIM)
