@@ -110,10 +110,10 @@ def parsed(line: bytes, path: str | os.PathLike[str], number: int | str) -> Row:
 def located_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
     """``(offset, row)`` for every whole line of a JSONL file (none for a missing file),
     read one line at a time; ``offset`` is where the line starts (:func:`row_at`)."""
-    return ((offset, row) for _, offset, row in _numbered_rows(path))
+    return ((offset, row) for _, offset, row in numbered_rows(path))
 
 
-def _numbered_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, Row]]:
+def numbered_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, Row]]:
     """``(line number, offset, row)`` for every whole line of a JSONL file."""
     if not os.path.exists(path):
         return
@@ -169,8 +169,13 @@ def run_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
     """:func:`located_rows` of a results.jsonl, each (task, sample) pair checked to be
     there once (:class:`RunError` naming the pair), and a row without an integer
     ``task_index`` or ``sample`` an error naming the file and the line."""
+    return ((offset, row) for _, offset, row in checked_rows(path))
+
+
+def checked_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, Row]]:
+    """:func:`run_rows` with each row's line number first."""
     seen: set[tuple[int, int]] = set()
-    for number, offset, row in _numbered_rows(path):
+    for number, offset, row in numbered_rows(path):
         for name in ("task_index", "sample"):
             value = row.get(name)
             if not isinstance(value, int) or isinstance(value, bool):
@@ -186,7 +191,7 @@ def run_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
                 "two processes at once: evaluate again into another --out"
             )
         seen.add(pair)
-        yield offset, row
+        yield number, offset, row
 
 
 def cut_torn(path: str | os.PathLike[str]) -> None:

@@ -102,16 +102,10 @@ class Run:
 
 
 def _line_numbers(path: Path) -> Iterator[tuple[int, int, Mapping[str, object]]]:
-    """rundir's rows of ``path`` with each one's line number (for errors)."""
-    reader = rundir.run_rows if path.name == rundir.RESULTS_FILE else rundir.located_rows
-    line, seen = 1, 0
+    """rundir's rows of ``path`` with each one's line number (for errors) and offset."""
+    reader = rundir.checked_rows if path.name == rundir.RESULTS_FILE else rundir.numbered_rows
     try:
-        with open(path, "rb") as handle:
-            for offset, row in reader(path):
-                handle.seek(seen)
-                line += handle.read(offset - seen).count(b"\n")
-                seen = offset
-                yield line, offset, row
+        yield from reader(path)
     except OSError as exc:
         raise RunError(f"cannot read {path}: {exc}") from None
 
