@@ -1,7 +1,8 @@
 """The files of an evaluation run directory (``orsgen eval --out``), in one place: their
 names, how their rows are read, and the verdicts a row records. ``orsgen eval`` (its resume
-and ``--compare``), ``orsgen sft``, ``orsgen view`` and a curriculum's prior read them here
-and nowhere else; it imports only the standard library, so every layer may import it.
+and ``--compare``) reads them here, and ``orsgen sft``, ``pairs``, ``view``, ``export`` and a
+curriculum's prior through :func:`orsgen.runlog.open_run`, which reads them here; it imports
+only the standard library, so every layer may import it.
 
 - ``run.json``: the run's configuration (``orsgen.eval.EvalConfig``), written first, and
   beside it facts about the run's segments (:func:`write_run`);
