@@ -66,7 +66,7 @@ def test_open_run_reads_each_fixture_run_as_its_rows(name: str) -> None:
         assert run.summary == json.loads((RUNS / name / "summary.json").read_text())
     if kind in ("eval", "merged"):
         usage = [r.usage for r in rows]
-        assert usage == [type(u)(**row["usage"]) for u, row in zip(usage, raw)]
+        assert usage == [type(u)(**row["usage"], recorded=True) for u, row in zip(usage, raw)]
     if kind == "merged":
         assert run.spec.merged == 2 and {r.verdict for r in rows} == {"scored"}
         assert {r.reward for r in rows} == {0.0, 1.0}  # some pass, some fail

@@ -95,7 +95,7 @@ def check_runs(
                 )
     allowed = set(allow_splits)
     for run in runs:
-        split, train = str(run.config.get("split")), run.view.get("train_split")
+        split, train = run.log.spec.split, run.view.get("train_split")
         if split in allowed or (split == train and not held_out(split)):
             continue
         why = f"not the package's training split {train!r}"

@@ -118,6 +118,7 @@ def eval_row(row: Mapping[str, object], spec: Mapping[str, JSON], source: Source
         usage=Usage(
             _opt_int(usage.get("prompt_tokens"), "prompt_tokens"),
             _opt_int(usage.get("completion_tokens"), "completion_tokens"),
+            row.get("usage") is not None,
         ),
         cost=_num(row.get("cost"), "cost"),
         env_calls=[_call(c, "text") for c in _list(row.get("env_calls"), "env_calls")],

@@ -59,10 +59,13 @@ def message_truncated(message: Mapping[str, JSON]) -> bool:
 
 @dataclass(frozen=True)
 class Usage:
-    """A rollout's tokens, as the endpoint reported them (``None``: it did not)."""
+    """A rollout's tokens, as the endpoint reported them (``None``: it did not).
+    ``recorded``: the row has a ``usage`` (a replay row, a trajectory line and rows of
+    orsgen before it have none)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    recorded: bool = False
 
     @property
     def total_tokens(self) -> int | None:

@@ -100,7 +100,11 @@ def _eval_record(row: Rollout, threshold: float) -> dict[str, Any]:
         step=None,
         counts=counts,
         stop=row.stop,
-        usage={} if usage.total_tokens is None else vars(usage),
+        usage=(
+            {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+            if usage.recorded
+            else {}
+        ),
         messages=row.messages,
     )
 
