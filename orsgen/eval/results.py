@@ -9,6 +9,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, overload
 
@@ -18,6 +19,7 @@ from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
 from orsgen.rundir import RESULTS_FILE, RUN_FILE, STOPS, VERDICTS, cut_torn
 from orsgen.rundir import located_rows, read_config, run_rows, write_whole
+from orsgen.runlog.parse import checked, eval_row
 from orsgen.runlog.record import Summary
 
 Record = Summary  # what a run keeps of a rollout (runlog's slim form)
@@ -59,14 +61,16 @@ class Records(Sequence[Record]):
         self._reason.append(reason)
         self._prompt.append(-1 if r.prompt_tokens is None else r.prompt_tokens)
         self._completion.append(-1 if r.completion_tokens is None else r.completion_tokens)
-        self._stop.append(-1 if r.stop is None else STOPS.index(r.stop))
+        self._stop.append(STOPS.index(r.stop) if r.stop in STOPS else -1)
         self._invalid.append(r.invalid_tool_calls)
         self._cost.append(math.nan if r.cost is None else r.cost)
 
     def add(self, row: Mapping[str, Any]) -> None:
-        """Keep a row's record, and fold its tool calls into :attr:`tools`."""
-        self.append(Record.of(row))
-        self.tools.add(row.get("tool_calls"))
+        """Keep a row's slim form (its run-log record's), and fold its tool calls into
+        :attr:`tools`."""
+        rollout = checked(RESULTS_FILE, "a row", partial(eval_row, row, {}, "eval"))
+        self.append(rollout.summary())
+        self.tools.add(rollout.tool_calls)
 
     def __len__(self) -> int:
         return len(self._task)

@@ -12,12 +12,10 @@ mark.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Literal, Union
 
-from orsgen.rundir import STOPS
 from orsgen.rundir import RunError as RunError
 
 # A JSON value, as a user's checker sees it: no Any.
@@ -189,28 +187,6 @@ class Summary(Mapping[str, JSON]):
     stop: str | None = None
     invalid_tool_calls: int = 0
     cost: float | None = None
-
-    @staticmethod
-    def of(row: Mapping[str, Any]) -> Summary:
-        """A results row's slim form, as it is written (eval's rows as they complete)."""
-        reward, reason, group = row.get("reward"), row.get("reason"), row.get("group_reward")
-        usage: Mapping[str, Any] = row.get("usage") or {}
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        stop, cost = row.get("stop"), row.get("cost")
-        return Summary(
-            int(row["task_index"]),
-            int(row["sample"]),
-            sys.intern(str(row["verdict"])),
-            None if reward is None else float(reward),
-            None if reason is None else sys.intern(str(reason)),  # many rows share one
-            float(row.get("seconds") or 0.0),
-            None if group is None else float(group),
-            None if prompt is None else int(prompt),
-            None if completion is None else int(completion),
-            stop if stop in STOPS else None,
-            int(row.get("invalid_tool_calls") or 0),
-            None if cost is None else float(cost),
-        )
 
     @property
     def usage(self) -> dict[str, JSON]:
