@@ -123,12 +123,7 @@ COMMANDS = (
         "probe an environment for the defects that waste a training run (a gameable grader, "
         "rewards that change, a split that leaks, shared session state): exit 1 on an error",
     ),
-    Command(
-        "view",
-        "orsgen.view.command",
-        "RUN [-o FILE.html]",
-        "one self-contained HTML page to read a run's rollouts",
-    ),
+    Command("view", "orsgen.view.command", "RUN [-o FILE.html]", "a run's rollouts, one HTML page"),
     Command(
         "export",
         "orsgen.runlog.command",
