@@ -1,4 +1,4 @@
-"""Where a run directory's generated package is: run.json's ``package``, the package's
+"""Where a run directory's (or a trajectory line's) generated package is: run.json's ``package``, the package's
 directory relative to the run directory, and ``package_name``, its import name. A recording
 committed beside its package (``recordings/echo`` and ``generated/echo``) then resolves on any
 checkout, and no absolute path of the machine that made it is written. A run written before
@@ -7,19 +7,34 @@ checkout, and no absolute path of the machine that made it is written. A run wri
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 
-def recorded(package: str | Path | None, run: Path) -> dict[str, str]:
-    """run.json's facts of ``package`` (a directory) for a run directory ``run``: ``package``
-    relative to ``run``, and ``package_name``; none for no package."""
+@functools.cache
+def package_path(klass: type) -> str | None:
+    """The directory of the generated package that defines ``klass`` (where ``orsgen
+    replay`` finds it), or ``None`` for a class defined elsewhere."""
+    package = sys.modules.get(klass.__module__.rpartition(".")[0])
+    where = getattr(package, "__file__", None)
+    if where is None or not (Path(where).parent / "adapter.py").is_file():
+        return None
+    return str(Path(where).resolve().parent)
+
+
+def recorded(package: str | Path | None, run: Path | None) -> dict[str, str]:
+    """run.json's facts of ``package`` (a directory) for a run directory ``run`` (or a
+    trajectory file's directory): ``package`` relative to ``run`` (absolute for no ``run``),
+    and ``package_name``; none for no package."""
     if package is None:
         return {}
     where = Path(package).resolve()
-    return {"package": os.path.relpath(where, run.resolve()), "package_name": where.name}
+    relative = str(where) if run is None else os.path.relpath(where, run.resolve())
+    return {"package": relative, "package_name": where.name}
 
 
 def resolved(run: Path, config: Mapping[str, Any]) -> Path | None:

@@ -471,3 +471,47 @@ def test_a_rollout_that_timed_out_is_compared_call_by_call_with_the_recorded_set
         timed_out = (r["task_index"], r["sample"]) in late
         assert ("stopped on timeout" in (r["reason"] or "")) == timed_out, r["reason"]
     assert "compared call by call (stopped on a limit): task" in (out / "report.md").read_text()
+
+
+def test_a_trajectory_file_replays_its_results_by_hash(
+    echo_server: ors_server.RunningServer, orsgen_cli: Any, tmp_path: Path
+) -> None:
+    # A training adapter's trajectory sink (no trainer: the adapter driven as TRL drives it),
+    # one rollout with a call whose arguments (3,000 characters) and result pass the old
+    # writer's cuts. b.jsonl is its copy with the long result's hash that of its preview (as
+    # if the preview were the whole text): the one output that changed.
+    from generated.echo import EchoEnv
+    from orsgen.runtime.rewards import outcome_reward
+    from orsgen.runtime.trajectories import writer
+
+    runs, long = tmp_path / "runs", "x" * 3000
+    env = EchoEnv(base_url=echo_server.url, trajectories=runs / "a.jsonl")
+    try:
+        env.reset(task_index=0)
+        env.echo(text=long)
+        env.echo(text="apple")
+        assert outcome_reward([env]) == [1.0]
+    finally:
+        env.close()
+        writer.writers().close()
+    line = json.loads((runs / "a.jsonl").read_text())
+    first = line["calls"][0]
+    assert first["arguments"] == {"text": long} and first["truncated"] is True
+    assert len(first["output"]) == 500 and line["package_name"] == "echo"
+    assert (runs / line["package"]).resolve() == (ROOT / "generated" / "echo").resolve()
+    preview = hashlib.sha256(first["output"].encode()).hexdigest()
+    assert first["output_sha256"] != preview
+    line["calls"][0] = {**first, "output_sha256": preview}
+    (runs / "b.jsonl").write_text(json.dumps(line) + "\n")
+
+    out = tmp_path / "replayed"
+    run = replay(orsgen_cli, runs, echo_server.url, out)  # in this process: no SDK import
+    assert run.code == 0, run.stderr
+    s = summary(out)
+    assert (s["rollouts"], s["replayed"], s["changed"], s["outputs_changed"]) == (2, 2, 0, 1)
+    rows = sorted(results_rows(out), key=lambda r: r["sample"])
+    assert [(r["task_index"], r["sample"], r["outputs_changed"]) for r in rows] == [
+        (0, 0, 0),
+        (0, 1, 1),
+    ]
+    assert all(r["reward"] == r["recorded_reward"] == 1.0 for r in rows)

@@ -104,6 +104,7 @@ def _row(sample: int, calls: list[dict[str, Any]]) -> dict[str, Any]:
         "task_index": 0,
         "sample": sample,
         "split": "test",
+        "verdict": "scored",
         "messages": [prompt],
         "env_calls": calls,
     }
@@ -331,7 +332,7 @@ def test_a_recording_serves_its_packages_terminal_and_task_tools(
     """generated/rich: renamed parameters, a task tool (probed on task 0) and a terminal
     tool, served from a recording with no calls: ``orsgen check --live`` finds no drift."""
     rich = ROOT / "generated" / "rich"
-    row = {"task_index": 0, "sample": 0, "messages": [], "env_calls": []}
+    row = {"task_index": 0, "sample": 0, "verdict": "unfinished", "messages": [], "env_calls": []}
     served = serve(str(_recorded(tmp_path, rich, "train", [row])))
     check = orsgen_cli(["check", str(rich), "--live", "--target", served.url])
     assert check.code == 0 and "no drift" in check.stderr, check.stderr
@@ -374,7 +375,7 @@ def _variant(source: str, handmade: Path, tmp_path: Path) -> Path:
         ("nowhere", [], "nowhere is neither a Python file that defines Environment classes"),
         ("README.md", [], "README.md is neither a Python file"),
         (str(ECHO_ENV), ["--package", str(ECHO)], "--package applies to a run directory only"),
-        (str(ECHO), [], "is not an orsgen eval run (no run.json)"),
+        (str(ECHO), [], "is not an orsgen run (no run.json)"),
         ("RUN", ["--package", str(ROOT)], "is not a generated package (no snapshot.json)"),
         ("RUN", ["--package", str(ROOT / "generated" / "rich")], "its tools differ"),
         ("OLD", [], "2 of 2 rows record no tool calls and results"),

@@ -161,16 +161,6 @@ def adapter_identity(klass: type) -> dict[str, Any]:
     }
 
 
-def package_path(klass: type) -> str | None:
-    """The directory of the generated package that defines ``klass`` (run.json's ``package``,
-    where ``orsgen replay`` finds it), or ``None`` for a class defined elsewhere."""
-    package = sys.modules.get(klass.__module__.rpartition(".")[0])
-    where = getattr(package, "__file__", None)
-    if where is None or not (Path(where).parent / "adapter.py").is_file():
-        return None
-    return str(Path(where).resolve().parent)
-
-
 def parse_shard(text: str) -> tuple[int, int]:
     """``"I/N"`` (``orsgen eval --shard``) as ``(I, N)``: shard ``I`` of ``N``, ``I`` from 0."""
     index, _, count = text.partition("/")

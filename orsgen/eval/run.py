@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.eval import report
 from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adapter_identity
-from orsgen.eval.config import package_path
-from orsgen.recorded_package import recorded
+from orsgen.recorded_package import package_path, recorded
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, added_counts, public_url
 from orsgen.eval.results import Record, Records, RunFileError, check_resume, read_records

@@ -21,7 +21,8 @@ from orsgen.eval.config import adapter_identity
 from orsgen.eval.endpoints import public_url
 from orsgen.jsonobject import as_array
 from orsgen.recorded_package import recorded
-from orsgen.replay.run import ReplayError, Recording, factory, load, replay
+from orsgen.replay.run import Recording, factory, load, replay
+from orsgen.runlog.record import RunError
 from orsgen.rundir import RunDirError
 from orsgen.wording import plural
 
@@ -29,12 +30,17 @@ from orsgen.wording import plural
 def parser() -> Parser:
     p = Parser(
         prog="orsgen replay",
-        description="Replay a recorded evaluation run against the environment: for every "
+        description="Replay a recorded evaluation run (or a training run's trajectories) "
+        "against the environment: for every "
         "recorded rollout, a session on the same task and the recorded tool calls in order, "
         "through the generated package (no model). Writes a run directory that says which "
         "rewards changed, which rollouts flipped, which calls the environment now refuses.",
     )
-    p.add_argument("run", metavar="RUN", help="an `orsgen eval --out` directory")
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="an `orsgen eval --out` directory, or a training trajectory file or directory",
+    )
     p.add_argument("--out", required=True, help="the replay's run directory (a new one)")
     p.add_argument(
         "--package", metavar="DIR", help="the generated package (default: the one run.json names)"
@@ -63,12 +69,13 @@ def parser() -> Parser:
 def _facts(args: Any, recording: Recording, klass: type, out: Path) -> dict[str, Any]:
     """The replay's run.json: what was replayed, where and how (no key, no secret)."""
     config, ours = recording.config, adapter_identity(klass)
-    if config.get("environment") != ours["environment"]:
+    # A trajectory names its adapter class alone (the class replayed), not these two.
+    if config.get("environment", ours["environment"]) != ours["environment"]:
         raise UsageError(
             f"{recording.package} is a package of {ours['environment']!r}; the run is of "
             f"{config.get('environment')!r}"
         )
-    if config.get("tools_sha256") != ours["tools_sha256"]:
+    if config.get("tools_sha256", ours["tools_sha256"]) != ours["tools_sha256"]:
         print(
             f"orsgen replay: note: {recording.package}'s tools differ from the run's; the "
             "recorded calls are sent as recorded",
@@ -79,7 +86,7 @@ def _facts(args: Any, recording: Recording, klass: type, out: Path) -> dict[str,
     return {
         "kind": "replay",
         # Relative to the replay's directory: no absolute path of this machine is written.
-        "recorded_run": os.path.relpath(recording.run.resolve(), out.resolve()),
+        "recorded_run": os.path.relpath(recording.run.path.resolve(), out.resolve()),
         **recorded(recording.package, out),
         **{k: config.get(k) for k in (*keep, "adapter_version")},
         "environment": ours["environment"],
@@ -118,7 +125,7 @@ def _terminated(signum: int, _frame: Any) -> None:
 def _replay(args: Any, out: Path) -> int:
     try:
         recording = load(args.run, args.package)
-    except ReplayError as exc:
+    except RunError as exc:
         raise UsageError(str(exc)) from None
     klass = load_adapter(str(recording.package), args.env_class or recording.config.get("adapter"))
     # The recorded run's own settings (its rollout deadline), not this command's defaults.
@@ -131,7 +138,7 @@ def _replay(args: Any, out: Path) -> int:
     print(f"replaying {plural(count, 'rollout')} of {args.run} x {args.repeat}", file=sys.stderr)
     try:
         s = replay(factory(klass, adapter), recording, out, facts, args.concurrency)
-    except (ReplayError, RunDirError) as exc:
+    except (RunError, RunDirError) as exc:
         raise UsageError(str(exc)) from None
     flips = s["flips"]
     print(

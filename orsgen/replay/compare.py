@@ -2,7 +2,8 @@
 
 A call is the ``env_calls`` entry an evaluation row records (``Call.replayable``): ``tool``,
 ``arguments``, ``text``, ``images`` (sha256 hashes), ``reward``, ``finished`` and, for a
-failed call, ``error``. Rewards differ by :func:`orsgen.verdict.differ` (one is ``None`` and
+failed call, ``error``; a training trajectory's call has ``text_sha256`` too (its text is a
+preview), and results are compared by that hash. Rewards differ by :func:`orsgen.verdict.differ` (one is ``None`` and
 the other not, or they are more than ``tolerance`` apart).
 
 A replay *reproduces* the recording when its final reward, each call's reward, where the
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orsgen.jsonobject import as_array, as_object, is_array
+from orsgen.runtime.records.episode import text_sha256
 from orsgen.verdict import changed, differ, flip, pass_rate
 from orsgen.wording import cut
 
@@ -75,7 +77,10 @@ def finished_at(calls: Sequence[Call]) -> int | None:
 
 
 def _output(call: Call) -> tuple[Any, Any, Any]:
-    return call.get("text"), list(call.get("images") or []), call.get("error")
+    """A call's result: its text by hash (a trajectory line records only the hash of it, and
+    a preview), its images' hashes and its error."""
+    text = call.get("text_sha256") or text_sha256(str(call.get("text") or ""))
+    return text, list(call.get("images") or []), call.get("error")
 
 
 def outputs_changed(recorded: Sequence[Call], replayed: Sequence[Call]) -> int:

@@ -8,59 +8,80 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from orsgen.eval.conversation import Conversation
 from orsgen.eval.workers import Adapters
 from orsgen.jsonobject import as_object
-from orsgen.recorded_package import resolved
 from orsgen.replay import compare
 from orsgen.replay.summary import report, summarize
+from orsgen.runlog.open import Run, RunSpec, open_run
+from orsgen.runlog.record import Rollout, RunError
 from orsgen.runtime.errors import OrsRuntimeError, ToolCallFailure
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, Appender, RunDirError, read_config
-from orsgen.rundir import read_json, rows, run_rows, write_json, write_run, writing
+from orsgen.runtime.records.passk import PASS_THRESHOLD
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, Appender, RunDirError
+from orsgen.rundir import read_json, run_rows, write_json, write_run, writing
 
 
-class ReplayError(ValueError):
+class ReplayError(RunError):
     """A run that cannot be replayed as asked (one line, exit code 2)."""
 
 
 @dataclass(frozen=True)
 class Recording:
-    """A recorded evaluation: its directory, run.json, rows and generated package."""
+    """A recorded run (an evaluation, or training trajectories) as :func:`open_run` reads
+    it: its settings as run.json names them, its rollouts as :mod:`compare` reads them (a
+    trajectory's ``sample``: its place among its task's lines) and its generated package."""
 
-    run: Path
+    run: Run
     config: Mapping[str, Any]
     rows: Sequence[Mapping[str, Any]]
     package: Path
 
 
+def _settings(spec: RunSpec) -> Mapping[str, Any]:
+    """run.json, or what a trajectory's lines say of the run."""
+    if spec.kind != "trajectory":
+        return spec.raw
+    threshold = PASS_THRESHOLD if spec.pass_threshold is None else spec.pass_threshold
+    keep = {"split": spec.split, "adapter": spec.adapter, "pass_threshold": threshold}
+    return {**keep, "unfinished_reward": spec.unfinished_reward}
+
+
+def _row(rollout: Rollout, sample: int) -> dict[str, Any]:
+    calls = [asdict(c) for c in rollout.env_calls] if rollout.recorded_calls else None
+    keys = ("task_index", "split", "reward", "verdict", "reason", "stop")
+    return {**{k: getattr(rollout, k) for k in keys}, "sample": sample, "env_calls": calls}
+
+
 def load(run: str | Path, package: str | None = None) -> Recording:
-    """The recorded run in ``run``, its package ``package`` or the one run.json names."""
-    path = Path(run)
-    try:
-        config = read_config(path)
-        found = list(rows(path / RESULTS_FILE))
-    except RunDirError as exc:
-        raise ReplayError(str(exc)) from None
+    """The recorded run ``run`` (:func:`open_run`), its package ``package`` or the one it
+    names; :class:`RunError` (one line) when it cannot be replayed."""
+    opened = open_run(run)
+    seen: Counter[int] = Counter()
+    found: list[dict[str, Any]] = []
+    for r in opened.rows():
+        found.append(_row(r, seen[r.task_index] if r.sample is None else r.sample))
+        seen[r.task_index] += 1
     if not found:
-        raise ReplayError(f"{path} holds no recorded rollout (no rows in {RESULTS_FILE})")
+        raise ReplayError(f"{run} holds no recorded rollout")
     if any(compare.calls_of(r) is None for r in found):
         raise ReplayError(
-            f"{path} records no tool calls to replay (rows without env_calls: an older orsgen "
+            f"{run} records no tool calls to replay (rows without env_calls: an older orsgen "
             "eval wrote it); evaluate again to record them"
         )
-    where = Path(package) if package else resolved(path, config)
+    where = Path(package) if package else opened.package
     if where is None:
-        raise ReplayError(f"{path / RUN_FILE} names no package; give its directory with --package")
+        raise ReplayError(f"{run} names no package; give its directory with --package")
     if not (where / "adapter.py").is_file():
         hint = "" if package else "; it has moved: give its directory with --package"
         raise ReplayError(f"{where} is not a generated package (no adapter.py){hint}")
-    return Recording(path, config, found, where)
+    return Recording(opened, _settings(opened.spec), found, where)
 
 
 def once(env: Any, recorded: Mapping[str, Any], split: str, unfinished: Any) -> compare.Replayed:

@@ -1,5 +1,6 @@
 """The run log (issue 47): one typed record of a rollout (:class:`Rollout`) and one reader of
-every run (:func:`open_run`). A leaf: it imports only :mod:`orsgen.rundir`."""
+every run (:func:`open_run`). A leaf: it imports only :mod:`orsgen.rundir` and
+:mod:`orsgen.recorded_package`."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal, cast
 
 import orsgen.rundir as rundir
+from orsgen.recorded_package import resolved
 from orsgen.runlog import parse
 from orsgen.runlog.record import JSON, Rollout, RunError, Source
 
@@ -145,23 +146,32 @@ def open_run(path: str | os.PathLike[str]) -> Run:
         config = cast(dict[str, JSON], rundir.read_config(where))
         has_summary = (where / rundir.SUMMARY_FILE).is_file()
         summary = cast(dict[str, JSON], rundir.read_summary(where)) if has_summary else None
-        package = config.get("package")
         return Run(
             where,
             RunSpec.from_config(config),
             summary,
-            Path(package) if isinstance(package, str) else None,
+            resolved(where, config),
             (where / rundir.RESULTS_FILE,),
         )
     files = _trajectory_files(where)
     first = next((r for f in files for _, r in _rows(f, _TRAJECTORY)), None)
+    # The package and settings of the first line (each line records them).
+    none: dict[str, JSON] = {}
+    file, line = next(
+        ((f, cast(dict[str, JSON], r)) for f in files for _, _, r in _line_numbers(f)),
+        (where, none),
+    )
+    threshold = _get(line, "pass_threshold", (int, float))
+    unfinished = _get(line, "unfinished_reward", (int, float))
     spec = RunSpec(
         kind="trajectory",
         split=first.split if first else "",
         environment=first.environment if first else "",
         adapter=first.environment if first else None,
+        pass_threshold=None if threshold is None else float(cast(float, threshold)),
+        unfinished_reward=None if unfinished is None else float(cast(float, unfinished)),
     )
-    return Run(where, spec, None, None, files)
+    return Run(where, spec, None, resolved(file.parent, line), files)
 
 
 _TRAJECTORY = RunSpec(kind="trajectory", split="", environment="")

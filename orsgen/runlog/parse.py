@@ -86,6 +86,7 @@ def _call(value: JSON, output: str) -> EnvCall:
         seconds=_num(call.get("seconds"), "seconds"),
         images=_list(call.get("images"), "images"),
         truncated=bool(call.get("truncated", cut_marked(text))),
+        text_sha256=_str(call.get("output_sha256"), "output_sha256"),
     )
 
 
@@ -124,6 +125,7 @@ def eval_row(row: Mapping[str, object], spec: Mapping[str, JSON], source: Source
         env_calls=[_call(c, "text") for c in _list(row.get("env_calls"), "env_calls")],
         messages=[_dict(m, "a message") for m in _list(row.get("messages"), "messages")],
         invalid_tool_calls=_opt_int(row.get("invalid_tool_calls"), "invalid_tool_calls") or 0,
+        recorded_calls="env_calls" in row,
         recorded_reward=_num(row.get("recorded_reward"), "recorded_reward"),
         recorded_verdict=_str(row.get("recorded_verdict"), "recorded_verdict"),
         changed=None if row.get("changed") is None else bool(row.get("changed")),
@@ -144,7 +146,7 @@ def trajectory_line(line: Mapping[str, object]) -> Rollout:
         verdict=_verdict(line.get("outcome"), "outcome"),
         reward=_num(line.get("reward"), "reward"),
         reason=_str(line.get("why_unscored"), "why_unscored"),
-        stop=None,
+        stop=_str(line.get("stop"), "stop"),
         finished=bool(line.get("finished")),
         seconds=_num(line.get("duration_s"), "duration_s"),
         environment_seconds=_num(line.get("duration_s"), "duration_s"),

@@ -75,7 +75,9 @@ class Usage:
 @dataclass(frozen=True)
 class EnvCall:
     """One environment tool call: its arguments, the text it answered (``truncated`` when cut),
-    its reward, whether it finished the episode, and its error (``None``: none)."""
+    its reward, whether it finished the episode, and its error (``None``: none).
+    ``text_sha256`` is the whole text's hash where only a preview is kept (a trajectory
+    line's ``output_sha256``)."""
 
     tool: str
     arguments: dict[str, JSON]
@@ -86,6 +88,7 @@ class EnvCall:
     seconds: float | None = None
     images: list[JSON] = field(default_factory=list)
     truncated: bool = False
+    text_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ class Rollout:
     env_calls: list[EnvCall] = field(default_factory=list)
     messages: list[dict[str, JSON]] = field(default_factory=list)
     invalid_tool_calls: int = 0
+    recorded_calls: bool = True  # False: the row has no env_calls (an older orsgen eval's)
     # A replay row's comparison with the recorded rollout (None elsewhere).
     recorded_reward: float | None = None
     recorded_verdict: str | None = None

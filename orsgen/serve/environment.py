@@ -122,13 +122,13 @@ def environment_class(recording: Recording) -> type[Any]:
         if isinstance(found, str):
             # No SDK reason fits: the client knows it by its text (OFF_RECORDING_TEXT).
             return RunToolOutput(RunToolError(error=found, reason=None))
-        text = str(found.get("text") or "")
-        if found.get("error"):  # the environment refused the call, or failed there
-            reason, detail = _failure(tool, found["error"], text)
+        text = found.text
+        if found.error:  # the environment refused the call, or failed there
+            reason, detail = _failure(tool, found.error, text)
             if reason is None:
                 raise RuntimeError(detail)  # the session ends, as it did
             return RunToolOutput(RunToolError(error=detail, reason=reason))
-        reward, finished = found.get("reward"), bool(found.get("finished"))
+        reward, finished = found.reward, found.finished
         blocks = [TextBlock(text=text)] if text else []
         return RunToolOutput(
             RunToolSuccess(output=ToolOutput(blocks=blocks, reward=reward, finished=finished))

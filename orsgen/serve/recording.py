@@ -19,22 +19,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orsgen.arguments import UsageError
-from orsgen.jsonobject import as_array, as_object, is_object
+from orsgen.jsonobject import as_array, as_object
+from orsgen.runlog.open import Run, open_run
+from orsgen.runlog.record import EnvCall, RunError
 from orsgen.runtime.errors import OFF_RECORDING_TEXT
 from orsgen.runtime.sessions.drift_scope import expected_task_tools
-from orsgen.rundir import PROMPTS_FILE, RESULTS_FILE, RunDirError, read_config, read_json, rows
+from orsgen.rundir import PROMPTS_FILE, RESULTS_FILE, RunDirError, read_json, rows
 from orsgen.canonical import tools_sha256
-from orsgen.recorded_package import resolved
 
 MAX_CALL_TEXT = 300  # characters of a call named in a "not in the recording" error
-Call = Mapping[str, Any]  # one env_calls entry
 
 
 @dataclass
 class Task:
     prompt: str | None = None
-    rollouts: list[list[Call]] = field(default_factory=list)
+    rollouts: list[list[EnvCall]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -67,59 +66,63 @@ class Recording:
         env = self.environment
         names = expected_task_tools(env, split, index) or set()
         task = self.task(split, index)
-        names.update(str(call.get("tool")) for rollout in task.rollouts for call in rollout)
+        names.update(call.tool for rollout in task.rollouts for call in rollout)
         return [t for t in as_array(env.get("task_tools")) if t.get("name") in names]
 
 
 def load(run: Path, package: Path | None) -> Recording:
-    """The recording in run directory ``run``; :class:`UsageError` (one line) when there is
-    none, or no package to take the tools from."""
+    """The recording in run directory ``run`` (:func:`open_run`); :class:`RunError` (one
+    line) when there is none, or no package to take the tools from."""
+    opened = open_run(run)
+    if opened.spec.kind == "trajectory":
+        raise RunError(
+            f"{run} holds training trajectories, whose results are kept by hash and a preview: "
+            "serve an `orsgen eval` run"
+        )
+    where = package or opened.package
+    if where is None:
+        raise RunError(
+            f"{run}/run.json names no package; pass --package DIR, the package it evaluated"
+        )
+    snapshot = where / "snapshot.json"
+    if not snapshot.is_file():
+        moved = "" if package else "; it has moved: pass its directory with --package"
+        raise RunError(f"{where} is not a generated package (no snapshot.json){moved}")
     try:
-        config = read_config(run)
-        where = package or resolved(run, config)
-        if where is None:
-            raise UsageError(
-                f"{run}/run.json names no package; pass --package DIR, the package it evaluated"
-            )
-        snapshot = where / "snapshot.json"
-        if not snapshot.is_file():
-            moved = "" if package else "; it has moved: pass its directory with --package"
-            raise UsageError(f"{where} is not a generated package (no snapshot.json){moved}")
         environment = as_object(read_json(snapshot).get("environment"))
-        tasks = _tasks(run)
+        whole = {int(r["task_index"]): _text(r.get("prompt")) for r in rows(run / PROMPTS_FILE)}
     except RunDirError as exc:
-        raise UsageError(str(exc)) from None
-    if config.get("tools_sha256") not in (None, tools_sha256(environment)):
-        raise UsageError(
+        raise RunError(str(exc)) from None
+    if opened.spec.raw.get("tools_sha256") not in (None, tools_sha256(environment)):
+        raise RunError(
             f"{where} is not the package {run} evaluated: its tools differ; pass that one "
             "with --package DIR"
         )
-    return Recording(environment, str(config.get("split")), tasks)
+    return Recording(environment, opened.spec.split, _tasks(opened, whole))
 
 
-def _tasks(run: Path) -> dict[int, Task]:
-    """Each task's prompt (from prompts.jsonl, else its first row) and recorded rollouts,
-    from every row of results.jsonl."""
+def _tasks(run: Run, whole: Mapping[int, str]) -> dict[int, Task]:
+    """Each task's prompt (``whole``: prompts.jsonl's, else its first row's) and recorded
+    rollouts, from every row of the run."""
     tasks: dict[int, Task] = {}
-    whole = {int(r["task_index"]): _text(r.get("prompt")) for r in rows(run / PROMPTS_FILE)}
     count = unrecorded = 0
-    for row in rows(run / RESULTS_FILE):
+    for row in run.rows():
         count += 1
-        if "env_calls" not in row:
+        if not row.recorded_calls:
             unrecorded += 1
             continue
-        task = tasks.setdefault(int(row["task_index"]), Task())
-        task.rollouts.append([c for c in as_array(row["env_calls"]) if is_object(c)])
-        first = next(iter(as_array(row.get("messages"))), None)
+        task = tasks.setdefault(row.task_index, Task())
+        task.rollouts.append(row.env_calls)
+        first = next(iter(row.messages), None)
         if task.prompt is None:
-            task.prompt = whole.get(int(row["task_index"]))
-        if task.prompt is None and is_object(first) and first.get("role") == "user":
+            task.prompt = whole.get(row.task_index)
+        if task.prompt is None and first is not None and first.get("role") == "user":
             task.prompt = _text(first.get("content"))
     if not count:
-        raise UsageError(f"{run} holds no rollout to serve (no rows in {RESULTS_FILE})")
+        raise RunError(f"{run.path} holds no rollout to serve (no rows in {RESULTS_FILE})")
     if unrecorded:
-        raise UsageError(
-            f"{run}: {unrecorded} of {count} rows record no tool calls and results "
+        raise RunError(
+            f"{run.path}: {unrecorded} of {count} rows record no tool calls and results "
             "(no env_calls; an older orsgen evaluated them); evaluate again to record them"
         )
     return tasks
@@ -134,8 +137,8 @@ def _text(content: object) -> str:
     return "\n".join(p for p in parts if isinstance(p, str) and p != "(image)")
 
 
-def _same(call: Call, tool: str, arguments: Mapping[str, Any]) -> bool:
-    return call.get("tool") == tool and as_object(call.get("arguments")) == arguments
+def _same(call: EnvCall, tool: str, arguments: Mapping[str, Any]) -> bool:
+    return call.tool == tool and call.arguments == arguments
 
 
 def _shown(tool: str, arguments: Mapping[str, Any]) -> str:
@@ -151,7 +154,7 @@ class Follower:
         self.made = 0  # calls on the recording so far
         self.rollouts = list(recording.task(split, index).rollouts)
 
-    def next(self, tool: str, arguments: Mapping[str, Any]) -> Call | str:
+    def next(self, tool: str, arguments: Mapping[str, Any]) -> EnvCall | str:
         """The recorded result of this call, or why there is none (the error's text)."""
         at = self.made
         going = [r for r in self.rollouts if len(r) > at and _same(r[at], tool, arguments)]
@@ -161,11 +164,7 @@ class Follower:
         said = (
             f"{OFF_RECORDING_TEXT}{_shown(tool, arguments)} at call {at + 1} of task {self.index}"
         )
-        recorded = {
-            _shown(str(r[at].get("tool")), as_object(r[at].get("arguments"))): None
-            for r in self.rollouts
-            if len(r) > at
-        }
+        recorded = {_shown(r[at].tool, r[at].arguments): None for r in self.rollouts if len(r) > at}
         if recorded:
             said += f" (recorded there: {'; '.join(list(recorded)[:3])})"
         return said

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import enum
 import functools
+import hashlib
 import inspect
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +29,6 @@ from typing import Any, Literal
 from orsgen.runtime.errors import OFF_RECORDING, ToolCallFailure
 
 MAX_OUTPUT_TEXT = 500
-MAX_ARGUMENTS_TEXT = 2000
 MAX_TOOLS = 16  # tools of one adapter class with ors/tool/<name>/* keys of their own
 OTHER = "_other"  # where the calls of the others count
 
@@ -123,10 +122,16 @@ class Call:
     sent: bool = True  # False: refused before it left (client-side checks, no session)
 
     def record(self) -> dict[str, Any]:
+        """The call in a trajectory line: its arguments whole, its result by hash
+        (``output_sha256``, of the text replay compares) with a preview (``output``, cut at
+        :data:`MAX_OUTPUT_TEXT` characters, ``truncated`` then)."""
         return {
             "tool": self.tool,
-            "arguments": _bounded_arguments(self.arguments),
+            "arguments": self.arguments,
             "output": _truncate(self.output, MAX_OUTPUT_TEXT),
+            "output_sha256": text_sha256(self.output),
+            "truncated": len(self.output) > MAX_OUTPUT_TEXT,
+            "images": list(self.images),
             "reward": self.reward,
             "finished": self.finished,
             "error": self.failure,
@@ -146,11 +151,10 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _bounded_arguments(arguments: dict[str, Any]) -> Any:
-    text = json.dumps(arguments, sort_keys=True, default=repr)
-    if len(text) <= MAX_ARGUMENTS_TEXT:
-        return json.loads(text)
-    return _truncate(text, MAX_ARGUMENTS_TEXT)
+def text_sha256(text: str) -> str:
+    """The hash a trajectory line records of a call's result text (``orsgen replay``
+    compares a replayed text by it)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass

@@ -21,6 +21,11 @@ class Rollout(Protocol):
         ...
 
     @property
+    def owner(self) -> type:
+        """The adapter class (its package is what a trajectory line records)."""
+        ...
+
+    @property
     def split(self) -> str: ...
 
     @property
@@ -32,6 +37,11 @@ class Rollout(Protocol):
     def pass_threshold(self) -> float:
         """A scored rollout passes when its reward is at least this (the adapter's
         ``pass_threshold``; :func:`orsgen.runtime.records.passk.passes`)."""
+        ...
+
+    @property
+    def unfinished_reward(self) -> float | None:
+        """The reward of an unfinished rollout (the adapter's ``unfinished_reward``)."""
         ...
 
     @property

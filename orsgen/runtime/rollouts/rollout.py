@@ -76,6 +76,10 @@ class AdapterRollout:
         return self.episode.task_index
 
     @property
+    def unfinished_reward(self) -> float | None:
+        return self.settings.unfinished_reward
+
+    @property
     def calls(self) -> list[Call]:
         return self.episode.calls
 

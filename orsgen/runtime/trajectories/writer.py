@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from orsgen.recorded_package import package_path, recorded
 from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.records.protocol import Rollout
 from orsgen.runtime.transport.identity import identity
@@ -61,11 +62,14 @@ def sink_of(value: str | os.PathLike[str] | TrajectorySink | None) -> Trajectory
     return value
 
 
-def line(rollout: Rollout) -> dict[str, Any]:
-    """The trajectory line of a rollout. No secret, override or task-spec content."""
+def line(rollout: Rollout, directory: Path | None = None) -> dict[str, Any]:
+    """The trajectory line of a rollout: what ``orsgen replay`` replays (each call's arguments
+    whole, its result by hash) and the generated package, relative to ``directory`` (the
+    trajectory file's; absolute for none). No secret, override or task-spec content."""
     episode, outcome = rollout.episode, rollout.outcome()
     return {
         "env": rollout.env,
+        **recorded(package_path(rollout.owner), directory),
         "split": rollout.split,
         "task_index": episode.task_index,
         "task_spec": episode.task_spec,
@@ -74,6 +78,8 @@ def line(rollout: Rollout) -> dict[str, Any]:
         "why_unscored": outcome.reason,
         "reward": outcome.reward,
         "pass_threshold": rollout.pass_threshold,
+        "unfinished_reward": rollout.unfinished_reward,
+        "stop": outcome.stop,
         "finished": rollout.finished,
         "reset_s": round(episode.reset_seconds, 4),
         "duration_s": round(time.time() - episode.started_at, 4),
@@ -85,8 +91,9 @@ def line(rollout: Rollout) -> dict[str, Any]:
 
 def deliver(sink: TrajectorySink, rollout: Rollout) -> None:
     """Write ``rollout``'s line to ``sink``; a full disk must not end the run (said once)."""
+    directory = Path(sink.path).parent if isinstance(sink, JsonlFile) else None
     try:
-        sink.write(line(rollout))
+        sink.write(line(rollout, directory))
     except OSError as exc:
         logger.warning("could not write a trajectory line to %s: %s", sink, exc)
 
