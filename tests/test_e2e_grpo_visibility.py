@@ -7,7 +7,10 @@ in its own process):
 - ``log_completions=True``: every completion's task index and split are columns of the
   completions parquet files (through TRL's ``log_extra``);
 - ``TaskTableCallback``: a per-task table beside the run's output that agrees with those
-  parquet files.
+  parquet files;
+- ``trajectories=``: the trajectory file, which ``orsgen replay`` replays against the same
+  environment with no change, and against a changed grader (tests/envs/echo_regraded_env.py)
+  with exit 1.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,7 @@ import ors_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_ENV = ROOT / "examples" / "echo_env.py"
+REGRADED_ENV = ROOT / "tests" / "envs" / "echo_regraded_env.py"
 
 pytest.importorskip("trl")
 pytest.importorskip("trackio")
@@ -40,16 +45,18 @@ def run(ors_servers: ors_server.Servers, tmp_path_factory: pytest.TempPathFactor
     env = dict(os.environ, TRACKIO_DIR=str(work / "trackio"), HF_HUB_OFFLINE="1")
     env.pop("TRACKIO_SPACE_ID", None)
     env.pop("TRACKIO_SERVER_URL", None)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "grpo_visibility_run.py"), server.url, str(work)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=540,
-    )
+    with ThreadPoolExecutor(1) as pool:  # the changed grader's server starts while it trains
+        regraded = pool.submit(ors_servers.own, REGRADED_ENV)
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "grpo_visibility_run.py"), server.url, str(work)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=540,
+        )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     result = json.loads((work / "result.json").read_text())
-    return work, result
+    return work, result, {"same": server.url, "regraded": regraded.result().url}
 
 
 def _steps(history: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -57,7 +64,7 @@ def _steps(history: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 
 def test_ors_metrics_reach_trackio_without_the_network(run: Any) -> None:
-    work, result = run
+    work, result, _urls = run
     assert result["refused"] == []
     assert (work / "trackio").is_dir()  # the store is where TRACKIO_DIR says
     assert result["trackio_runs"] == ["visibility"]
@@ -84,7 +91,7 @@ def _completions(work: Path) -> list[dict[str, Any]]:
 
 
 def test_the_completions_table_names_each_rollouts_task(run: Any) -> None:
-    work, result = run
+    work, result, _urls = run
     rows = _completions(work)
     assert len(rows) == 3 * 2  # 3 steps of one group of 2
     assert {r["task_split"] for r in rows} == {"train"}
@@ -95,7 +102,7 @@ def test_the_completions_table_names_each_rollouts_task(run: Any) -> None:
 
 
 def test_the_trajectories_name_each_rollouts_task(run: Any) -> None:
-    work, _result = run
+    work, _result, _urls = run
     lines = (work / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]
     rows = _completions(work)
@@ -104,7 +111,7 @@ def test_the_trajectories_name_each_rollouts_task(run: Any) -> None:
 
 
 def test_the_task_table_agrees_with_the_completions(run: Any) -> None:
-    work, _result = run
+    work, _result, _urls = run
     rows = _completions(work)
     with (work / "out" / "ors_tasks.csv").open(encoding="utf-8") as handle:
         table = list(csv.DictReader(handle))
@@ -120,3 +127,28 @@ def test_the_task_table_agrees_with_the_completions(run: Any) -> None:
             passed = sum(1 for r in rewards if r >= 1.0) / len(rewards)
             assert float(task["pass_rate"]) == pytest.approx(passed)
             assert float(task["mean_reward"]) == pytest.approx(sum(rewards) / len(rewards))
+
+
+def test_the_trajectory_file_replays_unchanged_and_a_changed_grader_exits_1(
+    run: Any, orsgen_cli: Any
+) -> None:
+    work, _result, urls = run
+    trajectories = work / "trajectories.jsonl"
+    lines = [json.loads(line) for line in trajectories.read_text(encoding="utf-8").splitlines()]
+    # The rollouts that called echo: the inverted grader changes each of them.
+    called = sum(1 for line in lines if any(c["tool"] == "echo" for c in line["calls"]))
+    # In this process (no SDK import per replay): a second or two.
+    replays = {
+        name: orsgen_cli(
+            ["replay", str(trajectories), "--out", str(work / name), "--base-url", url]
+        )
+        for name, url in urls.items()
+    }
+    assert replays["same"].code == 0, replays["same"].stderr
+    s = json.loads((work / "same" / "summary.json").read_text())
+    assert (s["rollouts"], s["changed"], s["outputs_changed"]) == (len(lines), 0, 0), s
+    assert s["replayed"] == len(lines) - len(s["skipped"]) and s["kind"] == "replay"
+    assert replays["regraded"].code == 1, replays["regraded"].stderr
+    assert "the environment's behaviour changed" in replays["regraded"].stderr
+    s = json.loads((work / "regraded" / "summary.json").read_text())
+    assert called and s["changed"] == called and s["outputs_changed"] == 0, s

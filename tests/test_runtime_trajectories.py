@@ -73,6 +73,7 @@ def test_one_line_per_rollout_without_secrets(server, tmp_path: Path) -> None:  
         "finished": True,
         "error": None,
         "seconds": first["calls"][1]["seconds"],
+        "sent": True,
     }
     assert first["why_unscored"] is None and first["finished"] is True
     assert first["reset_s"] > 0 and first["env"] == "TrustAdapter" and first["split"] == "train"

@@ -54,7 +54,8 @@ def _settings(spec: RunSpec) -> Mapping[str, Any]:
 
 
 def _row(rollout: Rollout, sample: int) -> dict[str, Any]:
-    calls = [asdict(c) for c in rollout.env_calls] if rollout.recorded_calls else None
+    sent = [asdict(c) for c in rollout.env_calls if c.sent]  # as a replay sends them
+    calls = sent if rollout.recorded_calls else None
     keys = ("task_index", "split", "reward", "verdict", "reason", "stop")
     return {**{k: getattr(rollout, k) for k in keys}, "sample": sample, "env_calls": calls}
 

@@ -87,6 +87,7 @@ def _call(value: JSON, output: str) -> EnvCall:
         images=_list(call.get("images"), "images"),
         truncated=bool(call.get("truncated", cut_marked(text))),
         text_sha256=_str(call.get("output_sha256"), "output_sha256"),
+        sent=call.get("sent") is not False,
     )
 
 

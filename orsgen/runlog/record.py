@@ -89,6 +89,7 @@ class EnvCall:
     images: list[JSON] = field(default_factory=list)
     truncated: bool = False
     text_sha256: str | None = None
+    sent: bool = True  # False: refused before it left (a trajectory line records it)
 
 
 @dataclass(frozen=True)

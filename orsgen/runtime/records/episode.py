@@ -124,7 +124,8 @@ class Call:
     def record(self) -> dict[str, Any]:
         """The call in a trajectory line: its arguments whole, its result by hash
         (``output_sha256``, of the text replay compares) with a preview (``output``, cut at
-        :data:`MAX_OUTPUT_TEXT` characters, ``truncated`` then)."""
+        :data:`MAX_OUTPUT_TEXT` characters, ``truncated`` then), and whether it was ``sent``
+        (a call refused before it left is not replayed)."""
         return {
             "tool": self.tool,
             "arguments": self.arguments,
@@ -136,6 +137,7 @@ class Call:
             "finished": self.finished,
             "error": self.failure,
             "seconds": round(self.seconds, 4),
+            "sent": self.sent,
         }
 
     def replayable(self) -> dict[str, Any]:
