@@ -515,3 +515,10 @@ def test_a_trajectory_file_replays_its_results_by_hash(
         (0, 1, 1),
     ]
     assert all(r["reward"] == r["recorded_reward"] == 1.0 for r in rows)
+
+    # A trajectory file of an older orsgen (no hash, no package: tests/fixtures/runs_v0).
+    old = ROOT / "tests" / "fixtures" / "runs_v0" / "train.jsonl"
+    echo = str(ROOT / "generated" / "echo")
+    run = replay(orsgen_cli, old, echo_server.url, tmp_path / "old", "--package", echo)
+    assert run.code == 0, run.stderr
+    assert (summary(tmp_path / "old")["rollouts"], summary(tmp_path / "old")["changed"]) == (3, 0)
