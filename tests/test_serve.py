@@ -375,7 +375,7 @@ def _variant(source: str, handmade: Path, tmp_path: Path) -> Path:
         ("nowhere", [], "nowhere is neither a Python file that defines Environment classes"),
         ("README.md", [], "README.md is neither a Python file"),
         (str(ECHO_ENV), ["--package", str(ECHO)], "--package applies to a run directory only"),
-        (str(ECHO), [], "is not an orsgen run (no run.json)"),
+        (str(ECHO), [], "is not an orsgen eval run (no run.json and results.jsonl)"),
         ("RUN", ["--package", str(ROOT)], "is not a generated package (no snapshot.json)"),
         ("RUN", ["--package", str(ROOT / "generated" / "rich")], "its tools differ"),
         ("OLD", [], "2 of 2 rows record no tool calls and results"),
