@@ -80,9 +80,6 @@ class RunError(ValueError):
     raises it (:func:`orsgen.open_run` among them); the CLI alone maps it to exit 2."""
 
 
-RunDirError = RunError  # its name before orsgen.runlog
-
-
 @dataclass(frozen=True)
 class FinishedRun:
     """A finished evaluation (``orsgen.eval.EvalResult`` is one): ``summary`` is summary.json's

@@ -27,7 +27,7 @@ from orsgen.eval.results import RunFileError, shortened
 from orsgen.eval.summary import wilson_interval
 from orsgen.identity import COMPARED, WARNED, differences
 from orsgen.jsonobject import as_object, is_object
-from orsgen.rundir import RUN_FILE, RunDirError, read_json, read_summary
+from orsgen.rundir import RUN_FILE, RunError, read_json, read_summary
 from orsgen.verdict import flip
 from orsgen.wording import task_list
 
@@ -44,7 +44,7 @@ def load_summary(run: Path) -> dict[str, Any]:
     run = run.parent if run.name == RUN_FILE else run
     try:
         found = read_summary(run) if run.is_dir() else read_json(run)
-    except RunDirError as exc:
+    except RunError as exc:
         raise RunFileError(str(exc)) from None
     tasks = found.get("per_task") if is_object(found) else None
     if not isinstance(tasks, list) or not is_object(found.get("pass_at_k")):

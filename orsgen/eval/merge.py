@@ -25,7 +25,7 @@ from orsgen.eval.run import EvalResult, finish
 from orsgen.identity import SHARD, identity_differences
 from orsgen.recorded_package import recorded, resolved
 from orsgen.rundir import ADAPTER_FILE, LOCK_FILE, PROMPTS_FILE, RESULTS_FILE, RUN_FILE
-from orsgen.rundir import RUN_FILES, SUMMARY_FILE, RunDirError, read_adapter, read_config
+from orsgen.rundir import RUN_FILES, SUMMARY_FILE, RunError, read_adapter, read_config
 from orsgen.rundir import read_summary, rows, run_rows
 from orsgen.rundir import write_json, write_run, write_whole, writing
 
@@ -65,7 +65,7 @@ def merge_shards(
     completes one that was killed, and returns the finished one as it is."""
     try:
         return _merge([_read(Path(p)) for p in shards], Path(out), partial, force)
-    except RunDirError as exc:  # a run file that cannot be read
+    except RunError as exc:  # a run file that cannot be read
         raise RunFileError(str(exc)) from None
 
 
@@ -116,14 +116,14 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
             try:
                 records = _stream(ordered, config, target)
                 write_whole(target / PROMPTS_FILE, lambda log: _prompts(ordered, log))
-            except (RunFileError, RunDirError):  # a shard not as it must be: leave nothing
+            except (RunFileError, RunError):  # a shard not as it must be: leave nothing
                 for name in (RUN_FILE, ADAPTER_FILE, RESULTS_FILE):
                     (target / name).unlink(missing_ok=True)
                 raise
             present = {task for shard in ordered for task in shard.config.tasks()}
             tasks = [task for task in config.tasks() if task in present]
             summary = finish(target, config, tasks, records)
-    except (RunFileError, RunDirError):
+    except (RunFileError, RunError):
         if made:  # nor the directory this merge made
             (target / LOCK_FILE).unlink(missing_ok=True)
             with contextlib.suppress(OSError):

@@ -23,7 +23,6 @@ from orsgen.jsonobject import as_array
 from orsgen.recorded_package import recorded
 from orsgen.replay.run import Recording, factory, load, replay
 from orsgen.runlog.record import RunError
-from orsgen.rundir import RunDirError
 from orsgen.wording import plural
 
 
@@ -138,7 +137,7 @@ def _replay(args: Any, out: Path) -> int:
     print(f"replaying {plural(count, 'rollout')} of {args.run} x {args.repeat}", file=sys.stderr)
     try:
         s = replay(factory(klass, adapter), recording, out, facts, args.concurrency)
-    except (RunError, RunDirError) as exc:
+    except RunError as exc:
         raise UsageError(str(exc)) from None
     flips = s["flips"]
     print(

@@ -24,7 +24,7 @@ from orsgen.runlog.open import Run, RunSpec, open_run
 from orsgen.runlog.record import Rollout, RunError
 from orsgen.runtime.errors import OrsRuntimeError, ToolCallFailure
 from orsgen.runtime.records.passk import PASS_THRESHOLD
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, Appender, RunDirError
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, Appender
 from orsgen.rundir import read_json, run_rows, write_json, write_run, writing
 
 
@@ -219,7 +219,7 @@ def continued(out: Path, facts: Mapping[str, Any]) -> list[dict[str, Any]]:
         summary = read_json(out / SUMMARY_FILE) if (out / SUMMARY_FILE).exists() else {}
         have = (out / RESULTS_FILE).exists()
         found = [dict(r) for _, r in run_rows(out / RESULTS_FILE)] if have else []
-    except RunDirError as exc:
+    except RunError as exc:
         raise ReplayError(
             f"{out} already holds a run that is not a replay to continue ({exc}); use another --out"
         ) from None

@@ -24,7 +24,7 @@ from orsgen.runlog.open import Run, open_run
 from orsgen.runlog.record import EnvCall, RunError
 from orsgen.runtime.errors import OFF_RECORDING_TEXT
 from orsgen.runtime.sessions.drift_scope import expected_task_tools
-from orsgen.rundir import PROMPTS_FILE, RESULTS_FILE, RunDirError, read_json, rows
+from orsgen.rundir import PROMPTS_FILE, RESULTS_FILE, read_json, rows
 from orsgen.canonical import tools_sha256
 
 MAX_CALL_TEXT = 300  # characters of a call named in a "not in the recording" error
@@ -88,11 +88,8 @@ def load(run: Path, package: Path | None) -> Recording:
     if not snapshot.is_file():
         moved = "" if package else "; it has moved: pass its directory with --package"
         raise RunError(f"{where} is not a generated package (no snapshot.json){moved}")
-    try:
-        environment = as_object(read_json(snapshot).get("environment"))
-        whole = {int(r["task_index"]): _text(r.get("prompt")) for r in rows(run / PROMPTS_FILE)}
-    except RunDirError as exc:
-        raise RunError(str(exc)) from None
+    environment = as_object(read_json(snapshot).get("environment"))  # raises RunError
+    whole = {int(r["task_index"]): _text(r.get("prompt")) for r in rows(run / PROMPTS_FILE)}
     if opened.spec.raw.get("tools_sha256") not in (None, tools_sha256(environment)):
         raise RunError(
             f"{where} is not the package {run} evaluated: its tools differ; pass that one "

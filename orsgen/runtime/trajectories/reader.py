@@ -16,7 +16,7 @@ from typing import Any, get_args
 
 from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.runtime.records.episode import Kind, Outcome
-from orsgen.rundir import RunDirError, complete, parsed
+from orsgen.rundir import RunError, complete, parsed
 from orsgen.runtime.trajectories.task_table import Task, TaskTable
 from orsgen.runtime.trajectories.writer import process_paths
 
@@ -68,7 +68,7 @@ class TrajectoryFiles:
             if raw.strip():
                 try:
                     lines.append(parsed(raw, file, f"at byte {at}"))
-                except RunDirError:
+                except RunError:
                     if not self._warned:
                         self._warned = True
                         logger.warning(
