@@ -11,4 +11,4 @@ venv="${FLOOR_VENV:-$PWD/.venv-floor}"
 PYTHON="$venv/bin/python" CONSTRAINTS=constraints-floor.txt EXTRAS=train,vision,test \
     bash scripts/install.sh
 echo "== the floor: $("$venv/bin/python" -m pip list 2>/dev/null | awk '$1 ~ /^(openreward|trl|torch)$/ { printf "%s %s  ", $1, $2 }')"
-exec "$venv/bin/python" -m pytest -q -m "not slow" tests/test_runtime_*.py "$@"
+exec "$venv/bin/python" -m pytest -q -n "${PYTEST_WORKERS:-2}" --dist loadfile -m "not slow" tests/test_runtime_*.py "$@"
