@@ -5,7 +5,7 @@ curriculum's prior through :func:`orsgen.runlog.open_run`, which reads them here
 only the standard library, so every layer may import it.
 
 - ``run.json``: the run's configuration (``orsgen.eval.EvalConfig``), written first, and
-  beside it facts about the run's segments (:func:`write_run`);
+  beside it facts about the run's segments (:meth:`RunWriter.start`);
 - ``adapter.json``: what the adapter showed the model (its tools' JSON schemas) and the
   package's training split;
 - ``results.jsonl``: one row per rollout, appended as each completes;
@@ -13,10 +13,11 @@ only the standard library, so every layer may import it.
   before the task's first row (``orsgen serve RUN`` serves it);
 - ``summary.json``: the run's figures, written last: a run with one is finished.
 
-The files are written here too, by one process at a time (:func:`writing`): rows are
-appended (:class:`Appender`: the rows of one rollout or one group in one write), every other
-file is written whole (:func:`write_whole`: a unique temporary name, fsync, rename; a reader
-sees the old file or the new one, never half).
+The files are written here too, by one process at a time (:func:`writing`), through one
+:class:`RunWriter` (eval's, merge's and replay's), run.json first and summary.json last:
+rows are appended (:class:`Appender`: the rows of one rollout or one group in one write),
+every other file is written whole (:func:`write_whole`: a unique temporary name, fsync,
+rename; a reader sees the old file or the new one, never half).
 
 **A torn last line.** A JSONL line is whole when it ends with a newline. A last line
 without one is still being written, or was cut by a kill: every reader leaves it out, and a
@@ -44,7 +45,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TypeVar, cast
 
 RUN_FILE = "run.json"
 ADAPTER_FILE = "adapter.json"
@@ -67,6 +68,8 @@ VERDICTS = ("scored", "unfinished", "failed")
 STOPS = ("finished", "no_tool_call", "length", "max_turns", "token_limit", "timeout", "error")
 
 Row = dict[str, Any]
+_Rows = TypeVar("_Rows")
+_Report = Callable[[Path, Mapping[str, Any], _Rows], object]  # writes report.md
 _MISSING = {
     RUN_FILE: "is not an orsgen eval run",
     SUMMARY_FILE: "is not a finished orsgen eval run",
@@ -250,19 +253,43 @@ def write_json(target: Path, value: Any, sort_keys: bool = True) -> None:
     write_whole(target, dump)
 
 
-def write_run(directory: Path, config: Mapping[str, Any], **facts: Any) -> None:
-    """run.json: the run's configuration, and beside it facts about the run and its
-    segments (``endpoint_counts``, ...); a fact given as ``None`` is left out."""
-    extra = {name: value for name, value in facts.items() if value is not None}
-    write_json(directory / RUN_FILE, {**config, **extra})
+class RunWriter:
+    """The writer of a run directory (:func:`writing` yields it), which holds the order of
+    its files: run.json first (:meth:`start`), then the rows (:meth:`rows`) and the other
+    files, summary.json last (:meth:`finish`): a run with one is finished."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._run: dict[str, Any] = {}
+
+    def start(self, config: Mapping[str, Any], **facts: Any) -> None:
+        """run.json: the run's configuration, and beside it facts about the run and its
+        segments (``endpoint_counts``, ...); a fact given as ``None`` is left out."""
+        self._run = dict(config)
+        self.update(**facts)
+
+    def update(self, **facts: Any) -> None:
+        """run.json again, with ``facts`` changed (a segment's ``endpoint_counts``)."""
+        self._run.update((name, value) for name, value in facts.items() if value is not None)
+        write_json(self.directory / RUN_FILE, self._run)
+
+    def rows(self) -> Appender:
+        """results.jsonl, opened for appending (:class:`Appender`)."""
+        return Appender(self.directory / RESULTS_FILE)
+
+    def finish(self, summary: Mapping[str, Any], report: _Report[_Rows], rows: _Rows) -> None:
+        """``report(directory, summary, rows)`` (report.md, and what it shows), then
+        summary.json, last."""
+        report(self.directory, summary, rows)
+        write_json(self.directory / SUMMARY_FILE, summary)
 
 
 @contextlib.contextmanager
-def writing(directory: Path) -> Generator[None]:
-    """Hold the run directory's lock for the block: one writing process at a time. The
-    kernel releases an ``flock`` when its holder dies, so no lock is ever stale; another
-    process is refused (:class:`RunError`) naming the holder's pid and host. Temporary
-    files a killed writer left are removed."""
+def writing(directory: Path) -> Generator[RunWriter]:
+    """Hold the run directory's lock for the block, and its :class:`RunWriter`: one writing
+    process at a time. The kernel releases an ``flock`` when its holder dies, so no lock is
+    ever stale; another process is refused (:class:`RunError`) naming the holder's pid and
+    host. Temporary files a killed writer left are removed."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / LOCK_FILE, "a+", encoding="utf-8") as handle:
         try:
@@ -285,7 +312,7 @@ def writing(directory: Path) -> Generator[None]:
         for name in RUN_FILES:
             for left in directory.glob(f".{name}.*.tmp"):
                 left.unlink(missing_ok=True)
-        yield
+        yield RunWriter(directory)
 
 
 class Appender:

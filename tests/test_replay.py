@@ -522,3 +522,15 @@ def test_a_trajectory_file_replays_its_results_by_hash(
     run = replay(orsgen_cli, old, echo_server.url, tmp_path / "old", "--package", echo)
     assert run.code == 0, run.stderr
     assert (summary(tmp_path / "old")["rollouts"], summary(tmp_path / "old")["changed"]) == (3, 0)
+
+
+def test_a_replay_writes_summary_json_last(
+    echo_server: ors_server.RunningServer, orsgen_cli: Any, tmp_path: Path
+) -> None:
+    # A replay whose report.md cannot be written (a directory is in its place) never looks
+    # finished: report.md comes before summary.json, as eval's and merge's do.
+    out, old = tmp_path / "blocked", ROOT / "tests" / "fixtures" / "runs_v0" / "train.jsonl"
+    (out / "report.md").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError):
+        replay(orsgen_cli, old, echo_server.url, out, "--package", str(ROOT / "generated" / "echo"))
+    assert (out / "results.jsonl").is_file() and not (out / "summary.json").exists()

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orsgen.eval.results import RunFileError, shortened
+from orsgen.eval.results import shortened
 from orsgen.eval.summary import wilson_interval
 from orsgen.identity import COMPARED, WARNED, differences
 from orsgen.jsonobject import as_object, is_object
@@ -40,24 +40,21 @@ MIN_TASKS = 6  # the fewest tasks whose smallest p-value, 2 / 2**tasks, is below
 
 def load_summary(run: Path) -> dict[str, Any]:
     """The ``summary.json`` of a run directory (given as the directory, its run.json, or that
-    file); :class:`RunFileError` if none."""
+    file); :class:`~orsgen.RunError` if none."""
     run = run.parent if run.name == RUN_FILE else run
-    try:
-        found = read_summary(run) if run.is_dir() else read_json(run)
-    except RunError as exc:
-        raise RunFileError(str(exc)) from None
+    found = read_summary(run) if run.is_dir() else read_json(run)
     tasks = found.get("per_task") if is_object(found) else None
     if not isinstance(tasks, list) or not is_object(found.get("pass_at_k")):
-        raise RunFileError(f"{run} is not the summary.json of an orsgen eval run")
+        raise RunError(f"{run} is not the summary.json of an orsgen eval run")
     pass1 = found["pass_at_k"].get("1")
     if not isinstance(pass1, int | float) or isinstance(pass1, bool):
-        raise RunFileError(f"{run} has no pass@1 (no task was evaluated): nothing to compare")
+        raise RunError(f"{run} has no pass@1 (no task was evaluated): nothing to compare")
     listed: list[Any] = tasks  # pyright: ignore[reportUnknownVariableType]
     for t in listed:
         task = as_object(t)
         ok = isinstance(task.get("task_index"), int) and is_object(task.get("pass_at_k"))
         if not ok or not isinstance(as_object(task["pass_at_k"]).get("1", 0.0), int | float):
-            raise RunFileError(f"{run} is not the summary.json of an orsgen eval run")
+            raise RunError(f"{run} is not the summary.json of an orsgen eval run")
     return found
 
 
@@ -188,7 +185,7 @@ def compare_runs(
     to name them), ``paired[j]`` run ``j + 1`` against the first. A run that differs from
     the first in a ``COMPARED`` field (:mod:`orsgen.identity`: what makes their figures
     comparable) raises
-    :class:`RunFileError` unless ``force``; so does one sharing no task with it. One that
+    :class:`~orsgen.RunError` unless ``force``; so does one sharing no task with it. One that
     differs in a ``WARNED`` limit gets a warning."""
     if len(summaries) < 2:
         raise ValueError(f"a comparison takes two runs or more, got {len(summaries)}")
@@ -209,13 +206,13 @@ def compare_runs(
             )
         if differs and not force:
             was, now = (shortened(run.get(differs[0]), 40) for run in (base, summary))
-            raise RunFileError(
+            raise RunError(
                 f"the runs differ in {differs[0]} ({was} and {now}{which}), so their "
                 "figures do not compare; pass --force to compare them anyway"
             )
         pair = paired(base, summary, seed)
         if not pair["tasks"]:
-            raise RunFileError(f"the runs share no task{which}")
+            raise RunError(f"the runs share no task{which}")
         out["paired"].append({"run": name if name is not None else j, **pair})
         if differs:
             out["warnings"].append(f"{who} in {', '.join(differs)}")

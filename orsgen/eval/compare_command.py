@@ -10,7 +10,6 @@ from pathlib import Path
 
 from orsgen.arguments import Parser, UsageError
 from orsgen.eval.compare import FORMATS, compare_runs, format_comparison, load_summary
-from orsgen.eval.results import RunFileError
 from orsgen.rundir import RUN_FILE
 
 
@@ -49,12 +48,9 @@ def main(argv: Sequence[str]) -> int:
     if len(args.runs) < 2:
         raise UsageError("takes two runs or more: RUN_A RUN_B [RUN_C ...]")
     runs = [Path(p).parent if Path(p).name == RUN_FILE else Path(p) for p in args.runs]
-    try:  # a run.json named as its run
-        found = compare_runs(
-            [load_summary(r) for r in runs], [str(r) for r in runs], args.seed, args.force
-        )
-    except RunFileError as exc:
-        raise UsageError(str(exc)) from None
+    found = compare_runs(
+        [load_summary(r) for r in runs], [str(r) for r in runs], args.seed, args.force
+    )
     warnings: list[str] = found["warnings"] if args.format != "md" else []
     for said in warnings:
         print(f"warning: {said}", file=sys.stderr)

@@ -20,14 +20,14 @@ from typing import Any
 
 from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.eval.endpoints import added_counts
-from orsgen.eval.results import Records, RunFileError, read_records, run_config
+from orsgen.eval.results import Records, read_records, run_config
 from orsgen.eval.run import EvalResult, finish
 from orsgen.identity import SHARD, identity_differences
 from orsgen.recorded_package import recorded, resolved
 from orsgen.rundir import ADAPTER_FILE, LOCK_FILE, PROMPTS_FILE, RESULTS_FILE, RUN_FILE
 from orsgen.rundir import RUN_FILES, SUMMARY_FILE, RunError, read_adapter, read_config
 from orsgen.rundir import read_summary, rows, run_rows
-from orsgen.rundir import write_json, write_run, write_whole, writing
+from orsgen.rundir import write_json, write_whole, writing
 
 
 @dataclass(frozen=True)
@@ -57,19 +57,14 @@ def merge_shards(
     run.json's ``endpoint_counts`` are the shards' added up, by endpoint.
 
     The shards must agree on their identity (:mod:`orsgen.identity`) but ``shard``: each may
-    have had its own servers. Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``), in
-    one line naming the shards or the field, for: a directory that is not a shard or not
-    finished, shards that differ in configuration, a shard given twice, a missing shard, a
-    row that is not its shard's or is there twice, and an ``out`` that holds another run or
-    an unfinished merge of other shards (``force`` replaces it). The same merge again
-    completes one that was killed, and returns the finished one as it is."""
-    try:
-        return _merge([_read(Path(p)) for p in shards], Path(out), partial, force)
-    except RunError as exc:  # a run file that cannot be read
-        raise RunFileError(str(exc)) from None
-
-
-def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> EvalResult:
+    have had its own servers. Raises, in one line naming the shards or the field,
+    :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for shards that differ in
+    configuration, a shard given twice or a missing shard, and :class:`~orsgen.RunError` for a
+    directory that is not a shard or not finished, a row that is not its shard's or is there
+    twice, and an ``out`` that holds another run or an unfinished merge of other shards
+    (``force`` replaces it). The same merge again completes one that was killed, and returns
+    the finished one as it is."""
+    found, target = [_read(Path(p)) for p in shards], Path(out)
     if not found:
         raise EvalConfigError("give the shard directories to merge")
     first = found[0]
@@ -92,7 +87,7 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
             f"without {them}"
         )
     if target.resolve() in {s.path.resolve() for s in found}:
-        raise RunFileError(f"--out {target} is one of the shards; merge into another directory")
+        raise RunError(f"--out {target} is one of the shards; merge into another directory")
     ordered = [by_index[i] for i in sorted(by_index)]
     record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
     counts = added_counts(*(s.endpoint_counts for s in ordered))
@@ -106,24 +101,24 @@ def _merge(found: list[_Shard], target: Path, partial: bool, force: bool) -> Eva
     run = json.loads(json.dumps(run))  # as run.json reads back
     made = not target.exists()
     try:
-        with writing(target):
+        with writing(target) as writer:
             if _earlier(target, run, force):
                 print(f"{target} holds this merge, finished: nothing to do", file=sys.stderr)
                 records = read_records(target / RESULTS_FILE)
                 return EvalResult(read_summary(target), target, records, None, config)
-            write_run(target, run)
+            writer.start(run)
             write_json(target / ADAPTER_FILE, read_adapter(first.path), sort_keys=False)
             try:
                 records = _stream(ordered, config, target)
                 write_whole(target / PROMPTS_FILE, lambda log: _prompts(ordered, log))
-            except (RunFileError, RunError):  # a shard not as it must be: leave nothing
+            except RunError:  # a shard not as it must be: leave nothing
                 for name in (RUN_FILE, ADAPTER_FILE, RESULTS_FILE):
                     (target / name).unlink(missing_ok=True)
                 raise
             present = {task for shard in ordered for task in shard.config.tasks()}
             tasks = [task for task in config.tasks() if task in present]
-            summary = finish(target, config, tasks, records)
-    except (RunFileError, RunError):
+            summary = finish(writer, config, tasks, records)
+    except RunError:
         if made:  # nor the directory this merge made
             (target / LOCK_FILE).unlink(missing_ok=True)
             with contextlib.suppress(OSError):
@@ -140,7 +135,7 @@ def _earlier(target: Path, run: Mapping[str, Any], force: bool) -> bool:
     if same and SUMMARY_FILE in held and not force:
         return True
     if held and not same and not force:
-        raise RunFileError(
+        raise RunError(
             f"{target} already holds a run, not this merge's: merge into another --out, or "
             "pass --force to replace it"
         )
@@ -153,10 +148,10 @@ def _read(path: Path) -> _Shard:
     """A shard's directory, checked to be a finished shard run (nothing read but run.json)."""
     config, counts = run_config(path)
     if config.shard is None:
-        raise RunFileError(f"{path} is a run, not a shard: merge the runs of --shard I/N")
+        raise RunError(f"{path} is a run, not a shard: merge the runs of --shard I/N")
     index, count = config.shard
     if not (path / SUMMARY_FILE).is_file():
-        raise RunFileError(_unfinished(path, index, count, f"no {SUMMARY_FILE}"))
+        raise RunError(_unfinished(path, index, count, f"no {SUMMARY_FILE}"))
     return _Shard(path, config, index, count, counts)
 
 
@@ -205,7 +200,7 @@ def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Recor
             for _, row in run_rows(shard.path / RESULTS_FILE):
                 task, sample = int(row["task_index"]), int(row["sample"])
                 if task not in mine or not 0 <= sample < n:
-                    raise RunFileError(
+                    raise RunError(
                         f"{shard} holds (task {task}, sample {sample}), which is not shard "
                         f"{shard.index}/{shard.count}'s: merge the shards as orsgen eval "
                         "wrote them"
@@ -215,7 +210,7 @@ def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Recor
                 records.add(row)
             if count < len(mine) * n:
                 why = f"{count} of {len(mine) * n} rollouts"
-                raise RunFileError(_unfinished(shard.path, shard.index, shard.count, why))
+                raise RunError(_unfinished(shard.path, shard.index, shard.count, why))
 
     write_whole(target / RESULTS_FILE, copy)
     return records

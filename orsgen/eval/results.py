@@ -17,7 +17,7 @@ from orsgen.eval.config import EvalConfig, EvalConfigError
 from orsgen.identity import identity_differences
 from orsgen.jsonobject import as_object
 from orsgen.runtime.records.tools import ToolTally
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, STOPS, VERDICTS, cut_torn
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, STOPS, VERDICTS, RunError, cut_torn
 from orsgen.rundir import located_rows, read_config, run_rows, write_whole
 from orsgen.runlog.parse import checked, eval_row
 from orsgen.runlog.record import Summary
@@ -25,8 +25,9 @@ from orsgen.runlog.record import Summary
 Record = Summary  # what a run keeps of a rollout (runlog's slim form)
 
 
-class RunFileError(EvalConfigError):
-    """An output directory that cannot be used as asked (one line, for exit code 2)."""
+class ResumeRefused(RunError, EvalConfigError):
+    """A run in ``--out`` of another identity: a :class:`RunError` naming the field (the
+    option, in ``orsgen eval``'s words) that differs."""
 
 
 class Records(Sequence[Record]):
@@ -134,14 +135,14 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, An
     Returns the resumed run's endpoint counts."""
     if not (out / RUN_FILE).exists():  # a run that never started: --resume starts it
         if (out / RESULTS_FILE).exists():
-            raise RunFileError(f"{out} holds {RESULTS_FILE} but no {RUN_FILE}; use another --out")
+            raise RunError(f"{out} holds {RESULTS_FILE} but no {RUN_FILE}; use another --out")
         return {}
     if not resume:
-        raise RunFileError(f"{out} already holds a run; pass --resume to continue it")
+        raise RunError(f"{out} already holds a run; pass --resume to continue it")
     before, counts = run_config(out)
     for key in identity_differences(before.to_json(), config.to_json()):
         was, now = before.to_json().get(key), config.to_json().get(key)
-        raise RunFileError(
+        raise ResumeRefused(
             f"was {shortened(was)} and is now {shortened(now)}: cannot resume; use another "
             "--out for a different run",
             key,  # orsgen eval names its option
@@ -156,7 +157,7 @@ def run_config(run: Path) -> tuple[EvalConfig, Mapping[str, Any]]:
     try:
         return EvalConfig.from_json(found), as_object(found.get("endpoint_counts"))
     except (ValueError, TypeError) as exc:
-        raise RunFileError(f"cannot read {run / RUN_FILE}: {exc}") from None
+        raise RunError(f"cannot read {run / RUN_FILE}: {exc}") from None
 
 
 def shortened(value: Any, limit: int = 80) -> str:

@@ -18,15 +18,14 @@ from orsgen.eval.config import ADAPTER_FIELDS, EvalConfig, EvalConfigError, adap
 from orsgen.recorded_package import package_path, recorded
 from orsgen.eval.conversation import Conversation, tool_schemas, trl_tools
 from orsgen.eval.endpoints import DEFAULT_DOWN_LIMIT, Endpoints, added_counts, public_url
-from orsgen.eval.results import Record, Records, RunFileError, check_resume, read_records
+from orsgen.eval.results import Record, Records, check_resume, read_records
 from orsgen.eval.summary import summarize
 from orsgen.eval.workers import Adapters, Plan, Prompts, run_all
 from orsgen.jsonobject import as_object
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.records.passk import PASS_THRESHOLD
-from orsgen.rundir import ADAPTER_FILE, PROMPTS_FILE, RESULTS_FILE, SUMMARY_FILE, Appender
-from orsgen.rundir import FinishedRun
-from orsgen.rundir import RunError, rows, write_json, write_run, writing
+from orsgen.rundir import ADAPTER_FILE, PROMPTS_FILE, RESULTS_FILE, FinishedRun, RunError
+from orsgen.rundir import RunWriter, rows, write_json, writing
 
 if TYPE_CHECKING:
     from orsgen.runtime.config import AdapterConfig
@@ -192,13 +191,9 @@ def evaluate(
     with contextlib.ExitStack() as stack:
         stack.callback(adapters.close)
         stack.callback(endpoints.close)
-        if target is not None:
-            try:
-                stack.enter_context(writing(target))
-            except RunError as exc:  # a lock held by another process
-                raise RunFileError(str(exc)) from None
+        writer = stack.enter_context(writing(target)) if target is not None else None
         try:
-            plan = _plan(adapters.probe(), config, target, resume)
+            plan = _plan(adapters.probe(), config, writer, resume)
         except (ValueError, TypeError, LookupError, OrsRuntimeError) as exc:
             if isinstance(exc, (EvalConfigError, RunError)):  # RunError: an unreadable run
                 raise
@@ -206,8 +201,8 @@ def evaluate(
         if on_start is not None:
             on_start(plan.config, sum(plan.expected().values()))
         conversation = Conversation(endpoints, plan.config, plan.config.rollout_timeout)
-        log = Appender(plan.out / RESULTS_FILE) if plan.out is not None else None
-        prompts = Prompts(plan.out / PROMPTS_FILE) if plan.out is not None else None
+        log = writer.rows() if writer is not None else None
+        prompts = Prompts(writer.directory / PROMPTS_FILE) if writer is not None else None
         started = time.monotonic()
         try:
             run_all(plan, adapters, conversation, concurrency, progress, log, prompts)
@@ -216,35 +211,25 @@ def evaluate(
                 log.close()
             if prompts is not None:
                 prompts.close()
-            if plan.out is not None:
-                counts = added_counts(plan.earlier, endpoints.pool.counts())
-                package = recorded(package_path(adapters.kind), plan.out)
-                write_run(
-                    plan.out,
-                    plan.config.to_json(),
-                    **package,
-                    environment_url=plan.environment_url,
-                    endpoint_counts=counts,
-                )
+            if writer is not None:
+                writer.update(endpoint_counts=added_counts(plan.earlier, endpoints.pool.counts()))
         seconds = time.monotonic() - started
         records = plan.done  # the resumed rows' records, and the new ones
-        summary = finish(plan.out, plan.config, plan.tasks, records)
-    return EvalResult(summary, plan.out, records, seconds, plan.config)
+        summary = finish(writer, plan.config, plan.tasks, records)
+    return EvalResult(summary, target, records, seconds, plan.config)
 
 
 def finish(
-    out: Path | None, config: EvalConfig, tasks: Sequence[int], records: Records
+    writer: RunWriter | None, config: EvalConfig, tasks: Sequence[int], records: Records
 ) -> dict[str, Any]:
-    """The summary of ``records`` of ``tasks``, written with report.md to ``out`` if given
-    (summary.json last: a run with one is finished)."""
+    """The summary of ``records`` of ``tasks``, written with report.md by ``writer``."""
     summary = summarize(records, {**config.to_json(), "task_indices": list(tasks)}, records.tools)
-    if out is not None:
-        report.write(out, summary, records)
-        write_json(out / SUMMARY_FILE, summary)
+    if writer is not None:
+        writer.finish(summary, report.write, records)
     return summary
 
 
-def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan:
+def _plan(probe: Any, given: EvalConfig, writer: RunWriter | None, resume: bool) -> Plan:
     """``given`` checked and filled in from the environment (one ``/num_tasks`` request)."""
     from orsgen.runtime import dataset
 
@@ -279,23 +264,18 @@ def _plan(probe: Any, given: EvalConfig, out: Path | None, resume: bool) -> Plan
         **ours,
     )
     done, earlier = Records(), as_object(None)
-    if out is not None:
+    if writer is not None:
+        out = writer.directory
         earlier = check_resume(out, config, resume)
         package = recorded(package_path(kind), out)
-        where = environment_url(probe)
-        write_run(
-            out,
-            config.to_json(),
-            **package,
-            environment_url=where,
-            endpoint_counts=earlier or None,
-        )
+        where, counts = environment_url(probe), earlier or None
+        writer.start(config.to_json(), **package, environment_url=where, endpoint_counts=counts)
         # In the tools' own key order: the model saw them rendered in it.
         write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
         # A group judge judges n samples: a task with fewer rows runs again, all of them.
         group = config.n if getattr(kind, "SUPPORTS_SCORE_GROUP", False) else None
         done = read_records(out / RESULTS_FILE, group)
-    return Plan(config, out, done, earlier, environment_url(probe))
+    return Plan(config, done, earlier)
 
 
 def environment_url(probe: Any) -> str | list[str] | None:

@@ -77,10 +77,8 @@ class Plan:
     """What a run does (its config every field filled in), and what a resumed one did."""
 
     config: EvalConfig
-    out: Path | None
     done: Records
     earlier: Mapping[str, Any]
-    environment_url: str | list[str] | None = None  # run.json's fact
 
     def __post_init__(self) -> None:
         self.tasks = self.config.tasks()

@@ -22,7 +22,6 @@ from orsgen.eval.endpoints import public_url
 from orsgen.jsonobject import as_array
 from orsgen.recorded_package import recorded
 from orsgen.replay.run import Recording, factory, load, replay
-from orsgen.runlog.record import RunError
 from orsgen.wording import plural
 
 
@@ -122,10 +121,7 @@ def _terminated(signum: int, _frame: Any) -> None:
 
 
 def _replay(args: Any, out: Path) -> int:
-    try:
-        recording = load(args.run, args.package)
-    except RunError as exc:
-        raise UsageError(str(exc)) from None
+    recording = load(args.run, args.package)
     klass = load_adapter(str(recording.package), args.env_class or recording.config.get("adapter"))
     # The recorded run's own settings (its rollout deadline), not this command's defaults.
     deadline = recording.config.get("rollout_timeout")
@@ -135,10 +131,7 @@ def _replay(args: Any, out: Path) -> int:
         raise UsageError(f"{facts['environment']} judges groups (score_group): not replayed")
     count = len(recording.rows)
     print(f"replaying {plural(count, 'rollout')} of {args.run} x {args.repeat}", file=sys.stderr)
-    try:
-        s = replay(factory(klass, adapter), recording, out, facts, args.concurrency)
-    except RunError as exc:
-        raise UsageError(str(exc)) from None
+    s = replay(factory(klass, adapter), recording, out, facts, args.concurrency)
     flips = s["flips"]
     print(
         f"{s['replayed']} rollouts replayed in {s['seconds']:.1f} s: {s['rewards_changed']} "

@@ -24,8 +24,7 @@ from orsgen.runlog.open import Run, RunSpec, open_run
 from orsgen.runlog.record import Rollout, RunError
 from orsgen.runtime.errors import OrsRuntimeError, ToolCallFailure
 from orsgen.runtime.records.passk import PASS_THRESHOLD
-from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, Appender
-from orsgen.rundir import read_json, run_rows, write_json, write_run, writing
+from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, read_json, run_rows, writing
 
 
 class ReplayError(RunError):
@@ -117,7 +116,7 @@ def replay(
 ) -> dict[str, Any]:
     """Replay every recorded rollout ``facts["repeat"]`` times on adapters from ``make``,
     ``concurrency`` at once; write run.json (``facts``), results.jsonl (one row per recorded
-    rollout), summary.json and report.md to ``out``; return the summary. An interrupted
+    rollout), report.md and summary.json (last) to ``out``; return the summary. An interrupted
     replay in ``out`` (of the same run, the same way) is continued: its rows are kept.
 
     Interrupted (Ctrl-C, SIGTERM), it returns at once: the rollouts under way are abandoned
@@ -167,11 +166,10 @@ def replay(
             rows = list(done)
         seconds = round(time.monotonic() - started, 3)
         summary = {**summarize(rows, facts), "seconds": seconds, **more}
-        write_json(out / SUMMARY_FILE, summary)
-        report(out, summary, rows)
+        writer.finish(summary, report, rows)
         return summary
 
-    with writing(out):  # the run directory's owner: its lock, its appends, whole writes
+    with writing(out) as writer:  # the run directory's owner: its lock, its appends, whole writes
         try:
             done += continued(out, facts)
         except BaseException:
@@ -180,8 +178,8 @@ def replay(
         have = {_key(r) for r in done}
         left = [r for r in recording.rows if _key(r) not in have]
         todo = iter(left)
-        write_run(out, facts)
-        log = Appender(out / RESULTS_FILE)
+        writer.start(facts)
+        log = writer.rows()
         started = time.monotonic()
         pool = ThreadPoolExecutor(max_workers=concurrency)
         try:

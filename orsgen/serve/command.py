@@ -76,13 +76,9 @@ def _serving(args: Any) -> Generator[str, None, None]:
     source = Path(args.source)
     if source.is_dir():
         from orsgen.serve.environment import environment_class
-        from orsgen.runlog.record import RunError
         from orsgen.serve.recording import load
 
-        try:
-            recording = load(source, Path(args.package) if args.package else None)
-        except RunError as exc:
-            raise UsageError(str(exc)) from None
+        recording = load(source, Path(args.package) if args.package else None)
         envs = [environment_class(recording)]
         with serve_environments(envs, str(source), args.host, args.port) as url:
             yield url
