@@ -280,7 +280,7 @@ def test_a_training_trajectory_file_or_directory_is_a_curriculum_prior(tmp_path:
     for prior in (RUNS / "train.jsonl", tmp_path):
         made = PassRateCurriculum(prior=prior).prior
         assert made is not None and made.rates == {0: 1.0, 1: 0.0}
-    with pytest.raises(RunError, match="differ in split .'train' and 'test'"):
+    with pytest.raises(RunError, match=r"differ in split \('test' and 'train'\)"):
         PassRateCurriculum(prior=[RUNS / "train.jsonl", RUNS / "eval"])
 
 
