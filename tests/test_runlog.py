@@ -12,12 +12,12 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, CliRun
+from conftest import ROOT, CliRun, eval_args
 
 from orsgen import RunError, open_run
 
@@ -183,11 +183,13 @@ def _view(tmp_path: Path, cli: Callable[[list[str]], CliRun]) -> None:
         page = tmp_path / f"{name}.html"
         assert cli(["view", str(RUNS / name), "-o", str(page)]).code == 0
         data = page.read_text().split('type="application/json">')[1].split("</script>")[0]
-        got = [(r["task"], r["verdict"], r["reward"]) for r in json.loads(data)["records"]]
+        records = json.loads(data)["records"]
+        got = [(r["task"], r["verdict"], r["reward"], r["stop"]) for r in records]
         path = RUNS / name if name.endswith(".jsonl") else RUNS / name / "results.jsonl"
         raw = _lines(path)
         assert got == [
-            (r["task_index"], r.get("verdict", r.get("outcome")), r["reward"]) for r in raw
+            (r["task_index"], r.get("verdict", r.get("outcome")), r["reward"], r.get("stop"))
+            for r in raw
         ]
 
 
@@ -219,19 +221,67 @@ def _says(done: CliRun, *lines: str) -> None:
     assert all(line in done.stdout for line in lines), done.stdout
 
 
-@pytest.mark.parametrize("command", [*COMMANDS, "resume"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_reads_the_v0_runs_as_main_did(
     command: str, tmp_path: Path, orsgen_cli: Callable[[list[str]], CliRun]
 ) -> None:
-    if command != "resume":
-        return COMMANDS[command](tmp_path, orsgen_cli)
-    from orsgen.eval.results import read_records
+    COMMANDS[command](tmp_path, orsgen_cli)
 
-    for name in ("eval", "merged"):  # eval --resume's reader, on a copy (it cuts torn tails)
-        shutil.copytree(RUNS / name, tmp_path / name)
-        records = read_records(tmp_path / name / "results.jsonl")
-        got = [(r.task_index, r.sample, r.verdict, r.reward) for r in records]
-        assert got == _records(RUNS / name / "results.jsonl")
+
+@pytest.fixture
+def quoting(tmp_path: Path) -> Iterator[Any]:
+    """The scripted stand-in the v0 runs were written with (tests/fixtures/make_runs_v0.py)."""
+    import openai_standin
+
+    server = openai_standin.start(tmp_path, tool="echo", argument="text", quote=3)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_eval_resume_finishes_a_v0_run_and_keeps_its_rows(
+    echo_server: Any, quoting: Any, tmp_path: Path, orsgen_cli: Callable[[list[str]], CliRun]
+) -> None:
+    """``orsgen eval --resume`` of copies of the v0 runs, with the options that wrote them: an
+    evaluation cut to its first 4 rows runs only the 2 rollouts left, keeps the 4 rows byte
+    for byte and ends with the rows and figures main wrote; the complete merged run says so
+    and leaves its rows as they are."""
+    args = eval_args(ROOT / "generated" / "echo", echo_server, quoting)
+    args += ["--split", "test", "-n", "3", "--seed", "11", "--resume", "--out"]
+    cut, merged = tmp_path / "eval", tmp_path / "merged"
+    shutil.copytree(RUNS / "eval", cut)
+    shutil.copytree(RUNS / "merged", merged)
+    kept = (cut / "results.jsonl").read_bytes().splitlines(keepends=True)[:4]
+    (cut / "results.jsonl").write_bytes(b"".join(kept))
+    (cut / "summary.json").unlink()
+    done = orsgen_cli(["eval", *args, str(cut), "--indices", "0,1"])
+    assert done.code == 0 and "2 of 6 rollouts left" in done.stderr, done.stderr
+    assert (cut / "results.jsonl").read_bytes().startswith(b"".join(kept))
+    assert _records(cut / "results.jsonl") == _records(RUNS / "eval" / "results.jsonl")
+    figures = ("rollouts", "mean_reward", "pass_at_k", "verdicts")
+    after, before = (json.loads((run / "summary.json").read_text()) for run in (cut, RUNS / "eval"))
+    assert {k: after.get(k) for k in figures} == {k: before.get(k) for k in figures}
+    rows = (merged / "results.jsonl").read_bytes()
+    done = orsgen_cli(["eval", *args, str(merged)])
+    assert done.code == 0, done.stderr
+    assert f"the run in {merged} is complete (12 rollouts): nothing to run" in done.stderr
+    assert (merged / "results.jsonl").read_bytes() == rows
+
+
+def test_a_training_trajectory_file_or_directory_is_a_curriculum_prior(tmp_path: Path) -> None:
+    """Through open_run: each task's scored rollouts passed by their line's threshold (task 2's
+    one rollout is unfinished: not covered); a directory's files add up; its split is checked
+    against another run's (a trajectory records no environment name or tool hash)."""
+    from orsgen.runtime.choosing.curriculum import PassRateCurriculum
+
+    for name in ("a.jsonl", "b.jsonl"):
+        shutil.copy(RUNS / "train.jsonl", tmp_path / name)
+    for prior in (RUNS / "train.jsonl", tmp_path):
+        made = PassRateCurriculum(prior=prior).prior
+        assert made is not None and made.rates == {0: 1.0, 1: 0.0}
+    with pytest.raises(RunError, match=r"differ in split \('test' and 'train'\)"):
+        PassRateCurriculum(prior=[RUNS / "train.jsonl", RUNS / "eval"])
 
 
 @pytest.mark.parametrize("command", ["sft", "pairs"])

@@ -21,6 +21,8 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 from conftest import ROOT
 from generated.echo import EchoEnv
 from generated.echo.rewards import outcome_reward
+from orsgen.runtime.choosing.curriculum import PassRateCurriculum
+from orsgen.runtime.choosing.prior import PriorError
 from orsgen.runtime.task_callback import TaskTableCallback
 from orsgen.runtime.trajectories import task_table
 from orsgen.runtime.trajectories.reader import TrajectoryFiles, fold, task_outcome
@@ -177,9 +179,11 @@ def test_several_processes_writing_while_the_reader_reads(tmp_path: Path) -> Non
 
 
 @pytest.mark.usefixtures("fresh_runtime")
-def test_with_both_sources_a_rollout_counts_once(echo_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_with_both_sources_a_rollout_counts_once(echo_server, orsgen_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """GRPOTrainer's in-process table and the adapters' trajectory log both see the batch;
-    the callback with ``trajectories=`` counts each rollout once, like the in-process one."""
+    the callback with ``trajectories=`` counts each rollout once, like the in-process one.
+    The file (read through ``open_run``) seeds a curriculum with the table's pass rates, and
+    ``orsgen view`` shows each rollout's verdict, reward, calls and stop."""
     task_table.table().clear()
     path = tmp_path / "traj.jsonl"
     args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[])
@@ -210,3 +214,18 @@ def test_with_both_sources_a_rollout_counts_once(echo_server, tmp_path: Path) ->
         ("0", "1", "1.0"),
         ("1", "2", "0.5"),
     ]
+    prior = PassRateCurriculum(prior=path).prior
+    assert prior is not None and prior.rates == {0: 1.0, 1: 0.5}
+    EchoEnv(base_url="http://127.0.0.1:9", curriculum=PassRateCurriculum(prior=path))  # its split
+    with pytest.raises(PriorError, match="measured with split='train'.* split='test'"):
+        EchoEnv(
+            base_url="http://127.0.0.1:9", split="test", curriculum=PassRateCurriculum(prior=path)
+        )
+    page = tmp_path / "v.html"
+    assert orsgen_cli(["view", str(path), "-o", str(page)]).code == 0
+    data = page.read_text().split('type="application/json">')[1].split("</script>")[0]
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [
+        (r["task"], r["verdict"], r["reward"], r["stop"], r["counts"]["calls"])
+        for r in json.loads(data)["records"]
+    ] == [(r["task_index"], r["outcome"], r["reward"], r["stop"], 1) for r in lines]

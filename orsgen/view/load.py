@@ -163,6 +163,7 @@ def _training_record(line: Rollout, file: str, threshold: float) -> dict[str, An
         env=line.environment,
         file=file,
         counts={"calls": len(messages) // 2},
+        stop=line.stop,
         started_at=line.started_at,
         task_chosen=line.task_chosen,
         messages=messages,

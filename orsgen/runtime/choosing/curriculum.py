@@ -54,11 +54,12 @@ class PassRateCurriculum:
         window: how many recent scored groups of a task decide its pool.
         revisit: a task last chosen more than this many groups ago is due
             and is chosen first; ``None`` means five times the number of tasks.
-        prior: each task's pass rate before training: an ``orsgen eval`` run directory
-            (or a list of them), an ``orsgen.eval.EvalResult``, or a mapping from task
-            index to pass rate (:func:`orsgen.runtime.choosing.prior.load`). A run's prior
-            is refused by an adapter of another environment, split, tool hash or
-            ``pass_threshold``.
+        prior: each task's pass rate before training: an ``orsgen eval`` run directory or
+            a training trajectory file or directory (or a list of them), an
+            ``orsgen.eval.EvalResult``, or a mapping from task index to pass rate
+            (:func:`orsgen.runtime.choosing.prior.load`). A run's prior is refused by an
+            adapter of another environment, split, tool hash or ``pass_threshold`` (of a
+            trajectory: split or ``pass_threshold``).
     """
 
     name = "pass_rate"

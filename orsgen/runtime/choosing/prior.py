@@ -7,6 +7,9 @@ A prior is read from (:func:`load`):
   ``per_task`` (``task_index``, ``passed``, ``scored``, ``samples``) and ``run.json``'s
   identity (``environment``, ``split``, ``tools_sha256``, ``pass_threshold``);
 - a :class:`~orsgen.rundir.FinishedRun` (``orsgen.eval.EvalResult``): the same;
+- a training trajectory file or directory (``trajectories=``): each scored rollout, passed by
+  the threshold its line records; a line records its ``split`` and ``pass_threshold`` but no
+  environment name or tool hash, so only those two are checked;
 - a mapping from task index to pass rate in [0, 1], which carries no identity.
 
 A task's rate is its passing samples over its scored ones (none: not covered). A prior with
@@ -24,7 +27,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from orsgen.rundir import FinishedRun, RunError
-from orsgen.runlog import open_run
+from orsgen.runlog import Run, open_run
+from orsgen.runtime.records.passk import PASS_THRESHOLD, passes
 
 IDENTITY = ("environment", "split", "tools_sha256", "pass_threshold")
 PriorError = RunError  # a prior that cannot be read, or that is of another stream
@@ -38,11 +42,13 @@ class Identity:
     split: str
     tools_sha256: str
     pass_threshold: float
+    known: tuple[str, ...] = IDENTITY  # the fields its run recorded (compared)
 
     def differences(self, other: Identity) -> list[tuple[str, object, object]]:
         return [
             (name, getattr(self, name), getattr(other, name))
             for name in IDENTITY
+            if name in self.known and name in other.known
             if getattr(self, name) != getattr(other, name)
         ]
 
@@ -85,8 +91,8 @@ def load(prior: object) -> Prior:
         if items and all(isinstance(p, (str, os.PathLike)) for p in items):
             return _of_runs([Path(cast("str | os.PathLike[str]", p)) for p in items])
     raise PriorError(
-        "prior must be an evaluation run directory, a list or tuple of them, an EvalResult "
-        f"or a mapping from task index to pass rate, got {kind}"
+        "prior must be an evaluation run directory or a training trajectory, a list or tuple "
+        f"of them, an EvalResult or a mapping from task index to pass rate, got {kind}"
     )
 
 
@@ -109,6 +115,9 @@ def _of_runs(runs: list[Path]) -> Prior:
     parts: list[tuple[Identity, dict[int, tuple[int, int]]]] = []
     for run in runs:
         opened = open_run(run)
+        if opened.spec.kind == "trajectory":
+            parts += _of_trajectory(opened)
+            continue
         if opened.summary is None:
             raise PriorError(
                 f"{run} is not a finished orsgen eval run (no summary.json): pass the --out "
@@ -117,6 +126,20 @@ def _of_runs(runs: list[Path]) -> Prior:
         parts.append((_identity(opened.spec.raw, str(run)), _counts(opened.summary, str(run))))
     source = str(runs[0]) if len(runs) == 1 else f"{len(runs)} runs from {runs[0]}"
     return _combine(parts, source)
+
+
+def _of_trajectory(run: Run) -> list[tuple[Identity, dict[int, tuple[int, int]]]]:
+    """Each rollout of a training trajectory as a part (scored: one sample, passed or not)."""
+    parts: list[tuple[Identity, dict[int, tuple[int, int]]]] = []
+    for row in run.rows():
+        threshold = PASS_THRESHOLD if row.pass_threshold is None else row.pass_threshold
+        scored = row.verdict == "scored"
+        passed = scored and passes(row.reward, threshold)
+        identity = Identity(None, row.split, "", threshold, ("split", "pass_threshold"))
+        parts.append((identity, {row.task_index: (int(passed), int(scored))}))
+    if not parts:
+        raise PriorError(f"{run.path} holds no rollout")
+    return parts
 
 
 def _identity(config: Mapping[str, Any], where: str) -> Identity:
@@ -144,8 +167,8 @@ def _counts(summary: Mapping[str, Any], where: str) -> dict[int, tuple[int, int]
 
 
 def _combine(parts: list[tuple[Identity, dict[int, tuple[int, int]]]], source: str) -> Prior:
-    first = parts[0][0]
-    for identity, _ in parts[1:]:
+    first = max((identity for identity, _ in parts), key=lambda i: len(i.known))
+    for identity, _ in parts:
         found = first.differences(identity)
         if found:
             name, mine, theirs = found[0]
