@@ -120,17 +120,22 @@ def validate(
     interrupted = False
 
     def finish(stopped: bool) -> ValidationResult:
-        return _write(
-            out,
-            obs,
-            Rules(threshold, (low, high)),
-            label,
-            environment,
-            options,
-            timings,
-            started,
-            stopped,
+        """The checks judged over what was observed, and (with ``out``) written."""
+        statuses, findings = judge(obs, Rules(threshold, (low, high)), stopped)
+        result = ValidationResult(
+            target=label,
+            environment=environment,
+            options=options,
+            checks=statuses,
+            findings=findings,
+            latency=_latency(timings),
+            interrupted=stopped,
+            seconds=time.monotonic() - started,
+            out=None if out is None else str(out),
         )
+        if out is not None:
+            report.write(Path(out), result)
+        return result
 
     try:
         with connect(
@@ -175,35 +180,6 @@ def validate(
         f"probed {plural(len(obs.done), 'task')} in {result.seconds:.1f} s "
         f"({plural(sessions, 'session')}, {plural(calls, 'call')})"
     )
-    return result
-
-
-def _write(
-    out: str | Path | None,
-    obs: Observations,
-    rules: Rules,
-    target: str,
-    environment: str | None,
-    options: Mapping[str, Any],
-    timings: Timings,
-    started: float,
-    interrupted: bool,
-) -> ValidationResult:
-    """The checks judged over what was observed, and (with ``out``) written."""
-    statuses, findings = judge(obs, rules, interrupted)
-    result = ValidationResult(
-        target=target,
-        environment=environment,
-        options=options,
-        checks=statuses,
-        findings=findings,
-        latency=_latency(timings),
-        interrupted=interrupted,
-        seconds=time.monotonic() - started,
-        out=None if out is None else str(out),
-    )
-    if out is not None:
-        report.write(Path(out), result)
     return result
 
 
