@@ -1,37 +1,11 @@
 """Rollout health, counted per rollout and drained into the trainer's log.
 
 Every figure counts exactly the rollouts it is logged for: ``outcome_reward`` logs its batch
-(:func:`emit`); ``get_reward()`` counts into the process window, drained as ``ors/*``:
-
-==========================  ==========================================================
-``ors/rollouts``            rollouts in the window
-``ors/scored_frac``         rollouts the environment scored (the scoring coverage)
-``ors/unfinished_frac``     rollouts whose session worked but that never scored
-``ors/failed_frac``         rollouts an infrastructure or grader failure left unscored
-``ors/finished_frac``       rollouts whose episode finished
-``ors/lost_frac``           rollouts whose session the server lost
-``ors/degraded_frac``       rollouts that ran without an environment (server away)
-``ors/tool_error_frac``     failed calls over calls
-``ors/env_error_frac``      calls the environment failed over calls
-``ors/model_error_frac``    calls the model got wrong (invalid arguments, ...) over calls
-``ors/calls_per_rollout``   tool calls per rollout
-``ors/reset_s``             mean seconds per reset
-``ors/tool_call_s``         mean seconds per tool call
-``ors/open_sessions``       sessions this process holds when the window is drained
-``ors/drift``               rollouts whose task's live tools differ from the snapshot
-``ors/reward_mean``         mean reward of the rollouts that have one
-``ors/pass@1``              rollouts that pass (:func:`orsgen.runtime.records.passk.passes`)
-``ors/stop/<reason>``       rollouts that ended so: ``finished`` (the environment ended the
-                            episode), ``unfinished`` (the trainer ended it first),
-                            ``timeout`` (``rollout_timeout``), ``error`` (failed)
-``ors/tool/<name>/...``     per tool: ``calls_per_rollout``, ``error_frac``, ``call_s``
-==========================  ==========================================================
-
-With several environments (a dict ``environment_factory``), every figure is also logged as
-``ors/<env>/<figure>``, the per-tool ones only there (``ors/<env>/tool/<name>/...``), with
-``ors/<env>/rollout_frac``; a pooled figure is the denominator-weighted mean of its
-per-environment ones. Per environment at most
-:data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools have keys; the rest count as ``_other``.
+(:func:`emit`); ``get_reward()`` counts into the process window, drained as ``ors/*``.
+The figures, per environment too (``ors/<env>/<figure>``), are listed in docs/training.md
+("Rollout health in the trainer's log"); a pooled figure is the denominator-weighted mean of
+its per-environment ones, and past :data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools
+the rest count as ``_other``.
 
 Two ways out. :func:`emit` logs a figure ``num / den`` ``den`` times through
 ``log_metric``. At the end of each generation GRPOTrainer divides the sum of every rank's
