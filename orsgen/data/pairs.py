@@ -1,25 +1,7 @@
 """Preference pairs of evaluation runs for TRL's ``DPOTrainer`` (``orsgen pairs``): for each
-task, a passing rollout (chosen) beside a non-passing one (rejected) of the same prompt.
-
-The runs are read and checked as ``orsgen sft`` reads them (and of one pass threshold). A
-rollout is *chosen* when it is ``scored`` and passes by its run's pass rule; *rejected* when
-it is ``scored`` (with ``unfinished``: or unfinished) and does not. Failed ones are neither.
-
-**Pairing.** A task's rollouts are paired within their run (one evaluation group: the same
-prompt, the same model). Its chosen rollouts ``c[0..P)`` are ordered shortest transcript
-first, then by sample, its rejected ones ``r[0..F)`` by sample; round ``s`` (0, 1, ...)
-pairs ``c[a]`` with ``r[(a + s) mod F]`` for every ``a``. So the first round uses every
-chosen rollout once, and the P x F pairs come in a fixed order. Then:
-
-- a pair whose chosen and rejected make the same assistant turns (they differ only in
-  what the environment answered) teaches nothing: it is dropped, and counted;
-- identical pairs (the same prompt, completions and tools) are kept once, the first by run;
-- at most ``per_task`` pairs of a task (over all runs): the earliest rounds first, then by
-  run and ``a``.
-
-**A row** (:data:`COLUMNS`) is TRL's conversational preference format: ``prompt`` (the
-messages before the first assistant turn), ``chosen`` and ``rejected`` (those after it,
-ending on an assistant turn as an ``orsgen sft`` row does), ``tools`` and provenance.
+task, a passing rollout (chosen) beside a non-passing one (rejected) of the same prompt. The
+runs are read and checked as ``orsgen sft`` reads them (and of one pass threshold); how pairs
+are made, dropped and capped, and the row format: docs/recipes.md (``orsgen pairs``).
 Memory stays flat: the first pass keeps a few numbers and two hashes per candidate; the
 second reads each kept pair's two lines back.
 """

@@ -1,33 +1,11 @@
 """Passing rollouts of evaluation runs as a dataset for TRL's ``SFTTrainer`` (``orsgen sft``):
-rejection-sampling fine-tuning, so a model that rarely passes gets a start before GRPO.
-
-The runs are read by :mod:`orsgen.rundir`. A rollout is kept when it is ``scored`` and
-passes by the pass rule with its run's ``pass_threshold`` (or ``min_reward``); at most
-``per_task`` per task, shortest transcript first, then by sample; identical transcripts
-once. A row is TRL's conversational tool-calling format:
-
-- ``messages``: the user prompt, the assistant turns (``tool_calls`` with
-  ``function.name`` and ``function.arguments``, the JSON text the model wrote) and the
-  ``tool`` messages, ending with an assistant message (an episode that ended on its tool's
-  answer ends with the assistant turn that made the call: the answer teaches nothing);
-- ``tools``: the JSON schemas the model saw, as one JSON string (``SFTTrainer`` loads it;
-  one string spares Arrow from unifying the struct types of different schemas);
-- provenance: ``task_index``, ``split``, ``sample``, ``reward`` and ``run`` (the run
-  directory's name).
-
-A run on a split other than the package's training split, or on one whose name marks it
-held out (``test``, ``my-test``, ``eval_set``, ``validation``, ...: whatever the package's
-default), is refused (training on held-out transcripts contaminates every later evaluation)
-unless that split is in ``allow_splits``.
+rejection-sampling fine-tuning, so a model that rarely passes gets a start before GRPO. Which
+rollouts are kept, the row format and the held-out refusal: docs/recipes.md (``orsgen sft``).
 
 Memory stays flat in the number of rollouts: the rows are read twice, one line at a time.
 The first pass keeps a few numbers per passing rollout (its task, sample, transcript length,
 a hash of its transcript and where its line starts); the second reads the kept lines back,
 in the dataset's order, into ``datasets.Dataset.from_generator``.
-
-``orsgen sft RUN_DIR [RUN_DIR ...] -o OUT`` (:func:`main`) exits 0 when OUT was written, 2
-for runs that cannot make a dataset as asked (one line on stderr, ``orsgen sft: error:
-...``; nothing written).
 """
 
 from __future__ import annotations
