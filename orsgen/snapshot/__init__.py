@@ -27,40 +27,26 @@ def live_endpoint(
 ) -> Generator[Endpoint, None, None]:
     """The endpoint of a live ``target`` for the block (a Python file is served on loopback
     until it ends; ``titles`` gets each served name's class name); ``orsgen validate``
-    probes through it too."""
+    probes through it too. Never a recorded default: a URL or a deployment."""
+    from orsgen.runtime.transport.endpoint import resolve
+
     if target.kind == "file":
         from orsgen.snapshot.local import serve_file
 
         with serve_file(Path(target.value)) as (url, served):
             titles.update(served)
-            yield _resolved(base_url=url, api_key=api_key or "")
+            yield resolve(base_url=url, api_key=api_key or "")
     elif target.kind == "url":
-        yield _resolved(base_url=target.value, api_key=api_key)
+        yield resolve(base_url=target.value, api_key=api_key)
     elif target.kind == "catalog":
         key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY")
         if not key:
             raise TargetError(
                 f"catalog target {target.value!r} needs an API key: set OPENREWARD_API_KEY or pass --api-key"
             )
-        yield _resolved(base_url=None, api_key=key, deployment=target.value)
+        yield resolve(base_url=None, api_key=key, deployment=target.value)
     else:
         raise TargetError(f"{target.value!r} is a snapshot, not a live target")
-
-
-def _resolved(
-    *, base_url: str | None, api_key: str | None, deployment: str | None = None
-) -> Endpoint:
-    """The endpoint of a snapshot target: a URL or a deployment, never a recorded default."""
-    from orsgen.runtime.transport.endpoint import resolve
-
-    return resolve(
-        base_url=base_url,
-        api_key=api_key,
-        env_name=None,
-        deployment=deployment,
-        default_url=None,
-        default_env_name=None,
-    )
 
 
 def recorded_target(target: Target) -> TargetRef:

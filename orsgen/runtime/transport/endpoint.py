@@ -46,10 +46,10 @@ def resolve(
     *,
     base_url: str | None,
     api_key: str | None,
-    env_name: str | None,
-    deployment: str | None,
-    default_url: str | None,
-    default_env_name: str | None,
+    env_name: str | None = None,
+    deployment: str | None = None,
+    default_url: str | None = None,
+    default_env_name: str | None = None,
 ) -> Endpoint:
     """Resolve an endpoint the way the openreward SDK does, with explicit keywords first.
 
