@@ -10,7 +10,6 @@ event, a timeout: the server failed instead of answering). A session is always c
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import re
 import time
@@ -59,9 +58,7 @@ def failure_kind(exc: BaseException) -> str | None:
         errors: list[Any] = list(getattr(exc, "errors", None) or [])
         last: object = errors[-1] if errors else None
         return failure_kind(last) if isinstance(last, BaseException) else "dropped stream"
-    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
-        return "dropped stream"
-    if isinstance(exc, aiohttp.ClientError):
+    if isinstance(exc, aiohttp.ClientError):  # a dropped payload or connection among them
         return "dropped stream"
     return f"error {name}"
 
@@ -225,7 +222,3 @@ class Prober:
             if call.finished or call.kind == "server_failure":
                 break
         return made
-
-
-def arguments_key(arguments: Mapping[str, Any]) -> str:
-    return json.dumps(arguments, sort_keys=True, default=str)
