@@ -35,19 +35,6 @@ def _cause(exc: BaseException | None) -> str:
     return f"server not answering yet: {type(exc).__name__}"
 
 
-def _retry_reporter(progress: Progress) -> sdk.BeforeRetry:
-    def report(state: Any, attempts: int | None) -> None:
-        outcome = state.outcome
-        exc = outcome.exception() if outcome is not None and outcome.failed else None
-        starting = getattr(exc, "backend_starting", False)
-        of = f"/{attempts}" if attempts is not None and not starting else ""
-        wait = getattr(state.next_action, "sleep", None)
-        after = f"; retrying in {wait:.0f} s" if wait is not None else "; retrying"
-        progress(f"{_cause(exc)} (attempt {state.attempt_number}{of}){after}")
-
-    return report
-
-
 async def ask(
     endpoint: Endpoint,
     env: Any,
@@ -58,5 +45,14 @@ async def ask(
     progress: Progress,
 ) -> Any:
     """:func:`orsgen.runtime.transport.sdk.stateless`, reporting every retry to ``progress``."""
-    reporter = _retry_reporter(progress)
-    return await sdk.stateless(endpoint, env, method, path, payload, before_retry=reporter)
+
+    def report(state: Any, attempts: int | None) -> None:
+        outcome = state.outcome
+        exc = outcome.exception() if outcome is not None and outcome.failed else None
+        starting = getattr(exc, "backend_starting", False)
+        of = f"/{attempts}" if attempts is not None and not starting else ""
+        wait = getattr(state.next_action, "sleep", None)
+        after = f"; retrying in {wait:.0f} s" if wait is not None else "; retrying"
+        progress(f"{_cause(exc)} (attempt {state.attempt_number}{of}){after}")
+
+    return await sdk.stateless(endpoint, env, method, path, payload, before_retry=report)
