@@ -4,26 +4,7 @@ Every error a generated package raises at the user derives from :class:`OrsRunti
 and names the server, the environment and the cause; the SDK's or aiohttp's exception
 stays reachable as ``__cause__``. A failed tool call raises a :class:`ToolCallFailure`
 (TRL catches it, counts it and shows the model its text), built with :func:`describe`.
-
-::
-
-    OrsRuntimeError (RuntimeError)
-    ├── ServerNotConfiguredError (also ValueError): no server to connect to
-    ├── SessionOpenError: reset() could not open a session
-    │   └── EnvironmentUnavailableError: strict=True, the server stayed away past reconnect_for
-    ├── TaskLoadError: load_tasks() could not fetch the task list
-    └── ToolDriftError (orsgen.runtime.sessions.drift): strict=True, the live tools differ
-
-    ToolCallFailure (OrsRuntimeError): a tool call failed; raised from the tool method so
-    that TRL counts it (``tools/failure_frequency``, AsyncGRPO's ``tools/<name>/failure_total``)
-    and hands the model ``{"error": str(exc)}``
-    ├── ToolInputError: the model's own mistake (invalid arguments, an unknown value or
-    │   tool, a call after the episode finished); the rollout may still finish and score
-    └── ToolEnvironmentError: the environment failed (server error, the tool or grader
-        raised, timeout, lost session, environment unavailable); the rollout stays unscored
-
-    CallTimeout (TimeoutError): a call on the runtime loop got no answer in time; the
-    adapter turns it into a ``ToolEnvironmentError`` (reason ``timeout``)
+Which error is raised where: docs/scale.md ("Errors"); each class below says what it means.
 """
 
 from __future__ import annotations
