@@ -1,21 +1,9 @@
 """The uploader behind :mod:`orsgen.runtime.upload`: settled rollouts to OpenReward's runs UI
 through the SDK's public upload client, ``RolloutAPI.create()`` and ``Rollout.log``.
 
-**Never in the way.** ``create()`` blocks (with the SDK's retries on a 5xx), so a settled
-rollout is only *enqueued* here, on a bounded queue; at most :data:`THREADS` daemon threads
-per process start each with ``create()`` and hand every event of every message to
-``Rollout.log`` (the SDK's batching thread). A full queue or an API down or refusing drops
-the rollout: counted as ``ors/upload_dropped`` and said once per outage.
-
-**An outage costs as little as it can.** ``create()`` never raises: a failed start logs
-nothing, so a rollout with no ``Rollout.logged_messages`` did not start. Until a start has
-gone through, and after one failed, one start (a *probe*) is under way at a time. A start
-that failed or took over :data:`START_TIMEOUT` seconds marks the API down: rollouts are
-dropped at once, and after a pause growing from :data:`RETRY_FIRST` to :data:`RETRY_MAX`
-seconds one is sent as the probe; one that goes through ends the outage. At exit the queue
-gets :data:`EXIT_BUDGET` seconds to drain, then the SDK's client its shutdown; with the API
-down, what is queued or starting is dropped (counted) and the client gets
-:data:`DOWN_GRACE` seconds.
+Never in the way: a settled rollout is only *enqueued* here (``create()`` blocks), and at
+most :data:`THREADS` daemon threads start rollouts. What an outage and the exit cost, with
+the figures of the constants below: docs/viewing.md.
 """
 
 from __future__ import annotations
