@@ -88,9 +88,7 @@ def connect(
                 "--base-url takes a generated package directory as TARGET; give the URL itself "
                 "as TARGET"
             )
-        target = classify(text)
-        if target.kind == "snapshot":
-            raise TargetError(f"{text!r} is a snapshot, not a live target")
+        target = classify(text)  # a snapshot: live_endpoint refuses it
     titles: dict[str, str] = {}
     with live_endpoint(target, api_key, titles) as endpoint:
         if target.kind == "file":
