@@ -18,7 +18,14 @@ if TYPE_CHECKING:
     from orsgen.snapshot.fetch import FetchOptions
     from orsgen.snapshot.stored import Environment, TargetRef
 
-__all__ = ["Target", "TargetError", "classify", "live_endpoint", "take"]
+__all__ = ["Target", "TargetError", "classify", "live_endpoint", "quiet_sdk", "take"]
+
+
+def quiet_sdk() -> None:
+    """A build or probe step should neither call home nor echo an in-process server's request
+    log. Set before the SDK is first imported; a caller's own settings win."""
+    os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
 
 
 @contextmanager

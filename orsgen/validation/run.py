@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,7 +15,7 @@ from typing import Any
 from orsgen.runtime.records.passk import PASS_THRESHOLD, check_threshold
 from orsgen.runtime.transport.endpoint import session_secrets
 from orsgen.runtime.transport.process import current
-from orsgen.snapshot.errors import TargetError
+from orsgen.snapshot import TargetError, quiet_sdk
 from orsgen.snapshot.splits import held_out
 from orsgen.snapshot.stored import Environment
 from orsgen.validation import report
@@ -90,9 +89,7 @@ def validate(
     raised again once they are). Raises :class:`orsgen.snapshot.TargetError` when the
     target cannot be reached or a split does not exist. No key or secret is ever written.
     """
-    # As the generator's quiet_sdk: no update check, no request log of a served file.
-    os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
-    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
+    quiet_sdk()
     threshold = check_threshold(pass_threshold)
     low, high = (float(v) for v in reward_range)
     if not (math.isfinite(low) and math.isfinite(high)) or low > high:

@@ -15,15 +15,8 @@ from orsgen.generate.pipeline import config
 from orsgen.diagnostics import Diagnostic
 from orsgen.generate import GenerateResult, generate
 from orsgen.generate.pipeline.package_section import SELECTION, Names, package_section
-from orsgen.generate.pipeline.run import (
-    Progress,
-    Request,
-    RequestError,
-    fetch_options,
-    quiet_sdk,
-    silent,
-)
-from orsgen.snapshot import Target, TargetError, classify, take
+from orsgen.generate.pipeline.run import Progress, Request, RequestError, fetch_options, silent
+from orsgen.snapshot import Target, TargetError, classify, quiet_sdk, take
 from orsgen.snapshot.targets import Kind
 from orsgen.snapshot.stored import Snapshot, TaskToolsProbe
 from orsgen.generate.pipeline.versioning import Classification

@@ -16,7 +16,6 @@ back with ``refused`` set. Writes are atomic and never replace a file orsgen did
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from orsgen.generate import generate, naming
 from orsgen.generate.tools import tool_specs
 from orsgen.generate.pipeline.outdir import OutputDirError, check_output_dir
 from orsgen.generate.pipeline.package_section import Names, package_section
-from orsgen.snapshot import TargetError, classify, take
+from orsgen.snapshot import TargetError, classify, quiet_sdk, take
 from orsgen.snapshot.model import SnapshotError, build, load_text
 from orsgen.snapshot.stored import Environment, Snapshot
 from orsgen.generate.pipeline.versioning import Classification
@@ -45,13 +44,6 @@ Level = Literal["initial", "unchanged", "patch", "minor", "major"]
 
 def silent(_: str) -> None:
     """The default progress callback: say nothing."""
-
-
-def quiet_sdk() -> None:
-    """A build step should neither call home nor echo an in-process server's request log.
-    Set before the SDK is first imported; a caller's own settings win."""
-    os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
-    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
 
 
 class RequestError(Exception):
