@@ -9,7 +9,7 @@ import argparse
 import os
 import signal
 import sys
-import threading
+import time
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,18 +97,20 @@ def _serving(args: Any) -> Generator[str, None, None]:
 def main(argv: Sequence[str]) -> int:
     args = parser().parse(list(argv))
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")  # not a line per request
-    stop = threading.Event()
+    # A flag, not a threading.Event: set() from a signal handler deadlocks when the signal
+    # lands while this thread holds the event's lock (entering its wait()).
+    stop: list[int] = []
 
     def stopped(signum: int, frame: object) -> None:
-        stop.set()
+        stop.append(signum)
 
     before = signal.signal(signal.SIGTERM, stopped)
     try:
         with _serving(args) as url:
             print(url, flush=True)
             print(f"orsgen serve: serving {args.source} at {url}", file=sys.stderr, flush=True)
-            while not stop.wait(0.5):
-                pass
+            while not stop:
+                time.sleep(0.2)  # a signal's handler runs during it
     except TargetError as exc:
         raise UsageError(str(exc)) from None
     finally:
