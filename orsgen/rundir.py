@@ -1,33 +1,14 @@
-"""The files of an evaluation run directory (``orsgen eval --out``), in one place: their
-names, how their rows are read, and the verdicts a row records. ``orsgen eval`` (its resume
-and ``--compare``) reads them here, and ``orsgen sft``, ``pairs``, ``view``, ``export`` and a
-curriculum's prior through :func:`orsgen.runlog.open_run`, which reads them here; it imports
-only the standard library, so every layer may import it.
+"""The files of a run directory (``orsgen eval --out``), in one place: their names, how
+their rows are read and written, and the verdicts a row records (docs/internals.md). It
+imports only the standard library, so every layer may import it.
 
-- ``run.json``: the run's configuration (``orsgen.eval.EvalConfig``), written first, and
-  beside it facts about the run's segments (:meth:`RunWriter.start`);
-- ``adapter.json``: what the adapter showed the model (its tools' JSON schemas) and the
-  package's training split;
-- ``results.jsonl``: one row per rollout, appended as each completes;
-- ``prompts.jsonl``: each task's prompt whole, as the model saw it, once per task, written
-  before the task's first row (``orsgen serve RUN`` serves it);
-- ``summary.json``: the run's figures, written last: a run with one is finished.
-
-The files are written here too, by one process at a time (:func:`writing`), through one
-:class:`RunWriter` (eval's, merge's and replay's), run.json first and summary.json last:
-rows are appended (:class:`Appender`: the rows of one rollout or one group in one write),
-every other file is written whole (:func:`write_whole`: a unique temporary name, fsync,
-rename; a reader sees the old file or the new one, never half).
-
-**A torn last line.** A JSONL line is whole when it ends with a newline. A last line
-without one is still being written, or was cut by a kill: every reader leaves it out, and a
-writer cuts it off before appending (:func:`cut_torn`), so that its rollout runs again.
-**A malformed line.** A whole line that is not a JSON object is damage no orsgen writer
-leaves: every offline reader (eval's resume and merge, ``orsgen view``, ``sft``,
-``pairs``) stops with an error naming the file and the line; a reader during training (the
-task table's trajectory files) warns once and skips it, since training never stops on its
-own log; blank lines are skipped. **A duplicate.** results.jsonl holds each (task, sample) once: a pair
-found twice is an error naming the file and the pair (:func:`run_rows`).
+One process writes at a time (:func:`writing`), through one :class:`RunWriter`: run.json
+first, rows appended (:class:`Appender`: one rollout's or one group's rows in one write),
+every other file written whole (:func:`write_whole`), summary.json last. A last line with no
+newline is torn: readers leave it out, and a writer cuts it off before appending
+(:func:`cut_torn`). A whole line that is not a JSON object, or a (task, sample) pair found
+twice (:func:`run_rows`), is an error naming the file and the line (training's task table
+warns and skips it instead: training never stops on its own log).
 """
 
 from __future__ import annotations
@@ -59,12 +40,8 @@ LOCK_FILE = ".lock"  # held (flock) by the one process writing the run: its pid 
 # fsynced within this many seconds and on close (a lost machine loses at most this many
 # seconds of rows), at most once in this many seconds while rows keep coming.
 FSYNC_EVERY = 1.0
-# What a row's "verdict" (a trajectory line's "outcome") is: scored, unfinished (no reward
-# by the end: a turn limit, a deadline) or failed (no answer at all).
+# A row's "verdict" (a trajectory line's "outcome") and "stop": docs/evaluating.md.
 VERDICTS = ("scored", "unfinished", "failed")
-# Why a rollout ended (a row's "stop", docs/evaluating.md): the environment ended the episode,
-# the model answered without a tool call, the endpoint cut its answer, --max-turns,
-# --max-rollout-tokens, the rollout deadline, or the environment or the endpoint failed.
 STOPS = ("finished", "no_tool_call", "length", "max_turns", "token_limit", "timeout", "error")
 
 Row = dict[str, Any]
@@ -85,8 +62,8 @@ class RunError(ValueError):
 
 @dataclass(frozen=True)
 class FinishedRun:
-    """A finished evaluation (``orsgen.eval.EvalResult`` is one): ``summary`` is summary.json's
-    content, ``out`` its run directory (``None`` when it wrote no files)."""
+    """A finished evaluation (``orsgen.eval.EvalResult`` is one); ``out`` is ``None`` when it
+    wrote no files."""
 
     summary: Mapping[str, Any]
     out: Path | None
@@ -109,8 +86,7 @@ def parsed(line: bytes, path: str | os.PathLike[str], number: int | str) -> Row:
 
 
 def located_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
-    """``(offset, row)`` for every whole line of a JSONL file (none for a missing file),
-    read one line at a time; ``offset`` is where the line starts (:func:`row_at`)."""
+    """``(offset, row)`` for every whole line of a JSONL file (none for a missing file)."""
     return ((offset, row) for _, offset, row in numbered_rows(path))
 
 
@@ -167,9 +143,8 @@ def read_adapter(directory: str | os.PathLike[str]) -> Row:
 
 
 def run_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, Row]]:
-    """:func:`located_rows` of a results.jsonl, each (task, sample) pair checked to be
-    there once (:class:`RunError` naming the pair), and a row without an integer
-    ``task_index`` or ``sample`` an error naming the file and the line."""
+    """:func:`located_rows` of a results.jsonl, each with an integer ``task_index`` and
+    ``sample``, each (task, sample) pair once."""
     return ((offset, row) for _, offset, row in checked_rows(path))
 
 
@@ -209,9 +184,8 @@ def cut_torn(path: str | os.PathLike[str]) -> None:
 
 def write_whole(target: Path, data: str | Callable[[BinaryIO], None]) -> None:
     """Write ``data`` (text, or a function writing to a binary file) to ``target`` whole:
-    a unique temporary name beside it, fsync, rename. A reader sees the old file or the new
-    one; a killed writer leaves a temporary file no one appends to (:func:`writing` removes
-    it)."""
+    a unique temporary name beside it, fsync, rename. A killed writer leaves a temporary
+    file no one appends to (:func:`writing` removes it)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = _created(target)
     try:
@@ -229,9 +203,8 @@ def write_whole(target: Path, data: str | Callable[[BinaryIO], None]) -> None:
 
 
 def _created(target: Path) -> tuple[int, Path]:
-    """A new temporary file beside ``target``, open for writing, under a name unique to
-    this writer. Its mode is 0666 less the umask, as an ordinary new file's is (``mkstemp``'s
-    0600 would survive the rename: no one else could read a run)."""
+    """A new temporary file beside ``target`` under a name unique to this writer. Mode 0666
+    less the umask: ``mkstemp``'s 0600 would survive the rename (no one else could read a run)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     while True:
         temporary = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
@@ -242,8 +215,8 @@ def _created(target: Path) -> tuple[int, Path]:
 
 
 def write_json(target: Path, value: Any, sort_keys: bool = True) -> None:
-    """Write JSON whole (:func:`write_whole`), in chunks; ``sort_keys=False`` keeps the key
-    order (part of the text a model is shown). A read-only mapping is written as a dict."""
+    """Write JSON whole (:func:`write_whole`); ``sort_keys=False`` keeps the key order (part
+    of the text a model is shown)."""
 
     def dump(handle: BinaryIO) -> None:
         text = codecs.getwriter("utf-8")(handle)
@@ -254,42 +227,36 @@ def write_json(target: Path, value: Any, sort_keys: bool = True) -> None:
 
 
 class RunWriter:
-    """The writer of a run directory (:func:`writing` yields it), which holds the order of
-    its files: run.json first (:meth:`start`), then the rows (:meth:`rows`) and the other
-    files, summary.json last (:meth:`finish`): a run with one is finished."""
+    """The writer of a run directory (:func:`writing` yields it): run.json first
+    (:meth:`start`), then the rows and the other files, summary.json last (:meth:`finish`)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._run: dict[str, Any] = {}
 
     def start(self, config: Mapping[str, Any], **facts: Any) -> None:
-        """run.json: the run's configuration, and beside it facts about the run and its
-        segments (``endpoint_counts``, ...); a fact given as ``None`` is left out."""
+        """run.json: the run's configuration and ``facts`` (one given as ``None`` is left out)."""
         self._run = dict(config)
         self.update(**facts)
 
     def update(self, **facts: Any) -> None:
-        """run.json again, with ``facts`` changed (a segment's ``endpoint_counts``)."""
         self._run.update((name, value) for name, value in facts.items() if value is not None)
         write_json(self.directory / RUN_FILE, self._run)
 
     def rows(self) -> Appender:
-        """results.jsonl, opened for appending (:class:`Appender`)."""
         return Appender(self.directory / RESULTS_FILE)
 
     def finish(self, summary: Mapping[str, Any], report: _Report[_Rows], rows: _Rows) -> None:
-        """``report(directory, summary, rows)`` (report.md, and what it shows), then
-        summary.json, last."""
+        """``report(directory, summary, rows)`` (report.md), then summary.json, last."""
         report(self.directory, summary, rows)
         write_json(self.directory / SUMMARY_FILE, summary)
 
 
 @contextlib.contextmanager
 def writing(directory: Path) -> Generator[RunWriter]:
-    """Hold the run directory's lock for the block, and its :class:`RunWriter`: one writing
-    process at a time. The kernel releases an ``flock`` when its holder dies, so no lock is
-    ever stale; another process is refused (:class:`RunError`) naming the holder's pid and
-    host. Temporary files a killed writer left are removed."""
+    """Hold the run directory's lock for the block (an ``flock``, which the kernel releases
+    when its holder dies: never stale), and yield its :class:`RunWriter`. Another process is
+    refused, naming the holder; temporary files a killed writer left are removed."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / LOCK_FILE, "a+", encoding="utf-8") as handle:
         try:
@@ -317,10 +284,8 @@ def writing(directory: Path) -> Generator[RunWriter]:
 
 class Appender:
     """A JSONL file opened for appending (a torn last line cut off first), from any thread:
-    each :meth:`append` is one write, flushed at once; a row is fsynced within
-    ``FSYNC_EVERY`` seconds of its write (at once when the last sync is that old, else by a
-    timer), and on close. Rows appended after :meth:`close` (rollouts abandoned by an
-    interrupted run) are not written."""
+    each :meth:`append` is one write, fsynced within ``FSYNC_EVERY`` seconds and on close.
+    Rows appended after :meth:`close` (rollouts abandoned by an interruption) are dropped."""
 
     def __init__(self, path: Path) -> None:
         cut_torn(path)
@@ -356,7 +321,6 @@ class Appender:
                 self._sync()
 
     def _sync(self) -> None:
-        """fsync what was written since the last, holding the lock."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -1,9 +1,6 @@
-"""Preference pairs of evaluation runs for TRL's ``DPOTrainer`` (``orsgen pairs``): for each
-task, a passing rollout (chosen) beside a non-passing one (rejected) of the same prompt. The
-runs are read and checked as ``orsgen sft`` reads them (and of one pass threshold); how pairs
-are made, dropped and capped, and the row format: docs/recipes.md (``orsgen pairs``).
-Memory stays flat: the first pass keeps a few numbers and two hashes per candidate; the
-second reads each kept pair's two lines back.
+"""Preference pairs of evaluation runs for TRL's ``DPOTrainer`` (``orsgen pairs``;
+docs/recipes.md): per task, a passing rollout (chosen) beside a non-passing one (rejected).
+Read in two passes as :mod:`orsgen.data.sft` reads them.
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ from orsgen.data.trainset import (
     candidates,
     CARD_FILE,
     Chosen,
-    SAME,
     command,
     dataset_card,
     first_per_task,
@@ -32,6 +28,7 @@ from orsgen.data.trainset import (
     write_dataset,
 )
 from orsgen.data import trainset
+from orsgen.identity import ONE_DATASET
 from orsgen.runlog import Rollout
 from orsgen.runtime.records.passk import passes
 
@@ -47,8 +44,6 @@ COLUMNS = (
 
 @dataclass
 class PairSelection(Chosen):
-    """The kept pairs, and how they were chosen (what the dataset card says)."""
-
     unfinished: bool = False
     pairs: dict[str, int] = field(default_factory=lambda: {})  # kept, per run name
     no_contrast: int = 0
@@ -62,7 +57,7 @@ def select(
     allow_splits: Iterable[str] = (),
 ) -> PairSelection:
     """The pairs of ``run_dirs``, and how they were chosen. Raises :class:`SftError`."""
-    same = {**SAME, "pass_threshold": "pass thresholds"}
+    same = {**ONE_DATASET, "pass_threshold": "pass thresholds"}
     runs = open_runs(run_dirs, per_task, allow_splits, same)
     chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
 
@@ -146,12 +141,10 @@ def _rounds(members: numpy.ndarray[Any, Any], good: int) -> numpy.ndarray[Any, A
 
 
 def _start(messages: Sequence[Mapping[str, Any]]) -> int:
-    """Where the first assistant turn is (a transcript has one)."""
     return next(i for i, m in enumerate(messages) if m["role"] == "assistant")
 
 
 def _record(run: Run, good: Rollout, bad: Rollout) -> dict[str, Any]:
-    """The dataset row of a kept pair's two rollouts."""
     chosen, rejected = transcript(good.messages) or [], transcript(bad.messages) or []
     start = _start(chosen)
     return {
@@ -168,7 +161,6 @@ def _record(run: Run, good: Rollout, bad: Rollout) -> dict[str, Any]:
 
 
 def features() -> Any:
-    """The dataset's columns and their types (a ``datasets.Features``)."""
     types = (*["conversation"] * 3, "string", "int64", "string", "float64", "float64", "string")
     return trainset.features(COLUMNS, types)
 
@@ -181,8 +173,8 @@ def export(
     unfinished: bool = False,
     allow_splits: Iterable[str] = (),
 ) -> PairSelection:
-    """Write the pairs of ``run_dirs`` (:func:`select`) to ``out``, which must hold nothing
-    yet, as a ``datasets.Dataset`` with its dataset card. Raises :class:`SftError`."""
+    """Write the pairs of ``run_dirs`` (:func:`select`) to ``out`` (which must hold nothing
+    yet) with its card. Raises :class:`SftError`."""
     target = new_out(out)
     chosen = select(run_dirs, per_task=per_task, unfinished=unfinished, allow_splits=allow_splits)
     # Pair rows are large (two conversations): save_to_disk's worker, copying 64 MB shards
@@ -193,7 +185,6 @@ def export(
 
 
 def card(chosen: PairSelection) -> str:
-    """The dataset card: where the pairs came from, how they were chosen, how many per task."""
     first = chosen.runs[0].config
     rejected = "scored" + (" or unfinished" if chosen.unfinished else "") + ", not passing"
     cap = "no cap" if chosen.per_task is None else f"at most {chosen.per_task}"

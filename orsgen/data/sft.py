@@ -1,11 +1,6 @@
-"""Passing rollouts of evaluation runs as a dataset for TRL's ``SFTTrainer`` (``orsgen sft``):
-rejection-sampling fine-tuning, so a model that rarely passes gets a start before GRPO. Which
-rollouts are kept, the row format and the held-out refusal: docs/recipes.md (``orsgen sft``).
-
-Memory stays flat in the number of rollouts: the rows are read twice, one line at a time.
-The first pass keeps a few numbers per passing rollout (its task, sample, transcript length,
-a hash of its transcript and where its line starts); the second reads the kept lines back,
-in the dataset's order, into ``datasets.Dataset.from_generator``.
+"""Passing rollouts of evaluation runs as a dataset for TRL's ``SFTTrainer`` (``orsgen sft``;
+docs/recipes.md). The rows are read twice: the first pass keeps a few numbers and a hash per
+passing rollout, the second reads the kept lines back in the dataset's order.
 """
 
 from __future__ import annotations
@@ -46,8 +41,6 @@ COLUMNS = ("messages", "tools", "task_index", "split", "sample", "reward", "run"
 
 @dataclass
 class Selection(Chosen):
-    """The kept rows, and how they were chosen (what the dataset card says)."""
-
     min_reward: float | None = None
 
 
@@ -58,7 +51,6 @@ def select(
     per_task: int | None = None,
     allow_splits: Iterable[str] = (),
 ) -> Selection:
-    """The rows of the dataset, and how they were chosen. Raises :class:`SftError`."""
     runs = open_runs(run_dirs, per_task, allow_splits)
     chosen = Selection(runs, min_reward=min_reward, per_task=per_task)
 
@@ -103,7 +95,6 @@ def _order(
 
 
 def _record(run: Run, row: Rollout) -> dict[str, Any]:
-    """The dataset row of a kept rollout."""
     return {
         "messages": transcript(row.messages),
         "tools": run.tools,
@@ -116,8 +107,6 @@ def _record(run: Run, row: Rollout) -> dict[str, Any]:
 
 
 def features() -> Any:
-    """The dataset's columns and their types (a ``datasets.Features``), so that no batch's
-    guess decides them."""
     types = ("conversation", "string", "int64", "string", "int64", "float64", "string")
     return trainset.features(COLUMNS, types)
 
@@ -151,8 +140,7 @@ def export(
     per_task: int | None = None,
     allow_splits: Iterable[str] = (),
 ) -> Selection:
-    """Write :func:`sft_dataset` to ``out`` with its dataset card (:func:`write_dataset`).
-    ``out`` must not hold anything yet."""
+    """Write :func:`sft_dataset` to ``out`` (which must hold nothing yet) with its card."""
     target = new_out(out)
     chosen = select(run_dirs, min_reward=min_reward, per_task=per_task, allow_splits=allow_splits)
     write_dataset(chosen.rows, features(), target, card(chosen))
@@ -160,7 +148,6 @@ def export(
 
 
 def card(chosen: Selection) -> str:
-    """The dataset card: where the rows came from, how they were filtered, how many per task."""
     first = chosen.runs[0].config
     rule = (
         f"scored, reward >= {chosen.min_reward} (--min-reward)"

@@ -1,9 +1,7 @@
-"""What ``orsgen sft`` (:mod:`orsgen.data.sft`) and other datasets made of evaluation runs
-share: the runs (:func:`~orsgen.runlog.open_run`), checked to be of one environment and tool
-set and of the training split; a rollout's stored messages as a transcript in TRL's
-conversational tool-calling format; rows read back from results.jsonl one at a time; and a
-``datasets.Dataset`` written by ``Dataset.from_generator`` over them, so that memory stays
-flat in the number of rollouts. An unusable run is a :class:`~orsgen.runlog.RunError`.
+"""What ``orsgen sft`` and ``orsgen pairs`` share: the runs, checked; a rollout's messages
+as a transcript in TRL's conversational tool-calling format; rows read back from
+results.jsonl one at a time into ``Dataset.from_generator``, so that memory stays flat in the
+number of rollouts. An unusable run is a :class:`~orsgen.runlog.RunError`.
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ SftError = RunError  # runs that cannot make a dataset as asked (one line, exit 
 
 @dataclass(frozen=True)
 class Run:
-    """One evaluation run (its rows stay in results.jsonl) and its adapter.json."""
+    """One evaluation run (its rows stay on disk) and its adapter.json."""
 
     log: Log
     view: dict[str, Any]  # adapter.json
@@ -63,28 +61,30 @@ class Run:
         return json.dumps(self.view["tools"], ensure_ascii=False)
 
 
-def read_run(directory: str | os.PathLike[str]) -> Run:
-    """The evaluation run in ``directory``, its rows left on disk."""
-    log = open_run(directory)
-    if log.spec.kind == "trajectory":
-        raise RunError(
-            f"{log.path} is a training trajectory, which holds no model text (only the "
-            "environment's calls) to make a dataset of; give orsgen eval run directories"
-        )
-    if not log.files[0].is_file():
-        raise RunError(f"{log.path} is not an orsgen eval run (no {RESULTS_FILE})")
-    return Run(log, read_adapter(log.path))
-
-
-SAME = ONE_DATASET  # what runs share to make one dataset (orsgen.identity)
-
-
-def check_runs(
-    runs: Sequence[Run], allow_splits: Iterable[str], same: Mapping[str, str] = SAME
-) -> None:
-    """One environment and one set of tools (the run.json keys of ``same``, each with what
-    its values are called); no split but the package's training split, and none whose name
-    marks it held out (:func:`~orsgen.snapshot.splits.held_out`), unless allowed."""
+def open_runs(
+    run_dirs: Sequence[str | os.PathLike[str]],
+    per_task: int | None,
+    allow_splits: Iterable[str],
+    same: Mapping[str, str] = ONE_DATASET,
+) -> list[Run]:
+    """The runs of ``run_dirs`` (a directory given twice is one run), checked: the same
+    run.json keys of ``same`` (each with what its values are called); no split but the
+    package's training split, and none held out by its name, unless allowed."""
+    if not run_dirs:
+        raise SftError("no run directory given")
+    if per_task is not None and per_task < 1:
+        raise SftError(f"--per-task must be at least 1, got {per_task}")
+    runs: list[Run] = []
+    for directory in dict.fromkeys(Path(d).resolve() for d in run_dirs):
+        log = open_run(directory)
+        if log.spec.kind == "trajectory":
+            raise RunError(
+                f"{log.path} is a training trajectory, which holds no model text (only the "
+                "environment's calls) to make a dataset of; give orsgen eval run directories"
+            )
+        if not log.files[0].is_file():
+            raise RunError(f"{log.path} is not an orsgen eval run (no {RESULTS_FILE})")
+        runs.append(Run(log, read_adapter(log.path)))
     first = runs[0]
     for run in runs[1:]:
         for key, what in same.items():
@@ -104,22 +104,6 @@ def check_runs(
             f"{run.path} evaluated split {split!r}, {why}: training on held-out transcripts "
             f"contaminates later evaluations; pass --allow-split {split} to use it anyway"
         )
-
-
-def open_runs(
-    run_dirs: Sequence[str | os.PathLike[str]],
-    per_task: int | None,
-    allow_splits: Iterable[str],
-    same: Mapping[str, str] = SAME,
-) -> list[Run]:
-    """The runs of ``run_dirs`` (a directory given twice is one run), checked
-    (:func:`check_runs`); ``per_task`` checked to be at least 1."""
-    if not run_dirs:
-        raise SftError("no run directory given")
-    if per_task is not None and per_task < 1:
-        raise SftError(f"--per-task must be at least 1, got {per_task}")
-    runs = [read_run(p) for p in dict.fromkeys(Path(d).resolve() for d in run_dirs)]
-    check_runs(runs, allow_splits, same)
     return runs
 
 
@@ -140,26 +124,6 @@ def first_per_task(
     return keep, {(names[s], t): n for (s, t), n in zip(keys.tolist(), counts.tolist())}
 
 
-def _message(raw: Mapping[str, Any]) -> dict[str, Any] | None:
-    """One message in TRL's format (every message with the same keys, so Arrow stores one
-    struct); ``None`` for content that is not text (images are not stored in results)."""
-    content = raw.get("content")
-    if not isinstance(content, str):
-        return None
-    calls: list[dict[str, Any]] = []
-    if is_array(raw.get("tool_calls")):
-        for call in raw["tool_calls"]:
-            function = call["function"]
-            arguments = function.get("arguments")
-            if not isinstance(arguments, str):
-                arguments = json.dumps(arguments, ensure_ascii=False)
-            calls.append(
-                {"type": "function", "function": {"name": function["name"], "arguments": arguments}}
-            )
-    name = raw.get("name") if raw.get("role") == "tool" else None
-    return {"role": raw["role"], "content": content, "tool_calls": calls or None, "name": name}
-
-
 def left_out(messages: Sequence[Mapping[str, Any]]) -> str | None:
     """Why a rollout's stored messages cannot be trained on as they are (a key of
     :data:`LEFT_OUT`), or ``None``: an image (not stored), or a text cut at its limit (the
@@ -173,27 +137,29 @@ def left_out(messages: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def trainable(row: Rollout, counts: dict[str, int]) -> list[dict[str, Any]] | None:
-    """A rollout's :func:`transcript`, or ``None`` with the reason it is left out counted
-    in ``counts`` (keyed as :data:`LEFT_OUT`): what sft and pairs both keep or leave."""
-    raw = row.messages
-    why = left_out(raw)
-    messages = transcript(raw) if why is None else None
-    if messages is None:
-        counts[why or "no answer"] += 1
-    return messages
-
-
 def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
     """A rollout's messages as an SFT transcript ending with an assistant message, or
     ``None`` when it holds non-text content or no assistant turn. Tool call ids are dropped:
-    the server makes them up, and they would make every transcript unique."""
+    the server makes them up, and they would make every transcript unique. Every message
+    has the same keys, so that Arrow stores one struct."""
     out: list[dict[str, Any]] = []
     for raw in messages:
-        message = _message(raw)
-        if message is None:
-            return None
-        out.append(message)
+        content = raw.get("content")
+        if not isinstance(content, str):
+            return None  # images are not stored in results
+        calls: list[dict[str, Any]] = []
+        for call in raw["tool_calls"] if is_array(raw.get("tool_calls")) else []:
+            function = call["function"]
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            calls.append(
+                {"type": "function", "function": {"name": function["name"], "arguments": arguments}}
+            )
+        name = raw.get("name") if raw.get("role") == "tool" else None
+        out.append(
+            {"role": raw["role"], "content": content, "tool_calls": calls or None, "name": name}
+        )
     while out and out[-1]["role"] == "tool":
         out.pop()
     if not out or out[-1]["role"] != "assistant":
@@ -203,9 +169,8 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | 
 
 @dataclass(frozen=True)
 class Kept:
-    """A dataset's rows, each made by ``record`` from the rollouts at ``where`` (run number,
-    then the offset of each line: ``record(run, rollout, ...)``), read one at a time, each
-    run's file open once."""
+    """A dataset's rows, each ``record(run, rollout, ...)`` of the rollouts at ``where`` (run
+    number, then each line's offset), read one at a time."""
 
     runs: Sequence[Run]
     where: numpy.ndarray[Any, Any]
@@ -235,8 +200,6 @@ class Chosen:
     failing: dict[str, int] = field(default_factory=lambda: {})  # candidates, per run name
     duplicates: int = 0
     over_cap: int = 0
-    # Passing rollouts left out, by why: "images" (results.jsonl names images, stores none),
-    # "cut" (a text results.jsonl cut at its limit), "no answer" (no assistant turn).
     left_out: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LEFT_OUT, 0))
     tasks: dict[tuple[str, int], int] = field(default_factory=lambda: {})  # kept per task
 
@@ -248,10 +211,10 @@ def candidates(
     chosen: Chosen, verdict: Callable[[Run, Rollout], bool | None], turns: bool = False
 ) -> tuple[dict[str, numpy.ndarray[Any, Any]], list[str], numpy.ndarray[Any, Any]]:
     """The first pass over ``chosen.runs``: the columns of :data:`CANDIDATE` of each candidate
-    rollout with a transcript (``verdict(run, row)`` not ``None``; ``good`` 1 when it is true;
-    ``split`` the index of the split's name in the sorted names, returned too), and a row of
-    16-byte hashes (of its transcript and tools; with ``turns``, of its assistant turns too).
-    Counts each run's rollouts and passing and failing candidates in ``chosen``."""
+    rollout with a transcript (``verdict(run, row)`` not ``None``, ``good`` when true;
+    ``split`` an index into the sorted names, returned too), and a row of 16-byte hashes (of
+    its transcript and tools; with ``turns``, of its assistant turns too). Counts in
+    ``chosen`` each run's rollouts, passing and failing candidates, and those left out."""
     import numpy as np
 
     columns = {name: array("q") for name in CANDIDATE}
@@ -264,8 +227,10 @@ def candidates(
             if good is None:
                 continue
             counts[2 - good] += 1
-            messages = trainable(row, chosen.left_out)
+            why = left_out(row.messages)
+            messages = transcript(row.messages) if why is None else None
             if messages is None:
+                chosen.left_out[why or "no answer"] += 1
                 continue
             text = json.dumps(messages, sort_keys=True, ensure_ascii=False)
             split = splits.setdefault(row.split, len(splits))
@@ -283,9 +248,8 @@ def candidates(
 
 
 def features(columns: Sequence[str], types: Sequence[str]) -> Any:
-    """A ``datasets.Features`` of ``columns``, each of a ``datasets.Value`` type or, for
-    ``conversation``, a list of messages as :func:`transcript` makes them: so that no
-    batch's guess decides them."""
+    """A ``datasets.Features`` of ``columns``, each a ``datasets.Value`` type or, for
+    ``conversation``, :func:`transcript`'s messages: no batch's guess decides them."""
     datasets: Any = importlib.import_module("datasets")  # ships no type information
     text = datasets.Value("string")
     call = {"type": text, "function": {"name": text, "arguments": text}}
@@ -295,9 +259,8 @@ def features(columns: Sequence[str], types: Sequence[str]) -> Any:
 
 
 def as_dataset(rows: Iterable[dict[str, Any]], columns: Any, cache: Path | None = None) -> Any:
-    """``rows`` (iterable from the start each time) as a ``datasets.Dataset`` of ``columns``
-    (a ``datasets.Features``), written by ``Dataset.from_generator`` a batch at a time into
-    ``cache`` (default: the datasets cache; what it hashes, ``rows``, names the dataset)."""
+    """``rows`` (iterable from the start each time) as a ``datasets.Dataset`` of ``columns``,
+    written by ``Dataset.from_generator`` into ``cache`` (default: the datasets cache)."""
     datasets: Any = importlib.import_module("datasets")
     where = None if cache is None else str(cache)
     return datasets.Dataset.from_generator(rows.__iter__, features=columns, cache_dir=where)
@@ -306,15 +269,13 @@ def as_dataset(rows: Iterable[dict[str, Any]], columns: Any, cache: Path | None 
 def dataset_card(
     tags: str, lines: Sequence[str], tasks: Mapping[tuple[str, int], int], what: str
 ) -> str:
-    """A dataset card: front matter with ``tags``, ``lines``, then how many ``what`` (rows) each
-    (split, task) of ``tasks`` gives."""
+    """A dataset card: front matter with ``tags``, ``lines``, then ``what`` per task."""
     rows = (f"| {split} | {task} | {n} |" for (split, task), n in sorted(tasks.items()))
     table = [f"## {what.capitalize()} per task", "", f"| split | task | {what} |", "|---|---|---|"]
     return "\n".join(["---", f"tags: [{tags}]", "---", "", *lines, "", *table, *rows]) + "\n"
 
 
 def new_out(out: str | os.PathLike[str]) -> Path:
-    """``out``, a dataset directory to write, checked to hold nothing yet."""
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise SftError(f"{target} already exists and is not empty; choose another -o")
@@ -324,9 +285,8 @@ def new_out(out: str | os.PathLike[str]) -> Path:
 def write_dataset(
     rows: Iterable[dict[str, Any]], columns: Any, out: Path, card: str, shard: str = SHARD
 ) -> None:
-    """Write :func:`as_dataset` to ``out`` (``Dataset.save_to_disk``, data files of at most
-    ``shard``) with a dataset card (README.md) beside it: all of it or nothing (built beside
-    ``out``, then renamed)."""
+    """Write :func:`as_dataset` to ``out`` (data files of at most ``shard``) with its card:
+    all of it or nothing (built beside ``out``, then renamed)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.partial-{os.getpid()}")
     cache = out.with_name(f".{out.name}.cache-{os.getpid()}")
@@ -346,8 +306,6 @@ def write_dataset(
 
 
 def run_parser(prog: str, description: str) -> Parser:
-    """The parser of a command that makes a dataset of runs, with the arguments they all
-    take: the runs, ``-o`` and ``--allow-split``."""
     p = Parser(prog=prog, description=description)
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="orsgen eval run directories")
     p.add_argument(
@@ -371,10 +329,8 @@ def run_parser(prog: str, description: str) -> Parser:
 
 
 def command(p: Parser, argv: Sequence[str], write: Callable[[Any], str]) -> int:
-    """Run a dataset command: parse ``argv``, check ``-o``, then ``write(args)`` (without
-    ``save_to_disk``'s progress bar) and print the line it returns. Exit 0 when written; a
-    :class:`~orsgen.runlog.RunError` is one line on stderr (``<prog>: error: ...``, exit 2,
-    by the CLI), nothing written."""
+    """Parse ``argv``, check ``-o``, then print ``write(args)`` (no progress bar). Exit 0;
+    a :class:`~orsgen.runlog.RunError` is exit 2 (by the CLI), nothing written."""
     args = p.parse(list(argv))
     output(args.out, "-o")
     logging: Any = importlib.import_module("datasets.utils.logging")  # no type information

@@ -7,6 +7,7 @@ gate); 2 for a usage error (one line); 128 + the signal when interrupted."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -21,7 +22,7 @@ from orsgen.eval.config import adapter_identity
 from orsgen.eval.endpoints import public_url
 from orsgen.jsonobject import as_array
 from orsgen.recorded_package import recorded
-from orsgen.replay.run import Recording, factory, load, replay
+from orsgen.replay.run import Recording, load, replay
 from orsgen.wording import plural
 
 
@@ -116,7 +117,6 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _terminated(signum: int, _frame: Any) -> None:
-    """SIGTERM ends the replay as Ctrl-C does."""
     raise KeyboardInterrupt(signum)
 
 
@@ -131,7 +131,8 @@ def _replay(args: Any, out: Path) -> int:
         raise UsageError(f"{facts['environment']} judges groups (score_group): not replayed")
     count = len(recording.rows)
     print(f"replaying {plural(count, 'rollout')} of {args.run} x {args.repeat}", file=sys.stderr)
-    s = replay(factory(klass, adapter), recording, out, facts, args.concurrency)
+    make = functools.partial(klass, config=adapter)
+    s = replay(make, recording, out, facts, args.concurrency)
     flips = s["flips"]
     print(
         f"{s['replayed']} rollouts replayed in {s['seconds']:.1f} s: {s['rewards_changed']} "

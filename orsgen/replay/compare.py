@@ -1,19 +1,8 @@
-"""A recorded rollout against its replays: one replay run row (pure, no I/O).
-
-A call is the ``env_calls`` entry an evaluation row records (``Call.replayable``): ``tool``,
-``arguments``, ``text``, ``images`` (sha256 hashes), ``reward``, ``finished`` and, for a
-failed call, ``error``; a training trajectory's call has ``text_sha256`` too (its text is a
-preview), and results are compared by that hash. Rewards differ by :func:`orsgen.verdict.differ` (one is ``None`` and
-the other not, or they are more than ``tolerance`` apart).
-
-A replay *reproduces* the recording when its final reward, each call's reward, where the
-episode finished and what the environment accepts are the recorded ones (within the
-tolerance). A rollout has *changed* when **no** replay reproduces it, and each kind of change
-is judged the same way (:func:`orsgen.verdict.changed`): replays that disagree among
-themselves but include the recorded result are ``nondeterministic``, and no change. A
-recorded rollout that stopped on a limit replay cannot reproduce (:data:`LIMITS`: its final
-reward is the limit's) is compared call by call (results, per-call rewards, where it
-finished), never on its final reward.
+"""A recorded rollout against its replays: one replay run row (pure, no I/O; the rules:
+docs/replay.md). A call is an ``env_calls`` entry (``Call.replayable``); a training
+trajectory's call has ``text_sha256`` too (its text is a preview), and results are compared
+by that hash. A rollout has *changed* when **no** replay reproduces it
+(:func:`orsgen.verdict.changed`).
 """
 
 from __future__ import annotations
@@ -44,8 +33,8 @@ MAX_SHOWN = 2000  # characters of each result the side-by-side view keeps
 
 @dataclass
 class Replayed:
-    """One replay of a rollout: its reward and verdict as an evaluation row would have them,
-    and the calls it made (``env_calls`` entries)."""
+    """One replay of a rollout: its reward and verdict as an evaluation row has them, and
+    its calls."""
 
     reward: float | None
     verdict: str
@@ -61,7 +50,6 @@ def calls_of(row: Mapping[str, Any]) -> list[Call] | None:
 
 
 def not_replayed(row: Mapping[str, Any]) -> str | None:
-    """Why a recorded rollout is not replayed (it failed outside the environment), or ``None``."""
     if row.get("verdict") != "failed":
         return None
     if any(c.get("error") in ENVIRONMENT_FAILURES for c in calls_of(row) or []):
@@ -72,13 +60,12 @@ def not_replayed(row: Mapping[str, Any]) -> str | None:
 
 
 def finished_at(calls: Sequence[Call]) -> int | None:
-    """The number (from 1) of the call that finished the episode, or ``None``."""
     return next((i for i, c in enumerate(calls, 1) if c.get("finished")), None)
 
 
 def _output(call: Call) -> tuple[Any, Any, Any]:
-    """A call's result: its text by hash (a trajectory line records only the hash of it, and
-    a preview), its images' hashes and its error."""
+    """A call's result: its text by hash (a trajectory line records only that), its images'
+    hashes and its error."""
     text = call.get("text_sha256") or text_sha256(str(call.get("text") or ""))
     return text, list(call.get("images") or []), call.get("error")
 
@@ -110,7 +97,6 @@ def call_rewards(
 
 
 def agree(a: Replayed, b: Replayed, tolerance: float) -> bool:
-    """Whether two replays of one rollout came out the same."""
     return (
         not differ(a.reward, b.reward, tolerance)
         and len(a.calls) == len(b.calls)
@@ -121,8 +107,6 @@ def agree(a: Replayed, b: Replayed, tolerance: float) -> bool:
 
 
 def by_calls(recorded: Mapping[str, Any]) -> str | None:
-    """Why a recorded rollout is compared call by call (it stopped on one of :data:`LIMITS`),
-    or ``None``: it is compared on its final reward too."""
     stop = recorded.get("stop")
     if stop not in LIMITS:
         return None
@@ -195,7 +179,6 @@ def row(
 
 
 def skipped(recorded: Mapping[str, Any], why: str) -> dict[str, Any]:
-    """The row of a recorded rollout that is not replayed."""
     keys = ("task_index", "sample", "split")
     return {
         **{k: recorded.get(k) for k in keys},
@@ -250,7 +233,7 @@ def _side(call: Call | None) -> dict[str, Any] | None:
 
 def side_by_side(recorded: Sequence[Call], replayed: Sequence[Call]) -> list[dict[str, Any]]:
     """The rollout as ``orsgen view`` shows it: each call, then its recorded and replayed
-    results side by side (``sides``; ``None`` for a call one of them did not make)."""
+    results (``sides``; ``None`` for a call one of them did not make)."""
     messages: list[dict[str, Any]] = []
     for i, (a, b) in enumerate(itertools.zip_longest(recorded, replayed)):
         call: Call = a if a is not None else b

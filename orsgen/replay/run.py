@@ -1,11 +1,8 @@
-"""Replaying a recorded evaluation: per recorded rollout, a session on the same task (split
-and index) and the recorded calls, in order, through the generated package's adapter (no
-model). The run's files are written as ``orsgen eval`` writes its own (:mod:`orsgen.rundir`).
-"""
+"""Replaying a recorded run: per recorded rollout, a session on the same task and the
+recorded calls, in order, through the generated package's adapter (no model)."""
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections import Counter
@@ -27,15 +24,10 @@ from orsgen.runtime.records.passk import PASS_THRESHOLD
 from orsgen.rundir import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, read_json, run_rows, writing
 
 
-class ReplayError(RunError):
-    """A run that cannot be replayed as asked (one line, exit code 2)."""
-
-
 @dataclass(frozen=True)
 class Recording:
-    """A recorded run (an evaluation, or training trajectories) as :func:`open_run` reads
-    it: its settings as run.json names them, its rollouts as :mod:`compare` reads them (a
-    trajectory's ``sample``: its place among its task's lines) and its generated package."""
+    """A recorded run: its settings as run.json names them, its rollouts as :mod:`compare`
+    reads them (a trajectory's ``sample``: its place among its task's lines), its package."""
 
     run: Run
     config: Mapping[str, Any]
@@ -44,7 +36,6 @@ class Recording:
 
 
 def _settings(spec: RunSpec) -> Mapping[str, Any]:
-    """run.json, or what a trajectory's lines say of the run."""
     if spec.kind != "trajectory":
         return spec.raw
     threshold = PASS_THRESHOLD if spec.pass_threshold is None else spec.pass_threshold
@@ -60,8 +51,7 @@ def _row(rollout: Rollout, sample: int) -> dict[str, Any]:
 
 
 def load(run: str | Path, package: str | None = None) -> Recording:
-    """The recorded run ``run`` (:func:`open_run`), its package ``package`` or the one it
-    names; :class:`RunError` (one line) when it cannot be replayed."""
+    """The recorded run ``run`` and its package (``package``, else the one it names)."""
     opened = open_run(run)
     seen: Counter[int] = Counter()
     found: list[dict[str, Any]] = []
@@ -69,18 +59,18 @@ def load(run: str | Path, package: str | None = None) -> Recording:
         found.append(_row(r, seen[r.task_index] if r.sample is None else r.sample))
         seen[r.task_index] += 1
     if not found:
-        raise ReplayError(f"{run} holds no recorded rollout")
+        raise RunError(f"{run} holds no recorded rollout")
     if any(compare.calls_of(r) is None for r in found):
-        raise ReplayError(
+        raise RunError(
             f"{run} records no tool calls to replay (rows without env_calls: an older orsgen "
             "eval wrote it); evaluate again to record them"
         )
     where = Path(package) if package else opened.package
     if where is None:
-        raise ReplayError(f"{run} names no package; give its directory with --package")
+        raise RunError(f"{run} names no package; give its directory with --package")
     if not (where / "adapter.py").is_file():
         hint = "" if package else "; it has moved: give its directory with --package"
-        raise ReplayError(f"{where} is not a generated package (no adapter.py){hint}")
+        raise RunError(f"{where} is not a generated package (no adapter.py){hint}")
     return Recording(opened, _settings(opened.spec), found, where)
 
 
@@ -115,13 +105,11 @@ def replay(
     concurrency: int = 1,
 ) -> dict[str, Any]:
     """Replay every recorded rollout ``facts["repeat"]`` times on adapters from ``make``,
-    ``concurrency`` at once; write run.json (``facts``), results.jsonl (one row per recorded
-    rollout), report.md and summary.json (last) to ``out``; return the summary. An interrupted
-    replay in ``out`` (of the same run, the same way) is continued: its rows are kept.
+    ``concurrency`` at once, into the run directory ``out``; return the summary. An
+    interrupted replay in ``out`` (of the same run, the same way) is continued.
 
-    Interrupted (Ctrl-C, SIGTERM), it returns at once: the rollouts under way are abandoned
-    with no row, summary.json and report.md cover the rows so far (``"interrupted": true``),
-    and the exception is raised again."""
+    Interrupted (Ctrl-C, SIGTERM), the rollouts under way are abandoned with no row,
+    summary.json covers the rows so far (``"interrupted": true``), and it raises again."""
     repeat, tolerance = int(facts["repeat"]), float(facts["tolerance"])
     split, unfinished = str(facts["split"]), facts.get("unfinished_reward")
     threshold = float(facts["pass_threshold"])
@@ -169,7 +157,7 @@ def replay(
         writer.finish(summary, report, rows)
         return summary
 
-    with writing(out) as writer:  # the run directory's owner: its lock, its appends, whole writes
+    with writing(out) as writer:
         try:
             done += continued(out, facts)
         except BaseException:
@@ -208,8 +196,7 @@ SAME = ("kind", "recorded_run", "package", "repeat", "tolerance", "split", "envi
 
 
 def continued(out: Path, facts: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The rows of the interrupted replay in ``out`` this one continues (none when ``out``
-    holds no run); :class:`ReplayError` (one line) when ``out`` holds another run."""
+    """The rows of the interrupted replay in ``out`` this one continues (none for no run)."""
     if not (out / RUN_FILE).exists() and not (out / RESULTS_FILE).exists():
         return []
     try:
@@ -218,16 +205,16 @@ def continued(out: Path, facts: Mapping[str, Any]) -> list[dict[str, Any]]:
         have = (out / RESULTS_FILE).exists()
         found = [dict(r) for _, r in run_rows(out / RESULTS_FILE)] if have else []
     except RunError as exc:
-        raise ReplayError(
+        raise RunError(
             f"{out} already holds a run that is not a replay to continue ({exc}); use another --out"
         ) from None
     if config.get("kind") != "replay":
-        raise ReplayError(f"{out} already holds a run; use another --out")
+        raise RunError(f"{out} already holds a run; use another --out")
     if summary and not summary.get("interrupted"):
-        raise ReplayError(f"{out} already holds a finished replay; use another --out")
+        raise RunError(f"{out} already holds a finished replay; use another --out")
     for name in SAME:
         if config.get(name) != facts.get(name):
-            raise ReplayError(
+            raise RunError(
                 f"{out} holds an interrupted replay with another {name} ({config.get(name)!r}, "
                 f"now {facts.get(name)!r}): continue it as it was started, or use another --out"
             )
@@ -235,8 +222,7 @@ def continued(out: Path, facts: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _check(probe: Any, recording: Recording) -> None:
-    """The recorded tasks against the environment (one ``/num_tasks`` request per split),
-    before the first rollout: a server that is not there, a split or task that is gone."""
+    """The recorded tasks against the environment (one ``/num_tasks`` request per split)."""
     from orsgen.runtime import dataset
 
     here = probe.rollout.here
@@ -248,11 +234,6 @@ def _check(probe: Any, recording: Recording) -> None:
         try:
             count = dataset.split_size(here.endpoint, split, timeout=here.open_timeout)
         except (ValueError, TypeError, LookupError, OrsRuntimeError) as exc:
-            raise ReplayError(str(exc)) from exc
+            raise RunError(str(exc)) from exc
         if last >= count:
-            raise ReplayError(f"the run has task {last} of split {split!r}, which has {count} now")
-
-
-def factory(klass: type, adapter: Any) -> Callable[[], Any]:
-    """What makes the replay's adapters: ``klass`` with the :class:`AdapterConfig` ``adapter``."""
-    return functools.partial(klass, config=adapter)
+            raise RunError(f"the run has task {last} of split {split!r}, which has {count} now")

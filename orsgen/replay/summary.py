@@ -1,11 +1,4 @@
-"""A replay run's summary.json and report.md, from its rows (:mod:`orsgen.replay.compare`).
-
-A rollout *passes* by the recorded run's pass rule (:func:`orsgen.verdict.passes` at its
-``pass_threshold``); a rollout has changed when no replay reproduces it, and a flip is a
-rollout whose reward changed and that no replay passes as the recording did
-(:func:`orsgen.verdict.flip`). A rollout whose replays disagree among themselves but include
-the recorded result is nondeterministic: neither a change nor a flip.
-"""
+"""A replay run's summary.json and report.md, from its rows (:mod:`orsgen.replay.compare`)."""
 
 from __future__ import annotations
 
