@@ -1,17 +1,9 @@
-"""Which of a run's ``run.json`` fields say what the run *is*, and which only where it went:
-the one definition of "the same run", read by resume, merge, compare and sft/pairs.
-
-- ``FACTS`` are recorded and never compared: the model's endpoint and the environment's URL
-  (a requeued job gets its servers at new addresses; the model's name and the environment's
-  identity are the run's), the package's location and import name, the endpoint counts, a
-  merge's shards.
-- Every other configuration field is the run's **identity**: a resume or a merge refuses
-  any difference (a merge allows ``SHARD``, what tells its shards apart).
-- ``COMPARED``: what two runs must share for their figures to compare at all (the tasks,
-  the samples per task and every setting that decides pass or fail); ``WARNED``: the
-  limits that can turn a pass into a fail, compared with a warning.
-- ``ONE_DATASET``: what runs must share for their transcripts to make one dataset (sft,
-  pairs), with what their values are called.
+"""Which of a run's ``run.json`` fields say what the run *is*: the one definition of "the
+same run", read by resume, merge, compare and sft/pairs. ``FACTS`` are recorded, never
+compared (a requeued job gets its servers at new addresses); every other field is the run's
+identity, which a resume or a merge (but for ``SHARD``) refuses to change. ``COMPARED``: what
+two runs must share for their figures to compare; ``WARNED``: limits that can turn a pass
+into a fail, compared with a warning; ``ONE_DATASET``: what runs share to make one dataset.
 """
 
 from __future__ import annotations
@@ -46,12 +38,11 @@ def identity_differences(
     before: Mapping[str, Any], now: Mapping[str, Any], allowed: Iterable[str] = ()
 ) -> list[str]:
     """The identity fields (all but ``FACTS`` and ``allowed``) in which two runs' configs
-    (``EvalConfig.to_json()``) differ, in ``before``'s order, then ``now``'s."""
+    differ, in ``before``'s order, then ``now``'s."""
     free = {*FACTS, *allowed}
     names = [*before, *(k for k in now if k not in before)]
     return [k for k in names if k not in free and before.get(k) != now.get(k)]
 
 
 def differences(a: Mapping[str, Any], b: Mapping[str, Any], fields: Iterable[str]) -> list[str]:
-    """The names of ``fields`` whose values differ between ``a`` and ``b``."""
     return [k for k in fields if a.get(k) != b.get(k)]

@@ -1,8 +1,6 @@
-"""Where a run directory's (or a trajectory line's) generated package is: run.json's ``package``, the package's
-directory relative to the run directory, and ``package_name``, its import name. A recording
-committed beside its package (``recordings/echo`` and ``generated/echo``) then resolves on any
-checkout, and no absolute path of the machine that made it is written. A run written before
-(an absolute ``package``) still reads.
+"""Where a run's generated package is: run.json's ``package``, relative to the run directory
+(a recording committed beside its package then resolves on any checkout, and no absolute
+path of the machine that made it is written), and ``package_name``, its import name.
 """
 
 from __future__ import annotations
@@ -27,9 +25,8 @@ def package_path(klass: type) -> str | None:
 
 
 def recorded(package: str | Path | None, run: Path | None) -> dict[str, str]:
-    """run.json's facts of ``package`` (a directory) for a run directory ``run`` (or a
-    trajectory file's directory): ``package`` relative to ``run`` (absolute for no ``run``),
-    and ``package_name``; none for no package."""
+    """run.json's facts of ``package`` for a run directory ``run``: ``package`` relative to
+    ``run`` (absolute for no ``run``) and ``package_name``; none for no package."""
     if package is None:
         return {}
     where = Path(package).resolve()
@@ -38,8 +35,8 @@ def recorded(package: str | Path | None, run: Path | None) -> dict[str, str]:
 
 
 def resolved(run: Path, config: Mapping[str, Any]) -> Path | None:
-    """The package directory run.json (``config``) of the run directory ``run`` names, or
-    ``None``: a relative ``package`` from ``run``, an absolute one (an older run) as it is."""
+    """The package directory run.json (``config``) of ``run`` names, or ``None``; an absolute
+    one (an older run) as it is."""
     package = config.get("package")
     if not isinstance(package, str) or not package:
         return None

@@ -1,7 +1,5 @@
-"""The verdict rules, each in one place: when a rollout *passes*, when two rewards *differ*
-(a change), and what a *flip* is. ``orsgen replay`` (a recorded rollout against its replays)
-and ``orsgen compare`` (a task's pass@1 in two runs) both call these.
-"""
+"""The verdict rules, each in one place, for ``orsgen replay`` and ``orsgen compare``: when
+a rollout *passes*, when two rewards *differ*, and what a *flip* is."""
 
 from __future__ import annotations
 
@@ -24,22 +22,18 @@ def differ(a: float | None, b: float | None, tolerance: float = 0.0) -> bool:
 
 
 def changed(was: float | None, now: Iterable[float | None], tolerance: float = 0.0) -> bool:
-    """Whether ``was`` has changed: **no** one of ``now`` (at least one) reproduces it within
-    ``tolerance``. Observations that disagree among themselves but include ``was`` are no
-    change."""
+    """Whether **no** one of ``now`` (at least one) reproduces ``was`` within ``tolerance``."""
     seen = list(now)
     return bool(seen) and all(differ(was, x, tolerance) for x in seen)
 
 
 def pass_rate(reward: float | None, threshold: float) -> float:
-    """A single rollout's pass rate: 1.0 when it :func:`passes`, else 0.0."""
     return 1.0 if passes(reward, threshold) else 0.0
 
 
 def flip(was: float, now: Iterable[float]) -> Flip | None:
-    """A flip of a pass rate ``was`` (a rollout's :func:`pass_rate`, a task's pass@1) judged
-    like a change: ``fail_to_pass`` when every one of ``now`` is above it, ``pass_to_fail``
-    when every one is below it, else none."""
+    """A flip of a pass rate ``was``, judged like a change: ``fail_to_pass`` when every one of
+    ``now`` is above it, ``pass_to_fail`` when every one is below it."""
     seen = list(now)
     if seen and all(x > was for x in seen):
         return "fail_to_pass"

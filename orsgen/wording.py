@@ -1,6 +1,4 @@
-"""How messages word things: counts in English ("1 tool", "2 tools"), the closest valid
-name for a typo ("did you mean 'exclude'?") and a text cut to a length, for every layer that
-words a message."""
+"""How messages word things, for every layer: counts, near misses, cut texts."""
 
 from __future__ import annotations
 

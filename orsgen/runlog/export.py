@@ -18,6 +18,8 @@ from orsgen.runlog.record import JSON, Rollout, RunError
 FORMATS = ("inspect", "parquet")
 # A stop as Inspect records a limit (EvalSampleLimit.type); the other unfinished stops are errors.
 _LIMITS = {"max_turns": "message", "token_limit": "token", "length": "token", "timeout": "time"}
+_METADATA = ("task_index", "split", "sample", "step", "verdict", "stop", "cost")
+_CALL = ("tool", "arguments", "text", "reward", "finished", "error", "truncated")  # Parquet
 
 
 def _module(name: str) -> Any:
@@ -42,15 +44,7 @@ def flat(rollout: Rollout) -> dict[str, object]:
     row["messages"] = [json.dumps(m, sort_keys=True) for m in rollout.messages]
     row["tool_calls"] = [json.dumps(c) for c in rollout.tool_calls]
     row["env_calls"] = [
-        {
-            "tool": c.tool,
-            "arguments": json.dumps(c.arguments, sort_keys=True),
-            "text": c.text,
-            "reward": c.reward,
-            "finished": c.finished,
-            "error": c.error,
-            "truncated": c.truncated,
-        }
+        {**{k: getattr(c, k) for k in _CALL}, "arguments": json.dumps(c.arguments, sort_keys=True)}
         for c in rollout.env_calls
     ]
     return row
@@ -60,18 +54,9 @@ def to_parquet(run: Run, out: Path) -> int:
     pa = _module("pyarrow")
     pq = _module("pyarrow.parquet")
     rows = [flat(r) for r in run.rows()]
-    call = pa.struct(
-        [
-            ("tool", pa.string()),
-            ("arguments", pa.string()),
-            ("text", pa.string()),
-            ("reward", pa.float64()),
-            ("finished", pa.bool_()),
-            ("error", pa.string()),
-            ("truncated", pa.bool_()),
-        ]
-    )
-    texts = pa.list_(pa.string())
+    text, yes = pa.string(), pa.bool_()
+    call = pa.struct(list(zip(_CALL, (text, text, text, pa.float64(), yes, text, yes))))
+    texts = pa.list_(text)
     types = {"messages": texts, "tool_calls": texts, "env_calls": pa.list_(call)}
     names = list(flat(Rollout("eval", 0, "", "", "scored", None, None, None, False)))
     fields = [(n, types.get(n)) for n in names]
@@ -114,10 +99,9 @@ def _messages(model: Any, messages: list[dict[str, JSON]]) -> list[Any]:
     made: list[Any] = []
     for m in messages:
         role, content = m.get("role"), _content(m.get("content"))
-        if role == "system":
-            made.append(model.ChatMessageSystem(content=content))
-        elif role == "user":
-            made.append(model.ChatMessageUser(content=content))
+        if role in ("system", "user"):
+            kind = model.ChatMessageSystem if role == "system" else model.ChatMessageUser
+            made.append(kind(content=content))
         elif role == "assistant":
             calls = [_tool_call(tool_mod, c) for c in _items(m.get("tool_calls"))]
             made.append(model.ChatMessageAssistant(content=content, tool_calls=calls or None))
@@ -148,8 +132,13 @@ def to_inspect(run: Run, out: Path) -> int:
                 output_tokens=r.usage.completion_tokens or 0,
                 total_tokens=r.usage.total_tokens,
             )
-        limit = _LIMITS.get(r.stop or "")
-        failed = r.stop == "error" or r.verdict == "failed"
+        kind = _LIMITS.get(r.stop or "")
+        limit = None if kind is None else log_mod.EvalSampleLimit(type=kind, limit=r.limit or 0)
+        error = None
+        if r.stop == "error" or r.verdict == "failed":
+            error = log_mod.EvalError(
+                message=r.reason or str(r.stop), traceback="", traceback_ansi=""
+            )
         first_user = next((m for m in r.messages if m.get("role") == "user"), None)
         samples.append(
             log_mod.EvalSample(
@@ -167,29 +156,10 @@ def to_inspect(run: Run, out: Path) -> int:
                         metadata={"verdict": r.verdict, "stop": r.stop},
                     )
                 },
-                metadata={
-                    "row": number,
-                    "task_index": r.task_index,
-                    "split": r.split,
-                    "sample": r.sample,
-                    "step": r.step,
-                    "verdict": r.verdict,
-                    "stop": r.stop,
-                    "cost": r.cost,
-                },
+                metadata={"row": number, **{k: getattr(r, k) for k in _METADATA}},
                 model_usage={name: usage} if usage else {},
-                limit=(
-                    log_mod.EvalSampleLimit(type=limit, limit=r.limit or 0)
-                    if limit and r.stop
-                    else None
-                ),
-                error=(
-                    log_mod.EvalError(
-                        message=r.reason or str(r.stop), traceback="", traceback_ansi=""
-                    )
-                    if failed
-                    else None
-                ),
+                limit=limit,
+                error=error,
             )
         )
     created = run.path.stat().st_mtime
@@ -214,15 +184,11 @@ def to_inspect(run: Run, out: Path) -> int:
 
 def _total(model: Any, rollouts: list[Rollout], name: str) -> dict[str, Any]:
     tokens = [r.usage for r in rollouts if r.usage.total_tokens is not None]
-    if not tokens:
-        return {}
     prompt = sum(u.prompt_tokens or 0 for u in tokens)
     completion = sum(u.completion_tokens or 0 for u in tokens)
-    return {
-        name: model.ModelUsage(
-            input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion
-        )
-    }
+    total = prompt + completion
+    usage = model.ModelUsage(input_tokens=prompt, output_tokens=completion, total_tokens=total)
+    return {name: usage} if tokens else {}
 
 
 def export(run: Run, form: str, out: Path) -> int:

@@ -1,15 +1,8 @@
-"""The environment an evaluation run recorded (``orsgen serve RUN``), served with no network
-and no key: the splits, task counts and tools of the snapshot of the package the run
-evaluated (its ``run.json`` names it, or ``--package``), and each task's prompt whole, as the
-run's prompts.jsonl holds it (a content list's text parts as text; for a run made before
-that file, as its rows hold it, cut).
-
-A session follows its task's recorded rollouts (each row's ``env_calls``, in call order): a
-call that continues one of them gets that rollout's recorded result, its reward and
-``finished`` included; any other call is a tool error, "not in the recording: ...", and
-does not count as made, so the episode goes on. Images are recorded by hash alone, so a
-result is served as its text. A task the run did not evaluate has a prompt saying so, and
-no recorded call.
+"""The environment an evaluation run recorded (``orsgen serve RUN``; docs/replay.md): the
+splits and tools of the snapshot of the package the run evaluated, each task's prompt as
+prompts.jsonl holds it (for a run made before that file, as its rows hold it, cut), and per
+session its task's recorded rollouts: a call that continues one gets its recorded result,
+any other is a tool error the episode goes on after. Images are served as their text.
 """
 
 from __future__ import annotations
@@ -38,7 +31,7 @@ class Task:
 
 @dataclass(frozen=True)
 class Recording:
-    """What :func:`load` read: the snapshot's ``environment`` section, the split, its tasks."""
+    """The snapshot's ``environment`` section, the run's split and its tasks."""
 
     environment: Mapping[str, Any]
     split: str
@@ -61,8 +54,7 @@ class Recording:
         return f"not in the recording: task {index} of split {split!r}" if said is None else said
 
     def task_tools(self, split: str, index: int) -> list[Mapping[str, Any]]:
-        """The task tools a task offers: those the snapshot's probe saw on it, and those its
-        recorded rollouts called."""
+        """The task tools the snapshot's probe saw on a task, and those its rollouts called."""
         env = self.environment
         names = expected_task_tools(env, split, index) or set()
         task = self.task(split, index)
@@ -71,8 +63,7 @@ class Recording:
 
 
 def load(run: Path, package: Path | None) -> Recording:
-    """The recording in run directory ``run`` (:func:`open_run`); :class:`RunError` (one
-    line) when there is none, or no package to take the tools from."""
+    """The recording in run directory ``run``, its tools from ``package`` (else the one it names)."""
     opened = open_run(run)
     if opened.spec.kind == "trajectory":
         raise RunError(
@@ -99,8 +90,7 @@ def load(run: Path, package: Path | None) -> Recording:
 
 
 def _tasks(run: Run, whole: Mapping[int, str]) -> dict[int, Task]:
-    """Each task's prompt (``whole``: prompts.jsonl's, else its first row's) and recorded
-    rollouts, from every row of the run."""
+    """Each task's prompt (``whole``: prompts.jsonl's, else its first row's) and rollouts."""
     tasks: dict[int, Task] = {}
     count = unrecorded = 0
     for row in run.rows():
@@ -134,10 +124,6 @@ def _text(content: object) -> str:
     return "\n".join(p for p in parts if isinstance(p, str) and p != "(image)")
 
 
-def _same(call: EnvCall, tool: str, arguments: Mapping[str, Any]) -> bool:
-    return call.tool == tool and call.arguments == arguments
-
-
 def _shown(tool: str, arguments: Mapping[str, Any]) -> str:
     text = f"{tool}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
     return text if len(text) <= MAX_CALL_TEXT else text[: MAX_CALL_TEXT - 3] + "..."
@@ -154,7 +140,8 @@ class Follower:
     def next(self, tool: str, arguments: Mapping[str, Any]) -> EnvCall | str:
         """The recorded result of this call, or why there is none (the error's text)."""
         at = self.made
-        going = [r for r in self.rollouts if len(r) > at and _same(r[at], tool, arguments)]
+        same = (tool, arguments)
+        going = [r for r in self.rollouts if len(r) > at and (r[at].tool, r[at].arguments) == same]
         if going:
             self.rollouts, self.made = going, at + 1
             return going[0][at]

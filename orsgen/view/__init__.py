@@ -16,8 +16,8 @@ VIEW_FILE = "view.html"
 
 
 def default_output(run: str | os.PathLike[str]) -> Path:
-    """Where the page goes without ``-o``: ``view.html`` inside an evaluation directory,
-    ``<name>.html`` beside a trajectory file, ``<dir>/view.html`` for a directory."""
+    """Where the page goes without ``-o``: ``RUN/view.html`` for a directory, else beside
+    the file, with ``.html``."""
     path = Path(run)
     return path / VIEW_FILE if path.is_dir() else path.with_suffix(".html")
 

@@ -1,10 +1,7 @@
 """What ``orsgen view`` reads (any run :func:`~orsgen.runlog.open_run` opens) as one
-:class:`Run`, each rollout judged by :func:`~orsgen.runtime.records.passk.passes` with the
-threshold its run (a trajectory line: its adapter) recorded.
-
-Records hold only what the files hold, minus anything that looks like a credential: keys
-named like a secret (``secrets``, ``env_overrides``, ``api_key``, ...) are dropped wherever
-they appear, so a viewer file never carries one even when a hand-written row does.
+:class:`Run`, each rollout judged with the pass threshold its run (a trajectory line: its
+adapter) recorded. Keys named like a secret are dropped at any depth (:func:`scrub`), so a
+viewer file never carries one even when a hand-written row does.
 """
 
 from __future__ import annotations
@@ -39,7 +36,6 @@ class Run:
 
 
 def scrub(value: Any) -> Any:
-    """``value`` without any key named like a credential (see :data:`HIDDEN_KEYS`)."""
     if is_object(value):
         return {k: scrub(v) for k, v in value.items() if str(k).lower() not in HIDDEN_KEYS}
     if is_array(value):
@@ -48,7 +44,6 @@ def scrub(value: Any) -> Any:
 
 
 def load(run: str | os.PathLike[str]) -> Run:
-    """The run at ``run`` (:func:`~orsgen.runlog.open_run`; :class:`~orsgen.runlog.RunError`)."""
     opened = open_run(run)
     if opened.spec.kind == "trajectory":
         return _training_run(opened.files, opened.path.name)
@@ -68,7 +63,7 @@ def load(run: str | os.PathLike[str]) -> Run:
 def _record(
     row: Rollout, threshold: float, timings: Mapping[str, float | None], **rest: Any
 ) -> dict[str, Any]:
-    """A rollout's record: what an evaluation row and a trajectory line both hold."""
+    """What an evaluation row's and a trajectory line's records both hold."""
     record: dict[str, Any] = scrub(
         {
             "task": row.task_index,

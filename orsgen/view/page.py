@@ -1,8 +1,6 @@
 """The viewer page: one HTML file with the run's records, the style and the script inline.
-
-A Content-Security-Policy with ``default-src 'none'`` (images only from ``data:`` URLs):
-the page opens the same anywhere and cannot reach the network.
-"""
+Its Content-Security-Policy (``default-src 'none'``, images only from ``data:`` URLs) keeps
+it from reaching the network."""
 
 from __future__ import annotations
 
