@@ -1,6 +1,6 @@
-"""A :class:`~orsgen.serve.recording.Recording` as an SDK ``Environment`` class, which the
-SDK's own ``Server`` serves: its tool list is the snapshot's, schema for schema (the
-runtime's drift guard finds no drift), and each session answers from the recording."""
+"""A :class:`~orsgen.serve.recording.Recording` as an SDK ``Environment`` class: its tool
+list is the snapshot's, schema for schema (the drift guard finds no drift), and each session
+answers from the recording."""
 
 from __future__ import annotations
 
@@ -74,18 +74,7 @@ def _failure(tool: str, reason: Any, text: str) -> tuple[Any, str]:
 
 def environment_class(recording: Recording) -> type[Any]:
     """The SDK ``Environment`` subclass that serves ``recording``."""
-    from openreward.environments import (  # pyright: ignore[reportMissingTypeStubs]
-        Environment,
-        ListToolsOutput,
-        RunToolError,
-        RunToolOutput,
-        RunToolSuccess,
-        Split,
-        TextBlock,
-        ToolOutput,
-        ToolSpec,
-        terminal,
-    )
+    from openreward import environments as sdk  # type: ignore[import-untyped]
 
     env = recording.environment
     identity = as_object(env.get("identity"))
@@ -93,26 +82,26 @@ def environment_class(recording: Recording) -> type[Any]:
     splits = recording.splits()
 
     def list_splits(cls: type) -> list[Any]:
-        return [Split(name=split, type=kind) for split, (kind, _) in splits.items()]
+        return [sdk.Split(name=split, type=kind) for split, (kind, _) in splits.items()]
 
     def list_tasks(cls: type, split: str) -> list[dict[str, Any]]:
         return [{"split": split, "task_index": i} for i in range(splits[split][1])]
 
     def __init__(self: Any, task_spec: Any = None, secrets: Any = None) -> None:
-        Environment.__init__(self, task_spec or {}, secrets or {})
+        sdk.Environment.__init__(self, task_spec or {}, secrets or {})
         spec = as_object(task_spec)
         self.task = str(spec.get("split")), int(spec.get("task_index", -1))
         self.follower = Follower(recording, *self.task)
 
     def get_prompt(self: Any) -> list[Any]:
-        return [TextBlock(text=recording.prompt(*self.task))]
+        return [sdk.TextBlock(text=recording.prompt(*self.task))]
 
     def list_task_tools(self: Any) -> Any:
         specs = [
-            ToolSpec(name=t["name"], description=t["description"], input_schema=_schema(t))
+            sdk.ToolSpec(name=t["name"], description=t["description"], input_schema=_schema(t))
             for t in recording.task_tools(*self.task)
         ]
-        return ListToolsOutput(tools=specs)
+        return sdk.ListToolsOutput(tools=specs)
 
     async def _call_tool(self: Any, tool: str, arguments: Mapping[str, Any]) -> Any:
         # A tool may answer only a ToolOutput, and one that raises ends the session: the
@@ -121,18 +110,16 @@ def environment_class(recording: Recording) -> type[Any]:
         found = self.follower.next(tool, dict(arguments))
         if isinstance(found, str):
             # No SDK reason fits: the client knows it by its text (OFF_RECORDING_TEXT).
-            return RunToolOutput(RunToolError(error=found, reason=None))
+            return sdk.RunToolOutput(sdk.RunToolError(error=found, reason=None))
         text = found.text
         if found.error:  # the environment refused the call, or failed there
             reason, detail = _failure(tool, found.error, text)
             if reason is None:
                 raise RuntimeError(detail)  # the session ends, as it did
-            return RunToolOutput(RunToolError(error=detail, reason=reason))
-        reward, finished = found.reward, found.finished
-        blocks = [TextBlock(text=text)] if text else []
-        return RunToolOutput(
-            RunToolSuccess(output=ToolOutput(blocks=blocks, reward=reward, finished=finished))
-        )
+            return sdk.RunToolOutput(sdk.RunToolError(error=detail, reason=reason))
+        blocks = [sdk.TextBlock(text=text)] if text else []
+        output = sdk.ToolOutput(blocks=blocks, reward=found.reward, finished=found.finished)
+        return sdk.RunToolOutput(sdk.RunToolSuccess(output=output))
 
     namespace: dict[str, Any] = {
         "__init__": __init__,
@@ -152,5 +139,5 @@ def environment_class(recording: Recording) -> type[Any]:
         arg = as_object(term).get("arg")
         fields: dict[str, Any] = {str(arg): (str, ...)}  # the final message
         model = create_model("FinalMessage", **fields) if arg else None
-        namespace[term["name"]] = terminal(_tool(term, model))
-    return type(str(identity.get("class_name") or "Recorded"), (Environment,), namespace)
+        namespace[term["name"]] = sdk.terminal(_tool(term, model))
+    return type(str(identity.get("class_name") or "Recorded"), (sdk.Environment,), namespace)
