@@ -106,18 +106,14 @@ def report(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
     changed rollout call by call, recorded and replayed side by side."""
     s, flips = summary, summary["flips"]
 
-    def keys(found: Sequence[Mapping[str, Any]]) -> str:
-        return ", ".join(f"task {k['task_index']} sample {k['sample']}" for k in found) or "none"
-
-    def calls(found: Sequence[Mapping[str, Any]]) -> str:
-        return (
-            ", ".join(
-                f"task {k['task_index']} sample {k['sample']} call {k['call']} "
-                f"({k['recorded']} -> {k['replayed']})"
-                for k in found
-            )
-            or "none"
-        )
+    def keys(found: Sequence[Mapping[str, Any]], call: bool = False) -> str:
+        said = [f"task {k['task_index']} sample {k['sample']}" for k in found]
+        if call:  # a call whose reward changed
+            said = [
+                f"{w} call {k['call']} ({k['recorded']} -> {k['replayed']})"
+                for w, k in zip(said, found)
+            ]
+        return ", ".join(said) or "none"
 
     lines = [
         f"# Replay of {s['recorded_run']} on {s['environment']} ({s['split']})",
@@ -126,7 +122,7 @@ def report(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
         f"{s['repeat']} time(s) each; tolerance {s['tolerance']}",
         f"- rewards changed: {s['rewards_changed']}; pass to fail: {keys(flips['pass_to_fail'])}; "
         f"fail to pass: {keys(flips['fail_to_pass'])}",
-        f"- call rewards changed: {calls(s['call_rewards_changed'])}",
+        f"- call rewards changed: {keys(s['call_rewards_changed'], call=True)}",
         f"- episodes finished at another call: {len(s['finished_elsewhere'])}; tool results "
         f"changed: {s['outputs_changed']}; calls refused: {len(s['refused'])}",
         f"- compared call by call (stopped on a limit): {keys(s['compared_by_calls'])}",

@@ -67,10 +67,9 @@ def _dict(value: object, key: str) -> dict[str, JSON]:
 
 
 def _verdict(value: object, key: str) -> Verdict:
-    for verdict in _VERDICTS:
-        if value == verdict:
-            return verdict
-    raise _Bad(f"{key} {value!r} is not one of {', '.join(_VERDICTS)}")
+    if value not in _VERDICTS:
+        raise _Bad(f"{key} {value!r} is not one of {', '.join(_VERDICTS)}")
+    return value
 
 
 def _call(value: JSON, output: str) -> EnvCall:

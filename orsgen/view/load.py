@@ -73,6 +73,7 @@ def _record(
             "passed": passes(row.reward, threshold),
             "timings": {k: v for k, v in timings.items() if v is not None},
             "reason": row.reason,
+            "stop": row.stop,
             **rest,
         }
     )
@@ -80,13 +81,10 @@ def _record(
 
 
 def _eval_record(row: Rollout, threshold: float) -> dict[str, Any]:
-    timings = {
-        "seconds": row.seconds,
-        "endpoint_seconds": row.endpoint_seconds,
-        "environment_seconds": row.environment_seconds,
-    }
+    timings = {k: getattr(row, k) for k in ("seconds", "endpoint_seconds", "environment_seconds")}
     counts = {k: v for k, v in (("calls", row.calls), ("turns", row.turns)) if v is not None}
     usage = row.usage
+    tokens = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
     return _record(
         row,
         threshold,
@@ -94,12 +92,7 @@ def _eval_record(row: Rollout, threshold: float) -> dict[str, Any]:
         sample=row.sample,
         step=None,
         counts=counts,
-        stop=row.stop,
-        usage=(
-            {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
-            if usage.recorded
-            else {}
-        ),
+        usage=tokens if usage.recorded else {},
         messages=row.messages,
     )
 
@@ -140,16 +133,11 @@ def _training_record(line: Rollout, file: str, threshold: float) -> dict[str, An
         function = {"name": call.tool, "arguments": json.dumps(call.arguments, sort_keys=True)}
         tool_call = {"id": call_id, "type": "function", "function": function}
         messages.append({"role": "assistant", "content": "", "tool_calls": [tool_call]})
-        result: dict[str, Any] = {
-            "role": "tool",
-            "tool_call_id": call_id,
-            "name": call.tool,
-            "content": call.text,
-            "finished": call.finished,
-        }
-        extra = {"reward": call.reward, "error": call.error, "seconds": call.seconds}
-        result.update({k: v for k, v in extra.items() if v is not None})
-        messages.append(result)
+        result = {"role": "tool", "tool_call_id": call_id, "name": call.tool, "content": call.text}
+        extra = dict(
+            finished=call.finished, reward=call.reward, error=call.error, seconds=call.seconds
+        )
+        messages.append({**result, **{k: v for k, v in extra.items() if v is not None}})
     return _record(
         line,
         threshold,
@@ -158,7 +146,6 @@ def _training_record(line: Rollout, file: str, threshold: float) -> dict[str, An
         env=line.environment,
         file=file,
         counts={"calls": len(messages) // 2},
-        stop=line.stop,
         started_at=line.started_at,
         task_chosen=line.task_chosen,
         messages=messages,
