@@ -11,22 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, at_least
-from orsgen.data.trainset import (
-    candidates,
-    CARD_FILE,
-    Chosen,
-    command,
-    dataset_card,
-    first_per_task,
-    Kept,
-    new_out,
-    open_runs,
-    Run,
-    run_parser,
-    SftError,
-    transcript,
-    write_dataset,
-)
+from orsgen.data.trainset import CARD_FILE, Chosen, Kept, Run, SftError, transcript
 from orsgen.data import trainset
 from orsgen.identity import ONE_DATASET
 from orsgen.runlog import Rollout
@@ -58,7 +43,7 @@ def select(
 ) -> PairSelection:
     """The pairs of ``run_dirs``, and how they were chosen. Raises :class:`SftError`."""
     same = {**ONE_DATASET, "pass_threshold": "pass thresholds"}
-    runs = open_runs(run_dirs, per_task, allow_splits, same)
+    runs = trainset.open_runs(run_dirs, per_task, allow_splits, same)
     chosen = PairSelection(runs, per_task=per_task, unfinished=unfinished)
 
     def candidate(run: Run, row: Rollout) -> bool | None:
@@ -66,7 +51,9 @@ def select(
         allowed = ("scored", "unfinished") if unfinished and not good else ("scored",)
         return good if row.verdict in allowed else None
 
-    chosen.rows = Kept(runs, _pairs(chosen, *candidates(chosen, candidate, turns=True)), _record)
+    chosen.rows = Kept(
+        runs, _pairs(chosen, *trainset.candidates(chosen, candidate, turns=True)), _record
+    )
     if not chosen.rows:
         names = ", ".join(str(r.path) for r in runs)
         rejected = "non-passing (scored" + (" or unfinished)" if unfinished else ")")
@@ -122,7 +109,7 @@ def _pairs(
     chosen.duplicates += len(pairs) - len(first)
     pairs = pairs[first]  # still in order
     split, task = c["split"][pairs[:, 0]], c["task"][pairs[:, 0]]
-    keep, chosen.tasks = first_per_task(split, task, chosen.per_task, names)
+    keep, chosen.tasks = trainset.first_per_task(split, task, chosen.per_task, names)
     chosen.over_cap += len(pairs) - int(keep.sum())
     pairs = pairs[keep]
     runs = c["run"][pairs[:, 0]]
@@ -175,12 +162,12 @@ def export(
 ) -> PairSelection:
     """Write the pairs of ``run_dirs`` (:func:`select`) to ``out`` (which must hold nothing
     yet) with its card. Raises :class:`SftError`."""
-    target = new_out(out)
+    target = trainset.new_out(out)
     chosen = select(run_dirs, per_task=per_task, unfinished=unfinished, allow_splits=allow_splits)
     # Pair rows are large (two conversations): save_to_disk's worker, copying 64 MB shards
     # of them, grew by a fifth from 10,000 to 100,000 rollouts; with 16 MB ones it stays
     # flat (bench/results/pairs_scale.md).
-    write_dataset(chosen.rows, features(), target, card(chosen), shard="16MB")
+    trainset.write_dataset(chosen.rows, features(), target, card(chosen), shard="16MB")
     return chosen
 
 
@@ -233,11 +220,13 @@ def card(chosen: PairSelection) -> str:
         "- the environment's answer to the last call is not part of `chosen`/`rejected`; "
         "tool call ids are dropped",
     ]
-    return dataset_card("orsgen, dpo, preference, tool-calling", lines, chosen.tasks, "pairs")
+    return trainset.dataset_card(
+        "orsgen, dpo, preference, tool-calling", lines, chosen.tasks, "pairs"
+    )
 
 
 def parser() -> Parser:
-    p = run_parser(
+    p = trainset.run_parser(
         "orsgen pairs",
         "Pair passing and non-passing rollouts of the same task of orsgen eval runs as a "
         "preference dataset for TRL's DPOTrainer (conversational format, saved with "
@@ -274,4 +263,4 @@ def _write(args: Any) -> str:
 
 def main(argv: Sequence[str]) -> int:
     """``orsgen pairs RUN_DIR [RUN_DIR ...] -o OUT`` (exit codes: :func:`command`)."""
-    return command(parser(), argv, _write)
+    return trainset.command(parser(), argv, _write)

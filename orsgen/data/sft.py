@@ -11,23 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, at_least, number
-from orsgen.data.trainset import (
-    CARD_FILE,
-    as_dataset,
-    candidates,
-    Chosen,
-    command,
-    dataset_card,
-    first_per_task,
-    Kept,
-    new_out,
-    open_runs,
-    Run,
-    run_parser,
-    SftError,
-    transcript,
-    write_dataset,
-)
+from orsgen.data.trainset import CARD_FILE, Chosen, Kept, Run, SftError, transcript
 from orsgen.data import trainset
 from orsgen.runlog import Rollout
 from orsgen.runtime.records.passk import passes
@@ -35,7 +19,7 @@ from orsgen.runtime.records.passk import passes
 if TYPE_CHECKING:
     import numpy
 
-__all__ = ["CARD_FILE", "COLUMNS", "Selection", "SftError", "export", "select", "sft_dataset"]
+__all__ = ["CARD_FILE", "COLUMNS", "Selection", "SftError", "select", "sft_dataset"]
 COLUMNS = ("messages", "tools", "task_index", "split", "sample", "reward", "run")
 
 
@@ -51,14 +35,14 @@ def select(
     per_task: int | None = None,
     allow_splits: Iterable[str] = (),
 ) -> Selection:
-    runs = open_runs(run_dirs, per_task, allow_splits)
+    runs = trainset.open_runs(run_dirs, per_task, allow_splits)
     chosen = Selection(runs, min_reward=min_reward, per_task=per_task)
 
     def kept(run: Run, row: Rollout) -> bool | None:
         least = float(run.config["pass_threshold"]) if min_reward is None else min_reward
         return True if row.verdict == "scored" and passes(row.reward, least) else None
 
-    chosen.rows = Kept(runs, _order(chosen, *candidates(chosen, kept)), _record)
+    chosen.rows = Kept(runs, _order(chosen, *trainset.candidates(chosen, kept)), _record)
     if not chosen.rows:
         rule = (
             f"reward >= {min_reward}"
@@ -88,7 +72,9 @@ def _order(
     unique = first[np.unique(digests[first], axis=0, return_index=True)[1]]
     chosen.duplicates = len(first) - len(unique)
     kept = unique[np.lexsort([c[k][unique] for k in ("sample", "run", "length", "task", "split")])]
-    keep, chosen.tasks = first_per_task(c["split"][kept], c["task"][kept], chosen.per_task, names)
+    keep, chosen.tasks = trainset.first_per_task(
+        c["split"][kept], c["task"][kept], chosen.per_task, names
+    )
     chosen.over_cap = len(kept) - int(keep.sum())
     kept = kept[keep]
     return np.stack((c["run"][kept], c["offset"][kept]), axis=1)
@@ -129,22 +115,7 @@ def sft_dataset(
     ``allow_splits``. Raises
     :class:`SftError` (a ``ValueError``) with a one-line message."""
     chosen = select(run_dirs, min_reward=min_reward, per_task=per_task, allow_splits=allow_splits)
-    return as_dataset(chosen.rows, features())
-
-
-def export(
-    run_dirs: Sequence[str | os.PathLike[str]],
-    out: str | os.PathLike[str],
-    *,
-    min_reward: float | None = None,
-    per_task: int | None = None,
-    allow_splits: Iterable[str] = (),
-) -> Selection:
-    """Write :func:`sft_dataset` to ``out`` (which must hold nothing yet) with its card."""
-    target = new_out(out)
-    chosen = select(run_dirs, min_reward=min_reward, per_task=per_task, allow_splits=allow_splits)
-    write_dataset(chosen.rows, features(), target, card(chosen))
-    return chosen
+    return trainset.as_dataset(chosen.rows, features())
 
 
 def card(chosen: Selection) -> str:
@@ -195,11 +166,11 @@ def card(chosen: Selection) -> str:
         "the call; tool call ids are dropped",
     ]
     tags = "orsgen, sft, tool-calling, rejection-sampling"
-    return dataset_card(tags, lines, chosen.tasks, "kept")
+    return trainset.dataset_card(tags, lines, chosen.tasks, "kept")
 
 
 def parser() -> Parser:
-    p = run_parser(
+    p = trainset.run_parser(
         "orsgen sft",
         "Turn the passing rollouts of orsgen eval runs into a dataset for TRL's SFTTrainer "
         "(conversational tool-calling format, saved with save_to_disk, with a dataset card).",
@@ -220,13 +191,12 @@ def parser() -> Parser:
 
 
 def _write(args: Any) -> str:
-    chosen = export(
-        args.runs,
-        args.out,
-        min_reward=args.min_reward,
-        per_task=args.per_task,
-        allow_splits=args.allow_split,
+    """Write :func:`sft_dataset` to ``-o`` (which must hold nothing yet) with its card."""
+    target = trainset.new_out(args.out)
+    chosen = select(
+        args.runs, min_reward=args.min_reward, per_task=args.per_task, allow_splits=args.allow_split
     )
+    trainset.write_dataset(chosen.rows, features(), target, card(chosen))
     return (
         f"wrote {len(chosen.rows)} rows ({len(chosen.tasks)} tasks) from {len(chosen.runs)} "
         f"run(s) to {args.out} (dataset card: {CARD_FILE})"
@@ -234,4 +204,4 @@ def _write(args: Any) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    return command(parser(), argv, _write)
+    return trainset.command(parser(), argv, _write)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from orsgen.arguments import Parser, output
 from orsgen.identity import ONE_DATASET
-from orsgen.jsonobject import is_array
+from orsgen.jsonobject import as_array
 from orsgen.rundir import RESULTS_FILE, read_adapter
 from orsgen.runlog import Rollout, RunError, open_run
 from orsgen.runlog import Run as Log
@@ -148,7 +148,7 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | 
         if not isinstance(content, str):
             return None  # images are not stored in results
         calls: list[dict[str, Any]] = []
-        for call in raw["tool_calls"] if is_array(raw.get("tool_calls")) else []:
+        for call in as_array(raw.get("tool_calls")):
             function = call["function"]
             arguments = function.get("arguments")
             if not isinstance(arguments, str):

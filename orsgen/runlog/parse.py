@@ -7,17 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import cast
 
-from orsgen.runlog.record import (
-    JSON,
-    STOP_LIMITS,
-    EnvCall,
-    Rollout,
-    RunError,
-    Source,
-    Usage,
-    Verdict,
-    cut_marked,
-)
+from orsgen.runlog.record import JSON, STOP_LIMITS, EnvCall, Rollout, RunError, Source, Usage
+from orsgen.runlog.record import Verdict, cut_marked
 
 _VERDICTS: tuple[Verdict, ...] = ("scored", "unfinished", "failed")
 
