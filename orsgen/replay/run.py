@@ -202,8 +202,7 @@ def continued(out: Path, facts: Mapping[str, Any]) -> list[dict[str, Any]]:
     try:
         config = read_json(out / RUN_FILE)
         summary = read_json(out / SUMMARY_FILE) if (out / SUMMARY_FILE).exists() else {}
-        have = (out / RESULTS_FILE).exists()
-        found = [dict(r) for _, r in run_rows(out / RESULTS_FILE)] if have else []
+        found = [dict(r) for _, r in run_rows(out / RESULTS_FILE)]  # none for no file
     except RunError as exc:
         raise RunError(
             f"{out} already holds a run that is not a replay to continue ({exc}); use another --out"
