@@ -25,7 +25,6 @@ _OMITTED_IMPORT = f"from {RUNTIME} import OMITTED as _OMITTED"
 
 
 def schema_default(f: ir.Field) -> tuple[bool, Any]:
-    """``(True, value)`` when the model's schema should carry ``default: value``."""
     if f.required:
         return False, None
     if f.has_default and _fits(f.default, f.node):
@@ -34,7 +33,6 @@ def schema_default(f: ir.Field) -> tuple[bool, Any]:
 
 
 def _fits(value: Any, node: ir.Node) -> bool:
-    """A default the field's annotation accepts: a JSON literal, or a list or map of them."""
     if isinstance(value, float) and not math.isfinite(value):
         return False  # ``nan``/``inf`` have no literal
     if is_array(value):

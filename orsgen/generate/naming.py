@@ -16,8 +16,8 @@ from pathlib import Path, PurePath
 
 MAX_NAME_LENGTH = 64
 
-# Names the generated class body itself evaluates in annotations. A method with one
-# of these names would shadow the type for every later signature in the class.
+# Names the generated class body evaluates in annotations and a method body refers to: a method
+# or parameter with one of these names would shadow the type (``_args: dict[str, Any]``).
 ANNOTATION_NAMES = frozenset(
     {"str", "int", "float", "bool", "list", "dict", "tuple", "object", "None", "Any", "Literal"}
     | {"ClassVar", "True", "False"}
@@ -41,13 +41,10 @@ HARD_KEYWORDS = frozenset(
     | {"raise", "return", "try", "while", "with", "yield"}
 )
 SOFT_KEYWORDS = frozenset({"_", "case", "match"})
-# Names a generated method body refers to: a parameter with one of these names would
-# shadow it for mypy (``_args: dict[str, Any]``).
-BODY_NAMES = ANNOTATION_NAMES
 RESERVED_METHODS = (
     HARD_KEYWORDS | SOFT_KEYWORDS | ANNOTATION_NAMES | TRL_NAMES | ADAPTER_ATTRIBUTES
 ) | {"self", "cls"}
-RESERVED_PARAMS = HARD_KEYWORDS | SOFT_KEYWORDS | BODY_NAMES | {"self", "cls"}
+RESERVED_PARAMS = HARD_KEYWORDS | SOFT_KEYWORDS | ANNOTATION_NAMES | {"self", "cls"}
 
 
 def transliterate(text: str) -> str:
@@ -72,7 +69,6 @@ def sanitize(wire: str, fallback: str) -> str:
 
 
 def check_rename(name: str, reserved: frozenset[str]) -> str | None:
-    """Why a configured Python name cannot be used, or ``None`` when it can."""
     if not name.isidentifier() or not name.isascii():
         return f"{name!r} is not a Python identifier"
     if name.startswith("_"):
@@ -98,14 +94,13 @@ def assign(
         if wire in unique and name not in taken:
             result[wire] = name
             taken.add(name)
-
     # Exact, unreserved identifiers claim their names first, so a renamed tool can
     # never take the name of one that needed no rename.
     for wire in unique:
         if (
             wire not in result
-            and _base_name(wire, reserved, fallback) == wire
             and wire not in taken
+            and _base_name(wire, reserved, fallback) == wire
         ):
             result[wire] = wire
             taken.add(wire)
@@ -121,7 +116,6 @@ def assign(
 
 
 def _base_name(wire: str, reserved: frozenset[str], fallback: str) -> str:
-    """``wire`` sanitized, with a trailing ``_`` when reserved or a dunder."""
     name = sanitize(wire, fallback)
     if name in reserved or (wire.startswith("__") and wire.endswith("__")):
         name = f"{name}_"

@@ -39,10 +39,7 @@ def render(template: str, **context: Any) -> str:
 
 
 def format_python(source: str) -> str:
-    """black, through its public ``format_str``. The golden tests check that the result is
-    stable: ``black.format_str`` leaves every committed file unchanged."""
     import black
-
     from black.mode import Mode, TargetVersion
 
     mode = Mode(line_length=BLACK_LINE_LENGTH, target_versions={TargetVersion.PY311})

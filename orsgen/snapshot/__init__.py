@@ -33,8 +33,7 @@ def live_endpoint(
     target: Target, api_key: str | None, titles: dict[str, str]
 ) -> Generator[Endpoint, None, None]:
     """The endpoint of a live ``target`` for the block (a Python file is served on loopback
-    until it ends; ``titles`` gets each served name's class name); ``orsgen validate``
-    probes through it too. Never a recorded default: a URL or a deployment."""
+    until it ends; ``titles`` gets each served name's class name)."""
     from orsgen.runtime.transport.endpoint import resolve
 
     if target.kind == "file":
@@ -57,8 +56,7 @@ def live_endpoint(
 
 
 def recorded_target(target: Target) -> TargetRef:
-    """How a snapshot records ``target``. A local file's URL has a random port, so the
-    file is recorded, never the URL it was served on."""
+    """How a snapshot records ``target``: a file, never the random-port URL it was served on."""
     from orsgen.snapshot.stored import TargetRef
 
     value = Path(target.value).as_posix() if target.kind == "file" else target.value

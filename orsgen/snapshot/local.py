@@ -73,7 +73,6 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
 
 @contextmanager
 def _file_dir_on_path(path: Path) -> Generator[None, None, None]:
-    """The file's directory first on ``sys.path``, as ``python FILE.py`` has it."""
     directory = str(path.resolve().parent)
     added = directory not in sys.path
     if added:
