@@ -135,8 +135,7 @@ def _template_context(stored: Snapshot, tools: list[ToolView], models_body: str)
         "env_name": repr(ident.env_name),
         "deployment": repr(ident.deployment),
         "default_url": repr(environment.default_url),
-        # The usage example needs no base_url where the package records a server or a catalog
-        # name (or a snapshot without its target, from before targets were recorded).
+        # The usage example needs no base_url where the package records a server or catalog name.
         "server_known": target is None or target.kind != "file" or ident.deployment is not None,
         "default_split": repr(package.split),
         "tools_sha256": repr(tools_sha256(stored_form(environment))),

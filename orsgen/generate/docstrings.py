@@ -49,10 +49,8 @@ def _escape_char(ch: str) -> str:
 
 
 def literal_body(text: str) -> str:
-    """The body of a triple-quoted literal whose value is exactly ``text``.
-
-    A lone ``"`` stays readable; one next to another ``"`` (which could close the
-    literal) or at the very end is escaped."""
+    """The body of a triple-quoted literal whose value is exactly ``text``: a ``"`` next to
+    another (which could close the literal) or at the very end is escaped."""
     out: list[str] = []
     for i, ch in enumerate(text):
         if ch == '"':

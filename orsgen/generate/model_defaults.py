@@ -72,8 +72,7 @@ def _replacement(stmt: ast.AnnAssign) -> tuple[ast.expr, str] | None:
 
 
 def typed(source: str) -> str:
-    """``x: T = None`` (a non-null field) becomes ``x: T = _OMITTED``, and a list or map
-    default a ``default_factory``; ``Field`` and ``_OMITTED`` are imported where used."""
+    """``x: T = None`` (non-null) becomes ``x: T = _OMITTED``; a list or map, a factory."""
     tree = ast.parse(source)
     lines = source.split("\n")
     edits: list[tuple[int, int, int, str]] = []

@@ -30,10 +30,8 @@ ADAPTER_ATTRIBUTES = frozenset(
     | {"DEFAULT_SPLIT", "TOOLS_SHA256", "TOOLSET", "TERMINAL_TOOL", "SUPPORTS_SCORE_GROUP"}
     | {"PASS_THRESHOLD"}
 )
-# Fixed lists (Python 3.11's), so generated names never depend on the interpreter
-# that runs orsgen. Soft keywords are legal identifiers, but a tool named ``match``
-# reads like a statement, so they are renamed too; ``type`` is left alone because it
-# is an ordinary, very common parameter name in every position a signature uses.
+# Fixed lists (Python 3.11's), so names never depend on the interpreter. A tool named ``match``
+# reads like a statement, so soft keywords are renamed too, but not the common ``type``.
 HARD_KEYWORDS = frozenset(
     {"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class"}
     | {"continue", "def", "del", "elif", "else", "except", "finally", "for", "from"}
@@ -54,8 +52,7 @@ def transliterate(text: str) -> str:
 
 
 def sanitize(wire: str, fallback: str) -> str:
-    """A valid identifier derived from ``wire``: never empty, never a leading digit or
-    underscore (TRL hides ``_``-names from the model), never longer than the limit."""
+    """A valid identifier: never empty, never a leading digit or ``_`` (TRL hides those)."""
     text = re.sub(r"[^0-9A-Za-z_]+", "_", transliterate(wire))
     text = re.sub(r"_+", "_", text).strip("_")
     if not text:
@@ -94,8 +91,7 @@ def assign(
         if wire in unique and name not in taken:
             result[wire] = name
             taken.add(name)
-    # Exact, unreserved identifiers claim their names first, so a renamed tool can
-    # never take the name of one that needed no rename.
+    # Exact, unreserved identifiers next: a renamed tool never takes one's name.
     for wire in unique:
         if (
             wire not in result
@@ -175,8 +171,7 @@ def _why_renamed(directory_name: str) -> str:
 
 
 def import_notes(directory: PurePath, package: str) -> list[str]:
-    """What a user must know to import the package written to ``directory``: Python imports
-    a package by its directory name, whatever name orsgen gives it in code and docs."""
+    """Python imports a package by its directory name, whatever name orsgen gives it."""
     name = directory.name
     if name == package:
         return []
@@ -197,8 +192,7 @@ def import_notes(directory: PurePath, package: str) -> list[str]:
 
 
 def shadowed_module(name: str, directory: Path) -> str | None:
-    """The standard-library or installed top-level module (found without importing it) that
-    ``import NAME`` could also mean; ``None`` when the name is free."""
+    """The module (found without importing it) ``import NAME`` could also mean, if any."""
     if not name.isidentifier():
         return None
     if name in sys.stdlib_module_names:
@@ -209,14 +203,11 @@ def shadowed_module(name: str, directory: Path) -> str | None:
         spec = None
     if spec is None:
         return None  # nothing importable by that name (the common case: no metadata scan)
-    # Reading every installed distribution's file list takes most of a second; only a
-    # name that imports is worth it, to say which distribution installed it.
+    # Reading every distribution's file list takes most of a second: only for a name that imports.
     distributions = importlib.metadata.packages_distributions().get(name)
     if distributions:
         return f"the installed module {name!r} (from {', '.join(sorted(set(distributions)))})"
-    origin = spec.origin
-    locations = list(spec.submodule_search_locations or [])
-    where = origin or (locations[0] if locations else None)
+    where = spec.origin or next(iter(spec.submodule_search_locations or []), None)
     if where is None or Path(where).resolve().is_relative_to(directory.resolve()):
         return None  # nothing, a namespace package, or this package itself
     return f"the installed module {name!r} ({where})"

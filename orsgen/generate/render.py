@@ -62,8 +62,8 @@ _ALLOWED_TOP_LEVEL = (
 
 
 def self_check(path: str, source: str) -> None:
-    """Parse the module and confirm its top level holds only imports, definitions and
-    constants (plus ``if TYPE_CHECKING:`` blocks), so no schema text can run on import."""
+    """The module's top level holds only imports, definitions, constants (and ``if
+    TYPE_CHECKING:``), so no schema text can run on import."""
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:

@@ -84,8 +84,7 @@ def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> d
 
 @dataclass(frozen=True)
 class Resolved:
-    """A schema after its ``$ref`` chain and ``allOf``: ``schema`` is a ``Recursive`` node
-    when the chain leads back to an enclosing schema; ``ref`` is the last ref followed."""
+    """A schema after its ``$ref`` chain (a ``Recursive`` node on a cycle) and ``allOf``."""
 
     schema: Any
     seen: frozenset[str]

@@ -79,8 +79,7 @@ def _show(wire: str) -> str:
 
 
 def _arguments(spec: ToolSpec, diagnostics: list[Diagnostic]) -> Mapping[str, Any] | None:
-    """The tool's (dereferenced) arguments object, or ``None`` after an error naming it.
-    Quiet about refs: :func:`tool_tree` warns about those."""
+    """The tool's arguments object, or ``None`` after an error (:func:`tool_tree` warns of refs)."""
     wire = spec.name
     schema: Any = {} if spec.input_schema is None else spec.input_schema
     if not is_object(schema):
@@ -109,11 +108,8 @@ def _wire_params(
     for name in required:
         if name not in props:
             wires.append(name)
-            diagnostics.append(
-                warning(
-                    spec.name, "/required", f"required parameter {name!r} has no schema; typed Any"
-                )
-            )
+            message = f"required parameter {name!r} has no schema; typed Any"
+            diagnostics.append(warning(spec.name, "/required", message))
     order = spec.property_order
     if order is not None and sorted(order) == sorted(map(str, props)):
         wires = [*order, *(w for w in wires if w not in props)]
@@ -194,8 +190,7 @@ def _warn_unexpressible(
 def _python_names(
     wire: str, wires: list[str], renames: Mapping[str, str], diagnostics: list[Diagnostic]
 ) -> dict[str, str]:
-    """Each wire parameter's Python name: the configured rename, else the sanitized wire
-    name, with a warning for every name that changed unasked."""
+    """Each wire parameter's Python name, with a warning for every name that changed unasked."""
     preferred = _checked_renames(wire, renames, wires, diagnostics)
     names = naming.param_names(wires, preferred)
     for w in wires:
@@ -238,8 +233,7 @@ def tool_specs(environment: Environment, package: Package) -> list[ToolSpec]:
 def _checked_renames(
     tool: str | None, renames: Mapping[str, str], wires: list[str], diagnostics: list[Diagnostic]
 ) -> dict[str, str]:
-    """Configured renames (of ``tool``'s parameters, else of tools) that can be honoured;
-    each one that cannot is an error naming it."""
+    """The renames of ``tool``'s parameters (of tools: ``None``) that can be honoured."""
     reserved = naming.RESERVED_METHODS if tool is None else naming.RESERVED_PARAMS
     key = "rename.tools" if tool is None else "rename.params"
     out: dict[str, str] = {}

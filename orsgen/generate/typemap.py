@@ -243,8 +243,7 @@ def field_of(
 
 
 def tool_tree(input_schema: Any, tool: str, ctx: TypeContext | None = None) -> ir.ObjectOf:
-    """A tool's arguments as one object node: the one tree the generator's views and
-    versioning both read. Its warnings go to ``ctx`` (dropped when it is ``None``)."""
+    """A tool's arguments, the one tree views and versioning read (warnings go to ``ctx``)."""
     if ctx is None:
         ctx = TypeContext(root=input_schema if is_object(input_schema) else {}, tool=tool)
     arguments = deref(ctx, ctx.root, "", frozenset()).schema
@@ -253,6 +252,6 @@ def tool_tree(input_schema: Any, tool: str, ctx: TypeContext | None = None) -> i
     return ir.ObjectOf(object_fields(ctx, arguments, ""))
 
 
-def short_json(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    return text if len(text) <= 200 else text[:197] + "..."
+def short_json(value: Any, limit: int = 200, ensure_ascii: bool = False) -> str:
+    text = json.dumps(value, ensure_ascii=ensure_ascii, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -22,8 +22,7 @@ __all__ = ["Target", "TargetError", "classify", "live_endpoint", "quiet_sdk", "t
 
 
 def quiet_sdk() -> None:
-    """A build or probe step should neither call home nor echo an in-process server's request
-    log. Set before the SDK is first imported; a caller's own settings win."""
+    """No update check, no request log (set before the SDK is imported; the caller's win)."""
     os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
 
@@ -73,8 +72,7 @@ def take(
     record_as: TargetRef | None = None,
     class_name: str | None = None,
 ) -> tuple[Environment, list[Diagnostic]]:
-    """The typed ``environment`` section of a live target, and diagnostics. ``record_as``
-    and ``class_name``: what to record instead (``check --live`` passes the stored ones)."""
+    """The typed ``environment`` section of a live target, and diagnostics."""
     from orsgen.snapshot.fetch import Provenance, fetch
 
     titles: dict[str, str] = {}

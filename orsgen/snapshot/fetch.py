@@ -51,9 +51,8 @@ class FetchOptions:
 
 @dataclass(frozen=True)
 class Provenance:
-    """What a snapshot records besides what the server says: the target it stands for, the
-    class names a served file defines by environment name, and the class name to record
-    when the server reports only its lower-cased name."""
+    """What a snapshot records besides what the server says: the target it stands for and
+    class names (the server reports only lower-cased names)."""
 
     target: TargetRef
     class_names: Mapping[str, str] = field(default_factory=dict[str, str])
@@ -236,9 +235,8 @@ async def _probe_task_tools(
     merged: dict[str, dict[str, Any]] = {}
     for index in probe.indices:
         progress(f"probing task tools with a session on task {index}")
-        # The runtime's session class: its keepalive pings wait an interval before the first,
-        # so a probe that lives milliseconds never pings a session it already deleted (the
-        # SDK's own class pings at once, from another thread, and the server logs a 404).
+        # The runtime's session class: its first keepalive ping waits an interval, so a short
+        # probe never pings a session it deleted (the SDK's pings at once; the server logs 404).
         async with session_class()(
             env,
             secrets=secrets,

@@ -24,8 +24,7 @@ def merge_probed(
     merged: dict[str, dict[str, Any]],
     diagnostics: list[Diagnostic],
 ) -> None:
-    """Merge task ``index``'s tools into ``merged`` by name: the first schema seen (``seen``:
-    name -> schema and the task it came from, -1 for the shared list) wins, with a warning."""
+    """Merge task ``index``'s tools into ``merged`` by name: the first schema ``seen`` wins."""
     for spec in specs:
         name = spec["name"]
         if name not in seen:

@@ -80,8 +80,7 @@ class TaskToolsProbe(_Stored):
     enabled: bool = True
     split: str | None = None
     indices: list[int] = Field(default_factory=list)
-    # The task tools each probed task offered, by task index as a string; absent from
-    # snapshots taken before it was recorded (then a multi-task probe cannot say which).
+    # The task tools each probed task offered, by task index; absent from older snapshots.
     tools_by_task: dict[str, list[str]] | None = None
 
 
@@ -140,8 +139,7 @@ class Snapshot(_Stored):
 
 
 def stored_form(model: BaseModel) -> dict[str, Any]:
-    """A model as JSON data with exactly the keys it was given, so a snapshot read from a file
-    dumps back to it (its hash holds)."""
+    """A model as JSON data with exactly the keys it was given: a file dumps back to itself."""
     return model.model_dump(mode="json", exclude_unset=True)
 
 

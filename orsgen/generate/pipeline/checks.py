@@ -89,9 +89,8 @@ def live_drift(
         live_target = _live_target(snapshot, target)
         recorded = _recorded_request(directory, snapshot, live_target)
         request = replace(recorded, secrets=secrets, api_key=api_key, timeout=timeout)
-        # Recorded as the stored target, whatever --target says, and with the stored class
-        # name where the server reports only its lower-cased environment name: neither
-        # changes what the model sees.
+        # Recorded as the stored target and class name, whatever --target and the server say:
+        # neither changes what the model sees.
         live, diagnostics = take(
             live_target,
             env_name=request.env_name,
@@ -157,8 +156,7 @@ def stale_files(directory: Path, snapshot: Snapshot) -> tuple[GenerateResult, li
 
 
 def _shown(value: object) -> str:
-    """A setting as the config file spells it: ``{"tools": {"hint": "get_hint"}}``,
-    ``["echo"]``, ``"train"``, or ``(not set)``; never a Python repr."""
+    """A setting as the config file spells it (JSON), or ``(not set)``; never a Python repr."""
     if value is None:
         return "(not set)"
     if isinstance(value, BaseModel):
@@ -167,8 +165,7 @@ def _shown(value: object) -> str:
 
 
 def config_mismatch(directory: Path, snapshot: Snapshot) -> ConfigMismatch | None:
-    """Whether ``directory``'s config table would generate another package than ``snapshot``
-    records; ``None`` when it matches or no table names the package."""
+    """How ``directory``'s config table differs from what ``snapshot`` records, if it does."""
     try:
         found = config.for_output(directory)
     except config.ConfigError as exc:

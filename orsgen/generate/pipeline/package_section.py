@@ -96,8 +96,7 @@ def surface(environment: Environment, package: Package) -> Environment:
 
 
 def _renamed(old: Renames, new: Renames, tools: set[str]) -> list[Change]:
-    """A configured rename changes the name the model calls a tool or parameter by: as
-    breaking as removing it and adding another."""
+    # As breaking as removing a tool or parameter and adding another: the model calls it anew.
     out: list[Change] = []
     for wire in sorted(tools & (set(old.tools) | set(new.tools))):
         before, after = old.tools.get(wire, wire), new.tools.get(wire, wire)

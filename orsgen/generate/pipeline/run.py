@@ -103,8 +103,7 @@ class Result:
         return len(tool_specs(self.snapshot.environment, self.snapshot.package))
 
 
-# What generation starts from: the environment facts and the snapshot's findings, the
-# snapshot already in the output directory, and the package's config table, checked.
+# The environment, the snapshot's findings, the snapshot in the output and the config table.
 _Inputs = tuple[Environment, list[Diagnostic], Snapshot | None, config.PackageConfig | None]
 
 
@@ -122,8 +121,8 @@ def run(request: Request, progress: Progress = silent) -> Result:
     snapshot = build(environment, section.package)
     generated = generate(snapshot)
     where = request.output.resolve()
-    notes = [*naming.import_notes(where, section.package.name), *naming.shadowing_notes(where)]
-    diagnostics = [*found, *(warning(None, "", n) for n in notes), *generated.diagnostics]
+    said = [*naming.import_notes(where, section.package.name), *naming.shadowing_notes(where)]
+    diagnostics = [*found, *(warning(None, "", n) for n in said), *generated.diagnostics]
     refused = _refusal(request, diagnostics, generated.files)
     if refused is None:
         _write(request.output, generated.files)
@@ -203,12 +202,10 @@ def fetch_options(
     configured: tuple[Path, config.PackageConfig] | None = None,
     previous: Snapshot | None = None,
 ) -> FetchOptions:
-    """How to snapshot, for generation and ``check --live``: ``configured`` is the config
-    file and its table; ``previous`` the snapshot already in the output directory."""
+    """How to snapshot, for generation and ``check --live`` (the request wins over the file)."""
     from orsgen.snapshot.fetch import FetchOptions
 
     path, table = configured if configured is not None else (None, None)
-    # Both are checked the same way; the request wins over the file.
     in_file = _checked_toolset(table.toolset if table is not None else None, f"{path}: toolset: ")
     return FetchOptions(
         split=request.split or (table.split if table is not None else None),

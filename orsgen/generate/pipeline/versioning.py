@@ -4,14 +4,13 @@ rules of docs/generating.md ("Versioning"): what breaks code and models trained 
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 
 from orsgen.generate import ir
-from orsgen.generate.typemap import tool_tree
+from orsgen.generate.typemap import short_json, tool_tree
 from orsgen.snapshot.stored import Environment, stored_form
 
 Level = Literal["unchanged", "patch", "minor", "major"]
@@ -149,13 +148,13 @@ def classify(old: Environment, new: Environment) -> Classification:
     for key in _FACTS:
         before, after = _fact(old, key), _fact(new, key)
         if before != after:
-            out.append(Change("", "patch", f"{key} changed: {_brief(before)} -> {_brief(after)}"))
+            was, now = short_json(before, 120, True), short_json(after, 120, True)
+            out.append(Change("", "patch", f"{key} changed: {was} -> {now}"))
     return result
 
 
 def _offering_changes(old: Environment, new: Environment) -> list[Change]:
-    """Task tools a probed task stopped or started offering, when both snapshots record
-    which probed task offered which (the runtime drift guard compares the same, per task)."""
+    """Task tools a probed task stopped or started offering, when both snapshots record them."""
     old_probe, new_probe = old.task_tools_probe, new.task_tools_probe
     if old_probe is None or new_probe is None:
         return []
@@ -173,8 +172,7 @@ def _offering_changes(old: Environment, new: Environment) -> list[Change]:
     return out
 
 
-# Environment facts besides the tools that a version records (as patch changes); what the
-# client or the server software is does not change what the model sees.
+# Facts besides the tools recorded as patch changes (not the software: the model sees none).
 _FACTS = ("splits", "terminal_tool", "supports_score_group", "identity", "target")
 
 
@@ -183,8 +181,3 @@ def _fact(environment: Environment, key: str) -> Any:
     if isinstance(value, list):
         return [stored_form(v) for v in cast(list[BaseModel], value)]
     return stored_form(value) if isinstance(value, BaseModel) else value
-
-
-def _brief(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 120 else text[:117] + "..."
