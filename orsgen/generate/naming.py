@@ -105,7 +105,10 @@ def assign(
     for wire in sorted(unique, key=lambda w: (sanitize(w, fallback) != w, w)):
         if wire in result:
             continue
-        name = _numbered(_base_name(wire, reserved, fallback), taken)
+        base = _base_name(wire, reserved, fallback)
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}_{n}", n + 1
         result[wire] = name
         taken.add(name)
     return result
@@ -115,13 +118,6 @@ def _base_name(wire: str, reserved: frozenset[str], fallback: str) -> str:
     name = sanitize(wire, fallback)
     if name in reserved or (wire.startswith("__") and wire.endswith("__")):
         name = f"{name}_"
-    return name
-
-
-def _numbered(candidate: str, taken: set[str]) -> str:
-    name, n = candidate, 2
-    while name in taken:
-        name, n = f"{candidate}_{n}", n + 1
     return name
 
 

@@ -26,12 +26,8 @@ class TypeContext:
         self.diagnostics.append(warning(self.tool, pointer, message))
 
 
-def _escape_pointer(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")
-
-
 def child(pointer: str, *parts: str) -> str:
-    return pointer + "".join("/" + _escape_pointer(p) for p in parts)
+    return pointer + "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 _MISSING = object()
