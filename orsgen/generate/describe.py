@@ -8,7 +8,6 @@ from orsgen.generate.typemap import short_json
 
 
 def describe(node: ir.Node) -> str:
-    """The structure of ``node`` in words (``ir.has_structure`` says when it is needed)."""
     if isinstance(node, ir.Optional):
         return f"{describe(node.inner)} or null"
     if isinstance(node, ir.UnionOf):

@@ -14,18 +14,15 @@ _LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def neutralize(text: str) -> str:
-    """Keep every word but defuse the markers TRL's docstring parser reacts to."""
     text = _SECTION.sub(lambda m: f"{m.group(1)}{m.group(2)} -", text)
     return _CHOICES.sub("(choices -", text)
 
 
 def one_line(text: str) -> str:
-    """A parameter description must stay on its ``name: ...`` line."""
     return " ".join(neutralize(text).split())
 
 
 def paragraph(text: str) -> str:
-    """A tool description: lines kept, trailing spaces and blank runs removed."""
     lines = [line.rstrip() for line in _LINE_BREAKS.split(neutralize(text).expandtabs(4))]
     out: list[str] = []
     for line in lines:
@@ -52,10 +49,8 @@ def _escape_char(ch: str) -> str:
 
 
 def literal_body(text: str) -> str:
-    """The body of a triple-quoted literal whose value is exactly ``text``.
-
-    A lone ``"`` stays readable; one next to another ``"`` (which could close the
-    literal) or at the very end is escaped."""
+    """The body of a triple-quoted literal whose value is exactly ``text``: a ``"`` next to
+    another (which could close the literal) or at the very end is escaped."""
     out: list[str] = []
     for i, ch in enumerate(text):
         if ch == '"':

@@ -35,7 +35,6 @@ def default(value: Any) -> str:
 
 
 def send_condition(name: str, value: Any) -> str:
-    """When an optional argument is sent: whenever it is not its default."""
     if isinstance(value, Unset) or value is None or isinstance(value, bool):
         return f"{name} is not {default(value)}"
     return f"{name} != {default(value)}"

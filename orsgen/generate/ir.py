@@ -86,7 +86,6 @@ class UnionOf:
 
 @dataclass(frozen=True)
 class Optional:
-
     inner: Node
 
 
@@ -175,8 +174,8 @@ def field_key(f: Field) -> Shape:
 
 
 def _identity(node: Node) -> Shape | str:
-    """What makes two union members the same. The rendered hint, since ``Literal[1]``
-    and ``Literal[True]`` compare equal; objects and enum choices also by their shape."""
+    # The rendered hint, since ``Literal[1]`` and ``Literal[True]`` compare equal; objects
+    # and enum choices by their shape.
     return shape_key(node) if has_structure(node) else render(node)
 
 
@@ -190,7 +189,6 @@ def union(members: list[Node]) -> Node:
 
 
 def nullable(node: Node, is_nullable: bool) -> Node:
-    """``node | None`` when ``is_nullable`` (``Any`` already admits ``None``)."""
     if not is_nullable or isinstance(node, (AnyOf, Optional)):
         return node
     return Optional(node)
@@ -236,7 +234,6 @@ def has_structure(node: Node) -> bool:
 
 
 def members(node: Node) -> list[Node]:
-    """Top-level members of a union (``None`` as ``NONE``)."""
     if isinstance(node, Optional):
         return [*members(node.inner), NONE]
     if isinstance(node, UnionOf):

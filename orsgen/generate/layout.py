@@ -94,8 +94,7 @@ class _Layout:
 
 
 def _wire_sites(node: ast.FunctionDef, wire: str) -> list[int]:
-    """The lines of ``node`` (module line numbers) that call ``self._call`` or
-    ``self._fail`` with the tool's wire name, each call on a line of its own."""
+    """The (module) lines of one-line ``self._call``/``self._fail`` calls with ``wire``."""
     return sorted(
         call.lineno
         for call in ast.walk(node)

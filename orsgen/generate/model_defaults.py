@@ -25,7 +25,6 @@ _OMITTED_IMPORT = f"from {RUNTIME} import OMITTED as _OMITTED"
 
 
 def schema_default(f: ir.Field) -> tuple[bool, Any]:
-    """``(True, value)`` when the model's schema should carry ``default: value``."""
     if f.required:
         return False, None
     if f.has_default and _fits(f.default, f.node):
@@ -34,7 +33,6 @@ def schema_default(f: ir.Field) -> tuple[bool, Any]:
 
 
 def _fits(value: Any, node: ir.Node) -> bool:
-    """A default the field's annotation accepts: a JSON literal, or a list or map of them."""
     if isinstance(value, float) and not math.isfinite(value):
         return False  # ``nan``/``inf`` have no literal
     if is_array(value):
@@ -74,8 +72,7 @@ def _replacement(stmt: ast.AnnAssign) -> tuple[ast.expr, str] | None:
 
 
 def typed(source: str) -> str:
-    """``x: T = None`` (a non-null field) becomes ``x: T = _OMITTED``, and a list or map
-    default a ``default_factory``; ``Field`` and ``_OMITTED`` are imported where used."""
+    """``x: T = None`` (non-null) becomes ``x: T = _OMITTED``; a list or map, a factory."""
     tree = ast.parse(source)
     lines = source.split("\n")
     edits: list[tuple[int, int, int, str]] = []

@@ -44,8 +44,7 @@ def _args_shape(params: tuple[ir.Field, ...]) -> ir.Shape:
 
 
 class _Names:
-    """One class per distinct shape of node, named after its first tool (``<Tool><Ref>``);
-    a shared one takes its plain name when that is free (:meth:`final`)."""
+    """One class per distinct shape of node, named after its first tool (``<Tool><Ref>``)."""
 
     def __init__(self) -> None:
         self.taken = {ROOT_CLASS}
@@ -104,8 +103,7 @@ def _class_names(requests: list[ModelRequest]) -> dict[ir.Shape, str]:
 
 
 class _Emitter:
-    """Writes nodes as the structural JSON Schema datamodel-code-generator reads: one
-    ``$defs`` entry per class (an object reached through a ``$ref``, or a tool's ``Args``)."""
+    """Nodes as structural JSON Schema, one ``$defs`` entry per class (a ``$ref``, an ``Args``)."""
 
     def __init__(self, classes: dict[ir.Shape, str]) -> None:
         self.classes = classes  # shape -> class name

@@ -63,8 +63,7 @@ _ALLOWED_IMPORTS = frozenset({"__future__", "typing", "pydantic", "enum", model_
 
 
 def _check_class(node: ast.ClassDef) -> None:
-    """A model class: plain bases, and a body of annotated fields, constants, a docstring
-    or ``pass``, each value passing :func:`_check_expr`."""
+    """Plain bases; a body of annotated fields, constants, a docstring or ``pass``."""
     if node.decorator_list or node.keywords:
         raise ValueError(f"class {node.name} has decorators or keywords")
     for base in node.bases:
@@ -86,9 +85,7 @@ def _check_class(node: ast.ClassDef) -> None:
 
 
 def check_models_source(source: str) -> list[str]:
-    """Class names defined by ``source``, after a whitelist check of its whole tree: imports
-    from known modules, ``BaseModel``/``RootModel``/``Enum`` classes of annotated fields and
-    constants (calls: ``Field(...)``, ``ConfigDict(...)``) and ``X.model_rebuild()``."""
+    """Class names defined by ``source``, after a whitelist check of its whole tree."""
     tree = ast.parse(source)
     classes: list[str] = []
     for i, node in enumerate(tree.body):
@@ -122,8 +119,7 @@ def _check_expr(expr: ast.expr) -> None:
 
 
 def build_check(source: str) -> None:
-    """Build the classes once in a throwaway module, so a model pydantic rejects is caught
-    here, not at import time (the source passed :func:`check_models_source`)."""
+    """Build the classes once in a throwaway module: a model pydantic rejects is caught here."""
     name = f"_orsgen_models_check_{id(source):x}"
     module = types.ModuleType(name)
     sys.modules[name] = module

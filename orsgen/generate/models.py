@@ -19,7 +19,6 @@ from orsgen.generate.model_schema import ROOT_CLASS, ModelRequest, combined_sche
 
 @dataclass
 class ToolModel:
-    """The validation model of one tool: class name and its ``{wire: python}`` parameters."""
 
     class_name: str
     params: dict[str, str]
@@ -71,7 +70,6 @@ def _attempt(requests: list[ModelRequest]) -> tuple[str, dict[str, str]]:
 
 
 def _each_alone(requests: list[ModelRequest], diagnostics: list[Diagnostic]) -> list[ModelRequest]:
-    """The requests whose models generate on their own; each other one is a warning."""
     good: list[ModelRequest] = []
     for req in requests:
         try:
@@ -90,7 +88,6 @@ def _unvalidated(req: ModelRequest, why: str) -> Diagnostic:
 
 
 def build_models(requests: list[ModelRequest]) -> ModelsResult:
-    """One models module; a request that breaks generation is left out with a warning."""
     result = ModelsResult()
     if not requests:
         return result

@@ -16,8 +16,8 @@ from pathlib import Path, PurePath
 
 MAX_NAME_LENGTH = 64
 
-# Names the generated class body itself evaluates in annotations. A method with one
-# of these names would shadow the type for every later signature in the class.
+# Names the generated class body evaluates in annotations and a method body refers to: a method
+# or parameter with one of these names would shadow the type (``_args: dict[str, Any]``).
 ANNOTATION_NAMES = frozenset(
     {"str", "int", "float", "bool", "list", "dict", "tuple", "object", "None", "Any", "Literal"}
     | {"ClassVar", "True", "False"}
@@ -30,10 +30,8 @@ ADAPTER_ATTRIBUTES = frozenset(
     | {"DEFAULT_SPLIT", "TOOLS_SHA256", "TOOLSET", "TERMINAL_TOOL", "SUPPORTS_SCORE_GROUP"}
     | {"PASS_THRESHOLD"}
 )
-# Fixed lists (Python 3.11's), so generated names never depend on the interpreter
-# that runs orsgen. Soft keywords are legal identifiers, but a tool named ``match``
-# reads like a statement, so they are renamed too; ``type`` is left alone because it
-# is an ordinary, very common parameter name in every position a signature uses.
+# Fixed lists (Python 3.11's), so names never depend on the interpreter. A tool named ``match``
+# reads like a statement, so soft keywords are renamed too, but not the common ``type``.
 HARD_KEYWORDS = frozenset(
     {"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class"}
     | {"continue", "def", "del", "elif", "else", "except", "finally", "for", "from"}
@@ -41,13 +39,10 @@ HARD_KEYWORDS = frozenset(
     | {"raise", "return", "try", "while", "with", "yield"}
 )
 SOFT_KEYWORDS = frozenset({"_", "case", "match"})
-# Names a generated method body refers to: a parameter with one of these names would
-# shadow it for mypy (``_args: dict[str, Any]``).
-BODY_NAMES = ANNOTATION_NAMES
 RESERVED_METHODS = (
     HARD_KEYWORDS | SOFT_KEYWORDS | ANNOTATION_NAMES | TRL_NAMES | ADAPTER_ATTRIBUTES
 ) | {"self", "cls"}
-RESERVED_PARAMS = HARD_KEYWORDS | SOFT_KEYWORDS | BODY_NAMES | {"self", "cls"}
+RESERVED_PARAMS = HARD_KEYWORDS | SOFT_KEYWORDS | ANNOTATION_NAMES | {"self", "cls"}
 
 
 def transliterate(text: str) -> str:
@@ -57,8 +52,7 @@ def transliterate(text: str) -> str:
 
 
 def sanitize(wire: str, fallback: str) -> str:
-    """A valid identifier derived from ``wire``: never empty, never a leading digit or
-    underscore (TRL hides ``_``-names from the model), never longer than the limit."""
+    """A valid identifier: never empty, never a leading digit or ``_`` (TRL hides those)."""
     text = re.sub(r"[^0-9A-Za-z_]+", "_", transliterate(wire))
     text = re.sub(r"_+", "_", text).strip("_")
     if not text:
@@ -72,7 +66,6 @@ def sanitize(wire: str, fallback: str) -> str:
 
 
 def check_rename(name: str, reserved: frozenset[str]) -> str | None:
-    """Why a configured Python name cannot be used, or ``None`` when it can."""
     if not name.isidentifier() or not name.isascii():
         return f"{name!r} is not a Python identifier"
     if name.startswith("_"):
@@ -98,14 +91,12 @@ def assign(
         if wire in unique and name not in taken:
             result[wire] = name
             taken.add(name)
-
-    # Exact, unreserved identifiers claim their names first, so a renamed tool can
-    # never take the name of one that needed no rename.
+    # Exact, unreserved identifiers next: a renamed tool never takes one's name.
     for wire in unique:
         if (
             wire not in result
-            and _base_name(wire, reserved, fallback) == wire
             and wire not in taken
+            and _base_name(wire, reserved, fallback) == wire
         ):
             result[wire] = wire
             taken.add(wire)
@@ -114,24 +105,19 @@ def assign(
     for wire in sorted(unique, key=lambda w: (sanitize(w, fallback) != w, w)):
         if wire in result:
             continue
-        name = _numbered(_base_name(wire, reserved, fallback), taken)
+        base = _base_name(wire, reserved, fallback)
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}_{n}", n + 1
         result[wire] = name
         taken.add(name)
     return result
 
 
 def _base_name(wire: str, reserved: frozenset[str], fallback: str) -> str:
-    """``wire`` sanitized, with a trailing ``_`` when reserved or a dunder."""
     name = sanitize(wire, fallback)
     if name in reserved or (wire.startswith("__") and wire.endswith("__")):
         name = f"{name}_"
-    return name
-
-
-def _numbered(candidate: str, taken: set[str]) -> str:
-    name, n = candidate, 2
-    while name in taken:
-        name, n = f"{candidate}_{n}", n + 1
     return name
 
 
@@ -181,8 +167,7 @@ def _why_renamed(directory_name: str) -> str:
 
 
 def import_notes(directory: PurePath, package: str) -> list[str]:
-    """What a user must know to import the package written to ``directory``: Python imports
-    a package by its directory name, whatever name orsgen gives it in code and docs."""
+    """Python imports a package by its directory name, whatever name orsgen gives it."""
     name = directory.name
     if name == package:
         return []
@@ -203,8 +188,7 @@ def import_notes(directory: PurePath, package: str) -> list[str]:
 
 
 def shadowed_module(name: str, directory: Path) -> str | None:
-    """The standard-library or installed top-level module (found without importing it) that
-    ``import NAME`` could also mean; ``None`` when the name is free."""
+    """The module (found without importing it) ``import NAME`` could also mean, if any."""
     if not name.isidentifier():
         return None
     if name in sys.stdlib_module_names:
@@ -215,14 +199,11 @@ def shadowed_module(name: str, directory: Path) -> str | None:
         spec = None
     if spec is None:
         return None  # nothing importable by that name (the common case: no metadata scan)
-    # Reading every installed distribution's file list takes most of a second; only a
-    # name that imports is worth it, to say which distribution installed it.
+    # Reading every distribution's file list takes most of a second: only for a name that imports.
     distributions = importlib.metadata.packages_distributions().get(name)
     if distributions:
         return f"the installed module {name!r} (from {', '.join(sorted(set(distributions)))})"
-    origin = spec.origin
-    locations = list(spec.submodule_search_locations or [])
-    where = origin or (locations[0] if locations else None)
+    where = spec.origin or next(iter(spec.submodule_search_locations or []), None)
     if where is None or Path(where).resolve().is_relative_to(directory.resolve()):
         return None  # nothing, a namespace package, or this package itself
     return f"the installed module {name!r} ({where})"

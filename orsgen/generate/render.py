@@ -39,10 +39,7 @@ def render(template: str, **context: Any) -> str:
 
 
 def format_python(source: str) -> str:
-    """black, through its public ``format_str``. The golden tests check that the result is
-    stable: ``black.format_str`` leaves every committed file unchanged."""
     import black
-
     from black.mode import Mode, TargetVersion
 
     mode = Mode(line_length=BLACK_LINE_LENGTH, target_versions={TargetVersion.PY311})
@@ -65,8 +62,8 @@ _ALLOWED_TOP_LEVEL = (
 
 
 def self_check(path: str, source: str) -> None:
-    """Parse the module and confirm its top level holds only imports, definitions and
-    constants (plus ``if TYPE_CHECKING:`` blocks), so no schema text can run on import."""
+    """The module's top level holds only imports, definitions, constants (and ``if
+    TYPE_CHECKING:``), so no schema text can run on import."""
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:

@@ -16,7 +16,7 @@ MAX_DEPTH = 12  # the longest ``$ref`` chain followed, and the deepest nesting t
 
 @dataclass
 class TypeContext:
-    """Where we are: the whole input schema (for ``$ref``), the tool and a JSON pointer."""
+    """The whole input schema (for ``$ref``), the tool, and the warnings."""
 
     root: Mapping[str, Any]
     tool: str
@@ -26,19 +26,14 @@ class TypeContext:
         self.diagnostics.append(warning(self.tool, pointer, message))
 
 
-def _escape_pointer(part: str) -> str:
-    return part.replace("~", "~0").replace("/", "~1")
-
-
 def child(pointer: str, *parts: str) -> str:
-    return pointer + "".join("/" + _escape_pointer(p) for p in parts)
+    return pointer + "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 _MISSING = object()
 
 
 def _target(root: Mapping[str, Any], ref: str) -> Any:
-    """What a local ``#/...`` JSON pointer names inside ``root``; ``_MISSING`` if nothing."""
     node: Any = root
     for raw in ref[1:].split("/")[1:]:
         key = raw.replace("~1", "/").replace("~0", "~")
@@ -49,8 +44,7 @@ def _target(root: Mapping[str, Any], ref: str) -> Any:
 
 
 def resolve_ref(ctx: TypeContext, ref: Any, pointer: str) -> Mapping[str, Any] | None:
-    """The schema a local ``$ref`` names: the one ``$ref`` resolver; nothing is fetched.
-    A ref that resolves to nothing is ``None``, with a warning (at ``pointer``) saying why."""
+    """The schema a local ``$ref`` names, or ``None`` with a warning saying why."""
     if not isinstance(ref, str) or not ref.startswith("#"):
         ctx.warn(
             pointer, f"$ref {ref!r} is not local; orsgen never fetches schemas, so it is typed Any"
@@ -65,7 +59,6 @@ def resolve_ref(ctx: TypeContext, ref: Any, pointer: str) -> Mapping[str, Any] |
 
 
 def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> dict[str, Any]:
-    """Fold ``allOf`` branches (after resolving their refs) into one schema."""
     merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
     for i, branch in enumerate(schema.get("allOf") or []):
         where = child(pointer, "allOf", str(i))
@@ -87,8 +80,7 @@ def merge_all_of(ctx: TypeContext, schema: Mapping[str, Any], pointer: str) -> d
 
 @dataclass(frozen=True)
 class Resolved:
-    """A schema after its ``$ref`` chain and ``allOf``: ``schema`` is a ``Recursive`` node
-    when the chain leads back to an enclosing schema; ``ref`` is the last ref followed."""
+    """A schema after its ``$ref`` chain (a ``Recursive`` node on a cycle) and ``allOf``."""
 
     schema: Any
     seen: frozenset[str]

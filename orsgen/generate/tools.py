@@ -72,15 +72,14 @@ class ToolView:
         )
 
 
-def _show(wire: str, limit: int = 60) -> str:
+def _show(wire: str) -> str:
     """A wire name for a message: ``repr``'d, and shortened when very long."""
     text = repr(wire)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
+    return text if len(text) <= 60 else text[:56] + "...'"
 
 
 def _arguments(spec: ToolSpec, diagnostics: list[Diagnostic]) -> Mapping[str, Any] | None:
-    """The tool's (dereferenced) arguments object, or ``None`` after an error naming it.
-    Quiet about refs: :func:`tool_tree` warns about those while it types the fields."""
+    """The tool's arguments object, or ``None`` after an error (:func:`tool_tree` warns of refs)."""
     wire = spec.name
     schema: Any = {} if spec.input_schema is None else spec.input_schema
     if not is_object(schema):
@@ -109,11 +108,8 @@ def _wire_params(
     for name in required:
         if name not in props:
             wires.append(name)
-            diagnostics.append(
-                warning(
-                    spec.name, "/required", f"required parameter {name!r} has no schema; typed Any"
-                )
-            )
+            message = f"required parameter {name!r} has no schema; typed Any"
+            diagnostics.append(warning(spec.name, "/required", message))
     order = spec.property_order
     if order is not None and sorted(order) == sorted(map(str, props)):
         wires = [*order, *(w for w in wires if w not in props)]
@@ -147,7 +143,6 @@ def _param(ctx: TypeContext, field: ir.Field, name: str) -> ParamView:
 def build_tool(
     spec: ToolSpec, method: str, diagnostics: list[Diagnostic], param_renames: Mapping[str, str]
 ) -> ToolView | None:
-    """The view of one tool, or ``None`` after an error diagnostic that names it."""
     wire = spec.name
     raw = spec.input_schema
     schema = _arguments(spec, diagnostics)
@@ -195,11 +190,8 @@ def _warn_unexpressible(
 def _python_names(
     wire: str, wires: list[str], renames: Mapping[str, str], diagnostics: list[Diagnostic]
 ) -> dict[str, str]:
-    """Each wire parameter's Python name: the configured rename, else the sanitized wire
-    name, with a warning for every name that changed unasked."""
-    preferred = _checked_renames(
-        wire, renames, wires, naming.RESERVED_PARAMS, "rename.params", diagnostics
-    )
+    """Each wire parameter's Python name, with a warning for every name that changed unasked."""
+    preferred = _checked_renames(wire, renames, wires, diagnostics)
     names = naming.param_names(wires, preferred)
     for w in wires:
         if names[w] != w and w not in preferred:
@@ -218,7 +210,6 @@ def _param_description(field: ir.Field) -> str:
 
 
 def method_docstring(tool: ToolView) -> str:
-    """Escaped docstring source (without the quotes) for one tool method."""
     summary = docstrings.paragraph(tool.description) or f"Call the {tool.wire!r} tool."
     args = [f"    {p.name}: {docstrings.one_line(p.description)}" for p in tool.params]
     lines = [summary, "", "Args:", *args] if args else [summary]
@@ -230,7 +221,7 @@ def method_docstring(tool: ToolView) -> str:
 
 
 def tool_specs(environment: Environment, package: Package) -> list[ToolSpec]:
-    """Shared tools, then task tools, filtered by the package's include/exclude options."""
+    """Shared tools, then task tools, filtered by the package's include/exclude."""
     specs = environment.all_tools
     if package.include:
         wanted = set(package.include)
@@ -240,14 +231,11 @@ def tool_specs(environment: Environment, package: Package) -> list[ToolSpec]:
 
 
 def _checked_renames(
-    tool: str | None,
-    renames: Mapping[str, str],
-    wires: Sequence[str],
-    reserved: frozenset[str],
-    key: str,
-    diagnostics: list[Diagnostic],
+    tool: str | None, renames: Mapping[str, str], wires: list[str], diagnostics: list[Diagnostic]
 ) -> dict[str, str]:
-    """Configured renames that can be honoured; each one that cannot is an error naming it."""
+    """The renames of ``tool``'s parameters (of tools: ``None``) that can be honoured."""
+    reserved = naming.RESERVED_METHODS if tool is None else naming.RESERVED_PARAMS
+    key = "rename.tools" if tool is None else "rename.params"
     out: dict[str, str] = {}
     for wire, name in sorted(renames.items()):
         problem = naming.check_rename(name, reserved)
@@ -265,11 +253,8 @@ def _checked_renames(
 def build_tools(
     specs: Sequence[ToolSpec], diagnostics: list[Diagnostic], renames: Renames
 ) -> list[ToolView]:
-    """One view per tool, named as the recorded ``rename`` config asks where it can be."""
     wires = [s.name for s in specs]
-    preferred = _checked_renames(
-        None, renames.tools, wires, naming.RESERVED_METHODS, "rename.tools", diagnostics
-    )
+    preferred = _checked_renames(None, renames.tools, wires, diagnostics)
     methods = naming.method_names(wires, preferred)
     tools: list[ToolView] = []
     for spec in specs:

@@ -28,7 +28,6 @@ _LITERAL_INT_LIMIT = 2**63 - 1
 
 
 def literal_can_hold(value: Any) -> bool:
-    """Whether ``Literal[repr(value)]`` type-checks (a JSON enum/const value)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return -_LITERAL_INT_LIMIT <= value <= _LITERAL_INT_LIMIT
     return isinstance(value, _LITERAL_TYPES)
@@ -37,7 +36,7 @@ def literal_can_hold(value: Any) -> bool:
 def type_of(
     ctx: TypeContext, schema: Any, pointer: str, seen: frozenset[str] = frozenset(), depth: int = 0
 ) -> tuple[ir.Node, bool]:
-    """Return ``(node, nullable)``; the caller wraps it in ``Optional`` when it needs to."""
+    """``(node, nullable)``; the caller wraps it in ``Optional`` when it needs to."""
     if depth > MAX_DEPTH:
         ctx.warn(pointer, "schema nested too deeply; typed Any")
         return ir.AnyOf(ir.TOO_DEEP), False
@@ -58,7 +57,6 @@ def type_of(
 
 
 def _implied_kind(schema: Mapping[str, Any]) -> str | None:
-    """The ``type`` a schema without one implies by its keywords, if any."""
     if "properties" in schema or "additionalProperties" in schema:
         return "object"
     if "items" in schema or "prefixItems" in schema:
@@ -69,7 +67,6 @@ def _implied_kind(schema: Mapping[str, Any]) -> str | None:
 def _schema_type(
     ctx: TypeContext, resolved: Resolved, pointer: str, depth: int
 ) -> tuple[ir.Node, bool]:
-    """:func:`type_of` of a schema whose refs and ``allOf`` are already resolved."""
     schema: Mapping[str, Any] = resolved.schema
     seen = resolved.seen
     is_null = schema.get("nullable") is True
@@ -207,23 +204,14 @@ def object_fields(
     seen: frozenset[str] = frozenset(),
     depth: int = 0,
 ) -> tuple[ir.Field, ...]:
-    """The declared properties of an (already dereferenced) object schema, in order."""
     props: Any = schema.get("properties")
     required: Any = schema.get("required")
     names = {str(r) for r in required} if is_array(required) else set[str]()
     if not is_object(props):
         return ()
     return tuple(
-        field_of(
-            ctx,
-            str(name),
-            prop,
-            child(pointer, "properties", str(name)),
-            name in names,
-            seen,
-            depth,
-        )
-        for name, prop in props.items()
+        field_of(ctx, str(n), p, child(pointer, "properties", str(n)), n in names, seen, depth)
+        for n, p in props.items()
     )
 
 
@@ -255,8 +243,7 @@ def field_of(
 
 
 def tool_tree(input_schema: Any, tool: str, ctx: TypeContext | None = None) -> ir.ObjectOf:
-    """A tool's arguments as one object node: the one tree the generator's views and
-    versioning both read. Its warnings go to ``ctx`` (dropped when it is ``None``)."""
+    """A tool's arguments, the one tree views and versioning read (warnings go to ``ctx``)."""
     if ctx is None:
         ctx = TypeContext(root=input_schema if is_object(input_schema) else {}, tool=tool)
     arguments = deref(ctx, ctx.root, "", frozenset()).schema
@@ -265,6 +252,6 @@ def tool_tree(input_schema: Any, tool: str, ctx: TypeContext | None = None) -> i
     return ir.ObjectOf(object_fields(ctx, arguments, ""))
 
 
-def short_json(value: Any, limit: int = 200) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+def short_json(value: Any, limit: int = 200, ensure_ascii: bool = False) -> str:
+    text = json.dumps(value, ensure_ascii=ensure_ascii, sort_keys=True, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -22,8 +22,7 @@ __all__ = ["Target", "TargetError", "classify", "live_endpoint", "quiet_sdk", "t
 
 
 def quiet_sdk() -> None:
-    """A build or probe step should neither call home nor echo an in-process server's request
-    log. Set before the SDK is first imported; a caller's own settings win."""
+    """No update check, no request log (set before the SDK is imported; the caller's win)."""
     os.environ.setdefault("OPENREWARD_DISABLE_UPDATE_CHECK", "1")
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
 
@@ -33,8 +32,7 @@ def live_endpoint(
     target: Target, api_key: str | None, titles: dict[str, str]
 ) -> Generator[Endpoint, None, None]:
     """The endpoint of a live ``target`` for the block (a Python file is served on loopback
-    until it ends; ``titles`` gets each served name's class name); ``orsgen validate``
-    probes through it too. Never a recorded default: a URL or a deployment."""
+    until it ends; ``titles`` gets each served name's class name)."""
     from orsgen.runtime.transport.endpoint import resolve
 
     if target.kind == "file":
@@ -57,8 +55,7 @@ def live_endpoint(
 
 
 def recorded_target(target: Target) -> TargetRef:
-    """How a snapshot records ``target``. A local file's URL has a random port, so the
-    file is recorded, never the URL it was served on."""
+    """How a snapshot records ``target``: a file, never the random-port URL it was served on."""
     from orsgen.snapshot.stored import TargetRef
 
     value = Path(target.value).as_posix() if target.kind == "file" else target.value
@@ -75,8 +72,7 @@ def take(
     record_as: TargetRef | None = None,
     class_name: str | None = None,
 ) -> tuple[Environment, list[Diagnostic]]:
-    """The typed ``environment`` section of a live target, and diagnostics. ``record_as``
-    and ``class_name``: what to record instead (``check --live`` passes the stored ones)."""
+    """The typed ``environment`` section of a live target, and diagnostics."""
     from orsgen.snapshot.fetch import Provenance, fetch
 
     titles: dict[str, str] = {}

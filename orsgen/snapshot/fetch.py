@@ -37,10 +37,7 @@ Progress = Callable[[str], None]
 
 @dataclass
 class FetchOptions:
-    """``split``: the split the user asked for (missing is an error), or ``None`` for the
-    default (:func:`orsgen.snapshot.splits.choose_split`), which prefers ``previous_split``.
-    ``probe_indices``: task indices asked for (out of range is an error), or ``None`` for
-    the default probe of task 0, skipped with a warning when the split has no tasks."""
+    """``None`` for ``split`` or ``probe_indices``: the default (``choose_split``; task 0)."""
 
     split: str | None = None
     task_tools: bool = True
@@ -54,10 +51,8 @@ class FetchOptions:
 
 @dataclass(frozen=True)
 class Provenance:
-    """What a snapshot records besides what the server says: the target it stands for
-    (``check --live`` re-snapshots elsewhere but records the stored target), the class
-    names a served file defines by environment name, and the class name to record when
-    the server cannot tell (it reports only lower-cased names)."""
+    """What a snapshot records besides what the server says: the target it stands for and
+    class names (the server reports only lower-cased names)."""
 
     target: TargetRef
     class_names: Mapping[str, str] = field(default_factory=dict[str, str])
@@ -114,8 +109,6 @@ async def _choose_env_name(
 
 @dataclass
 class _Probe:
-    """What the task-tool probe sessions found (:func:`_probe_task_tools`)."""
-
     task_tools: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     indices: list[int] = field(default_factory=list[int])
     diagnostics: list[Diagnostic] = field(default_factory=list[Diagnostic])
@@ -125,7 +118,6 @@ class _Probe:
     offered: dict[int, list[str]] = field(default_factory=dict[int, list[str]])
 
     def tools_by_task(self) -> dict[str, dict[str, list[str]]]:
-        """``TaskToolsProbe.tools_by_task``: nothing when no task was probed."""
         if not self.indices:
             return {}
         names = {t["name"] for t in self.task_tools}
@@ -136,7 +128,6 @@ class _Probe:
 async def _facts(
     endpoint: Endpoint, options: FetchOptions, provenance: Provenance, progress: Progress
 ) -> tuple[Environment, list[Diagnostic]]:
-    """The snapshot's ``environment`` section: read from the server, built here, once."""
     diagnostics: list[Diagnostic] = []
     env = await environment(endpoint)
     progress("reading server version and tools")
@@ -190,7 +181,6 @@ async def _facts(
 
 
 async def _server_version(endpoint: Endpoint, env: Any, progress: Progress) -> str | None:
-    """The server software's version, if it says (``/version`` is optional)."""
     try:
         version = await ask(endpoint, env, "GET", "/version", progress=progress)
     except Exception:  # noqa: BLE001 - optional endpoint
@@ -200,7 +190,6 @@ async def _server_version(endpoint: Endpoint, env: Any, progress: Progress) -> s
 
 
 async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list[Split]:
-    """Every split with its type and task count, in the server's order."""
     splits: list[Split] = []
     for split in await ask(endpoint, env, "GET", endpoint.env_path("/splits"), progress=progress):
         name = split["name"] if is_object(split) else str(split)
@@ -212,7 +201,7 @@ async def _read_splits(endpoint: Endpoint, env: Any, progress: Progress) -> list
 
 
 def _terminal_tool(said: Any) -> TerminalTool | None:
-    """The server's ``@terminal`` tool, in the fields a snapshot stores (no newer ones)."""
+    # Only the fields a snapshot stores, none a newer server adds.
     if not is_object(said):
         return None
     return TerminalTool.model_validate({k: said[k] for k in TerminalTool.model_fields if k in said})
@@ -226,8 +215,7 @@ async def _probe_task_tools(
     shared: list[dict[str, Any]],
     progress: Progress,
 ) -> _Probe:
-    """One short session per probe index, tool lists merged by name as TRL's bridge does (a
-    schema differing between probes is a warning), and whether a prompt held an image."""
+    """One short session per probe index, tool lists merged by name as TRL's bridge does."""
     # choose_split checked that the split exists; a server listing it twice counts once.
     total = next(s.num_tasks for s in splits if s.name == options.split)
     if options.probe_indices is None and total == 0:
@@ -247,9 +235,8 @@ async def _probe_task_tools(
     merged: dict[str, dict[str, Any]] = {}
     for index in probe.indices:
         progress(f"probing task tools with a session on task {index}")
-        # The runtime's session class: its keepalive pings wait an interval before the first,
-        # so a probe that lives milliseconds never pings a session it already deleted (the
-        # SDK's own class pings at once, from another thread, and the server logs a 404).
+        # The runtime's session class: its first keepalive ping waits an interval, so a short
+        # probe never pings a session it deleted (the SDK's pings at once; the server logs 404).
         async with session_class()(
             env,
             secrets=secrets,
@@ -279,7 +266,6 @@ async def _probe_task_tools(
 
 
 def _probe_indices(options: FetchOptions, total: int) -> list[int]:
-    """The task indices to probe (task 0 by default), each checked against the split."""
     indices = sorted(set(options.probe_indices or (0,)))
     bad = [i for i in indices if not 0 <= i < total]
     if bad:
@@ -297,7 +283,6 @@ def fetch(
     provenance: Provenance,
     progress: Progress,
 ) -> tuple[Environment, list[Diagnostic]]:
-    """The snapshot's ``environment`` section, typed (never any secret)."""
     import time
 
     deadline = time.monotonic() + options.timeout

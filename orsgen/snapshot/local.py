@@ -35,8 +35,7 @@ def load_module(path: Path) -> ModuleType:
         del sys.modules[name]
         raise TargetError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
     except SystemExit as exc:
-        # A script that exits at import (e.g. an unguarded argparse or sys.exit) would
-        # otherwise end orsgen silently with the script's exit code.
+        # Else a script that exits at import would end orsgen silently with its exit code.
         del sys.modules[name]
         raise TargetError(
             f"{path}: importing it called sys.exit({exc.code!r}); guard the file's "
@@ -48,8 +47,7 @@ def load_module(path: Path) -> ModuleType:
 def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
     """The concrete ``Environment`` subclasses defined in (not imported into) the file."""
     if "openreward.environments" not in sys.modules:
-        # Nothing imported the SDK's environments, so nothing can subclass Environment;
-        # say so without paying seconds for importing the SDK.
+        # Nothing can subclass Environment: said without paying seconds for importing the SDK.
         raise TargetError(f"{path}: defines no ORS Environment subclass")
     from openreward.environments import Environment  # type: ignore[import-untyped]
 
@@ -73,7 +71,6 @@ def environments_in(module: ModuleType, path: Path) -> list[type[Any]]:
 
 @contextmanager
 def _file_dir_on_path(path: Path) -> Generator[None, None, None]:
-    """The file's directory first on ``sys.path``, as ``python FILE.py`` has it."""
     directory = str(path.resolve().parent)
     added = directory not in sys.path
     if added:
@@ -100,8 +97,7 @@ def serve_file(
 def serve_environments(
     envs: list[type[Any]], what: str, host: str = "127.0.0.1", port: int = 0
 ) -> Generator[str, None, None]:
-    """The SDK's ``Server`` of ``envs`` in a thread of this process, listening on ``host`` and
-    ``port`` (0: a free one) until the context ends; its URL. ``what`` names them in errors."""
+    """The URL of the SDK's ``Server`` of ``envs`` in a thread, until the context ends."""
     import uvicorn
     from openreward.environments import Server  # pyright: ignore[reportMissingTypeStubs]
 
@@ -112,12 +108,9 @@ def serve_environments(
             f"{what}: not a valid ORS environment: {type(exc).__name__}: {exc}"
         ) from None
     _fresh_sse_exit_event()
-    # Bind here and hand uvicorn the socket: choosing a free port and binding it later
-    # races with every other process picking ports on this machine.
+    # Bound here and handed to uvicorn: choosing a free port and binding it later races with
+    # other processes. SO_REUSEADDR as uvicorn sets it: a port in TIME_WAIT serves again at once.
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    # As uvicorn sets it on the sockets it binds: a port whose last server had clients (its
-    # connections in TIME_WAIT) serves again at once; a port another server listens on is
-    # still refused.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -143,9 +136,8 @@ def serve_environments(
 
 
 def _fresh_sse_exit_event() -> None:
-    """sse-starlette keeps one process-wide exit event, bound to the first streaming server's
-    loop; a later in-process server's first stream would fail ("bound to a different event
-    loop"), so each server starts unbound."""
+    """sse-starlette's one exit event is bound to the first server's loop; a later server's
+    first stream would fail ("bound to a different event loop")."""
     try:
         from sse_starlette.sse import AppStatus  # pyright: ignore[reportMissingTypeStubs]
     except ImportError:  # the SDK no longer streams through sse-starlette

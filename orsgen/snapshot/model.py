@@ -1,15 +1,5 @@
-"""The snapshot file: canonical, sorted JSON with a sha256 over the environment facts.
-
-Layout::
-
-    {"format": 1,
-     "sha256": "<sha256 of the canonical 'environment' object>",
-     "environment": {...what the server said...},
-     "package": {...how to generate: name, class name, version, options...}}
-
-Secrets never enter it: the snapshotter never copies them, and ``orsgen.generate.pipeline.run``
-refuses to write a snapshot (or code) whose text contains a secret value it was given.
-"""
+"""The snapshot file: canonical, sorted JSON (``format``, ``environment``, ``package``) with
+a ``sha256`` over the environment facts. Secrets never enter it."""
 
 from __future__ import annotations
 
@@ -39,8 +29,7 @@ FORMAT: Literal[1] = 1
 def build(
     environment: Environment | Mapping[str, Any], package: Package | Mapping[str, Any]
 ) -> Snapshot:
-    """The snapshot of ``environment`` generated as ``package``, hashed. Either may be JSON
-    data (a test's or a benchmark's hand-written section), validated here."""
+    """The snapshot of ``environment`` generated as ``package``, hashed; either may be JSON."""
     if not isinstance(environment, Environment):
         environment = parse_environment(environment)
     if not isinstance(package, Package):

@@ -24,8 +24,7 @@ def merge_probed(
     merged: dict[str, dict[str, Any]],
     diagnostics: list[Diagnostic],
 ) -> None:
-    """Merge task ``index``'s tools into ``merged`` by name: the first schema seen (``seen``:
-    name -> schema and the task it came from, -1 for the shared list) wins, with a warning."""
+    """Merge task ``index``'s tools into ``merged`` by name: the first schema ``seen`` wins."""
     for spec in specs:
         name = spec["name"]
         if name not in seen:
@@ -42,8 +41,7 @@ def merge_probed(
 
 
 async def prompt_has_image(session: Any, index: int, diagnostics: list[Diagnostic]) -> bool | None:
-    """Whether the task's prompt holds an image block. The prompt waits for the
-    environment's setup, so a slow one is given up on with a warning."""
+    """Whether the task's prompt holds an image block (a slow one is a warning)."""
     try:
         blocks = await asyncio.wait_for(session.get_prompt(), PROMPT_WAIT)
     except Exception as exc:  # noqa: BLE001 - only an image hint; the tools are what matter

@@ -20,10 +20,8 @@ _HELD_OUT_WORD = re.compile(f"(?:{'|'.join(sorted(HELD_OUT))})(?:set)?s?")
 
 
 def held_out(split: str) -> bool:
-    """Whether ``split``'s name marks it held out: a word of it (or two adjacent words as
-    one: ``held-out``, ``HeldOut``), in any case, is one of :data:`HELD_OUT`, alone or with
-    a plural or a ``set`` ending (``Test``, ``my-test``, ``eval_set``, ``testSet``,
-    ``tests``, ``devset``, ``held_out``; not ``contest``)."""
+    """Whether a word of ``split``'s name (or two adjacent words as one: ``held-out``) is one
+    of :data:`HELD_OUT`, in any case (``Test``, ``eval_set``, ``testSet``; not ``contest``)."""
     words = [w.lower() for w in re.split(r"[^a-zA-Z]+|(?<=[a-z])(?=[A-Z])", split) if w]
     joined = [a + b for a, b in zip(words, words[1:])]
     return any(_HELD_OUT_WORD.fullmatch(word) for word in words + joined)
@@ -33,7 +31,7 @@ def choose_split(
     names: Sequence[str], requested: str | None, previous: str | None = None
 ) -> tuple[str, str | None]:
     """The split to use (``names`` in the server's order) and, when it was not asked for
-    and is not ``train``, a line for the user saying which was chosen and why."""
+    and is not ``train``, a line saying which was chosen and why."""
     if requested is not None:
         if requested not in names:
             listed = ", ".join(sorted(names)) or "(none)"

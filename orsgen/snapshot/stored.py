@@ -1,10 +1,8 @@
 """The stored snapshot, typed: every layer that reads a snapshot reads these models.
 
-Format 1 is closed: an unknown key is an error that names it (a snapshot from a newer
-orsgen, or a hand edit), never a field silently carried along. A tool's ``input_schema``
-stays raw JSON: it is untrusted, and the generator normalises it separately, reporting
-each problem by pointer. Its keys are sorted on the way in, so a live snapshot generates
-exactly what the same snapshot read back from ``snapshot.json`` (sorted keys) generates.
+Format 1 is closed: an unknown key is an error that names it, never a field silently
+carried along. A tool's ``input_schema`` stays raw (untrusted) JSON, its keys sorted on the
+way in, so a live snapshot generates what the same snapshot read back from its file does.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ _M = TypeVar("_M", bound=_Stored)
 
 
 def _sorted_json(value: Any) -> Any:
-    """``value`` with every object's keys sorted, as ``snapshot.json`` stores it."""
     if is_object(value):
         return {k: _sorted_json(value[k]) for k in sorted(value)}
     if is_array(value):
@@ -80,14 +77,10 @@ class Split(_Stored):
 
 
 class TaskToolsProbe(_Stored):
-    """How task tools were looked for: whether probe sessions were opened, on which split
-    and task indices (what ``orsgen check --live`` repeats)."""
-
     enabled: bool = True
     split: str | None = None
     indices: list[int] = Field(default_factory=list)
-    # The task tools each probed task offered, by task index as a string; absent from
-    # snapshots taken before it was recorded (then a multi-task probe cannot say which).
+    # The task tools each probed task offered, by task index; absent from older snapshots.
     tools_by_task: dict[str, list[str]] | None = None
 
 
@@ -111,8 +104,7 @@ class Environment(_Stored):
 
     @property
     def default_url(self) -> str | None:
-        """The server a package records as its default: the URL it was snapshotted from.
-        A file target's URL had a random local port, and a catalog name needs none."""
+        # A file target's URL had a random local port, and a catalog name needs none.
         target = self.target
         return target.value if target is not None and target.kind == "url" else None
 
@@ -147,8 +139,7 @@ class Snapshot(_Stored):
 
 
 def stored_form(model: BaseModel) -> dict[str, Any]:
-    """A model as JSON data, with exactly the keys it was given, so a snapshot read from a
-    file dumps back to it (its hash holds), whatever defaults later versions add."""
+    """A model as JSON data with exactly the keys it was given: a file dumps back to itself."""
     return model.model_dump(mode="json", exclude_unset=True)
 
 
@@ -177,12 +168,10 @@ def _validated(cls: type[_M], data: Mapping[str, Any], where: str, section: str 
 
 
 def parse(data: Mapping[str, Any], where: str = "snapshot") -> Snapshot:
-    """The typed stored snapshot; :class:`SnapshotError` names the bad field or unknown key."""
     return _validated(Snapshot, data, where)
 
 
 def parse_environment(data: Mapping[str, Any], where: str = "snapshot") -> Environment:
-    """An ``environment`` section alone (e.g. one a test or a tool wrote by hand)."""
     return _validated(Environment, data, where, "environment")
 
 

@@ -17,8 +17,7 @@ _HOST_PORT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*:[0-9]+/?$")
 
 
 def _check_root(text: str, path: str) -> None:
-    """An ORS server is reached at its root URL; one environment of it is chosen by name
-    (``--env-name``), not by a path, which the SDK would refuse in aiohttp's words."""
+    """A server's environment is chosen by name, not by a path (which the SDK would refuse)."""
     parts = [p for p in path.split("/") if p]
     if not parts:
         return

@@ -1,21 +1,5 @@
-"""Project configuration: ``orsgen.toml`` or ``[tool.orsgen]`` in ``pyproject.toml``.
-
-One table per generated package, keyed by its output directory::
-
-    [tool.orsgen.packages."generated/echo"]
-    package = "echo"
-    class_name = "EchoEnv"
-    toolset = "claude-code"         # bind an SDK harness toolset, as --toolset does
-    include = ["echo", "hint"]      # only these tools (default: all)
-    exclude = []                    # never these tools
-    [tool.orsgen.packages."generated/echo".rename]
-    tools = { hint = "get_hint" }                 # wire tool name -> Python method name
-    params = { echo = { text = "word" } }         # wire tool -> wire param -> Python name
-
-Validated (an unknown key is an error naming it) and recorded in snapshot.json (the toolset as
-``identity.toolset``), so ``orsgen check`` regenerates exactly what was configured. A
-command-line flag wins over the file.
-"""
+"""Project configuration: ``orsgen.toml`` or ``[tool.orsgen]`` in ``pyproject.toml``, one
+table per package keyed by its output directory (docs/generating.md, "Configuration")."""
 
 from __future__ import annotations
 
@@ -66,7 +50,6 @@ def _table(path: Path) -> Mapping[str, Any] | None:
 
 
 def find(start: Path, explicit: Path | None = None) -> Path | None:
-    """``--config`` if given; else the nearest orsgen.toml, or pyproject.toml with [tool.orsgen]."""
     if explicit is not None:
         if not explicit.is_file():
             raise ConfigError(f"{explicit}: no such config file")
@@ -82,7 +65,7 @@ def find(start: Path, explicit: Path | None = None) -> Path | None:
 
 
 def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
-    """The keys valid beside the last part of ``loc`` (an error's path from the top table)."""
+    """The keys valid beside the last part of ``loc`` (an error's path)."""
     kind: Any = FileConfig
     for part in loc[:-1]:
         if isinstance(kind, type) and issubclass(kind, BaseModel):
@@ -113,7 +96,7 @@ def load(path: Path) -> FileConfig:
 
 
 def for_output(output: Path, explicit: Path | None = None) -> tuple[Path, PackageConfig] | None:
-    """The config file :func:`find` finds, and its table for ``output`` (key relative to it)."""
+    """The config file and its table for ``output`` (keys are relative to the file)."""
     path = find(Path.cwd(), explicit)
     if path is None:
         return None
@@ -125,7 +108,6 @@ def for_output(output: Path, explicit: Path | None = None) -> tuple[Path, Packag
 
 
 def unknown_tools(table: PackageConfig, tool_names: Iterable[str]) -> list[str]:
-    """Config keys that name tools the environment does not have, as ``key: name`` strings."""
     known = set(tool_names)
     problems: list[str] = []
     for key, names in (

@@ -2,8 +2,7 @@
 
 Each name: the caller, else the config file, else the existing package, else a default.
 ``include``/``exclude``/``rename`` come whole from the config table when there is one (an
-unset key is back to its default), else from the recorded snapshot. The version starts at
-1.0.0 and is bumped (``orsgen.generate.pipeline.versioning``) by environment and configuration changes alike.
+unset key is back to its default), else from the recorded snapshot.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ SELECTION = ("include", "exclude", "rename")
 
 @dataclass(frozen=True)
 class Names:
-    """Names the caller asked for; ``None`` leaves each to the config file or a default."""
-
     package: str | None = None
     class_name: str | None = None
     split: str | None = None
@@ -40,7 +37,6 @@ class Section:
 
 
 def _label(environment: Environment, output: Path) -> str:
-    """What the adapter class is named after: the deployment, the class, the environment."""
     ident = environment.identity
     return ident.deployment or ident.class_name or ident.env_name or output.name
 
@@ -71,8 +67,7 @@ def _names(
 
 
 def _selection(configured: PackageConfig | None, previous: Package | None) -> dict[str, Any]:
-    """``include``/``exclude``/``rename`` as the package records them (only what is set):
-    the config table's when there is one, else the previous package's."""
+    """``include``/``exclude``/``rename`` as the package records them (only what is set)."""
     if configured is None:
         if previous is None:
             return {}
@@ -91,7 +86,6 @@ def _selection(configured: PackageConfig | None, previous: Package | None) -> di
 
 
 def surface(environment: Environment, package: Package) -> Environment:
-    """``environment`` with only the tools ``package`` generates (its include/exclude)."""
     kept = {s.name for s in tool_specs(environment, package)}
     return environment.model_copy(
         update={
@@ -102,8 +96,7 @@ def surface(environment: Environment, package: Package) -> Environment:
 
 
 def _renamed(old: Renames, new: Renames, tools: set[str]) -> list[Change]:
-    """A configured rename changes the name the model calls a tool or parameter by: as
-    breaking as removing it and adding another."""
+    # As breaking as removing a tool or parameter and adding another: the model calls it anew.
     out: list[Change] = []
     for wire in sorted(tools & (set(old.tools) | set(new.tools))):
         before, after = old.tools.get(wire, wire), new.tools.get(wire, wire)
@@ -120,7 +113,6 @@ def _renamed(old: Renames, new: Renames, tools: set[str]) -> list[Change]:
 
 
 def _changes(old: Snapshot, environment: Environment, package: Package) -> Classification:
-    """How the generated surface changed: the environment's tools as each package selects them."""
     new_surface = surface(environment, package)
     changes = classify(surface(old.environment, old.package), new_surface)
     kept = {t.name for t in new_surface.all_tools}
@@ -131,7 +123,6 @@ def _changes(old: Snapshot, environment: Environment, package: Package) -> Class
 def _history(
     previous: Package | None, changes: Classification | None
 ) -> tuple[str, list[HistoryEntry]]:
-    """The new version and the history, newest first."""
     if previous is None or changes is None:
         first = HistoryEntry(version=FIRST_VERSION, level="initial", changes=["first snapshot"])
         return FIRST_VERSION, [first]

@@ -1,18 +1,5 @@
-"""From a target to a written package in one call: snapshot, package section, generate, write.
-
-This is orsgen's library entry point; the command line is a thin shell around it::
-
-    from pathlib import Path
-    from orsgen.generate.pipeline.run import Request, run
-
-    result = run(Request("examples/echo_env.py", Path("generated/echo")), progress=print)
-    print(result.version, result.level, sorted(result.files))
-
-It prints nothing (progress goes to ``progress``, findings come back as diagnostics). A
-request it cannot carry out raises :class:`RequestError` with nothing written; a package that
-must not be written (errors, warnings under ``fail_on_warning``, a secret in the output) comes
-back with ``refused`` set. Writes are atomic and never replace a file orsgen did not write.
-"""
+"""From a target to a written package in one call (orsgen's library entry point, which the
+CLI wraps): snapshot, package section, generate, write atomically. It prints nothing."""
 
 from __future__ import annotations
 
@@ -116,13 +103,14 @@ class Result:
         return len(tool_specs(self.snapshot.environment, self.snapshot.package))
 
 
-# What generation starts from: the environment facts and the snapshot's findings, the
-# snapshot already in the output directory, and the package's config table, checked.
+# The environment, the snapshot's findings, the snapshot in the output and the config table.
 _Inputs = tuple[Environment, list[Diagnostic], Snapshot | None, config.PackageConfig | None]
 
 
 def run(request: Request, progress: Progress = silent) -> Result:
-    """Snapshot (or read a stored snapshot), name, version, generate, write atomically."""
+    """Snapshot (or read a stored snapshot), name, version, generate, write atomically. A
+    request it cannot carry out raises :class:`RequestError` with nothing written; a package
+    that must not be written comes back with ``refused`` set."""
     quiet_sdk()
     environment, found, previous, configured = _inputs(request, progress)
     names = Names(request.package, request.class_name, request.split)
@@ -132,11 +120,9 @@ def run(request: Request, progress: Progress = silent) -> Result:
         progress(f"changes since the previous snapshot in {request.output}:\n{report}")
     snapshot = build(environment, section.package)
     generated = generate(snapshot)
-    diagnostics = [
-        *found,
-        *_name_warnings(request.output, section.package.name),
-        *generated.diagnostics,
-    ]
+    where = request.output.resolve()
+    said = [*naming.import_notes(where, section.package.name), *naming.shadowing_notes(where)]
+    diagnostics = [*found, *(warning(None, "", n) for n in said), *generated.diagnostics]
     refused = _refusal(request, diagnostics, generated.files)
     if refused is None:
         _write(request.output, generated.files)
@@ -216,12 +202,10 @@ def fetch_options(
     configured: tuple[Path, config.PackageConfig] | None = None,
     previous: Snapshot | None = None,
 ) -> FetchOptions:
-    """How to snapshot, for generation and ``check --live``: ``configured`` is the config
-    file and its table; ``previous`` the snapshot already in the output directory."""
+    """How to snapshot, for generation and ``check --live`` (the request wins over the file)."""
     from orsgen.snapshot.fetch import FetchOptions
 
     path, table = configured if configured is not None else (None, None)
-    # Both are checked the same way; the request wins over the file.
     in_file = _checked_toolset(table.toolset if table is not None else None, f"{path}: toolset: ")
     return FetchOptions(
         split=request.split or (table.split if table is not None else None),
@@ -251,7 +235,6 @@ def _checked_toolset(name: str | None, where: str = "") -> str | None:
 def _configured(
     table: tuple[Path, config.PackageConfig] | None, environment: Environment
 ) -> config.PackageConfig | None:
-    """The package's config table, checked against the environment's tool names."""
     if table is None:
         return None
     path, package = table
@@ -270,12 +253,6 @@ def _stored_in(directory: Path) -> Snapshot | None:
         return load_text(path.read_text(encoding="utf-8"), str(path))
     except SnapshotError:
         return None
-
-
-def _name_warnings(output: Path, package: str) -> list[Diagnostic]:
-    where = output.resolve()
-    notes = [*naming.import_notes(where, package), *naming.shadowing_notes(where)]
-    return [warning(None, "", note) for note in notes]
 
 
 def _refusal(

@@ -1,14 +1,5 @@
-"""Classify how an environment changed between two snapshots, and bump the version.
-
-The rules follow what breaks code and models that were trained against the old tools:
-
-- major: a tool removed; a parameter removed; a required parameter added; an optional
-  parameter made required; a type narrowed or changed; an enum value removed;
-- minor: a tool added; an optional parameter added; a required parameter made
-  optional; an enum value added; a type widened;
-- patch: only descriptions, titles or non-tool facts (splits, task counts) changed;
-- unchanged: identical.
-"""
+"""Classify how an environment changed between two snapshots, and bump the version, by the
+rules of docs/generating.md ("Versioning"): what breaks code and models trained on the old tools."""
 
 from __future__ import annotations
 
@@ -19,7 +10,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel
 
 from orsgen.generate import ir
-from orsgen.generate.typemap import tool_tree
+from orsgen.generate.typemap import short_json, tool_tree
 from orsgen.snapshot.stored import Environment, stored_form
 
 Level = Literal["unchanged", "patch", "minor", "major"]
@@ -29,7 +20,7 @@ WORDS = {"major": "breaking", "minor": "additive", "patch": "cosmetic", "unchang
 
 @dataclass(frozen=True, order=True)
 class Change:
-    """One classified difference. ``tool`` is the wire name, or ``None`` for non-tool facts."""
+    """One classified difference. ``tool`` is the wire name, or "" for non-tool facts."""
 
     tool: str
     level: Level
@@ -74,8 +65,10 @@ def _compare_types(tool: str, param: str, old: ir.Node, new: ir.Node, out: list[
     # Same number of members, all of them Literals: an enum gained or lost values.
     literals = [m for m in old_members + new_members if isinstance(m, ir.LiteralOf)]
     if len(old_members) == len(new_members) and len(literals) == len(old_members) * 2:
-        old_values = {repr(v) for m in old_members if isinstance(m, ir.LiteralOf) for v in m.values}
-        new_values = {repr(v) for m in new_members if isinstance(m, ir.LiteralOf) for v in m.values}
+        old_values, new_values = (
+            {repr(v) for m in side if isinstance(m, ir.LiteralOf) for v in m.values}
+            for side in (old_members, new_members)
+        )
         for value in sorted(old_values - new_values):
             out.append(Change(tool, "major", f"{where}: enum value {value} removed"))
         for value in sorted(new_values - old_values):
@@ -155,13 +148,13 @@ def classify(old: Environment, new: Environment) -> Classification:
     for key in _FACTS:
         before, after = _fact(old, key), _fact(new, key)
         if before != after:
-            out.append(Change("", "patch", f"{key} changed: {_brief(before)} -> {_brief(after)}"))
+            was, now = short_json(before, 120, True), short_json(after, 120, True)
+            out.append(Change("", "patch", f"{key} changed: {was} -> {now}"))
     return result
 
 
 def _offering_changes(old: Environment, new: Environment) -> list[Change]:
-    """Task tools a probed task stopped or started offering, when both snapshots record
-    which probed task offered which (the runtime drift guard compares the same, per task)."""
+    """Task tools a probed task stopped or started offering, when both snapshots record them."""
     old_probe, new_probe = old.task_tools_probe, new.task_tools_probe
     if old_probe is None or new_probe is None:
         return []
@@ -179,21 +172,12 @@ def _offering_changes(old: Environment, new: Environment) -> list[Change]:
     return out
 
 
-# Environment facts besides the tools that a version records (as patch changes); what the
-# client or the server software is does not change what the model sees.
+# Facts besides the tools recorded as patch changes (not the software: the model sees none).
 _FACTS = ("splits", "terminal_tool", "supports_score_group", "identity", "target")
 
 
 def _fact(environment: Environment, key: str) -> Any:
-    """One of :data:`_FACTS` as the snapshot stores it (``None`` when it records none)."""
     value: Any = getattr(environment, key) if key in environment.model_fields_set else None
     if isinstance(value, list):
         return [stored_form(v) for v in cast(list[BaseModel], value)]
     return stored_form(value) if isinstance(value, BaseModel) else value
-
-
-def _brief(value: Any) -> str:
-    import json
-
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 120 else text[:117] + "..."

@@ -24,8 +24,7 @@ def _is_generated(path: Path) -> bool:
 
 
 def write_package(directory: Path, files: Mapping[str, str]) -> None:
-    """Stage every file in a sibling directory, then swap it into place. The user's own
-    files are carried over; generated files no longer produced go away."""
+    """Stage every file in a sibling directory with the user's own files, then swap it in."""
     directory = directory.resolve()
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = _staging_dir(directory)
@@ -53,8 +52,7 @@ def write_package(directory: Path, files: Mapping[str, str]) -> None:
         else:
             os.replace(staging, directory)
     finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _staging_dir(directory: Path) -> Path:
@@ -72,8 +70,7 @@ def _staging_dir(directory: Path) -> Path:
 
 
 def stray_generated(directory: Path, produced: Iterable[str]) -> list[str]:
-    """Files an earlier orsgen run generated here that are no longer produced; the next
-    write removes them, so a package holding them is stale."""
+    """Files an earlier orsgen run generated here that are no longer produced (stale)."""
     if not directory.is_dir():
         return []
     keep = set(produced)
