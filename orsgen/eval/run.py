@@ -45,12 +45,10 @@ class RunUsage:
 
 @dataclass(frozen=True)
 class EvalResult(FinishedRun):
-    """A finished evaluation: ``summary`` is summary.json (each task's ``pass_at_k`` and
-    ``pass_hat_k`` read-only), ``config`` the run's identity (run.json), ``records`` one slim
-    :class:`Record` per rollout, and ``seconds`` the wall time of this call's rollouts (setup
-    and report excluded; ``None`` for shards merged). :attr:`usage`, :attr:`stop` and
-    :attr:`cost` are summary.json's, typed. The transcripts stay in ``out``'s
-    results.jsonl: :meth:`transcripts` reads them back one at a time."""
+    """A finished evaluation (docs/evaluating.md): ``summary`` is summary.json, ``config``
+    run.json, ``records`` one slim :class:`Record` per rollout, and ``seconds`` the wall
+    time of this call's rollouts (``None`` for shards merged). The transcripts stay in
+    ``out``'s results.jsonl: :meth:`transcripts` reads them back one at a time."""
 
     records: Sequence[Record]
     seconds: float | None = 0.0
@@ -156,20 +154,10 @@ def evaluate(
     progress: bool = True,
     on_start: Callable[[EvalConfig, int], None] | None = None,
 ) -> EvalResult:
-    """Evaluate the model and endpoint of ``config`` (an OpenAI-compatible base URL such
-    as ``http://127.0.0.1:8000/v1``, or several serving the same model) on its split of a
-    generated adapter class ``env`` (or a factory returning adapters). ``EvalConfig``'s
-    fields left ``None`` are filled in from the environment; the result is
-    ``EvalResult.config`` and ``run.json``.
-
-    ``adapter`` holds the adapter's settings: a mapping of its keywords (``base_url``,
-    ``api_key``, ``secrets``, ...), or an :class:`~orsgen.AdapterConfig` used as it is.
-    The rest says how the run goes, not what it is: ``concurrency`` rollouts at once,
-    ``endpoint_api_key`` (one key for every
-    endpoint or one per endpoint; never written), results to ``out`` when given
-    (``resume=True`` continues the run there, or starts it there when it holds none; one
-    process at a time writes a run directory). ``on_start(config, left)`` is called before
-    the first rollout with the number of rollouts left to run (0: the run was complete).
+    """Evaluate ``config``'s model and endpoint on its split of a generated adapter class
+    ``env`` (or a factory returning adapters), with the adapter's settings ``adapter`` (a
+    mapping of its keywords, or an :class:`~orsgen.AdapterConfig`); results to ``out`` when
+    given, which ``resume=True`` continues. docs/evaluating.md describes every keyword.
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
     configuration, always before the first rollout; :class:`~orsgen.EndpointsDown` (a
