@@ -1,6 +1,5 @@
-"""report.md beside the results, with two PNGs: pass rate per task (past ``MAX_BARS``
-tasks, a histogram of the tasks' pass rates) and the reward histogram (matplotlib, Agg
-backend: no display needed)."""
+"""report.md beside the results, with two PNGs (matplotlib's Agg backend: no display
+needed): pass rate per task and the reward histogram."""
 
 from __future__ import annotations
 
@@ -25,13 +24,6 @@ def _fmt(value: Any) -> str:
 
 def _secs(value: Any) -> str:
     return "n/a" if value is None else f"{value:.4g}"
-
-
-def _zero_marks(ax: Any, xs: Sequence[float], values: Sequence[float], width: float) -> None:
-    """A bar of height 0 draws nothing: mark each with a short line on the axis."""
-    for x, value in zip(xs, values):
-        if value == 0:
-            ax.hlines(0.0, x - width / 2, x + width / 2, colors="C0", linewidth=3, zorder=3)
 
 
 def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:
@@ -65,12 +57,13 @@ def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
     xs = [float(i) for i in range(len(per_task))]
     fig, ax = plt.subplots(figsize=(max(6.4, 0.5 * len(per_task) + 2), 4.2))
     bars = ax.bar(xs, values, width=0.7, color="C0", zorder=2)
-    _zero_marks(ax, xs, values, 0.7)
+    for x, value in zip(xs, values):  # a bar of height 0 draws nothing: mark it on the axis
+        if value == 0:
+            ax.hlines(0.0, x - 0.35, x + 0.35, colors="C0", linewidth=3, zorder=3)
     ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], padding=2, fontsize=8)
     ax.set_xticks(xs, [f"task {t['task_index']}" for t in per_task])
     ax.tick_params(axis="x", labelrotation=45 if len(per_task) > 8 else 0, labelsize=8)
-    ax.set_ylim(-0.03, 1.12)  # room under 0 for the zero marks
-    ax.set_ylabel("pass@1")
+    ax.set(ylim=(-0.03, 1.12), ylabel="pass@1")  # room under 0 for the zero marks
     ax.set_title(f"{model}: pass@1 per task {where}", fontsize=10)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     fig.tight_layout()
@@ -94,8 +87,7 @@ def _histogram(plt: Any, counts: Any, edges: Any, color: str, labels: Any, title
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     counts, _edges, patches = ax.hist(edges[:-1], bins=edges, weights=counts, color=color, zorder=2)
     ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
-    ax.set_xlabel(labels[0])
-    ax.set_ylabel(labels[1])
+    ax.set(xlabel=labels[0], ylabel=labels[1])
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     fig.tight_layout()
