@@ -70,9 +70,10 @@ def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
     from orsgen.snapshot.model import SnapshotError, load_text
     from orsgen.snapshot.splits import choose_split
 
+    given: dict[str, Any] = {k: v for k, v in vars(args).items() if k in CONFIG_FIELDS}
     split: str = args.split or klass.DEFAULT_SPLIT
-    given = {k: v for k, v in vars(args).items() if k in CONFIG_FIELDS and v is not None}
-    config = EvalConfig(**{**given, "split": split})
+    given["split"] = split
+    config = EvalConfig(**{k: v for k, v in given.items() if v is not None})
     path = Path(args.dir) / "snapshot.json"
     try:
         splits = load_text(path.read_text(encoding="utf-8"), str(path)).environment.splits

@@ -78,15 +78,15 @@ def merge_shards(
     if target.resolve() in {s.path.resolve() for s in found}:
         raise RunError(f"--out {target} is one of the shards; merge into another directory")
     ordered = [by_index[i] for i in sorted(by_index)]
-    record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
-    counts = added_counts(*(s.endpoint_counts for s in ordered))
-    run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
     facts = read_config(first.path)
+    run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
     run.update(recorded(resolved(first.path, facts), target))  # where replay finds it
-    if facts.get("environment_url") is not None:  # a fact, the first shard's
-        run.update({"environment_url": facts["environment_url"]})
-    run.update({"endpoint_counts": counts} if counts else {})
-    run.update({"partial": record} if record else {})
+    more = {
+        "environment_url": facts.get("environment_url"),  # a fact, the first shard's
+        "endpoint_counts": added_counts(*(s.endpoint_counts for s in ordered)) or None,
+        "partial": {"shards": first.count, "missing": missing} if missing else None,
+    }
+    run.update((name, value) for name, value in more.items() if value is not None)
     run = json.loads(json.dumps(run))  # as run.json reads back
     made = not target.exists()
     try:

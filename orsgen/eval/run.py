@@ -256,22 +256,26 @@ def _plan(probe: Any, given: EvalConfig, writer: RunWriter | None, resume: bool)
         out = writer.directory
         earlier = check_resume(out, config, resume)
         package = recorded(package_path(kind), out)
-        where, counts = environment_url(probe), earlier or None
-        writer.start(config.to_json(), **package, environment_url=where, endpoint_counts=counts)
-        # In the tools' own key order: the model saw them rendered in it.
-        write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
+        # The servers' public URLs: a fact, so a resume at another address records the new one.
+        urls = [public_url(s.session_url) for s in getattr(here, "servers", ()) if s.session_url]
+        where = None if not urls else urls[0] if len(urls) == 1 else urls
+        writer.start(
+            config.to_json(), **package, environment_url=where, endpoint_counts=earlier or None
+        )
+        # adapter.json: the tools as TRL renders them, in their own key order (the model saw
+        # them rendered in it), and the package's training split.
+        view = {
+            "adapter": kind.__qualname__,
+            "environment": probe.ENV_NAME,
+            "tools_sha256": probe.TOOLS_SHA256,
+            "train_split": probe.DEFAULT_SPLIT,
+            "tools": tool_schemas(trl_tools(probe)),
+        }
+        write_json(out / ADAPTER_FILE, view, sort_keys=False)
         # A group judge judges n samples: a task with fewer rows runs again, all of them.
         group = config.n if getattr(kind, "SUPPORTS_SCORE_GROUP", False) else None
         done = read_records(out / RESULTS_FILE, group)
     return Plan(config, done, earlier)
-
-
-def environment_url(probe: Any) -> str | list[str] | None:
-    """The environment servers' URLs, without credentials or a query (run.json's
-    ``environment_url``, a fact: a resume at another address records the new one)."""
-    servers = getattr(probe.rollout.here, "servers", ())
-    urls = [public_url(s.session_url) for s in servers if s.session_url]
-    return None if not urls else urls[0] if len(urls) == 1 else urls
 
 
 def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
@@ -288,14 +292,3 @@ def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
     if count < 1:
         raise EvalConfigError(f"split {split!r} has no tasks: there is no task to evaluate")
     return range(min(count, given.num_tasks or count))
-
-
-def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
-    """adapter.json: the tools as TRL renders them, and the package's training split."""
-    return {
-        "adapter": klass.__qualname__,
-        "environment": klass.ENV_NAME,
-        "tools_sha256": klass.TOOLS_SHA256,
-        "train_split": klass.DEFAULT_SPLIT,
-        "tools": tool_schemas(trl_tools(probe)),
-    }
