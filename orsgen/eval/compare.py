@@ -54,9 +54,7 @@ def sign_flip_p(diffs: Sequence[float], seed: int = 0) -> float | None:
     nonzero = [x for x in diffs if x != 0]
     if not nonzero:
         return 1.0
-    if len(nonzero) <= EXACT_UP_TO:
-        return _SignFlips(nonzero, seed).p(0.0)
-    return _SignFlips(diffs, seed).p(0.0)
+    return _SignFlips(nonzero if len(nonzero) <= EXACT_UP_TO else diffs, seed).p(0.0)
 
 
 class _SignFlips:
