@@ -1,8 +1,7 @@
 """argparse as orsgen's commands use it: a mistyped option names the closest valid one,
-option values are checked before anything else runs (no network on a bad value), and an
-error is one line, ``orsgen COMMAND: error: ...``: :class:`UsageError` or a library's
-:class:`~orsgen.runlog.RunError` (exit 2), or :class:`Failed` (exit 1), which
-``orsgen.cli.main`` prints."""
+option values are checked before any network, and an error is one line that
+``orsgen.cli.main`` prints: :class:`UsageError` or :class:`~orsgen.runlog.RunError` (exit
+2), or :class:`Failed` (exit 1)."""
 
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ class Failed(Exception):
 
 
 def secret_pairs(pairs: Sequence[str]) -> dict[str, str] | None:
-    """`--secret NAME=VALUE` pairs as a dict (`orsgen` and `orsgen eval` both take them)."""
+    """`--secret NAME=VALUE` pairs as a dict."""
     if not pairs:
         return None
     out: dict[str, str] = {}
@@ -45,7 +44,7 @@ def secret_pairs(pairs: Sequence[str]) -> dict[str, str] | None:
 
 
 def number(text: str, what: str = "a number") -> float:
-    """An option's finite number, checked before any network."""
+    """An option's finite number."""
     try:
         value = float(text)
     except ValueError:
@@ -56,7 +55,7 @@ def number(text: str, what: str = "a number") -> float:
 
 
 def http_url(text: str) -> str:
-    """An option's http(s) URL (``--endpoint``, ``--base-url``), checked before any network."""
+    """An option's http(s) URL (``--endpoint``, ``--base-url``)."""
     parts = urllib.parse.urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"{text!r} is not an http(s) URL")
@@ -81,7 +80,7 @@ def run_directory(path: str, flag: str) -> Path:
 
 
 def seconds(text: str) -> float:
-    """``--timeout``: a positive number of seconds, checked before any network."""
+    """``--timeout``: a positive number of seconds."""
     value = number(text, "a number of seconds")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
@@ -89,7 +88,7 @@ def seconds(text: str) -> float:
 
 
 def price(text: str) -> tuple[float, float]:
-    """``--price IN,OUT``: two numbers of at least 0 (per million prompt and completion tokens)."""
+    """``--price IN,OUT``: two numbers of at least 0."""
     parts = [in_range(0.0)(part) for part in text.split(",")]
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"takes IN,OUT (per million tokens: 3,15), got {text!r}")
@@ -110,7 +109,7 @@ def in_range(low: float, high: float = math.inf) -> Callable[[str], float]:
 
 
 def at_least(low: int) -> Callable[[str], int]:
-    """An option's whole number of at least ``low`` (``-n 0``: one line naming ``-n``)."""
+    """An option's whole number of at least ``low``."""
 
     def parse(text: str) -> int:
         try:
@@ -125,8 +124,7 @@ def at_least(low: int) -> Callable[[str], int]:
 
 
 def needs(extra: str, modules: Sequence[str]) -> None:
-    """Import ``modules``, those of ``orsgen[extra]``: one that cannot be imported is a
-    :class:`UsageError` saying what to install."""
+    """Import ``modules``, those of ``orsgen[extra]``, or say what to install."""
     for name in modules:
         try:
             importlib.import_module(name)
@@ -142,10 +140,10 @@ def environment_options(
     target: bool = False,
     when: str = "",
 ) -> None:
-    """The options that reach an environment, one declaration (one meaning, one help) for
-    every command: ``--base-url`` (``base_url``: its default; ``several``: repeatable),
-    ``--env-name`` and ``--toolset`` (``target``: a command that opens a TARGET as ``orsgen
-    TARGET -o DIR`` does), ``--api-key`` and ``--secret`` (``when``: "with --live: ")."""
+    """The options that reach an environment, declared once for every command:
+    ``--base-url`` (``base_url``: its default; ``several``: repeatable), ``--env-name`` and
+    ``--toolset`` (``target``: a command that opens a TARGET), ``--api-key`` and
+    ``--secret`` (``when``: "with --live: ")."""
     if base_url is not None:
         many, action = (" (repeat for several)", "append") if several else ("", "store")
         help = f"ORS server URL{many} (default: {base_url})"
@@ -161,8 +159,8 @@ def environment_options(
 
 
 def rollout_options(p: argparse.ArgumentParser, concurrency: int, what: str, package: bool) -> None:
-    """``--concurrency`` (``what`` at once) and ``--pass-threshold``, the one pass rule
-    (``package``: by default the package's, as ``orsgen eval`` reads it)."""
+    """``--concurrency`` (``what`` at once) and ``--pass-threshold`` (``package``: by default
+    the package's)."""
     from orsgen.runtime.records.passk import PASS_THRESHOLD
 
     help = f"{what} at once (default {concurrency})"
@@ -176,7 +174,7 @@ def rollout_options(p: argparse.ArgumentParser, concurrency: int, what: str, pac
 @dataclass(frozen=True)
 class Command:
     """``orsgen NAME ...`` (``name`` "" for ``orsgen TARGET -o DIR``): ``module.parser()``,
-    and ``run(argv)`` returning an exit code or raising :class:`UsageError` / :class:`Failed`."""
+    and ``run(argv)`` returning an exit code."""
 
     name: str
     module: str
@@ -212,13 +210,13 @@ class Parser(argparse.ArgumentParser):
         return self.parse_args(argv)
 
     def option(self, dest: str) -> str | None:
-        """The option that sets ``dest``, as ``--help`` names it (``-n/--samples``), the
-        argument's name (``DIR``), or ``None`` when none does."""
+        """The option that sets ``dest`` as ``--help`` names it (``-n/--samples``, ``DIR``),
+        or ``None``."""
         found = next((a for a in self._actions if a.dest == dest), None)
         return None if found is None else "/".join(found.option_strings) or dest.upper()
 
     def error(self, message: str) -> NoReturn:
-        """One line, as every other error (without argparse's usage block)."""
+        """One line, without argparse's usage block."""
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

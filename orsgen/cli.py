@@ -149,11 +149,6 @@ def _unaliased(argv: list[str]) -> list[str]:
     return [ALIASES[argv[at]], *argv[1:at], *argv[at + 1 :]] if at else argv
 
 
-def _error(command: Command, exc: BaseException) -> None:
-    """One line on stderr, ``orsgen COMMAND: error: ...``, whatever the exception holds."""
-    _line(f"{command.words}: error: {' '.join(str(exc).split())}")
-
-
 def _print_diagnostics(diagnostics: Sequence[Diagnostic], verbose: bool = False) -> None:
     for line in grouped(diagnostics, verbose):
         print(f"  {line}", file=sys.stderr)
@@ -384,12 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = named.get(argv[0] if argv else "", COMMANDS[0])
     try:
         return command(argv[1:] if command.name else argv)
-    except (UsageError, RunError, pipeline.RequestError) as exc:  # a request that cannot be met
-        _error(command, exc)
-        return EXIT_USAGE
-    except Failed as exc:
-        _error(command, exc)
-        return EXIT_FAIL
+    except (UsageError, RunError, pipeline.RequestError, Failed) as exc:
+        _line(f"{command.words}: error: {' '.join(str(exc).split())}")  # one line, always
+        return EXIT_FAIL if isinstance(exc, Failed) else EXIT_USAGE
     except KeyboardInterrupt:
         _say_interrupted()
         return EXIT_INTERRUPTED

@@ -1,6 +1,5 @@
 """Evaluate a model on an ORS environment through a generated adapter (``orsgen eval``;
-needs ``orsgen[eval]``): :func:`evaluate`, :func:`merge_shards` of a sharded run, :func:`compare_runs` of runs.
-"""
+needs ``orsgen[eval]``): :func:`evaluate`, :func:`merge_shards`, :func:`compare_runs`."""
 
 from orsgen.eval.compare import compare_runs, format_comparison, load_summary
 from orsgen.eval.config import EvalConfig, EvalConfigError

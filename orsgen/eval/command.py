@@ -1,10 +1,7 @@
 """``orsgen eval DIR --endpoint URL --model NAME [options]``: the command line over
-:func:`orsgen.eval.evaluate`; and what it shares with ``orsgen merge`` (:func:`ran`).
-
-Exit codes: 0 when the run completed (whatever its failures), 1 when ``--min-coverage``
-is not met, when every endpoint has been down for ``--endpoint-down-limit`` (or for a bug:
-its traceback; the rows written so far kept either way), 2 for an unusable
-configuration, always found before the first rollout (one line on stderr)."""
+:func:`orsgen.eval.evaluate`, and what it shares with ``orsgen merge`` (:func:`ran`). Exit
+codes: docs/evaluating.md ("Exit codes"); an unusable configuration is always found before
+the first rollout."""
 
 from __future__ import annotations
 
@@ -68,7 +65,7 @@ def load_adapter(directory: str, class_name: str | None) -> Any:
 
 def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
     """The :class:`EvalConfig` of the options, ``--split`` and ``--indices`` checked against
-    the package's snapshot.json (no network: the environment checks them again)."""
+    the package's snapshot.json first (no network)."""
     from orsgen.snapshot.errors import TargetError
     from orsgen.snapshot.model import SnapshotError, load_text
     from orsgen.snapshot.splits import choose_split
@@ -95,7 +92,7 @@ def _config(args: argparse.Namespace, klass: Any) -> EvalConfig:
 
 def adapter_config(args: argparse.Namespace, klass: Any, package: str, **settings: Any) -> Any:
     """The :class:`~orsgen.AdapterConfig` of :func:`environment_options` and ``settings`` for
-    the adapter class ``klass`` of ``package`` (no network, no group prefetch)."""
+    the adapter class ``klass`` of ``package``."""
     from orsgen.runtime.config import AdapterConfig
 
     urls: list[str] = args.base_url or []
@@ -119,8 +116,7 @@ def adapter_config(args: argparse.Namespace, klass: Any, package: str, **setting
 
 
 def _evaluate(args: argparse.Namespace) -> EvalResult:
-    """Every option checked, then the endpoint, then the run; everything up to the first
-    rollout raises UsageError or EvalConfigError."""
+    """Every option checked, then the endpoint, then the run."""
     if args.resume and not args.out:
         raise UsageError("--resume needs --out RUN, the run to continue")
     keyed(args.endpoint, args.endpoint_api_key)  # the key count, before anything else
@@ -169,9 +165,7 @@ def _evaluate(args: argparse.Namespace) -> EvalResult:
 
 def ran(work: Callable[[], EvalResult], command: str, kept: str, min_coverage: float | None) -> int:
     """``orsgen eval`` and ``orsgen merge``: ``work``'s run, its headline on stdout and where
-    its files are on stderr; SIGTERM stops it as Ctrl-C does, with a line that says what is
-    ``kept``, and the library's errors are one line, naming the option (of ``orsgen eval``)
-    that sets their field."""
+    its files are on stderr; SIGTERM stops it as Ctrl-C does, saying what is ``kept``."""
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         result = work()
@@ -199,7 +193,6 @@ def ran(work: Callable[[], EvalResult], command: str, kept: str, min_coverage: f
 
 
 def main(argv: Sequence[str]) -> int:
-    """Exit 0, or raise :class:`UsageError` (exit 2) or :class:`Failed` (exit 1)."""
     args = parser().parse(list(argv))
     needs("eval", EXTRA)
     kept = f"; the rows so far are in {args.out}: continue with --resume" if args.out else ""
@@ -214,5 +207,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _terminated(signum: int, _frame: Any) -> None:
-    """SIGTERM ends the run as Ctrl-C does: the files flushed, run.json written."""
     raise KeyboardInterrupt(signum)

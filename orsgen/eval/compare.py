@@ -1,18 +1,6 @@
-"""``orsgen compare RUN_A RUN_B [RUN_C ...]``: did each run do better than the first,
-the baseline, on the same tasks? Per run: its model, pass@1 with its Wilson interval (over
-tasks), mean reward, coverage, tokens, cost and why its rollouts ended. Per run against the
-baseline, on the tasks both gave a pass@1 (the *shared* tasks), paired by task:
-
-- ``pass_at_1_diff``: the mean over shared tasks of the per-task pass@1 difference, with the
-  95% interval that inverts the sign-flip test (the shifts it does not reject at 0.05), so it
-  excludes 0 exactly when ``p_value`` < 0.05; ``None`` with fewer than ``MIN_TASKS`` tasks,
-  too few for any p below 0.05;
-- ``p_value``: a two-sided paired sign-flip test of those differences (under "no
-  difference" each task's difference is as likely negative as positive): exact over every
-  sign of the non-zero ones when at most ``EXACT_UP_TO``, else ``PERMUTATIONS`` seeded
-  random signs, ``(1 + as extreme) / (1 + PERMUTATIONS)``;
-- ``fail_to_pass`` / ``pass_to_fail``: the shared tasks whose pass@1 rose / fell.
-"""
+"""``orsgen compare RUN_A RUN_B [RUN_C ...]``: did each run do better than the first, the
+baseline, on the tasks both gave a pass@1, paired by task? docs/evaluating.md ("Compare")
+states the figures and the paired sign-flip test."""
 
 from __future__ import annotations
 
@@ -59,26 +47,21 @@ def load_summary(run: Path) -> dict[str, Any]:
 
 
 def sign_flip_p(diffs: Sequence[float], seed: int = 0) -> float | None:
-    """The two-sided paired sign-flip test's p-value of ``diffs`` (``None`` for none): the
-    share of sign assignments whose |sum| is at least the observed |sum|. Zeros never move
-    the sum; ``EXACT_UP_TO`` non-zero differences or fewer are enumerated, more get
-    ``PERMUTATIONS`` seeded draws (:class:`_SignFlips`)."""
+    """The two-sided paired sign-flip test's p-value of ``diffs`` (``None`` for none).
+    Zeros never move the sum, so up to ``EXACT_UP_TO`` non-zero ones are enumerated."""
     if not diffs:
         return None
     nonzero = [x for x in diffs if x != 0]
     if not nonzero:
         return 1.0
-    if len(nonzero) <= EXACT_UP_TO:
-        return _SignFlips(nonzero, seed).p(0.0)
-    return _SignFlips(diffs, seed).p(0.0)
+    return _SignFlips(nonzero if len(nonzero) <= EXACT_UP_TO else diffs, seed).p(0.0)
 
 
 class _SignFlips:
     """The sign-flip test of "the differences are centred on ``shift``", for any shift: the
-    sums ``A = sum s_i d_i`` and ``B = sum s_i`` over the sign vectors ``s``, so that the
-    shifted sums are ``A - shift B``. Every sign vector for ``EXACT_UP_TO`` differences or
-    fewer; else ``PERMUTATIONS`` seeded draws, a binomial per distinct difference (how many
-    of its copies flip: the same law as flipping each), the same draws for every shift."""
+    sums ``A = sum s_i d_i`` and ``B = sum s_i`` over the sign vectors ``s`` (all, or
+    ``PERMUTATIONS`` seeded draws), so the shifted sums are ``A - shift B``. A draw is a
+    binomial per distinct difference: the same law as flipping each copy."""
 
     def __init__(self, diffs: Sequence[float], seed: int) -> None:
         import numpy as np
@@ -109,11 +92,10 @@ class _SignFlips:
 
 
 def paired_interval(diffs: Sequence[float], p_value: float, seed: int = 0) -> list[float] | None:
-    """The 95% interval of the mean difference that inverts the sign-flip test: the shifts
-    it does not reject at ``ALPHA``, found by bisection between shifts known accepted (the
-    mean; 0 when ``p_value`` >= ``ALPHA``) and known rejected (past every difference; 0
-    when ``p_value`` < ``ALPHA``). So it holds 0 exactly when ``p_value`` does not reject.
-    ``None`` with fewer than ``MIN_TASKS`` differences, too few for any p below ``ALPHA``."""
+    """The 95% interval of the mean difference that inverts the sign-flip test (the shifts it
+    does not reject at ``ALPHA``), by bisection. 0 is put on the side ``p_value`` puts it,
+    so the interval holds 0 exactly when ``p_value`` does not reject. ``None`` with fewer
+    than ``MIN_TASKS`` differences."""
     if len(diffs) < MIN_TASKS:
         return None
     test = _SignFlips(diffs, seed)
@@ -145,7 +127,6 @@ def _pass1(summary: Mapping[str, Any]) -> dict[int, float]:
 
 
 def paired(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
-    """``b`` against the baseline ``a`` on their shared tasks (the module's doc)."""
     pa, pb = _pass1(a), _pass1(b)
     shared = sorted(set(pa) & set(pb))
     diffs = [pb[i] - pa[i] for i in shared]
@@ -160,8 +141,7 @@ def paired(a: Mapping[str, Any], b: Mapping[str, Any], seed: int = 0) -> dict[st
 
 
 def _run(summary: Mapping[str, Any], path: str | None) -> dict[str, Any]:
-    """A run's own figures (``usage``, ``cost``, ``stop``: ``None`` in runs written before
-    orsgen recorded them)."""
+    """A run's own figures (``usage``, ``cost``, ``stop``: ``None`` in older runs)."""
     return {
         "path": path,
         "model": summary.get("model"),
@@ -183,10 +163,8 @@ def compare_runs(
 ) -> dict[str, Any]:
     """``{"runs": [...], "paired": [...]}`` of two or more runs' summaries (``paths``: how
     to name them), ``paired[j]`` run ``j + 1`` against the first. A run that differs from
-    the first in a ``COMPARED`` field (:mod:`orsgen.identity`: what makes their figures
-    comparable) raises
-    :class:`~orsgen.RunError` unless ``force``; so does one sharing no task with it. One that
-    differs in a ``WARNED`` limit gets a warning."""
+    the first in a ``COMPARED`` field (:mod:`orsgen.identity`) raises
+    :class:`~orsgen.RunError` unless ``force``, as one sharing no task with it does."""
     if len(summaries) < 2:
         raise ValueError(f"a comparison takes two runs or more, got {len(summaries)}")
     names = list(paths) if paths is not None else [None] * len(summaries)
@@ -220,7 +198,6 @@ def compare_runs(
 
 
 def _label(j: int) -> str:
-    """Run ``j``'s letter: A (the baseline), B, C, ..."""
     return chr(ord("A") + j) if j < 26 else f"#{j + 1}"
 
 
@@ -233,7 +210,6 @@ def _ci(pair: Any, sign: str = "") -> str:
 
 
 def _per_rollout(usage: Any) -> list[Any]:
-    """Prompt and completion tokens per rollout (``None``: a run written before usage)."""
     return [as_object(usage).get(f"{k}_tokens_per_rollout") for k in ("prompt", "completion")]
 
 
@@ -267,11 +243,7 @@ def _markdown(c: Mapping[str, Any]) -> str:
         )
     for j, p in enumerate(c["paired"], start=1):
         flips = len(p["fail_to_pass"]) + len(p["pass_to_fail"])  # the non-zero differences
-        how = (
-            f"exact over 2^{flips} sign flips"
-            if flips <= EXACT_UP_TO
-            else (f"{PERMUTATIONS:,} seeded sign flips")
-        )
+        how = f"exact over 2^{flips}" if flips <= EXACT_UP_TO else f"{PERMUTATIONS:,} seeded"
         p_value = "n/a" if p["p_value"] is None else f"{p['p_value']:.4g}"
         interval = (
             f"95% interval {_ci(p['ci95'], '+')}, the sign-flip test inverted"
@@ -283,7 +255,7 @@ def _markdown(c: Mapping[str, Any]) -> str:
             "",
             f"{_label(j)} against A: {p['tasks']} tasks in both runs",
             f"pass@1 {_label(j)}-A: {_num(p['pass_at_1_diff'], '+')} "
-            f"({interval}); p = {p_value} (paired, {how})",
+            f"({interval}); p = {p_value} (paired, {how} sign flips)",
             f"fail to pass (pass rate rose): {task_list(p['fail_to_pass'])}",
             f"pass to fail (pass rate fell): {task_list(p['pass_to_fail'])}",
         ]
@@ -291,20 +263,13 @@ def _markdown(c: Mapping[str, Any]) -> str:
 
 
 def _csv(c: Mapping[str, Any]) -> str:
-    """One row per run, its figures against the baseline beside its own (empty for A)."""
     buffer = io.StringIO()
     out = csv.writer(buffer, lineterminator="\n")
     out.writerow(CSV_COLUMNS)
     for j, r in enumerate(c["runs"]):
         p = as_object(c["paired"][j - 1] if j else None)
-        row = [
-            _label(j),
-            r["path"],
-            r["model"],
-            r["pass_at_1"],
-            *(r["pass_at_1_ci95"] or [None] * 2),
-        ]
-        row += [r["mean_reward"], r["coverage"]]
+        row = [_label(j), r["path"], r["model"], r["pass_at_1"]]
+        row += [*(r["pass_at_1_ci95"] or [None] * 2), r["mean_reward"], r["coverage"]]
         row += [*_per_rollout(r["usage"]), r["cost"]]
         row.append(";".join(f"{k}={v}" for k, v in as_object(r["stop"]).items()))
         row += [p.get("tasks"), p.get("pass_at_1_diff"), *(p.get("ci95") or [None] * 2)]
@@ -322,10 +287,8 @@ CSV_COLUMNS = (
 
 
 def format_comparison(c: Mapping[str, Any], format: str = "md") -> str:
-    """What ``orsgen compare --format FORMAT`` prints for a :func:`compare_runs`
-    result: ``md`` (a table of the runs, then each run against the
-    baseline, warnings first), ``json`` (only ``{"runs": ..., "paired": ...}``) or ``csv``
-    (a row per run)."""
+    """What ``orsgen compare --format FORMAT`` prints for a :func:`compare_runs` result:
+    ``md`` (warnings first), ``json`` (only ``{"runs": ..., "paired": ...}``) or ``csv``."""
     if format == "json":
         return json.dumps({"runs": c["runs"], "paired": c["paired"]}, indent=2)
     if format == "csv":

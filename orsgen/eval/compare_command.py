@@ -1,6 +1,5 @@
-"""``orsgen compare RUN_A RUN_B [RUN_C ...]`` (alias ``orsgen eval --compare``): the command
-line over :func:`orsgen.eval.compare_runs`. Exit codes: 0 with the comparison on stdout; 2
-for runs that do not compare (one line)."""
+"""``orsgen compare RUN_A RUN_B [RUN_C ...]`` (alias ``orsgen eval --compare``): exit 0 with
+the comparison on stdout, 2 for runs that do not compare (one line)."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ def parser() -> Parser:
 
 
 def main(argv: Sequence[str]) -> int:
-    """Print the comparison; warnings go to stderr but with ``md``, where they open the text
-    (stdout is the document alone otherwise)."""
+    """Print the comparison; warnings go to stderr but with ``md``, which opens with them."""
     args = parser().parse(list(argv))
     if len(args.runs) < 2:
         raise UsageError("takes two runs or more: RUN_A RUN_B [RUN_C ...]")

@@ -20,8 +20,8 @@ ADAPTER_FIELDS = ("environment", "adapter", "adapter_version", "tools_sha256")
 
 class EvalConfigError(ValueError):
     """An unusable configuration, found before the first rollout (``orsgen eval``: exit 2).
-    ``field`` names the :class:`EvalConfig` field (or ``evaluate`` keyword) at fault, if one
-    is: the message is ``field`` then ``problem``, and ``orsgen eval`` names its option."""
+    ``field`` names the :class:`EvalConfig` field (or ``evaluate`` keyword) at fault, if any;
+    ``orsgen eval`` names its option instead."""
 
     def __init__(self, problem: str, field: str | None = None) -> None:
         super().__init__(problem if field is None else f"{field} {problem}")
@@ -31,24 +31,10 @@ class EvalConfigError(ValueError):
 @dataclass(frozen=True, kw_only=True)
 class EvalConfig:
     """The parameters of an evaluation and the identity of its run: every field but
-    ``num_tasks`` is written to ``run.json`` under its own name, and a resume or a merge with
-    any field changed is refused, naming it: every field can change a verdict.
-
-    ``endpoint`` is the endpoint's URL, or a sequence of several serving the same model
-    (each request goes to the one with the fewest in flight; ``run.json`` holds them without
-    credentials or a query, one as a string, several as a list); ``n`` the samples per task.
-    The tasks are the first ``num_tasks`` of ``split``, exactly ``task_indices`` (in order),
-    or, with neither, the whole split. A field left ``None`` is filled in by ``evaluate``
-    (``split``, ``pass_threshold``: the adapter's; the adapter fields: the generated
-    class's, ``environment`` being its ``ENV_NAME``); a field given must agree with the
-    adapter. ``rollout_timeout`` is the seconds a rollout may take from its reset (``None``:
-    the adapter's, no limit by default), ``request_timeout`` the seconds an endpoint
-    request may take. ``shard``, ``(I, N)``, makes the run the ``I``-th of ``N`` shards (``I`` from
-    0), evaluating its part of the tasks (:meth:`tasks`); ``orsgen merge`` makes one
-    run of the ``N``. ``max_rollout_tokens`` ends a rollout whose tokens so far (prompt plus
-    completion, as the endpoint reports them) pass it (``stop`` ``token_limit``); ``price``,
-    ``(IN, OUT)`` per million prompt and completion tokens, gives each row its ``cost``.
-    Construction raises :class:`EvalConfigError` naming the field."""
+    ``num_tasks`` is written to ``run.json``, and a resume or a merge with any field changed
+    is refused, naming it (every field can change a verdict). A field left ``None`` is
+    filled in by ``evaluate``; the fields are described in docs/evaluating.md. Construction
+    raises :class:`EvalConfigError` naming the field."""
 
     model: str
     endpoint: str | Sequence[str]
@@ -120,11 +106,6 @@ class EvalConfig:
         """The config of the run in directory ``run`` (its ``run.json``)."""
         return EvalConfig.from_json(read_config(run))
 
-    def differences(self, other: EvalConfig, fields: Sequence[str] | None = None) -> list[str]:
-        """The names of the fields (all, or those of ``fields``) whose values differ."""
-        names = fields or [f.name for f in dataclasses.fields(self)]
-        return [name for name in names if getattr(self, name) != getattr(other, name)]
-
     def cost(self, usage: Mapping[str, int | None]) -> float | None:
         """What ``usage`` (a row's) cost at ``price`` (per million prompt and completion
         tokens), unrounded; ``None`` without a price or with unknown tokens."""
@@ -135,12 +116,9 @@ class EvalConfig:
 
     def tasks(self) -> tuple[int, ...]:
         """The tasks this run evaluates, in run order: ``task_indices``, or a shard's part of
-        them. Shard ``I`` of ``N`` takes the tasks at positions ``I``, ``I + N``, ``I + 2N``,
-        ... of the sorted task list, each with all its samples: the parts of the ``N``
-        shards are disjoint, make the whole run, and differ in size by one task at most.
-        A task's samples stay in one shard, so its pass@k and its ``score_group`` judge see
-        all of them; and neighbouring tasks, often alike in difficulty, go to different
-        shards, which balances their work as well as their counts."""
+        them. Shard ``I`` of ``N`` takes every ``N``-th of the sorted tasks from ``I``, with
+        all its samples (so its pass@k and ``score_group`` judge see all of them), and
+        neighbouring tasks, often alike in difficulty, go to different shards."""
         tasks = self.task_indices or ()
         if self.shard is None:
             return tasks

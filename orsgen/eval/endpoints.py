@@ -1,13 +1,10 @@
 """The model endpoints of an evaluation (``--endpoint``, repeatable): one ``openai.OpenAI``
 client each, in one :class:`~orsgen.runtime.transport.replicas.ReplicaPool` (which endpoint
-takes a request, rests and outages: its rules). A request its endpoints fail is sent
-again within its budget (docs/evaluating.md, "A request's budget"; a refused connection
-always takes its endpoint down; at most ``attempts`` tries end in a server error or a
-timeout, each of at most the request timeout), then its rollout is ``failed``, naming the
-last answer. The clients never retry (``max_retries=0``): this loop is the only one, so the
-budget is what the endpoints receive and ``endpoint_counts`` counts every request sent.
-Keys stay in the clients: labels, log lines, errors and counts carry public URLs only.
-"""
+takes a request, rests and outages). A request its endpoints fail is sent again within its
+budget (docs/evaluating.md, "A request's budget"), then its rollout is ``failed``. The
+clients never retry (``max_retries=0``): this loop is the only one, so the budget is what
+the endpoints receive and ``endpoint_counts`` counts every request sent. Keys stay in the
+clients: labels, log lines, errors and counts carry public URLs only."""
 
 from __future__ import annotations
 
@@ -63,8 +60,8 @@ def keyed(urls: Sequence[str], keys: str | Sequence[str] | None) -> list[tuple[s
 
 
 def check(keyed_urls: Sequence[tuple[str, str]]) -> None:
-    """Before a run (``orsgen eval``): raise :class:`EvalConfigError` when no endpoint answers
-    or one refuses its key (one that lacks ``/models`` is fine)."""
+    """Raise :class:`EvalConfigError` when no endpoint answers or one refuses its key (one
+    that lacks ``/models`` is fine)."""
     import openai
 
     silent: list[str] = []
@@ -105,8 +102,7 @@ def added_counts(*counts: Mapping[str, Any]) -> dict[str, dict[str, int]]:
 
 
 class Endpoints:
-    """The run's endpoints (``urls`` with their ``keys``, see :func:`keyed`), one client each;
-    ``attempts``: a request's budget without a deadline."""
+    """The run's endpoints (``urls`` with their ``keys``, see :func:`keyed`), one client each."""
 
     def __init__(
         self,
@@ -128,13 +124,11 @@ class Endpoints:
         self.attempts = attempts
 
     def post(self, body: dict[str, Any], task: Hashable = None, until: float | None = None) -> Any:
-        """One ``POST /chat/completions`` (the body goes as JSON as it is) for ``task``, on
-        whichever endpoint the pool picks, and again while endpoints fail it, within its
-        budget (``attempts`` tries; ``until``, the rollout's deadline on
-        ``time.monotonic``, instead bounds the tries an endpoint away spends, but never
-        more than ``attempts`` server errors and timeouts); raises
-        :class:`RequestFailed` or :class:`EndpointsDown`. The answer reads as a
-        ``ChatCompletion`` does (:class:`Fields`)."""
+        """One ``POST /chat/completions`` for ``task``, on whichever endpoint the pool picks,
+        and again while endpoints fail it, within its budget (``attempts`` tries; ``until``,
+        the rollout's deadline on ``time.monotonic``, instead bounds the tries an endpoint
+        away spends); raises :class:`RequestFailed` or :class:`EndpointsDown`. The answer
+        reads as a ``ChatCompletion`` does (:class:`Fields`)."""
         tries, server_errors, avoid = 0, 0, None
         while True:
             endpoint, resting = self.pool.take(avoid)
@@ -182,8 +176,8 @@ class Endpoints:
 
 
 class Fields(types.SimpleNamespace):
-    """A JSON object of an answer, its fields read as attributes like the openai client's
-    types (``answer.choices[0].message.tool_calls``); a field it lacks reads as ``None``."""
+    """A JSON object of an answer, read as the openai client's types are; a missing field
+    reads as ``None``."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -192,15 +186,14 @@ class Fields(types.SimpleNamespace):
 
 
 def _refused(exc: BaseException) -> bool:
-    """Whether the connection was refused (the request never reached the endpoint)."""
     import httpx
 
     return isinstance(exc.__cause__, httpx.ConnectError)
 
 
 def _answers(endpoint: Endpoint) -> bool:
-    """Whether ``endpoint`` answers another request (``GET /models``): a gateway that fails
-    one request alone does, one in an outage does not."""
+    """Whether ``endpoint`` answers ``GET /models``: a gateway that fails one request alone
+    does, one in an outage does not."""
     import openai
 
     try:
@@ -244,8 +237,7 @@ def server_message(exc: BaseException) -> str:
 
 def error_text(exc: BaseException, label: str = "") -> str:
     """One line: the HTTP status with the server's own message, a timeout or the
-    connection failure, ``from`` the endpoint ``label`` when given (no secrets: the
-    client's messages carry no key)."""
+    connection failure, ``from`` the endpoint ``label`` (the client's messages carry no key)."""
     status = getattr(exc, "status_code", None)
     name, at = type(exc).__name__, f" from {label}" if label else ""
     if isinstance(status, int):

@@ -1,10 +1,7 @@
-"""``orsgen merge``: the shards of one run made one run directory. run.json is checked
-before a row is read; rows are streamed, each checked to be its shard's and there once.
-
-A merge holds ``--out``'s lock and writes every file whole, run.json first and summary.json
-last: rerun after a kill, the same merge (the same run.json) completes, one that finished
-says so, and anything else in ``--out`` is replaced only with ``force``.
-"""
+"""``orsgen merge``: the shards of one run made one run directory (docs/evaluating.md,
+"Sharding"). run.json is checked before a row is read; rows are streamed, each checked to
+be its shard's and there once. Every file is written whole, run.json first and
+summary.json last, so the same merge rerun after a kill completes it."""
 
 from __future__ import annotations
 
@@ -49,21 +46,13 @@ def merge_shards(
     partial: bool = False,
     force: bool = False,
 ) -> EvalResult:
-    """Merge the run directories of the shards of one run (``EvalConfig(shard=(I, N))``,
-    ``orsgen eval --shard I/N``) into one run in ``out``: its results.jsonl holds every row
-    of the shards once, and its summary.json is what the run unsharded computes from the same
-    rows. With ``partial``, missing shards are allowed, and run.json records them
-    (``"partial": {"shards": N, "missing": [...]}``); the summary covers the tasks present.
-    run.json's ``endpoint_counts`` are the shards' added up, by endpoint.
-
-    The shards must agree on their identity (:mod:`orsgen.identity`) but ``shard``: each may
-    have had its own servers. Raises, in one line naming the shards or the field,
-    :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for shards that differ in
-    configuration, a shard given twice or a missing shard, and :class:`~orsgen.RunError` for a
-    directory that is not a shard or not finished, a row that is not its shard's or is there
-    twice, and an ``out`` that holds another run or an unfinished merge of other shards
-    (``force`` replaces it). The same merge again completes one that was killed, and returns
-    the finished one as it is."""
+    """Merge the run directories of the shards of one run (``EvalConfig(shard=(I, N))``)
+    into one run in ``out``, as the run unsharded would have written it; ``partial`` allows
+    missing shards (run.json records them). Raises, in one line naming the shards or the
+    field, :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for shards of different
+    runs, a shard given twice or missing, and :class:`~orsgen.RunError` for a directory that
+    is not a finished shard, a row not its shard's or there twice, and an ``out`` that holds
+    another run (``force`` replaces it). docs/evaluating.md ("Sharding") says more."""
     found, target = [_read(Path(p)) for p in shards], Path(out)
     if not found:
         raise EvalConfigError("give the shard directories to merge")
@@ -89,15 +78,15 @@ def merge_shards(
     if target.resolve() in {s.path.resolve() for s in found}:
         raise RunError(f"--out {target} is one of the shards; merge into another directory")
     ordered = [by_index[i] for i in sorted(by_index)]
-    record: dict[str, Any] = {"shards": first.count, "missing": missing} if missing else {}
-    counts = added_counts(*(s.endpoint_counts for s in ordered))
-    run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
     facts = read_config(first.path)
+    run = {**config.to_json(), "merged": len(ordered)}  # "merged": the shards of a merge
     run.update(recorded(resolved(first.path, facts), target))  # where replay finds it
-    if facts.get("environment_url") is not None:  # a fact, the first shard's
-        run.update({"environment_url": facts["environment_url"]})
-    run.update({"endpoint_counts": counts} if counts else {})
-    run.update({"partial": record} if record else {})
+    more = {
+        "environment_url": facts.get("environment_url"),  # a fact, the first shard's
+        "endpoint_counts": added_counts(*(s.endpoint_counts for s in ordered)) or None,
+        "partial": {"shards": first.count, "missing": missing} if missing else None,
+    }
+    run.update((name, value) for name, value in more.items() if value is not None)
     run = json.loads(json.dumps(run))  # as run.json reads back
     made = not target.exists()
     try:
@@ -128,8 +117,8 @@ def merge_shards(
 
 
 def _earlier(target: Path, run: Mapping[str, Any], force: bool) -> bool:
-    """Whether ``target`` holds this merge finished; else what an earlier one left there is
-    removed: this merge's unfinished, or, with ``force``, any run."""
+    """Whether ``target`` holds this merge finished; else what an earlier one left there
+    (this merge's unfinished, or with ``force`` any run) is removed."""
     held = [name for name in RUN_FILES if (target / name).exists()]
     same = RUN_FILE in held and read_config(target) == run
     if same and SUMMARY_FILE in held and not force:
@@ -163,7 +152,6 @@ def _unfinished(path: Path, index: int, count: int, why: str) -> str:
 
 
 def _agree(first: _Shard, shard: _Shard) -> None:
-    """``shard`` is of ``first``'s run: the same configuration, the same number of shards."""
     for name in identity_differences(first.config.to_json(), shard.config.to_json(), [SHARD]):
         was, now = (json.dumps(s.config.to_json().get(name)) for s in (first, shard))
         if len(was) + len(now) > 80:
@@ -188,8 +176,7 @@ def _prompts(shards: Sequence[_Shard], log: Any) -> None:
 
 
 def _stream(shards: Sequence[_Shard], config: EvalConfig, target: Path) -> Records:
-    """The shards' rows copied, each checked (and there once: :func:`run_rows`), into
-    results.jsonl, written whole."""
+    """The shards' rows copied, each checked (and there once: :func:`run_rows`)."""
     n = config.n
     records = Records()
 

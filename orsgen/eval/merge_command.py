@@ -1,7 +1,6 @@
-"""``orsgen merge SHARD... --out RUN`` (alias ``orsgen eval --merge``): the command line over
-:func:`orsgen.eval.merge_shards`. Exit codes as ``orsgen eval``'s: 0 when the merge is written
-(or was already), 1 when ``--min-coverage`` is not met, 2 for shards that do not merge (one
-line)."""
+"""``orsgen merge SHARD... --out RUN`` (alias ``orsgen eval --merge``): exit 0 when the merge
+is written (or was already), 1 when ``--min-coverage`` is not met, 2 for shards that do not
+merge (one line)."""
 
 from __future__ import annotations
 

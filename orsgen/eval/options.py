@@ -1,5 +1,4 @@
-"""``orsgen eval``'s options: the parser of the command line (:mod:`orsgen.eval.command`);
-the environment's options, which ``orsgen replay`` takes too."""
+"""``orsgen eval``'s parser, and the environment's options that ``orsgen replay`` takes too."""
 
 from __future__ import annotations
 
@@ -177,7 +176,6 @@ def parser() -> Parser:
 
 
 def environment_options(p: Parser) -> None:
-    """The environment's options, as ``orsgen eval`` and ``orsgen replay`` take them."""
     base_url = "the package's, else OPENREWARD_SESSION_URL"
     _environment_options(p, base_url=base_url, several=True)
     p.add_argument("--env-class", help="the adapter class, when the package has several")

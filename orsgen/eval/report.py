@@ -1,6 +1,5 @@
-"""report.md beside the results, with two PNGs: pass rate per task (past ``MAX_BARS``
-tasks, a histogram of the tasks' pass rates) and the reward histogram (matplotlib, Agg
-backend: no display needed)."""
+"""report.md beside the results, with two PNGs (matplotlib's Agg backend: no display
+needed): pass rate per task and the reward histogram."""
 
 from __future__ import annotations
 
@@ -27,16 +26,7 @@ def _secs(value: Any) -> str:
     return "n/a" if value is None else f"{value:.4g}"
 
 
-def _zero_marks(ax: Any, xs: Sequence[float], values: Sequence[float], width: float) -> None:
-    """A bar of height 0 draws nothing: mark each one with a short line on the axis, so an
-    all-zero plot shows its zero bars instead of empty axes."""
-    for x, value in zip(xs, values):
-        if value == 0:
-            ax.hlines(0.0, x - width / 2, x + width / 2, colors="C0", linewidth=3, zorder=3)
-
-
 def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:
-    """Write the PNGs; ``False`` when matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -49,14 +39,12 @@ def _plots(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, An
         (PASS_PNG, pass_figure(plt, summary)),
         (REWARD_PNG, reward_figure(plt, summary, rows)),
     ):
-        # Written whole, as every file of a run is (orsgen.rundir).
         write_whole(out / name, lambda handle: fig.savefig(handle, format="png", dpi=110))
         plt.close(fig)
     return True
 
 
 def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
-    """pass@1 per task, a bar each; past ``MAX_BARS`` tasks, a histogram of their pass@1."""
     per_task, model = summary["per_task"], summary["model"]
     values = [float(t["pass_at_k"].get("1", 0.0)) for t in per_task]
     where = f"(n={summary['n']}, split {summary['split']!r})"
@@ -69,12 +57,13 @@ def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
     xs = [float(i) for i in range(len(per_task))]
     fig, ax = plt.subplots(figsize=(max(6.4, 0.5 * len(per_task) + 2), 4.2))
     bars = ax.bar(xs, values, width=0.7, color="C0", zorder=2)
-    _zero_marks(ax, xs, values, 0.7)
+    for x, value in zip(xs, values):  # a bar of height 0 draws nothing: mark it on the axis
+        if value == 0:
+            ax.hlines(0.0, x - 0.35, x + 0.35, colors="C0", linewidth=3, zorder=3)
     ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], padding=2, fontsize=8)
     ax.set_xticks(xs, [f"task {t['task_index']}" for t in per_task])
     ax.tick_params(axis="x", labelrotation=45 if len(per_task) > 8 else 0, labelsize=8)
-    ax.set_ylim(-0.03, 1.12)  # room under 0 for the zero marks
-    ax.set_ylabel("pass@1")
+    ax.set(ylim=(-0.03, 1.12), ylabel="pass@1")  # room under 0 for the zero marks
     ax.set_title(f"{model}: pass@1 per task {where}", fontsize=10)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     fig.tight_layout()
@@ -82,7 +71,6 @@ def pass_figure(plt: Any, summary: Mapping[str, Any]) -> Any:
 
 
 def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Any:
-    """The histogram of scored rollouts' rewards, each bin's count on it."""
     import numpy
 
     rewards = numpy.fromiter(
@@ -94,13 +82,12 @@ def reward_figure(plt: Any, summary: Mapping[str, Any], rows: Sequence[Mapping[s
 
 
 def _histogram(plt: Any, counts: Any, edges: Any, color: str, labels: Any, title: str) -> Any:
-    """Counts binned by numpy, each bin's count on it: matplotlib's hist of 100,000 floats
-    takes 25 MB and seconds; a bin's left edge weighted by its count draws the same."""
+    """Counts binned by numpy (matplotlib's hist of 100,000 floats takes 25 MB and seconds):
+    a bin's left edge weighted by its count draws the same."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     counts, _edges, patches = ax.hist(edges[:-1], bins=edges, weights=counts, color=color, zorder=2)
     ax.bar_label(patches, labels=[f"{int(c)}" if c else "" for c in counts], fontsize=8)
-    ax.set_xlabel(labels[0])
-    ax.set_ylabel(labels[1])
+    ax.set(xlabel=labels[0], ylabel=labels[1])
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     fig.tight_layout()
@@ -108,8 +95,6 @@ def _histogram(plt: Any, counts: Any, edges: Any, color: str, labels: Any, title
 
 
 def task_table(summary: Mapping[str, Any]) -> list[str]:
-    """The per-task table: each task's samples, verdicts, passes, pass@1, mean reward and
-    tokens per rollout."""
     lines = [
         "## Per task",
         "",
@@ -134,7 +119,6 @@ def _tokens(value: Any) -> str:
 
 
 def usage_lines(summary: Mapping[str, Any]) -> list[str]:
-    """Tokens, cost and why the rollouts ended (each stop reason by its value)."""
     usage = as_object(summary.get("usage"))
     lines: list[str] = []
     if usage:
@@ -163,7 +147,6 @@ def usage_lines(summary: Mapping[str, Any]) -> list[str]:
 
 
 def tool_table(summary: Mapping[str, Any]) -> list[str]:
-    """The per-tool table (``summary.json``'s ``tools``); nothing when no tool was called."""
     tools: Mapping[str, Mapping[str, Any]] = summary.get("tools") or {}
     if not tools:
         return []
@@ -216,7 +199,6 @@ def write(out: Path, summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any
 
 
 def _zero_variance(summary: Mapping[str, Any]) -> list[str]:
-    """The share of GRPO groups of n rollouts with no gradient, and the tasks that give none."""
     n = int(summary["n"])
     share = summary.get("zero_variance_share", {}).get(str(n))
     if n < 2:

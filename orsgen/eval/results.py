@@ -1,6 +1,4 @@
-"""An evaluation run's records, and its resume (the files: :mod:`orsgen.rundir`). Memory
-stays flat: a row goes to disk as it completes and the run keeps only its :class:`Record`.
-"""
+"""An evaluation run's records, and its resume (the files: :mod:`orsgen.rundir`)."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ Record = Summary  # what a run keeps of a rollout (runlog's slim form)
 
 
 class ResumeRefused(RunError, EvalConfigError):
-    """A run in ``--out`` of another identity: a :class:`RunError` naming the field (the
-    option, in ``orsgen eval``'s words) that differs."""
+    """A run in ``--out`` of another identity, naming the field (``orsgen eval``: its option)."""
 
 
 class Records(Sequence[Record]):
@@ -54,12 +51,10 @@ class Records(Sequence[Record]):
         self._reward.append(0.0 if r.reward is None else r.reward)
         self._group.append(0.0 if r.group_reward is None else r.group_reward)
         self._seconds.append(r.seconds)
-        reason = -1
-        if r.reason is not None:
-            reason = self._reason_index.setdefault(r.reason, len(self._reasons))
-            if reason == len(self._reasons):
-                self._reasons.append(r.reason)
-        self._reason.append(reason)
+        if r.reason is not None and r.reason not in self._reason_index:
+            self._reason_index[r.reason] = len(self._reasons)
+            self._reasons.append(r.reason)
+        self._reason.append(-1 if r.reason is None else self._reason_index[r.reason])
         self._prompt.append(-1 if r.prompt_tokens is None else r.prompt_tokens)
         self._completion.append(-1 if r.completion_tokens is None else r.completion_tokens)
         self._stop.append(STOPS.index(r.stop) if r.stop in STOPS else -1)
@@ -67,8 +62,7 @@ class Records(Sequence[Record]):
         self._cost.append(math.nan if r.cost is None else r.cost)
 
     def add(self, row: Mapping[str, Any]) -> None:
-        """Keep a row's slim form (its run-log record's), and fold its tool calls into
-        :attr:`tools`."""
+        """Keep a row's slim form, and fold its tool calls into :attr:`tools`."""
         rollout = checked(RESULTS_FILE, "a row", partial(eval_row, row, {}, "eval"))
         self.append(rollout.summary())
         self.tools.add(rollout.tool_calls)
@@ -105,10 +99,9 @@ class Records(Sequence[Record]):
 
 
 def read_records(path: Path, group: int | None = None) -> Records:
-    """The records of results.jsonl's whole rows (a torn last line cut off the file, so
-    that its rollout runs again). With ``group`` (the samples a group judge judges
-    together), the rows of a task with fewer are removed from the file first, so that the
-    whole group runs again."""
+    """The records of results.jsonl's whole rows (a torn last line cut off the file, so its
+    rollout runs again). With ``group`` (the samples a group judge judges together), the
+    rows of a task with fewer are removed first, so the whole group runs again."""
     cut_torn(path)
     if group is not None:
         have = Counter(int(row["task_index"]) for _, row in run_rows(path))
@@ -130,8 +123,7 @@ def read_records(path: Path, group: int | None = None) -> Records:
 
 def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, Any]:
     """Refuse to mix runs: a run in ``out`` needs ``--resume``, which continues it only with
-    the same identity (:mod:`orsgen.identity`: the first difference named; a new endpoint
-    is a fact, recorded), and starts one where there is none.
+    the same identity (:mod:`orsgen.identity`), and starts one where there is none.
     Returns the resumed run's endpoint counts."""
     if not (out / RUN_FILE).exists():  # a run that never started: --resume starts it
         if (out / RESULTS_FILE).exists():
@@ -151,9 +143,8 @@ def check_resume(out: Path, config: EvalConfig, resume: bool) -> Mapping[str, An
 
 
 def run_config(run: Path) -> tuple[EvalConfig, Mapping[str, Any]]:
-    """The config of the run in ``run`` and the endpoint counts its run.json records;
-    :class:`~orsgen.runlog.RunError` naming the file when it cannot be read."""
-    found = read_config(run)  # a RunError when it cannot be read
+    """The config of the run in ``run`` and its run.json's endpoint counts."""
+    found = read_config(run)
     try:
         return EvalConfig.from_json(found), as_object(found.get("endpoint_counts"))
     except (ValueError, TypeError) as exc:
@@ -161,6 +152,5 @@ def run_config(run: Path) -> tuple[EvalConfig, Mapping[str, Any]]:
 
 
 def shortened(value: Any, limit: int = 80) -> str:
-    """``value`` as JSON, cut to ``limit`` characters."""
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -45,12 +45,10 @@ class RunUsage:
 
 @dataclass(frozen=True)
 class EvalResult(FinishedRun):
-    """A finished evaluation: ``summary`` is summary.json (each task's ``pass_at_k`` and
-    ``pass_hat_k`` read-only), ``config`` the run's identity (run.json), ``records`` one slim
-    :class:`Record` per rollout, and ``seconds`` the wall time of this call's rollouts (setup
-    and report excluded; ``None`` for shards merged). :attr:`usage`, :attr:`stop` and
-    :attr:`cost` are summary.json's, typed. The transcripts stay in ``out``'s
-    results.jsonl: :meth:`transcripts` reads them back one at a time."""
+    """A finished evaluation (docs/evaluating.md): ``summary`` is summary.json, ``config``
+    run.json, ``records`` one slim :class:`Record` per rollout, and ``seconds`` the wall
+    time of this call's rollouts (``None`` for shards merged). The transcripts stay in
+    ``out``'s results.jsonl: :meth:`transcripts` reads them back one at a time."""
 
     records: Sequence[Record]
     seconds: float | None = 0.0
@@ -156,20 +154,10 @@ def evaluate(
     progress: bool = True,
     on_start: Callable[[EvalConfig, int], None] | None = None,
 ) -> EvalResult:
-    """Evaluate the model and endpoint of ``config`` (an OpenAI-compatible base URL such
-    as ``http://127.0.0.1:8000/v1``, or several serving the same model) on its split of a
-    generated adapter class ``env`` (or a factory returning adapters). ``EvalConfig``'s
-    fields left ``None`` are filled in from the environment; the result is
-    ``EvalResult.config`` and ``run.json``.
-
-    ``adapter`` holds the adapter's settings: a mapping of its keywords (``base_url``,
-    ``api_key``, ``secrets``, ...), or an :class:`~orsgen.AdapterConfig` used as it is.
-    The rest says how the run goes, not what it is: ``concurrency`` rollouts at once,
-    ``endpoint_api_key`` (one key for every
-    endpoint or one per endpoint; never written), results to ``out`` when given
-    (``resume=True`` continues the run there, or starts it there when it holds none; one
-    process at a time writes a run directory). ``on_start(config, left)`` is called before
-    the first rollout with the number of rollouts left to run (0: the run was complete).
+    """Evaluate ``config``'s model and endpoint on its split of a generated adapter class
+    ``env`` (or a factory returning adapters), with the adapter's settings ``adapter`` (a
+    mapping of its keywords, or an :class:`~orsgen.AdapterConfig`); results to ``out`` when
+    given, which ``resume=True`` continues. docs/evaluating.md describes every keyword.
 
     Raises :class:`~orsgen.eval.EvalConfigError` (a ``ValueError``) for an unusable
     configuration, always before the first rollout; :class:`~orsgen.EndpointsDown` (a
@@ -268,22 +256,26 @@ def _plan(probe: Any, given: EvalConfig, writer: RunWriter | None, resume: bool)
         out = writer.directory
         earlier = check_resume(out, config, resume)
         package = recorded(package_path(kind), out)
-        where, counts = environment_url(probe), earlier or None
-        writer.start(config.to_json(), **package, environment_url=where, endpoint_counts=counts)
-        # In the tools' own key order: the model saw them rendered in it.
-        write_json(out / ADAPTER_FILE, _adapter_view(kind, probe), sort_keys=False)
+        # The servers' public URLs: a fact, so a resume at another address records the new one.
+        urls = [public_url(s.session_url) for s in getattr(here, "servers", ()) if s.session_url]
+        where = None if not urls else urls[0] if len(urls) == 1 else urls
+        writer.start(
+            config.to_json(), **package, environment_url=where, endpoint_counts=earlier or None
+        )
+        # adapter.json: the tools as TRL renders them, in their own key order (the model saw
+        # them rendered in it), and the package's training split.
+        view = {
+            "adapter": kind.__qualname__,
+            "environment": probe.ENV_NAME,
+            "tools_sha256": probe.TOOLS_SHA256,
+            "train_split": probe.DEFAULT_SPLIT,
+            "tools": tool_schemas(trl_tools(probe)),
+        }
+        write_json(out / ADAPTER_FILE, view, sort_keys=False)
         # A group judge judges n samples: a task with fewer rows runs again, all of them.
         group = config.n if getattr(kind, "SUPPORTS_SCORE_GROUP", False) else None
         done = read_records(out / RESULTS_FILE, group)
     return Plan(config, done, earlier)
-
-
-def environment_url(probe: Any) -> str | list[str] | None:
-    """The environment servers' URLs, without credentials or a query (run.json's
-    ``environment_url``, a fact: a resume at another address records the new one)."""
-    servers = getattr(probe.rollout.here, "servers", ())
-    urls = [public_url(s.session_url) for s in servers if s.session_url]
-    return None if not urls else urls[0] if len(urls) == 1 else urls
 
 
 def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
@@ -300,14 +292,3 @@ def tasks_of(given: EvalConfig, split: str, count: int) -> Sequence[int]:
     if count < 1:
         raise EvalConfigError(f"split {split!r} has no tasks: there is no task to evaluate")
     return range(min(count, given.num_tasks or count))
-
-
-def _adapter_view(klass: Any, probe: Any) -> dict[str, Any]:
-    """adapter.json: the tools as TRL renders them, and the package's training split."""
-    return {
-        "adapter": klass.__qualname__,
-        "environment": klass.ENV_NAME,
-        "tools_sha256": klass.TOOLS_SHA256,
-        "train_split": klass.DEFAULT_SPLIT,
-        "tools": tool_schemas(trl_tools(probe)),
-    }

@@ -1,9 +1,7 @@
 """summary.json from the rows of a run. Its rules are its ``rules`` (docs/evaluating.md
-states them): above all, a rollout *passes* when it has a reward >= ``pass_threshold`` (an
-unfinished rollout only through ``unfinished_reward``); ``pass_at_k`` / ``pass_hat_k`` are
-per task over all ``n`` samples, failed ones as not passing, so failures lower them and
-``coverage`` says how much.
-"""
+states them): a rollout *passes* when it has a reward >= ``pass_threshold``, and
+``pass_at_k`` / ``pass_hat_k`` are per task over all ``n`` samples, failed ones as not
+passing, so failures lower them and ``coverage`` says how much."""
 
 from __future__ import annotations
 
@@ -27,8 +25,8 @@ Z95 = 1.959963984540054  # the two-sided 95% quantile of the normal distribution
 
 
 def zero_variance(n: int, c: int, g: int) -> float:
-    """A GRPO group of ``g`` of the ``n`` samples (``c`` passing) all pass or all fail (no
-    advantage): an unbiased estimate of ``p^g + (1-p)^g``."""
+    """An unbiased estimate of ``p^g + (1-p)^g`` from ``c`` passing of ``n``: the chance a
+    GRPO group of ``g`` all pass or all fail (no advantage)."""
     if not 0 <= c <= n or not 1 <= g <= n:
         raise ValueError(f"need 0 <= c <= n and 1 <= g <= n, got n={n}, c={c}, g={g}")
     return (math.comb(c, g) + math.comb(n - c, g)) / math.comb(n, g)
@@ -46,17 +44,10 @@ def mean_and_se(values: Sequence[float]) -> tuple[float | None, float | None]:
     return mean, math.sqrt(var / m)
 
 
-def interval(mean: float | None, se: float | None) -> list[float] | None:
-    """The normal 95% interval ``mean ± 1.96 SE``, or ``None`` without an SE."""
-    if mean is None or se is None:
-        return None
-    return [mean - Z95 * se, mean + Z95 * se]
-
-
 def wilson_interval(share: float | None, count: int) -> list[float] | None:
-    """The 95% Wilson score interval of a share of ``count`` (``None`` for none): never
-    ``[0, 0]`` or ``[1, 1]``. For pass@1, ``count`` is the tasks: a task's pass rate lies in
-    [0, 1], so its variance is at most ``p(1-p)``, the binomial's, and the interval holds."""
+    """The 95% Wilson score interval of a share of ``count`` (``None`` for none). For pass@1,
+    ``count`` is the tasks: a task's pass rate in [0, 1] has at most the binomial's variance,
+    so the interval holds."""
     if share is None or count < 1:
         return None
     z2 = Z95 * Z95
@@ -73,7 +64,6 @@ def passes(row: Mapping[str, Any], threshold: float) -> bool:
 
 @dataclass(slots=True)
 class _Tally:
-    """One task's counts, filled in one pass over the rows: no row is kept."""
 
     samples: int = 0
     scored: int = 0
@@ -88,8 +78,7 @@ class _Tally:
 
 
 def usage_figures(prompt: int, completion: int, rollouts: int, without: int) -> dict[str, Any]:
-    """``usage`` of ``rollouts`` (``without`` of them had none): the tokens summed over those
-    that had, and the means per rollout over them."""
+    """``usage`` of ``rollouts``, ``without`` of them with none."""
     known = rollouts - without
     return {
         "prompt_tokens": prompt,
@@ -101,7 +90,6 @@ def usage_figures(prompt: int, completion: int, rollouts: int, without: int) -> 
 
 
 def _curve(estimator: Callable[[int, int, int], float], n: int, c: int) -> Mapping[str, float]:
-    """A task's pass@k or pass^k for k in 1..n, read-only (equal counts share it)."""
     return MappingProxyType({str(k): estimator(n, c, k) for k in range(1, n + 1)})
 
 
@@ -136,8 +124,7 @@ def zero_variance_share(per_task: Sequence[Mapping[str, Any]], n: int) -> dict[s
 
 
 def no_gradient_tasks(per_task: Sequence[Mapping[str, Any]], n: int) -> list[int]:
-    """The tasks, all ``n`` samples scored, that pass always or never: a GRPO group of
-    ``n`` rollouts of one of them has no gradient."""
+    """The tasks, all ``n`` samples scored, that pass always or never (no GRPO gradient)."""
     full = (t for t in per_task if t["samples"] == n and t["scored"] == n)
     return [int(t["task_index"]) for t in full if int(t["passed"]) in (0, n)]
 
@@ -146,8 +133,7 @@ def summarize(
     rows: Iterable[Mapping[str, Any]], config: Mapping[str, Any], tools: ToolTally | None = None
 ) -> dict[str, Any]:
     """The summary of ``rows`` (one per (task, sample) of ``config``; ``tools``: their tool
-    calls), in one pass that keeps per-task counts and rewards, never the rows: memory grows
-    with the tasks only (tasks with the same counts share their pass@k mappings)."""
+    calls), in one pass that keeps per-task counts and rewards, never the rows."""
     n, threshold = int(config["n"]), float(config["pass_threshold"])
     unfinished_reward = config.get("unfinished_reward")
     by_task = defaultdict(_Tally, {int(i): _Tally() for i in config["task_indices"]})
@@ -206,7 +192,9 @@ def summarize(
         "coverage": verdicts["scored"] / total if total else 0.0,
         "mean_reward": mean,
         "mean_reward_se": se,
-        "mean_reward_ci95": interval(mean, se),
+        "mean_reward_ci95": (
+            None if mean is None or se is None else [mean - Z95 * se, mean + Z95 * se]
+        ),
         "mean_reward_all": mean_all,
         "mean_reward_all_se": se_all,
         "pass_at_k": _averaged(per_task, "pass_at_k", n),
