@@ -51,18 +51,9 @@ def resolve(
     default_url: str | None = None,
     default_env_name: str | None = None,
 ) -> Endpoint:
-    """Resolve an endpoint the way the openreward SDK does, with explicit keywords first.
-
-    - An explicit ``base_url`` is a single-host ORS server: sessions and API calls both
-      go there. Without a deployment, ``OPENREWARD_SESSION_URL`` and then the URL recorded
-      in the snapshot play that part, in that order, so the standard variable can point a
-      package generated against one server at another.
-    - Otherwise the target is a catalog deployment on the platform, reached through
-      ``OPENREWARD_SESSION_URL``/``OPENREWARD_API_URL`` or derived from ``OPENREWARD_URL``.
-    - With neither a URL nor a deployment (a package generated from a local file) there is
-      no server to guess: :class:`ServerNotConfiguredError`, never a silent try of the
-      platform.
-    """
+    """Resolve an endpoint the way the openreward SDK does, with explicit keywords first (the
+    order: docs/internals.md, "Which server"). A ``base_url`` is one ORS server for sessions
+    and API calls alike; with neither a URL nor a deployment there is no server to guess."""
     key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY", "")
     name = env_name or default_env_name
     url = base_url
@@ -78,7 +69,6 @@ def resolve(
             "base_url='http://HOST:PORT' (for a trainer: functools.partial(Env, "
             "base_url=...)) or set OPENREWARD_SESSION_URL."
         )
-    # A catalog deployment on the platform.
     platform = os.environ.get("OPENREWARD_URL", DEFAULT_PLATFORM_URL)
     session_url = os.environ.get("OPENREWARD_SESSION_URL") or _with_subdomain(platform, "sessions")
     api_url = os.environ.get("OPENREWARD_API_URL") or _with_subdomain(platform, "api")
@@ -127,10 +117,8 @@ def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> di
         return {"api_key": endpoint.api_key} if forward else None
     if not secrets:
         return {}
-    # The SDK takes a plain string only for a name in its WELL_KNOWN_SECRETS (which also
-    # lists the domains a sandbox may send it to) and raises ValueError for any other name.
-    # Any other name goes as (value, ()): the environment receives the value, and no
-    # sandbox egress domain is allowed for it.
+    # The SDK takes a plain string only for a name in its WELL_KNOWN_SECRETS (with the domains
+    # a sandbox may send it to); any other name goes as (value, ()): no egress domain for it.
     from openreward.api.sandboxes.secrets import WELL_KNOWN_SECRETS  # type: ignore[import-untyped]
 
     return {

@@ -1,9 +1,6 @@
-"""The aiohttp clients the openreward SDK runs on: one per server URL and process
-(:func:`client`), closed at shutdown after the sessions that use them. Every request still goes
-through the SDK; the client removes two per-call costs (docs/scale.md, "Connections" and
-"Proxies and netrc"): :class:`DrainingClient` reads an SSE stream's final chunk in the
-background so the connection is reused, and :func:`uses_environment` decides ``trust_env``
-once per client instead of aiohttp's two thread lookups per request.
+"""The aiohttp clients the openreward SDK runs on: one per server URL and process, closed at
+shutdown after the sessions that use them. Why they drain streams and decide ``trust_env`` once:
+docs/scale.md, "Connections" and "Proxies and netrc".
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated p
 # How long a finished stream may take to deliver its final chunk before the
 # connection is closed instead of reused (the server normally sends it at once).
 DRAIN_TIMEOUT = 5.0
-# Upper bound for closing the clients at shutdown.
 CLIENTS_BUDGET = 5.0
 # Shutdown order: after the sessions (pool), which still need the clients.
 SHUTDOWN_ORDER = 20
@@ -160,11 +156,10 @@ async def _close_all(clients: Clients) -> None:
         await found.close()
 
 
-def close_clients(process: Process) -> None:
-    """Close the process's HTTP clients (after the sessions that use them)."""
+def _close_clients(process: Process) -> None:
     clients = process.part(Clients)
     if clients:
         process.run(_close_all(clients), timeout=CLIENTS_BUDGET)
 
 
-at_shutdown(SHUTDOWN_ORDER, close_clients)
+at_shutdown(SHUTDOWN_ORDER, _close_clients)

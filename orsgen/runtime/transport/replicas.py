@@ -1,14 +1,6 @@
 """One replica pool: replicas of one service, each request to the least loaded. It holds an
 evaluation's model endpoints (orsgen/eval/endpoints.py) and places sessions on the ORS servers
-of one environment (``base_url=[...]``, orsgen/runtime/sessions/opening.py), by these rules:
-
-- the next request goes to the least loaded replica (its requests in flight, or the caller's
-  count) among those up, not to ``avoid`` when another can take it, ties in turn;
-- a replica that is away (no answer, or one of ``AWAY_STATUSES``) rests, ``rests[0]`` seconds
-  doubling up to ``rests[1]`` while its try after a rest fails too; then it takes one request
-  at a time, or a probe (:meth:`Replica.due`). An answer that one request may cause takes it
-  away only when requests of two tasks get one in a row: one poisonous prompt empties no pool;
-- once every replica has been down for ``down_limit`` s, every take raises :class:`PoolDown`.
+of one environment (``base_url=[...]``); its rules: docs/evaluating.md ("Several endpoints").
 """
 
 from __future__ import annotations
@@ -113,9 +105,8 @@ class ReplicaPool(Generic[R]):
         load: Callable[[R], int] | None = None,
         tries: bool = True,
     ) -> R | None:
-        """The least loaded replica that can take a request (see the module's doc; without
-        ``tries`` a replica that is down takes none), or ``None``. Call under the lock, or
-        on a pool of one caller."""
+        """The least loaded replica that can take a request (without ``tries``, none that is
+        down), or ``None``. Call under the lock, or on a pool of one caller."""
         now, count = self._clock(), len(self.replicas)
         open_ = [
             (r is avoid, r.in_flight if load is None else load(r), (i - self._turn) % count, i)
@@ -180,8 +171,7 @@ class ReplicaPool(Generic[R]):
 
     def failed(self, replica: R, tried: bool, error: str, task: Hashable = None) -> bool:
         """``replica`` is away for a request (``tried``: its try after a rest; ``task``: the
-        request's task when its answer may be the request's own, see the module's doc).
-        Whether it is down now."""
+        request's task when its answer may be the request's own). Whether it is down now."""
         with self._ready:
             now = self._clock()
             replica.in_flight -= 1
