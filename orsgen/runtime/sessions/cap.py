@@ -29,7 +29,7 @@ Claim = Callable[[str, bool], "Place | None"]
 
 
 class Place:
-    """One session's claim on its class's cap. ``release`` is idempotent."""
+    """One session's claim on its class's cap; ``release`` is idempotent."""
 
     __slots__ = ("_places", "url", "thread", "closing", "__weakref__")
 

@@ -155,8 +155,7 @@ class DriftState:
 
 
 class Verdicts(Records[tuple[type, str], DriftState]):
-    """The process's drift states by generated class and server URL (a
-    :meth:`Process.part`): with several servers, each one's tools are checked."""
+    """The process's drift states by generated class and server URL (a :meth:`Process.part`)."""
 
 
 def _state(owner: type, url: str) -> DriftState:
@@ -169,9 +168,8 @@ def forget() -> None:
 
 
 def claim_check(cls: type, url: str = "", task: TaskKey | None = None) -> bool:
-    """True when the caller's session should list its tools: the class's first session on
-    a server in this process, and the first on each task the snapshot probed; False when
-    the class has no snapshot."""
+    """Whether the caller's session should list its tools: the class's first on a server in
+    this process, and the first on each task the snapshot probed."""
     owner = _owner(cls)
     if owner is None:
         return False

@@ -128,8 +128,7 @@ class SessionOptions:
             raise SessionOpenError(f"{self.failure(index)}: {describe(exc)}") from exc
 
     def _split_is_empty(self, exc: BaseException) -> bool:
-        """Whether an open failed with the server's bare "Invalid index" (HTTP 400) because
-        the split has no tasks (``False`` when the server cannot say)."""
+        """Whether an open failed with the server's bare HTTP 400 because the split is empty."""
         answer = health.answer(exc)
         if answer is None or answer.status != 400:
             return False
@@ -191,8 +190,7 @@ class _Attempt:
             return self._past_window(here, err)
 
     def _pick(self) -> Endpoint:
-        """The server for the next try, by the rules docs/scale.md states ("Several servers");
-        when every one is down, the one that went away last (its reconnect window ends last)."""
+        """The server for the next try (docs/scale.md, "Several servers")."""
         urls = [e.session_url for e in self.servers]
         if len(urls) == 1:
             return self.servers[0]

@@ -33,9 +33,7 @@ class Sessions:
     """The process's sessions (held and opening ones weakly: their owners keep them)."""
 
     def __init__(self) -> None:
-        # Reentrant: an adapter's finalizer (closing its session) may run from garbage
-        # collection on a thread that already holds it.
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # reentrant, as Process's
         self._live: weakref.WeakSet[SessionSlot | Pending] = weakref.WeakSet()
         self._closing: set[concurrent.futures.Future[None]] = set()
         self.streams: Records[Hashable, Prefetcher] = Records()
@@ -93,8 +91,7 @@ def close_later(session: Any, place: Place | None = None) -> concurrent.futures.
 
 
 class SessionSlot:
-    """Holds an adapter's open SDK session apart from the adapter, so a finalizer can close
-    it without keeping the adapter alive."""
+    """An adapter's open SDK session, held apart so a finalizer can close it."""
 
     def __init__(self, owner: type) -> None:
         self.session: Any = None
@@ -112,8 +109,7 @@ class SessionSlot:
         return session
 
     def close(self, wait: bool = True) -> None:
-        """Close the held session; ``wait``: for at most ``CLOSE_WAIT`` seconds (the rest
-        goes on in the background; from the loop thread itself it only schedules)."""
+        """Close the held session; ``wait``: for at most ``CLOSE_WAIT`` seconds."""
         session, place = self.take(), self.place
         self.place = None
         if session is None or self._process is not current():
@@ -124,8 +120,8 @@ class SessionSlot:
 
 
 class Pending:
-    """A session being opened, discardable at any moment without a leak (cut short, or closed
-    once open); ``future`` settles only after that cleanup."""
+    """A session being opened, discardable at any moment without a leak; ``future`` settles
+    only after that cleanup."""
 
     def __init__(self, coro: Coroutine[Any, Any, Opened], place: Place | None = None) -> None:
         self.discarded = False

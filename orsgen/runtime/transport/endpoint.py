@@ -32,8 +32,7 @@ class Endpoint:
         return f"{who} at {self.session_url}"
 
     def env_path(self, path: str) -> str:
-        """``path`` under this environment's own prefix (``/NAME/tools``) when the server
-        hosts several environments and one is named, else ``path`` itself."""
+        """``path`` under this environment's own prefix (``/NAME/tools``) when one is named."""
         return f"/{self.env_name}{path}" if self.env_name else path
 
 
@@ -109,9 +108,8 @@ def resolve_all(
 
 
 def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> dict[str, Any] | None:
-    """Per-session secrets in the form the SDK accepts. On a catalog deployment with no
-    secrets given, the API key goes as the ``api_key`` secret: most platform environments
-    need it."""
+    """Per-session secrets in the form the SDK accepts; on a catalog deployment with none
+    given, the API key (most platform environments need it)."""
     if secrets is None:
         forward = endpoint.deployment is not None and endpoint.api_key
         return {"api_key": endpoint.api_key} if forward else None

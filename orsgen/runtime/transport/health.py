@@ -29,11 +29,9 @@ PROBE_TIMEOUT = 5.0
 # Beyond the window itself, how long a blocked caller waits for the prober to report.
 WAIT_SLACK = PROBE_TIMEOUT + 5.0
 LOST_SESSION_TEXT = "Active environment not found"
-# How a platform says it is full when it does not answer 429 (matched in the message of a
-# 400/403/409/503 to a session creation).
+# How a platform says it is full when it does not answer 429 (in a 400/403/409/503's message).
 _CAPACITY_TEXTS = ("too many sessions", "concurrency", "max pods", "capacity")
-# How often a server known to be down is probed in the background, so that it rejoins a
-# list of several servers (``base_url=[...]``) that no reset is waiting on.
+# How often a server known to be down is probed in the background, to rejoin ``base_url=[...]``.
 REJOIN_EVERY = 5.0
 
 
@@ -213,9 +211,8 @@ def answer(exc: BaseException) -> aiohttp.ClientResponseError | None:
 
 
 def refusal(exc: BaseException) -> float | None:
-    """How long the server asks to wait when the failure is a capacity refusal ("not now":
-    HTTP 429, a 503 with ``Retry-After``, or a platform's capacity error), ``0.0`` when it
-    names no delay; ``None`` when the failure is something else."""
+    """How long the server asks to wait when the failure is a capacity refusal (``0.0``: no
+    delay named); ``None`` when it is something else."""
     e = answer(exc)
     if e is None:
         return None

@@ -27,8 +27,8 @@ SHUTDOWN_ORDER = 20
 
 
 def uses_environment(url: str) -> bool:
-    """Whether aiohttp's ``trust_env`` could change a request to ``url`` (by the standard
-    library's rules): a proxy for its scheme not bypassed for its host, or a netrc file."""
+    """Whether aiohttp's ``trust_env`` could change a request to ``url``: a proxy for its
+    scheme not bypassed for its host, or a netrc file."""
     # Here, not at module level: urllib.request pulls in http.client, email and tempfile,
     # a sixth of a generated package's cold import, for a check made once per client.
     import urllib.request
@@ -58,8 +58,8 @@ def make_session(base_url: str) -> aiohttp.ClientSession:
 
 
 class DrainingClient:
-    """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end after the
-    caller is done with them, so their connections are reused."""
+    """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end, so their
+    connections are reused."""
 
     def __init__(self, session: aiohttp.ClientSession) -> None:
         self._session = session
@@ -132,7 +132,7 @@ class Clients(dict[str, DrainingClient]):
 
 
 def client(url: str) -> DrainingClient:
-    """The process's HTTP client for a server URL, made on first use; on the runtime loop."""
+    """The process's HTTP client for a server URL; on the runtime loop."""
     clients = current().part(Clients)
     found = clients.get(url)
     if found is None:
@@ -141,9 +141,8 @@ def client(url: str) -> DrainingClient:
 
 
 def forget(url: str) -> None:
-    """Close and drop the process's client for a server that is going away for good (a
-    local file's in-process server): its pooled keep-alive connections would otherwise be
-    reused by a later server that gets the same port, and wait on the old one forever."""
+    """Close and drop the client of a server going away for good (a local file's): a later
+    server on the same port would otherwise get its pooled connections, and hang on them."""
     process = current()
     found = process.part(Clients).pop(url, None)
     if found is not None:

@@ -36,8 +36,7 @@ class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
 
 
 class _Handoff:
-    """One blocking :meth:`LoopThread.run`, woken by a plain lock: less work than
-    ``run_coroutine_threadsafe``'s future and condition, on the path of every tool call."""
+    """One blocking :meth:`LoopThread.run`, woken by a plain lock (cheaper than a future)."""
 
     __slots__ = ("coro", "done", "task", "error")
 
@@ -96,8 +95,7 @@ class LoopThread:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         """Run a coroutine on the loop for at most ``timeout`` (finite) seconds; past it the
-        coroutine is cancelled and :class:`CallTimeout` raised: a hung server never hangs the
-        trainer."""
+        coroutine is cancelled and :class:`CallTimeout` raised."""
         if self.in_thread():
             coro.close()
             raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")

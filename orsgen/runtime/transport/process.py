@@ -123,8 +123,7 @@ _forked = False  # whether this process is a forked child of one that imported t
 
 
 def forked() -> bool:
-    """Whether this process was forked from one that had imported the runtime (the one
-    fork detector: a spawned child imports the runtime anew and is not forked)."""
+    """Whether this process was forked from one that had imported the runtime."""
     return _forked
 
 
@@ -141,10 +140,9 @@ def current() -> Process:
 
 
 # In a forked child: the runtime inherited from the parent, kept and never used. Freeing it
-# would run its objects' finalizers in the child, and they act on kernel objects the child
-# shares with its parent: an aiohttp connector closes its pooled connections, which
-# unregisters their sockets from the loop's epoll instance, the parent's as much as the
-# child's. The parent's loop would then never hear an answer on those connections again.
+# would run finalizers on kernel objects shared with the parent: an aiohttp connector would
+# unregister its sockets from the parent's epoll instance too, and the parent's loop would
+# never hear an answer on those connections again.
 _inherited: list[Process] = []
 
 

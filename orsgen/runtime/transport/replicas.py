@@ -22,8 +22,7 @@ Clock = Callable[[], float]
 
 
 class PoolDown(RuntimeError):
-    """Every replica has been down for the down limit. The message names each and its last
-    failure."""
+    """Every replica has been down for the down limit (the message names each's last failure)."""
 
 
 @dataclass(eq=False)
@@ -69,8 +68,7 @@ class Replica:
         return gone
 
     def due(self, now: float) -> bool:
-        """Whether it is down and its rest is over: the time to try it (the next try is
-        scheduled a rest later)."""
+        """Whether it is down and its rest is over (the next try is then a rest later)."""
         if self.down_since is None or now < self.rest_until:
             return False
         self.rest_until = now + self.rest
@@ -81,8 +79,8 @@ R = TypeVar("R", bound=Replica)
 
 
 class ReplicaPool(Generic[R]):
-    """Which replica takes the next request, and each replica's outages, under one lock.
-    ``log`` (when given) gets one line when a replica goes down and one when it is back."""
+    """Which replica takes the next request, and each replica's outages, under one lock;
+    ``log`` gets a line when a replica goes down and when it is back."""
 
     def __init__(
         self,
@@ -123,9 +121,8 @@ class ReplicaPool(Generic[R]):
         return max(self.replicas, key=lambda r: r.down_since or 0.0)  # ties: the earlier
 
     def take(self, avoid: R | None = None) -> tuple[R, bool]:
-        """The replica of the next request, and whether it is down (this is its one try after
-        its rest). Waits while every replica rests; raises :class:`PoolDown` once all have
-        been down for the limit."""
+        """The replica of the next request, and whether it is down (its one try after its rest).
+        Waits while every replica rests; raises :class:`PoolDown` past the down limit."""
         with self._ready:
             while True:
                 now, down = self._clock(), [r.down_since for r in self.replicas]

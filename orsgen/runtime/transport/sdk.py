@@ -19,8 +19,7 @@ from orsgen.runtime.transport.process import current
 
 log = logging.getLogger("orsgen.runtime")
 
-# Upper bound for one session's teardown (two requests). A dead server makes the SDK
-# retry; closing must still end.
+# Upper bound for one session's teardown (two requests), which a dead server makes retry.
 CLOSE_BUDGET = 5.0
 PING_TIMEOUT = 30.0
 
@@ -107,8 +106,7 @@ def session_class() -> Any:
 
 
 def _tool_output(sdk: Any, res: Mapping[str, Any]) -> Any:
-    """The SDK's ``ToolOutput`` for a ``/call`` result, or its ``ToolCallError``, as its
-    ``call_tool`` makes them."""
+    """The SDK's ``ToolOutput`` for a ``/call`` result, or its ``ToolCallError``."""
     if res["ok"]:
         out = res["output"]
         return sdk.ToolOutput(
@@ -134,8 +132,8 @@ async def open_session(
     toolset: str | None = None,
     env_overrides: Mapping[str, str] | None = None,
 ) -> Opened:
-    """Open one session and read its prompt (plus its tools with ``fetch_tools``). A failure
-    or cancellation after the server handed out a sid deletes it: an open never leaks one."""
+    """Open one session and read its prompt (and tools with ``fetch_tools``); a failure or
+    cancellation deletes what it opened."""
     env = await environment(endpoint)
     # The SDK's keywords for a bound harness toolset and container environment variables.
     where: dict[str, Any] = {"toolset_name": toolset, "env_overrides": env_overrides}
@@ -187,8 +185,7 @@ async def close_async(session: Any) -> None:
 
 
 def client_for(url: str, *, env_server: bool = True) -> Any:
-    """The process's HTTP client for a URL; ``env_server``: with the SDK's environment-server
-    retry policy."""
+    """The process's HTTP client for a URL, with the SDK's env-server retry policy or not."""
     found = http.client(url)
     if env_server:  # DrainingClient stands in for the ClientSession the SDK annotates
         _http_module().set_retry_policy(found, "env-server")
@@ -247,8 +244,8 @@ def is_authentication_error(exc: BaseException) -> bool:
 
 
 def mark_lost(session: Any, exc: BaseException) -> None:
-    """The server no longer knows this session: log once, stop its pings, and make
-    later calls on it fail at once. Safe from any thread."""
+    """The server no longer knows this session: log once, stop its pings, and make later calls
+    on it fail at once. Safe from any thread."""
     if getattr(session, "lost", False):
         return
     session.lost = True
@@ -275,10 +272,8 @@ def mark_lost(session: Any, exc: BaseException) -> None:
 
 
 async def ping_loop(session: Any, interval: float) -> None:
-    """Ping every ``interval`` seconds until the session dies, is lost, or is closed. The SDK's
-    pinger logs every failed ping and pings a session the server forgot (404 "Active
-    environment not found" after a restart) for minutes; this one is quiet while the server is
-    away (``health`` logs that once), and on "not found" marks the session lost and stops."""
+    """Ping every ``interval`` seconds until the session dies, is lost, or is closed (why not
+    the SDK's pinger: docs/scale.md, "Keepalive")."""
     record = health.record(session.base_url)
     warned = False
     while True:
