@@ -83,7 +83,6 @@ class SessionOptions:
         return pool.prefetcher(key, owner)
 
     def policy(self) -> CallPolicy:
-        """The call policy for this endpoint's server and these settings."""
         record = health.record(self.endpoint.session_url)
         return CallPolicy(record, self.reconnect_for, strict=self.strict)
 

@@ -75,7 +75,6 @@ def sessions() -> Sessions:
 
 
 def drain(timeout: float = CLOSE_WAIT) -> None:
-    """Wait for this process's background closes, at most ``timeout`` seconds."""
     sessions().drain(timeout)
 
 

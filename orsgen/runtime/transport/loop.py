@@ -62,7 +62,6 @@ class _Handoff:
 
 
 async def _cancel_the_rest() -> None:
-    """Cancel every other task on the running loop and wait for them to end."""
     me = asyncio.current_task()
     rest = [task for task in asyncio.all_tasks() if task is not me]
     for task in rest:
@@ -90,7 +89,6 @@ class LoopThread:
         return threading.current_thread() is self.thread
 
     def call_soon(self, callback: Callable[[], object]) -> None:
-        """Run ``callback`` on the loop, from any thread."""
         self.loop.call_soon_threadsafe(callback)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:

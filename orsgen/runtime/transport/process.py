@@ -86,11 +86,9 @@ class Process:
         return started is not None and started.in_thread()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        """:meth:`LoopThread.run` on this process's loop."""
         return self.loop.run(coro, timeout)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Schedule a coroutine on the loop without waiting for it."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop.loop)
 
     def part(self, kind: type[P]) -> P:
