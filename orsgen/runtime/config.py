@@ -1,6 +1,5 @@
 """One adapter's settings: :class:`AdapterConfig`, every constructor keyword checked once into
-one frozen, picklable object (``functools.partial(Env, ...)`` carries the keywords; each
-instance builds its config from them), grouped by who reads them.
+one frozen, picklable object, grouped by who reads them.
 """
 
 from __future__ import annotations
@@ -140,7 +139,6 @@ class AdapterConfig:
 
 
 def _check(s: AdapterSettings, reconnect_for: float) -> None:
-    """Reject constructor settings that no session or rollout could honour."""
     group_size, keepalive = s.get("group_size"), s.get("keepalive")
     max_sessions, rollout_timeout = s.get("max_sessions"), s.get("rollout_timeout")
     if group_size is not None and group_size < 1:
@@ -167,8 +165,7 @@ def overrides(values: Mapping[str, str] | None) -> dict[str, str] | None:
     if not values:
         return None
     out = _Overrides()
-    # Typed as objects: callers without a type checker may pass anything.
-    items: list[tuple[object, object]] = list(values.items())
+    items: list[tuple[object, object]] = list(values.items())  # untyped callers pass anything
     for key, value in items:
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f"env_overrides[{key!r}] must map a str name to a str value")

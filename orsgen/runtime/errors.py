@@ -1,10 +1,5 @@
-"""The errors the runtime raises, and the one-line description of a failure's cause.
-
-Every error a generated package raises at the user derives from :class:`OrsRuntimeError`
-and names the server, the environment and the cause; the SDK's or aiohttp's exception
-stays reachable as ``__cause__``. A failed tool call raises a :class:`ToolCallFailure`
-(TRL catches it, counts it and shows the model its text), built with :func:`describe`.
-Which error is raised where: docs/scale.md ("Errors"); each class below says what it means.
+"""The errors the runtime raises (who raises which: docs/scale.md, "Errors"), and
+:func:`describe`, the one-line description of a failure's cause.
 """
 
 from __future__ import annotations
@@ -55,9 +50,8 @@ _SDK_MODEL_REASONS: dict[str, ModelReason] = {
 }
 
 
-# A call ``orsgen serve`` of a recording has no recorded result for: its error starts with
-# OFF_RECORDING_TEXT (the SDK's wire has no reason for it). Neither the model's mistake nor
-# the environment's failure: the episode goes on.
+# The error of a call ``orsgen serve`` has no recorded result for starts with
+# OFF_RECORDING_TEXT: the SDK's wire has no reason for it.
 OFF_RECORDING = "off_recording"
 OFF_RECORDING_TEXT = "not in the recording: "
 
@@ -69,57 +63,51 @@ class ToolCallFailure(OrsRuntimeError):
     ``{"error": str(exc)}``); ``tool`` is the wire name and ``reason`` says why."""
 
     reason: str
+    _TEXT = "tool {tool!r} failed: {detail}"
 
     def __init__(self, tool: str, reason: str, detail: str) -> None:
         self.tool = tool
         self.reason = reason
         self.detail = detail
-        super().__init__(self._text())
+        super().__init__(self._TEXT.format(tool=tool, reason=reason, detail=detail))
 
     @property
     def environment_failed(self) -> bool:
         """Whether the environment failed (``True``) rather than the model's call."""
         return self.reason not in MODEL_REASONS and self.reason != OFF_RECORDING
 
-    def _text(self) -> str:
-        return f"tool {self.tool!r} failed: {self.detail}"
-
 
 class ToolInputError(ToolCallFailure):
     """The model's own mistake: fix the call and try again."""
 
+    _TEXT = "tool {tool!r} rejected the call: {detail}"
+
     def __init__(self, tool: str, reason: ModelReason, detail: str) -> None:
         super().__init__(tool, reason, detail)
-
-    def _text(self) -> str:
-        return f"tool {self.tool!r} rejected the call: {self.detail}"
 
 
 class ToolOffRecordingError(ToolCallFailure):
     """``orsgen serve`` of a recording has no recorded result for the call (reason
     ``off_recording``): neither the model's mistake nor the environment's failure."""
 
+    _TEXT = "tool {tool!r} has no recorded result: {detail}"
+
     def __init__(self, tool: str, detail: str) -> None:
         super().__init__(tool, OFF_RECORDING, detail)
-
-    def _text(self) -> str:
-        return f"tool {self.tool!r} has no recorded result: {self.detail}"
 
 
 class ToolEnvironmentError(ToolCallFailure):
     """The environment failed; nothing in the call was wrong. The rollout stays unscored."""
 
+    _TEXT = "tool {tool!r} failed in the environment ({reason}): {detail}"
+
     def __init__(self, tool: str, reason: EnvReason, detail: str) -> None:
         super().__init__(tool, reason, detail)
-
-    def _text(self) -> str:
-        return f"tool {self.tool!r} failed in the environment ({self.reason}): {self.detail}"
 
 
 def tool_failure(tool: str, exc: BaseException) -> ToolCallFailure:
     """The failure to raise for an exception a tool call ended with: the SDK's
-    ``ToolCallError`` reasons for a bad call are the model's, everything else
-    (the tool raised, HTTP errors, a cut connection) is the environment's."""
+    ``ToolCallError`` reasons for a bad call are the model's, everything else the environment's."""
     if isinstance(exc, ToolCallFailure):
         return exc
     if isinstance(exc, CallTimeout):
@@ -132,8 +120,13 @@ def tool_failure(tool: str, exc: BaseException) -> ToolCallFailure:
         if model_reason is not None:
             return ToolInputError(tool, model_reason, detail)
         return ToolEnvironmentError(tool, "server_error", detail)
-    if _unserialisable(exc):  # raised here, before the call left: the arguments are the fault
-        detail = _SESSION_ID.sub("", str(exc)).strip()
+    text = str(exc)
+    # json.dumps' own errors for arguments it cannot encode (an object, a NaN), raised here
+    # before the call left: the arguments are the fault.
+    if (isinstance(exc, TypeError) and "is not JSON serializable" in text) or (
+        isinstance(exc, ValueError) and "not JSON compliant" in text
+    ):
+        detail = _SESSION_ID.sub("", text).strip()
         return ToolInputError(
             tool, "invalid_arguments", f"the arguments could not be serialised to JSON ({detail})"
         )
@@ -141,14 +134,6 @@ def tool_failure(tool: str, exc: BaseException) -> ToolCallFailure:
         # The SDK prefixes the server's message with the session id: noise for the model.
         return ToolEnvironmentError(tool, "tool_raised", _SESSION_ID.sub("", describe(exc)))
     return ToolEnvironmentError(tool, "server_error", describe(exc))
-
-
-def _unserialisable(exc: BaseException) -> bool:
-    """``json.dumps``' own errors for arguments it cannot encode (an object, a NaN)."""
-    text = str(exc)
-    return (isinstance(exc, TypeError) and "is not JSON serializable" in text) or (
-        isinstance(exc, ValueError) and "not JSON compliant" in text
-    )
 
 
 class CallTimeout(TimeoutError):

@@ -1,10 +1,6 @@
 """The session cap (docs/scale.md, "A session cap"): every session takes a :class:`Place` first
 and gives it back only once it is gone (its open failed or was cut short, or the server answered
-its delete), so the server never counts more than the cap. A reset waits for a place up to the
-reconnect window, except when the main thread asks while every place is held by live sessions it
-opened itself (sync ``GRPOTrainer`` resetting a batch larger than the cap, where nothing would
-free a place): then :class:`SessionCapError` at once, naming the number needed. Prefetch never
-waits.
+its delete), so the server never counts more than the cap.
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ Claim = Callable[[str, bool], "Place | None"]
 
 
 class Place:
-    """One session's claim on its class's cap. ``release`` is idempotent."""
+    """One session's claim on its class's cap; ``release`` is idempotent."""
 
     __slots__ = ("_places", "url", "thread", "closing", "__weakref__")
 
@@ -65,7 +61,7 @@ class Places:
             self._instances[instance] = limit
 
     def open_on(self) -> Counter[str]:
-        """This class's sessions per server URL: open, opening or closing."""
+        """This class's sessions per server URL (open, opening or closing)."""
         with self._cond:
             return Counter(p.url for p in self._taken)
 
@@ -75,8 +71,8 @@ class Places:
             return self._take_locked(limit, url)
 
     def take(self, limit: int | None, deadline: float, url: str = "") -> Place | None:
-        """A place, waiting for one until ``deadline`` (``time.monotonic()``); ``None``
-        when it passed. Raises :class:`SessionCapError` when waiting could never end."""
+        """A place, waiting for one until ``deadline`` (``time.monotonic()``); ``None`` when it
+        passed. Raises :class:`SessionCapError` when waiting could never end."""
         with self._cond:
             while True:
                 place = self._take_locked(limit, url)
@@ -103,7 +99,8 @@ class Places:
         return place
 
     def _self_blocked(self) -> bool:
-        """The main thread holds every place through live sessions it opened itself."""
+        """The main thread holds every place through live sessions it opened itself (a sync
+        ``GRPOTrainer`` resetting a batch larger than the cap: nothing would free one)."""
         if threading.current_thread() is not threading.main_thread():
             return False  # a pool thread: other threads go on and free places
         me = threading.get_ident()
@@ -135,8 +132,8 @@ def of(owner: type) -> Places:
 
 
 def claim(owner: type, limit: int | None, window: float) -> Claim:
-    """A claim for one reset of ``owner``: waiting ones wait at most ``window`` seconds
-    from now and raise :class:`NoPlace` past it; the others never wait."""
+    """A claim for one reset of ``owner``: waiting ones wait at most ``window`` seconds from
+    now and raise :class:`NoPlace` past it; the others (prefetch) never wait."""
     places, deadline = of(owner), time.monotonic() + window
 
     def take(url: str, wait: bool) -> Place | None:

@@ -1,7 +1,6 @@
-"""The runtime drift guard (docs/scale.md): the first session a class opens on a server in a
-process (and the first on each task the snapshot probed) lists its tools, rebuilds the
-snapshot's ``TOOLS_SHA256`` (with ``orsgen.canonical``, without importing the generator) and,
-when it differs, names what changed: a warning once, or :class:`ToolDriftError` with ``strict``.
+"""The runtime drift guard (docs/scale.md, "Drift guard"): the tools a session lists, compared
+with the snapshot's (``orsgen.canonical``, not the generator); a warning once, or
+:class:`ToolDriftError` with ``strict``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from orsgen.runtime.sessions.drift_scope import (
     Verdict,
     expected_task_tools,
     probed_tasks,
-    was_probed,
 )
 from orsgen.runtime.errors import OrsRuntimeError
 from orsgen.runtime.transport.process import Records, current
@@ -85,14 +83,12 @@ def findings(
     split: str,
     index: int | None,
 ) -> list[Finding]:
-    """Each difference between the snapshot and a live session on task ``index``, and whether
-    it is about a shared tool. A task tool counts as removed only when the snapshot's probe
-    saw it on this very task; task tools the task cannot show are assumed unchanged."""
+    """Each difference between the snapshot and a live session on task ``index``."""
     shared = {t["name"]: t for t in as_array(snapshot_env.get("tools"))}
     task = {t["name"]: t for t in as_array(snapshot_env.get("task_tools"))}
     live = {d["name"]: d for d in (spec_dict(s) for s in live_specs)}
     expected = expected_task_tools(snapshot_env, split, index)
-    probed = was_probed(snapshot_env, split, index)
+    probed = (split, index) in probed_tasks(snapshot_env)
     named = _named_changes(shared, task, live, expected, probed, split, index)
     if named:
         return named
@@ -115,9 +111,8 @@ def _named_changes(
     split: str,
     index: int | None,
 ) -> list[Finding]:
-    """Each tool added, changed or removed between the snapshot (``shared`` and ``task``
-    tools, by name) and a live session's tools (``live``); ``expected``: the task tools
-    this task offered when probed (``None``: unknown)."""
+    """Each tool added, changed or removed; ``expected``: the task tools this task offered when
+    probed (``None``: unknown)."""
     changes: list[Finding] = []
     for name in sorted(live):
         known = shared.get(name) or task.get(name)
@@ -160,8 +155,7 @@ class DriftState:
 
 
 class Verdicts(Records[tuple[type, str], DriftState]):
-    """The process's drift states by generated class and server URL (a
-    :meth:`Process.part`): with several servers, each one's tools are checked."""
+    """The process's drift states by generated class and server URL (a :meth:`Process.part`)."""
 
 
 def _state(owner: type, url: str) -> DriftState:
@@ -174,9 +168,8 @@ def forget() -> None:
 
 
 def claim_check(cls: type, url: str = "", task: TaskKey | None = None) -> bool:
-    """True when the caller's session should list its tools: the class's first session on
-    a server in this process, and the first on each task the snapshot probed; False when
-    the class has no snapshot."""
+    """Whether the caller's session should list its tools: the class's first on a server in
+    this process, and the first on each task the snapshot probed."""
     owner = _owner(cls)
     if owner is None:
         return False

@@ -1,8 +1,5 @@
-"""Which task a drift finding belongs to. A session lists the shared tools plus *its own
-task's* tools, and the snapshot records which task tools each probed task offered
-(``task_tools_probe.tools_by_task``): a task tool is expected only where the probe saw it. A
-finding about a shared tool holds for every task on that server; one about a task tool, for
-the task it was measured on only.
+"""Which task a drift finding belongs to (docs/scale.md, "Drift guard"): one about a shared
+tool holds for every task on that server, one about a task tool for the task it was measured on.
 """
 
 from __future__ import annotations
@@ -24,17 +21,6 @@ class Finding:
     shared: bool
 
 
-def was_probed(snapshot_env: Mapping[str, Any], split: str, index: int | None) -> bool:
-    """Whether the snapshot's task-tool probe opened a session on this very task."""
-    probe = as_object(snapshot_env.get("task_tools_probe"))
-    return (
-        index is not None
-        and bool(probe.get("enabled"))
-        and probe.get("split") == split
-        and index in (probe.get("indices") or [])
-    )
-
-
 def probed_tasks(snapshot_env: Mapping[str, Any] | None) -> frozenset[TaskKey]:
     """The tasks the snapshot's task-tool probe opened a session on."""
     probe = as_object((snapshot_env or {}).get("task_tools_probe"))
@@ -49,7 +35,7 @@ def expected_task_tools(
 ) -> set[str] | None:
     """The snapshot's task tools this task offered when probed; ``None`` when the snapshot
     cannot say (the task was not probed, or an older snapshot did not record it)."""
-    if not was_probed(snapshot_env, split, index):
+    if (split, index) not in probed_tasks(snapshot_env):
         return None
     probe = as_object(snapshot_env.get("task_tools_probe"))
     names = {str(t["name"]) for t in as_array(snapshot_env.get("task_tools"))}

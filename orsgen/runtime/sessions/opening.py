@@ -1,7 +1,6 @@
 """Opening a rollout's session: what every session of one adapter is opened with, which
 prefetch stream its resets share, and one reset's open under the call policy: on which of
-several servers (:class:`orsgen.runtime.transport.replicas.ReplicaPool`), in which place under the session cap
-(:mod:`orsgen.runtime.sessions.cap`), and waiting out outages and capacity refusals."""
+several servers, in which place under the session cap, waiting out outages and refusals."""
 
 from __future__ import annotations
 
@@ -75,27 +74,22 @@ class SessionOptions:
             return self
         return dataclasses.replace(self, endpoint=endpoint)
 
-    def stream_key(self, owner: type) -> tuple[Any, ...]:
-        """Which resets share one prefetch stream: same class, endpoint and session options."""
-        secrets = tuple(sorted((self.secrets or {}).items()))
-        # Hashed: the stream key holds no override values.
-        overrides = sha256_of(sorted((self.env_overrides or {}).items()))
-        owner_name = (owner.__module__, owner.__qualname__)
-        return (*owner_name, self.endpoint, self.split, secrets, overrides, self.keepalive)
-
     def prefetcher(self, owner: type) -> pool.Prefetcher:
-        return pool.prefetcher(self.stream_key(owner), owner)
+        """The prefetch stream of resets of the same class, endpoint and session options."""
+        secrets = tuple(sorted((self.secrets or {}).items()))
+        overrides = sha256_of(sorted((self.env_overrides or {}).items()))  # the key holds no value
+        owner_name = (owner.__module__, owner.__qualname__)
+        key = (*owner_name, self.endpoint, self.split, secrets, overrides, self.keepalive)
+        return pool.prefetcher(key, owner)
 
     def policy(self) -> CallPolicy:
-        """The call policy for this endpoint's server and these settings."""
         record = health.record(self.endpoint.session_url)
         return CallPolicy(record, self.reconnect_for, strict=self.strict)
 
     def open(self, owner: type, task: TaskRef) -> Opened | None:
-        """Open a session of ``owner`` (an adapter class) as the call policy says. ``None``:
-        the reconnect window passed and the rollout runs degraded. Raises
-        :class:`SessionOpenError`, or ``SessionCapError`` at once for a cap that could never
-        let this reset through."""
+        """Open a session of ``owner`` (an adapter class) as the call policy says; ``None``: the
+        reconnect window passed and the rollout runs degraded. Raises :class:`SessionOpenError`,
+        or ``SessionCapError`` at once for a cap that could never let this reset through."""
         attempt = _Attempt(self, owner, task)
         try:
             return attempt.run()
@@ -115,9 +109,8 @@ class SessionOptions:
             toolset=self.toolset,
             env_overrides=self.env_overrides,
         )
-        # The class's first session on this server also lists its tools (the drift guard).
         url = self.endpoint.session_url
-        check = drift.claim_check(owner, url, (self.split, index))
+        check = drift.claim_check(owner, url, (self.split, index))  # list the tools too?
         try:
             stream = self.prefetcher(owner)
             return stream.take(
@@ -134,8 +127,7 @@ class SessionOptions:
             raise SessionOpenError(f"{self.failure(index)}: {describe(exc)}") from exc
 
     def _split_is_empty(self, exc: BaseException) -> bool:
-        """Whether an open failed with the server's bare "Invalid index" (HTTP 400) because
-        the split has no tasks (``False`` when the server cannot say)."""
+        """Whether an open failed with the server's bare HTTP 400 because the split is empty."""
         answer = health.answer(exc)
         if answer is None or answer.status != 400:
             return False
@@ -197,8 +189,7 @@ class _Attempt:
             return self._past_window(here, err)
 
     def _pick(self) -> Endpoint:
-        """The server for the next try, by the rules docs/scale.md states ("Several servers");
-        when every one is down, the one that went away last (its reconnect window ends last)."""
+        """The server for the next try (docs/scale.md, "Several servers")."""
         urls = [e.session_url for e in self.servers]
         if len(urls) == 1:
             return self.servers[0]

@@ -1,10 +1,6 @@
 """The sessions of this process, held, prefetched, opening or closing, tracked so that
-``close_all()`` and interpreter exit close what is left, concurrently and in bounded time.
-
-Group prefetch (docs/scale.md): a :class:`Prefetcher` opens a GRPO group's G sessions
-concurrently on its first reset, and the group's later resets take them. At most one group of
-unused sessions exists at a time: it is closed when a reset for another task arrives, on
-``close()``, and at exit.
+``close_all()`` and interpreter exit close what is left, concurrently and in bounded time;
+and group prefetch (:class:`Prefetcher`, docs/scale.md "Group prefetch").
 """
 
 from __future__ import annotations
@@ -23,8 +19,8 @@ from orsgen.runtime.transport import sdk
 from orsgen.runtime.transport.process import Process, Records, at_shutdown, current
 from orsgen.runtime.transport.sdk import Opened
 
-# How long an explicit ``adapter.close()`` or ``close_all()`` waits before leaving the rest
-# to the background; and the bound for closing what is left at interpreter exit.
+# How long ``adapter.close()`` or ``close_all()`` waits before leaving the rest to the
+# background; and the bound for closing what is left at interpreter exit.
 CLOSE_WAIT = 5.0
 EXIT_BUDGET = 5.0
 # Shutdown order: sessions first, while the HTTP clients they need are still open.
@@ -37,9 +33,7 @@ class Sessions:
     """The process's sessions (held and opening ones weakly: their owners keep them)."""
 
     def __init__(self) -> None:
-        # Reentrant: an adapter's finalizer (closing its session) may run from garbage
-        # collection on a thread that already holds it.
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # reentrant, as Process's
         self._live: weakref.WeakSet[SessionSlot | Pending] = weakref.WeakSet()
         self._closing: set[concurrent.futures.Future[None]] = set()
         self.streams: Records[Hashable, Prefetcher] = Records()
@@ -57,7 +51,6 @@ class Sessions:
             return [p for p in self._live if isinstance(p, Pending) and not p.future.done()]
 
     def closing(self, fut: concurrent.futures.Future[None]) -> None:
-        """Track a background close until it is done."""
         with self._lock:
             self._closing.add(fut)
         fut.add_done_callback(self._closed)
@@ -67,7 +60,6 @@ class Sessions:
             self._closing.discard(fut)
 
     def drain(self, timeout: float) -> None:
-        """Wait for background closes to finish, at most ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
             with self._lock:
@@ -83,13 +75,12 @@ def sessions() -> Sessions:
 
 
 def drain(timeout: float = CLOSE_WAIT) -> None:
-    """Wait for this process's background closes, at most ``timeout`` seconds."""
     sessions().drain(timeout)
 
 
 def close_later(session: Any, place: Place | None = None) -> concurrent.futures.Future[None]:
-    """Close a session in the background on the runtime loop; tracked until done. Its
-    ``place`` under the session cap is given back once the server answered the delete."""
+    """Close a session in the background; its ``place`` under the cap is given back once the
+    server answered the delete."""
     fut = current().submit(sdk.close_async(session))
     sessions().closing(fut)
     if place is not None:
@@ -99,8 +90,7 @@ def close_later(session: Any, place: Place | None = None) -> concurrent.futures.
 
 
 class SessionSlot:
-    """Holds an adapter's open SDK session apart from the adapter, so a finalizer can close
-    it without keeping the adapter alive."""
+    """An adapter's open SDK session, held apart so a finalizer can close it."""
 
     def __init__(self, owner: type) -> None:
         self.session: Any = None
@@ -109,7 +99,6 @@ class SessionSlot:
         self._process: Process | None = None
 
     def hold(self, session: Any, place: Place | None = None) -> None:
-        """Hold a session just opened; the process closes it at exit."""
         self._process = current()
         self._process.part(Sessions).track(self)
         self.session, self.place = session, place
@@ -119,8 +108,7 @@ class SessionSlot:
         return session
 
     def close(self, wait: bool = True) -> None:
-        """Close the held session; ``wait``: for at most ``CLOSE_WAIT`` seconds (the rest
-        goes on in the background; from the loop thread itself it only schedules)."""
+        """Close the held session; ``wait``: for at most ``CLOSE_WAIT`` seconds."""
         session, place = self.take(), self.place
         self.place = None
         if session is None or self._process is not current():
@@ -131,8 +119,8 @@ class SessionSlot:
 
 
 class Pending:
-    """A session being opened, discardable at any moment without a leak (cut short, or closed
-    once open); ``future`` settles only after that cleanup."""
+    """A session being opened, discardable at any moment without a leak; ``future`` settles
+    only after that cleanup."""
 
     def __init__(self, coro: Coroutine[Any, Any, Opened], place: Place | None = None) -> None:
         self.discarded = False
@@ -158,7 +146,7 @@ class Pending:
         opened.place = self.place
         return opened
 
-    def _cancel_task(self) -> None:
+    def _cancel_task(self) -> None:  # on the loop
         if self._task is not None and not self._task.done():
             self._task.cancel()
 
@@ -220,10 +208,9 @@ class Prefetcher:
         claim: Claim | None = None,
         url: str = "",
     ) -> Opened:
-        """This reset's session, open within ``timeout`` seconds. A prefetched session that
-        failed to open (or was cut short) is tried once more on demand. Raises the open's
-        own error. ``claim`` gives each new session its place under the session cap (on
-        server ``url``): the reset's own waits for one, prefetched ones only take free ones."""
+        """This reset's session, open within ``timeout`` seconds; a prefetched one that failed
+        is tried once more on demand. ``claim`` gives each new session its place under the
+        cap on server ``url``: the reset's own waits for one, prefetched ones take free ones."""
         pending, prefetched = self.acquire(key, opener, group_size, check_tools, claim, url)
         try:
             return _wait(pending, timeout)
@@ -242,9 +229,7 @@ class Prefetcher:
         url: str = "",
     ) -> tuple[Pending, bool]:
         """A future of this reset's session, and whether it was prefetched. ``group_size``
-        fixes G; ``None`` uses the length of the last completed run of identical resets (the
-        first group opens serially while it is learned; a stream without repeats never
-        prefetches)."""
+        fixes G; ``None`` learns it (docs/scale.md, "Group prefetch")."""
         stale: list[Pending] = []
         fut: Pending | None = None
         prefetched = False
@@ -272,8 +257,8 @@ class Prefetcher:
     def _open_group(
         self, opener: Opener, check_tools: bool, size: int, claim: Claim | None, url: str
     ) -> Pending | None:
-        """Open this reset's session and up to ``size - 1`` more for its group, into free
-        places only; ``None`` when no place is free for the first."""
+        """Open this reset's session and up to ``size - 1`` more, into free places only;
+        ``None`` when no place is free for the first."""
         places: list[Place | None] = []
         for _ in range(size):
             place = _place(claim, url, False)
@@ -288,16 +273,14 @@ class Prefetcher:
         return first
 
     def clear(self) -> list[concurrent.futures.Future[Opened]]:
-        """Close every unused session (and forget the current run); returns their futures,
-        which settle once each open has finished or been cut short."""
+        """Close every unused session and forget the current run; returns their futures."""
         with self._lock:
             stale, self._key, self._run = self._drop(), None, 0
         for old in stale:
             old.discard()
         return [old.future for old in stale]
 
-    def _drop(self) -> list[Pending]:
-        """Empty the pool (under the lock); the caller discards what it held."""
+    def _drop(self) -> list[Pending]:  # under the lock; the caller discards what it held
         stale = list(self._pool)
         self._pool.clear()
         self.stats["discarded"] += len(stale)
@@ -314,8 +297,8 @@ def _place(claim: Claim | None, url: str, wait: bool) -> Place | None:
 
 
 def _open(opener: Opener, fetch_tools: bool, place: Place | None = None) -> Pending:
-    """Start opening one session. Every session this process opens starts here, with its
-    place under the session cap (:mod:`orsgen.runtime.sessions.cap`) already taken."""
+    """Start opening one session, its place under the cap already taken: every session this
+    process opens starts here."""
     return Pending(opener(fetch_tools), place)
 
 
@@ -330,9 +313,9 @@ def forget() -> list[concurrent.futures.Future[Opened]]:
 
 
 def close_sessions(timeout: float = EXIT_BUDGET, of: Callable[[type], bool] | None = None) -> None:
-    """Stop prefetching and close sessions, concurrently, within about ``timeout`` seconds:
-    the held and unused prefetched sessions of the adapter classes that ``of`` accepts.
-    Without ``of`` (at exit) every session, and opens still in flight are cut short."""
+    """Close the held and unused prefetched sessions of the adapter classes ``of`` accepts,
+    concurrently, within about ``timeout`` s; without ``of`` (at exit) every session, and
+    opens still in flight are cut short."""
     known = sessions()
     stale = [
         fut for _, pf in known.streams.items() if of is None or of(pf.owner) for fut in pf.clear()

@@ -1,4 +1,3 @@
 """The runtime's wire: loop, process, HTTP clients, SDK calls, endpoints and the call policy.
-The lowest layer: it imports only the runtime's foundation modules (``errors``,
-``images``), never the layers above it (``tests/test_import_layers.py``).
+Of the runtime it imports only ``errors`` and ``images`` (``tests/test_import_layers.py``).
 """

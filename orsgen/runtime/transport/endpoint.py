@@ -32,8 +32,7 @@ class Endpoint:
         return f"{who} at {self.session_url}"
 
     def env_path(self, path: str) -> str:
-        """``path`` under this environment's own prefix (``/NAME/tools``) when the server
-        hosts several environments and one is named, else ``path`` itself."""
+        """``path`` under this environment's own prefix (``/NAME/tools``) when one is named."""
         return f"/{self.env_name}{path}" if self.env_name else path
 
 
@@ -51,18 +50,9 @@ def resolve(
     default_url: str | None = None,
     default_env_name: str | None = None,
 ) -> Endpoint:
-    """Resolve an endpoint the way the openreward SDK does, with explicit keywords first.
-
-    - An explicit ``base_url`` is a single-host ORS server: sessions and API calls both
-      go there. Without a deployment, ``OPENREWARD_SESSION_URL`` and then the URL recorded
-      in the snapshot play that part, in that order, so the standard variable can point a
-      package generated against one server at another.
-    - Otherwise the target is a catalog deployment on the platform, reached through
-      ``OPENREWARD_SESSION_URL``/``OPENREWARD_API_URL`` or derived from ``OPENREWARD_URL``.
-    - With neither a URL nor a deployment (a package generated from a local file) there is
-      no server to guess: :class:`ServerNotConfiguredError`, never a silent try of the
-      platform.
-    """
+    """Resolve an endpoint the way the openreward SDK does, with explicit keywords first (the
+    order: docs/internals.md, "Which server"). A ``base_url`` is one ORS server for sessions
+    and API calls alike; with neither a URL nor a deployment there is no server to guess."""
     key = api_key if api_key is not None else os.environ.get("OPENREWARD_API_KEY", "")
     name = env_name or default_env_name
     url = base_url
@@ -78,7 +68,6 @@ def resolve(
             "base_url='http://HOST:PORT' (for a trainer: functools.partial(Env, "
             "base_url=...)) or set OPENREWARD_SESSION_URL."
         )
-    # A catalog deployment on the platform.
     platform = os.environ.get("OPENREWARD_URL", DEFAULT_PLATFORM_URL)
     session_url = os.environ.get("OPENREWARD_SESSION_URL") or _with_subdomain(platform, "sessions")
     api_url = os.environ.get("OPENREWARD_API_URL") or _with_subdomain(platform, "api")
@@ -119,18 +108,15 @@ def resolve_all(
 
 
 def session_secrets(endpoint: Endpoint, secrets: Mapping[str, str] | None) -> dict[str, Any] | None:
-    """Per-session secrets in the form the SDK accepts. On a catalog deployment with no
-    secrets given, the API key goes as the ``api_key`` secret: most platform environments
-    need it."""
+    """Per-session secrets in the form the SDK accepts; on a catalog deployment with none
+    given, the API key (most platform environments need it)."""
     if secrets is None:
         forward = endpoint.deployment is not None and endpoint.api_key
         return {"api_key": endpoint.api_key} if forward else None
     if not secrets:
         return {}
-    # The SDK takes a plain string only for a name in its WELL_KNOWN_SECRETS (which also
-    # lists the domains a sandbox may send it to) and raises ValueError for any other name.
-    # Any other name goes as (value, ()): the environment receives the value, and no
-    # sandbox egress domain is allowed for it.
+    # The SDK takes a plain string only for a name in its WELL_KNOWN_SECRETS (with the domains
+    # a sandbox may send it to); any other name goes as (value, ()): no egress domain for it.
     from openreward.api.sandboxes.secrets import WELL_KNOWN_SECRETS  # type: ignore[import-untyped]
 
     return {

@@ -29,26 +29,22 @@ PROBE_TIMEOUT = 5.0
 # Beyond the window itself, how long a blocked caller waits for the prober to report.
 WAIT_SLACK = PROBE_TIMEOUT + 5.0
 LOST_SESSION_TEXT = "Active environment not found"
-# How a platform says it is full when it does not answer 429 (matched in the message of a
-# 400/403/409/503 to a session creation).
+# How a platform says it is full when it does not answer 429 (in a 400/403/409/503's message).
 _CAPACITY_TEXTS = ("too many sessions", "concurrency", "max pods", "capacity")
-# How often a server known to be down is probed in the background, so that it rejoins a
-# list of several servers (``base_url=[...]``) that no reset is waiting on.
+# How often a server known to be down is probed in the background, to rejoin ``base_url=[...]``.
 REJOIN_EVERY = 5.0
 
 
 class ServerHealth(Replica):
-    """What this process knows about one server URL, a replica of its environment (each
-    degraded rollout counted once, here)."""
+    """What this process knows about one server URL, a replica of its environment."""
 
     def __init__(self, url: str, clock: Clock = time.monotonic) -> None:
         super().__init__(url)
         self.reached = False
         self._clock = clock
         self._lock = threading.Lock()
-        # Degraded rollouts per adapter class, all time; and the total when this stretch began.
-        self._degraded: Counter[type] = Counter()
-        self._stretch_from = 0
+        self._degraded: Counter[type] = Counter()  # per adapter class, all time
+        self._stretch_from = 0  # the total when this stretch began
         # A stretch of refusals: since when, the opens waiting in it, refusals in it.
         self.refusing_since: float | None = None
         self._refused_opens = 0
@@ -82,7 +78,6 @@ class ServerHealth(Replica):
         )
 
     def away(self, exc: BaseException) -> None:
-        """The server did not answer (logged the first time)."""
         with self._lock:
             first = self.went_away(self._clock(), (REJOIN_EVERY, REJOIN_EVERY))
         if first:
@@ -106,9 +101,8 @@ class ServerHealth(Replica):
             )
 
     def refused(self, exc: BaseException, first: bool) -> None:
-        """A session creation was refused for capacity (``first``: the first refusal of
-        this open). A refusal is an answer. The first of a stretch is logged."""
-        self.answered()
+        """A session creation was refused for capacity (``first``: this open's first)."""
+        self.answered()  # a refusal is an answer
         with self._lock:
             self._stretch_refusals += 1
             self._refused_opens += 1 if first else 0
@@ -124,8 +118,8 @@ class ServerHealth(Replica):
             )
 
     def done_waiting(self, accepted: bool) -> None:
-        """An open that was refused is over (``accepted``: it got its session). When no
-        open waits any more, the stretch ends; logged when the server accepted."""
+        """An open that was refused is over (``accepted``: it got its session); the stretch
+        ends when no open waits any more."""
         with self._lock:
             self._refused_opens = max(0, self._refused_opens - 1)
             if self._refused_opens or self.refusing_since is None:
@@ -142,8 +136,7 @@ class ServerHealth(Replica):
             )
 
     def probe_later(self) -> None:
-        """Probe a server known to be down in the background (every ``REJOIN_EVERY`` s, its
-        rest): when it answers it is up again, and gets new sessions."""
+        """Probe a server known to be down in the background, every ``REJOIN_EVERY`` s."""
         with self._lock:
             if not self.due(self._clock()):
                 return
@@ -169,7 +162,7 @@ def degraded(cls: type) -> int:
 
 
 def forget() -> None:
-    """Forget every record (the next failure is a first contact again)."""
+    """Forget every record (for tests: the next failure is a first contact again)."""
     current().part(Health).clear()
 
 
@@ -199,7 +192,7 @@ def never_sent(exc: BaseException) -> bool:
 
 
 def unreachable(exc: BaseException) -> bool:
-    """Whether the failure means the server is not there (rather than that it answered an error)."""
+    """Whether the failure means the server is not there, not that it answered an error."""
     import aiohttp
 
     for e in _chain(exc):
@@ -218,9 +211,8 @@ def answer(exc: BaseException) -> aiohttp.ClientResponseError | None:
 
 
 def refusal(exc: BaseException) -> float | None:
-    """How long the server asks to wait when the failure is a capacity refusal ("not now":
-    HTTP 429, a 503 with ``Retry-After``, or a platform's capacity error), ``0.0`` when it
-    names no delay; ``None`` when the failure is something else."""
+    """How long the server asks to wait when the failure is a capacity refusal (``0.0``: no
+    delay named); ``None`` when it is something else."""
     e = answer(exc)
     if e is None:
         return None

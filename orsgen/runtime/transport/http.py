@@ -1,9 +1,6 @@
-"""The aiohttp clients the openreward SDK runs on: one per server URL and process
-(:func:`client`), closed at shutdown after the sessions that use them. Every request still goes
-through the SDK; the client removes two per-call costs (docs/scale.md, "Connections" and
-"Proxies and netrc"): :class:`DrainingClient` reads an SSE stream's final chunk in the
-background so the connection is reused, and :func:`uses_environment` decides ``trust_env``
-once per client instead of aiohttp's two thread lookups per request.
+"""The aiohttp clients the openreward SDK runs on: one per server URL and process, closed at
+shutdown after the sessions that use them. Why they drain streams and decide ``trust_env`` once:
+docs/scale.md, "Connections" and "Proxies and netrc".
 """
 
 from __future__ import annotations
@@ -24,15 +21,14 @@ if TYPE_CHECKING:  # aiohttp loads with the first client, not with a generated p
 # How long a finished stream may take to deliver its final chunk before the
 # connection is closed instead of reused (the server normally sends it at once).
 DRAIN_TIMEOUT = 5.0
-# Upper bound for closing the clients at shutdown.
 CLIENTS_BUDGET = 5.0
 # Shutdown order: after the sessions (pool), which still need the clients.
 SHUTDOWN_ORDER = 20
 
 
 def uses_environment(url: str) -> bool:
-    """Whether aiohttp's ``trust_env`` could change a request to ``url`` (by the standard
-    library's rules): a proxy for its scheme not bypassed for its host, or a netrc file."""
+    """Whether aiohttp's ``trust_env`` could change a request to ``url``: a proxy for its
+    scheme not bypassed for its host, or a netrc file."""
     # Here, not at module level: urllib.request pulls in http.client, email and tempfile,
     # a sixth of a generated package's cold import, for a check made once per client.
     import urllib.request
@@ -62,8 +58,8 @@ def make_session(base_url: str) -> aiohttp.ClientSession:
 
 
 class DrainingClient:
-    """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end after the
-    caller is done with them, so their connections are reused."""
+    """An ``aiohttp.ClientSession`` whose ``post`` streams are read to their end, so their
+    connections are reused."""
 
     def __init__(self, session: aiohttp.ClientSession) -> None:
         self._session = session
@@ -136,7 +132,7 @@ class Clients(dict[str, DrainingClient]):
 
 
 def client(url: str) -> DrainingClient:
-    """The process's HTTP client for a server URL, made on first use; on the runtime loop."""
+    """The process's HTTP client for a server URL; on the runtime loop."""
     clients = current().part(Clients)
     found = clients.get(url)
     if found is None:
@@ -145,9 +141,8 @@ def client(url: str) -> DrainingClient:
 
 
 def forget(url: str) -> None:
-    """Close and drop the process's client for a server that is going away for good (a
-    local file's in-process server): its pooled keep-alive connections would otherwise be
-    reused by a later server that gets the same port, and wait on the old one forever."""
+    """Close and drop the client of a server going away for good (a local file's): a later
+    server on the same port would otherwise get its pooled connections, and hang on them."""
     process = current()
     found = process.part(Clients).pop(url, None)
     if found is not None:
@@ -160,11 +155,10 @@ async def _close_all(clients: Clients) -> None:
         await found.close()
 
 
-def close_clients(process: Process) -> None:
-    """Close the process's HTTP clients (after the sessions that use them)."""
+def _close_clients(process: Process) -> None:
     clients = process.part(Clients)
     if clients:
         process.run(_close_all(clients), timeout=CLIENTS_BUDGET)
 
 
-at_shutdown(SHUTDOWN_ORDER, close_clients)
+at_shutdown(SHUTDOWN_ORDER, _close_clients)

@@ -1,11 +1,6 @@
 """Which training process this is: the one answer every runtime module reads (the rule
-docs/curriculum.md states). :func:`identity` gives ``(rank, world_size, local_rank)`` from
-``torch.distributed`` when this process initialised it (the local rank: ``LOCAL_RANK`` when
-set, else the rank), else the launcher's ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``
-(torchrun and accelerate set them before the process group exists), else ``(0, 1, 0)``.
-
-A variable that is set but is not a whole number is an error that names it: guessing rank
-0 would make two processes write the same files. ``torch`` is never imported here: a
+docs/curriculum.md states). A launcher variable that is not a whole number is an error: guessing
+rank 0 would make two processes write the same files. ``torch`` is never imported here: a
 process that has not imported it has not initialised it.
 """
 
@@ -56,7 +51,10 @@ def _distributed() -> tuple[int, int] | None:
 
 
 def identity() -> ProcessIdentity:
-    """This process's ``(rank, world_size, local_rank)``, by the order above."""
+    """This process's ``(rank, world_size, local_rank)``: from ``torch.distributed`` when this
+    process initialised it, else the launcher's ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``
+    (set before the process group exists), else ``(0, 1, 0)``. The local rank is
+    ``LOCAL_RANK`` when set, else the rank."""
     found = _distributed()
     local = _variable("LOCAL_RANK")
     if found is not None:

@@ -17,10 +17,9 @@ T = TypeVar("T")
 
 
 class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
-    """The runtime loop's default executor. aiohttp (``trust_env``) looks up proxy and
-    netrc settings in the executor on every request; at interpreter exit the standard
-    executors refuse new work, which would silently fail the exit hook's session
-    deletes. Past shutdown this one runs the (small) job inline instead."""
+    """The runtime loop's default executor, which past shutdown runs the (small) job inline:
+    aiohttp (``trust_env``) looks up proxies in the executor on every request, and the
+    standard executors refuse work at exit, which would fail the exit hook's deletes."""
 
     def submit(
         self, fn: Callable[..., T], /, *args: Any, **kwargs: Any
@@ -37,8 +36,7 @@ class _ExitSafeExecutor(concurrent.futures.ThreadPoolExecutor):
 
 
 class _Handoff:
-    """One blocking :meth:`LoopThread.run`, woken by a plain lock: less work than
-    ``run_coroutine_threadsafe``'s future and condition, on the path of every tool call."""
+    """One blocking :meth:`LoopThread.run`, woken by a plain lock (cheaper than a future)."""
 
     __slots__ = ("coro", "done", "task", "error")
 
@@ -64,7 +62,6 @@ class _Handoff:
 
 
 async def _cancel_the_rest() -> None:
-    """Cancel every other task on the running loop and wait for them to end."""
     me = asyncio.current_task()
     rest = [task for task in asyncio.all_tasks() if task is not me]
     for task in rest:
@@ -92,17 +89,11 @@ class LoopThread:
         return threading.current_thread() is self.thread
 
     def call_soon(self, callback: Callable[[], object]) -> None:
-        """Run ``callback`` on the loop, from any thread."""
         self.loop.call_soon_threadsafe(callback)
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Schedule a coroutine on the loop without waiting for it."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         """Run a coroutine on the loop for at most ``timeout`` (finite) seconds; past it the
-        coroutine is cancelled and :class:`CallTimeout` raised: a hung server never hangs the
-        trainer."""
+        coroutine is cancelled and :class:`CallTimeout` raised."""
         if self.in_thread():
             coro.close()
             raise RuntimeError("orsgen runtime: blocking call made from the runtime loop thread")
@@ -123,7 +114,7 @@ class LoopThread:
         return result
 
     def stop(self, timeout: float) -> None:
-        """Cancel what runs, stop the loop and its thread (about ``timeout`` s each); no raise."""
+        """Cancel what runs, stop the loop and its thread (about ``timeout`` s each)."""
         try:
             self.run(_cancel_the_rest(), timeout)
         except Exception:  # noqa: BLE001 - stopping goes on regardless

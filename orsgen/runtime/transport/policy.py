@@ -39,13 +39,9 @@ class Action(enum.Enum):
     UNAVAILABLE = "unavailable"  # past the window with strict=True: a reset raises
 
 
-def _run_on_loop(coro: Coroutine[Any, Any, bool], timeout: float) -> bool:
-    return current().run(coro, timeout=timeout)
-
-
 class CallPolicy:
-    """``run`` blocks on a coroutine (default: the runtime loop); ``clock``, ``sleep``,
-    ``pause`` (a blocking sleep), ``jitter`` and ``probe`` are injectable for tests."""
+    """``run`` blocks on a coroutine (default: on the runtime loop); it, ``clock``, ``sleep``,
+    ``jitter`` and ``probe`` are injectable for tests."""
 
     def __init__(
         self,
@@ -57,14 +53,11 @@ class CallPolicy:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         jitter: Callable[[float, float], float] = random.uniform,
         probe: Callable[[str], Awaitable[bool]] = probe,
-        run: Callable[[Coroutine[Any, Any, bool], float], bool] = _run_on_loop,
-        pause: Callable[[float], None] = time.sleep,
+        run: Callable[[Coroutine[Any, Any, bool], float], bool] = lambda c, t: current().run(c, t),
     ) -> None:
-        self.health = health
-        self.reconnect_for = reconnect_for
-        self.strict = strict
+        self.health, self.reconnect_for, self.strict = health, reconnect_for, strict
         self._clock, self._sleep, self._jitter = clock, sleep, jitter
-        self._probe, self._run, self._pause = probe, run, pause
+        self._probe, self._run = probe, run
 
     def before_open(self) -> Action:
         """A known outage is waited out before opening (skipping the SDK's retries)."""
@@ -81,18 +74,17 @@ class CallPolicy:
         return Action.RETRY if self._wait_back(cause) else self._past_window()
 
     def open_refused(self, cause: BaseException, since: float, attempt: int) -> Action:
-        """A session creation was refused for capacity (``since``: this open's first
-        refusal; ``attempt``: refusals before this one). Waits as the server asks
-        (``Retry-After``, never sooner, up to 1.5x later so waiting opens spread out) or with
-        jittered exponential backoff, then ``RETRY``; past ``reconnect_for`` from ``since``
-        the rollout degrades (``strict``: ``UNAVAILABLE``)."""
+        """A session creation was refused for capacity (``since``: this open's first refusal;
+        ``attempt``: refusals before this one). Waits as the server asks (``Retry-After``, up to
+        1.5x later so waiting opens spread out) or with jittered backoff, then ``RETRY``, until
+        ``reconnect_for`` from ``since`` has passed."""
         self.health.refused(cause, first=attempt == 0)
         left = since + self.reconnect_for - self._clock()
         if left <= 0:
             return self._past_window()
         after = refusal(cause) or 0.0
         base = after if after > 0 else min(BACKOFF_FIRST * 2**attempt, BACKOFF_MAX)
-        self._pause(min(left, self._jitter(base, base * 1.5)))
+        time.sleep(min(left, self._jitter(base, base * 1.5)))
         return Action.RETRY
 
     def call_failed(self, exc: BaseException, until: float) -> Action:

@@ -1,14 +1,11 @@
 """The runtime of one process: its loop, fork, exit, and an ordered list of shutdown hooks.
 Each module keeps its per-process state as a *part* (:meth:`Process.part`) and owns its
-shutdown step.
-
-A forked child starts with a fresh, empty process: it shares no loop, socket or session
-with its parent (``os.register_at_fork``). Interpreter exit runs the shutdown hooks in
-their order (sessions before the HTTP clients they use), then stops the loop.
+shutdown step. A forked child starts with a fresh, empty process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import concurrent.futures
 import os
@@ -32,8 +29,8 @@ _hooks: list[tuple[int, Hook]] = []
 
 
 def at_shutdown(order: int, hook: Hook) -> None:
-    """Run ``hook(process)`` at shutdown, after every hook of a lower ``order``. Each hook
-    must be bounded in time; one that raises does not stop the others."""
+    """Run ``hook(process)`` at shutdown, after every hook of a lower ``order``; it must be
+    bounded in time."""
     _hooks.append((order, hook))
     _hooks.sort(key=lambda entry: entry[0])
 
@@ -57,7 +54,6 @@ class Records(Generic[K, V]):
             return list(self._items.items())
 
     def clear(self) -> list[V]:
-        """Forget every record; returns them."""
         with self._lock:
             gone = list(self._items.values())
             self._items.clear()
@@ -90,12 +86,10 @@ class Process:
         return started is not None and started.in_thread()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        """Run a coroutine on the loop and wait for it (see :meth:`LoopThread.run`)."""
         return self.loop.run(coro, timeout)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Schedule a coroutine on the loop without waiting for it."""
-        return self.loop.submit(coro)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop.loop)
 
     def part(self, kind: type[P]) -> P:
         """This process's one ``kind()``, made on first use (fresh after a fork)."""
@@ -127,8 +121,7 @@ _forked = False  # whether this process is a forked child of one that imported t
 
 
 def forked() -> bool:
-    """Whether this process was forked from one that had imported the runtime (the one
-    fork detector: a spawned child imports the runtime anew and is not forked)."""
+    """Whether this process was forked from one that had imported the runtime."""
     return _forked
 
 
@@ -145,16 +138,14 @@ def current() -> Process:
 
 
 # In a forked child: the runtime inherited from the parent, kept and never used. Freeing it
-# would run its objects' finalizers in the child, and they act on kernel objects the child
-# shares with its parent: an aiohttp connector closes its pooled connections, which
-# unregisters their sockets from the loop's epoll instance, the parent's as much as the
-# child's. The parent's loop would then never hear an answer on those connections again.
+# would run finalizers on kernel objects shared with the parent: an aiohttp connector would
+# unregister its sockets from the parent's epoll instance too, and the parent's loop would
+# never hear an answer on those connections again.
 _inherited: list[Process] = []
 
 
 def _forget_in_child() -> None:
-    """After a fork: the parent's loop thread, sockets and sessions are not the child's.
-    The locks are made new too, since a parent thread may have held them mid-fork."""
+    # The locks are made new too: a parent thread may have held them mid-fork.
     global _current, _current_lock, _forked
     _forked = True
     if _current is not None:

@@ -1,14 +1,6 @@
 """One replica pool: replicas of one service, each request to the least loaded. It holds an
 evaluation's model endpoints (orsgen/eval/endpoints.py) and places sessions on the ORS servers
-of one environment (``base_url=[...]``, orsgen/runtime/sessions/opening.py), by these rules:
-
-- the next request goes to the least loaded replica (its requests in flight, or the caller's
-  count) among those up, not to ``avoid`` when another can take it, ties in turn;
-- a replica that is away (no answer, or one of ``AWAY_STATUSES``) rests, ``rests[0]`` seconds
-  doubling up to ``rests[1]`` while its try after a rest fails too; then it takes one request
-  at a time, or a probe (:meth:`Replica.due`). An answer that one request may cause takes it
-  away only when requests of two tasks get one in a row: one poisonous prompt empties no pool;
-- once every replica has been down for ``down_limit`` s, every take raises :class:`PoolDown`.
+of one environment (``base_url=[...]``); its rules: docs/evaluating.md ("Several endpoints").
 """
 
 from __future__ import annotations
@@ -30,8 +22,7 @@ Clock = Callable[[], float]
 
 
 class PoolDown(RuntimeError):
-    """Every replica has been down for the down limit. The message names each and its last
-    failure."""
+    """Every replica has been down for the down limit (the message names each's last failure)."""
 
 
 @dataclass(eq=False)
@@ -77,8 +68,7 @@ class Replica:
         return gone
 
     def due(self, now: float) -> bool:
-        """Whether it is down and its rest is over: the time to try it (the next try is
-        scheduled a rest later)."""
+        """Whether it is down and its rest is over (the next try is then a rest later)."""
         if self.down_since is None or now < self.rest_until:
             return False
         self.rest_until = now + self.rest
@@ -89,8 +79,8 @@ R = TypeVar("R", bound=Replica)
 
 
 class ReplicaPool(Generic[R]):
-    """Which replica takes the next request, and each replica's outages, under one lock.
-    ``log`` (when given) gets one line when a replica goes down and one when it is back."""
+    """Which replica takes the next request, and each replica's outages, under one lock;
+    ``log`` gets a line when a replica goes down and when it is back."""
 
     def __init__(
         self,
@@ -113,9 +103,8 @@ class ReplicaPool(Generic[R]):
         load: Callable[[R], int] | None = None,
         tries: bool = True,
     ) -> R | None:
-        """The least loaded replica that can take a request (see the module's doc; without
-        ``tries`` a replica that is down takes none), or ``None``. Call under the lock, or
-        on a pool of one caller."""
+        """The least loaded replica that can take a request (without ``tries``, none that is
+        down), or ``None``. Call under the lock, or on a pool of one caller."""
         now, count = self._clock(), len(self.replicas)
         open_ = [
             (r is avoid, r.in_flight if load is None else load(r), (i - self._turn) % count, i)
@@ -132,9 +121,8 @@ class ReplicaPool(Generic[R]):
         return max(self.replicas, key=lambda r: r.down_since or 0.0)  # ties: the earlier
 
     def take(self, avoid: R | None = None) -> tuple[R, bool]:
-        """The replica of the next request, and whether it is down (this is its one try after
-        its rest). Waits while every replica rests; raises :class:`PoolDown` once all have
-        been down for the limit."""
+        """The replica of the next request, and whether it is down (its one try after its rest).
+        Waits while every replica rests; raises :class:`PoolDown` past the down limit."""
         with self._ready:
             while True:
                 now, down = self._clock(), [r.down_since for r in self.replicas]
@@ -180,8 +168,7 @@ class ReplicaPool(Generic[R]):
 
     def failed(self, replica: R, tried: bool, error: str, task: Hashable = None) -> bool:
         """``replica`` is away for a request (``tried``: its try after a rest; ``task``: the
-        request's task when its answer may be the request's own, see the module's doc).
-        Whether it is down now."""
+        request's task when its answer may be the request's own). Whether it is down now."""
         with self._ready:
             now = self._clock()
             replica.in_flight -= 1

@@ -1,10 +1,5 @@
 """The one orsgen module that touches the openreward SDK's private APIs (its session internals,
 ``openreward.api._session``, the environments client). All of it runs on the runtime loop.
-
-The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and keeps
-pinging a session the server has forgotten (404 "Active environment not found" after a
-restart) for minutes: these stay quiet while the server is away (``health`` logs that once),
-and on "not found" mark the session lost, log one line and stop.
 """
 
 from __future__ import annotations
@@ -24,8 +19,7 @@ from orsgen.runtime.transport.process import current
 
 log = logging.getLogger("orsgen.runtime")
 
-# Upper bound for one session's teardown (two requests). A dead server makes the SDK
-# retry; closing must still end.
+# Upper bound for one session's teardown (two requests), which a dead server makes retry.
 CLOSE_BUDGET = 5.0
 PING_TIMEOUT = 30.0
 
@@ -91,7 +85,6 @@ def session_class() -> Any:
         async def call_tool(self, tool_name: str, input: Any = None) -> Any:
             if self._dead_exception is not None:  # before making the request coroutine
                 raise self._dead_exception
-            # The SDK's own /call request, resumed only after the server's task id.
             call = sdk.resumable_sse(
                 self.client,
                 self._env_path("/call"),
@@ -113,8 +106,7 @@ def session_class() -> Any:
 
 
 def _tool_output(sdk: Any, res: Mapping[str, Any]) -> Any:
-    """The SDK's ``ToolOutput`` for a ``/call`` result, or its ``ToolCallError``, as the
-    SDK's own ``call_tool`` makes them."""
+    """The SDK's ``ToolOutput`` for a ``/call`` result, or its ``ToolCallError``."""
     if res["ok"]:
         out = res["output"]
         return sdk.ToolOutput(
@@ -140,8 +132,8 @@ async def open_session(
     toolset: str | None = None,
     env_overrides: Mapping[str, str] | None = None,
 ) -> Opened:
-    """Open one session and read its prompt (plus its tools with ``fetch_tools``). A failure
-    or cancellation after the server handed out a sid deletes it: an open never leaks one."""
+    """Open one session and read its prompt (and tools with ``fetch_tools``); a failure or
+    cancellation deletes what it opened."""
     env = await environment(endpoint)
     # The SDK's keywords for a bound harness toolset and container environment variables.
     where: dict[str, Any] = {"toolset_name": toolset, "env_overrides": env_overrides}
@@ -192,12 +184,8 @@ async def close_async(session: Any) -> None:
         pass
 
 
-# -- the environment and its HTTP clients ------------------------------------------------
-
-
 def client_for(url: str, *, env_server: bool = True) -> Any:
-    """The process's HTTP client for a URL; ``env_server``: with the SDK's environment-server
-    retry policy, as ``AsyncEnvironmentsAPI.get`` sets it."""
+    """The process's HTTP client for a URL, with the SDK's env-server retry policy or not."""
     found = http.client(url)
     if env_server:  # DrainingClient stands in for the ClientSession the SDK annotates
         _http_module().set_retry_policy(found, "env-server")
@@ -206,7 +194,7 @@ def client_for(url: str, *, env_server: bool = True) -> Any:
 
 async def environment(endpoint: Endpoint) -> Any:
     """The SDK's ``AsyncEnvironment`` for an endpoint, on orsgen's HTTP clients; addressed by
-    name (``variant``), so no call pays for the server's redirect to the default one."""
+    name (``variant``), so no call pays for a redirect to the default one."""
     target = endpoint.deployment or endpoint.env_name or "env"
     namespace, _, name = target.partition("/") if "/" in target else ("", "", target)
     return _client_module().AsyncEnvironment(
@@ -220,7 +208,7 @@ async def environment(endpoint: Endpoint) -> Any:
 
 
 # Told of each retry, before its wait: tenacity's retry state, and the attempts the SDK
-# makes in all (``None`` for a backend that is still starting: retried until it is up).
+# makes in all (a backend that is still starting is retried until it is up).
 BeforeRetry = Callable[[Any, "int | None"], None]
 
 
@@ -233,19 +221,16 @@ async def stateless(
     *,
     before_retry: BeforeRetry | None = None,
 ) -> Any:
-    """One stateless request (listing, tools, splits, tasks) through the SDK transport and
-    its retries, on the runtime loop. The SDK's own helpers open and delete a throwaway
-    session around each such call (three requests); the server needs none."""
+    """One stateless request (tools, splits, tasks) through the SDK transport and its retries,
+    without the throwaway session the SDK's own helpers open and delete around it."""
     sdk_http = _http_module()
-    env_server = sdk_http._resolve_policy(env.client) == "env-server"
-    send = sdk_http._request_retryable_env_server if env_server else sdk_http._request_retryable_api
+    # The retries of env.client's policy: env-server, as client_for set it.
+    send = sdk_http._request_retryable_env_server
     if before_retry is not None:  # the same retries, with a hook
-        attempts = getattr(send.retry.stop, "max_attempt_number", None)
-        attempts = int(sdk_http._ENV_SERVER_MAX_ATTEMPTS) if env_server else attempts
-        report = before_retry
+        attempts = int(sdk_http._ENV_SERVER_MAX_ATTEMPTS)
 
         def before_sleep(state: Any) -> None:
-            report(state, attempts)
+            before_retry(state, attempts)
 
         send = send.retry_with(before_sleep=before_sleep)
     token = endpoint.api_key or None
@@ -258,12 +243,9 @@ def is_authentication_error(exc: BaseException) -> bool:
     return isinstance(exc, _http_module().AuthenticationError)
 
 
-# -- lost sessions and keepalive pings ---------------------------------------------------
-
-
 def mark_lost(session: Any, exc: BaseException) -> None:
-    """The server no longer knows this session: log once, stop its pings, and make
-    later calls on it fail at once. Safe from any thread."""
+    """The server no longer knows this session: log once, stop its pings, and make later calls
+    on it fail at once. Safe from any thread."""
     if getattr(session, "lost", False):
         return
     session.lost = True
@@ -290,7 +272,8 @@ def mark_lost(session: Any, exc: BaseException) -> None:
 
 
 async def ping_loop(session: Any, interval: float) -> None:
-    """Ping every ``interval`` seconds until the session dies, is lost, or is closed."""
+    """Ping every ``interval`` seconds until the session dies, is lost, or is closed (why not
+    the SDK's pinger: docs/scale.md, "Keepalive")."""
     record = health.record(session.base_url)
     warned = False
     while True:
@@ -324,9 +307,6 @@ async def ping_loop(session: Any, interval: float) -> None:
                 log.warning(
                     "orsgen: keepalive ping of session %s failed: %s", session.sid, describe(exc)
                 )
-
-
-# -- group judging -----------------------------------------------------------------------
 
 
 async def score_group(session: Any, answers: list[str]) -> list[float]:

@@ -1,8 +1,6 @@
-"""The openreward versions orsgen is tested with, and a check, run once per process when
-:mod:`orsgen.runtime.transport.sdk` first loads the SDK, that the SDK has what that module uses
-beyond its public surface: a missing name is a one-line ``ImportError`` (with the tested
-range), a version outside the range one warning. ``USES`` is ``sdk.py``'s inventory
-(``tests/test_runtime_sdk_check.py`` keeps the two in step): ``Class.attribute``, and
+"""The openreward versions orsgen is tested with, and a check, once per process, that the SDK
+has what :mod:`orsgen.runtime.transport.sdk` uses beyond its public surface (docs/internals.md,
+"The oldest versions"). ``USES`` is that module's inventory: ``Class.attribute``, and
 ``function(keyword)`` for a keyword it passes.
 """
 
@@ -17,9 +15,7 @@ import re
 
 log = logging.getLogger("orsgen.runtime")
 
-# pyproject's ``openreward>=0.1.160,<0.2``: the floor is the oldest release the tests pass
-# with (its client passes the server's "episode_finished" reason through); the SDK is 0.x,
-# so its next minor may change the private session API.
+# pyproject's ``openreward>=0.1.160,<0.2`` (why these: docs/internals.md).
 FLOOR, CEILING = "0.1.160", "0.2"
 RANGE = f"openreward>={FLOOR},<{CEILING}"
 
@@ -48,10 +44,7 @@ USES: dict[str, tuple[str, ...]] = {
     "openreward.api._session.http": (
         "AuthenticationError",
         "_ENV_SERVER_MAX_ATTEMPTS",
-        "_request_retryable_api.retry.stop",
-        "_request_retryable_api.retry_with",
         "_request_retryable_env_server.retry_with",
-        "_resolve_policy",
         "request_retryable",
         "set_retry_policy",
     ),
