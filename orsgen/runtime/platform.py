@@ -1,26 +1,7 @@
 """The platform's per-task difficulty as a curriculum prior:
 ``PassRateCurriculum(prior=platform_difficulty("owner/name", split=..., model_name=...))``.
-
-OpenReward aggregates the rewards of the rollouts uploaded to its runs UI into per-task
-figures (``Environment.get_task_difficulty`` in the SDK: ``avg_reward``, ``min_reward``,
-``max_reward`` and ``num_rollouts`` per ``(split, variant, task_index)``, filterable by model
-name and training stage). :func:`platform_difficulty` turns them into the mapping the
-curriculum takes, task index to pass rate, under these rules:
-
-- **Binary rewards** (every task's minimum and maximum reward is 0 or 1): ``avg_reward`` is
-  the share of rollouts that scored 1, so it *is* the pass rate (for a pass threshold in
-  ``(0, 1]``).
-- **Other rewards**: a task whose ``max_reward`` is below the pass threshold never passed
-  (0.0) and one whose ``min_reward`` reaches it always passed (1.0), both exact; for the
-  rest the pass rate is unknown and ``avg_reward`` clipped to ``[0, 1]`` stands in for it.
-  A warning says so and how many tasks it concerns.
-- Tasks with fewer than ``min_rollouts`` rollouts (:data:`MIN_ROLLOUTS` by default) are
-  left out: the curriculum treats them as unseen. Rows of several variants of one task
-  are pooled, weighted by their rollouts.
-
-It never fails a run: no catalog name, no network, an error from the API, or an empty
-answer each give one warning (:class:`PlatformPriorWarning`) and an empty mapping, which
-is no prior.
+How a pass rate is read from the SDK's ``get_task_difficulty`` figures, and why it never fails
+a run: docs/viewing.md, "The platform's difficulty as a curriculum prior".
 """
 
 from __future__ import annotations
@@ -156,8 +137,11 @@ def platform_difficulty(
     ``api.`` host) with ``api_key`` (default ``OPENREWARD_API_KEY``).
 
     ``split``, ``model_name`` and ``training_stage`` (``"pretrained"``, ``"sft"``, ``"rl"``)
-    narrow the rollouts the figures come from. See the module docstring for how a pass
-    rate is read from them; every failure is a :class:`PlatformPriorWarning` and ``{}``."""
+    narrow the rollouts the figures come from. With binary rewards the mean reward is the
+    pass rate; otherwise a task whose maximum is below ``pass_threshold`` gets 0, one whose
+    minimum reaches it 1, and the rest their mean reward clipped to ``[0, 1]`` (with a
+    warning). Tasks with fewer than ``min_rollouts`` rollouts are left out (unseen). Every
+    failure is a :class:`PlatformPriorWarning` and ``{}``, which is no prior."""
     where = f"the platform's difficulty of {name!r}"
     if not name or "/" not in name:
         return _warn(

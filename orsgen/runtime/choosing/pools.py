@@ -1,7 +1,5 @@
 """Which pool each of a curriculum's tasks is in, kept up to date one move at a time, and the
-small records the curriculum keeps (:class:`Weights`, :class:`Group`, :class:`Window`).
-
-Each pool is a Fenwick tree of 0/1 over the candidate positions: size in O(1), k-th member
+curriculum's small records. Each pool is a Fenwick tree of 0/1 over the candidate positions: size in O(1), k-th member
 in O(log n), in candidate order, never move order, so processes that hold the same pools
 draw the same task from the same random number.
 """
