@@ -104,8 +104,7 @@ def group_reward(
     groups: dict[Hashable, list[tuple[int, Rollout]]] = {}
     for i, env in enumerate(environments):
         rollout = _rollout(env)
-        key = rollout.group if rollout is not None else None
-        if rollout is not None and key is not None:
+        if rollout is not None and (key := rollout.group) is not None:
             groups.setdefault(key, []).append((i, rollout))
     for members in groups.values():
         answers = [final_message(completions[i]) or "" for i, _judged in members]

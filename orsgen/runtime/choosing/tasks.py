@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from orsgen.runtime.choosing import curriculum as curricula
@@ -177,16 +177,7 @@ def sampler_for(
     seed = settings.seed
     if seed is None:
         seed = facts.seed if facts is not None and facts.seed is not None else DEFAULT_SEED
-    stream = (
-        key,
-        settings.num_tasks,
-        settings.indices,
-        seed,
-        group,
-        settings.sampler,
-        layout,
-        pass_threshold,
-    )
+    stream = (key, replace(settings, seed=seed, group_size=group), layout, pass_threshold)
     found = samplers().peek(stream)
     if found is None:
         checkpoint.join()  # AsyncGRPO's worker: the saved states are staged before any is made

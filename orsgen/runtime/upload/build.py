@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from orsgen.jsonobject import as_array, is_array, is_object
+from orsgen.jsonobject import as_array, is_object
 from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.transport.identity import identity
 from orsgen.runtime.upload.record import Record, UploadRun
@@ -27,11 +27,9 @@ _transcripts_lock = threading.Lock()
 
 
 def _as_messages(value: Any, role: str) -> list[Any]:
-    if value is None:
-        return []
     if isinstance(value, str):
         return [{"role": role, "content": value}]
-    return [m for m in as_array(value) if is_object(m)] if is_array(value) else []
+    return [m for m in as_array(value) if is_object(m)]
 
 
 def note_transcripts(
