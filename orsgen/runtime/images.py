@@ -103,7 +103,6 @@ def _mime(block: Any) -> str:
 
 
 def _decode(block: Any) -> tuple[bytes | None, str]:
-    """The image bytes, or ``None`` and why not."""
     data = _field(block, "data")
     if not isinstance(data, str) or not data:
         return None, "no image data"

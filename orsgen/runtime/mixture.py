@@ -60,7 +60,6 @@ def shares(weights: Mapping[str, Fraction], block: int) -> dict[str, int]:
 
 
 def _passes(name: str, size: int, seed: int) -> Iterator[int]:
-    """Endless rows of a dataset of ``size``: every row once per pass, each pass shuffled."""
     done = 0
     while True:
         rows = list(range(size))

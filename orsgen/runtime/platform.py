@@ -76,7 +76,6 @@ def fetch(
 
 
 def pooled(rows: Sequence[Any], split: str | None) -> list[Difficulty]:
-    """One :class:`Difficulty` per task of ``split`` (``None``: any), pooled by rollouts."""
     by_task: dict[int, list[Any]] = {}
     for row in rows:
         if split is None or getattr(row, "split", None) in (split, None):

@@ -16,7 +16,6 @@ from orsgen.runtime.upload import build as upload
 
 
 def _rollout(env: object) -> Rollout | None:
-    """The rollout of an environment; ``None`` for one that is not an ORS adapter."""
     return env.rollout if isinstance(env, HasRollout) else None
 
 

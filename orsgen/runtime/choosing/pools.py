@@ -64,7 +64,6 @@ class _Members:
         self._top = 1 << (n.bit_length() - 1) if n else 0
 
     def add(self, position: int, delta: int) -> None:
-        """Add (``delta`` 1) or remove (-1) the member at ``position``."""
         j, tree, n = position + 1, self._tree, self.n
         while j <= n:
             tree[j] += delta
@@ -116,5 +115,4 @@ class Pools:
         return {p: self._members[i].size for i, p in enumerate(POOLS)}
 
     def kth(self, pool: str, k: int) -> int:
-        """The ``k``-th task of ``pool`` in candidate order."""
         return self.tasks[self._members[_INDEX[pool]].kth(k)]

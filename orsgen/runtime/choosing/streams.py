@@ -70,7 +70,6 @@ class Samplers:
         self._changes = 0  # choices and outcomes so far: the worker's writer skips idle periods
 
     def changed(self) -> None:
-        """A sampler chose a task or observed an outcome: its state changed."""
         with self._lock:
             self._changes += 1
 

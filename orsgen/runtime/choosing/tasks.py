@@ -120,7 +120,6 @@ def candidates(count: int, num_tasks: int | None, indices: Sequence[int] | None)
 
 
 def spread(sampler: TaskSampler, layout: Layout | None, label: str) -> TaskSampler:
-    """``sampler``, choosing by global group across ``layout``'s ranks (when there is one)."""
     if layout is None:
         return sampler
     if not isinstance(sampler, Chooser):
@@ -204,7 +203,6 @@ def sampler_for(
 
 
 def _curriculum_metrics() -> dict[str, float]:
-    """``ors/curriculum/*`` of this process's curricula (one per stream, usually one)."""
     found = [s.curriculum for s in samplers().all() if isinstance(s, Chooser)]
     return curricula.report([c for c in found if c is not None])
 
