@@ -158,10 +158,9 @@ def header_size(raw: bytes) -> tuple[int, int] | None:
             return abs(width), abs(height)
         if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
             chunk = raw[12:16]
-            if chunk == b"VP8X":
-                return 1 + int.from_bytes(raw[24:27], "little"), 1 + int.from_bytes(
-                    raw[27:30], "little"
-                )
+            if chunk == b"VP8X":  # 24-bit little-endian width and height, minus one
+                width, height = raw[24:27], raw[27:30]
+                return 1 + int.from_bytes(width, "little"), 1 + int.from_bytes(height, "little")
             if chunk == b"VP8L":
                 bits = int.from_bytes(raw[21:25], "little")
                 return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
