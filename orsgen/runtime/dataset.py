@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from datasets import Dataset as Dataset  # type: ignore[import-untyped]
 
 RESERVED_COLUMNS = ("prompt", "task_index", "split")
-# Columns every load_tasks() dataset has (``split`` is optional in bundles of older ones).
+# Every load_tasks() dataset has them (``split`` is optional: older ones lack it).
 _REQUIRED_COLUMNS = ("prompt", "task_index")
 # Above this span/len ratio a sparse index list is fetched task by task instead of as one range.
 _MAX_RANGE_WASTE = 4
@@ -35,8 +35,6 @@ def _status(exc: BaseException) -> int | None:
 
 
 class _SplitReader:
-    """Reads one split's task specs, falling back for servers without ``/task_range``."""
-
     def __init__(self, endpoint: Endpoint, env: Any, split: str) -> None:
         self.endpoint, self.env, self.split = endpoint, env, split
 
@@ -77,7 +75,7 @@ def _on_loop(
     failed: str,
 ) -> T:
     """``read`` of ``split`` on the runtime loop; a failure or timeout is a ``TaskLoadError``
-    starting with ``failed``, and an unknown split's bare HTTP 400 names the splits there are."""
+    starting with ``failed``."""
 
     async def run() -> T:
         env = await environment(endpoint)
@@ -97,8 +95,7 @@ def _on_loop(
 
 
 async def _raise_if_no_such_split(endpoint: Endpoint, env: Any, split: str) -> None:
-    """Turn an unknown split's bare "Invalid split" (HTTP 400) into an error naming the
-    splits there are; any other 400 keeps its own message."""
+    """An unknown split's bare "Invalid split" (HTTP 400) as an error naming the splits."""
     try:
         listed: list[Any] = list(
             await stateless(endpoint, env, "GET", endpoint.env_path("/splits"))
@@ -125,9 +122,7 @@ async def _read(
     lo, hi = min(wanted), max(wanted) + 1
     if hi - lo <= _MAX_RANGE_WASTE * len(set(wanted)):
         window = await reader.task_range(lo, hi)
-        if len(window) < hi - lo:
-            # A short window means the split ended early; name the first index past its end
-            # (which needs the true count when the window is empty).
+        if len(window) < hi - lo:  # the split ended early: name the first index past its end
             total = lo + len(window) if window else await reader.num_tasks()
             bad = next(i for i in wanted if i >= total)
             raise IndexError(
@@ -143,9 +138,8 @@ def task_rows(
     task_indices: Sequence[int], specs: Sequence[Any], include_metadata: bool, split: str
 ) -> dict[str, list[Any]]:
     """Dataset columns: an empty user ``prompt`` (TRL appends the environment's prompt),
-    ``task_index``, ``split`` (so ``reset(**row)`` opens the row's split, not the adapter's
-    default), then one column per task-spec key. Metadata never overwrites the reserved
-    columns."""
+    ``task_index``, ``split`` (so ``reset(**row)`` opens the row's split), then one column per
+    task-spec key, never over the reserved ones."""
     rows: dict[str, list[Any]] = {
         "prompt": [[{"role": "user", "content": ""}] for _ in task_indices],
         "task_index": list(task_indices),

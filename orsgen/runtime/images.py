@@ -1,14 +1,7 @@
-"""ORS content blocks as the model sees them (docs/training.md, the content-list contract).
-
-With ``multimodal=True`` an output that holds an image (an ORS ``ImageBlock``: base64
-``data`` and a ``mimeType``) is TRL's content list, in block order::
-
-    [{"type": "text", "text": "..."}, {"type": "image", "image": <PIL.Image.Image>}]
-
-and a text-only output plain ``str``. Without it, each image is a one-line placeholder
-(``[image: image/png, 64x64]``), never the payload. An image that cannot be shown (corrupt,
-unsupported, too large) becomes a text part that says why; nothing here raises into the
-trainer. Pillow is imported on the first image only; placeholder sizes come from the header.
+"""ORS content blocks as the model sees them (docs/training.md, "Images: the content-list
+contract"): TRL's content list, or text with a one-line placeholder per image. An image that
+cannot be shown becomes a text part that says why; nothing here raises into the trainer.
+Pillow is imported on the first image only; placeholder sizes come from the header.
 """
 
 from __future__ import annotations
@@ -110,7 +103,6 @@ def _mime(block: Any) -> str:
 
 
 def _decode(block: Any) -> tuple[bytes | None, str]:
-    """The image bytes, or ``None`` and why not."""
     data = _field(block, "data")
     if not isinstance(data, str) or not data:
         return None, "no image data"
@@ -166,10 +158,9 @@ def header_size(raw: bytes) -> tuple[int, int] | None:
             return abs(width), abs(height)
         if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
             chunk = raw[12:16]
-            if chunk == b"VP8X":
-                return 1 + int.from_bytes(raw[24:27], "little"), 1 + int.from_bytes(
-                    raw[27:30], "little"
-                )
+            if chunk == b"VP8X":  # 24-bit little-endian width and height, minus one
+                width, height = raw[24:27], raw[27:30]
+                return 1 + int.from_bytes(width, "little"), 1 + int.from_bytes(height, "little")
             if chunk == b"VP8L":
                 bits = int.from_bytes(raw[21:25], "little")
                 return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
@@ -236,7 +227,7 @@ def blocks_to_text(blocks: Iterable[Any]) -> str:
     for block in blocks:
         found = kind(block)
         if found == "text":
-            text = block.get("text") if is_object(block) else getattr(block, "text", "")
+            text = _field(block, "text")
             if text:
                 parts.append(str(text))
         elif found == "image":
@@ -246,11 +237,11 @@ def blocks_to_text(blocks: Iterable[Any]) -> str:
     return "\n".join(parts)
 
 
-def blocks_to_content(blocks: Iterable[Any], multimodal: bool) -> Content:
-    """``multimodal``: a TRL content list when the blocks hold an image that decodes, text
-    runs joined as :func:`blocks_to_text` joins them; otherwise the text."""
+def blocks_to_content(blocks: Iterable[Any]) -> Content:
+    """A TRL content list when the blocks hold an image that decodes, text runs joined as
+    :func:`blocks_to_text` joins them; otherwise the text (``multimodal=True``)."""
     blocks = list(blocks)
-    if not multimodal or not any(kind(b) == "image" for b in blocks):
+    if not any(kind(b) == "image" for b in blocks):
         return blocks_to_text(blocks)
     parts: list[ContentPart] = []
     run: list[Any] = []

@@ -1,8 +1,6 @@
 """Weighted mixtures: which environment, and which of its rows, each row of a weighted
 ``bundle_tasks(..., weights=..., block=B)`` holds, by the rules docs/several-environments.md
-states: each block of ``B`` rows gives every environment its quota rounded by largest remainder
-(ties: the larger weight, then mapping order), in a seeded order; each environment's rows are
-drawn in seeded passes, each shuffled by ``Random(f"{seed}:{name}:{pass}")``. No I/O.
+states (quotas by largest remainder, seeded orders and passes). No I/O.
 """
 
 from __future__ import annotations
@@ -62,7 +60,6 @@ def shares(weights: Mapping[str, Fraction], block: int) -> dict[str, int]:
 
 
 def _passes(name: str, size: int, seed: int) -> Iterator[int]:
-    """Endless rows of a dataset of ``size``: every row once per pass, each pass shuffled."""
     done = 0
     while True:
         rows = list(range(size))

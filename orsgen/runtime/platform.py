@@ -1,33 +1,14 @@
 """The platform's per-task difficulty as a curriculum prior:
 ``PassRateCurriculum(prior=platform_difficulty("owner/name", split=..., model_name=...))``.
-
-OpenReward aggregates the rewards of the rollouts uploaded to its runs UI into per-task
-figures (``Environment.get_task_difficulty`` in the SDK: ``avg_reward``, ``min_reward``,
-``max_reward`` and ``num_rollouts`` per ``(split, variant, task_index)``, filterable by model
-name and training stage). :func:`platform_difficulty` turns them into the mapping the
-curriculum takes, task index to pass rate, under these rules:
-
-- **Binary rewards** (every task's minimum and maximum reward is 0 or 1): ``avg_reward`` is
-  the share of rollouts that scored 1, so it *is* the pass rate (for a pass threshold in
-  ``(0, 1]``).
-- **Other rewards**: a task whose ``max_reward`` is below the pass threshold never passed
-  (0.0) and one whose ``min_reward`` reaches it always passed (1.0), both exact; for the
-  rest the pass rate is unknown and ``avg_reward`` clipped to ``[0, 1]`` stands in for it.
-  A warning says so and how many tasks it concerns.
-- Tasks with fewer than ``min_rollouts`` rollouts (:data:`MIN_ROLLOUTS` by default) are
-  left out: the curriculum treats them as unseen. Rows of several variants of one task
-  are pooled, weighted by their rollouts.
-
-It never fails a run: no catalog name, no network, an error from the API, or an empty
-answer each give one warning (:class:`PlatformPriorWarning`) and an empty mapping, which
-is no prior.
+How a pass rate is read from the SDK's ``get_task_difficulty`` figures, and why it never fails
+a run: docs/viewing.md, "The platform's difficulty as a curriculum prior".
 """
 
 from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,14 +41,12 @@ def _warn(message: str) -> dict[int, float]:
 
 def fetch(
     name: str,
-    split: str | None,
-    model_name: str | None,
-    training_stage: str | None,
+    filters: Mapping[str, str | None],
     api_key: str | None,
     base_url: str | None,
     timeout: float,
 ) -> list[Any]:
-    """The SDK's ``get_task_difficulty`` rows, within ``timeout`` seconds (it runs on a
+    """The SDK's ``get_task_difficulty(**filters)`` rows, within ``timeout`` seconds (it runs on a
     daemon thread, so an API that never answers cannot hold the run or its exit)."""
     # The SDK ships no type information; imported here, so importing this module is free.
     import openreward  # type: ignore[import-untyped]
@@ -80,9 +59,7 @@ def fetch(
             client = sdk.OpenReward(api_key=api_key, base_url=base_url)
             try:
                 environment = client.environments.get(name)
-                box["rows"] = environment.get_task_difficulty(
-                    split=split, model_name=model_name, training_stage=training_stage
-                )
+                box["rows"] = environment.get_task_difficulty(**filters)
             finally:
                 client.close()
         except BaseException as exc:  # noqa: BLE001 - reported as a warning by the caller
@@ -99,12 +76,10 @@ def fetch(
 
 
 def pooled(rows: Sequence[Any], split: str | None) -> list[Difficulty]:
-    """One :class:`Difficulty` per task of ``split`` (``None``: any), pooled by rollouts."""
     by_task: dict[int, list[Any]] = {}
     for row in rows:
-        if split is not None and getattr(row, "split", None) not in (split, None):
-            continue
-        by_task.setdefault(int(row.task_index), []).append(row)
+        if split is None or getattr(row, "split", None) in (split, None):
+            by_task.setdefault(int(row.task_index), []).append(row)
     out: list[Difficulty] = []
     for index, group in sorted(by_task.items()):
         count = sum(int(r.num_rollouts) for r in group)
@@ -123,18 +98,17 @@ def pass_rates(
     """(task index -> pass rate, how many rates are stand-ins), by the module's rules."""
     seen = [t for t in tasks if t.num_rollouts >= min_rollouts]
     binary = all(t.min_reward in (0.0, 1.0) and t.max_reward in (0.0, 1.0) for t in seen)
+    exact = binary and 0.0 < threshold <= 1.0  # the mean reward is the pass rate
     rates: dict[int, float] = {}
     estimated = 0
     for t in seen:
-        if binary and 0.0 < threshold <= 1.0:
-            rates[t.task_index] = min(max(t.avg_reward, 0.0), 1.0)
-        elif t.max_reward < threshold:
+        if not exact and t.max_reward < threshold:
             rates[t.task_index] = 0.0
-        elif t.min_reward >= threshold:
+        elif not exact and t.min_reward >= threshold:
             rates[t.task_index] = 1.0
         else:
             rates[t.task_index] = min(max(t.avg_reward, 0.0), 1.0)
-            estimated += 1
+            estimated += not exact
     return rates, estimated
 
 
@@ -156,21 +130,25 @@ def platform_difficulty(
     ``api.`` host) with ``api_key`` (default ``OPENREWARD_API_KEY``).
 
     ``split``, ``model_name`` and ``training_stage`` (``"pretrained"``, ``"sft"``, ``"rl"``)
-    narrow the rollouts the figures come from. See the module docstring for how a pass
-    rate is read from them; every failure is a :class:`PlatformPriorWarning` and ``{}``."""
+    narrow the rollouts the figures come from. With binary rewards the mean reward is the
+    pass rate; otherwise a task whose maximum is below ``pass_threshold`` gets 0, one whose
+    minimum reaches it 1, and the rest their mean reward clipped to ``[0, 1]`` (with a
+    warning). Tasks with fewer than ``min_rollouts`` rollouts are left out (unseen). Every
+    failure is a :class:`PlatformPriorWarning` and ``{}``, which is no prior."""
     where = f"the platform's difficulty of {name!r}"
     if not name or "/" not in name:
         return _warn(
             f"no prior from {where}: it needs a catalog name 'owner/name' (a local or "
             "self-hosted environment has no platform figures); training goes on without one"
         )
+    given = {"split": split, "model_name": model_name, "training_stage": training_stage}
     try:
-        rows = fetch(name, split, model_name, training_stage, api_key, base_url, timeout)
+        rows = fetch(name, given, api_key, base_url, timeout)
     except Exception as exc:  # noqa: BLE001 - no prior is never a failed run
         return _warn(f"no prior from {where}: {describe(exc)}; training goes on without one")
     filters = ", ".join(
-        f"{k}={v!r}"
-        for k, v in (("split", split), ("model_name", model_name), ("stage", training_stage))
+        f"{'stage' if k == 'training_stage' else k}={v!r}"
+        for k, v in given.items()
         if v is not None
     )
     tasks = pooled(rows, split)

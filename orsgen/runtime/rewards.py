@@ -1,6 +1,5 @@
-"""Outcome-only rewards, read through the :class:`Rollout` protocol
-(:mod:`orsgen.runtime.records.protocol`): nothing of the adapter is imported here.
-"""
+"""Outcome-only rewards, read through the :class:`Rollout` protocol: nothing of the adapter
+is imported here."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from orsgen.runtime.upload import build as upload
 
 
 def _rollout(env: object) -> Rollout | None:
-    """The rollout of an environment; ``None`` for one that is not an ORS adapter."""
     return env.rollout if isinstance(env, HasRollout) else None
 
 
@@ -54,22 +52,12 @@ def outcome_reward(
     prompts: Sequence[Any] | None = None,
     **_: Any,
 ) -> list[float | None]:
-    """The last non-null reward of each rollout; for a rollout never scored, the adapter's
-    ``unfinished_reward`` (``None`` by default) when its session worked (no call, only
-    unscored calls or only the model's own invalid calls), and ``None`` when it failed (the
-    tool or grader raised, the server errored or timed out, the session was lost, the rollout
-    ran degraded). A later unscored or failed call never erases an earlier score; ``0.0`` and
-    negative rewards are real scores.
-
-    With TRL's ``log_metric`` the batch's ``ors/*`` metrics go into the trainer's log
-    (docs/training.md; :mod:`orsgen.runtime.records.metrics`), with ``log_extra`` each
-    rollout's task index and split become completions-table columns, and every scored batch
-    feeds the per-task table (:mod:`orsgen.runtime.trajectories.task_table`).
-
-    An environment with a terminal tool grades the model's final plain message: given
-    ``completions``, each rollout's final assistant message is submitted through that tool
-    first (once per rollout; never after the episode finished).
-    """
+    """Each rollout's reward by docs/training.md's rules (the last non-null one, else
+    ``unfinished_reward`` when the session worked and ``None`` when it failed). With TRL's
+    ``log_metric`` the batch's ``ors/*`` metrics reach the trainer's log, with ``log_extra``
+    each rollout's task index and split become completions-table columns, and every scored
+    batch feeds the per-task table. Given ``completions``, a terminal tool first grades each
+    rollout's final plain assistant message (once per rollout)."""
     rollouts = [_rollout(env) for env in environments]
     trainer_facts.note_step(trainer_state)  # the step the batch's trajectory lines carry
     if completions is not None:
@@ -115,8 +103,7 @@ def group_reward(
     groups: dict[Hashable, list[tuple[int, Rollout]]] = {}
     for i, env in enumerate(environments):
         rollout = _rollout(env)
-        key = rollout.group if rollout is not None else None
-        if rollout is not None and key is not None:
+        if rollout is not None and (key := rollout.group) is not None:
             groups.setdefault(key, []).append((i, rollout))
     for members in groups.values():
         answers = [final_message(completions[i]) or "" for i, _judged in members]

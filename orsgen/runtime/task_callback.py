@@ -1,12 +1,6 @@
 """The TRL callback that writes the per-task table (:mod:`orsgen.runtime.trajectories.task_table`)
-as ``<output_dir>/ors_tasks.csv`` (``split, task_index, rollouts, scored, pass_rate,
-mean_reward, last_step``) at every logging step. Two sources, never both (docs/curriculum.md):
-
-- by default, the batches ``outcome_reward`` scored in this process; rank ``r`` of a
-  distributed run writes ``ors_tasks.rank<r>.csv``;
-- with ``trajectories=PATH``, the lines every process (AsyncGRPO's rollout child, every rank)
-  appends there: process zero reads those appended since training began and writes one table;
-  a line's step is the ``global_step`` at which it was first read, so a rollout counts once.
+from one of two sources, never both (docs/curriculum.md, "The completions table and the
+per-task table"): this process's scored batches, or every process's trajectory lines.
 """
 
 from __future__ import annotations

@@ -1,37 +1,17 @@
-"""Task choice in TRL's checkpoints, so ``resume_from_checkpoint`` continues it.
+"""Task choice in TRL's checkpoints, so ``resume_from_checkpoint`` continues it (the protocol:
+:mod:`orsgen.runtime.choosing.streams`; for users: docs/curriculum.md, "Resuming").
 
-    from orsgen import CurriculumCheckpoint
-
-    trainer = GRPOTrainer(..., environment_factory=partial(Env, curriculum="pass_rate"),
-                          callbacks=[CurriculumCheckpoint()])
-    trainer.train(resume_from_checkpoint=True)
-
-The resume protocol (:mod:`orsgen.runtime.choosing.streams`; users' side: ``docs/curriculum.md``):
-every save writes ``orsgen_curriculum.json`` (format 2, :func:`body`) into the checkpoint
-directory TRL just wrote (``output_dir/checkpoint-<step>``, transformers'
-``_save_checkpoint``): every stream's ``state_dict()`` under its key. A resumed run
-(transformers restores ``state.global_step`` before ``on_train_begin``) stages them by key
-before the first reset; each stream loads its own once, when it is made: the one restore path
-(``CurriculumCheckpoint(curriculum)`` only checks that the checkpoint holds one curriculum).
-Under several processes the ranks first share the step's outcomes (a collective: every rank
-saves), and only the world's process zero writes
-(:func:`orsgen.runtime.transport.identity.identity`).
-
-Under ``AsyncGRPOTrainer`` the tasks are chosen in the rollout worker, spawned at
-``on_train_begin`` (``AsyncRolloutWorker.start()``, run by TRL's ``_TrainBeginCallback``
-after the given callbacks) with ``os.environ`` as it is then, so this callback first names a
-:class:`Handoff` in ``ORSGEN_TASK_STATE``. A child making a stream under it (:func:`join`)
-stages the resume file's states before its first stream, and writes its streams' states to
-``output_dir/.orsgen_task_state/streams.json`` (whole, never half-written) when a stream is
-made, then every :data:`WRITE_EVERY` seconds when a sampler changed (stretched to
-:data:`PACE` times the last write's cost), and at exit. Each save copies the worker's latest
-file into the checkpoint, or, before it wrote any, a file with no stream (its resume starts
-afresh). The worker is ahead of the trainer: a resume continues after its in-flight and
-queued rollouts, it does not choose them again.
+Each save writes ``orsgen_curriculum.json`` (:func:`body`) into the directory transformers'
+``_save_checkpoint`` just wrote; a resume (``state.global_step`` is restored before
+``on_train_begin``) stages its states before the first reset. Under ``AsyncGRPOTrainer`` the
+tasks are chosen in the rollout worker, spawned at ``on_train_begin`` after the given callbacks
+with ``os.environ`` as it is then, so the callback names a :class:`Handoff` in
+``ORSGEN_TASK_STATE``: the worker (:func:`join`) stages the resume file and writes its states to
+``output_dir/.orsgen_task_state/streams.json``, which each save copies.
 
 A transformers callback by shape, not by import: ``CallbackHandler.call_event`` calls
-``getattr(callback, event)(args, state, control, **kwargs)`` for every event, and every
-event this class does not handle is a no-op (as in ``TrainerCallback``).
+``getattr(callback, event)(args, state, control, **kwargs)``, and every event this class does
+not handle is a no-op (as in ``TrainerCallback``).
 """
 
 from __future__ import annotations
@@ -114,24 +94,6 @@ def path(output_dir: str | os.PathLike[str], step: int) -> Path:
     return Path(output_dir) / f"{CHECKPOINT}-{step}" / FILE
 
 
-def _nothing(*_: Any, **__: Any) -> None:
-    return None
-
-
-def _worker_states(worker: Handoff, target: Path) -> str:
-    try:
-        return worker.latest.read_text()
-    except FileNotFoundError:
-        logger.warning(
-            "CurriculumCheckpoint: the AsyncGRPO rollout worker has written no task-choice "
-            "state yet (it writes at its first reset, when the callback was given to the "
-            "trainer's callbacks=), so %s holds no stream and a resume from it starts the "
-            "task choice afresh",
-            target.parent,
-        )
-        return json.dumps(body([]), sort_keys=True)
-
-
 class CurriculumCheckpoint:
     """Saves every task-sampler stream's state with each checkpoint and restores each by
     its key on resume. ``curriculum`` (the run's one ``PassRateCurriculum``, optional): a
@@ -145,7 +107,7 @@ class CurriculumCheckpoint:
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         if name.startswith("on_"):  # every other trainer event: nothing to do
-            return _nothing
+            return lambda *_, **__: None
         raise AttributeError(name)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
@@ -189,7 +151,17 @@ class CurriculumCheckpoint:
         target = path(args.output_dir, int(state.global_step))
         if self.handoff is not None:  # the rollout worker's latest, checked whole
             if identity().is_main:
-                text = _worker_states(self.handoff, target)
+                try:
+                    text = self.handoff.latest.read_text()
+                except FileNotFoundError:
+                    logger.warning(
+                        "CurriculumCheckpoint: the AsyncGRPO rollout worker has written no "
+                        "task-choice state yet (it writes at its first reset, when the callback "
+                        "was given to the trainer's callbacks=), so %s holds no stream and a "
+                        "resume from it starts the task choice afresh",
+                        target.parent,
+                    )
+                    text = json.dumps(body([]), sort_keys=True)
                 streams_of(json.loads(text))  # never a file the resume cannot read
                 write(target, text)
             return

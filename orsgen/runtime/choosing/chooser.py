@@ -48,10 +48,9 @@ class Chooser:
     resets from a thread pool).
 
     Without a curriculum, pass ``p`` is every task once, shuffled by ``Random(f"{seed}:{p}")``,
-    and group ``g`` gets task ``g % len(tasks)`` of pass ``g // len(tasks)``. ``share``
-    exchanges the ranks' outcomes at each generation's first reset (every rank is there,
-    after the previous generation was scored). Groups are numbered from the curriculum's
-    ``first_group``, the one group counter (0 for the uniform passes)."""
+    and group ``g`` gets task ``g % len(tasks)`` of pass ``g // len(tasks)``. Groups are
+    numbered from the curriculum's ``first_group``, the one group counter (0 for the uniform
+    passes)."""
 
     def __init__(
         self,
@@ -133,13 +132,10 @@ class Chooser:
             self.handed_out, self._current = int(state["given"]), None
             self._waiting.clear()
 
-    def _first_group(self) -> int:
-        """The group of this stream's first reset: the curriculum's counter, else 0."""
-        return 0 if self.curriculum is None else self.curriculum.first_group
-
     def _next(self) -> tuple[int, int]:
         reset, self.handed_out = self.handed_out, self.handed_out + 1
-        layout, first = self.layout, self._first_group()
+        layout = self.layout
+        first = 0 if self.curriculum is None else self.curriculum.first_group
         if layout is not None and layout.world > 1 and reset % layout.rows == 0:
             self._exchange(reset // layout.rows)
         slot = reset if layout is None else layout.slot(reset)
@@ -171,7 +167,7 @@ class Chooser:
         groups planned first, so every rank plans them from the statistics they were chosen from."""
         if self.curriculum is None or self._share is None or self.layout is None:
             return
-        first = self._first_group()
+        first = self.curriculum.first_group
         start = first + generations * self.layout.world * self.layout.rows // self.group_size
         if start > first:
             self.curriculum.plan_through(start - 1)

@@ -1,29 +1,8 @@
-"""A pass-rate curriculum for environment-owned tasks (``train_dataset=None``).
-
-A GRPO group whose rollouts all score alike has zero advantage: it teaches nothing. With
-environment-owned data the adapter chooses every task, so it spends groups where they teach
-(the rules, for users: ``docs/curriculum.md``, "How the curriculum chooses"):
-
-- **pools**, from each task's last ``window`` *scored* groups, a rollout passing by
-  :func:`orsgen.runtime.records.passk.passes` with the adapter's ``pass_threshold``: ``solved`` when
-  every one passed, ``unsolved`` when none did, ``learning`` otherwise, ``unseen`` before
-  the first. Unfinished and failed rollouts (reward ``None``) never count as failures.
-- **a prior** (:mod:`orsgen.runtime.choosing.prior`): a task's evaluated pass rate counts as
-  one scored group older than any of the run's (rate 1: solved, 0: unsolved, else learning).
-- **selection**, one choice per GRPO group: a first pass visits every unseen task once in a
-  seeded order; then a pool is drawn by its weight times its size (``learning`` 1,
-  ``solved`` / ``unsolved`` 0.01, ``unseen`` 4 per task by default), then a task uniformly.
-  A task last chosen more than ``revisit`` groups ago is due and goes first (the most
-  overdue first, ties in the seeded order).
-- **scale**: pools are updated as groups close (:mod:`~orsgen.runtime.choosing.pools`): a
-  choice costs O(log tasks), the logged figures O(1).
-- **reproducible and order-free**: group ``g`` is planned from ``Random(f"{seed}:{g}")``,
-  the groups before it and the outcomes so far in group order, never arrival order, so
-  processes that observe the same outcomes choose alike
-  (:meth:`PassRateCurriculum.plan_through`).
-
-Pure but for reading a prior's files at construction: no clock.
-:meth:`PassRateCurriculum.state_dict` is JSON-able.
+"""A pass-rate curriculum for environment-owned tasks (``train_dataset=None``): one task per
+GRPO group, spent where groups teach, by the rules of docs/curriculum.md ("How the curriculum
+chooses"). Group ``g`` is planned from ``Random(f"{seed}:{g}")`` and the outcomes in group
+order, never arrival order, so processes that observe the same outcomes choose alike. Pure but
+for reading a prior's files at construction: no clock.
 """
 
 from __future__ import annotations
@@ -159,8 +138,7 @@ class PassRateCurriculum:
         return self.revisit_after if self.revisit_after is not None else 5 * len(self.tasks)
 
     def _judge(self, task: int) -> str:
-        """The task's pool from its last ``window`` scored groups (and its prior while
-        fewer than ``window`` of them arrived)."""
+        """The task's pool from its last ``window`` scored groups (and its prior until then)."""
         recent = self._history.get(task, [])[-self.window :]
         scored = [reward for group in recent for reward in group.scored]
         passed, total = sum(passes(r, self.threshold) for r in scored), len(scored)
@@ -209,7 +187,7 @@ class PassRateCurriculum:
                 raise RuntimeError("the curriculum was never started (start(tasks, ...))")
             self.plan_through(group)
             task = self._plan.get(group)
-            if task is None:  # planned so long ago that it was forgotten
+            if task is None:
                 raise ValueError(f"group {group} was planned too long ago to choose again")
             self._window.rollouts[self._pools.of(task)] += self.group_size
             return task
@@ -290,12 +268,12 @@ class PassRateCurriculum:
             if state.get("name") != self.name:
                 raise ValueError(f"not a {self.name} curriculum state: {state.get('name')!r}")
             parameters = state["parameters"]
-            threshold, first_group = float(parameters["pass_threshold"]), state["first_group"]
             self.weights = Weights(**parameters["weights"])
             self.window = int(parameters["window"])
             self.revisit_after = parameters["revisit"]
             self._prior_rates = {int(t): float(r) for t, r in state["prior"]}
             self.tasks, self._planned = [], 0  # a fresh start, then the saved state
+            threshold = float(parameters["pass_threshold"])
             self.start(state["tasks"], state["seed"], state["group_size"], threshold)
             for group, task, rewards in state["history"]:
                 self._history.setdefault(task, []).append(Group(group, task, list(rewards)))
@@ -304,7 +282,7 @@ class PassRateCurriculum:
                 self._pools.move(task, self._judge(task))
             self._open = {g: Group(g, t, list(r)) for g, t, r in state["open"]}
             self._planned = int(state["planned"])
-            self.first_group = int(first_group)
+            self.first_group = int(state["first_group"])
             self._plan = {int(g): int(t) for g, t in state["plan"]}
             last = {int(t): int(g) for t, g in state["last_chosen"]}
             rank = {t: i for i, t in enumerate(self._shuffled)}

@@ -1,7 +1,5 @@
 """Which pool each of a curriculum's tasks is in, kept up to date one move at a time, and the
-small records the curriculum keeps (:class:`Weights`, :class:`Group`, :class:`Window`).
-
-Each pool is a Fenwick tree of 0/1 over the candidate positions: size in O(1), k-th member
+curriculum's small records. Each pool is a Fenwick tree of 0/1 over the candidate positions: size in O(1), k-th member
 in O(log n), in candidate order, never move order, so processes that hold the same pools
 draw the same task from the same random number.
 """
@@ -66,7 +64,6 @@ class _Members:
         self._top = 1 << (n.bit_length() - 1) if n else 0
 
     def add(self, position: int, delta: int) -> None:
-        """Add (``delta`` 1) or remove (-1) the member at ``position``."""
         j, tree, n = position + 1, self._tree, self.n
         while j <= n:
             tree[j] += delta
@@ -118,5 +115,4 @@ class Pools:
         return {p: self._members[i].size for i, p in enumerate(POOLS)}
 
     def kth(self, pool: str, k: int) -> int:
-        """The ``k``-th task of ``pool`` in candidate order."""
         return self.tasks[self._members[_INDEX[pool]].kth(k)]

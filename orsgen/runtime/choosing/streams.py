@@ -1,17 +1,9 @@
-"""This process's task-sampler streams, and the resume protocol that carries their state
-across a checkpoint. A *stream* (:class:`StreamKey`) is one adapter class's task choice on
-one server and split in one process; its :class:`TaskSampler` is made at the stream's first
-reset and shared by its adapter instances. The protocol (driven by
-:class:`~orsgen.runtime.choosing.checkpoint.CurriculumCheckpoint`):
-
-- **save**: every stream's ``state_dict()``, each under its key (:meth:`Samplers.saved`);
-- **resume**: saved states are staged by key (:meth:`Samplers.stage`); a stream loads its
-  own when made (or at once if it exists). A key matches exactly, else by adapter class and
-  split when one saved stream alone has them (a server on a new address). A staged state
-  no stream takes is never handed to another.
-
-A forked child starts with no stream and nothing staged; AsyncGRPO's rollout worker uses
-the same two calls through :func:`~orsgen.runtime.choosing.checkpoint.join`.
+"""This process's task-sampler streams and the resume protocol that carries their state
+across a checkpoint (docs/curriculum.md, "Resuming"). A *stream* (:class:`StreamKey`) is one
+adapter class's task choice on one server and split; its :class:`TaskSampler` is made at the
+stream's first reset and shared by its adapter instances. Saved states are staged by key and
+each stream loads its own when made; one staged under another key is never handed over, but
+for a lone saved stream of the same class and split (a server on a new address).
 """
 
 from __future__ import annotations
@@ -78,7 +70,6 @@ class Samplers:
         self._changes = 0  # choices and outcomes so far: the worker's writer skips idle periods
 
     def changed(self) -> None:
-        """A sampler chose a task or observed an outcome: its state changed."""
         with self._lock:
             self._changes += 1
 

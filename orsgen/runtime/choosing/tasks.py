@@ -1,19 +1,11 @@
 """Which task a reset opens when the trainer gives none (environment-owned data).
 
 Without ``train_dataset``, ``reset()`` receives only ``prompt=`` (``trl/trainer/grpo_trainer.py``,
-around line 862). The candidates are the split's, restricted by ``num_tasks`` / ``indices``
-as ``load_tasks`` restricts them, and each task is handed out ``group_size`` times in a row:
-both trainers reset one group's rollouts one after another in one process (``GRPOTrainer``
-in slot order, ``RepeatSampler``; AsyncGRPO's worker awaiting each ``reset``,
-``async_rollout_worker.py`` around lines 549-583 and 878-887). Under several processes only
-the built-in :class:`Chooser` with a GRPOTrainer's layout keeps groups whole; elsewhere
-:func:`check_single_process` refuses, saying to pass ``train_dataset=load_tasks(...)``.
-
-The choice is a seam: a :class:`TaskSampler`, made per stream by the adapter's ``sampler=``
-factory from the candidate tasks, seed, group size and the adapter's ``pass_threshold``.
-``curriculum=`` is shorthand for the factory
-:class:`~orsgen.runtime.choosing.chooser.CurriculumFactory`; ``sampler=`` and
-``curriculum=`` together are refused.
+around line 862), so each candidate task is handed out ``group_size`` times in a row: both
+trainers reset one group's rollouts one after another in one process (``RepeatSampler``;
+AsyncGRPO's worker, ``async_rollout_worker.py`` around lines 549-583 and 878-887). Under several
+processes only the built-in :class:`Chooser` with a GRPOTrainer's layout keeps groups whole.
+The choice is a seam: the adapter's ``sampler=`` factory makes a :class:`TaskSampler` per stream.
 """
 
 from __future__ import annotations
@@ -21,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from orsgen.runtime.choosing import curriculum as curricula
@@ -127,21 +119,7 @@ def candidates(count: int, num_tasks: int | None, indices: Sequence[int] | None)
     return list(range(top))
 
 
-def check_single_process(env_label: str, layout: Layout | None = None) -> None:
-    """Refuse to choose tasks when a group's resets may be spread over processes that
-    cannot place them (no :class:`~orsgen.runtime.choosing.chooser.Layout`)."""
-    size = identity().world_size
-    if size > 1 and (layout is None or layout.world != size):
-        raise TaskChoiceError(
-            f"{env_label}: reset() got no task_index or task_spec (train_dataset=None) in a "
-            f"run of {size} processes. A GRPO group's rollouts can be split across processes, "
-            "which cannot agree on one task per group without the dataset: pass "
-            "train_dataset=load_tasks(...) to the trainer."
-        )
-
-
 def spread(sampler: TaskSampler, layout: Layout | None, label: str) -> TaskSampler:
-    """``sampler``, choosing by global group across ``layout``'s ranks (when there is one)."""
     if layout is None:
         return sampler
     if not isinstance(sampler, Chooser):
@@ -180,7 +158,14 @@ def sampler_for(
     layout = None
     if facts is not None and facts.rows is not None and facts.world > 1:
         layout = Layout(facts.rank, facts.world, facts.rows)
-    check_single_process(label, layout)
+    size = identity().world_size
+    if size > 1 and (layout is None or layout.world != size):  # no layout to place groups by
+        raise TaskChoiceError(
+            f"{label}: reset() got no task_index or task_spec (train_dataset=None) in a "
+            f"run of {size} processes. A GRPO group's rollouts can be split across processes, "
+            "which cannot agree on one task per group without the dataset: pass "
+            "train_dataset=load_tasks(...) to the trainer."
+        )
     group = settings.group_size or (facts.num_generations if facts else None)
     if group is None:
         raise TaskChoiceError(
@@ -191,16 +176,7 @@ def sampler_for(
     seed = settings.seed
     if seed is None:
         seed = facts.seed if facts is not None and facts.seed is not None else DEFAULT_SEED
-    stream = (
-        key,
-        settings.num_tasks,
-        settings.indices,
-        seed,
-        group,
-        settings.sampler,
-        layout,
-        pass_threshold,
-    )
+    stream = (key, replace(settings, seed=seed, group_size=group), layout, pass_threshold)
     found = samplers().peek(stream)
     if found is None:
         checkpoint.join()  # AsyncGRPO's worker: the saved states are staged before any is made
@@ -227,7 +203,6 @@ def sampler_for(
 
 
 def _curriculum_metrics() -> dict[str, float]:
-    """``ors/curriculum/*`` of this process's curricula (one per stream, usually one)."""
     found = [s.curriculum for s in samplers().all() if isinstance(s, Chooser)]
     return curricula.report([c for c in found if c is not None])
 

@@ -153,7 +153,7 @@ class AdapterRollout:
         if self.settings.rollout_timeout is not None:  # not counting the wait to open
             self._deadline = self._clock() + self.settings.rollout_timeout
         if self.settings.multimodal:
-            return blocks_to_content(opened.blocks, True)
+            return blocks_to_content(opened.blocks)
         self.episode.prompt = opened.prompt
         return opened.prompt
 
@@ -243,7 +243,7 @@ class AdapterRollout:
         text = self._record(blocks_to_text(blocks) or "(no output)", reward, meta)
         self._release_if_over()
         if self.settings.multimodal:  # a content list when an image survived decoding
-            return blocks_to_content(blocks, True) or text
+            return blocks_to_content(blocks) or text
         return text
 
     def _record(self, text: str, reward: float | None, metadata: dict[str, Any] | None) -> str:

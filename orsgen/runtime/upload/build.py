@@ -1,14 +1,7 @@
-"""Rollouts in OpenReward's runs UI: opt-in with ``upload_run="NAME"`` (or an
-:class:`UploadRun`) on an adapter or in its ``AdapterConfig``, or ``orsgen eval
---upload-run NAME``. How it stays out of the rollouts' way: :mod:`orsgen.runtime.upload.uploader`.
-
-Each settled rollout becomes one platform rollout: its run, environment, split and task,
-every message the model saw and sent, the reward and ``is_finished`` on the last, orsgen's
-verdict as metadata (with ``rank`` / ``world_size``), and a ``RunInfo`` from what the
-process knows. The conversation is the one TRL handed ``outcome_reward``; without one (a
-``get_reward()`` scored rollout), the prompt and each tool call with its result. No secret,
-``env_overrides`` value or API key is part of any of it; the key authenticates the requests
-as a header, the SDK's own way.
+"""A settled rollout's upload record (what it holds: docs/viewing.md, "Rollouts in OpenReward's
+runs UI"): the conversation TRL handed ``outcome_reward``, or, without one (a ``get_reward()``
+scored rollout), the prompt and each tool call with its result. No secret, ``env_overrides``
+value or API key is part of it; the key authenticates the requests as the SDK's header.
 """
 
 from __future__ import annotations
@@ -22,14 +15,11 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from orsgen.jsonobject import as_array, is_array, is_object
+from orsgen.jsonobject import as_array, is_object
 from orsgen.runtime.records import trainer_facts
 from orsgen.runtime.transport.identity import identity
 from orsgen.runtime.upload.record import Record, UploadRun
-from orsgen.runtime.upload.uploader import flush, trl_version, uploader
-
-__all__ = ["UploadRun", "ended", "flush", "note_transcripts", "trainer_run_info"]
-
+from orsgen.runtime.upload.uploader import trl_version, uploader
 
 # The conversation a reward function saw, per rollout, until the rollout settles.
 _transcripts: weakref.WeakKeyDictionary[object, list[Any]] = weakref.WeakKeyDictionary()
@@ -37,11 +27,9 @@ _transcripts_lock = threading.Lock()
 
 
 def _as_messages(value: Any, role: str) -> list[Any]:
-    if value is None:
-        return []
     if isinstance(value, str):
         return [{"role": role, "content": value}]
-    return [m for m in as_array(value) if is_object(m)] if is_array(value) else []
+    return [m for m in as_array(value) if is_object(m)]
 
 
 def note_transcripts(

@@ -39,7 +39,6 @@ class UploadRun:
 
 @dataclass(frozen=True)
 class Record:
-    """One settled rollout, as it will be uploaded (built when it settles)."""
 
     run: UploadRun
     environment: str | None

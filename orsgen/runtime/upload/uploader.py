@@ -1,9 +1,6 @@
-"""The uploader behind :mod:`orsgen.runtime.upload`: settled rollouts to OpenReward's runs UI
-through the SDK's public upload client, ``RolloutAPI.create()`` and ``Rollout.log``.
-
-Never in the way: a settled rollout is only *enqueued* here (``create()`` blocks), and at
-most :data:`THREADS` daemon threads start rollouts. What an outage and the exit cost, with
-the figures of the constants below: docs/viewing.md.
+"""Settled rollouts to OpenReward's runs UI through the SDK's public upload client
+(``RolloutAPI.create()``, which blocks, and ``Rollout.log``), from at most :data:`THREADS`
+daemon threads: a rollout is only enqueued. What an outage and the exit cost: docs/viewing.md.
 """
 
 from __future__ import annotations
@@ -40,7 +37,6 @@ _import_lock = threading.Lock()
 
 
 def _sdk() -> Any:
-    """The openreward package, whose public names the uploader uses (it ships no types)."""
     import openreward  # type: ignore[import-untyped]
 
     return openreward
@@ -91,7 +87,6 @@ class Uploader:
             _sdk()
 
     def drain_metric(self) -> dict[str, float]:
-        """``ors/upload_dropped`` since the last drain (the metrics', or the exit's)."""
         with self._lock:
             dropped, self._dropped = self._dropped, 0
         return {"ors/upload_dropped": float(dropped)}
@@ -159,8 +154,7 @@ class Uploader:
                     logger.warning("uploading rollouts to the runs UI works again")
 
     def _admit(self, me: int) -> str | None:
-        """Wait for this thread's turn to start a rollout: ``None`` when it may (it is then
-        counted as starting), or why the rollout is dropped instead."""
+        """Wait for this thread's turn to start a rollout: ``None`` when it may, else why not."""
         with self._lock:
             while True:
                 now = time.monotonic()
@@ -175,7 +169,6 @@ class Uploader:
                 self._lock.wait(max(min(self._starting.values()) + START_TIMEOUT - now, 0.01))
 
     def _check_stuck(self, now: float) -> None:
-        """A start under way for :data:`START_TIMEOUT` seconds: the API is taken to be down."""
         if self._starting and now - min(self._starting.values()) >= START_TIMEOUT:
             if self._answered or self._outage is None or now >= self._retry_at:
                 self._failed()
@@ -189,8 +182,8 @@ class Uploader:
         self._pause = min(self._pause * 2, RETRY_MAX)
 
     def _start(self, record: Record) -> str | None:
-        """Start ``record``'s rollout with ``create()`` (waited for) and log its events, with
-        the reward and metadata on the last; ``None`` when it started, else why not."""
+        """Start ``record``'s rollout and log its events (the reward and metadata on the
+        last): ``None`` when it started, else why not."""
         sdk = _sdk()
         client = self._client(record)
         rollout = client.create(
@@ -222,7 +215,6 @@ class Uploader:
         return f"the platform API at {client.send_loop_config.base_url} did not start a rollout"
 
     def _client(self, record: Record) -> Any:
-        """The SDK's ``RolloutAPI`` for ``record``'s key and API (one per process)."""
         key = (record.api_key, record.api_url)
         with self._lock:
             found = self._clients.get(key)
@@ -231,7 +223,11 @@ class Uploader:
                 if record.api_url:  # else the SDK's choice, OPENREWARD_API_URL first
                     client.config.send_loop_config.base_url = record.api_url.rstrip("/")
                 found = self._clients[key] = client.rollout
-                _exit_flush_registered()
+                # The exit's flush runs before the SDK client's own (atexit runs the last
+                # registered first); AsyncGRPO's rollout worker ends in os._exit without
+                # atexit handlers, and multiprocessing runs its exit finalizers there.
+                atexit.register(_at_exit)
+                multiprocessing.util.Finalize(None, _at_exit, exitpriority=100)
             return found
 
     def _run_info(self, record: Record) -> Any:
@@ -252,8 +248,7 @@ class Uploader:
 
     def flush(self, timeout: float) -> bool:
         """Upload what is queued, then close the SDK's clients, within ``timeout`` seconds in
-        all; ``False`` when time ran out (what is left dies with the daemon threads). With
-        the API down: see the module docstring."""
+        all; ``False`` when time ran out (what is left dies with the daemon threads)."""
         deadline = time.monotonic() + timeout
         with self._lock:
             self._flushing = True
@@ -270,7 +265,6 @@ class Uploader:
         return done
 
     def _settle(self, deadline: float) -> bool:
-        """Wait (holding the lock between waits) until nothing is queued or starting."""
         while True:
             now = time.monotonic()
             self._check_stuck(now)
@@ -285,16 +279,17 @@ class Uploader:
 
     def _give_up(self) -> None:
         """With the API known down: drop what is queued, count what is starting as dropped."""
+        why = self._outage or "the platform API is away"
         for thread in self._starting:
             if thread not in self._given_up:
                 self._given_up.add(thread)
-                self._drop(self._outage or "the platform API is away")
+                self._drop(why)
         while True:
             try:
                 self._queue.get_nowait()
             except queue.Empty:
                 return
-            self._drop(self._outage or "the platform API is away")
+            self._drop(why)
             self._queue.task_done()
 
 
@@ -305,10 +300,8 @@ def uploader() -> Uploader:
 @contextlib.contextmanager
 def said_once(run_name: str) -> Generator[None, None, None]:
     """A command's run that uploads (``orsgen eval --upload-run``), said in one line at its
-    end: the uploads flushed (bounded), how many went and, when some were dropped, why. The
-    uploader's own lines are held back meanwhile (a filter on its logger), and the SDK's
-    line for each start that failed is not printed (``OPENREWARD_LOG_LEVEL``, which the SDK
-    reads when it is imported, unless it is set)."""
+    end, with the uploader's lines held back and the SDK's quieted meanwhile (docs/viewing.md;
+    the SDK reads ``OPENREWARD_LOG_LEVEL`` when it is imported)."""
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "ERROR")
     logger.addFilter(_held_back)
     try:
@@ -336,7 +329,7 @@ def flush(timeout: float = EXIT_BUDGET) -> bool:
 
 
 def _at_exit() -> None:
-    """The exit's flush, once however many exit hooks call it, bounded by EXIT_BUDGET."""
+    """The exit's flush, once however many exit hooks call it."""
     up = uploader()
     if up.exited:
         return
@@ -350,14 +343,6 @@ def _at_exit() -> None:
 
 
 at_shutdown(SHUTDOWN_ORDER, lambda _process: _at_exit())
-
-
-def _exit_flush_registered() -> None:
-    """The exit's flush, before the SDK client's own (``atexit`` runs the last registered
-    first). A multiprocessing child (AsyncGRPO's rollout worker) ends in ``os._exit``
-    without atexit handlers; multiprocessing runs its exit finalizers there."""
-    atexit.register(_at_exit)
-    multiprocessing.util.Finalize(None, _at_exit, exitpriority=100)
 
 
 def trl_version() -> str | None:
