@@ -1,11 +1,5 @@
-"""The checks: what the probes observed (:class:`orsgen.validation.plan.Observations`)
-becomes findings and each check's status. Pure: no I/O. Each check's rule lives once, in
-:mod:`~orsgen.validation.call_checks`, :mod:`~orsgen.validation.task_checks` or
-:mod:`~orsgen.validation.session_checks`.
-
-Statuses: ``failed`` with a finding of any severity, else ``passed``, or ``skipped`` with
-the reason when nothing could be judged (one split for ``split_overlap``, one task for
-``duplicate_tasks``, an interrupted run)."""
+"""What the probes observed becomes findings and each check's status (pure). Each check's
+rule lives once, in call_checks, task_checks or session_checks."""
 
 from __future__ import annotations
 
@@ -66,7 +60,7 @@ def _skip_reasons(obs: Observations, interrupted: bool) -> dict[str, str]:
     tools = any(look.tools for look in obs.looks.values())
     calls = any(s.calls for s in obs.sessions)
     deep_done = any(len(obs.fresh(*key)) >= 2 for key in obs.deep)
-    leak_done = any(obs.beside(*key) is not None for key in obs.deep)
+    leak_done = any(obs.of("beside", *key) for key in obs.deep)
     if not obs.looks:
         why = obs.gave_up or "no task could be probed"
         if not any(obs.splits.values()):
@@ -77,18 +71,9 @@ def _skip_reasons(obs: Observations, interrupted: bool) -> dict[str, str]:
     if all(len(v) < 2 for v in looks.values()):
         reasons["duplicate_tasks"] = "no split has two probed tasks"
         reasons["task_index_ignored"] = "no split has two probed tasks"
-    if not tools:
-        for name in (
-            "trivial_reward",
-            "nondeterministic",
-            "session_state_leak",
-            "undocumented",
-            "server_error",
-            "finished_unscored",
-            "reward_out_of_range",
-        ):
-            reasons[name] = "the environment offers no tools"
-        return reasons
+    if not tools:  # the checks of what tasks show alone can judge
+        shown = ("split_overlap", "duplicate_tasks", "task_index_ignored", "empty_prompt")
+        return reasons | {n: "the environment offers no tools" for n in CHECKS if n not in shown}
     if not calls:
         for name in ("trivial_reward", "reward_out_of_range", "server_error", "finished_unscored"):
             reasons[name] = obs.gave_up or "no call was made"

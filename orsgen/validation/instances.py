@@ -1,10 +1,10 @@
 """Degenerate actions: schema-valid arguments for a tool, built from its JSON Schema alone
 (never from guesses about the environment), deterministic for a seed.
 
-- :func:`minimal`: only the required fields, each at its least value: an empty string (or
-  the shortest ``minLength`` allows), zero (or the bound), ``False``, the first enum value,
-  the first ``anyOf``/``oneOf`` option, an empty array (or ``minItems`` minimal items);
-- :func:`seeded`: every field, filled from a seeded generator within the schema's bounds.
+- the minimal instance: only the required fields, each at its least value: an empty string
+  (or the shortest ``minLength`` allows), zero (or the bound), ``False``, the first enum
+  value, the first ``anyOf``/``oneOf`` option, an empty array (or ``minItems`` minimal items);
+- seeded instances: every field, filled from a seeded generator within the schema's bounds.
 
 A tool that takes no arguments gets ``{}``: calling it is a degenerate action too."""
 
@@ -23,7 +23,7 @@ _DEPTH = 6  # nested objects and $ref chains deeper than this are cut short
 _WORDS = ("a", "yes", "0", "done", "answer", "none", "x y", "ok", "?", "true")
 
 
-def _resolve(schema: Any, root: Mapping[str, Any], depth: int) -> Mapping[str, Any]:
+def resolve(schema: Any, root: Mapping[str, Any]) -> Mapping[str, Any]:
     """``schema`` with a local ``$ref`` (``#/$defs/X``, ``#/definitions/X``) followed."""
     node = as_object(schema)
     for _ in range(_DEPTH):
@@ -59,32 +59,22 @@ def _number(node: Mapping[str, Any], integer: bool, rng: random.Random | None) -
         lo += step
     if "exclusiveMaximum" in node and hi is not None:
         hi -= step
-    if rng is None:
-        value = 0.0
-    else:
-        value = rng.choice((1.0, 2.0, 7.0, -1.0, 100.0))
-    if lo is not None and value < lo:
-        value = lo
-    if hi is not None and value > hi:
-        value = hi
-    if integer:
-        return int(value)
-    return value
+    value = 0.0 if rng is None else rng.choice((1.0, 2.0, 7.0, -1.0, 100.0))
+    value = value if lo is None else max(value, lo)
+    value = value if hi is None else min(value, hi)
+    return int(value) if integer else value
 
 
 def _string(node: Mapping[str, Any], rng: random.Random | None) -> str:
     least = node.get("minLength")
     most = node.get("maxLength")
     text = "" if rng is None else rng.choice(_WORDS)
-    if isinstance(least, int) and len(text) < least:
-        text = text + "a" * (least - len(text))
-    if isinstance(most, int) and len(text) > most:
-        text = text[:most]
-    return text
+    text = text.ljust(least, "a") if isinstance(least, int) else text
+    return text[:most] if isinstance(most, int) else text
 
 
 def _instance(schema: Any, root: Mapping[str, Any], rng: random.Random | None, depth: int) -> Any:
-    node = _resolve(schema, root, depth)
+    node = resolve(schema, root)
     if "const" in node:
         return node["const"]
     if is_array(node.get("enum")) and node["enum"]:
@@ -93,15 +83,13 @@ def _instance(schema: Any, root: Mapping[str, Any], rng: random.Random | None, d
     for key in ("anyOf", "oneOf"):
         options = [o for o in as_array(node.get(key)) if is_object(o)]
         if options:
-            if rng is not None:
-                real = [o for o in options if o.get("type") != "null"] or options
-                return _instance(rng.choice(real), root, rng, depth + 1)
-            return _instance(options[0], root, rng, depth + 1)
+            real = [o for o in options if o.get("type") != "null"] or options
+            return _instance(options[0] if rng is None else rng.choice(real), root, rng, depth + 1)
     all_of = [o for o in as_array(node.get("allOf")) if is_object(o)]
     if all_of:
         merged: dict[str, Any] = {k: v for k, v in node.items() if k != "allOf"}
         for part in all_of:
-            merged.update(_resolve(part, root, depth))
+            merged.update(resolve(part, root))
         return _instance(merged, root, rng, depth + 1)
     types = _types(node)
     kind = types[0] if types else "string"
@@ -143,37 +131,24 @@ def _object(
     return out
 
 
-def minimal(schema: Any) -> dict[str, Any]:
-    """Only the required fields, each at its least schema-valid value."""
+def _arguments(schema: Any, rng: random.Random | None) -> dict[str, Any]:
+    """The minimal instance (no ``rng``), else a seeded one (optional fields most of the time)."""
     root = as_object(schema)
-    return _object(_resolve(root, root, 0), root, None, 0) if root else {}
-
-
-def seeded(schema: Any, rng: random.Random) -> dict[str, Any]:
-    """Every field (optional ones most of the time), from ``rng`` within the schema's bounds."""
-    root = as_object(schema)
-    return _object(_resolve(root, root, 0), root, rng, 0) if root else {}
-
-
-def takes_arguments(schema: Any) -> bool:
-    return bool(as_object(as_object(schema).get("properties")))
+    return _object(resolve(root, root), root, rng, 0) if root else {}
 
 
 def degenerate(tool: str, schema: Any, seed: int) -> list[dict[str, Any]]:
     """The degenerate arguments of ``tool``: the minimal instance first, then up to
     :data:`SEEDED_PER_TOOL` seeded ones (deduplicated); ``[{}]`` for a tool without
     arguments. The same ``seed`` and schema give the same list, whatever else runs."""
-    found = [minimal(schema)]
-    if takes_arguments(schema):
+    found = [_arguments(schema, None)]
+    if as_object(as_object(schema).get("properties")):  # it takes arguments
         rng = random.Random(f"{seed}:{tool}")
         for _ in range(SEEDED_PER_TOOL * 3):  # a few tries: small schemas repeat themselves
             if len(found) > SEEDED_PER_TOOL:
                 break
-            candidate = seeded(schema, rng)
-            if all(_key(candidate) != _key(f) for f in found):
+            candidate = _arguments(schema, rng)
+            key = json.dumps(candidate, sort_keys=True, default=str)
+            if all(key != json.dumps(f, sort_keys=True, default=str) for f in found):
                 found.append(candidate)
     return found
-
-
-def _key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)

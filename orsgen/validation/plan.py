@@ -1,28 +1,22 @@
-"""The probe plan: which sessions are opened on which task and which calls each makes,
-``concurrency`` sessions at once. Bounded: per task, one look session, one session per tool
-(more only when a call ends the episode or the server fails before its degenerate
-arguments are all tried), and on the first :data:`DEEP_TASKS` tasks of each split six
-more (the determinism and session-leak probes). Every session is closed.
+"""The probe plan, ``concurrency`` sessions at once; every session is closed. Per task:
 
-Per task ``(split, index)``:
-
-1. **look**: open, read the prompt and the session's tools (shared plus task tools), close;
-2. **degenerate**: per tool, its degenerate arguments (:mod:`orsgen.validation.instances`)
-   in order in a fresh session, stopping at the first ``finished``;
-3. **deep** (first tasks only, before the degenerate actions, one task at a time with no
-   other session open): the calls ``X`` (each tool once, its last seeded arguments) in four
-   fresh sessions one after another (``F0`` warms up; ``F1``..``F3`` are compared: the
-   determinism probe; a call that ends an episode ends its session, and the next call
-   opens a fresh one), then two sessions open at once: ``B`` makes other calls ``Y`` (each
-   tool's minimal arguments), then ``C`` makes ``X`` with ``B`` making ``Y`` again call by
-   call in between. On a task whose fresh runs all agree, ``C`` differing from them is
-   state leaking between sessions."""
+1. **look**: the prompt and the session's tools (shared plus task tools);
+2. **degenerate**: per tool, its degenerate arguments in order in a fresh session, the rest
+   in another after a ``finished`` or a server failure;
+3. **deep** (the first :data:`DEEP_TASKS` of each split, before the degenerate actions, one
+   task at a time with no other session open): the calls ``X`` (each tool once, its last
+   degenerate arguments) in four fresh sessions one after another (``F0`` warms up;
+   ``F1``..``F3`` are compared: the determinism probe), then two sessions open at once:
+   ``B`` makes the calls ``Y`` (each tool's minimal arguments), then ``C`` makes ``X`` with
+   ``B`` making ``Y`` again call by call in between. On a task whose fresh runs all agree,
+   ``C`` differing from them is state leaking between sessions."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,23 +86,14 @@ class Observations:
     gave_up: str | None = None
     failures_in_a_row: int = 0
 
-    def fresh(self, split: str, index: int) -> list[Session]:
-        found = [
-            s
-            for s in self.sessions
-            if s.purpose == "fresh" and (s.split, s.index) == (split, index)
+    def of(self, purpose: str, split: str, index: int) -> list[Session]:
+        return [
+            s for s in self.sessions if (s.purpose, s.split, s.index) == (purpose, split, index)
         ]
-        return sorted((s for s in found if s.run > 0), key=lambda s: s.run)
 
-    def beside(self, split: str, index: int) -> Session | None:
-        return next(
-            (
-                s
-                for s in self.sessions
-                if s.purpose == "beside" and (s.split, s.index) == (split, index)
-            ),
-            None,
-        )
+    def fresh(self, split: str, index: int) -> list[Session]:
+        """The compared fresh runs ``F1``..``F3`` (``F0`` only warms up)."""
+        return sorted((s for s in self.of("fresh", split, index) if s.run > 0), key=lambda s: s.run)
 
 
 @dataclass
@@ -136,8 +121,7 @@ class Plan:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed open is an observation
-            kind = failure_kind(exc)
-            self.obs.open_failures.append(OpenFailure(split, index, describe(exc), kind))
+            self._failed(split, index, exc)
             self.obs.failures_in_a_row += 1
             if self.obs.failures_in_a_row >= MAX_OPEN_FAILURES and self.obs.gave_up is None:
                 self.obs.gave_up = (
@@ -149,28 +133,31 @@ class Plan:
         self.obs.failures_in_a_row = 0
         return opened
 
-    @asynccontextmanager
+    def _failed(self, split: str, index: int, exc: Exception) -> None:
+        failure = OpenFailure(split, index, describe(exc), failure_kind(exc))
+        self.obs.open_failures.append(failure)
+
+    @contextlib.asynccontextmanager
     async def session(self, split: str, index: int) -> AsyncGenerator[Any]:
         opened = await self.open(split, index)
         try:
             yield opened
         finally:
-            await self.prober.close(opened)
+            await sdk.close_async(opened)
 
     async def run(self) -> None:
         """Every task's look (concurrently), then the deep probes one task at a time with no
         other session open (state shared between sessions must not show as noise in the
         fresh runs), then the degenerate actions (concurrently)."""
         await self._read_specs()
-        tasks = [
-            (split, index) for split, count in self.obs.splits.items() for index in range(count)
-        ]
+        tasks = [(s, i) for s, count in self.obs.splits.items() for i in range(count)]
         await asyncio.gather(*(self._look(split, index) for split, index in tasks))
         self.progress(f"read the prompts and tools of {len(self.obs.looks)} tasks")
         deep = [k for k in tasks if k[1] < DEEP_TASKS and k in self.obs.looks]
         for split, index in deep:
             if self.obs.looks[(split, index)].tools:
-                await self._deep(split, index, self._arguments(split, index))
+                with contextlib.suppress(NotOpened):
+                    await self._deep(split, index)
         if deep:
             self.progress(f"ran the determinism and session-leak probes on {len(deep)} tasks")
         await asyncio.gather(*(self._task(s, i) for s, i in tasks if (s, i) in self.obs.looks))
@@ -183,18 +170,12 @@ class Plan:
         """Each split's task specs, where the server lists them (``/task_range``)."""
         env = await self.prober.environment()
         endpoint = self.prober.endpoint
+        path = endpoint.env_path("/task_range")
         for split, count in self.obs.splits.items():
+            payload = {"split": split, "start": 0, "stop": count}
             try:
-                answer = await asyncio.wait_for(
-                    sdk.stateless(
-                        endpoint,
-                        env,
-                        "POST",
-                        endpoint.env_path("/task_range"),
-                        {"split": split, "start": 0, "stop": count},
-                    ),
-                    self.prober.timeout,
-                )
+                request = sdk.stateless(endpoint, env, "POST", path, payload)
+                answer = await asyncio.wait_for(request, self.prober.timeout)
                 self.obs.specs[split] = list(as_object(answer).get("tasks") or [])
             except asyncio.CancelledError:
                 raise
@@ -210,10 +191,7 @@ class Plan:
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:  # noqa: BLE001 - the prompt is an observation
-                        failure = failure_kind(exc)
-                        self.obs.open_failures.append(
-                            OpenFailure(split, index, describe(exc), failure)
-                        )
+                        self._failed(split, index, exc)
                         return
         except NotOpened:
             return
@@ -232,34 +210,25 @@ class Plan:
         """The degenerate arguments of ``tool`` in order; a ``finished`` or a server
         failure ends a session, and the rest go in a fresh one."""
         remaining: Planned = [(tool, a) for a in arguments]
-        try:
+        with contextlib.suppress(NotOpened):
             while remaining:
                 async with self.limit:
                     async with self.session(split, index) as opened:
                         made = await self.prober.calls(opened, remaining)
                 self.obs.sessions.append(Session(split, index, "degenerate", made, tool))
                 remaining = remaining[max(len(made), 1) :]
-        except NotOpened:
-            return
 
-    async def _deep(
-        self, split: str, index: int, arguments: Mapping[str, list[dict[str, Any]]]
-    ) -> None:
+    async def _deep(self, split: str, index: int) -> None:
         """The determinism and session-leak probes of one task (see the module's doc)."""
-        x: Planned = [(t, found[-1]) for t, found in arguments.items()]
-        y: Planned = [(t, found[0]) for t, found in arguments.items()]
+        degenerate = self._arguments(split, index).items()
+        x: Planned = [(t, found[-1]) for t, found in degenerate]
+        y: Planned = [(t, found[0]) for t, found in degenerate]
         self.obs.deep.add((split, index))
-        try:
-            await self._deep_sessions(split, index, x, y)
-        except NotOpened:
-            return
-
-    async def _deep_sessions(self, split: str, index: int, x: Planned, y: Planned) -> None:
         for run in range(4):  # F0 (warm-up), F1, F2, F3
             fresh = _Rolling(self, split, index)
             try:
-                for tool, arguments in x:
-                    await fresh.call(tool, arguments)
+                for call in x:
+                    await fresh.call(*call)
             finally:
                 await fresh.close()
             self.obs.sessions.append(Session(split, index, "fresh", fresh.calls, run=run))
@@ -270,8 +239,8 @@ class Plan:
             # B's calls first, then C's and B's in turn, call by call (as concurrent
             # rollouts interleave): whichever order a tool writes and reads state in, one
             # of C's calls comes after one of B's.
-            for tool, arguments in y:
-                await other.call(tool, arguments)
+            for call in y:
+                await other.call(*call)
             for at in range(max(len(x), len(y))):
                 if at < len(x):
                     await beside.call(*x[at])
@@ -298,7 +267,7 @@ class _Rolling:
             self.session = await self.plan.open(self.split, self.index)
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> None:
-        if _ended(self.calls):
+        if self.calls and self.calls[-1].ends:
             await self.close()
         await self.start()
         self.calls.append(await self.plan.prober.call(self.session, tool, arguments))
@@ -306,9 +275,4 @@ class _Rolling:
     async def close(self) -> None:
         session, self.session = self.session, None
         if session is not None:
-            await self.plan.prober.close(session)
-
-
-def _ended(calls: Sequence[Call]) -> bool:
-    """Whether a session's rollout is over: its last call finished or the server failed."""
-    return bool(calls) and (calls[-1].finished or calls[-1].kind == "server_failure")
+            await sdk.close_async(session)

@@ -1,11 +1,6 @@
-"""Sessions and calls for the probes, on the SDK's ``AsyncSession`` (the runtime's session
-class, :func:`orsgen.runtime.transport.sdk.session_class`, which never re-runs a tool after a
-cut before the server's task id), on the runtime loop.
-
-Each call's result is one of three kinds: ``result`` (the tool answered, with its reward and
-``finished``), ``tool_error`` (the server answered ``ok: false``: the call was refused, a
-model's mistake) or ``server_failure`` (an HTTP 5xx, a dropped stream, an SSE ``error``
-event, a timeout: the server failed instead of answering). A session is always closed."""
+"""Sessions and calls for the probes, on the runtime's session class (which never re-runs a
+tool after a cut before the server's task id). A call's result is a ``result``, a
+``tool_error`` (``ok: false``: the model's mistake) or a ``server_failure``."""
 
 from __future__ import annotations
 
@@ -22,13 +17,13 @@ import aiohttp
 from orsgen.canonical import spec_dict
 from orsgen.runtime.errors import describe
 from orsgen.runtime.images import blocks_to_text
+from orsgen.runtime.records.tools import nearest_rank
 from orsgen.runtime.transport import sdk
 from orsgen.runtime.transport.endpoint import Endpoint
 from orsgen.validation.result import json_number
 
 Kind = Literal["result", "tool_error", "server_failure"]
 MAX_TEXT = 400  # characters of an output or error kept as evidence
-
 
 # The SDK writes the session id into its errors: noise that differs between sessions.
 _SESSION_ID = re.compile(r"\(\w+ session sid=[^)]*\)\s*")
@@ -75,7 +70,11 @@ class Call:
     output: str = ""
     error: str | None = None
     failure: str | None = None  # the server failure's kind (``server_failure`` only)
-    seconds: float = 0.0
+
+    @property
+    def ends(self) -> bool:
+        """Whether the rollout is over after this call: it finished or the server failed."""
+        return self.finished or self.kind == "server_failure"
 
     def same(self, other: Call) -> tuple[bool, bool]:
         """(same reward, finished and kind; same output) as ``other``."""
@@ -122,12 +121,29 @@ def _reward(value: Any) -> float | None:
 
 @dataclass
 class Timings:
-    """Seconds of every request kind (session open, prompt, each tool), for the latency
-    section: appended from the loop thread only."""
+    """Seconds of every request kind (session open, prompt, each tool), appended from the
+    loop thread only."""
 
     open: list[float] = field(default_factory=list[float])
     prompt: list[float] = field(default_factory=list[float])
     tools: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
+
+    def latency(self) -> dict[str, Any]:
+        """validation.json's ``latency``: each kind's count, p50 and p95 (nearest rank)."""
+        tools = {t: _figures(s) for t, s in sorted(self.tools.items())}
+        return {
+            "session_open": _figures(self.open),
+            "prompt": _figures(self.prompt),
+            "tools": tools,
+        }
+
+
+def _figures(seconds: Sequence[float]) -> dict[str, Any]:
+    out: dict[str, Any] = {"count": len(seconds)}
+    for name, q in (("p50", 0.5), ("p95", 0.95)):
+        found = nearest_rank(seconds, q)
+        out[name] = None if found is None else round(found, 4)
+    return out
 
 
 @dataclass
@@ -166,9 +182,6 @@ class Prober:
         self.timings.open.append(time.monotonic() - started)
         return session
 
-    async def close(self, session: Any) -> None:
-        await sdk.close_async(session)
-
     async def look(self, session: Any) -> tuple[str, bool, list[dict[str, Any]]]:
         """The session's prompt text, whether it holds an image, and its tools."""
         started = time.monotonic()
@@ -185,30 +198,18 @@ class Prober:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is an observation
-            seconds = time.monotonic() - started
-            self.timings.tools.setdefault(tool, []).append(seconds)
             kind = failure_kind(exc)
             detail = getattr(exc, "detail", None) if kind is None else None
             text = _short(str(detail) if detail else describe(exc))
-            return Call(
-                tool,
-                arguments,
-                "tool_error" if kind is None else "server_failure",
-                error=text,
-                failure=kind,
-                seconds=seconds,
-            )
-        seconds = time.monotonic() - started
-        self.timings.tools.setdefault(tool, []).append(seconds)
-        return Call(
-            tool,
-            arguments,
-            "result",
-            reward=_reward(getattr(out, "reward", None)),
-            finished=bool(getattr(out, "finished", False)),
-            output=_short(blocks_to_text(list(getattr(out, "blocks", None) or []))),
-            seconds=seconds,
-        )
+            result: Kind = "tool_error" if kind is None else "server_failure"
+            made = Call(tool, arguments, result, error=text, failure=kind)
+        else:
+            reward = _reward(getattr(out, "reward", None))
+            text = _short(blocks_to_text(list(getattr(out, "blocks", None) or [])))
+            finished = bool(getattr(out, "finished", False))
+            made = Call(tool, arguments, "result", reward, finished, text)
+        self.timings.tools.setdefault(tool, []).append(time.monotonic() - started)
+        return made
 
     async def calls(
         self, session: Any, planned: Sequence[tuple[str, Mapping[str, Any]]]
@@ -219,6 +220,6 @@ class Prober:
         for tool, arguments in planned:
             call = await self.call(session, tool, arguments)
             made.append(call)
-            if call.finished or call.kind == "server_failure":
+            if call.ends:
                 break
         return made

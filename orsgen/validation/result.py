@@ -13,7 +13,6 @@ from orsgen._version import __version__
 
 Severity = Literal["error", "warning"]
 Status = Literal["failed", "passed", "skipped"]
-SEVERITIES: tuple[Severity, ...] = ("error", "warning")
 
 # Every check, in report order, with what it finds (issue 46's table; docs/validating.md).
 CHECKS: dict[str, str] = {
@@ -96,29 +95,6 @@ class CheckStatus:
 
 
 @dataclass(frozen=True)
-class Latency:
-    """Seconds one kind of request took: how many, their median and 95th percentile."""
-
-    count: int
-    p50: float | None
-    p95: float | None
-
-    @classmethod
-    def of(cls, seconds: Sequence[float]) -> Latency:
-        ordered = sorted(seconds)
-        if not ordered:
-            return cls(0, None, None)
-
-        def at(q: float) -> float:  # nearest rank
-            return round(ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)], 4)
-
-        return cls(len(ordered), at(0.5), at(0.95))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"count": self.count, "p50": self.p50, "p95": self.p95}
-
-
-@dataclass(frozen=True)
 class ValidationResult:
     """What ``orsgen validate`` found: every check's status, the findings, the latencies
     and the facts of the run (target, environment, options; never a key or a secret).
@@ -139,7 +115,7 @@ class ValidationResult:
         return any(f.reaches(level) for f in self.findings)
 
     def counts(self) -> dict[str, int]:
-        return {s: sum(f.severity == s for f in self.findings) for s in SEVERITIES}
+        return {s: sum(f.severity == s for f in self.findings) for s in ("error", "warning")}
 
     def to_json(self) -> dict[str, Any]:
         """The validation.json object."""

@@ -1,10 +1,10 @@
-"""``validate()``: the library entry point of ``orsgen validate``: the target reached, the
-probes run (:mod:`orsgen.validation.plan`), the checks judged (:mod:`orsgen.validation.checks`),
-the files written (:mod:`orsgen.validation.report`)."""
+"""``validate()``: the target reached, the probes run (plan), the checks judged (checks),
+the files written (report)."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import math
 import threading
 import time
@@ -22,7 +22,7 @@ from orsgen.validation import report
 from orsgen.validation.checks import Rules, judge
 from orsgen.validation.plan import Observations, Plan
 from orsgen.validation.probe import Prober, Timings
-from orsgen.validation.result import Latency, ValidationResult
+from orsgen.validation.result import ValidationResult
 from orsgen.validation.target import connect, public
 from orsgen.wording import plural
 
@@ -49,14 +49,6 @@ def _splits(
         names = list(counts)
     names.sort(key=lambda n: (held_out(n), n))
     return {n: counts[n] if num_tasks is None else min(num_tasks, counts[n]) for n in names}
-
-
-def _latency(timings: Timings) -> dict[str, Any]:
-    return {
-        "session_open": Latency.of(timings.open).to_json(),
-        "prompt": Latency.of(timings.prompt).to_json(),
-        "tools": {t: Latency.of(s).to_json() for t, s in sorted(timings.tools.items())},
-    }
 
 
 def validate(
@@ -125,7 +117,7 @@ def validate(
             options=options,
             checks=statuses,
             findings=findings,
-            latency=_latency(timings),
+            latency=timings.latency(),
             interrupted=stopped,
             seconds=time.monotonic() - started,
             out=None if out is None else str(out),
@@ -149,15 +141,9 @@ def validate(
             obs.splits.update(_splits(live.environment, splits, num_tasks))
             described = ", ".join(f"{s} ({plural(n, 'task')})" for s, n in obs.splits.items())
             progress(f"probing {environment}: {described or 'no splits'}")
-            prober = Prober(
-                live.endpoint,
-                session_secrets(live.endpoint, secrets),
-                toolset,
-                timeout,
-                timings,
-            )
-            plan = Plan(prober, obs, seed, concurrency, progress)
-            closing = _run(plan)
+            keys = session_secrets(live.endpoint, secrets)
+            prober = Prober(live.endpoint, keys, toolset, timeout, timings)
+            closing = _run(Plan(prober, obs, seed, concurrency, progress))
             interrupted = closing is not None
             if closing is not None:  # what was found is written first, then sessions close
                 finish(True)
@@ -193,12 +179,10 @@ def _run(plan: Plan) -> threading.Event | None:
 
     future = current().submit(run())
     try:
-        while True:
-            try:
+        while True:  # in short waits, so that Ctrl-C reaches this thread
+            with contextlib.suppress(concurrent.futures.TimeoutError):
                 future.result(timeout=0.25)
                 return None
-            except concurrent.futures.TimeoutError:
-                continue
     except KeyboardInterrupt:
         future.cancel()
         return ended

@@ -10,21 +10,24 @@ from orsgen.validation.plan import Observations, Session
 from orsgen.validation.result import Finding, Severity
 
 
-def _position_differs(runs: Sequence[Session], at: int) -> tuple[bool, bool]:
-    """Whether the runs differ at call ``at`` (reward, output); a run that ended earlier
-    differs in its reward."""
-    calls = [r.calls[at] if at < len(r.calls) else None for r in runs]
-    first = calls[0]
-    reward = output = False
-    for other in calls[1:]:
-        if first is None or other is None:
-            if (first is None) != (other is None):
-                reward = True
-            continue
-        same_reward, same_output = first.same(other)
-        reward |= not same_reward
-        output |= not same_output
-    return reward, output
+def _differences(runs: Sequence[Session]) -> tuple[list[int], list[int]]:
+    """The calls at which the runs differ in their reward, and in their output; a run that
+    ended earlier differs in its reward."""
+    rewards: list[int] = []
+    outputs: list[int] = []
+    for at in range(max(len(r.calls) for r in runs)):
+        first, *others = [r.calls[at] if at < len(r.calls) else None for r in runs]
+        reward = output = False
+        for other in others:
+            if first is None or other is None:
+                reward |= (first is None) != (other is None)
+                continue
+            same_reward, same_output = first.same(other)
+            reward |= not same_reward
+            output |= not same_output
+        rewards += [at] if reward else []
+        outputs += [at] if output else []
+    return rewards, outputs
 
 
 def nondeterministic(obs: Observations) -> list[Finding]:
@@ -36,12 +39,7 @@ def nondeterministic(obs: Observations) -> list[Finding]:
         runs = obs.fresh(split, index)
         if len(runs) < 2:
             continue
-        rewards: list[int] = []
-        outputs: list[int] = []
-        for at in range(max(len(r.calls) for r in runs)):
-            reward, output = _position_differs(runs, at)
-            rewards += [at] if reward else []
-            outputs += [at] if output else []
+        rewards, outputs = _differences(runs)
         if not rewards and not outputs:
             continue
         severity: Severity = "error" if rewards else "warning"
@@ -63,29 +61,20 @@ def session_state_leak(obs: Observations) -> list[Finding]:
     the finding names that call's tool."""
     found: list[Finding] = []
     for split, index in sorted(obs.deep):
-        runs, beside = obs.fresh(split, index), obs.beside(split, index)
-        if len(runs) < 2 or beside is None:
+        runs, beside = obs.fresh(split, index), obs.of("beside", split, index)
+        if len(runs) < 2 or not beside:
             continue
-        other = next(
-            (
-                s
-                for s in obs.sessions
-                if s.purpose == "other" and (s.split, s.index) == (split, index)
-            ),
-            None,
-        )
-        if any(any(_position_differs(runs, at)) for at in range(max(len(r.calls) for r in runs))):
+        rewards, outputs = _differences(runs)
+        if rewards or outputs:
             continue  # not deterministic: nothing to compare a leak with
-        for at, call in enumerate(beside.calls):
-            if at >= len(runs[0].calls):
-                break
-            fresh = runs[0].calls[at]
-            if all(call.same(fresh)):
+        other = obs.of("other", split, index)
+        for at, call in enumerate(beside[0].calls[: len(runs[0].calls)]):
+            if all(call.same(runs[0].calls[at])):
                 continue
             evidence = {
                 "fresh": calls_json(runs[0].calls[: at + 1]),
-                "other_session": calls_json(other.calls if other is not None else []),
-                "beside": calls_json(beside.calls[: at + 1]),
+                "other_session": calls_json(other[0].calls if other else []),
+                "beside": calls_json(beside[0].calls[: at + 1]),
                 "note": f"call {at + 1} ({call.tool}) gave another result in a session open "
                 "while another session of the task made other calls than in fresh sessions",
             }

@@ -1,7 +1,5 @@
-"""TARGET as ``orsgen validate`` takes it: what ``orsgen TARGET -o DIR`` takes (a catalog
-name, a URL, a Python file served on loopback for the run), or a generated package
-directory with ``--base-url`` (else the URL its snapshot recorded). The environment's facts
-(splits, task counts, tools) are read as the snapshotter reads them."""
+"""TARGET as ``orsgen validate`` takes it, reached; its facts (splits, task counts, tools)
+are read as the snapshotter reads them."""
 
 from __future__ import annotations
 
@@ -15,8 +13,6 @@ from orsgen.runtime.transport.endpoint import Endpoint
 from orsgen.snapshot import Target, TargetError, classify, live_endpoint, recorded_target
 from orsgen.snapshot.stored import Environment
 from orsgen.snapshot.targets import Kind
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -33,8 +29,7 @@ def public(text: str) -> str:
     if "://" not in text:
         return text
     parts = urllib.parse.urlsplit(text)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
@@ -72,7 +67,7 @@ def connect(
     secrets: Mapping[str, str] | None,
     toolset: str | None,
     timeout: float,
-    progress: Progress,
+    progress: Callable[[str], None],
 ) -> Generator[Live, None, None]:
     """The environment ``text`` names, reachable for the block (:class:`TargetError`, one
     line, when it is not)."""

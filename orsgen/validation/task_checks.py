@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from orsgen.jsonobject import as_object, is_object
-from orsgen.validation.call_checks import finding
+from orsgen.validation.instances import resolve
 from orsgen.validation.plan import Look, Observations
 from orsgen.validation.result import Finding
 
@@ -19,17 +19,12 @@ def normalized(prompt: str) -> str:
 
 
 def empty_prompt(obs: Observations) -> list[Finding]:
-    return [
-        finding(
-            "empty_prompt",
-            "error",
-            look,
-            None,
-            {"prompt": look.prompt, "note": "the prompt has no text and no image"},
-        )
-        for look in obs.looks.values()
-        if not look.prompt.strip() and not look.image
-    ]
+    found: list[Finding] = []
+    for look in obs.looks.values():
+        if not look.prompt.strip() and not look.image:
+            evidence = {"prompt": look.prompt, "note": "the prompt has no text and no image"}
+            found.append(Finding("empty_prompt", "error", look.split, look.index, None, evidence))
+    return found
 
 
 def _tool_names(look: Look) -> list[str]:
@@ -93,7 +88,9 @@ def duplicate_tasks(obs: Observations) -> list[Finding]:
                     "prompt": look.prompt,
                     "same_as": {"split": split, "task_index": first[key].index},
                 }
-                found.append(finding("duplicate_tasks", "warning", look, None, evidence))
+                found.append(
+                    Finding("duplicate_tasks", "warning", split, look.index, None, evidence)
+                )
             else:
                 first[key] = look
     return found
@@ -126,7 +123,7 @@ def split_overlap(obs: Observations) -> list[Finding]:
                         "matched_on": matched,
                         "same_as": {"split": a, "task_index": earlier.index},
                     }
-                    found.append(finding("split_overlap", "error", later, None, evidence))
+                    found.append(Finding("split_overlap", "error", b, later.index, None, evidence))
     return found
 
 
@@ -145,18 +142,9 @@ def _matched(obs: Observations, earlier: Look, later: Look) -> str | None:
     return None
 
 
-def _described(schema: Any, node: Any) -> bool:
-    """Whether a parameter's schema has a description (on it, or on what its ``$ref`` names)."""
-    prop = as_object(node)
-    if str(prop.get("description") or "").strip():
-        return True
-    ref = prop.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
-        target: Any = schema
-        for part in ref[2:].split("/"):
-            target = as_object(target).get(part)
-        return bool(str(as_object(target).get("description") or "").strip())
-    return False
+def _described(node: Any, root: Any) -> bool:
+    """Whether a schema has a description (on it, or on what its ``$ref`` names)."""
+    return bool(str(resolve(node, as_object(root)).get("description") or "").strip())
 
 
 def undocumented(obs: Observations) -> list[Finding]:
@@ -171,7 +159,7 @@ def undocumented(obs: Observations) -> list[Finding]:
         tool = tools[name]
         schema = tool.get("input_schema")
         properties = as_object(as_object(schema).get("properties"))
-        bare = [str(p) for p, node in properties.items() if not _described(schema, node)]
+        bare = [str(p) for p, node in properties.items() if not _described(node, schema)]
         no_description = not str(tool.get("description") or "").strip()
         if no_description or bare:
             evidence: dict[str, Any] = {

@@ -18,7 +18,7 @@ import heapq
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,11 +63,11 @@ class _Tool:
             "model_failed": self.model_failed,
             "off_recording": self.off_recording,
             "mean_s": math.fsum(times) / len(times) if times else None,
-            "p90_s": _nearest_rank(times, 0.9),
+            "p90_s": nearest_rank(times, 0.9),
         }
 
 
-def _nearest_rank(values: array[float], q: float) -> float | None:
+def nearest_rank(values: Sequence[float], q: float) -> float | None:
     """The smallest value that at least ``q`` of ``values`` are at most (exact): the
     smallest of the values above the first ``ceil(q * n) - 1``."""
     if not values:
