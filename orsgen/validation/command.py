@@ -1,8 +1,4 @@
-"""``orsgen validate TARGET [options]``: the command line over :func:`orsgen.validate`.
-
-Progress goes to stderr; stdout gets one line per check with its status, then the findings.
-Exit codes: 0 when no finding reaches ``--fail-on``; 1 when one does; 2 for a usage error or
-an unreachable target (one line); 130 on Ctrl-C, once what was found is written."""
+"""``orsgen validate TARGET [options]``: the command line over :func:`orsgen.validate`."""
 
 from __future__ import annotations
 
@@ -42,15 +38,6 @@ def _reward_range(text: str) -> tuple[float, float]:
     return low, high
 
 
-def _quiet_exit() -> None:
-    """The error is the last line: what the runtime loop was still doing for the target
-    (an SDK retry the timeout cut short) is cancelled at exit, and its complaints (a
-    coroutine never awaited, a task destroyed pending) would follow it."""
-    warnings.simplefilter("ignore")
-    logging.getLogger("asyncio").disabled = True
-    sys.unraisablehook = lambda _unraisable: None
-
-
 def parser() -> Parser:
     p = Parser(
         prog="orsgen validate",
@@ -71,10 +58,7 @@ def parser() -> Parser:
         target=True,
     )
     p.add_argument(
-        "--split",
-        action="append",
-        default=None,
-        help="split to probe (repeatable; default every split)",
+        "--split", action="append", help="split to probe (repeatable; default every split)"
     )
     p.add_argument(
         "--num-tasks",
@@ -141,7 +125,12 @@ def main(argv: Sequence[str]) -> int:
                 progress=progress,
             )
     except TargetError as exc:
-        _quiet_exit()
+        # The error is the last line: what the runtime loop was still doing for the target
+        # (an SDK retry the timeout cut short) is cancelled at exit, and its complaints (a
+        # coroutine never awaited, a task destroyed pending) would follow it.
+        warnings.simplefilter("ignore")
+        logging.getLogger("asyncio").disabled = True
+        sys.unraisablehook = lambda _unraisable: None
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
         if out is not None:

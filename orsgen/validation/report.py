@@ -75,19 +75,11 @@ def markdown(result: ValidationResult) -> str:
             "",
         ]
     lines += ["## Latency (seconds)", "", "| request | count | p50 | p95 |", "|---|---|---|---|"]
-    for name, figures in _latency_rows(result):
+    rows = [(k, v) for k, v in result.latency.items() if k != "tools"]
+    rows += [(f"tool {t}", v) for t, v in sorted(result.latency.get("tools", {}).items())]
+    for name, figures in rows:
         lines.append(f"| {name} | {figures['count']} | {figures['p50']} | {figures['p95']} |")
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _latency_rows(result: ValidationResult) -> list[tuple[str, dict[str, object]]]:
-    rows: list[tuple[str, dict[str, object]]] = []
-    for name, figures in result.latency.items():
-        if name == "tools":
-            rows += [(f"tool {tool}", dict(f)) for tool, f in sorted(dict(figures).items())]
-        else:
-            rows.append((name, dict(figures)))
-    return rows
 
 
 def write(out: Path, result: ValidationResult) -> None:

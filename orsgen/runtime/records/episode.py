@@ -1,18 +1,7 @@
-"""One rollout's record, its state, and what its outcome is.
-
-A rollout ends in one of three outcomes (:func:`classify`):
-
-- ``scored``: the environment gave a reward (the last non-null one; ``0.0`` and negative
-  values are real scores);
-- ``unfinished``: the session worked but no call scored, or the rollout's
-  ``rollout_timeout`` passed (even after an earlier score): the user's ``unfinished_reward``
-  (``None`` by default);
-- ``failed``: the infrastructure or the grader failed: ``None``, whatever
-  ``unfinished_reward`` says (there is nothing to learn from it).
-
+"""One rollout's record, its state, and its outcome (:func:`classify`: ``scored``,
+``unfinished`` or ``failed``, as docs/training.md "Rollouts that never score" defines them).
 The outcome carries what the rollout used (:class:`Usage`), so a reward batch's ``ors/*``
-figures count *that batch's* rollouts; per tool at most :data:`MAX_TOOLS` keys
-(:func:`tool_keys`), the rest under :data:`OTHER`.
+figures count *that batch's* rollouts.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
-"""Rollout health, counted per rollout and drained into the trainer's log.
+"""Rollout health, counted per rollout and drained into the trainer's log (the figures and
+how each trainer averages them: docs/training.md, "Rollout health in the trainer's log").
 
 Every figure counts exactly the rollouts it is logged for: ``outcome_reward`` logs its batch
-(:func:`emit`); ``get_reward()`` counts into the process window, drained as ``ors/*``.
-The figures, per environment too (``ors/<env>/<figure>``), are listed in docs/training.md
-("Rollout health in the trainer's log"); a pooled figure is the denominator-weighted mean of
-its per-environment ones, and past :data:`~orsgen.runtime.records.episode.MAX_TOOLS` tools
-the rest count as ``_other``.
-
-Two ways out. :func:`emit` logs a figure ``num / den`` ``den`` times through
-``log_metric``. At the end of each generation GRPOTrainer divides the sum of every rank's
-values by their count (``grpo_trainer.py`` around line 2851): the generation's figure is
-``sum(num) / sum(den)`` over its rollouts on every rank, exact. Its ``log()`` (around line
-3302) then takes the unweighted mean of the figures of the generations since the last log
-(``logging_steps=10`` by default): a logged figure is a *mean of per-generation figures*,
-not a ratio over the logging step (a generation of 2 calls weighs as much as one of 200 in
-``tool_error_frac`` and ``tool_call_s``; one without a call adds nothing to them), and a
-count or gauge is its mean per rank and generation. A log of one generation is exact.
-:meth:`Accumulator.drain_rates` gives ``(numerator, denominator)`` pairs, which AsyncGRPO's
-``log()`` reduces as ``sum(num) / sum(den)`` (``_reduce_metric``,
-``async_grpo_trainer.py``): exact over its logging window.
+(:func:`emit`, each figure ``num / den`` logged ``den`` times, so GRPOTrainer's mean over the
+ranks is exact per generation; its ``log()`` then gives a mean of per-generation figures);
+``get_reward()`` counts into the process window, which :meth:`Accumulator.drain_rates`
+sends to AsyncGRPO as ``(numerator, denominator)`` pairs, exact over its logging window.
 """
 
 from __future__ import annotations

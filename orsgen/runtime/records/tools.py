@@ -1,15 +1,7 @@
-"""Per-tool figures of a set of rollouts (``summary.json``'s ``tools``, ``orsgen view``).
-
-Each row of an evaluation's ``results.jsonl`` lists its tool calls as ``tool_calls``: one
-``[tool, failed_by, seconds]`` per call, where ``tool`` is the name the model called it by
-(the adapter's method; the hidden terminal tool keeps its wire name), ``failed_by`` is
-``"environment"`` (the environment or the infrastructure failed), ``"model"`` (the model's
-call was wrong) or ``None`` (answered), and ``seconds`` is the call's time. Calls to a tool
-the adapter does not have count under :data:`UNKNOWN` (one entry for all invented names).
-
-:class:`ToolTally` folds rows in as they are read, keeping per tool a few counters and the
-call times as 8-byte floats, so ``p90_s`` is exact (nearest-rank: the smallest time that at
-least 90% of the calls took at most), found from the slowest tenth, never a full sort.
+"""Per-tool figures of a set of rollouts (``summary.json``'s ``tools``, ``orsgen view``),
+from each row's ``tool_calls`` (docs/evaluating.md). :class:`ToolTally` folds rows in as they
+are read, keeping per tool a few counters and the call times as 8-byte floats, so ``p90_s``
+is exact, found from the slowest tenth, never a full sort.
 """
 
 from __future__ import annotations

@@ -13,11 +13,9 @@ these are readable without any configuration:
   ``num_generations``, and the ``metrics_queue`` the trainer's ``log()`` drains into
   ``trainer.state.log_history`` (``async_grpo_trainer.py``, around line 1698).
 
-- Both build each environment of a dict ``environment_factory`` (several environments) as
-  ``self.environment_factories[name]()`` or ``factory()`` in a loop over
-  ``self.environment_factories.items()``, with ``name`` a local of the building frame
-  (``grpo_trainer.py`` around lines 686 and 2358, ``async_rollout_worker.py`` around lines
-  436 and 574): an adapter being constructed finds its name up the stack.
+- Both build each environment of a dict ``environment_factory`` with ``name`` a local of
+  the building frame (``grpo_trainer.py`` around lines 686 and 2358,
+  ``async_rollout_worker.py`` around 436 and 574; docs/training.md, "Several environments").
 
 Only frames of TRL's modules (``trl.*``) have their locals read. Every reader returns
 ``None`` when the shape is not the one above; the caller then asks the user

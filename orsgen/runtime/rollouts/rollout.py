@@ -1,10 +1,5 @@
 """One reset's rollout (:class:`AdapterRollout`): its session, rewards, record, deadline and
-outcome, in an explicit :class:`~orsgen.runtime.records.episode.RolloutState`.
-
-A tool call goes down one way: the generated method, ``OrsAdapter._call``,
-:meth:`AdapterRollout.call`, the call policy and the SDK. A failed call is recorded, then
-raised as a :class:`~orsgen.runtime.errors.ToolCallFailure`, so that TRL counts it.
-"""
+outcome, in an explicit state (docs/internals.md, "One rollout per reset")."""
 
 from __future__ import annotations
 
