@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,15 +46,13 @@ class Look:
 
 @dataclass(frozen=True)
 class Session:
-    """One probe session's calls. ``purpose``: ``degenerate`` (``tool`` is the tool whose
-    degenerate arguments it tried), ``fresh`` (``F0``..``F3``: ``run``), ``other`` (``B``)
-    or ``beside`` (``C``)."""
+    """One probe session's calls. ``purpose``: ``degenerate``, ``fresh`` (``F0``..``F3``:
+    ``run``), ``other`` (``B``) or ``beside`` (``C``)."""
 
     split: str
     index: int
     purpose: str
     calls: list[Call]
-    tool: str | None = None
     run: int = 0
 
 
@@ -215,7 +212,7 @@ class Plan:
                 async with self.limit:
                     async with self.session(split, index) as opened:
                         made = await self.prober.calls(opened, remaining)
-                self.obs.sessions.append(Session(split, index, "degenerate", made, tool))
+                self.obs.sessions.append(Session(split, index, "degenerate", made))
                 remaining = remaining[max(len(made), 1) :]
 
     async def _deep(self, split: str, index: int) -> None:

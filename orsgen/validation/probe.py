@@ -77,13 +77,11 @@ class Call:
         return self.finished or self.kind == "server_failure"
 
     def same(self, other: Call) -> tuple[bool, bool]:
-        """(same reward, finished and kind; same output) as ``other``."""
-        scored = (
-            self.kind == other.kind
-            and self.finished == other.finished
-            and _same_reward(self.reward, other.reward)
+        """(same reward, finished and kind; same output too) as ``other`` (NaN is NaN)."""
+        a, b = (
+            (c.kind, c.finished, json_number(c.reward), c.output, c.error) for c in (self, other)
         )
-        return scored, scored and self.output == other.output and self.error == other.error
+        return a[:3] == b[:3], a == b
 
     def evidence(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -93,19 +91,10 @@ class Call:
             "reward": json_number(self.reward),
             "finished": self.finished,
         }
-        if self.kind == "result":
-            out["output"] = self.output
-        else:
-            out["error"] = self.error
+        out |= {"output": self.output} if self.kind == "result" else {"error": self.error}
         if self.failure is not None:
             out["failure"] = self.failure
         return out
-
-
-def _same_reward(a: float | None, b: float | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a == b or (math.isnan(a) and math.isnan(b))
 
 
 def _reward(value: Any) -> float | None:

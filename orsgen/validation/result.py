@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from orsgen._version import __version__
@@ -57,14 +57,7 @@ class Finding:
     evidence: Mapping[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "severity": self.severity,
-            "split": self.split,
-            "task_index": self.task_index,
-            "tool": self.tool,
-            "evidence": dict(self.evidence),
-        }
+        return {**asdict(self), "evidence": dict(self.evidence)}
 
     def where(self) -> str:
         """``train/3 tool echo``: the task and tool, for one-line reports."""
@@ -91,7 +84,7 @@ class CheckStatus:
     reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "reason": self.reason}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

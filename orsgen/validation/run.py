@@ -147,10 +147,8 @@ def validate(
             interrupted = closing is not None
             if closing is not None:  # what was found is written first, then sessions close
                 finish(True)
-                try:
+                with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: leave now
                     closing.wait(CLOSE_WAIT)
-                except KeyboardInterrupt:
-                    pass  # a second Ctrl-C: leave without waiting
                 raise KeyboardInterrupt
     except KeyboardInterrupt:
         if not interrupted:  # before the probes started (reaching the target)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -41,18 +42,17 @@ def by_split(obs: Observations) -> dict[str, list[Look]]:
 def ignored_splits(obs: Observations) -> set[str]:
     """The splits of which every probed task (two or more) has the same prompt and tools.
     Empty prompts are ``empty_prompt``'s: they say nothing of the index."""
-    out: set[str] = set()
-    for split, looks in by_split(obs).items():
-        if len(looks) >= 2 and (normalized(looks[0].prompt) or looks[0].image):
-            first = looks[0]
-            same = all(
-                normalized(lk.prompt) == normalized(first.prompt)
-                and _tool_names(lk) == _tool_names(first)
-                for lk in looks
-            )
-            if same:
-                out.add(split)
-    return out
+
+    def shown(look: Look) -> tuple[str, list[str]]:
+        return normalized(look.prompt), _tool_names(look)
+
+    return {
+        split
+        for split, looks in by_split(obs).items()
+        if len(looks) >= 2
+        and (normalized(looks[0].prompt) or looks[0].image)
+        and all(shown(lk) == shown(looks[0]) for lk in looks)
+    }
 
 
 def task_index_ignored(obs: Observations) -> list[Finding]:
@@ -80,9 +80,7 @@ def duplicate_tasks(obs: Observations) -> list[Finding]:
             continue
         first: dict[str, Look] = {}
         for look in looks:
-            key = normalized(look.prompt)
-            if not key:
-                continue  # an empty prompt is empty_prompt's
+            key = normalized(look.prompt)  # never an empty one: that is empty_prompt's
             if key in first:
                 evidence = {
                     "prompt": look.prompt,
@@ -91,7 +89,7 @@ def duplicate_tasks(obs: Observations) -> list[Finding]:
                 found.append(
                     Finding("duplicate_tasks", "warning", split, look.index, None, evidence)
                 )
-            else:
+            elif key:
                 first[key] = look
     return found
 
@@ -107,23 +105,19 @@ def split_overlap(obs: Observations) -> list[Finding]:
     task of another split: one finding per pair, naming the task of the later split (in the
     server's order) and, in its evidence, the other."""
     found: list[Finding] = []
-    splits = list(obs.splits)
     looks = by_split(obs)
     for split in ignored_splits(obs):  # its tasks are one task: compare that one once
         looks[split] = looks[split][:1]
-    for a_at, a in enumerate(splits):
-        for b in splits[a_at + 1 :]:
-            for later in looks.get(b, []):
-                for earlier in looks.get(a, []):
-                    matched = _matched(obs, earlier, later)
-                    if matched is None:
-                        continue
-                    evidence = {
-                        "prompt": later.prompt,
-                        "matched_on": matched,
-                        "same_as": {"split": a, "task_index": earlier.index},
-                    }
-                    found.append(Finding("split_overlap", "error", b, later.index, None, evidence))
+    for a, b in itertools.combinations(obs.splits, 2):
+        for later, earlier in itertools.product(looks.get(b, []), looks.get(a, [])):
+            matched = _matched(obs, earlier, later)
+            if matched is not None:
+                evidence = {
+                    "prompt": later.prompt,
+                    "matched_on": matched,
+                    "same_as": {"split": a, "task_index": earlier.index},
+                }
+                found.append(Finding("split_overlap", "error", b, later.index, None, evidence))
     return found
 
 
@@ -131,14 +125,11 @@ def _matched(obs: Observations, earlier: Look, later: Look) -> str | None:
     prompt = normalized(later.prompt)
     if prompt and prompt == normalized(earlier.prompt):
         return "prompt"
-    specs_a, specs_b = obs.specs.get(earlier.split), obs.specs.get(later.split)
-    if specs_a is None or specs_b is None:
-        return None
-    if earlier.index >= len(specs_a) or later.index >= len(specs_b):
-        return None
-    key = _spec_key(specs_b[later.index])
-    if key is not None and key == _spec_key(specs_a[earlier.index]):
-        return "task_spec"
+    specs_a, specs_b = obs.specs.get(earlier.split) or [], obs.specs.get(later.split) or []
+    if earlier.index < len(specs_a) and later.index < len(specs_b):
+        key = _spec_key(specs_b[later.index])
+        if key is not None and key == _spec_key(specs_a[earlier.index]):
+            return "task_spec"
     return None
 
 
