@@ -1,5 +1,10 @@
 """The one orsgen module that touches the openreward SDK's private APIs (its session internals,
 ``openreward.api._session``, the environments client). All of it runs on the runtime loop.
+
+The pings (:func:`ping_loop`) replace the SDK's pinger, which logs every failed ping and keeps
+pinging a session the server has forgotten (404 "Active environment not found" after a
+restart) for minutes: these stay quiet while the server is away (``health`` logs that once),
+and on "not found" mark the session lost, log one line and stop.
 """
 
 from __future__ import annotations
@@ -208,7 +213,7 @@ async def environment(endpoint: Endpoint) -> Any:
 
 
 # Told of each retry, before its wait: tenacity's retry state, and the attempts the SDK
-# makes in all (a backend that is still starting is retried until it is up).
+# makes in all (``None`` for a backend that is still starting: retried until it is up).
 BeforeRetry = Callable[[Any, "int | None"], None]
 
 
